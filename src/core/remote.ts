@@ -1,0 +1,75 @@
+/**
+ * Remote commands are values: an argv to run inside a target, and a parser for what comes back. One runner
+ * (`runCommand`) wraps the argv for the target (`pct exec … --`, `docker exec …`), sends it over an Executor
+ * (one shared ssh2 connection in production), and maps container failures to typed errors before parsing.
+ */
+import { RemoteRunsError, type TargetRef } from './types';
+import { wrapForTarget, classifyTargetFailure } from './targets';
+
+export interface ExecResult {
+  stdout: Buffer;
+  stderr: Buffer;
+  /** Exit status; null when the remote side reported a signal instead. */
+  code: number | null;
+  signal?: string;
+  /** stdout was cut at maxOutputBytes. */
+  truncated: boolean;
+}
+
+export interface ExecOptions {
+  signal?: AbortSignal;
+  /** Stop reading (and close the channel) after this many stdout bytes. */
+  maxOutputBytes?: number;
+  stdin?: Buffer | string;
+}
+
+/** Runs one shell command line on a host (through its login shell, as sshd does). */
+export interface Executor {
+  exec(commandLine: string, options?: ExecOptions): Promise<ExecResult>;
+}
+
+export interface RemoteCommand<T> {
+  /** Argument vector run inside the target; quoted by the runner, never by the caller. */
+  argv: string[];
+  /** Short description for logs (never holds secrets). */
+  describe: string;
+  maxOutputBytes?: number;
+  stdin?: Buffer | string;
+  /** Turns the raw result into a typed value or throws RemoteRunsError. */
+  parse(result: ExecResult): T;
+}
+
+/** Run a command value inside a target over an executor. */
+export async function runCommand<T>(
+  executor: Executor,
+  target: TargetRef,
+  command: RemoteCommand<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  const line = wrapForTarget(target, command.argv);
+  const result = await executor.exec(line, { signal, maxOutputBytes: command.maxOutputBytes, stdin: command.stdin });
+  const failure = classifyTargetFailure(target, result);
+  if (failure) throw failure;
+  return command.parse(result);
+}
+
+/** First non-empty line of stderr, for error messages. */
+export function firstStderrLine(result: ExecResult): string {
+  return (
+    result.stderr
+      .toString('utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .find((l) => l.length > 0) ?? ''
+  );
+}
+
+/** The generic failure for a command that exited non-zero for a reason we do not recognise. */
+export function commandFailed(describe: string, result: ExecResult): RemoteRunsError {
+  const line = firstStderrLine(result);
+  const status = result.code === null ? `signal ${result.signal ?? '?'}` : `exit code ${result.code}`;
+  return new RemoteRunsError('command-failed', `${describe} failed with ${status}${line ? `: ${line}` : ''}`, {
+    exitCode: result.code ?? -1,
+    stderr: line,
+  });
+}

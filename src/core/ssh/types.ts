@@ -1,0 +1,62 @@
+/**
+ * Contracts between the SSH layer and its callers. The extension implements Prompter with VS Code dialogs,
+ * the CLI with a terminal (or refuses when there is no TTY), tests with scripted answers.
+ */
+
+/** One hop (or the final destination) after ~/.ssh/config resolution, as OpenSSH would connect. */
+export interface ResolvedHop {
+  /** The name the user wrote (alias), used in messages and as the pool key part. */
+  alias: string;
+  /** The address to connect to (HostName, else alias). */
+  hostname: string;
+  port: number;
+  user: string;
+  /** Key files in the order OpenSSH tries them (~ expanded). */
+  identityFiles: string[];
+  /** IdentitiesOnly: offer only identityFiles, not every agent key. */
+  identitiesOnly: boolean;
+}
+
+/** A destination with the hops in front of it, nearest first. */
+export interface ResolvedHost {
+  jumps: ResolvedHop[];
+  target: ResolvedHop;
+}
+
+export interface HostKeyInfo {
+  /** As written in known_hosts: `host` or `[host]:port`. */
+  hostPattern: string;
+  hostname: string;
+  port: number;
+  keyType: string;
+  /** `SHA256:…` like `ssh-keygen -lf`. */
+  fingerprint: string;
+  knownHostsFile: string;
+}
+
+export interface Prompter {
+  /** An unknown host key: true trusts it (and it is appended to known_hosts). */
+  confirmHostKey(info: HostKeyInfo): Promise<boolean>;
+  /** Passphrase for an encrypted key file; undefined skips the key. Kept in memory only. */
+  passphrase(keyPath: string): Promise<string | undefined>;
+  /** Password for user@host; undefined gives up. */
+  password(user: string, host: string): Promise<string | undefined>;
+  /** Keyboard-interactive (one-time codes); undefined gives up. */
+  keyboardInteractive(
+    user: string,
+    host: string,
+    name: string,
+    instructions: string,
+    prompts: { prompt: string; echo: boolean }[],
+  ): Promise<string[] | undefined>;
+}
+
+/** Connection state per host, shown on the tree node. */
+export type ConnectionState =
+  | { kind: 'idle' }
+  | { kind: 'connecting'; attempt: number }
+  | { kind: 'connected' }
+  | { kind: 'unreachable'; message: string }
+  | { kind: 'auth-failed'; message: string }
+  | { kind: 'host-key-unknown'; message: string }
+  | { kind: 'host-key-mismatch'; message: string };

@@ -1,0 +1,177 @@
+/**
+ * The typed values everything inside the core trusts. Remote output and settings become these in one place
+ * (the parsers under discovery/ and config.ts); nothing past that edge re-validates them.
+ *
+ * This folder never imports `vscode`.
+ */
+
+/** Where a run lives on a host: the machine itself, a Proxmox LXC, or a Docker container. */
+export type TargetKind = 'host' | 'pct' | 'docker';
+
+export interface TargetRef {
+  kind: TargetKind;
+  /** '' for `host`, the vmid for `pct`, the container name for `docker`. */
+  id: string;
+}
+
+/** State of a target as discovered on its host. */
+export type TargetState = 'running' | 'stopped' | 'unknown';
+
+export interface Target extends TargetRef {
+  state: TargetState;
+  /** Human name where the runtime has one (pct's Name column); equals `id` otherwise. */
+  label: string;
+}
+
+/** A host as configured (setting `remoteRuns.hosts`, the CLI's --config, or ~/.ssh/config). */
+export interface HostConfig {
+  /** Display name and the key used in CLI addresses. */
+  name: string;
+  /** Hostname or an alias from ~/.ssh/config. */
+  host: string;
+  user?: string;
+  port?: number;
+  identityFile?: string | string[];
+  /** OpenSSH ProxyJump syntax: `[user@]host[:port]`, several hops separated by commas. */
+  proxyJump?: string;
+  /** `auto` (default) discovers pct/docker; otherwise explicit target specs such as `host`, `pct:200`, `docker:trainer`. */
+  targets?: 'auto' | string[];
+  /** Directories searched for runs. Default: DEFAULT_RUN_ROOTS. */
+  runRoots?: string[];
+}
+
+export const DEFAULT_RUN_ROOTS: readonly string[] = ['/workspace', '~/runs', '~/checkpoints'];
+
+/** One file inside a checkpoint folder. */
+export interface CheckpointFile {
+  name: string;
+  path: string;
+  bytes: number;
+  /** Modification time, milliseconds since the epoch. */
+  mtime: number;
+}
+
+export type CheckpointLayout =
+  | 'step_N'
+  | 'checkpoint-N'
+  | 'global_stepN'
+  | 'ckpt_N'
+  | 'lightning'
+  | 'flat';
+
+export interface Checkpoint {
+  /** The entry's own name, e.g. `step_10000` or `model_step_500.pt`. */
+  name: string;
+  /** The parsed step; null only for a flat file with no number (not listed as a checkpoint then). */
+  step: number;
+  layout: CheckpointLayout;
+  /** Absolute remote path (inside the target). */
+  path: string;
+  isDir: boolean;
+  /** Total size in bytes: a folder's is the sum of its files. */
+  bytes: number;
+  mtime: number;
+  /** Files of a folder checkpoint (empty for a flat file). */
+  files: CheckpointFile[];
+  /** True on the checkpoint with the highest step in its run. */
+  newest: boolean;
+}
+
+export interface Run {
+  name: string;
+  /** Absolute remote path of the run directory (inside the target). */
+  path: string;
+  /** Absolute remote paths of metrics logs found. */
+  metrics: string[];
+  /** Sorted by step, ascending, as numbers. */
+  checkpoints: Checkpoint[];
+  /** Newest mtime among the metrics logs, ms since epoch; 0 when there are none. */
+  metricsMtime: number;
+  /** A metrics log changed within LIVE_WINDOW_MS of the listing's remote clock. */
+  live: boolean;
+}
+
+export const LIVE_WINDOW_MS = 2 * 60 * 1000;
+
+/**
+ * Every way a listing can come back empty or fail. Never fold two of these into one message:
+ * that is how a user concludes "no checkpoints" when they were there all along.
+ */
+export type EmptyKind =
+  | 'unreachable'
+  | 'auth-failed'
+  | 'host-key-unknown'
+  | 'host-key-mismatch'
+  | 'container-missing'
+  | 'container-stopped'
+  | 'path-missing'
+  | 'permission-denied'
+  | 'not-a-directory'
+  | 'empty'
+  | 'no-checkpoints'
+  | 'command-failed';
+
+/** The subset of EmptyKind that a single run root can end in (the rest concern host or target). */
+export type RootEmptyKind = 'path-missing' | 'permission-denied' | 'not-a-directory' | 'empty' | 'no-checkpoints';
+
+/** Error kinds that are not about what is on the remote side, but about our own input or state. */
+export type LocalErrorKind = 'bad-address' | 'bad-config' | 'not-found' | 'cancelled' | 'timeout' | 'protocol';
+
+export type ErrorKind = EmptyKind | LocalErrorKind;
+
+/** The one error type the core throws. `kind` drives the UI's icon, message and actions. */
+export class RemoteRunsError extends Error {
+  override readonly name = 'RemoteRunsError';
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    /** Extra facts for the UI: exit code, stderr first line, file and line of a known_hosts entry, a few names seen… */
+    readonly detail: Readonly<Record<string, string | number | string[]>> = {},
+  ) {
+    super(message);
+  }
+}
+
+export function isRemoteRunsError(e: unknown): e is RemoteRunsError {
+  return e instanceof RemoteRunsError;
+}
+
+/** What one run root held: runs, or exactly one reason it holds none. */
+export type RootListing =
+  | { root: string; path: string; state: 'ok'; runs: Run[]; truncated: boolean }
+  | {
+      root: string;
+      /** The absolute path the root resolved to (~ expanded) where known. */
+      path: string;
+      state: RootEmptyKind;
+      message: string;
+      /** For `no-checkpoints`: up to five entry names that were there. */
+      seen: string[];
+      truncated: boolean;
+    };
+
+/** The result of listing a target: one entry per run root, in configured order. */
+export interface TargetListing {
+  target: TargetRef;
+  roots: RootListing[];
+  /** The remote clock at listing time (ms since epoch), used for `live`. */
+  remoteNow: number;
+}
+
+/** Spell a target as in addresses and settings: `host`, `pct:200`, `docker:name`. */
+export function formatTarget(t: TargetRef): string {
+  return t.kind === 'host' ? 'host' : `${t.kind}:${t.id}`;
+}
+
+/** Parse `host`, `pct:200`, `docker:name`. Throws RemoteRunsError('bad-address'). */
+export function parseTarget(spec: string): TargetRef {
+  if (spec === 'host') return { kind: 'host', id: '' };
+  const m = /^(pct|docker):(.+)$/s.exec(spec);
+  if (!m) throw new RemoteRunsError('bad-address', `Not a target: ${JSON.stringify(spec)} (expected host, pct:<vmid> or docker:<name>)`);
+  const kind = m[1] as 'pct' | 'docker';
+  const id = m[2];
+  if (kind === 'pct' && !/^\d+$/.test(id)) {
+    throw new RemoteRunsError('bad-address', `A Proxmox container id is a number, not ${JSON.stringify(id)}`);
+  }
+  return { kind, id };
+}
