@@ -1,0 +1,79 @@
+import type { RemoteRunsCore } from '../core/service';
+import { runsOf } from '../core/service';
+import { RemoteRunsError, formatTarget, type RootListing, type Run, type RootEmptyKind } from '../core/types';
+import { emptyStateText } from '../core/emptyStates';
+import { formatAge, formatBytes } from '../core/util/format';
+import type { parseAddress } from '../core/address';
+
+export interface CommandOutput {
+  json: unknown;
+  text: string;
+  exitCode: number;
+}
+
+/** The JSON shape of a run, as documented in the README. Checkpoints in step order. */
+export function runJson(run: Run): unknown {
+  return {
+    name: run.name,
+    path: run.path,
+    live: run.live,
+    metrics: run.metrics,
+    checkpoints: run.checkpoints.map((c) => ({ name: c.name, step: c.step, path: c.path, bytes: c.bytes, mtime: c.mtime })),
+  };
+}
+
+function rootJson(r: RootListing): unknown {
+  return r.state === 'ok'
+    ? { root: r.root, path: r.path, state: 'ok', runs: r.runs.length, truncated: r.truncated }
+    : { root: r.root, path: r.path, state: r.state, message: r.message, seen: r.seen };
+}
+
+// When no root holds a run, the failure names the most telling case; the message names every root's own.
+const ROOT_PRIORITY: RootEmptyKind[] = ['no-checkpoints', 'empty', 'permission-denied', 'not-a-directory', 'path-missing'];
+
+export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof parseAddress>): Promise<CommandOutput> {
+  if (!addr.target) {
+    const { targets, problems } = await core.listTargets(addr.host);
+    const lines = targets.map((t) => `${formatTarget(t).padEnd(24)} ${t.kind.padEnd(7)} ${t.state}${t.label && t.label !== t.id && t.kind !== 'host' ? `  (${t.label})` : ''}`);
+    for (const p of problems) lines.push(`! ${p}`);
+    return {
+      json: { targets: targets.map((t) => ({ id: formatTarget(t), kind: t.kind, state: t.state, label: t.label })), problems },
+      text: `${lines.join('\n')}\n`,
+      exitCode: 0,
+    };
+  }
+  const listing = await core.listTarget(addr.host, addr.target);
+  const runs = runsOf(listing);
+  if (addr.run === undefined) {
+    if (runs.length === 0) {
+      const states = listing.roots.filter((r): r is Exclude<RootListing, { state: 'ok' }> => r.state !== 'ok');
+      const kind = ROOT_PRIORITY.find((k) => states.some((s) => s.state === k)) ?? 'empty';
+      const message = `No runs on ${addr.host}/${formatTarget(addr.target)}: ${states.map((s) => `${s.root}: ${emptyStateText(s.state).title.toLowerCase()}${s.seen.length ? ` (saw ${s.seen.join(', ')})` : ''}`).join('; ')}`;
+      throw new RemoteRunsError(kind, message, { seen: states.flatMap((s) => s.seen) });
+    }
+    const now = listing.remoteNow;
+    const lines: string[] = [];
+    for (const root of listing.roots) {
+      if (root.state !== 'ok') {
+        lines.push(`${root.root}: ${emptyStateText(root.state).title.toLowerCase()}${root.seen.length ? ` (saw: ${root.seen.join(', ')})` : ''}`);
+        continue;
+      }
+      for (const r of root.runs) {
+        const newest = r.checkpoints[r.checkpoints.length - 1];
+        lines.push(`${r.name}\t${r.path}\t${r.checkpoints.length} checkpoints${newest ? `, latest step ${newest.step} (${formatAge(newest.mtime, now)})` : ''}${r.live ? ', live' : ''}`);
+      }
+      if (root.truncated) lines.push(`${root.root}: listing cut short (too many entries)`);
+    }
+    return { json: { runs: runs.map(runJson), roots: listing.roots.map(rootJson) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
+  }
+  const run = runs.find((r) => r.name === addr.run);
+  if (!run) {
+    throw new RemoteRunsError('not-found', `No run named ${JSON.stringify(addr.run)} on ${addr.host}/${formatTarget(addr.target)}${runs.length ? ` (runs: ${runs.map((r) => r.name).join(', ')})` : ''}`);
+  }
+  const lines = [`${run.name}  ${run.path}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.join(', ') || 'none'}`];
+  for (const c of run.checkpoints) {
+    lines.push(`${String(c.step).padStart(10)}  ${c.name.padEnd(28)} ${formatBytes(c.bytes).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}`);
+  }
+  if (run.checkpoints.length === 0) lines.push('no checkpoints in this run (it was recognised by its metrics log)');
+  return { json: { run: runJson(run) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
+}

@@ -1,0 +1,122 @@
+/**
+ * `remote-runs`: the headless face of the same core the extension uses.
+ *
+ *   remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+ *
+ * Exit codes: 0 ok, 2 a typed failure (the kind is printed), 1 a usage error.
+ */
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as fs from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ConnectionPool } from '../core/ssh/pool';
+import { HostDirectory } from '../core/hosts';
+import { RemoteRunsCore } from '../core/service';
+import { parseAddress } from '../core/address';
+import { parseConfigFile } from '../core/config';
+import { RemoteRunsError, isRemoteRunsError, type HostConfig } from '../core/types';
+import { TerminalPrompter } from './prompter';
+import { lsCommand } from './ls';
+
+const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+
+ADDRESS is host, host/target or host/target/run; target is "host", "pct:<vmid>" or "docker:<name>".
+Hosts come from --config (JSON {"hosts": [...]}, same schema as the remoteRuns.hosts setting; default
+$REMOTE_RUNS_CONFIG or ~/.config/remote-runs/config.json) and from the Host entries of ~/.ssh/config.`;
+
+export interface CliIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  env: NodeJS.ProcessEnv;
+}
+
+export async function main(argv: string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        json: { type: 'boolean', default: false },
+        config: { type: 'string' },
+        'ssh-config': { type: 'string' },
+        'known-hosts': { type: 'string', multiple: true },
+        help: { type: 'boolean', short: 'h', default: false },
+      },
+    });
+  } catch (e) {
+    io.stderr.write(`${e instanceof Error ? e.message : String(e)}\n${USAGE}\n`);
+    return 1;
+  }
+  const { values, positionals } = parsed;
+  const [verb, address] = positionals;
+  if (values.help || !verb) {
+    (values.help ? io.stdout : io.stderr).write(`${USAGE}\n`);
+    return values.help ? 0 : 1;
+  }
+  if (verb !== 'ls' || !address || positionals.length > 2) {
+    io.stderr.write(`${USAGE}\n`);
+    return 1;
+  }
+
+  const home = io.env.HOME || os.homedir();
+  const pool = new ConnectionPool({
+    prompter: new TerminalPrompter(),
+    logger: { info: () => {}, warn: (m) => io.env.REMOTE_RUNS_DEBUG && io.stderr.write(`${m}\n`), error: (m) => io.env.REMOTE_RUNS_DEBUG && io.stderr.write(`${m}\n`) },
+    knownHostsFiles: values['known-hosts']?.length ? values['known-hosts'] : [path.join(home, '.ssh', 'known_hosts')],
+  });
+  try {
+    const hostsFromFile = loadHosts(values.config, io.env, home);
+    const hosts = new HostDirectory({
+      hosts: () => hostsFromFile,
+      includeSshConfigHosts: () => true,
+      sshConfigPath: () => values['ssh-config'],
+      home,
+    });
+    const core = new RemoteRunsCore({
+      hosts: () => hosts.configs(),
+      executorFor: (host) => {
+        const resolved = hosts.resolve(host);
+        return { exec: (line, opts) => pool.exec(resolved, line, opts) };
+      },
+    });
+    const addr = parseAddress(address);
+    // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name.
+    if (!hosts.configs().some((h) => h.name === addr.host)) hostsFromFile.push({ name: addr.host, host: addr.host });
+    const out = await lsCommand(core, addr);
+    io.stdout.write(values.json ? `${JSON.stringify(out.json)}\n` : out.text);
+    return out.exitCode;
+  } catch (e) {
+    const err = isRemoteRunsError(e) ? e : new RemoteRunsError('command-failed', e instanceof Error ? e.message : String(e));
+    if (values.json) io.stdout.write(`${JSON.stringify({ error: { kind: err.kind, message: err.message } })}\n`);
+    io.stderr.write(`remote-runs: ${err.kind}: ${err.message}\n`);
+    return 2;
+  } finally {
+    pool.dispose();
+  }
+}
+
+function loadHosts(configPath: string | undefined, env: NodeJS.ProcessEnv, home: string): HostConfig[] {
+  const explicit = configPath ?? env.REMOTE_RUNS_CONFIG;
+  const file = explicit ?? path.join(home, '.config', 'remote-runs', 'config.json');
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (e) {
+    if (!explicit && (e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw new RemoteRunsError('bad-config', `Cannot read config ${file}: ${(e as Error).message}`);
+  }
+  return parseConfigFile(text, file);
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e) => {
+      process.stderr.write(`remote-runs: ${e instanceof Error ? e.stack : String(e)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,0 +1,77 @@
+/**
+ * The hosts a user can browse: those configured (setting or --config file) plus, when asked, the concrete
+ * `Host` entries of ~/.ssh/config. Resolves each to the hops OpenSSH would use.
+ */
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { HostConfig } from './types';
+import type { ResolvedHost } from './ssh/types';
+import { configuredHostAliases, loadSshConfig, resolveHost, type SshConfig } from './ssh/sshConfig';
+
+export interface HostEntry {
+  config: HostConfig;
+  source: 'settings' | 'ssh-config';
+}
+
+export interface HostDirectoryOptions {
+  hosts: () => HostConfig[];
+  /** Offer ~/.ssh/config's concrete hosts too. */
+  includeSshConfigHosts: () => boolean;
+  /** Default ~/.ssh/config. */
+  sshConfigPath?: () => string | undefined;
+  home?: string;
+  localUser?: string;
+}
+
+export class HostDirectory {
+  private cached: { path: string; config: SshConfig } | undefined;
+
+  constructor(private readonly options: HostDirectoryOptions) {}
+
+  get home(): string {
+    return this.options.home ?? os.homedir();
+  }
+
+  private get sshConfigPath(): string {
+    return this.options.sshConfigPath?.() || path.join(this.home, '.ssh', 'config');
+  }
+
+  /** The ssh config, re-read when its path changes or `invalidate()` is called. */
+  sshConfig(): SshConfig {
+    const p = this.sshConfigPath;
+    if (!this.cached || this.cached.path !== p) this.cached = { path: p, config: loadSshConfig(p, { home: this.home }) };
+    return this.cached.config;
+  }
+
+  invalidate(): void {
+    this.cached = undefined;
+  }
+
+  /** Configured hosts first, then ssh-config aliases not already configured under the same name or host. */
+  all(): HostEntry[] {
+    const configured = this.options.hosts().map((config): HostEntry => ({ config, source: 'settings' }));
+    if (!this.options.includeSshConfigHosts()) return configured;
+    const taken = new Set(configured.flatMap((h) => [h.config.name, h.config.host]));
+    const extra = configuredHostAliases(this.sshConfig())
+      .filter((alias) => !taken.has(alias))
+      .map((alias): HostEntry => ({ config: { name: alias, host: alias }, source: 'ssh-config' }));
+    return [...configured, ...extra];
+  }
+
+  configs(): HostConfig[] {
+    return this.all().map((h) => h.config);
+  }
+
+  resolve(host: HostConfig): ResolvedHost & { name: string } {
+    const resolved = resolveHost(host, this.sshConfig(), { home: this.home, localUser: this.options.localUser ?? safeUser() });
+    return { ...resolved, name: host.name };
+  }
+}
+
+function safeUser(): string {
+  try {
+    return os.userInfo().username;
+  } catch {
+    return process.env.USER ?? 'root';
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * The one façade the extension, the CLI and (later) the language server use to ask what is on a host.
+ * It knows the configured hosts and turns their questions into command values run over a shared executor;
+ * it holds no UI state.
+ */
+import {
+  DEFAULT_RUN_ROOTS,
+  RemoteRunsError,
+  formatTarget,
+  parseTarget,
+  type HostConfig,
+  type Run,
+  type Target,
+  type TargetListing,
+  type TargetRef,
+} from './types';
+import { runCommand, type Executor } from './remote';
+import { listRunsCommand } from './discovery/listScript';
+import { discoverTargetsCommand } from './discovery/targetsDiscovery';
+
+export interface HostTargets {
+  targets: Target[];
+  /** Runtime problems that did not stop the listing (e.g. docker daemon refused the user). */
+  problems: string[];
+}
+
+export interface CoreOptions {
+  /** The configured hosts, read each time (settings can change). */
+  hosts(): HostConfig[];
+  /** The shared executor for a host (one pooled connection per host). */
+  executorFor(host: HostConfig): Executor;
+  /** Bound on records per listing, so a huge directory cannot hang a view. */
+  maxEntries?: number;
+}
+
+export class RemoteRunsCore {
+  constructor(private readonly options: CoreOptions) {}
+
+  /** The host config by name, or a `not-found` error listing the names that exist. */
+  host(name: string): HostConfig {
+    const hosts = this.options.hosts();
+    const found = hosts.find((h) => h.name === name);
+    if (!found) {
+      const names = hosts.map((h) => h.name);
+      throw new RemoteRunsError(
+        'not-found',
+        `No host named ${JSON.stringify(name)} is configured${names.length ? ` (configured: ${names.join(', ')})` : ' (no hosts are configured)'}`,
+      );
+    }
+    return found;
+  }
+
+  /** Which targets a host has: the bare host plus discovered (or configured) containers, with their state. */
+  async listTargets(hostName: string, signal?: AbortSignal): Promise<HostTargets> {
+    const host = this.host(hostName);
+    const exec = this.options.executorFor(host);
+    const configured = host.targets && host.targets !== 'auto' ? host.targets.map(parseTarget) : undefined;
+    const found = await runCommand(exec, { kind: 'host', id: '' }, discoverTargetsCommand(), signal);
+    if (!configured) return { targets: found.targets, problems: found.problems };
+    // Explicit targets keep the configured order; their state comes from discovery where it saw them.
+    const targets = configured.map((ref): Target => {
+      const seen = found.targets.find((t) => t.kind === ref.kind && t.id === ref.id);
+      if (seen) return seen;
+      return { ...ref, state: ref.kind === 'host' ? 'running' : 'unknown', label: ref.id || 'host' };
+    });
+    return { targets, problems: found.problems };
+  }
+
+  /** The run roots searched on a host: per-host setting, else the defaults. */
+  runRoots(host: HostConfig): string[] {
+    return host.runRoots && host.runRoots.length > 0 ? [...host.runRoots] : [...DEFAULT_RUN_ROOTS];
+  }
+
+  /** List every run root of a target with ONE remote command. */
+  async listTarget(hostName: string, target: TargetRef, signal?: AbortSignal): Promise<TargetListing> {
+    const host = this.host(hostName);
+    const exec = this.options.executorFor(host);
+    const roots = this.runRoots(host);
+    const result = await runCommand(exec, target, listRunsCommand(roots, { maxEntries: this.options.maxEntries }), signal);
+    return { target, roots: result.roots, remoteNow: result.remoteNow };
+  }
+
+  /** One run by name within a target's listing, or a `not-found` error naming the runs that exist. */
+  async findRun(hostName: string, target: TargetRef, runName: string, signal?: AbortSignal): Promise<{ run: Run; listing: TargetListing }> {
+    const listing = await this.listTarget(hostName, target, signal);
+    const runs = runsOf(listing);
+    const run = runs.find((r) => r.name === runName);
+    if (!run) {
+      throw new RemoteRunsError(
+        'not-found',
+        `No run named ${JSON.stringify(runName)} on ${hostName}/${formatTarget(target)}` +
+          (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => r.name).join(', ')})` : ''),
+        { seen: runs.slice(0, 10).map((r) => r.name) },
+      );
+    }
+    return { run, listing };
+  }
+}
+
+/** All runs of a listing across its roots, in root order. */
+export function runsOf(listing: TargetListing): Run[] {
+  return listing.roots.flatMap((r) => (r.state === 'ok' ? r.runs : []));
+}

@@ -1,0 +1,24 @@
+/** Human formatting shared by the tree, the CLI and the language server. */
+
+const UNITS = ['B', 'KB', 'MB', 'GB', 'TB', 'PB'];
+
+/** 3221225472 → "3.2 GB" (decimal units, as `ls -lh --si` and most file managers show). */
+export function formatBytes(bytes: number): string {
+  if (!Number.isFinite(bytes) || bytes < 0) return '?';
+  let v = bytes;
+  let i = 0;
+  while (v >= 1000 && i < UNITS.length - 1) {
+    v /= 1000;
+    i++;
+  }
+  return i === 0 ? `${v} B` : `${v < 10 ? v.toFixed(1) : Math.round(v)} ${UNITS[i]}`;
+}
+
+/** Age relative to `now`: "just now", "5 min ago", "3 h ago", "2 d ago". */
+export function formatAge(mtimeMs: number, nowMs: number): string {
+  const s = Math.max(0, Math.round((nowMs - mtimeMs) / 1000));
+  if (s < 45) return 'just now';
+  if (s < 3600) return `${Math.max(1, Math.round(s / 60))} min ago`;
+  if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+  return `${Math.round(s / 86400)} d ago`;
+}

@@ -1,0 +1,13 @@
+/** Command ids in one place; mirrors `contributes.commands` in package.json (a unit test checks both ways). */
+export const CommandIds = {
+  refresh: 'remoteRuns.refresh',
+  addHost: 'remoteRuns.addHost',
+  useSshConfigHosts: 'remoteRuns.useSshConfigHosts',
+  openSettings: 'remoteRuns.openSettings',
+  showLog: 'remoteRuns.showLog',
+  copyRemotePath: 'remoteRuns.copyRemotePath',
+  openTerminal: 'remoteRuns.openTerminal',
+  retry: 'remoteRuns.retry',
+} as const;
+
+export type CommandId = (typeof CommandIds)[keyof typeof CommandIds];

@@ -1,0 +1,101 @@
+/**
+ * Wires, does not work: pool → core → views → commands. Every disposable is registered on creation.
+ */
+import * as vscode from 'vscode';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { ConnectionPool } from '../core/ssh/pool';
+import { HostDirectory } from '../core/hosts';
+import { RemoteRunsCore } from '../core/service';
+import type { Executor } from '../core/remote';
+import { DisposableStore } from './lifecycle';
+import { channelLogger } from './log';
+import { VSCodePrompter } from './prompter';
+import { Settings } from './settings';
+import { RunsTreeProvider } from './tree/treeProvider';
+import type { TreeNode } from './tree/nodes';
+import { registerCommands } from './commands';
+
+export interface RemoteRunsApi {
+  tree: RunsTreeProvider;
+  core: RemoteRunsCore;
+}
+
+export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
+  const store = new DisposableStore();
+  context.subscriptions.push(store);
+
+  const channel = store.register(vscode.window.createOutputChannel('Remote Runs', { log: true }));
+  const log = channelLogger(channel);
+  const settings = new Settings(log);
+
+  const knownHostsFiles = (): string[] => {
+    const files = settings.knownHostsFiles();
+    return files.length ? files.map((f) => f.replace(/^~(?=\/|$)/, os.homedir())) : [path.join(os.homedir(), '.ssh', 'known_hosts')];
+  };
+  const pool = store.register(
+    new ConnectionPool({
+      prompter: new VSCodePrompter(),
+      logger: log,
+      knownHostsFiles: knownHostsFiles(),
+      idleTimeoutMs: settings.idleDisconnectSeconds() * 1000,
+    }),
+  );
+  const hosts = new HostDirectory({
+    hosts: () => settings.hosts(),
+    includeSshConfigHosts: () => settings.useSshConfigHosts(),
+    sshConfigPath: () => settings.sshConfigFile(),
+  });
+  const core = new RemoteRunsCore({
+    hosts: () => hosts.configs(),
+    executorFor: (host): Executor => {
+      const resolved = hosts.resolve(host);
+      return { exec: (line, opts) => pool.exec(resolved, line, opts) };
+    },
+  });
+
+  const tree = store.register(
+    new RunsTreeProvider({
+      core,
+      hosts: () => hosts.all().map((h) => ({ name: h.config.name, source: h.source })),
+      connectionState: (name) => pool.getState(name),
+      onDidChangeConnectionState: pool.onDidChangeState,
+      log,
+    }),
+  );
+  const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true }));
+  tree.attach(view);
+
+  const updateNoHosts = (): void => {
+    void vscode.commands.executeCommand('setContext', 'remoteRuns.noHosts', hosts.all().length === 0);
+  };
+  updateNoHosts();
+  store.register(
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('remoteRuns')) {
+        hosts.invalidate();
+        updateNoHosts();
+        tree.refresh();
+      }
+    }),
+  );
+
+  // Timed refresh of what is open; the interval follows the setting.
+  let timer: NodeJS.Timeout | undefined;
+  const schedule = (): void => {
+    if (timer) clearInterval(timer);
+    const s = settings.refreshIntervalSeconds();
+    timer = s > 0 ? setInterval(() => tree.refreshExpanded(), s * 1000) : undefined;
+  };
+  schedule();
+  store.register({ dispose: () => timer && clearInterval(timer) });
+  store.register(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('remoteRuns.refreshIntervalSeconds') && schedule()));
+
+  for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show() })) store.register(d);
+  log.info('Remote Runs activated');
+  return { tree, core };
+}
+
+export function deactivate(): void {
+  // Everything is disposed through context.subscriptions.
+}

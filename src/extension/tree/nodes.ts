@@ -1,0 +1,86 @@
+/**
+ * The tree's elements: one discriminated union. `getTreeItem` maps each kind; `contextValue` (the `type`,
+ * plus qualifiers) drives the menus in package.json. Ids are stable across refreshes so VS Code keeps
+ * expansion and selection.
+ */
+import type { Checkpoint, CheckpointFile, ErrorKind, Run, Target, TargetRef } from '../../core/types';
+import { formatTarget } from '../../core/types';
+
+interface Base {
+  /** Stable id: the path from the host down, NUL-joined (names may contain anything else). */
+  id: string;
+  parent?: TreeNode;
+}
+
+export interface HostNode extends Base {
+  type: 'host';
+  hostName: string;
+  /** Where the host came from, shown in the tooltip. */
+  source: 'settings' | 'ssh-config';
+}
+
+export interface TargetNode extends Base {
+  type: 'target';
+  hostName: string;
+  target: Target;
+}
+
+export interface RunNode extends Base {
+  type: 'run';
+  hostName: string;
+  target: TargetRef;
+  run: Run;
+}
+
+export interface CheckpointNode extends Base {
+  type: 'checkpoint';
+  hostName: string;
+  target: TargetRef;
+  run: Run;
+  checkpoint: Checkpoint;
+}
+
+export interface FileNode extends Base {
+  type: 'file';
+  hostName: string;
+  target: TargetRef;
+  file: CheckpointFile;
+}
+
+/** An empty or failed listing: says exactly which case it is. */
+export interface StateNode extends Base {
+  type: 'state';
+  kind: ErrorKind;
+  /** e.g. "/workspace: Path does not exist". */
+  label: string;
+  message: string;
+  /** Names seen (no-checkpoints), shown in the tooltip. */
+  seen: string[];
+  /** The node whose listing this state belongs to; Retry refreshes it. */
+  scope?: HostNode | TargetNode;
+}
+
+export type TreeNode = HostNode | TargetNode | RunNode | CheckpointNode | FileNode | StateNode;
+
+const SEP = '\u0000';
+
+export function hostId(hostName: string): string {
+  return `h${SEP}${hostName}`;
+}
+
+export function targetId(hostName: string, target: TargetRef): string {
+  return `${hostId(hostName)}${SEP}t${SEP}${formatTarget(target)}`;
+}
+
+export function runId(hostName: string, target: TargetRef, runPath: string): string {
+  return `${targetId(hostName, target)}${SEP}r${SEP}${runPath}`;
+}
+
+export function childId(parent: TreeNode, kind: string, key: string): string {
+  return `${parent.id}${SEP}${kind}${SEP}${key}`;
+}
+
+/** Host/target key of the listing a node belongs to. */
+export function listingKey(hostName: string, target: TargetRef): string {
+  return targetId(hostName, target);
+}
