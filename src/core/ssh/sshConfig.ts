@@ -535,9 +535,15 @@ function resolveJumps(specs: JumpSpec[], config: SshConfig, env: ResolveEnv, cha
   if (specs.length === 0) return [];
   const [first, ...rest] = specs;
   if (chain.includes(first.host) || chain.length > MAX_JUMP_DEPTH) {
-    throw new RemoteRunsError('bad-config', `ProxyJump loop: ${[...chain, first.host].join(' → ')}`, {
-      chain: [...chain, first.host],
-    });
+    // ssh fails the same way ("jumphost loop"); the usual cause is `Host *` without `!bastion`.
+    throw new RemoteRunsError(
+      'bad-config',
+      `ProxyJump loop: ${[...chain, first.host].join(' → ')} (exclude a jump host from the Host pattern that sets ` +
+        `ProxyJump, e.g. "Host * !${first.host}")`,
+      {
+        chain: [...chain, first.host],
+      },
+    );
   }
   const head = collect(first.host, config, env, { user: first.user, port: first.port });
   const before = resolveJumps(head.jumps, config, env, [...chain, first.host]);
