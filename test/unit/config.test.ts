@@ -197,7 +197,7 @@ describe('HOSTS_JSON_SCHEMA', () => {
       user: ['root', 'a.b-c', 'a@b', '-o', 'a b', 'a:b'],
     };
     for (const [field, values] of Object.entries(samples)) {
-      const re = new RegExp((schema.properties as Record<string, { pattern: string }>)[field].pattern);
+      const re = new RegExp((schema.properties as unknown as Record<string, { pattern: string }>)[field].pattern);
       for (const v of values) {
         const validatorOk = problemsOf(fullEntry({ [field]: v })).length === 0;
         assert.equal(re.test(v as string), validatorOk, `${field} ${JSON.stringify(v)}`);
