@@ -11,7 +11,7 @@
 import { promises as fs } from 'node:fs';
 import { utils, type AnyAuthMethod, type AuthHandlerMiddleware, type AuthenticationType, type ParsedKey } from 'ssh2';
 import type { Prompter, ResolvedHop } from './types';
-import type { Logger } from './logger';
+import type { Logger } from './connection';
 
 /** How many times OpenSSH asks for a passphrase or password before moving on (NumberOfPasswordPrompts). */
 export const PROMPT_TRIES = 3;
@@ -25,6 +25,23 @@ export class HostSecrets {
   clear(): void {
     this.keys.clear();
     this.password = undefined;
+  }
+}
+
+/** HostSecrets per login (`user@hostname:port`), shared by every connection that goes through that hop. */
+export class SecretStore {
+  private readonly byLogin = new Map<string, HostSecrets>();
+
+  for(hop: ResolvedHop): HostSecrets {
+    const key = `${hop.user}@${hop.hostname}:${hop.port}`;
+    let s = this.byLogin.get(key);
+    if (!s) this.byLogin.set(key, (s = new HostSecrets()));
+    return s;
+  }
+
+  clear(): void {
+    for (const s of this.byLogin.values()) s.clear();
+    this.byLogin.clear();
   }
 }
 
@@ -64,6 +81,11 @@ export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddlewar
   let methodsLeft: string[] | null = null;
   /** The password just sent: a failure means it (or the cached one) was wrong. */
   let sentPassword = false;
+  /**
+   * The keyboard-interactive round just sent, and whether the server prompted in it. sshd without PAM lists the
+   * method but fails it without a prompt: retrying would only burn MaxAuthTries.
+   */
+  let kbdRound: { prompted: boolean } | undefined;
 
   const allowed = (method: AuthenticationType): boolean => methodsLeft === null || methodsLeft.includes(method);
 
@@ -74,6 +96,11 @@ export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddlewar
       secrets.password = undefined;
       sentPassword = false;
     }
+    if (kbdRound && !kbdRound.prompted) {
+      const kbd = steps.find((s) => s.kind === 'keyboard-interactive');
+      if (kbd && kbd.kind === 'keyboard-interactive') kbd.tries = PROMPT_TRIES;
+    }
+    kbdRound = undefined;
     while (steps.length > 0) {
       const step = steps[0];
       switch (step.kind) {
@@ -101,10 +128,13 @@ export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddlewar
           }
           step.tries++;
           trace.tried.push('keyboard-interactive');
+          const round: { prompted: boolean } = { prompted: false };
+          kbdRound = round;
           return {
             type: 'keyboard-interactive',
             username,
             prompt: (name, instructions, _lang, prompts, finish) => {
+              round.prompted = true;
               prompter
                 .keyboardInteractive(username, hop.alias, name, instructions, prompts.map((p) => ({ prompt: p.prompt, echo: p.echo ?? false })))
                 .then(

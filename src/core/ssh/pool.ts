@@ -1,0 +1,351 @@
+/**
+ * The one place connections come from: one SSH connection per host, shared by every listing, poll, download
+ * and eval. It reuses a connect in progress (so a password or one-time code is asked once, not per command),
+ * multiplexes commands as channels (queueing beyond what sshd's default `MaxSessions 10` allows), counts users,
+ * closes idle connections, reconnects with exponential backoff after a drop, and reports each host's state.
+ *
+ * Host resolution (~/.ssh/config) happens before: callers pass a ResolvedHost with a name.
+ *
+ * This folder never imports `vscode`.
+ */
+import { RemoteRunsError, isRemoteRunsError } from '../types';
+import type { ExecOptions, ExecResult, Executor } from '../remote';
+import { Emitter, type Disposable, type Event } from '../util/event';
+import { SecretStore } from './auth';
+import { SshConnection, type Logger } from './connection';
+import type { ConnectionState, Prompter, ResolvedHost } from './types';
+
+/** A resolved host plus the name it is known by (the pool key). */
+export interface PoolHost extends ResolvedHost {
+  name: string;
+}
+
+export interface PoolExecOptions extends ExecOptions {
+  /**
+   * Safe to run twice (listings, stat, cat). A command whose channel was open when the connection died is
+   * retried only then; one that never started is always retried once.
+   */
+  idempotent?: boolean;
+}
+
+export interface PoolOptions {
+  prompter: Prompter;
+  logger: Logger;
+  /** Checked in order, new keys appended to the first. Default: OpenSSH's. */
+  knownHostsFiles?: string[];
+  /** Close a connection nobody has used for this long. Default 5 minutes. */
+  idleTimeoutMs?: number;
+  /** Default 15 s; a server silent for keepaliveCountMax intervals is declared dead. */
+  keepaliveIntervalMs?: number;
+  /** Default 3. */
+  keepaliveCountMax?: number;
+  /** Per hop, excluding time spent in prompts. Default 15 s. */
+  connectTimeoutMs?: number;
+  /** Concurrent channels per connection. Default 8: sshd allows 10 sessions, we keep room for SFTP and a spare. */
+  maxChannelsPerConnection?: number;
+  /** Connect attempts after a drop, with exponential backoff between them. Default 4. */
+  reconnectAttempts?: number;
+  /** First backoff delay; doubles per attempt up to 30 s. Default 500 ms. */
+  backoffBaseMs?: number;
+  /** ssh-agent socket. Default: SSH_AUTH_SOCK. null never uses an agent. */
+  agent?: string | null;
+}
+
+/** A hold on a host's connection (e.g. for SFTP or a forward): keeps it from idling out until released. */
+export interface Lease extends Disposable {
+  readonly connection: SshConnection;
+}
+
+export interface StateChange {
+  host: string;
+  state: ConnectionState;
+}
+
+interface Entry {
+  name: string;
+  /** The resolved host as JSON: a change (settings edited) replaces the connection. */
+  key: string;
+  host: ResolvedHost;
+  conn?: SshConnection;
+  connecting?: Promise<SshConnection>;
+  state: ConnectionState;
+  /** Channels in use through exec. */
+  active: number;
+  leases: number;
+  waiters: { grant(): void; reject(e: RemoteRunsError): void }[];
+  idleTimer?: NodeJS.Timeout;
+  /** Once connected, failures to reconnect are retried with backoff; a first connect fails fast. */
+  everConnected: boolean;
+}
+
+const IDLE: ConnectionState = { kind: 'idle' };
+const BACKOFF_MAX_MS = 30_000;
+
+export class ConnectionPool implements Disposable {
+  private readonly entries = new Map<string, Entry>();
+  private readonly stateEmitter = new Emitter<StateChange>();
+  /** Fires whenever a host's connection state changes (the tree turns it into an icon and a refresh). */
+  readonly onDidChangeState: Event<StateChange> = this.stateEmitter.event;
+  private readonly secrets = new SecretStore();
+  private disposed = false;
+
+  constructor(private readonly options: PoolOptions) {}
+
+  getState(name: string): ConnectionState {
+    return this.entries.get(name)?.state ?? IDLE;
+  }
+
+  /**
+   * Run a command line on a host over its shared connection, connecting if needed. A command that was lost to a
+   * dropped connection before it got an answer is retried once on a fresh connection (see PoolExecOptions).
+   */
+  async exec(host: PoolHost, commandLine: string, options: PoolExecOptions = {}): Promise<ExecResult> {
+    const entry = this.entryFor(host);
+    await this.takeSlot(entry, options.signal);
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const conn = await this.connection(entry, options.signal);
+        try {
+          return await conn.exec(commandLine, options);
+        } catch (e) {
+          const dropped = isRemoteRunsError(e) && e.kind === 'unreachable' ? e.detail.dropped : undefined;
+          const retry = attempt === 0 && (dropped === 'before-open' || (dropped === 'after-open' && options.idempotent === true));
+          if (!retry) throw e;
+          this.options.logger.info(`Connection to ${entry.name} dropped ${dropped === 'before-open' ? 'before the command started' : 'during an idempotent command'}; retrying once`);
+        }
+      }
+    } finally {
+      this.releaseSlot(entry);
+    }
+  }
+
+  /** An Executor bound to one host, for runCommand and friends. Listings through it count as idempotent. */
+  executor(host: PoolHost, defaults: { idempotent?: boolean } = { idempotent: true }): Executor {
+    return { exec: (line, opts) => this.exec(host, line, { ...defaults, ...opts }) };
+  }
+
+  /** Hold the host's connection (for SFTP, forwards, shells); release the lease when done. */
+  async acquire(host: PoolHost, signal?: AbortSignal): Promise<Lease> {
+    const entry = this.entryFor(host);
+    entry.leases++;
+    this.clearIdle(entry);
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      entry.leases--;
+      this.scheduleIdle(entry);
+    };
+    try {
+      const connection = await this.connection(entry, signal);
+      return { connection, dispose: release };
+    } catch (e) {
+      release();
+      throw e;
+    }
+  }
+
+  /** Close a host's connection now (pending commands reject with `cancelled`). */
+  disconnect(name: string): void {
+    const entry = this.entries.get(name);
+    if (!entry) return;
+    this.clearIdle(entry);
+    entry.conn?.close();
+    entry.conn = undefined;
+    this.setState(entry, IDLE);
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const entry of this.entries.values()) {
+      this.clearIdle(entry);
+      for (const w of entry.waiters.splice(0)) w.reject(new RemoteRunsError('cancelled', 'Connection pool closed'));
+      entry.conn?.close();
+      entry.conn = undefined;
+    }
+    this.entries.clear();
+    this.secrets.clear();
+    this.stateEmitter.dispose();
+  }
+
+  private entryFor(host: PoolHost): Entry {
+    if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
+    const { name, ...resolved } = host;
+    const key = JSON.stringify({ jumps: resolved.jumps, target: resolved.target });
+    let entry = this.entries.get(name);
+    if (!entry) {
+      entry = { name, key, host: resolved, state: IDLE, active: 0, leases: 0, waiters: [], everConnected: false };
+      this.entries.set(name, entry);
+    } else if (entry.key !== key) {
+      // The host was edited: the next command must go to the new address, not the old connection.
+      this.options.logger.info(`Settings of ${name} changed; reconnecting`);
+      entry.conn?.close();
+      entry.conn = undefined;
+      entry.key = key;
+      entry.host = resolved;
+      entry.everConnected = false;
+    }
+    return entry;
+  }
+
+  /** Wait for one of the connection's channel slots (sshd refuses channels beyond MaxSessions). */
+  private takeSlot(entry: Entry, signal?: AbortSignal): Promise<void> {
+    this.clearIdle(entry);
+    if (signal?.aborted) return Promise.reject(new RemoteRunsError('cancelled', 'Command cancelled'));
+    if (entry.active < (this.options.maxChannelsPerConnection ?? 8)) {
+      entry.active++;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        const i = entry.waiters.indexOf(waiter);
+        if (i >= 0) entry.waiters.splice(i, 1);
+        reject(new RemoteRunsError('cancelled', 'Command cancelled'));
+      };
+      const waiter = {
+        // The slot passes straight from the releasing command to this one: `active` stays as it is.
+        grant: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject: (e: RemoteRunsError) => {
+          signal?.removeEventListener('abort', onAbort);
+          reject(e);
+        },
+      };
+      entry.waiters.push(waiter);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  private releaseSlot(entry: Entry): void {
+    const next = entry.waiters.shift();
+    if (next) return next.grant();
+    entry.active--;
+    this.scheduleIdle(entry);
+  }
+
+  private scheduleIdle(entry: Entry): void {
+    if (entry.active > 0 || entry.leases > 0 || !entry.conn || this.disposed) return;
+    this.clearIdle(entry);
+    entry.idleTimer = setTimeout(() => {
+      entry.idleTimer = undefined;
+      if (entry.active > 0 || entry.leases > 0 || !entry.conn) return;
+      this.options.logger.info(`Closing idle connection to ${entry.name}`);
+      entry.conn.close();
+      entry.conn = undefined;
+      this.setState(entry, IDLE);
+    }, this.options.idleTimeoutMs ?? 300_000);
+    entry.idleTimer.unref();
+  }
+
+  private clearIdle(entry: Entry): void {
+    if (entry.idleTimer) clearTimeout(entry.idleTimer);
+    entry.idleTimer = undefined;
+  }
+
+  /** The open connection, a connect already under way, or a new one; a caller's abort only stops its own wait. */
+  private connection(entry: Entry, signal?: AbortSignal): Promise<SshConnection> {
+    if (entry.conn && !entry.conn.isClosed) return Promise.resolve(entry.conn);
+    entry.connecting ??= this.connectWithBackoff(entry).finally(() => {
+      entry.connecting = undefined;
+    });
+    return raceAbort(entry.connecting, signal);
+  }
+
+  private async connectWithBackoff(entry: Entry): Promise<SshConnection> {
+    const o = this.options;
+    const attempts = entry.everConnected ? Math.max(1, o.reconnectAttempts ?? 4) : 1;
+    for (let attempt = 1; ; attempt++) {
+      if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
+      this.setState(entry, { kind: 'connecting', attempt });
+      const host = entry.host;
+      try {
+        const conn = await SshConnection.connect(host, {
+          prompter: o.prompter,
+          logger: o.logger,
+          knownHostsFiles: o.knownHostsFiles,
+          secrets: this.secrets,
+          agent: o.agent,
+          connectTimeoutMs: o.connectTimeoutMs,
+          keepaliveIntervalMs: o.keepaliveIntervalMs,
+          keepaliveCountMax: o.keepaliveCountMax,
+        });
+        if (this.disposed || entry.host !== host) {
+          // Disposed, or the host was edited while we connected: this connection is for nobody.
+          conn.close();
+          if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
+          continue;
+        }
+        entry.conn = conn;
+        entry.everConnected = true;
+        conn.onDidClose((ev) => {
+          if (entry.conn !== conn) return;
+          entry.conn = undefined;
+          this.clearIdle(entry);
+          this.setState(entry, ev.error ? { kind: 'unreachable', message: `Connection lost: ${ev.error.message}` } : IDLE);
+        });
+        if (conn.isClosed) {
+          // Dropped between the handshake and here: the listener above came too late to see it.
+          entry.conn = undefined;
+          throw new RemoteRunsError('unreachable', `Connection to ${entry.name} lost right after connecting`);
+        }
+        this.setState(entry, { kind: 'connected' });
+        this.scheduleIdle(entry);
+        return conn;
+      } catch (e) {
+        const err = isRemoteRunsError(e) ? e : new RemoteRunsError('unreachable', e instanceof Error ? e.message : String(e));
+        // Only a network failure is worth retrying; a refused key or password will be refused again.
+        if (err.kind !== 'unreachable' || attempt >= attempts || this.disposed) {
+          this.setState(entry, stateForError(err));
+          throw err;
+        }
+        const delay = Math.min(BACKOFF_MAX_MS, (o.backoffBaseMs ?? 500) * 2 ** (attempt - 1));
+        o.logger.info(`Reconnecting to ${entry.name} in ${delay} ms (attempt ${attempt + 1} of ${attempts}): ${err.message}`);
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
+  private setState(entry: Entry, state: ConnectionState): void {
+    if (JSON.stringify(entry.state) === JSON.stringify(state)) return;
+    entry.state = state;
+    if (!this.disposed) this.stateEmitter.fire({ host: entry.name, state });
+  }
+}
+
+/** The state a failed connect leaves a host in. */
+function stateForError(e: RemoteRunsError): ConnectionState {
+  switch (e.kind) {
+    case 'auth-failed':
+    case 'host-key-unknown':
+    case 'host-key-mismatch':
+    case 'unreachable':
+      return { kind: e.kind, message: e.message };
+    case 'cancelled':
+      return IDLE;
+    default:
+      return { kind: 'unreachable', message: e.message };
+  }
+}
+
+/** Wait for a shared promise, but let this caller stop waiting when its signal aborts. */
+function raceAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(new RemoteRunsError('cancelled', 'Cancelled'));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new RemoteRunsError('cancelled', 'Cancelled'));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
