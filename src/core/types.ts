@@ -138,7 +138,7 @@ export function isRemoteRunsError(e: unknown): e is RemoteRunsError {
 
 /** What one run root held: runs, or exactly one reason it holds none. */
 export type RootListing =
-  | { root: string; path: string; state: 'ok'; runs: Run[]; truncated: boolean }
+  | { root: string; path: string; state: 'ok'; runs: Run[]; truncated: boolean; unreadable?: Unreadable }
   | {
       root: string;
       /** The absolute path the root resolved to (~ expanded) where known. */
@@ -148,7 +148,15 @@ export type RootListing =
       /** For `no-checkpoints`: up to five entry names that were there. */
       seen: string[];
       truncated: boolean;
+      unreadable?: Unreadable;
     };
+
+/** Places under a root the walk could not enter (permission, symlink loop): how many, and the first messages. */
+export interface Unreadable {
+  count: number;
+  /** Up to three of the remote `find`'s own error lines. */
+  messages: string[];
+}
 
 /** The result of listing a target: one entry per run root, in configured order. */
 export interface TargetListing {

@@ -1,0 +1,95 @@
+/**
+ * Which entry names are checkpoints, and which files are metrics logs. Pure functions over names: the
+ * listing parser (listParse.ts) calls them for every entry it sees, tests call them with names alone.
+ *
+ * Decisions, so nobody has to rediscover them:
+ * - A checkpoint FOLDER (`step_N`, `checkpoint-N`, `global_stepN`, `ckpt_N`) is one checkpoint; the files inside
+ *   it (`checkpoint.pt`, `model.safetensors`, `optimizer.pt`, shards…) are that folder's files, never
+ *   checkpoints of their own. The parser does not call `parseCheckpointName` below a checkpoint folder.
+ * - A checkpoint FILE needs a step number in its name. The number following step/iter/it/checkpoint/ckpt wins;
+ *   otherwise the last number standing on its own (`weights_0300.pt`), never one glued to letters
+ *   (`resnet50.pt`, `llama3.pt`) nor part of a decimal (`val_loss=0.25`). Files with no such number
+ *   (`model.safetensors`, `last.ckpt`, `final.pt`) are not checkpoints: a listing without any says
+ *   `no-checkpoints` and shows their names.
+ * - Files that sit next to checkpoints but are not one (`optimizer_0.pt`, `rng_state_3.pth`,
+ *   `model-00001-of-00004.safetensors`, DeepSpeed `mp_rank_00_model_states.pt`) are refused by name.
+ */
+import type { CheckpointLayout } from '../types';
+
+export interface ParsedCheckpointName {
+  step: number;
+  layout: CheckpointLayout;
+}
+
+const FOLDER_PATTERNS: ReadonlyArray<readonly [RegExp, CheckpointLayout]> = [
+  [/^step[_-]?(\d+)$/i, 'step_N'],
+  [/^checkpoint[-_](\d+)$/i, 'checkpoint-N'],
+  [/^global[_-]?step[_-]?(\d+)$/i, 'global_stepN'],
+  [/^ckpt[_-]?(\d+)$/i, 'ckpt_N'],
+];
+
+const CHECKPOINT_FILE_EXT = /\.(pt|pth|safetensors|bin|ckpt)$/i;
+/** Lightning's default `epoch=E-step=S.ckpt`, also with a `-v1` suffix from a name clash. */
+const LIGHTNING = /^epoch=(\d+)-step=(\d+)(?:-v\d+)?\.ckpt$/i;
+/** A number that follows a step-like word: `model_step_500`, `step=300`, `iter1000`, `checkpoint_12000`. */
+const KEYWORD_NUMBER = /(?:^|[^a-z])(?:step|iter|it|checkpoint|ckpt)[_=-]?(\d+)(?![\d.]*\d)/gi;
+/** Names that are a checkpoint's companions or shards, not a checkpoint. */
+const NOT_A_CHECKPOINT = /(rng_state|optim|scheduler|scaler|mp_rank|pp_rank|zero_|\d+-of-\d+|training_args|tokenizer)/i;
+
+/**
+ * Recognise a checkpoint by its entry name. `isDir` tells folder layouts from flat files.
+ * Returns undefined for anything that is not a checkpoint. Steps are numbers, never strings.
+ */
+export function parseCheckpointName(name: string, isDir: boolean): ParsedCheckpointName | undefined {
+  if (isDir) {
+    for (const [pattern, layout] of FOLDER_PATTERNS) {
+      const m = pattern.exec(name);
+      if (m) return { step: Number(m[1]), layout };
+    }
+    return undefined;
+  }
+  const lightning = LIGHTNING.exec(name);
+  if (lightning) return { step: Number(lightning[2]), layout: 'lightning' };
+  if (!CHECKPOINT_FILE_EXT.test(name) || NOT_A_CHECKPOINT.test(name)) return undefined;
+  const stem = name.replace(CHECKPOINT_FILE_EXT, '');
+  const step = stepFromStem(stem);
+  if (step === undefined) return undefined;
+  // Lightning names with custom fields (`epoch=3-val_loss=0.25.ckpt`) keep their layout for the UI's icon.
+  const layout: CheckpointLayout = /\.ckpt$/i.test(name) && /(^|[-_])epoch=\d+/i.test(stem) ? 'lightning' : 'flat';
+  return { step, layout };
+}
+
+function stepFromStem(stem: string): number | undefined {
+  let keyword: string | undefined;
+  for (const m of stem.matchAll(KEYWORD_NUMBER)) keyword = m[1];
+  if (keyword !== undefined) return Number(keyword);
+  // Drop decimals first so `loss=0.25` gives no 25; then numbers must stand alone between separators.
+  const withoutDecimals = stem.replace(/\d+\.\d+/g, ' ');
+  let last: string | undefined;
+  for (const m of withoutDecimals.matchAll(/(?:^|[^a-z0-9])(\d+)(?=$|[^a-z0-9])/gi)) last = m[1];
+  return last === undefined ? undefined : Number(last);
+}
+
+/** Where a metrics log candidate sits: in the run folder itself, or in its `logs/` folder. */
+export type MetricsPlace = 'run' | 'logs';
+
+/** Dataset split files look like logs by extension; in a run folder itself they are not taken for metrics. */
+const DATASET_JSONL = /^((train|val|valid|validation|test|dev|eval|data|dataset)([-_.]?\d+)?|(shard|part)[-_.]?\d+)\.jsonl$/i;
+
+/**
+ * Is this file a metrics log? `*.jsonl`, `metrics*.csv`, `progress.csv`, `log*.csv`, `trainer_state.json`
+ * (Hugging Face), `events.out.tfevents.*` (TensorBoard). Other CSV files are data, not logs.
+ * In the run folder itself (place `run`) a jsonl named like a dataset split (`train.jsonl`, `val.jsonl`)
+ * is not taken for a log; inside `logs/` every jsonl is one (the story's `logs/train.jsonl`).
+ */
+export function isMetricsLog(name: string, place: MetricsPlace = 'logs'): boolean {
+  if (/\.jsonl$/i.test(name)) return place === 'logs' || !DATASET_JSONL.test(name);
+  if (/^(metrics[^/]*|progress|log[^/]*)\.csv$/i.test(name)) return true;
+  if (name === 'trainer_state.json') return true;
+  return name.startsWith('events.out.tfevents.');
+}
+
+/** Folder names under a run that hold its checkpoints. */
+export const CHECKPOINT_CONTAINERS: readonly string[] = ['checkpoints', 'ckpt', 'ckpts'];
+/** Folder names under a run that hold its metrics logs. */
+export const LOG_CONTAINERS: readonly string[] = ['logs'];

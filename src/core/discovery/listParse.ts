@@ -1,0 +1,196 @@
+/**
+ * Turns the list script's NUL-separated records (protocol in listScript.ts) into typed RootListings. This is
+ * the edge: everything past here trusts Run and Checkpoint. Any malformed input ends in RemoteRunsError
+ * ('protocol'), never in another exception.
+ */
+import { commandFailed, type ExecResult } from '../remote';
+import { RemoteRunsError, isRemoteRunsError, type RootListing, type Unreadable } from '../types';
+import { findRuns, type Entry } from './runTree';
+
+const MAGIC = Buffer.from('\0@rr-list@1\0', 'latin1');
+
+interface RootRecord {
+  status: string;
+  path: string;
+  entries: Entry[];
+  errors: string;
+  ended: boolean;
+}
+
+/** Parse the list script's result for `roots` (in the order they were passed). */
+export function parseListOutput(
+  result: ExecResult,
+  roots: readonly string[],
+  maxEntries: number,
+  describe: string,
+): { roots: RootListing[]; remoteNow: number } {
+  if (result.code !== 0) throw commandFailed(describe, result);
+  try {
+    return parseRecords(result, roots, maxEntries);
+  } catch (e) {
+    if (isRemoteRunsError(e)) throw e;
+    throw protocol(`could not read the listing (${e instanceof Error ? e.message : String(e)})`);
+  }
+}
+
+function parseRecords(
+  result: ExecResult,
+  roots: readonly string[],
+  maxEntries: number,
+): { roots: RootListing[]; remoteNow: number } {
+  const start = result.stdout.indexOf(MAGIC);
+  if (start < 0) {
+    const head = result.stdout.subarray(0, 120).toString('utf8').replace(/\0/g, '\\0');
+    throw protocol(`the listing did not start with its marker; output began with ${JSON.stringify(head)}`);
+  }
+  const fields = splitFields(result.stdout.subarray(start + MAGIC.length));
+  let remoteNow: number | undefined;
+  const records: RootRecord[] = [];
+  let finished = false;
+  let i = 0;
+  const take = (n: number): string[] | undefined => {
+    if (i + n > fields.length) return undefined;
+    const out = fields.slice(i, i + n);
+    i += n;
+    return out;
+  };
+  reading: while (i < fields.length && !finished) {
+    const tag = fields[i++];
+    switch (tag) {
+      case 'T': {
+        const f = take(1);
+        if (!f) break reading; // cut inside a record: the end check below decides
+        const secs = Number(f[0]);
+        if (!Number.isFinite(secs) || f[0] === '') throw protocol(`bad remote clock ${JSON.stringify(f[0])}`);
+        remoteNow = secs * 1000;
+        break;
+      }
+      case 'R': {
+        const f = take(3);
+        if (!f) break reading; // cut inside a record: the end check below decides
+        if (Number(f[0]) !== records.length || records.length >= roots.length) {
+          throw protocol(`root record ${JSON.stringify(f[0])} out of order`);
+        }
+        if (!['ok', 'missing', 'notdir', 'denied'].includes(f[1])) throw protocol(`unknown root status ${JSON.stringify(f[1])}`);
+        records.push({ status: f[1], path: f[2], entries: [], errors: '', ended: f[1] !== 'ok' });
+        break;
+      }
+      case 'E': {
+        const f = take(4);
+        if (!f) break reading; // cut inside a record: the end check below decides
+        const current = records[records.length - 1];
+        if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
+        current.entries.push(toEntry(f));
+        break;
+      }
+      case 'X': {
+        const f = take(2);
+        if (!f) break reading; // cut inside a record: the end check below decides
+        const current = records[records.length - 1];
+        if (!current || Number(f[0]) !== records.length - 1 || current.status !== 'ok') throw protocol('a root end out of order');
+        current.errors = f[1];
+        current.ended = true;
+        break;
+      }
+      case 'Z':
+        finished = true;
+        break;
+      default:
+        throw protocol(`unknown record ${JSON.stringify(tag.slice(0, 40))}`);
+    }
+  }
+  if (remoteNow === undefined) throw protocol('the listing has no remote clock');
+  if (!finished || records.length !== roots.length) {
+    // Only the executor's byte cap may cut the output short; anything else is a broken script.
+    if (!result.truncated || records.length === 0) {
+      throw protocol(`the listing ended early (${records.length} of ${roots.length} roots)`);
+    }
+    if (records.length < roots.length) {
+      throw protocol(`the listing was cut after ${result.stdout.length} bytes, before root ${records.length + 1} of ${roots.length}`);
+    }
+  }
+  const now = remoteNow;
+  const listings = records.map((r, index) => {
+    const cut = !r.ended; // the byte cap fell inside this root
+    return toRootListing(roots[index], r, maxEntries, now, cut);
+  });
+  return { roots: listings, remoteNow: now };
+}
+
+/** Split on NUL; a trailing field without its NUL (cut output) is dropped. */
+function splitFields(buf: Buffer): string[] {
+  const out: string[] = [];
+  let from = 0;
+  for (;;) {
+    const at = buf.indexOf(0, from);
+    if (at < 0) break;
+    out.push(buf.subarray(from, at).toString('utf8'));
+    from = at + 1;
+  }
+  return out;
+}
+
+function toEntry(f: string[]): Entry {
+  const [type, size, mtime, rel] = f;
+  const bytes = Number(size);
+  const secs = Number(mtime);
+  if (!/^[a-zA-Z]$/.test(type) || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs) || rel === '') {
+    throw protocol(`bad entry ${JSON.stringify(f.join(' ').slice(0, 80))}`);
+  }
+  if (rel.startsWith('/') || rel.split('/').some((part) => part === '' || part === '..')) {
+    throw protocol(`bad entry path ${JSON.stringify(rel.slice(0, 80))}`);
+  }
+  return { type, bytes, mtime: Math.round(secs * 1000), rel };
+}
+
+function toRootListing(root: string, r: RootRecord, maxEntries: number, now: number, cut: boolean): RootListing {
+  const path = r.path;
+  const base = { root, path, truncated: false, seen: [] as string[] };
+  switch (r.status) {
+    case 'missing':
+      return { ...base, state: 'path-missing', message: `${path} does not exist` };
+    case 'notdir':
+      return { ...base, state: 'not-a-directory', message: `${path} is a file, not a directory` };
+    case 'denied':
+      return { ...base, state: 'permission-denied', message: `${path} cannot be read by this user (permission denied)` };
+  }
+  const truncated = cut || r.entries.length > maxEntries;
+  const entries = r.entries.length > maxEntries ? r.entries.slice(0, maxEntries) : r.entries;
+  const unreadable = parseErrors(r.errors);
+  const extra = unreadable ? { unreadable } : {};
+  const note = unreadable ? ` (${unreadable.count} place${unreadable.count === 1 ? '' : 's'} could not be read: ${unreadable.messages[0] ?? ''})` : '';
+  if (entries.length === 0) {
+    return { ...base, ...extra, truncated, state: 'empty', message: `${path} is an empty directory${note}` };
+  }
+  const runs = findRuns(path, entries, now);
+  if (runs.length === 0) {
+    const seen = entries
+      .filter((e) => !e.rel.includes('/'))
+      .map((e) => e.rel)
+      .sort()
+      .slice(0, 5);
+    const count = entries.filter((e) => !e.rel.includes('/')).length;
+    return {
+      ...base,
+      ...extra,
+      truncated,
+      seen,
+      state: 'no-checkpoints',
+      message:
+        `${path} holds ${count} entr${count === 1 ? 'y' : 'ies'} but no run was recognised: no step_N, checkpoint-N, ` +
+        `global_stepN or ckpt_N folders, no checkpoint files with a step number, no metrics log${note}`,
+    };
+  }
+  return { root, path, state: 'ok', runs, truncated, ...extra };
+}
+
+function parseErrors(text: string): Unreadable | undefined {
+  const [first, ...messages] = text.split('\n');
+  const count = Number(first);
+  if (!first || !Number.isInteger(count) || count <= 0) return undefined;
+  return { count, messages: messages.filter((m) => m.length > 0).slice(0, 3) };
+}
+
+function protocol(message: string): RemoteRunsError {
+  return new RemoteRunsError('protocol', `Unexpected output from the run listing: ${message}`);
+}

@@ -1,0 +1,119 @@
+/**
+ * The one command that lists every run root of a target in a single round trip. The script text is a constant;
+ * roots and limits travel as positional arguments (`sh -c SCRIPT sh DEPTH LIMIT ROOT...`), so a path is never
+ * part of the script and needs no quoting beyond the runner's one shellJoin.
+ *
+ * Output protocol (parsed by listParse.ts): NUL-terminated fields, each record led by a tag field.
+ *   `\0@rr-list@1\0`                         magic; rc-file noise before it is skipped
+ *   `T\0<epoch seconds>\0`                   the remote clock
+ *   `R\0<index>\0<status>\0<path>\0`         a root: status ok | missing | notdir | denied; path with ~ expanded
+ *   `E\0<type>\0<bytes>\0<mtime>\0<rel>\0`   an entry under the last ok root (find -printf %y %s %T@ %P)
+ *   `X\0<index>\0<find errors>\0`            end of an ok root: "count\nfirst error\n…" (at most 3 lines)
+ *   `Z\0`                                    end of output
+ * Each ok root prints at most LIMIT+1 entries; the parser treats LIMIT+1 as "truncated" and drops the extra.
+ */
+import type { RemoteCommand } from '../remote';
+import type { RootListing } from '../types';
+import { parseListOutput } from './listParse';
+
+export const DEFAULT_MAX_ENTRIES = 10_000;
+/** root/run/checkpoints/step_N/file is depth 4; one more level for checkpoint folders with subfolders. */
+export const DEFAULT_MAX_DEPTH = 5;
+
+/** `${` cannot be written inside String.raw; the script's parameter expansions interpolate it. */
+const P = '${';
+
+/**
+ * Walk choices, and why:
+ * - `find -L` follows symlinks (a `checkpoints` folder linked to another disk is common in ML), GNU and busybox
+ *   find both detect loops and report them on stderr instead of descending; -maxdepth bounds the walk anyway.
+ * - Folders that never hold runs but can hold hundreds of thousands of files are pruned, so they do not eat
+ *   the entry budget: .git, node_modules, __pycache__, virtualenvs, caches, notebook checkpoints.
+ * - find's errors (unreadable folders, loops) go to awk, which counts them and keeps three; the listing
+ *   itself never stops for them. `Broken pipe` is our own `head` closing early, not an error.
+ * - Without GNU find's -printf (busybox), entries are printed by a slower stat loop with the same format.
+ */
+export const LIST_SCRIPT = String.raw`
+exec 3>&1
+depth=$1; limit=$2; shift 2
+fields=$(( (limit + 1) * 5 ))
+printf '\0@rr-list@1\0T\0%s\0' "$(date +%s)"
+if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; else gnu=0; fi
+prune='-name .git -o -name node_modules -o -name __pycache__ -o -name .venv -o -name venv -o -name .cache -o -name .ipynb_checkpoints'
+walk() {
+  if [ "$gnu" = 1 ]; then
+    # Pruned folders are still printed (so a root holding only .git is not "empty"), just not entered.
+    find -L "$1" -mindepth 1 -maxdepth "$depth" \( $prune \) -prune -printf 'E\0%y\0%s\0%T@\0%P\0' -o -printf 'E\0%y\0%s\0%T@\0%P\0' | head -z -n "$fields"
+  else
+    find -L "$1" -mindepth 1 -maxdepth "$depth" \( $prune \) -prune -print0 -o -print0 | xargs -0 -r sh -c '
+      base=$1; shift
+      for f do
+        if [ -L "$f" ] && [ ! -e "$f" ]; then t=l; elif [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; else t=o; fi
+        set -- $(stat -L -c "%s %Y" "$f" 2>/dev/null || echo "0 0")
+        printf "E\0%s\0%s\0%s\0%s\0" "$t" "$1" "$2" "${P}f#"$base"/}"
+      done' sh "$1" | tr '\0\n' '\n\0' | head -n "$fields" | tr '\0\n' '\n\0'
+    # busybox head has no -z: NULs and newlines swap places around it, so it counts fields.
+  fi
+}
+i=0
+for r in "$@"; do
+  case $r in
+    '~') p=$HOME ;;
+    '~/'*) p=$HOME/${P}r#'~/'} ;;
+    *) p=$r ;;
+  esac
+  case $p in /*) ;; *) p=$PWD/$p ;; esac
+  while :; do case $p in ?*/) p=${P}p%/} ;; *) break ;; esac; done
+  if [ ! -e "$p" ]; then
+    # A missing path under a folder we may not enter is a permission problem, not a missing path.
+    d=$p; st=missing
+    while [ "$d" != / ]; do
+      d=${P}d%/*}; [ -n "$d" ] || d=/
+      if [ -e "$d" ]; then { [ -d "$d" ] && [ ! -x "$d" ]; } && st=denied; break; fi
+    done
+    printf 'R\0%s\0%s\0%s\0' "$i" "$st" "$p"
+  elif [ ! -d "$p" ]; then
+    printf 'R\0%s\0notdir\0%s\0' "$i" "$p"
+  elif [ ! -r "$p" ] || [ ! -x "$p" ]; then
+    printf 'R\0%s\0denied\0%s\0' "$i" "$p"
+  else
+    printf 'R\0%s\0ok\0%s\0' "$i" "$p"
+    errs=$( { walk "$p" 2>&4 >&3; } 4>&1 | awk '/Broken pipe|write error/ { next } { n++; if (n <= 3) s = s "\n" $0 } END { printf "%d%s", n, s }' )
+    printf 'X\0%s\0%s\0' "$i" "$errs"
+  fi
+  i=$((i + 1))
+done
+printf 'Z\0'
+exit 0
+`;
+
+export interface ListOptions {
+  /** Entries printed per root before the listing says `truncated` (default 10,000). */
+  maxEntries?: number;
+  /** How deep below each root the walk goes (default 5). */
+  maxDepth?: number;
+}
+
+/**
+ * One command that lists runs under every root. `~` and `~/…` are expanded to the target's $HOME by the script
+ * itself; other roots are taken as written (relative ones against the command's working folder).
+ */
+export function listRunsCommand(
+  roots: string[],
+  opts: ListOptions = {},
+): RemoteCommand<{ roots: RootListing[]; remoteNow: number }> {
+  const maxEntries = positiveInt(opts.maxEntries, DEFAULT_MAX_ENTRIES);
+  const maxDepth = positiveInt(opts.maxDepth, DEFAULT_MAX_DEPTH);
+  const describe = `list runs in ${roots.join(', ')}`;
+  return {
+    argv: ['sh', '-c', LIST_SCRIPT, 'sh', String(maxDepth), String(maxEntries), ...roots],
+    describe,
+    // Far above what LIMIT entries per root print, so the executor's cut only trips on a broken remote.
+    maxOutputBytes: 64 * 1024 * 1024,
+    parse: (result) => parseListOutput(result, roots, maxEntries, describe),
+  };
+}
+
+function positiveInt(value: number | undefined, fallback: number): number {
+  return value !== undefined && Number.isInteger(value) && value > 0 ? value : fallback;
+}

@@ -1,0 +1,167 @@
+/**
+ * Which folders of a listed tree are runs, and what their checkpoints are. Pure: takes the flat entry list of
+ * one root (relative paths, as `find -printf %P` gives them) and returns Runs with absolute paths.
+ *
+ * A folder is a run when it holds checkpoints (directly, or in `checkpoints/`, `ckpt/`, `ckpts/`) or a metrics
+ * log (directly, or in `logs/` and one folder below it). The root itself can be a run (`/workspace` holding
+ * `checkpoints/step_N/`), and so can any folder below it that is not already part of a run: a run's checkpoint
+ * folders and the `checkpoints/` and `logs/` folders it drew from are never searched for further runs, its
+ * other subfolders are. A Hugging Face run without a log of its own uses its newest checkpoint's
+ * `trainer_state.json` (that file holds the whole `log_history`).
+ */
+import { LIVE_WINDOW_MS, type Checkpoint, type CheckpointFile, type Run } from '../types';
+import { CHECKPOINT_CONTAINERS, LOG_CONTAINERS, isMetricsLog, parseCheckpointName } from './checkpointLayout';
+
+/** One listed entry: `type` as find's %y (f file, d folder, l broken link…), mtime in ms. */
+export interface Entry {
+  type: string;
+  bytes: number;
+  mtime: number;
+  /** Path relative to the root, `/`-separated, never empty. */
+  rel: string;
+}
+
+interface Node {
+  name: string;
+  rel: string;
+  type: string;
+  bytes: number;
+  mtime: number;
+  children: Map<string, Node>;
+}
+
+/** Find the runs under one root. `rootPath` is absolute; `now` is the remote clock in ms. */
+export function findRuns(rootPath: string, entries: readonly Entry[], now: number): Run[] {
+  const root = buildTree(entries);
+  const runs: Run[] = [];
+  const absolute = (rel: string): string => (rel === '' ? rootPath : rootPath === '/' ? `/${rel}` : `${rootPath}/${rel}`);
+  const visit = (node: Node): void => {
+    const found = asRun(node, absolute, now);
+    if (found) runs.push(found.run);
+    for (const child of node.children.values()) {
+      if (child.type !== 'd' || found?.claimed.has(child)) continue;
+      if (parseCheckpointName(child.name, true)) continue; // a checkpoint folder is never a run of its own
+      visit(child);
+    }
+  };
+  visit(root);
+  if (runs.length > 0 && runs[0].path === rootPath) runs[0].name = baseName(rootPath);
+  return runs.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+function buildTree(entries: readonly Entry[]): Node {
+  const root: Node = { name: '', rel: '', type: 'd', bytes: 0, mtime: 0, children: new Map() };
+  const byRel = new Map<string, Node>([['', root]]);
+  const folder = (rel: string): Node => {
+    const existing = byRel.get(rel);
+    if (existing) return existing;
+    // Parents come before children in find's order; this covers a parent lost to truncation.
+    const slash = rel.lastIndexOf('/');
+    const parent = folder(slash < 0 ? '' : rel.slice(0, slash));
+    const node: Node = { name: rel.slice(slash + 1), rel, type: 'd', bytes: 0, mtime: 0, children: new Map() };
+    parent.children.set(node.name, node);
+    byRel.set(rel, node);
+    return node;
+  };
+  for (const e of entries) {
+    const slash = e.rel.lastIndexOf('/');
+    const parent = folder(slash < 0 ? '' : e.rel.slice(0, slash));
+    const name = e.rel.slice(slash + 1);
+    const existing = parent.children.get(name);
+    if (existing) {
+      Object.assign(existing, { type: e.type, bytes: e.bytes, mtime: e.mtime });
+      continue;
+    }
+    const node: Node = { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, children: new Map() };
+    parent.children.set(name, node);
+    byRel.set(e.rel, node);
+  }
+  return root;
+}
+
+function asRun(node: Node, absolute: (rel: string) => string, now: number): { run: Run; claimed: Set<Node> } | undefined {
+  const claimed = new Set<Node>();
+  const checkpoints = checkpointsIn(node, absolute);
+  for (const name of CHECKPOINT_CONTAINERS) {
+    const container = node.children.get(name);
+    if (container?.type !== 'd') continue;
+    const inside = checkpointsIn(container, absolute);
+    if (inside.length > 0) {
+      checkpoints.push(...inside);
+      claimed.add(container);
+    }
+  }
+  const logs: Node[] = [...node.children.values()].filter((c) => c.type === 'f' && isMetricsLog(c.name, 'run'));
+  for (const name of LOG_CONTAINERS) {
+    const container = node.children.get(name);
+    if (container?.type !== 'd') continue;
+    const inside = [container, ...[...container.children.values()].filter((c) => c.type === 'd')]
+      .flatMap((dir) => [...dir.children.values()])
+      .filter((c) => c.type === 'f' && isMetricsLog(c.name, 'logs'));
+    if (inside.length > 0) {
+      logs.push(...inside);
+      claimed.add(container);
+    }
+  }
+  if (checkpoints.length === 0 && logs.length === 0) return undefined;
+
+  checkpoints.sort((a, b) => a.step - b.step || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  if (checkpoints.length > 0) checkpoints[checkpoints.length - 1].newest = true;
+  const metrics = logs.map((l) => absolute(l.rel));
+  let metricsMtime = Math.max(0, ...logs.map((l) => l.mtime));
+  if (logs.length === 0) {
+    const hf = [...checkpoints].reverse().find((c) => c.isDir && c.files.some((f) => f.name === 'trainer_state.json'));
+    const state = hf?.files.find((f) => f.name === 'trainer_state.json');
+    if (state) {
+      metrics.push(state.path);
+      metricsMtime = state.mtime;
+    }
+  }
+  const run: Run = {
+    name: node.name,
+    path: absolute(node.rel),
+    metrics: metrics.sort(),
+    checkpoints,
+    metricsMtime,
+    live: metricsMtime > 0 && now - metricsMtime <= LIVE_WINDOW_MS,
+  };
+  return { run, claimed };
+}
+
+function checkpointsIn(dir: Node, absolute: (rel: string) => string): Checkpoint[] {
+  const out: Checkpoint[] = [];
+  for (const child of dir.children.values()) {
+    if (child.type !== 'd' && child.type !== 'f') continue;
+    const parsed = parseCheckpointName(child.name, child.type === 'd');
+    if (!parsed) continue;
+    const files = child.type === 'd' ? filesUnder(child, '', absolute) : [];
+    out.push({
+      name: child.name,
+      step: parsed.step,
+      layout: parsed.layout,
+      path: absolute(child.rel),
+      isDir: child.type === 'd',
+      bytes: child.type === 'd' ? files.reduce((sum, f) => sum + f.bytes, 0) : child.bytes,
+      mtime: Math.max(child.mtime, ...files.map((f) => f.mtime)),
+      files,
+      newest: false,
+    });
+  }
+  return out;
+}
+
+/** Every file below a checkpoint folder; names are relative to the folder (`model/pytorch_model.bin`). */
+function filesUnder(dir: Node, prefix: string, absolute: (rel: string) => string): CheckpointFile[] {
+  const out: CheckpointFile[] = [];
+  for (const child of [...dir.children.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+    const name = prefix ? `${prefix}/${child.name}` : child.name;
+    if (child.type === 'f') out.push({ name, path: absolute(child.rel), bytes: child.bytes, mtime: child.mtime });
+    else if (child.type === 'd') out.push(...filesUnder(child, name, absolute));
+  }
+  return out;
+}
+
+function baseName(path: string): string {
+  if (path === '/') return '/';
+  return path.slice(path.lastIndexOf('/') + 1);
+}

@@ -1,0 +1,102 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { isMetricsLog, parseCheckpointName } from '../../src/core/discovery/checkpointLayout';
+
+test('checkpoint folders in every supported layout', () => {
+  const cases: Array<[string, number, string]> = [
+    ['step_10000', 10000, 'step_N'],
+    ['step-500', 500, 'step_N'],
+    ['step22000', 22000, 'step_N'],
+    ['checkpoint-500', 500, 'checkpoint-N'],
+    ['checkpoint_1500', 1500, 'checkpoint-N'],
+    ['global_step1200', 1200, 'global_stepN'],
+    ['global_step_7', 7, 'global_stepN'],
+    ['ckpt_300', 300, 'ckpt_N'],
+    ['ckpt-0042', 42, 'ckpt_N'],
+  ];
+  for (const [name, step, layout] of cases) {
+    assert.deepEqual(parseCheckpointName(name, true), { step, layout }, name);
+  }
+});
+
+test('folders that are not checkpoints', () => {
+  for (const name of ['checkpoints', 'logs', 'step', 'steps_100', 'run_500', 'checkpoint-latest', 'my_step_100', 'step_10000.bak']) {
+    assert.equal(parseCheckpointName(name, true), undefined, name);
+  }
+});
+
+test('a folder name is only a checkpoint as a folder; as a file it needs an extension', () => {
+  assert.equal(parseCheckpointName('step_100', false), undefined);
+  assert.equal(parseCheckpointName('model_step_500.pt', true), undefined);
+});
+
+test('flat checkpoint files take the number after step/iter/it/checkpoint/ckpt', () => {
+  const cases: Array<[string, number]> = [
+    ['model_step_500.pt', 500],
+    ['checkpoint_12000.pth', 12000],
+    ['step=300.ckpt', 300],
+    ['iter_0001000.pt', 1000],
+    ['ckpt-77.safetensors', 77],
+    ['model_it5000.bin', 5000],
+    ['run3_step_900.pt', 900], // not the 3 of run3
+    ['weights_0300.pt', 300], // no keyword: the last number standing alone
+    ['epoch_12.pth', 12],
+  ];
+  for (const [name, step] of cases) {
+    assert.deepEqual(parseCheckpointName(name, false), { step, layout: 'flat' }, name);
+  }
+});
+
+test('Lightning checkpoint files', () => {
+  assert.deepEqual(parseCheckpointName('epoch=3-step=1200.ckpt', false), { step: 1200, layout: 'lightning' });
+  assert.deepEqual(parseCheckpointName('epoch=3-step=1200-v1.ckpt', false), { step: 1200, layout: 'lightning' });
+  // A custom filename with no step: the epoch orders it, the decimal loss does not.
+  assert.deepEqual(parseCheckpointName('epoch=3-val_loss=0.25.ckpt', false), { step: 3, layout: 'lightning' });
+});
+
+test('files without a step number, or companions of a checkpoint, are not checkpoints', () => {
+  for (const name of [
+    'model.safetensors',
+    'checkpoint.pt',
+    'last.ckpt',
+    'final.pt',
+    'resnet50.pt',
+    'llama3.pth',
+    'optimizer.pt',
+    'optimizer_0.pt',
+    'rng_state_3.pth',
+    'scheduler.pt',
+    'training_args.bin',
+    'model-00001-of-00004.safetensors',
+    'pytorch_model-00002-of-00002.bin',
+    'mp_rank_00_model_states.pt',
+    'zero_pp_rank_0_mp_rank_00_optim_states.pt',
+    'model_step_500.txt',
+    'step_500.json',
+  ]) {
+    assert.equal(parseCheckpointName(name, false), undefined, name);
+  }
+});
+
+test('steps are numbers, so step_9000 sorts before step_10000', () => {
+  const names = ['step_10000', 'step_9000', 'step_22000', 'step_800'];
+  const sorted = names.map((n) => ({ n, s: parseCheckpointName(n, true)!.step })).sort((a, b) => a.s - b.s).map((x) => x.n);
+  assert.deepEqual(sorted, ['step_800', 'step_9000', 'step_10000', 'step_22000']);
+});
+
+test('metrics logs', () => {
+  for (const name of ['train.jsonl', 'metrics.jsonl', 'metrics.csv', 'metrics_val.csv', 'progress.csv', 'log.csv', 'log_train.csv', 'trainer_state.json', 'events.out.tfevents.1712345678.host.1234.0']) {
+    assert.equal(isMetricsLog(name), true, name);
+  }
+  for (const name of ['data.csv', 'results.csv', 'config.json', 'train.json', 'events.out', 'README.md']) {
+    assert.equal(isMetricsLog(name), false, name);
+  }
+});
+
+test('a dataset split jsonl is a log only inside logs/', () => {
+  assert.equal(isMetricsLog('train.jsonl', 'logs'), true);
+  assert.equal(isMetricsLog('train.jsonl', 'run'), false);
+  assert.equal(isMetricsLog('val.jsonl', 'run'), false);
+  assert.equal(isMetricsLog('metrics.jsonl', 'run'), true);
+  assert.equal(isMetricsLog('train_log.jsonl', 'run'), true);
+});

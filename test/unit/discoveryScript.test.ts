@@ -1,0 +1,243 @@
+/**
+ * Runs the real list script with the local /bin/sh and GNU find over generated trees, and feeds its bytes to
+ * the real parser: the same path a remote listing takes, minus ssh.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { listRunsCommand, type ListOptions } from '../../src/core/discovery/listScript';
+import type { RootListing, Run } from '../../src/core/types';
+import {
+  HOSTILE_NAMES,
+  writeEmptyDir,
+  writeFlatRun,
+  writeHfRun,
+  writeHostileNames,
+  writeLightningRun,
+  writeManyFiles,
+  writeManyRuns,
+  writeStoryRun,
+  writeSymlinkLoop,
+  writeUnrecognised,
+} from '../fixtures/generate';
+
+let tmp: string;
+
+before(() => {
+  tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-list-'));
+  fs.chmodSync(tmp, 0o755); // the permission tests run the script as an unprivileged user
+});
+after(() => {
+  for (const dir of walkDirs(tmp)) fs.chmodSync(dir, 0o755);
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+function walkDirs(dir: string): string[] {
+  const out = [dir];
+  try {
+    fs.chmodSync(dir, 0o755);
+    for (const e of fs.readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) out.push(...walkDirs(path.join(dir, e.name)));
+  } catch {
+    /* gone already */
+  }
+  return out;
+}
+
+interface RunOptions extends ListOptions {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Run as an unprivileged user (root ignores permissions); as a non-root test runner, run as ourselves. */
+  unprivileged?: boolean;
+}
+
+function list(roots: string[], opts: RunOptions = {}): { roots: RootListing[]; remoteNow: number } {
+  const cmd = listRunsCommand(roots, opts);
+  const drop = opts.unprivileged && process.getuid?.() === 0 ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups'] : [];
+  const argv = [...drop, ...cmd.argv];
+  const r = spawnSync(argv[0], argv.slice(1), { cwd: opts.cwd ?? tmp, env: opts.env ?? process.env, maxBuffer: 256 * 1024 * 1024 });
+  assert.equal(r.error, undefined);
+  return cmd.parse({ stdout: r.stdout, stderr: r.stderr, code: r.status, signal: r.signal ?? undefined, truncated: false });
+}
+
+function only(listing: RootListing): Run[] {
+  assert.equal(listing.state, 'ok', listing.state === 'ok' ? '' : listing.message);
+  return listing.state === 'ok' ? listing.runs : [];
+}
+
+function dir(name: string): string {
+  const d = path.join(tmp, name);
+  fs.mkdirSync(d, { recursive: true });
+  return d;
+}
+
+test('the story tree: one run, 7 step folders in numeric order with sizes, live log', () => {
+  const root = dir('story');
+  writeStoryRun(root);
+  const { roots, remoteNow } = list([root]);
+  assert.ok(Math.abs(remoteNow - Date.now()) < 60_000);
+  const runs = only(roots[0]);
+  assert.equal(runs.length, 1);
+  const run = runs[0];
+  assert.equal(run.name, 'story');
+  assert.equal(run.path, root);
+  assert.deepEqual(run.metrics, [path.join(root, 'logs', 'train.jsonl')]);
+  assert.equal(run.live, true);
+  assert.deepEqual(
+    run.checkpoints.map((c) => c.name),
+    ['step_10000', 'step_12000', 'step_14000', 'step_16000', 'step_18000', 'step_20000', 'step_22000'],
+  );
+  for (const c of run.checkpoints) {
+    assert.equal(c.layout, 'step_N');
+    assert.equal(c.isDir, true);
+    assert.equal(c.bytes, 3 * 1024 ** 3);
+    assert.deepEqual(c.files.map((f) => [f.name, f.path, f.bytes]), [['checkpoint.pt', path.join(c.path, 'checkpoint.pt'), 3 * 1024 ** 3]]);
+    assert.equal(c.newest, c.step === 22000);
+  }
+});
+
+test('step_9000 sorts before step_10000, as numbers', () => {
+  const root = dir('numeric');
+  writeStoryRun(root, { firstStep: 8000, lastStep: 12000, every: 1000, checkpointBytes: 10 });
+  const [listing] = list([root]).roots;
+  assert.deepEqual(only(listing)[0].checkpoints.map((c) => c.step), [8000, 9000, 10000, 11000, 12000]);
+});
+
+test('each way a root can hold nothing is told apart', () => {
+  const file = path.join(dir('afile'), 'notes.txt');
+  fs.writeFileSync(file, 'x');
+  const empty = dir('empty');
+  writeEmptyDir(empty);
+  const unrecognised = dir('unrecognised');
+  const names = writeUnrecognised(unrecognised);
+  const missing = path.join(tmp, 'no', 'such', 'dir');
+  const { roots } = list([missing, file, empty, unrecognised]);
+  assert.deepEqual(roots.map((r) => r.state), ['path-missing', 'not-a-directory', 'empty', 'no-checkpoints']);
+  assert.deepEqual(roots.map((r) => r.path), [missing, file, empty, unrecognised]);
+  const seen = roots[3].state === 'no-checkpoints' ? roots[3].seen : [];
+  assert.deepEqual(seen, names);
+  for (const r of roots) if (r.state !== 'ok') assert.ok(r.message.includes(r.path), r.message);
+});
+
+test('Hugging Face, flat and Lightning runs are recognised side by side', () => {
+  const root = dir('mixed');
+  writeHfRun(path.join(root, 'hf-run'));
+  writeFlatRun(path.join(root, 'flat-run'));
+  writeLightningRun(path.join(root, 'pl-run'));
+  writeStoryRun(path.join(root, 'story-run'), { checkpointBytes: 1000 });
+  const runs = only(list([root]).roots[0]);
+  assert.deepEqual(runs.map((r) => r.name), ['flat-run', 'hf-run', 'version_0', 'story-run']);
+  const [flat, hf, pl] = runs;
+  assert.deepEqual(flat.checkpoints.map((c) => [c.name, c.layout, c.step]), [
+    ['model_step_500.pt', 'flat', 500],
+    ['model_step_1000.pt', 'flat', 1000],
+    ['model_step_1500.pt', 'flat', 1500],
+    ['model_step_2000.pt', 'flat', 2000],
+  ]);
+  assert.deepEqual(flat.metrics, [path.join(root, 'flat-run', 'metrics.csv')]);
+  assert.deepEqual(hf.checkpoints.map((c) => c.name), ['checkpoint-500', 'checkpoint-1000', 'checkpoint-1500']);
+  const last = hf.checkpoints[2];
+  assert.deepEqual(last.files.map((f) => f.name), ['config.json', 'model.safetensors', 'optimizer.pt', 'rng_state.pth', 'scheduler.pt', 'trainer_state.json', 'training_args.bin']);
+  assert.equal(last.bytes, last.files.reduce((s, f) => s + f.bytes, 0));
+  // Its files are the folder's files, not checkpoints of their own; the newest trainer_state.json is the log.
+  assert.deepEqual(hf.metrics, [path.join(last.path, 'trainer_state.json')]);
+  assert.deepEqual(pl.checkpoints.map((c) => [c.layout, c.step]), [['lightning', 250], ['lightning', 500], ['lightning', 750]]);
+});
+
+test('hostile names are listed exactly and never executed', () => {
+  const root = dir('hostile');
+  writeHostileNames(root);
+  const { roots } = list([root, path.join(root, '$(touch CANARY)')], { cwd: root });
+  const runs = only(roots[0]);
+  assert.deepEqual(runs.map((r) => r.name).sort(), [...HOSTILE_NAMES].sort());
+  for (const run of runs) {
+    assert.equal(run.path, path.join(root, run.name));
+    assert.deepEqual(run.checkpoints.map((c) => c.step), [100, 200]);
+    assert.ok(fs.existsSync(run.checkpoints[0].files[0].path), run.checkpoints[0].files[0].path);
+  }
+  // A hostile root passed as an argument is a run itself.
+  assert.equal(only(roots[1])[0].name, '$(touch CANARY)');
+  assert.equal(fs.existsSync(path.join(root, 'CANARY')), false);
+  assert.equal(fs.existsSync(path.join(tmp, 'CANARY')), false);
+});
+
+test('a symlink loop neither hangs nor hides the run next to it', () => {
+  const root = dir('loop');
+  writeSymlinkLoop(root);
+  const listing = list([root]).roots[0];
+  const runs = only(listing);
+  assert.deepEqual(runs.map((r) => [r.name, r.checkpoints.length]), [['run_a', 3]]);
+  assert.ok(listing.unreadable && listing.unreadable.count >= 1, 'the loop is reported');
+});
+
+test('20,000 entries: the listing stops at its limit and says so', () => {
+  const root = dir('many-files');
+  writeStoryRun(path.join(root, 'a-run'), { checkpointBytes: 10 });
+  writeManyFiles(root, 20_000);
+  const listing = list([root]).roots[0];
+  assert.equal(listing.truncated, true);
+  const small = list([root], { maxEntries: 50 }).roots[0];
+  assert.equal(small.truncated, true);
+});
+
+test('many runs come back sorted, each with all its checkpoints', () => {
+  const root = dir('bench');
+  writeManyRuns(root, 5, 12);
+  const runs = only(list([root]).roots[0]);
+  assert.deepEqual(runs.map((r) => r.name), ['run_000', 'run_001', 'run_002', 'run_003', 'run_004']);
+  for (const r of runs) assert.equal(r.checkpoints.length, 12);
+});
+
+test('~ expands to the target HOME; trailing slashes and relative roots resolve', () => {
+  const home = dir('home');
+  writeStoryRun(path.join(home, 'runs', 'exp1'), { checkpointBytes: 1 });
+  const env = { ...process.env, HOME: home };
+  const { roots } = list(['~/runs', '~/runs/', 'runs', '~/nothing', '~'], { env, cwd: home });
+  assert.deepEqual(roots.map((r) => r.path), [
+    path.join(home, 'runs'),
+    path.join(home, 'runs'),
+    path.join(home, 'runs'),
+    path.join(home, 'nothing'),
+    home,
+  ]);
+  assert.deepEqual(roots.map((r) => r.root), ['~/runs', '~/runs/', 'runs', '~/nothing', '~']);
+  assert.equal(only(roots[0])[0].name, 'exp1');
+  assert.equal(roots[3].state, 'path-missing');
+  assert.equal(only(roots[4])[0].path, path.join(home, 'runs', 'exp1'));
+});
+
+test('permission denied: an unreadable root, a root under a folder we cannot enter, an unreadable subfolder', () => {
+  const locked = dir('locked');
+  writeStoryRun(locked, { checkpointBytes: 1 });
+  const closedParent = dir('closed-parent');
+  writeStoryRun(path.join(closedParent, 'inner'), { checkpointBytes: 1 });
+  const partly = dir('partly');
+  writeStoryRun(path.join(partly, 'visible'), { checkpointBytes: 1 });
+  writeStoryRun(path.join(partly, 'hidden'), { checkpointBytes: 1 });
+  fs.chmodSync(locked, 0o000);
+  fs.chmodSync(closedParent, 0o700);
+  fs.chmodSync(path.join(partly, 'hidden'), 0o000);
+  try {
+    const { roots } = list([locked, path.join(closedParent, 'inner'), partly], { unprivileged: true });
+    assert.equal(roots[0].state, 'permission-denied');
+    assert.equal(roots[1].state, 'permission-denied', 'not path-missing: the parent cannot be entered');
+    const runs = only(roots[2]);
+    assert.deepEqual(runs.map((r) => r.name), ['visible']);
+    assert.equal(roots[2].unreadable?.count, 1);
+    assert.match(roots[2].unreadable?.messages[0] ?? '', /hidden.*Permission denied/);
+  } finally {
+    fs.chmodSync(locked, 0o755);
+    fs.chmodSync(closedParent, 0o755);
+    fs.chmodSync(path.join(partly, 'hidden'), 0o755);
+  }
+});
+
+test('a root that is itself a run and holds other runs lists both', () => {
+  const root = dir('workspace');
+  writeStoryRun(root, { checkpointBytes: 1 });
+  writeFlatRun(path.join(root, 'side-experiment'), [100, 200]);
+  const runs = only(list([root]).roots[0]);
+  assert.deepEqual(runs.map((r) => [r.name, r.checkpoints.length]), [['workspace', 7], ['side-experiment', 2]]);
+});
