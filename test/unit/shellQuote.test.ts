@@ -106,9 +106,17 @@ function assertRoundTrip(shell: string, args: string[], command: string): void {
 
 describe('shellQuote', () => {
   test('safe words stay as they are', () => {
-    for (const s of ['abc', 'step_10000', '/workspace/run-1/ckpt.pt', 'user@host:22', 'a,b', '100%', 'x+y=z', '-n']) {
+    for (const s of ['abc', 'step_10000', '/workspace/run-1/ckpt.pt', 'user@host:22', 'a,b', '100%', 'x+y', '-n']) {
       assert.equal(shellQuote(s), s);
     }
+  });
+
+  test('a word with = is quoted, so it can never be read as an assignment', () => {
+    assert.equal(shellQuote('A=1'), "'A=1'");
+  });
+
+  test('a backslash is written double-quoted, so fish reads it as POSIX shells do', () => {
+    assert.equal(shellQuote('a\\b'), `'a'"\\\\"'b'`);
   });
 
   test('everything else is single-quoted; a single quote is closed, escaped and reopened', () => {
@@ -129,8 +137,8 @@ describe('shellQuote', () => {
   test('every hostile name is quoted (nothing outside the quotes but escaped single quotes)', () => {
     for (const s of HOSTILE) {
       const q = shellQuote(s);
-      if (q === s) assert.match(s, /^[A-Za-z0-9_\-.,:/@%+=]+$/, JSON.stringify(s));
-      else assert.equal(q.replace(/'[^']*'|\\'/g, ''), '', JSON.stringify(s));
+      if (q === s) assert.match(s, /^[A-Za-z0-9_\-.,:/@%+]+$/, JSON.stringify(s));
+      else assert.equal(q.replace(/'[^']*'|\\'|"\\\\"/g, ''), '', JSON.stringify(s));
     }
   });
 

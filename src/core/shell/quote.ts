@@ -7,14 +7,18 @@
  */
 import { RemoteRunsError } from '../types';
 
-const SAFE = /^[A-Za-z0-9_\-.,:/@%+=]+$/;
+// No `=`: a first word like `A=1` would be read as an assignment, not a command.
+const SAFE = /^[A-Za-z0-9_\-.,:/@%+]+$/;
 
 export function shellQuote(value: string): string {
   if (value.includes('\0')) {
     throw new RemoteRunsError('bad-config', 'A shell argument cannot contain a NUL byte');
   }
   if (value !== '' && SAFE.test(value)) return value;
-  return `'${value.replace(/'/g, `'\\''`)}'`;
+  // `\` is written as '"\\"' too: fish (a login shell some users have) treats `\\` and `\'` as escapes even
+  // inside single quotes; a double-quoted `\\` means one backslash in POSIX shells and in fish alike.
+  // One pass, so the escapes written for one character are never rewritten by the other rule.
+  return `'${value.replace(/['\\]/g, (c) => (c === "'" ? `'\\''` : `'"\\\\"'`))}'`;
 }
 
 /** Quote each argument and join with spaces: the command line a remote shell will split back into `argv`. */
