@@ -19,43 +19,9 @@ shim_root() {
   return 1
 }
 
-# shim_enter STATE_ROOT ROOTFS HOME ARGV...: run ARGV with the rootfs' top-level folders over the host's, exit
-# code passed through, argv passed through verbatim (no shell in between re-reads it).
+# shim_enter STATE_ROOT ROOTFS HOME ARGV...: run ARGV inside the container (shim-enter.sh does the mounts).
 shim_enter() {
   local root=$1 rootfs=$2 home=$3; shift 3
   mkdir -p -- "$root/.mnt" 2>/dev/null
-  HOME=$home exec unshare -rm /bin/sh -c '
-    rootfs=$1; mnt=$2; shift 2
-    # Fast path: every top-level folder of the rootfs already has a mount point on the host (the harness
-    # creates /workspace), so one bind mount each is enough.
-    fast=1
-    for e in "$rootfs"/* "$rootfs"/.[!.]*; do
-      [ -d "$e" ] || continue
-      n=${e##*/}
-      if [ ! -d "/$n" ] || [ -L "/$n" ]; then fast=0; fi
-    done
-    if [ "$fast" = 1 ]; then
-      for e in "$rootfs"/* "$rootfs"/.[!.]*; do
-        [ -d "$e" ] || continue
-        mount --rbind "$e" "/${e##*/}" || exit 255
-      done
-      cd / && exec "$@"
-    fi
-    # Otherwise build a root on a tmpfs: the host'"'"'s top-level entries bound in, the rootfs'"'"' folders instead
-    # of theirs, then chroot. Nothing on the host changes.
-    mount -t tmpfs -o mode=755 remote-runs-shim "$mnt" || exit 255
-    for e in /* /.[!.]*; do
-      [ -e "$e" ] || [ -L "$e" ] || continue
-      n=${e#/}
-      [ -d "$rootfs/$n" ] && continue
-      if [ -L "$e" ]; then ln -s "$(readlink "$e")" "$mnt/$n"
-      elif [ -d "$e" ]; then mkdir "$mnt/$n" && mount --rbind "$e" "$mnt/$n"
-      else : > "$mnt/$n" && mount --bind "$e" "$mnt/$n"; fi
-    done
-    for e in "$rootfs"/* "$rootfs"/.[!.]*; do
-      [ -d "$e" ] || continue
-      mkdir "$mnt/${e##*/}" && mount --rbind "$e" "$mnt/${e##*/}" || exit 255
-    done
-    cd "$mnt" && PWD=/ exec chroot "$mnt" "$@"
-  ' shim-enter "$rootfs" "$root/.mnt" "$@"
+  HOME=$home exec unshare -rm /bin/sh "$(dirname -- "$0")/shim-enter.sh" "$rootfs" "$root/.mnt" "$@"
 }

@@ -59,14 +59,14 @@ export function setContainerState(container: ShimContainer, state: string): void
 }
 
 /**
- * Copy the shims (pct, docker, shim-lib.sh) into `binDir` and write `binDir/shim-root`. Copies, not links:
+ * Copy the shims (pct, docker, shim-lib.sh, shim-enter.sh) into `binDir` and write `binDir/shim-root`. Copies, not links:
  * an unprivileged test user may not be able to read the repository.
  */
 export function installShims(binDir: string, root: string): { pct: string; docker: string } {
   fs.mkdirSync(binDir, { recursive: true });
-  for (const name of ['pct', 'docker', 'shim-lib.sh']) {
+  for (const name of ['pct', 'docker', 'shim-lib.sh', 'shim-enter.sh']) {
     fs.copyFileSync(path.join(SHIMS_DIR, name), path.join(binDir, name));
-    fs.chmodSync(path.join(binDir, name), name === 'shim-lib.sh' ? 0o644 : 0o755);
+    fs.chmodSync(path.join(binDir, name), name.endsWith('.sh') ? 0o644 : 0o755);
   }
   fs.writeFileSync(path.join(binDir, 'shim-root'), `${path.resolve(root)}\n`);
   return { pct: path.join(binDir, 'pct'), docker: path.join(binDir, 'docker') };

@@ -1,0 +1,172 @@
+/**
+ * The list parser on record buffers built here the way the script prints them (protocol in listScript.ts):
+ * edge cases the real script rarely produces, and garbage it never should.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { listRunsCommand } from '../../src/core/discovery/listScript';
+import { LIVE_WINDOW_MS, RemoteRunsError, type RootListing } from '../../src/core/types';
+import type { ExecResult } from '../../src/core/remote';
+
+const NOW_S = 1_750_000_000;
+
+/** Builds the script's output: records of NUL-terminated fields after the magic. */
+class Records {
+  private parts: string[] = ['\0@rr-list@1\0'];
+  constructor(now = NOW_S) {
+    this.rec('T', String(now));
+  }
+  rec(...fields: string[]): this {
+    this.parts.push(fields.map((f) => `${f}\0`).join(''));
+    return this;
+  }
+  root(index: number, status: string, path: string): this {
+    return this.rec('R', String(index), status, path);
+  }
+  file(rel: string, bytes = 100, mtimeS = NOW_S - 3600): this {
+    return this.rec('E', 'f', String(bytes), `${mtimeS}.5000000000`, rel);
+  }
+  dir(rel: string, mtimeS = NOW_S - 3600): this {
+    return this.rec('E', 'd', '4096', `${mtimeS}.0000000000`, rel);
+  }
+  end(index: number, errors = '0'): this {
+    return this.rec('X', String(index), errors);
+  }
+  done(): this {
+    return this.rec('Z');
+  }
+  result(overrides: Partial<ExecResult> = {}, prefix = ''): ExecResult {
+    return { stdout: Buffer.from(prefix + this.parts.join(''), 'utf8'), stderr: Buffer.alloc(0), code: 0, truncated: false, ...overrides };
+  }
+}
+
+function parse(roots: string[], result: ExecResult, maxEntries?: number): { roots: RootListing[]; remoteNow: number } {
+  return listRunsCommand(roots, { maxEntries }).parse(result);
+}
+
+function ok(l: RootListing) {
+  assert.equal(l.state, 'ok');
+  return l.state === 'ok' ? l.runs : [];
+}
+
+function throwsKind(fn: () => unknown, kind: string): void {
+  assert.throws(fn, (e: unknown) => e instanceof RemoteRunsError && e.kind === kind);
+}
+
+test('noise from rc files before the marker is skipped', () => {
+  const r = new Records().root(0, 'ok', '/w').dir('checkpoints').dir('checkpoints/step_5').file('checkpoints/step_5/checkpoint.pt').end(0).done();
+  const out = parse(['/w'], r.result({}, 'Welcome to conda!\nmotd line\n'));
+  assert.equal(out.remoteNow, NOW_S * 1000);
+  assert.equal(ok(out.roots[0])[0].checkpoints[0].step, 5);
+});
+
+test('output without the marker is a protocol error, a failed script is command-failed', () => {
+  throwsKind(() => parse(['/w'], { stdout: Buffer.from('bash: find: command not found\n'), stderr: Buffer.alloc(0), code: 0, truncated: false }), 'protocol');
+  throwsKind(() => parse(['/w'], { stdout: Buffer.alloc(0), stderr: Buffer.from('sh: 1: Syntax error\n'), code: 2, truncated: false }), 'command-failed');
+});
+
+test('malformed records are protocol errors', () => {
+  const base = () => new Records().root(0, 'ok', '/w');
+  throwsKind(() => parse(['/w'], base().rec('Q', 'x').end(0).done().result()), 'protocol');
+  throwsKind(() => parse(['/w'], base().rec('E', 'f', 'many', '1.0', 'a').end(0).done().result()), 'protocol');
+  throwsKind(() => parse(['/w'], base().rec('E', 'f', '1', '1.0', '../etc/passwd').end(0).done().result()), 'protocol');
+  throwsKind(() => parse(['/w'], new Records().root(0, 'weird', '/w').done().result()), 'protocol');
+  throwsKind(() => parse(['/w'], new Records().root(1, 'ok', '/w').end(1).done().result()), 'protocol');
+  throwsKind(() => parse(['/w'], new Records().file('a').done().result()), 'protocol');
+  // Fewer roots than asked, with nothing cut by the executor: the script broke.
+  throwsKind(() => parse(['/a', '/b'], new Records().root(0, 'missing', '/a').done().result()), 'protocol');
+});
+
+test('output cut by the executor: the root it fell in is truncated, roots never reached are an error', () => {
+  const cut = new Records().root(0, 'ok', '/w').dir('run').dir('run/checkpoints').dir('run/checkpoints/step_1').file('run/checkpoints/step_1/checkpoint.pt');
+  const buf = cut.result().stdout;
+  const partial = Buffer.concat([buf, Buffer.from('E\0f\x0012')]); // a record cut in half
+  const out = parse(['/w'], { stdout: partial, stderr: Buffer.alloc(0), code: 0, truncated: true });
+  assert.equal(out.roots[0].truncated, true);
+  assert.equal(ok(out.roots[0])[0].checkpoints.length, 1);
+  throwsKind(() => parse(['/w', '/x'], { stdout: partial, stderr: Buffer.alloc(0), code: 0, truncated: true }), 'protocol');
+});
+
+test('one entry more than the limit means truncated, and the extra entry is dropped', () => {
+  const r = new Records().root(0, 'ok', '/w');
+  for (let i = 1; i <= 4; i++) r.file(`model_step_${i}.pt`);
+  const out = parse(['/w'], r.end(0).done().result(), 3);
+  assert.equal(out.roots[0].truncated, true);
+  assert.deepEqual(ok(out.roots[0])[0].checkpoints.map((c) => c.step), [1, 2, 3]);
+  const exact = parse(['/w'], r.result(), 4);
+  assert.equal(exact.roots[0].truncated, false);
+});
+
+test('live means a metrics log changed within the window of the REMOTE clock', () => {
+  const window = LIVE_WINDOW_MS / 1000;
+  const r = new Records()
+    .root(0, 'ok', '/w')
+    .dir('fresh').dir('fresh/logs').file('fresh/logs/train.jsonl', 10, NOW_S - window + 5)
+    .dir('stale').dir('stale/logs').file('stale/logs/train.jsonl', 10, NOW_S - window - 5)
+    .end(0).done();
+  const runs = ok(parse(['/w'], r.result()).roots[0]);
+  assert.deepEqual(runs.map((x) => [x.name, x.live]), [['fresh', true], ['stale', false]]);
+  assert.equal(runs[0].metricsMtime, (NOW_S - window + 5.5) * 1000);
+});
+
+test('find errors become the unreadable count with their first messages', () => {
+  const r = new Records().root(0, 'ok', '/w').dir('a').end(0, "2\nfind: '/w/a/x': Permission denied\nfind: '/w/a/y': Permission denied").done();
+  const out = parse(['/w'], r.result());
+  assert.equal(out.roots[0].state, 'no-checkpoints');
+  assert.deepEqual(out.roots[0].unreadable, { count: 2, messages: ["find: '/w/a/x': Permission denied", "find: '/w/a/y': Permission denied"] });
+  assert.match(out.roots[0].state === 'no-checkpoints' ? out.roots[0].message : '', /2 places could not be read/);
+});
+
+test('runs nested in checkpoint folders or claimed containers are not runs; other subfolders are searched', () => {
+  const r = new Records()
+    .root(0, 'ok', '/w')
+    .dir('checkpoints').dir('checkpoints/step_10').file('checkpoints/step_10/checkpoint.pt')
+    // a log inside a checkpoint folder does not make the folder a run
+    .dir('checkpoints/step_10/logs').file('checkpoints/step_10/logs/train.jsonl')
+    .dir('logs').file('logs/train.jsonl')
+    .dir('experiments').dir('experiments/ablation').file('experiments/ablation/ckpt_3.pt')
+    .end(0).done();
+  const runs = ok(parse(['/w'], r.result()).roots[0]);
+  assert.deepEqual(runs.map((x) => [x.name, x.path, x.checkpoints.map((c) => c.name)]), [
+    ['w', '/w', ['step_10']],
+    ['ablation', '/w/experiments/ablation', ['ckpt_3.pt']],
+  ]);
+  assert.deepEqual(runs[0].checkpoints[0].files.map((f) => f.name), ['checkpoint.pt', 'logs/train.jsonl']);
+});
+
+test('the root / is handled without double slashes', () => {
+  const r = new Records().root(0, 'ok', '/').dir('ckpts').file('ckpts/model_step_9.pt', 7).end(0).done();
+  const run = ok(parse(['/'], r.result()).roots[0])[0];
+  assert.equal(run.path, '/');
+  assert.equal(run.name, '/');
+  assert.equal(run.checkpoints[0].path, '/ckpts/model_step_9.pt');
+});
+
+test('any run name the filesystem allows comes back byte-identical', () => {
+  const segment = fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }).filter((s) => !s.includes('/') && !s.includes('\0') && s !== '.' && s !== '..' && !s.includes('\uFFFD') && Buffer.from(s, 'utf8').toString('utf8') === s);
+  fc.assert(
+    fc.property(fc.uniqueArray(segment, { minLength: 1, maxLength: 5 }), (names) => {
+      const r = new Records().root(0, 'ok', '/w');
+      for (const n of names) r.dir(n).dir(`${n}/checkpoints`).dir(`${n}/checkpoints/step_1`).file(`${n}/checkpoints/step_1/checkpoint.pt`);
+      const runs = ok(parse(['/w'], r.end(0).done().result()).roots[0]);
+      const expected = names.filter((n) => !['checkpoints', 'ckpt', 'ckpts', 'logs', '.git', 'node_modules'].includes(n) && !/^(step[_-]?\d+|checkpoint[-_]\d+|global[_-]?step[_-]?\d+|ckpt[_-]?\d+)$/i.test(n));
+      assert.deepEqual(runs.map((x) => x.name).sort(), [...expected].sort());
+    }),
+    { numRuns: 200 },
+  );
+});
+
+test('garbage after the marker only ever throws RemoteRunsError', () => {
+  fc.assert(
+    fc.property(fc.uint8Array({ maxLength: 300 }), fc.boolean(), (bytes, truncated) => {
+      const stdout = Buffer.concat([Buffer.from('\0@rr-list@1\0T\x00123\0'), Buffer.from(bytes)]);
+      try {
+        parse(['/a', '/b'], { stdout, stderr: Buffer.alloc(0), code: 0, truncated });
+      } catch (e) {
+        assert.ok(e instanceof RemoteRunsError, String(e));
+      }
+    }),
+    { numRuns: 500 },
+  );
+});
