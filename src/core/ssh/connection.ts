@@ -98,7 +98,9 @@ export class SshConnection implements Executor {
       const hop = i === clients.length - 1 ? host.target : host.jumps[i];
       client.on('error', (e: Error & { level?: string }) => {
         if (this.closingOnPurpose) return; // resets while we hang up are expected
-        this.lastError ??= mapClientError(e, hop, undefined, describeHop(host, i));
+        const reason =
+          e.level === 'client-timeout' ? `no answer to keepalives (${e.message})` : (SOCKET_REASONS[(e as NodeJS.ErrnoException).code ?? ''] ?? e.message);
+        this.lastError ??= new RemoteRunsError('unreachable', `Connection to ${describeHop(host, i)} lost: ${reason}`, { hop: hop.alias });
         logger.warn(`SSH ${hop.alias}: ${e.message}`);
       });
       client.on('close', () => this.markClosed());
@@ -151,8 +153,9 @@ export class SshConnection implements Executor {
 
   /**
    * Run a command line through the remote login shell. Resolves with the exit status, or rejects with
-   * RemoteRunsError: `cancelled` (signal, or the connection was closed on purpose) or `unreachable` with
-   * `detail.dropped` = `before-open` (the command never started) or `after-open` (it may have run).
+   * RemoteRunsError: `cancelled` (signal, or the connection was closed on purpose), `unreachable` with
+   * `detail.dropped` = `before-open` (the command never started) or `after-open` (it may have run), or
+   * `protocol` with `detail.channelRefused` (the server would not open another session right now).
    */
   exec(commandLine: string, options: ExecOptions = {}): Promise<ExecResult> {
     const { signal, maxOutputBytes, stdin } = options;
@@ -190,7 +193,12 @@ export class SshConnection implements Executor {
         this.target.exec(commandLine, (err, ch) => {
           if (err) {
             if (this.closedWith) return fail(this.dropError(this.closedWith, 'before-open'));
-            return fail(new RemoteRunsError('protocol', `The server refused a new channel: ${err.message}`));
+            // sshd refuses sessions beyond MaxSessions, counting ones we closed but it has not yet reaped.
+            return fail(
+              new RemoteRunsError('protocol', `The server refused a new channel: ${err.message.replace(/^\(SSH\) /, '')}`, {
+                channelRefused: 1,
+              }),
+            );
           }
           this.track(ch);
           if (settled) {

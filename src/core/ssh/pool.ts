@@ -76,9 +76,14 @@ interface Entry {
   idleTimer?: NodeJS.Timeout;
   /** Once connected, failures to reconnect are retried with backoff; a first connect fails fast. */
   everConnected: boolean;
+  /** Bumped by disconnect(): a connect that finishes after it belongs to nobody. */
+  generation: number;
 }
 
 const IDLE: ConnectionState = { kind: 'idle' };
+/** Retries of a refused channel open: 20 ms doubling, about 1.3 s in all, before the refusal is reported. */
+const CHANNEL_RETRIES = 6;
+const CHANNEL_RETRY_BASE_MS = 20;
 const BACKOFF_MAX_MS = 30_000;
 
 export class ConnectionPool implements Disposable {
@@ -103,14 +108,20 @@ export class ConnectionPool implements Disposable {
     const entry = this.entryFor(host);
     await this.takeSlot(entry, options.signal);
     try {
-      for (let attempt = 0; ; attempt++) {
+      for (let attempt = 0, refusals = 0; ; ) {
         const conn = await this.connection(entry, options.signal);
         try {
           return await conn.exec(commandLine, options);
         } catch (e) {
+          if (isRemoteRunsError(e) && e.detail.channelRefused && refusals < CHANNEL_RETRIES) {
+            // Sessions we just closed still count on the server until it reaps them: wait a little and ask again.
+            await abortableDelay(CHANNEL_RETRY_BASE_MS * 2 ** refusals++, options.signal);
+            continue;
+          }
           const dropped = isRemoteRunsError(e) && e.kind === 'unreachable' ? e.detail.dropped : undefined;
           const retry = attempt === 0 && (dropped === 'before-open' || (dropped === 'after-open' && options.idempotent === true));
           if (!retry) throw e;
+          attempt++;
           this.options.logger.info(`Connection to ${entry.name} dropped ${dropped === 'before-open' ? 'before the command started' : 'during an idempotent command'}; retrying once`);
         }
       }
@@ -119,8 +130,11 @@ export class ConnectionPool implements Disposable {
     }
   }
 
-  /** An Executor bound to one host, for runCommand and friends. Listings through it count as idempotent. */
-  executor(host: PoolHost, defaults: { idempotent?: boolean } = { idempotent: true }): Executor {
+  /**
+   * An Executor bound to one host, for runCommand and friends. Pass `{ idempotent: true }` for listings; the
+   * default (not idempotent) is the safe one for commands that start things, which must never run twice.
+   */
+  executor(host: PoolHost, defaults: { idempotent?: boolean } = {}): Executor {
     return { exec: (line, opts) => this.exec(host, line, { ...defaults, ...opts }) };
   }
 
@@ -150,6 +164,7 @@ export class ConnectionPool implements Disposable {
     const entry = this.entries.get(name);
     if (!entry) return;
     this.clearIdle(entry);
+    entry.generation++;
     entry.conn?.close();
     entry.conn = undefined;
     this.setState(entry, IDLE);
@@ -175,7 +190,7 @@ export class ConnectionPool implements Disposable {
     const key = JSON.stringify({ jumps: resolved.jumps, target: resolved.target });
     let entry = this.entries.get(name);
     if (!entry) {
-      entry = { name, key, host: resolved, state: IDLE, active: 0, leases: 0, waiters: [], everConnected: false };
+      entry = { name, key, host: resolved, state: IDLE, active: 0, leases: 0, waiters: [], everConnected: false, generation: 0 };
       this.entries.set(name, entry);
     } else if (entry.key !== key) {
       // The host was edited: the next command must go to the new address, not the old connection.
@@ -261,6 +276,7 @@ export class ConnectionPool implements Disposable {
       if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
       this.setState(entry, { kind: 'connecting', attempt });
       const host = entry.host;
+      const generation = entry.generation;
       try {
         const conn = await SshConnection.connect(host, {
           prompter: o.prompter,
@@ -272,10 +288,14 @@ export class ConnectionPool implements Disposable {
           keepaliveIntervalMs: o.keepaliveIntervalMs,
           keepaliveCountMax: o.keepaliveCountMax,
         });
-        if (this.disposed || entry.host !== host) {
-          // Disposed, or the host was edited while we connected: this connection is for nobody.
+        if (this.disposed || entry.generation !== generation) {
+          // Disposed or disconnected while we connected: this connection is for nobody.
           conn.close();
-          if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
+          throw new RemoteRunsError('cancelled', this.disposed ? 'Connection pool closed' : `Disconnected from ${entry.name}`);
+        }
+        if (entry.host !== host) {
+          // The host was edited while we connected: connect to the new address instead.
+          conn.close();
           continue;
         }
         entry.conn = conn;
@@ -284,7 +304,7 @@ export class ConnectionPool implements Disposable {
           if (entry.conn !== conn) return;
           entry.conn = undefined;
           this.clearIdle(entry);
-          this.setState(entry, ev.error ? { kind: 'unreachable', message: `Connection lost: ${ev.error.message}` } : IDLE);
+          this.setState(entry, ev.error ? { kind: 'unreachable', message: ev.error.message } : IDLE);
         });
         if (conn.isClosed) {
           // Dropped between the handshake and here: the listener above came too late to see it.
@@ -348,4 +368,8 @@ function raceAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
       },
     );
   });
+}
+
+function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
+  return raceAbort(new Promise<void>((r) => setTimeout(r, ms)), signal);
 }
