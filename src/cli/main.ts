@@ -75,10 +75,8 @@ export async function main(argv: string[], io: CliIo = { stdout: process.stdout,
     });
     const core = new RemoteRunsCore({
       hosts: () => hosts.configs(),
-      executorFor: (host) => {
-        const resolved = hosts.resolve(host);
-        return { exec: (line, opts) => pool.exec(resolved, line, opts) };
-      },
+      // Listings are idempotent: safe to retry once on a connection that dropped under them.
+      executorFor: (host) => pool.executor(hosts.resolve(host), { idempotent: true }),
     });
     const addr = parseAddress(address);
     // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name.

@@ -50,7 +50,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
     hosts: () => hosts.configs(),
     executorFor: (host): Executor => {
       const resolved = hosts.resolve(host);
-      return { exec: (line, opts) => pool.exec(resolved, line, opts) };
+      // Listings are idempotent: safe to retry once on a connection that dropped under them.
+      return pool.executor(resolved, { idempotent: true });
     },
   });
 
