@@ -241,3 +241,26 @@ test('a root that is itself a run and holds other runs lists both', () => {
   const runs = only(list([root]).roots[0]);
   assert.deepEqual(runs.map((r) => [r.name, r.checkpoints.length]), [['workspace', 7], ['side-experiment', 2]]);
 });
+
+test('busybox (no find -printf, no head -z) lists the same runs as GNU find', () => {
+  // Needs Debian's `busybox` package on the test machine (apt-get install -y busybox).
+  const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
+  assert.ok(busybox, 'busybox is not installed: apt-get install -y busybox');
+  const bb = dir('busybox-bin');
+  for (const applet of ['sh', 'find', 'head', 'xargs', 'stat', 'tr', 'awk', 'date']) fs.symlinkSync(busybox, path.join(bb, applet));
+  const root = dir('bb-tree');
+  writeStoryRun(path.join(root, 'story'), { checkpointBytes: 3 * 1024 ** 3 });
+  writeHfRun(path.join(root, 'hf'));
+  writeHostileNames(path.join(root, 'hostile'));
+  const cmd = listRunsCommand([root, path.join(root, 'missing')]);
+  const r = spawnSync(path.join(bb, 'sh'), cmd.argv.slice(1), { env: { PATH: bb, HOME: tmp }, cwd: root });
+  const viaBusybox = cmd.parse({ stdout: r.stdout, stderr: r.stderr, code: r.status, truncated: false });
+  const viaGnu = list([root, path.join(root, 'missing')]);
+  const shape = (l: RootListing) =>
+    l.state === 'ok' ? l.runs.map((run) => [run.name, run.path, run.metrics, run.checkpoints.map((c) => [c.name, c.step, c.bytes, c.files.length])]) : l.state;
+  assert.equal(viaBusybox.roots[0].state, 'ok');
+  assert.equal(only(viaBusybox.roots[0]).length, 2 + HOSTILE_NAMES.length);
+  assert.deepEqual(viaBusybox.roots.map(shape), viaGnu.roots.map(shape));
+  assert.equal(viaBusybox.roots[0].unreadable, undefined);
+  assert.equal(fs.existsSync(path.join(root, 'CANARY')), false);
+});

@@ -30,8 +30,9 @@ const P = '${';
  * - Folders that never hold runs but can hold hundreds of thousands of files are pruned, so they do not eat
  *   the entry budget: .git, node_modules, __pycache__, virtualenvs, caches, notebook checkpoints.
  * - find's errors (unreadable folders, loops) go to awk, which counts them and keeps three; the listing
- *   itself never stops for them. `Broken pipe` is our own `head` closing early, not an error.
- * - Without GNU find's -printf (busybox), entries are printed by a slower stat loop with the same format.
+ *   itself never stops for them. `Broken pipe` (and SIGPIPE, 13) is our own `head` closing early, not an error.
+ * - Without GNU find's -printf (busybox), entries are printed by a slower stat loop with the same format;
+ *   that path does not follow symlinks below the root (busybox find -L has no loop detection).
  */
 export const LIST_SCRIPT = String.raw`
 exec 3>&1
@@ -45,12 +46,14 @@ walk() {
     # Pruned folders are still printed (so a root holding only .git is not "empty"), just not entered.
     find -L "$1" -mindepth 1 -maxdepth "$depth" \( $prune \) -prune -printf 'E\0%y\0%s\0%T@\0%P\0' -o -printf 'E\0%y\0%s\0%T@\0%P\0' | head -z -n "$fields"
   else
-    find -L "$1" -mindepth 1 -maxdepth "$depth" \( $prune \) -prune -print0 -o -print0 | xargs -0 -r sh -c '
-      base=$1; shift
+    # No symlinks followed here: busybox find -L does not detect loops. The root is entered with cd, so a
+    # symlinked root still works.
+    (cd "$1" && find . -mindepth 1 -maxdepth "$depth" \( $prune \) -prune -print0 -o -print0) | xargs -0 -r sh -c '
+      cd "$1" || exit 0; shift
       for f do
-        if [ -L "$f" ] && [ ! -e "$f" ]; then t=l; elif [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; else t=o; fi
-        set -- $(stat -L -c "%s %Y" "$f" 2>/dev/null || echo "0 0")
-        printf "E\0%s\0%s\0%s\0%s\0" "$t" "$1" "$2" "${P}f#"$base"/}"
+        if [ -L "$f" ]; then t=l; elif [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; else t=o; fi
+        set -- $(stat -c "%s %Y" "$f" 2>/dev/null || echo "0 0")
+        printf "E\0%s\0%s\0%s\0%s\0" "$t" "$1" "$2" "${P}f#./}"
       done' sh "$1" | tr '\0\n' '\n\0' | head -n "$fields" | tr '\0\n' '\n\0'
     # busybox head has no -z: NULs and newlines swap places around it, so it counts fields.
   fi
@@ -78,7 +81,7 @@ for r in "$@"; do
     printf 'R\0%s\0denied\0%s\0' "$i" "$p"
   else
     printf 'R\0%s\0ok\0%s\0' "$i" "$p"
-    errs=$( { walk "$p" 2>&4 >&3; } 4>&1 | awk '/Broken pipe|write error/ { next } { n++; if (n <= 3) s = s "\n" $0 } END { printf "%d%s", n, s }' )
+    errs=$( { walk "$p" 2>&4 >&3; } 4>&1 | awk '/Broken pipe|write error|terminated by signal 13/ { next } { n++; if (n <= 3) s = s "\n" $0 } END { printf "%d%s", n, s }' )
     printf 'X\0%s\0%s\0' "$i" "$errs"
   fi
   i=$((i + 1))
