@@ -43,14 +43,15 @@ export function classifyTargetFailure(target: TargetRef, result: ExecResult): Re
     if (/Configuration file '[^']*\/lxc\/\d+\.conf' does not exist/.test(stderr)) {
       return new RemoteRunsError('container-missing', `Container ${target.id} does not exist on this host (pct)`, { stderr: firstLine(stderr) });
     }
-    if (/CT \d+ not running/.test(stderr)) {
+    // pve-container since 2021: "container '200' not running!"; older releases: "CT 200 not running".
+    if (/container '\d+' not running!|CT \d+ not running/.test(stderr)) {
       return new RemoteRunsError('container-stopped', `Container ${target.id} is stopped (pct)`, { stderr: firstLine(stderr) });
     }
   } else {
     if (/No such container/i.test(stderr)) {
       return new RemoteRunsError('container-missing', `Container ${target.id} does not exist on this host (docker)`, { stderr: firstLine(stderr) });
     }
-    if (/is not running/i.test(stderr) && /container/i.test(stderr)) {
+    if (/container \S+ is (not running|paused)/i.test(stderr)) {
       return new RemoteRunsError('container-stopped', `Container ${target.id} is stopped (docker)`, { stderr: firstLine(stderr) });
     }
     if (/Cannot connect to the Docker daemon|permission denied while trying to connect to the Docker daemon/i.test(stderr)) {
