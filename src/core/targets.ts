@@ -54,7 +54,9 @@ export function classifyTargetFailure(target: TargetRef, result: ExecResult): Re
     if (/container \S+ is (not running|paused)/i.test(stderr)) {
       return new RemoteRunsError('container-stopped', `Container ${target.id} is stopped (docker)`, { stderr: firstLine(stderr) });
     }
-    if (/Cannot connect to the Docker daemon|permission denied while trying to connect to the Docker daemon/i.test(stderr)) {
+    // Only a refused socket is a permission problem; a daemon that is down stays a command failure (exit code
+    // and its message shown), never folded into "permission denied".
+    if (/permission denied while trying to connect to the Docker daemon/i.test(stderr)) {
       return new RemoteRunsError('permission-denied', `The Docker daemon refused this user: ${firstLine(stderr)}`, { stderr: firstLine(stderr) });
     }
   }

@@ -21,6 +21,8 @@ test('docker: missing, stopped, paused and daemon refusals are told apart', () =
     classifyTargetFailure(d, result(1, 'permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: Get …\n'))?.kind,
     'permission-denied',
   );
+  const down = classifyTargetFailure(d, result(1, 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n'));
+  assert.equal(down, undefined, 'a daemon that is down is the command failing, reported with its exit code and text');
 });
 
 test("the command's own failure is not mistaken for the runtime's", () => {
