@@ -1,0 +1,122 @@
+/** The headless CLI (the built bundle users run) against the real test sshd. */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { spawnSync, execFileSync } from 'node:child_process';
+import { startTestHost, type TestHost } from '../harness/testHost';
+
+const ROOT = path.join(__dirname, '..', '..');
+const CLI = path.join(ROOT, 'dist', 'cli.js');
+let host: TestHost;
+let config: string;
+
+function cli(args: string[]): { code: number; stdout: string; stderr: string; json: any } {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, HOME: host.clientHome },
+    input: '', // no terminal: nothing can be asked
+    timeout: 60_000,
+  });
+  let json: unknown;
+  try {
+    json = JSON.parse(r.stdout);
+  } catch {
+    json = undefined;
+  }
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr, json };
+}
+
+before(async () => {
+  if (!fs.existsSync(CLI)) execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: 'ignore' });
+  host = await startTestHost();
+  config = path.join(host.dir, 'config.json');
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      hosts: [
+        host.hostConfig('box'),
+        host.hostConfig('roots', {
+          runRoots: [host.paths.missing, host.paths.unrecognised],
+          targets: ['host'],
+        }),
+      ],
+    }),
+  );
+});
+after(async () => {
+  await host?.stop();
+});
+
+describe('remote-runs ls', () => {
+  test('a host prints its targets', () => {
+    const r = cli(['ls', 'box', '--json', '--config', config, '--known-hosts', host.knownHostsFile]);
+    assert.equal(r.code, 0, r.stderr);
+    const ids = r.json.targets.map((t: { id: string; state: string }) => `${t.id}=${t.state}`).sort();
+    assert.deepEqual(ids, ['docker:old=stopped', 'docker:trainer=running', 'host=running', 'pct:200=running', 'pct:201=stopped']);
+  });
+
+  test('a run prints its checkpoints in step order with bytes and mtime', () => {
+    const r = cli(['ls', 'box/pct:200/workspace', '--json', '--config', config, '--known-hosts', host.knownHostsFile]);
+    assert.equal(r.code, 0, r.stderr);
+    const run = r.json.run;
+    assert.equal(run.name, 'workspace');
+    assert.equal(run.path, '/workspace');
+    assert.deepEqual(run.metrics, ['/workspace/logs/train.jsonl']);
+    assert.deepEqual(run.checkpoints.map((c: { step: number }) => c.step), host.storySteps);
+    for (const c of run.checkpoints) {
+      assert.deepEqual(Object.keys(c).sort(), ['bytes', 'mtime', 'name', 'path', 'step']);
+      assert.equal(c.bytes, 3 * 1024 ** 3);
+      assert.ok(c.mtime > Date.now() - 24 * 3600_000 && c.mtime <= Date.now() + 60_000);
+    }
+  });
+
+  test('a target prints its runs; the human form names each run', () => {
+    const j = cli(['ls', 'box/docker:trainer', '--json', '--config', config, '--known-hosts', host.knownHostsFile]);
+    assert.equal(j.code, 0, j.stderr);
+    assert.deepEqual(j.json.runs.map((r: { name: string }) => r.name).sort(), ['flat-run', 'hf-run']);
+    const t = cli(['ls', 'box/docker:trainer', '--config', config, '--known-hosts', host.knownHostsFile]);
+    assert.equal(t.code, 0);
+    assert.match(t.stdout, /hf-run\t\/workspace\/hf-run\t3 checkpoints/);
+  });
+
+  test('an ssh config alias works as an address', () => {
+    const r = cli(['ls', 'testbox/pct:200', '--json', '--ssh-config', host.sshConfigFile, '--known-hosts', host.knownHostsFile]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.json.runs.length, 1);
+  });
+
+  test('failures print {"error":{kind,message}} and exit 2, each with its own kind', () => {
+    const cases: [string, string][] = [
+      ['box/pct:201', 'container-stopped'],
+      ['box/pct:999', 'container-missing'],
+      ['box/docker:trainer/nope', 'not-found'],
+      ['roots/host', 'no-checkpoints'],
+    ];
+    for (const [address, kind] of cases) {
+      const r = cli(['ls', address, '--json', '--config', config, '--known-hosts', host.knownHostsFile]);
+      assert.equal(r.code, 2, `${address}: ${r.stdout}`);
+      assert.equal(r.json.error.kind, kind, `${address}: ${r.json.error.message}`);
+      assert.ok(r.json.error.message.length > 0);
+    }
+    // Both roots' own cases are named in the message: never folded into one.
+    const r = cli(['ls', 'roots/host', '--json', '--config', config, '--known-hosts', host.knownHostsFile]);
+    assert.match(r.json.error.message, /does-not-exist: path does not exist/);
+    assert.match(r.json.error.message, /unrecognised: no runs recognised \(saw /);
+  });
+
+  test('without a terminal an unknown host key is refused, not trusted', () => {
+    const empty = path.join(host.dir, 'kh-empty');
+    fs.writeFileSync(empty, '');
+    const r = cli(['ls', 'box', '--json', '--config', config, '--known-hosts', empty]);
+    assert.equal(r.code, 2);
+    assert.equal(r.json.error.kind, 'host-key-unknown');
+    assert.equal(fs.readFileSync(empty, 'utf8'), '');
+  });
+
+  test('a bad address is a usage error with the accepted forms', () => {
+    const r = cli(['ls', 'box/lxc:1', '--json', '--config', config]);
+    assert.equal(r.code, 2);
+    assert.equal(r.json.error.kind, 'bad-address');
+  });
+});
