@@ -1,9 +1,8 @@
 import * as vscode from 'vscode';
 import type { HostConfig, TargetRef } from '../core/types';
 import { RemoteRunsError } from '../core/types';
-import { shellJoin } from '../core/shell/quote';
 import type { HostDirectory } from '../core/hosts';
-import type { ResolvedHop } from '../core/ssh/types';
+import { terminalSshArgs } from '../core/terminal';
 import type { TreeNode } from './tree/nodes';
 import type { RunsTreeProvider } from './tree/treeProvider';
 import { CommandIds } from './commandIds';
@@ -15,6 +14,7 @@ export interface CommandDeps {
   hosts: HostDirectory;
   log: Logger;
   showLog(): void;
+  knownHostsFiles(): string[];
 }
 
 /** Commands as values: id → handler, registered through the one wrapper. */
@@ -101,19 +101,8 @@ function openTerminal(deps: CommandDeps, node: TreeNode | undefined): void {
   const resolved = deps.hosts.resolve(hostConfig);
   const target: TargetRef = node.type === 'target' ? node.target : node.target;
   const cwd = node.type === 'run' ? node.run.path : '';
-  const args = terminalSshArgs(resolved.jumps, resolved.target, target, cwd);
+  const args = terminalSshArgs(resolved.jumps, resolved.target, target, cwd, { knownHostsFiles: deps.knownHostsFiles() });
   const name = `${node.hostName}${target.kind === 'host' ? '' : ` ${target.kind}:${target.id}`}`;
   const term = vscode.window.createTerminal({ name: `Remote Runs: ${name}`, shellPath: 'ssh', shellArgs: args });
   term.show();
-}
-
-/** `ssh` arguments for an interactive shell inside a target. Exported for tests. */
-export function terminalSshArgs(jumps: ResolvedHop[], hop: ResolvedHop, target: TargetRef, cwd: string): string[] {
-  const args = ['-t', '-p', String(hop.port), '-l', hop.user];
-  for (const key of hop.identityFiles) args.push('-i', key);
-  if (jumps.length) args.push('-J', jumps.map((j) => `${j.user}@${j.hostname}:${j.port}`).join(','));
-  const inner = ['sh', '-c', 'cd -- "$1" 2>/dev/null; if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi', 'sh', cwd];
-  const prefix = target.kind === 'pct' ? ['pct', 'exec', target.id, '--'] : target.kind === 'docker' ? ['docker', 'exec', '-it', target.id] : [];
-  args.push(hop.hostname, shellJoin([...prefix, ...inner]));
-  return args;
 }

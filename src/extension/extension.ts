@@ -92,7 +92,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   store.register({ dispose: () => timer && clearInterval(timer) });
   store.register(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('remoteRuns.refreshIntervalSeconds') && schedule()));
 
-  for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show() })) store.register(d);
+  for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles })) store.register(d);
   log.info('Remote Runs activated');
   return { tree, core };
 }
