@@ -15,6 +15,8 @@ export interface HostEntry {
 
 export interface HostDirectoryOptions {
   hosts: () => HostConfig[];
+  /** Told once per (re)load about lines of the ssh config that were skipped, and why. */
+  onSshConfigProblems?: (problems: string[]) => void;
   /** Offer ~/.ssh/config's concrete hosts too. */
   includeSshConfigHosts: () => boolean;
   /** Default ~/.ssh/config. */
@@ -39,7 +41,10 @@ export class HostDirectory {
   /** The ssh config, re-read when its path changes or `invalidate()` is called. */
   sshConfig(): SshConfig {
     const p = this.sshConfigPath;
-    if (!this.cached || this.cached.path !== p) this.cached = { path: p, config: loadSshConfig(p, { home: this.home }) };
+    if (!this.cached || this.cached.path !== p) {
+      this.cached = { path: p, config: loadSshConfig(p, { home: this.home }) };
+      if (this.cached.config.problems.length) this.options.onSshConfigProblems?.(this.cached.config.problems);
+    }
     return this.cached.config;
   }
 

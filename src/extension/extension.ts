@@ -45,6 +45,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
     hosts: () => settings.hosts(),
     includeSshConfigHosts: () => settings.useSshConfigHosts(),
     sshConfigPath: () => settings.sshConfigFile(),
+    onSshConfigProblems: (problems) => problems.forEach((p) => log.warn(`ssh config: ${p}`)),
   });
   const core = new RemoteRunsCore({
     hosts: () => hosts.configs(),
