@@ -1,0 +1,58 @@
+/**
+ * A growable column of float64 values. Metric logs of a million steps or more are common; one object per point
+ * (`{x, y}` ≈ 40–60 bytes plus a pointer in an array) would cost several times the 8 bytes per value here.
+ */
+
+/** Grow by doubling while small, by half as much again once large, so the slack stays bounded. */
+function nextCapacity(capacity: number): number {
+  return capacity < 1 << 20 ? capacity * 2 : Math.ceil(capacity * 1.5);
+}
+
+export class Float64Column {
+  private buf: Float64Array;
+  private len = 0;
+
+  constructor(initialCapacity = 64) {
+    this.buf = new Float64Array(Math.max(1, initialCapacity));
+  }
+
+  get length(): number {
+    return this.len;
+  }
+
+  /** Bytes allocated (capacity), not just used. */
+  get byteLength(): number {
+    return this.buf.byteLength;
+  }
+
+  /**
+   * The values as a view over the column's storage: no copy. A later `push` may reallocate, after which an
+   * old view no longer sees new values (it stays valid for the values it had).
+   */
+  get values(): Float64Array {
+    return this.buf.subarray(0, this.len);
+  }
+
+  push(value: number): void {
+    if (this.len === this.buf.length) {
+      const grown = new Float64Array(nextCapacity(this.buf.length));
+      grown.set(this.buf);
+      this.buf = grown;
+    }
+    this.buf[this.len++] = value;
+  }
+
+  /** Append `count` copies of `value` (used to backfill a column created after its first rows). */
+  fill(value: number, count: number): void {
+    for (let i = 0; i < count; i++) this.push(value);
+  }
+
+  at(index: number): number {
+    return index >= 0 && index < this.len ? this.buf[index] : NaN;
+  }
+
+  clear(): void {
+    this.len = 0;
+    this.buf = new Float64Array(64);
+  }
+}

@@ -1,0 +1,139 @@
+/**
+ * Min-max decimation for drawing a long series into a chart a few hundred pixels wide. Per pixel bucket the
+ * minimum and the maximum survive, in x order, so a one-step loss spike is still drawn; a plain stride or an
+ * average would erase it. O(points in view), with binary search for the view's ends in each segment.
+ */
+import type { Segment } from './series';
+
+export interface DecimateInput {
+  x: ArrayLike<number>;
+  y: ArrayLike<number>;
+  /** Monotonic stretches (x non-decreasing inside each); default one segment over everything. */
+  segments?: readonly Segment[];
+}
+
+/** Plain arrays: cheap at this size and safe through a webview's JSON postMessage. */
+export interface DecimatedSeries {
+  x: number[];
+  y: number[];
+  /** Index into the source arrays of every output point (for tooltips that show exact values). */
+  index: number[];
+  /** Output positions where a new segment begins (always starts with 0 when there are points). */
+  segmentStarts: number[];
+}
+
+export interface DecimateRange {
+  /** Visible x range, inclusive; default the whole series. */
+  xMin?: number;
+  xMax?: number;
+  /** Plot width in pixels: the number of buckets. */
+  width: number;
+}
+
+/**
+ * Decimate each segment to at most 2·width + 2 points: the min and max of every bucket, plus the point just
+ * outside each end of the view (so lines run to the chart's edge; the first/last visible point when there is
+ * none outside). A segment with no more than that many points in view is passed through exactly.
+ */
+export function decimateMinMax(series: DecimateInput, range: DecimateRange): DecimatedSeries {
+  const out: DecimatedSeries = { x: [], y: [], index: [], segmentStarts: [] };
+  const n = series.x.length;
+  const segments = series.segments ?? (n > 0 ? [{ start: 0, end: n }] : []);
+  const width = Math.max(1, Math.floor(range.width));
+  for (const seg of segments) {
+    const lo = Math.max(0, seg.start);
+    const hi = Math.min(n, seg.end);
+    if (hi <= lo) continue;
+    const xMin = range.xMin ?? series.x[lo];
+    const xMax = range.xMax ?? series.x[hi - 1];
+    if (!(xMax >= xMin)) continue;
+    const first = lowerBound(series.x, lo, hi, xMin);
+    const last = upperBound(series.x, lo, hi, xMax) - 1;
+    if (last < first) {
+      // Nothing inside the view, but the segment may cross it: draw the two points around it.
+      if (first > lo && first < hi) emitSegment(out, series, [first - 1, first]);
+      continue;
+    }
+    const before = first > lo ? first - 1 : first;
+    const after = last < hi - 1 ? last + 1 : last;
+    const budget = 2 * width + 2;
+    if (after - before + 1 <= budget) {
+      const all: number[] = [];
+      for (let i = before; i <= after; i++) all.push(i);
+      emitSegment(out, series, all);
+      continue;
+    }
+    emitSegment(out, series, bucketExtremes(series, first, last, before, after, xMin, xMax, width));
+  }
+  return out;
+}
+
+function bucketExtremes(
+  s: DecimateInput,
+  first: number,
+  last: number,
+  before: number,
+  after: number,
+  xMin: number,
+  xMax: number,
+  width: number,
+): number[] {
+  const picked: number[] = [before];
+  const span = xMax - xMin;
+  const scale = span > 0 ? width / span : 0;
+  let bucket = -1;
+  let minI = -1;
+  let maxI = -1;
+  const flush = () => {
+    if (minI < 0) return;
+    const a = Math.min(minI, maxI);
+    const b = Math.max(minI, maxI);
+    if (a !== picked[picked.length - 1]) picked.push(a);
+    if (b !== a) picked.push(b);
+  };
+  for (let i = first; i <= last; i++) {
+    const b = Math.min(width - 1, Math.floor((s.x[i] - xMin) * scale));
+    if (b !== bucket) {
+      flush();
+      bucket = b;
+      minI = maxI = i;
+      continue;
+    }
+    const v = s.y[i];
+    if (v < s.y[minI]) minI = i;
+    if (v > s.y[maxI]) maxI = i;
+  }
+  flush();
+  if (after !== picked[picked.length - 1]) picked.push(after);
+  return picked;
+}
+
+function emitSegment(out: DecimatedSeries, s: DecimateInput, indices: number[]): void {
+  if (indices.length === 0) return;
+  out.segmentStarts.push(out.x.length);
+  for (const i of indices) {
+    out.x.push(s.x[i]);
+    out.y.push(s.y[i]);
+    out.index.push(i);
+  }
+}
+
+/** First index in [lo, hi) with x[i] >= v (hi when none). */
+export function lowerBound(x: ArrayLike<number>, lo: number, hi: number, v: number): number {
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (x[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** First index in [lo, hi) with x[i] > v (hi when none). */
+export function upperBound(x: ArrayLike<number>, lo: number, hi: number, v: number): number {
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (x[mid] <= v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

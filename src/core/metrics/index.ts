@@ -1,0 +1,37 @@
+/**
+ * The metrics core: parsing metrics logs (JSONL, CSV, trainer_state.json, TensorBoard event files) into
+ * memory-bounded series, following them while a run writes them, and the pure math the curve views need
+ * (smoothing, decimation, plateau detection). No I/O, no `vscode`.
+ */
+export { Series, RunMetrics, describeSkipped, type Segment, type BadLocation, type RecordUnit } from './series';
+export { Float64Column } from './column';
+export type { MetricsFormat, MetricsParser } from './parser';
+export { detectFormat, createParser, tailModeOf, unitOf } from './format';
+export { JsonlParser, parseJsonLine } from './jsonl';
+export { CsvParser } from './csv';
+export { TrainerStateParser, parseTrainerState } from './trainerState';
+export { TfEventsParser } from './tfevents';
+export { X_KEYS, TIME_KEYS, toTimeMs } from './fields';
+export { crc32c, maskCrc } from './crc32c';
+export {
+  decideTail,
+  nextTailRequest,
+  applyTailRead,
+  tailReadCommand,
+  parseTailOutput,
+  headsMatch,
+  TAIL_SCRIPT,
+  TAIL_HEAD_BYTES,
+  DEFAULT_TAIL_MAX_BYTES,
+  type TailMode,
+  type TailStat,
+  type TailState,
+  type TailDecision,
+  type TailRequest,
+  type TailReadResult,
+  type TailStep,
+} from './tail';
+export { MetricsFollower, type FollowUpdate } from './follow';
+export { emaSmooth } from './smooth';
+export { decimateMinMax, type DecimateInput, type DecimateRange, type DecimatedSeries } from './decimate';
+export { detectPlateau, metricDirection, type MetricDirection, type PlateauOptions, type PlateauResult } from './plateau';

@@ -1,0 +1,158 @@
+/**
+ * JSON Lines metrics logs: one object per line, e.g. `{"step": 100, "loss": 0.52, "eval": {"acc": 0.8}}`.
+ *
+ * - Numeric fields become series; nested objects are flattened with `/` (`eval/acc`).
+ * - x is the first of X_KEYS the line has; a line without one takes the last x seen in this file, or its own
+ *   line number when the file has none at all. Wall time comes from TIME_KEYS.
+ * - A line that is not JSON, or is JSON but not an object (an array, a number), is skipped and counted.
+ * - Python's `json.dumps` writes bare `NaN` / `Infinity`, which is not JSON: such a line is still read, and
+ *   those values alone are skipped and counted (see judgeValue for the full value policy).
+ * - Empty lines are ignored.
+ */
+import { LineSplitter, stripBom } from './lines';
+import type { MetricsParser } from './parser';
+import type { RunMetrics } from './series';
+import { X_KEYS, TIME_KEYS, excerpt, isAxisKey, judgeValue, toTimeMs } from './fields';
+
+/** Nesting deeper than this is not a metric layout; deeper objects are ignored. */
+const MAX_DEPTH = 8;
+
+export class JsonlParser implements MetricsParser {
+  readonly format = 'jsonl' as const;
+  private readonly splitter: LineSplitter;
+  private readonly decoder = new TextDecoder('utf-8');
+  private lastX: number | undefined;
+
+  constructor(readonly metrics: RunMetrics) {
+    this.splitter = new LineSplitter({
+      line: (bytes, lineNo, offset) => this.line(bytes, lineNo, offset, false),
+      tooLong: (lineNo, offset) => this.metrics.noteBadLine({ line: lineNo, byteOffset: offset, excerpt: '', reason: 'line too long' }),
+    });
+  }
+
+  get pendingBytes(): number {
+    return this.splitter.pendingBytes;
+  }
+
+  push(chunk: Uint8Array): void {
+    this.splitter.push(chunk);
+  }
+
+  end(): void {
+    const last = this.splitter.end();
+    if (last) this.line(last.bytes, last.lineNo, last.byteOffset, true);
+  }
+
+  private line(bytes: Uint8Array, lineNo: number, byteOffset: number, unterminated: boolean): void {
+    const text = this.decoder.decode(stripBom(bytes, byteOffset));
+    if (text.trim() === '') return;
+    const value = parseJsonLine(text);
+    if (value === undefined) {
+      // An unterminated last line that does not parse was cut off mid-write: not an error.
+      if (!unterminated) this.metrics.noteBadLine({ line: lineNo, byteOffset, excerpt: excerpt(text), reason: 'not JSON' });
+      return;
+    }
+    if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+      const what = Array.isArray(value) ? 'a JSON array' : value === null ? 'null' : `a JSON ${typeof value}`;
+      this.metrics.noteBadLine({ line: lineNo, byteOffset, excerpt: excerpt(text), reason: `${what}, not an object` });
+      return;
+    }
+    this.metrics.records++;
+    const obj = value as Record<string, unknown>;
+    let x: number | undefined;
+    for (const k of X_KEYS) {
+      const v = obj[k];
+      if (typeof v === 'number' && Number.isFinite(v)) {
+        x = v;
+        break;
+      }
+    }
+    if (x !== undefined) this.lastX = x;
+    else x = this.lastX ?? lineNo;
+    let t = NaN;
+    for (const k of TIME_KEYS) {
+      if (k in obj) {
+        t = toTimeMs(obj[k]);
+        if (!Number.isNaN(t)) break;
+      }
+    }
+    this.walk(obj, '', 0, x, t, lineNo, byteOffset, text);
+  }
+
+  private walk(
+    obj: Record<string, unknown>,
+    prefix: string,
+    depth: number,
+    x: number,
+    t: number,
+    lineNo: number,
+    byteOffset: number,
+    text: string,
+  ): void {
+    for (const k of Object.keys(obj)) {
+      if (depth === 0 && isAxisKey(k)) continue;
+      const key = prefix === '' ? k : `${prefix}/${k}`;
+      const v = obj[k];
+      if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
+        if (depth < MAX_DEPTH) this.walk(v as Record<string, unknown>, key, depth + 1, x, t, lineNo, byteOffset, text);
+        continue;
+      }
+      const verdict = judgeValue(this.metrics, key, v);
+      if (verdict.kind === 'number') this.metrics.add(key, x, verdict.value, t);
+      else if (verdict.kind === 'bad') {
+        this.metrics.noteBadValue({ line: lineNo, byteOffset, excerpt: excerpt(text), reason: verdict.reason, key });
+      }
+    }
+  }
+}
+
+/** JSON.parse, and on failure once more with Python's bare NaN/Infinity tokens turned into strings. */
+export function parseJsonLine(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    if (!/NaN|Infinity/.test(text)) return undefined;
+    try {
+      return JSON.parse(quoteNonFiniteTokens(text));
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/**
+ * Rewrite bare `NaN`, `Infinity`, `-Infinity` outside strings as the strings `"NaN"`, … so JSON.parse accepts
+ * the line and the value policy can skip just those values. Text inside JSON strings is left alone.
+ */
+export function quoteNonFiniteTokens(text: string): string {
+  let out = '';
+  let i = 0;
+  let copied = 0;
+  let inString = false;
+  while (i < text.length) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i += 2;
+      else {
+        if (c === '"') inString = false;
+        i++;
+      }
+      continue;
+    }
+    if (c === '"') {
+      inString = true;
+      i++;
+      continue;
+    }
+    const m = /^(-?Infinity|NaN)/.exec(text.slice(i, i + 9));
+    const before = i === 0 ? '' : text[i - 1];
+    if (m && !/[\w.]/.test(before) && !/[\w.]/.test(text[i + m[1].length] ?? '')) {
+      out += `${text.slice(copied, i)}"${m[1]}"`;
+      i += m[1].length;
+      copied = i;
+      continue;
+    }
+    i++;
+  }
+  return out + text.slice(copied);
+}

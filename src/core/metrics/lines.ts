@@ -1,0 +1,114 @@
+/**
+ * Splits a byte stream into lines incrementally. A line is only handed on once its `\n` has arrived: the last,
+ * half-written line of a log that is still being appended to stays pending until more bytes complete it.
+ */
+
+/** Lines longer than this are not metrics; they are dropped (and reported) instead of held in memory. */
+export const MAX_LINE_BYTES = 16 * 1024 * 1024;
+
+export interface LineSink {
+  /** A complete line without its `\n` (and without a trailing `\r`). */
+  line(bytes: Uint8Array, lineNo: number, byteOffset: number): void;
+  /** A line longer than MAX_LINE_BYTES was dropped. */
+  tooLong(lineNo: number, byteOffset: number): void;
+}
+
+const NL = 0x0a;
+const CR = 0x0d;
+
+export class LineSplitter {
+  private parts: Uint8Array[] = [];
+  private pendingLength = 0;
+  /** Byte offset of the start of the line being assembled. */
+  private lineStart = 0;
+  private lineNo = 0;
+  /** Inside a too-long line: drop bytes until its end. */
+  private dropping = false;
+
+  constructor(private readonly sink: LineSink) {}
+
+  /** Bytes of a partial last line held back. */
+  get pendingBytes(): number {
+    return this.pendingLength;
+  }
+
+  push(chunk: Uint8Array): void {
+    let from = 0;
+    while (from < chunk.length) {
+      const nl = chunk.indexOf(NL, from);
+      if (nl < 0) {
+        this.hold(chunk.subarray(from));
+        return;
+      }
+      this.hold(chunk.subarray(from, nl));
+      this.finishLine();
+      from = nl + 1;
+    }
+  }
+
+  /**
+   * The stream is complete: returns the unterminated last line, if any, for the caller to try (a file whose
+   * writer never wrote a final newline) or to ignore (a line cut off mid-write).
+   */
+  end(): { bytes: Uint8Array; lineNo: number; byteOffset: number } | undefined {
+    if (this.pendingLength === 0 || this.dropping) return undefined;
+    const bytes = this.take();
+    return { bytes: stripCr(bytes), lineNo: this.lineNo + 1, byteOffset: this.lineStart };
+  }
+
+  private hold(bytes: Uint8Array): void {
+    if (bytes.length === 0) return;
+    if (this.dropping) {
+      this.pendingLength += bytes.length;
+      return;
+    }
+    // Copied: the caller may reuse its chunk buffer.
+    this.parts.push(bytes.slice());
+    this.pendingLength += bytes.length;
+    if (this.pendingLength > MAX_LINE_BYTES) {
+      this.dropping = true;
+      this.parts = [];
+    }
+  }
+
+  private finishLine(): void {
+    this.lineNo++;
+    const start = this.lineStart;
+    if (this.dropping) {
+      this.lineStart += this.pendingLength + 1;
+      this.pendingLength = 0;
+      this.dropping = false;
+      this.sink.tooLong(this.lineNo, start);
+      return;
+    }
+    const bytes = this.take();
+    this.lineStart += bytes.length + 1;
+    this.sink.line(stripCr(bytes), this.lineNo, start);
+  }
+
+  private take(): Uint8Array {
+    const parts = this.parts;
+    this.parts = [];
+    const length = this.pendingLength;
+    this.pendingLength = 0;
+    if (parts.length === 1) return parts[0];
+    const out = new Uint8Array(length);
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+}
+
+function stripCr(bytes: Uint8Array): Uint8Array {
+  return bytes.length > 0 && bytes[bytes.length - 1] === CR ? bytes.subarray(0, bytes.length - 1) : bytes;
+}
+
+/** Strip a UTF-8 byte order mark at the very start of a file (Excel writes one). */
+export function stripBom(bytes: Uint8Array, byteOffset: number): Uint8Array {
+  return byteOffset === 0 && bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf
+    ? bytes.subarray(3)
+    : bytes;
+}

@@ -1,0 +1,182 @@
+/**
+ * Metric storage for one run: per metric key, x (step), y (value) and optional wall time in growable typed
+ * arrays, split into segments wherever the step goes backwards (a run resumed from an earlier checkpoint keeps
+ * appending to the same log; drawing a line back to the old step would be wrong).
+ */
+import { Float64Column } from './column';
+
+/** One monotonic stretch of a series: indices `[start, end)`. x never decreases inside a segment. */
+export interface Segment {
+  start: number;
+  end: number;
+}
+
+/** Where a skipped line, record or value was, for a message the user can act on. */
+export interface BadLocation {
+  /** 1-based line number (JSONL/CSV), record number (TFRecord) or `log_history` entry number (trainer_state). */
+  line: number;
+  /** Byte offset of the line or record in the file, where known. */
+  byteOffset?: number;
+  /** The start of the offending text (at most ~80 characters), or a hex dump for binary records. */
+  excerpt: string;
+  /** Why it was skipped, e.g. `not JSON`, `non-finite value`, `data CRC mismatch`. */
+  reason: string;
+  /** For a skipped value: the metric key it belonged to. */
+  key?: string;
+}
+
+/** What a bad unit is called in messages. */
+export type RecordUnit = 'line' | 'record' | 'entry';
+
+export class Series {
+  private readonly xs = new Float64Column();
+  private readonly ys = new Float64Column();
+  private ts: Float64Column | undefined;
+  private readonly starts: number[] = [];
+
+  constructor(readonly key: string) {}
+
+  get length(): number {
+    return this.xs.length;
+  }
+
+  /** Steps, a view valid until the next push (see Float64Column.values). */
+  get x(): Float64Array {
+    return this.xs.values;
+  }
+
+  get y(): Float64Array {
+    return this.ys.values;
+  }
+
+  /** Wall time in ms since the epoch (NaN where a point had none); undefined when no point had one. */
+  get time(): Float64Array | undefined {
+    return this.ts?.values;
+  }
+
+  /** Monotonic stretches, in file order. Empty for an empty series. */
+  get segments(): Segment[] {
+    const out: Segment[] = [];
+    for (let i = 0; i < this.starts.length; i++) {
+      out.push({ start: this.starts[i], end: i + 1 < this.starts.length ? this.starts[i + 1] : this.length });
+    }
+    return out;
+  }
+
+  get lastX(): number {
+    return this.xs.at(this.length - 1);
+  }
+
+  /** Bytes allocated for this series' arrays. */
+  get byteLength(): number {
+    return this.xs.byteLength + this.ys.byteLength + (this.ts?.byteLength ?? 0);
+  }
+
+  /** Append a point; a step lower than the previous one starts a new segment. Values must be finite. */
+  push(x: number, y: number, timeMs = NaN): void {
+    const n = this.length;
+    if (n === 0 || x < this.xs.at(n - 1)) this.starts.push(n);
+    this.xs.push(x);
+    this.ys.push(y);
+    if (this.ts) this.ts.push(timeMs);
+    else if (!Number.isNaN(timeMs)) {
+      // Allocated only once some point has a time: many logs have none.
+      this.ts = new Float64Column(Math.max(64, n + 1));
+      this.ts.fill(NaN, n);
+      this.ts.push(timeMs);
+    }
+  }
+}
+
+/** Everything parsed from one metrics log: series per key, and what was skipped and where. */
+export class RunMetrics {
+  readonly series = new Map<string, Series>();
+  /** Lines / records / entries that produced data or were at least well-formed. */
+  records = 0;
+  /** Lines (records, entries) skipped whole. */
+  badLines = 0;
+  /** Single values skipped (NaN, Infinity, text where a number belongs) while the rest of the line was kept. */
+  badValues = 0;
+  firstBadLine: BadLocation | undefined;
+  firstBadValue: BadLocation | undefined;
+  /** Grows on every change, so a view can tell whether to send a new snapshot. */
+  revision = 0;
+
+  constructor(readonly unit: RecordUnit = 'line') {}
+
+  has(key: string): boolean {
+    return this.series.has(key);
+  }
+
+  get(key: string): Series | undefined {
+    return this.series.get(key);
+  }
+
+  /** Metric keys in the order they first appeared. */
+  keys(): string[] {
+    return [...this.series.keys()];
+  }
+
+  add(key: string, x: number, y: number, timeMs = NaN): void {
+    let s = this.series.get(key);
+    if (!s) {
+      s = new Series(key);
+      this.series.set(key, s);
+    }
+    s.push(x, y, timeMs);
+    this.revision++;
+  }
+
+  noteBadLine(location: BadLocation): void {
+    this.badLines++;
+    this.firstBadLine ??= location;
+    this.revision++;
+  }
+
+  noteBadValue(location: BadLocation): void {
+    this.badValues++;
+    this.firstBadValue ??= location;
+    this.revision++;
+  }
+
+  /** Forget everything (the file was truncated or replaced and is read again from the start). */
+  reset(): void {
+    this.series.clear();
+    this.records = 0;
+    this.badLines = 0;
+    this.badValues = 0;
+    this.firstBadLine = undefined;
+    this.firstBadValue = undefined;
+    this.revision++;
+  }
+
+  /** Bytes allocated by all series. */
+  get byteLength(): number {
+    let total = 0;
+    for (const s of this.series.values()) total += s.byteLength;
+    return total;
+  }
+}
+
+/**
+ * One sentence about what was skipped, for a status line; undefined when nothing was.
+ * E.g. `Skipped 2 bad lines (first at line 17, byte 2034: not JSON: {"loss": 0.3`).
+ */
+export function describeSkipped(m: RunMetrics): string | undefined {
+  const parts: string[] = [];
+  if (m.badLines > 0 && m.firstBadLine) {
+    parts.push(`Skipped ${m.badLines} bad ${m.unit}${m.badLines === 1 ? '' : 's'} (first ${where(m.unit, m.firstBadLine)})`);
+  }
+  if (m.badValues > 0 && m.firstBadValue) {
+    const key = m.firstBadValue.key !== undefined ? ` of ${JSON.stringify(m.firstBadValue.key)}` : '';
+    parts.push(`skipped ${m.badValues} value${m.badValues === 1 ? '' : 's'} (first${key} ${where(m.unit, m.firstBadValue)})`);
+  }
+  if (parts.length === 0) return undefined;
+  const text = parts.join('; ');
+  return text[0].toUpperCase() + text.slice(1);
+}
+
+function where(unit: RecordUnit, loc: BadLocation): string {
+  const byte = loc.byteOffset !== undefined ? `, byte ${loc.byteOffset}` : '';
+  return `at ${unit} ${loc.line}${byte}: ${loc.reason}${loc.excerpt ? `: ${loc.excerpt}` : ''}`;
+}
