@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `npm test`: typecheck, build, then the unit, integration and end-to-end suites. Every step runs even when an
+# earlier one failed, so one run shows everything that is broken; the exit status is non-zero if anything failed.
+# The last line is the summary `N passed, N failed`, summed over the three suites (counted from each suite's TAP).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+passed=0
+failed=0
+broken=() # names of steps that failed
+
+step() {
+  local name="$1"
+  shift
+  echo "=== $name: $*"
+  if ! "$@"; then broken+=("$name"); fi
+}
+
+# Runs one suite with the spec reporter on the terminal and TAP into a file, then adds its counts.
+suite() {
+  local name="$1"
+  shift
+  local tap="$work/$name.tap"
+  echo "=== $name"
+  node --import tsx --test --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=tap --test-reporter-destination="$tap" "$@"
+  local rc=$?
+  local p f c
+  p="$(sed -n 's/^# pass \([0-9]*\)$/\1/p' "$tap" | tail -n 1)"
+  f="$(sed -n 's/^# fail \([0-9]*\)$/\1/p' "$tap" | tail -n 1)"
+  c="$(sed -n 's/^# cancelled \([0-9]*\)$/\1/p' "$tap" | tail -n 1)"
+  p="${p:-0}" f="${f:-0}" c="${c:-0}"
+  f=$((f + c)) # a cancelled test (its file crashed, a hook failed) did not pass
+  # A runner that failed without reporting a failing test (crash before TAP) still counts as one failure.
+  if ((rc != 0 && f == 0)); then f=1; fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+  if ((rc != 0)); then broken+=("$name"); fi
+}
+
+step typecheck npx tsc --noEmit -p .
+step build node esbuild.mjs
+
+shopt -s nullglob
+unit=(test/unit/*.test.ts)
+integration=(test/integration/*.test.ts)
+e2e=(test/e2e/*.test.ts)
+
+if ((${#unit[@]})); then suite unit "${unit[@]}"; fi
+if ((${#integration[@]})); then suite integration --test-concurrency=1 "${integration[@]}"; fi
+if ((${#e2e[@]})); then
+  # Package the extension once for every e2e file (each runs in its own process). A packaging failure fails the
+  # suite loudly: the e2e tests then report the missing file themselves.
+  vsix="$work/remote-runs.vsix"
+  step package-vsix node --import tsx test/e2e/vsix.ts "$vsix"
+  REMOTE_RUNS_VSIX="$vsix" suite e2e --test-concurrency=1 "${e2e[@]}"
+fi
+
+if ((${#broken[@]})); then echo "failed steps: ${broken[*]}"; fi
+echo "$passed passed, $failed failed"
+((${#broken[@]} == 0))
