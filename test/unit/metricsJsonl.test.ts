@@ -1,7 +1,7 @@
 /** JSONL metrics parsing: values, keys, x/time detection, and every kind of bad or partial line. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createParser, describeSkipped, type RunMetrics } from '../../src/core/metrics';
+import { createParser, describeSkipped, MAX_LINE_BYTES, type RunMetrics } from '../../src/core/metrics';
 
 const enc = new TextEncoder();
 
@@ -160,8 +160,7 @@ test('every chunk boundary gives the same result as one push', () => {
   assert.equal(snapshot(parseAll(bytes, Array.from({ length: bytes.length }, () => 1))), expected);
 });
 
-test('a line longer than the limit is reported, not held in memory, and the next line still parses', async () => {
-  const { MAX_LINE_BYTES } = await import('../../src/core/metrics/lines');
+test('a line longer than the limit is reported, not held in memory, and the next line still parses', () => {
   const p = createParser('jsonl');
   p.push(enc.encode('{"step": 1, "a": 1}\n{"junk": "'));
   const block = new Uint8Array(1024 * 1024).fill(0x78);

@@ -31,7 +31,8 @@ export interface DecimateRange {
 }
 
 /**
- * Decimate each segment to at most 2·width + 2 points: the min and max of every bucket, plus the point just
+ * Decimate each segment to at most 2·width + 2 points: the min and max of every bucket (the bucket of x is
+ * floor((x − xMin) / (xMax − xMin) · width), the last one closed), plus the point just
  * outside each end of the view (so lines run to the chart's edge; the first/last visible point when there is
  * none outside). A segment with no more than that many points in view is passed through exactly.
  */
@@ -80,7 +81,6 @@ function bucketExtremes(
 ): number[] {
   const picked: number[] = [before];
   const span = xMax - xMin;
-  const scale = span > 0 ? width / span : 0;
   let bucket = -1;
   let minI = -1;
   let maxI = -1;
@@ -92,7 +92,7 @@ function bucketExtremes(
     if (b !== a) picked.push(b);
   };
   for (let i = first; i <= last; i++) {
-    const b = Math.min(width - 1, Math.floor((s.x[i] - xMin) * scale));
+    const b = span > 0 ? Math.min(width - 1, Math.floor(((s.x[i] - xMin) / span) * width)) : 0;
     if (b !== bucket) {
       flush();
       bucket = b;

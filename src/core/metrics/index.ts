@@ -8,6 +8,7 @@ export { Float64Column } from './column';
 export type { MetricsFormat, MetricsParser } from './parser';
 export { detectFormat, createParser, tailModeOf, unitOf } from './format';
 export { JsonlParser, parseJsonLine } from './jsonl';
+export { MAX_LINE_BYTES } from './lines';
 export { CsvParser } from './csv';
 export { TrainerStateParser, parseTrainerState } from './trainerState';
 export { TfEventsParser } from './tfevents';

@@ -19,7 +19,8 @@ export function emaSmooth(y: ArrayLike<number>, weight: number, segments?: reado
       continue;
     }
     let last = 0;
-    let k = 0;
+    // w^k as a running product: one multiply per point instead of Math.pow.
+    let wk = 1;
     for (let i = seg.start; i < end; i++) {
       const v = y[i];
       if (!Number.isFinite(v)) {
@@ -27,8 +28,8 @@ export function emaSmooth(y: ArrayLike<number>, weight: number, segments?: reado
         continue;
       }
       last = last * w + (1 - w) * v;
-      k++;
-      out[i] = last / (1 - Math.pow(w, k));
+      wk *= w;
+      out[i] = last / (1 - wk);
     }
   }
   return out;

@@ -55,16 +55,17 @@ export function headsMatch(known: string, now: string): boolean {
 /**
  * Compare the remembered state with a fresh stat:
  * - nothing remembered → reread (first);
- * - other inode, or the known head no longer leads the file → reread (replaced);
+ * - other inode → reread (replaced);
  * - smaller than before → reread (truncated);
+ * - the known head no longer leads the file → reread (replaced);
  * - whole mode: size or mtime changed → reread (rewritten); a whole read still in progress continues (grew);
  * - append mode: bigger than what was read → grew from the offset; otherwise unchanged.
  */
 export function decideTail(prev: TailState | undefined, stat: TailStat, mode: TailMode): TailDecision {
   if (!prev) return { kind: 'reread', reason: 'first' };
   if (prev.inode !== '' && stat.inode !== '' && prev.inode !== stat.inode) return { kind: 'reread', reason: 'replaced' };
-  if (!headsMatch(prev.head, stat.head)) return { kind: 'reread', reason: 'replaced' };
   if (stat.size < prev.size || stat.size < prev.offset) return { kind: 'reread', reason: 'truncated' };
+  if (!headsMatch(prev.head, stat.head)) return { kind: 'reread', reason: 'replaced' };
   if (mode === 'whole') {
     if (stat.size !== prev.size || stat.mtimeMs !== prev.mtimeMs) return { kind: 'reread', reason: 'rewritten' };
     return prev.offset < stat.size ? { kind: 'grew', from: prev.offset } : { kind: 'unchanged' };
