@@ -1,0 +1,142 @@
+/**
+ * The sidebar tree in a real VS Code (code-server + Chromium) against a real OpenSSH server with pct/docker
+ * shims: host → container → run → checkpoints in step order with sizes, each empty state its own item, and
+ * palette commands that act on it.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { startTestHost, type TestHost } from '../harness/testHost';
+
+// The README's picture is refreshed with `REMOTE_RUNS_SCREENSHOTS=1 npm run test:e2e`; a plain run writes into
+// .test-tmp so tests never dirty the work tree.
+const SCREENSHOT = path.join(
+  __dirname,
+  '..',
+  '..',
+  ...(process.env.REMOTE_RUNS_SCREENSHOTS ? ['media', 'screenshots'] : ['.test-tmp', 'e2e', 'screenshots']),
+  'tree.png',
+);
+
+let host: TestHost;
+let session: VSCodeSession;
+let workspace: string;
+
+before(async () => {
+  host = await startTestHost();
+  workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-ws-'));
+  session = await startVSCode({
+    workspaceFolder: workspace,
+    settings: {
+      'remoteRuns.hosts': [
+        host.hostConfig('testbox'),
+        host.hostConfig('roots', { targets: ['host'], runRoots: [host.paths.missing, host.paths.unreadable, host.paths.unrecognised, host.paths.empty] }),
+      ],
+      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
+      'remoteRuns.useSshConfigHosts': false,
+      'remoteRuns.refreshIntervalSeconds': 0,
+    },
+  });
+});
+
+after(async () => {
+  await session?.close();
+  await host?.stop();
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+});
+
+/** Labels of the visible tree rows, in order. */
+async function rowLabels(): Promise<string[]> {
+  return session.page.locator('.part.sidebar .monaco-list-row[role=treeitem] .label-name').allInnerTexts();
+}
+
+/** The text (label + description) of the row whose label is exactly `label`. */
+async function rowText(label: string): Promise<string> {
+  const row = session.page
+    .locator('.part.sidebar .monaco-list-row[role=treeitem]')
+    .filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) })
+    .first();
+  await row.waitFor({ state: 'visible', timeout: 30_000 });
+  return row.innerText();
+}
+
+/** Expands the row labelled `label`; `which: 'last'` picks the lowest of several rows with that label. */
+async function expandRow(label: string, which: 'first' | 'last' = 'first'): Promise<void> {
+  const rows = session.page
+    .locator('.part.sidebar .monaco-list-row[role=treeitem]')
+    .filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) });
+  const row = which === 'first' ? rows.first() : rows.last();
+  await row.waitFor({ state: 'visible', timeout: 30_000 });
+  if ((await row.getAttribute('aria-expanded')) !== 'true') await row.click();
+  await session.page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await row.elementHandle(), { timeout: 30_000 });
+}
+
+async function waitForRow(label: string): Promise<void> {
+  await rowText(label);
+}
+
+test('host → container → run → checkpoints, in step order with sizes', async () => {
+  await withArtifactsOnFailure(session, 'tree-story', async () => {
+    await session.openViewContainer('Remote Runs');
+    await expandRow('testbox');
+    // Targets discovered over SSH: the bare host, pct and docker containers with their state.
+    await waitForRow('pct:200');
+    assert.match(await rowText('pct:201'), /stopped/);
+    assert.match(await rowText('docker:trainer'), /running/);
+    assert.match(await rowText('testbox'), /connected/);
+    await expandRow('pct:200');
+    await waitForRow('workspace');
+    assert.match(await rowText('workspace'), /live/);
+    await expandRow('workspace');
+    const last = `step_${host.storySteps[host.storySteps.length - 1]}`;
+    await waitForRow(last);
+    const labels = await rowLabels();
+    const steps = labels.filter((l) => /^step_\d+$/.test(l));
+    assert.deepEqual(steps, host.storySteps.map((s) => `step_${s}`), 'checkpoints in numeric step order');
+    assert.match(await rowText(last), /3\.2 GB/);
+    assert.match(await rowText(last), /newest/);
+    assert.match(await rowText(`step_${host.storySteps[0]}`), /3\.2 GB/);
+    await session.screenshot(SCREENSHOT);
+  });
+});
+
+test('a stopped container says it is stopped, not empty', async () => {
+  await withArtifactsOnFailure(session, 'tree-stopped', async () => {
+    await expandRow('pct:201');
+    assert.match(await rowText('Container is stopped'), /container-stopped/);
+  });
+});
+
+test('a missing path, an unreadable folder, an unrecognised folder and an empty one each show their own message', async () => {
+  await withArtifactsOnFailure(session, 'tree-empty-states', async () => {
+    await expandRow('roots');
+    await waitForRow('roots');
+    // The bare-host target of 'roots' is the last row labelled "host" (testbox has one too, above it).
+    await session.page.locator('.part.sidebar .monaco-list-row[role=treeitem] .label-name', { hasText: /^host$/ }).nth(1).waitFor({ timeout: 30_000 });
+    await expandRow('host', 'last');
+    await waitForRow(`${host.paths.missing}: Path does not exist`);
+    await waitForRow(`${host.paths.unreadable}: Permission denied`);
+    await waitForRow(`${host.paths.empty}: Empty directory`);
+    const unrec = await rowText(`${host.paths.unrecognised}: No runs recognised`);
+    assert.match(unrec, /saw: /, 'shows what it did see');
+    assert.match(unrec, /README\.md|config\.yaml|data|model\.pt|scripts/);
+  });
+});
+
+test('Refresh from the palette re-lists and keeps the tree expanded', async () => {
+  await withArtifactsOnFailure(session, 'tree-refresh', async () => {
+    const logins = host.sshd.acceptedLogins();
+    await session.runCommand('Remote Runs: Refresh');
+    await waitForRow(`step_${host.storySteps[0]}`);
+    // Expansion survived the refresh: the checkpoints are still visible rows.
+    const labels = await rowLabels();
+    assert.ok(labels.includes(`step_${host.storySteps[0]}`));
+    const errors = (await session.notifications()).filter((n) => n.severity === 'error');
+    assert.deepEqual(errors, []);
+    // Still one shared connection per host: a refresh opens no new one.
+    assert.equal(host.sshd.acceptedLogins(), logins);
+  });
+});
