@@ -117,7 +117,13 @@ export type RootEmptyKind = 'path-missing' | 'permission-denied' | 'not-a-direct
 /** Error kinds that are not about what is on the remote side, but about our own input or state. */
 export type LocalErrorKind = 'bad-address' | 'bad-config' | 'not-found' | 'cancelled' | 'timeout' | 'protocol';
 
-export type ErrorKind = EmptyKind | LocalErrorKind;
+/**
+ * Error kinds of a download: the local disk filled up, the remote file changed while it was fetched, the checksums
+ * disagree (the `.part` is kept), or the destination holds a different file the user did not agree to replace.
+ */
+export type TransferErrorKind = 'disk-full' | 'changed' | 'verify-failed' | 'exists';
+
+export type ErrorKind = EmptyKind | LocalErrorKind | TransferErrorKind;
 
 /** The one error type the core throws. `kind` drives the UI's icon, message and actions. */
 export class RemoteRunsError extends Error {

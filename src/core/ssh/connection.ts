@@ -271,6 +271,45 @@ export class SshConnection implements Executor {
     return this.sftpSession;
   }
 
+  /**
+   * A command whose stdout the caller streams (downloads): resolves with the open channel, stdin already ended.
+   * The caller reads `data`/`close` and stops it with `stopChannel`. Errors as for `exec`.
+   */
+  openExec(commandLine: string): Promise<ClientChannel> {
+    if (this.closedWith) return Promise.reject(this.dropError(this.closedWith, 'before-open'));
+    return new Promise((resolve, reject) => {
+      try {
+        this.target.exec(commandLine, (err, ch) => {
+          if (err) {
+            if (this.closedWith) return reject(this.dropError(this.closedWith, 'before-open'));
+            return reject(new RemoteRunsError('protocol', `The server refused a new channel: ${err.message.replace(/^\(SSH\) /, '')}`, { channelRefused: 1 }));
+          }
+          this.track(ch);
+          ch.end();
+          resolve(ch);
+        });
+      } catch (e) {
+        reject(this.dropError(this.closedWith ?? { error: this.lastError }, 'before-open', e));
+      }
+    });
+  }
+
+  /** A new SFTP session of its own (not the shared one of `sftp()`), for a caller that must be able to close it. */
+  openSftp(): Promise<SFTPWrapper> {
+    if (this.closedWith) return Promise.reject(this.dropError(this.closedWith, 'before-open'));
+    return new Promise((resolve, reject) => {
+      try {
+        this.target.sftp((err, sftp) => {
+          if (err) return reject(this.closedWith ? this.dropError(this.closedWith, 'before-open') : new RemoteRunsError('protocol', `SFTP unavailable: ${err.message}`));
+          this.track(sftp as unknown as ClientChannel);
+          resolve(sftp);
+        });
+      } catch (e) {
+        reject(this.dropError(this.closedWith ?? { error: this.lastError }, 'before-open', e));
+      }
+    });
+  }
+
   /** A TCP stream to host:port opened by the remote side (direct-tcpip), e.g. for a tunnel. */
   forwardOut(host: string, port: number): Promise<ClientChannel> {
     return new Promise((resolve, reject) => {
@@ -353,7 +392,7 @@ interface ChannelInternals {
  * command that does not write (sleep, a blocked `pct exec`) never notices the closed pipes. ssh2's own
  * `signal()` refuses once stdin is ended, which we do right after starting every command, so go one level down.
  */
-function stopChannel(ch: ClientChannel): void {
+export function stopChannel(ch: ClientChannel): void {
   const c = ch as unknown as ChannelInternals;
   try {
     // After EOF ('eof') a channel request is still valid SSH; only a closing channel is not.

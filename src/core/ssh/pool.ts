@@ -81,6 +81,13 @@ interface Entry {
 }
 
 const IDLE: ConnectionState = { kind: 'idle' };
+/** Answers every question with "no": sibling connections must not ask the user anything. */
+const NEVER_PROMPT: Prompter = {
+  confirmHostKey: async () => false,
+  passphrase: async () => undefined,
+  password: async () => undefined,
+  keyboardInteractive: async () => undefined,
+};
 /** Retries of a refused channel open: 20 ms doubling, about 1.3 s in all, before the refusal is reported. */
 const CHANNEL_RETRIES = 6;
 const CHANNEL_RETRY_BASE_MS = 20;
@@ -157,6 +164,30 @@ export class ConnectionPool implements Disposable {
       release();
       throw e;
     }
+  }
+
+  /**
+   * A second, separate connection to a host (parallel byte ranges of a download), authenticated only with what
+   * the shared connection already holds: cached keys and passwords, the agent, key files without passphrase.
+   * It never prompts (a one-time code or a new passphrase would be a second prompt), so it fails with
+   * `auth-failed` where it would have to; the caller then does with the shared connection. Not pooled: the
+   * caller closes it.
+   */
+  async connectSibling(host: PoolHost, signal?: AbortSignal): Promise<SshConnection> {
+    if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
+    const { name: _name, ...resolved } = host;
+    const o = this.options;
+    return SshConnection.connect(resolved, {
+      prompter: NEVER_PROMPT,
+      logger: o.logger,
+      knownHostsFiles: o.knownHostsFiles,
+      secrets: this.secrets,
+      agent: o.agent,
+      connectTimeoutMs: o.connectTimeoutMs,
+      keepaliveIntervalMs: o.keepaliveIntervalMs,
+      keepaliveCountMax: o.keepaliveCountMax,
+      signal,
+    });
   }
 
   /** Close a host's connection now (pending commands reject with `cancelled`). */

@@ -1,0 +1,422 @@
+/**
+ * Carry out a DownloadPlan: byte ranges over several lanes into `NAME.part` files, a sidecar recording what is
+ * written and which remote version it came from, automatic retries with backoff after a dropped connection,
+ * verification (size always, SHA-256 on both sides on request), and only then a rename to the real name.
+ * A file that looks complete is therefore always complete.
+ */
+import { promises as fs, type Stats } from 'node:fs';
+import * as path from 'node:path';
+import { runCommand } from '../remote';
+import { RemoteRunsError, isRemoteRunsError } from '../types';
+import { createLane, type Lane } from './lanes';
+import { sha256File } from './localHash';
+import { SpeedMeter } from './progress';
+import { RangeSet, splitRanges, type ByteRange } from './ranges';
+import { doneRecordPath, partPath, partRecordPath, readPartRecord, writeJsonAtomic, type DoneRecord, type PartRecord } from './records';
+import { sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
+import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, PlanFile, TransportKind } from './types';
+
+/** One file being fetched, with its mutable transfer state. */
+interface Work {
+  file: PlanFile;
+  index: number;
+  /** The remote version being fetched (may be newer than the plan's if it changed). */
+  bytes: number;
+  mtime: number;
+  done: RangeSet;
+  resumedBytes: number;
+  refetchedBytes: number;
+  handle?: fs.FileHandle;
+  dirty: boolean;
+  outcome: FileOutcome['outcome'];
+  sha256?: string;
+  finished: boolean;
+}
+
+const SIDECAR_INTERVAL_MS = 1000;
+const PROGRESS_INTERVAL_MS = 200;
+/** A remote file that keeps changing under us is reported instead of fetched forever. */
+const MAX_CHANGED_RESTARTS = 2;
+
+/**
+ * Download the files of a plan. Resolves with what happened to each file; rejects with RemoteRunsError:
+ * `cancelled` (the `.part` files and their sidecars stay for the next call), `disk-full`, `verify-failed`
+ * (the `.part` is kept), `changed`, or the connection and container kinds once retries are exhausted.
+ */
+export async function download(plan: DownloadPlan, options: DownloadOptions = {}): Promise<DownloadResult> {
+  const { source } = plan;
+  const signal = options.signal;
+  const transport: TransportKind = options.transport ?? (source.target.kind === 'host' ? 'sftp' : 'exec');
+  const verify = options.verify ?? 'size';
+  const outcomes: FileOutcome[] = [];
+  const works: Work[] = [];
+  throwIfCancelled(signal);
+
+  for (const [i, file] of plan.files.entries()) {
+    const base = { relative: file.relative, localPath: file.localPath, resumedBytes: 0, refetchedBytes: 0 };
+    if (file.state.kind === 'complete-verified' && (verify === 'size' || file.state.verified === 'sha256')) {
+      outcomes.push({ ...base, outcome: 'already-complete', verified: file.state.verified, ...(file.state.sha256 ? { sha256: file.state.sha256 } : {}) });
+      continue;
+    }
+    if (file.state.kind === 'differs') {
+      const ok = options.overwrite ? await options.overwrite(file) : false;
+      throwIfCancelled(signal);
+      if (!ok) {
+        outcomes.push({ ...base, outcome: 'declined' });
+        continue;
+      }
+    }
+    works.push(await prepare(file, i, options.fresh === true));
+  }
+
+  await checkDiskSpace(works);
+
+  let bytesFetched = 0;
+  let retries = 0;
+  let lanesUsed = 0;
+  const meter = new SpeedMeter();
+  const totalBytes = works.reduce((n, w) => n + w.bytes, 0);
+  let lastFile = works[0];
+  let lastProgress = 0;
+  const report = (force: boolean, phase: 'transfer' | 'verify' = 'transfer'): void => {
+    const now = Date.now();
+    meter.sample(now, bytesFetched);
+    if (!options.onProgress || (!force && now - lastProgress < PROGRESS_INTERVAL_MS)) return;
+    lastProgress = now;
+    const done = works.reduce((n, w) => n + w.done.total, 0);
+    options.onProgress({
+      bytesDone: done,
+      bytesTotal: totalBytes,
+      bytesPerSec: meter.bytesPerSec,
+      etaSec: meter.eta(totalBytes - done),
+      fileIndex: lastFile ? lastFile.index + 1 : 0,
+      fileCount: plan.files.length,
+      file: lastFile?.file.relative ?? '',
+      phase,
+    });
+  };
+
+  try {
+    let changedRestarts = 0;
+    for (let attempt = 0; ; attempt++) {
+      const pendingWork = works.filter((w) => !w.finished);
+      if (pendingWork.length === 0) break;
+      try {
+        // The remote files as they are now: a change since the .part was started means starting that file over.
+        const now = await statRemote(plan, signal);
+        for (const w of pendingWork) {
+          const st = now.get(w.file.relative);
+          if (!st) throw new RemoteRunsError('path-missing', `${w.file.remotePath} no longer exists on the remote side`, { path: w.file.remotePath });
+          if (st.bytes !== w.bytes || st.mtime !== w.mtime) {
+            if (++changedRestarts > MAX_CHANGED_RESTARTS * works.length) {
+              throw new RemoteRunsError('changed', `${w.file.remotePath} keeps changing while it is downloaded; try again when the run has finished writing it`, { path: w.file.remotePath });
+            }
+            await restartFile(w, st);
+          }
+        }
+        report(true);
+        const used = await runAttempt(plan, pendingWork, transport, options, signal, (w, n) => {
+          bytesFetched += n;
+          lastFile = w;
+          report(false);
+        });
+        lanesUsed = Math.max(lanesUsed, used);
+        // Everything is on disk: check the remote side did not change meanwhile, verify, and only then rename.
+        const after = await statRemote(plan, signal);
+        for (const w of pendingWork) {
+          const st = after.get(w.file.relative);
+          if (!st || st.bytes !== w.bytes || st.mtime !== w.mtime) {
+            if (++changedRestarts > MAX_CHANGED_RESTARTS * works.length) {
+              throw new RemoteRunsError('changed', `${w.file.remotePath} changed while it was downloaded, again; try again when the run has finished writing it`, { path: w.file.remotePath });
+            }
+            if (!st) throw new RemoteRunsError('path-missing', `${w.file.remotePath} disappeared while it was downloaded`, { path: w.file.remotePath });
+            await restartFile(w, st);
+            continue;
+          }
+          lastFile = w;
+          report(true, 'verify');
+          await finish(plan, w, verify, signal);
+        }
+      } catch (e) {
+        await Promise.all(works.map(saveSidecar));
+        const err = isRemoteRunsError(e) ? e : new RemoteRunsError('protocol', e instanceof Error ? e.message : String(e));
+        if (err.kind !== 'unreachable' || signal?.aborted || attempt >= (options.retries ?? 5)) throw signal?.aborted ? cancelled() : err;
+        retries++;
+        await delay((options.backoffBaseMs ?? 500) * 2 ** attempt, signal);
+      }
+    }
+  } finally {
+    await Promise.all(works.map(closeHandle));
+  }
+
+  for (const w of works) {
+    outcomes.push({
+      relative: w.file.relative,
+      localPath: w.file.localPath,
+      outcome: w.outcome,
+      verified: verify,
+      ...(w.sha256 ? { sha256: w.sha256 } : {}),
+      resumedBytes: w.resumedBytes,
+      refetchedBytes: w.refetchedBytes,
+    });
+  }
+  const order = new Map(plan.files.map((f, i) => [f.relative, i]));
+  outcomes.sort((a, b) => (order.get(a.relative) ?? 0) - (order.get(b.relative) ?? 0));
+  return { localRoot: plan.localRoot, files: outcomes, bytesFetched, retries, lanes: lanesUsed, transport };
+}
+
+/** Set up a file's `.part` state: keep the ranges of a matching sidecar, discard anything else. */
+async function prepare(file: PlanFile, index: number, fresh: boolean): Promise<Work> {
+  await fs.mkdir(path.dirname(file.localPath), { recursive: true }).catch((e: unknown) => {
+    throw localError(e, `Cannot create ${path.dirname(file.localPath)}`);
+  });
+  const w: Work = {
+    file,
+    index,
+    bytes: file.bytes,
+    mtime: file.mtime,
+    done: new RangeSet(),
+    resumedBytes: 0,
+    refetchedBytes: 0,
+    dirty: true,
+    outcome: 'downloaded',
+    finished: false,
+  };
+  const partStat = await fs.stat(partPath(file.localPath)).catch(() => undefined);
+  const rec = partStat ? await readPartRecord(file.localPath) : undefined;
+  if (partStat && rec && !fresh && rec.remotePath === file.remotePath && rec.remoteBytes === file.bytes && rec.remoteMtime === file.mtime) {
+    w.done = new RangeSet(rec.done.map(([s, e]) => [s, Math.min(e, partStat.size)] as const));
+    w.resumedBytes = w.done.total;
+    if (w.resumedBytes > 0) w.outcome = 'resumed';
+  } else if (partStat) {
+    // A .part of another version (or no record of where it came from): those bytes are worth nothing.
+    w.refetchedBytes += rec && rec.remoteBytes === file.bytes ? new RangeSet(rec.done).total : 0;
+    await fs.rm(partPath(file.localPath), { force: true });
+  }
+  return w;
+}
+
+/** The remote file changed: throw away what we have of it and fetch the new version from zero. */
+async function restartFile(w: Work, st: RemoteFileStat): Promise<void> {
+  w.refetchedBytes += w.done.total;
+  w.resumedBytes = 0;
+  w.outcome = 'downloaded';
+  w.done = new RangeSet();
+  w.bytes = st.bytes;
+  w.mtime = st.mtime;
+  w.dirty = true;
+  await closeHandle(w);
+  await fs.rm(partPath(w.file.localPath), { force: true });
+  await saveSidecar(w);
+}
+
+async function statRemote(plan: DownloadPlan, signal?: AbortSignal): Promise<Map<string, RemoteFileStat>> {
+  const { source, checkpoint } = plan;
+  const stats = await runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, statCheckpointCommand(checkpoint.path), signal);
+  const map = new Map<string, RemoteFileStat>();
+  for (const s of stats) map.set(checkpoint.isDir ? s.relative : checkpoint.name, s);
+  return map;
+}
+
+/**
+ * One attempt: open the lanes, hand out the missing ranges (largest file first, each cut so every lane has
+ * work), and write what arrives. Returns the number of lanes used; rejects on the first lane failure after
+ * stopping the others.
+ */
+async function runAttempt(
+  plan: DownloadPlan,
+  works: Work[],
+  transport: TransportKind,
+  options: DownloadOptions,
+  signal: AbortSignal | undefined,
+  onBytes: (w: Work, n: number) => void,
+): Promise<number> {
+  const { source } = plan;
+  const stop = new AbortController();
+  const onOuterAbort = (): void => stop.abort();
+  signal?.addEventListener('abort', onOuterAbort, { once: true });
+  const lease = await source.pool.acquire(source.host, signal);
+  const lanes: Lane[] = [createLane(transport, lease.connection, source.target, false)];
+  const sidecarTimer = setInterval(() => void Promise.all(works.map(saveSidecar)), SIDECAR_INTERVAL_MS);
+  try {
+    const remaining = works.reduce((n, w) => n + (w.bytes - w.done.total), 0);
+    const wanted = Math.max(1, Math.min(options.concurrency ?? 4, Math.ceil(remaining / (8 << 20)) || 1));
+    // Siblings reuse the pool's secrets and never prompt; a host that would need a prompt gets fewer lanes.
+    const siblings = await Promise.all(
+      Array.from({ length: wanted - 1 }, () => source.pool.connectSibling(source.host, stop.signal).catch(() => undefined)),
+    );
+    for (const c of siblings) if (c) lanes.push(createLane(transport, c, source.target, true));
+    if (signal?.aborted) throw cancelled();
+
+    const queue: { w: Work; range: ByteRange }[] = [];
+    for (const w of works) {
+      const missing = w.done.missing(w.bytes);
+      const left = missing.reduce((n, [s, e]) => n + (e - s), 0);
+      // Big pieces for exec (each costs a process through the container prefix), enough to keep every lane busy.
+      const piece = options.segmentBytes ?? Math.max(8 << 20, Math.ceil(left / (lanes.length * 2)));
+      for (const range of splitRanges(missing, piece)) queue.push({ w, range });
+      if (w.bytes === 0) queue.push({ w, range: [0, 0] });
+    }
+    let failure: unknown;
+    await Promise.all(
+      lanes.map(async (lane) => {
+        for (let job = queue.shift(); job && !stop.signal.aborted; job = queue.shift()) {
+          const { w, range } = job;
+          try {
+            const fh = await openPart(w);
+            if (range[1] === range[0]) continue;
+            await lane.fetch({ remotePath: w.file.remotePath, size: w.bytes, start: range[0], end: range[1] }, async (pos, data) => {
+              try {
+                await fh.write(data, 0, data.length, pos);
+              } catch (e) {
+                throw localError(e, `Cannot write ${partPath(w.file.localPath)}`);
+              }
+              w.done.add(pos, pos + data.length);
+              w.dirty = true;
+              onBytes(w, data.length);
+            }, stop.signal);
+          } catch (e) {
+            failure ??= e;
+            stop.abort();
+          }
+        }
+      }),
+    );
+    if (signal?.aborted) throw cancelled();
+    if (failure) throw failure;
+    return lanes.length;
+  } finally {
+    clearInterval(sidecarTimer);
+    signal?.removeEventListener('abort', onOuterAbort);
+    for (const lane of lanes) lane.close();
+    lease.dispose();
+    await Promise.all(works.map(saveSidecar));
+  }
+}
+
+/** Verify a fully written `.part`, rename it to the real name and leave the record of what it is. */
+async function finish(plan: DownloadPlan, w: Work, verify: 'size' | 'sha256', signal?: AbortSignal): Promise<void> {
+  const part = partPath(w.file.localPath);
+  await openPart(w);
+  await w.handle!.sync().catch(() => undefined);
+  await closeHandle(w);
+  const st = await fs.stat(part);
+  if (st.size !== w.bytes || !w.done.covers(w.bytes)) {
+    throw new RemoteRunsError('verify-failed', `${part} holds ${st.size} bytes, the remote file ${w.bytes}; the .part is kept`, { path: part });
+  }
+  if (verify === 'sha256') {
+    const { source } = plan;
+    const [remote, local] = await Promise.all([
+      runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, sha256Command(w.file.remotePath), signal),
+      sha256File(part, signal),
+    ]);
+    if (remote !== local) {
+      throw new RemoteRunsError(
+        'verify-failed',
+        `SHA-256 of ${w.file.relative} differs: remote ${remote}, local ${local}. The .part is kept at ${part}; fetch again to replace it.`,
+        { path: part, remote, local },
+      );
+    }
+    w.sha256 = local;
+  }
+  await fs.rename(part, w.file.localPath);
+  const final: Stats = await fs.stat(w.file.localPath);
+  const rec: DoneRecord = {
+    version: 1,
+    remotePath: w.file.remotePath,
+    remoteBytes: w.bytes,
+    remoteMtime: w.mtime,
+    verified: verify,
+    ...(w.sha256 ? { sha256: w.sha256 } : {}),
+    localBytes: final.size,
+    localMtimeMs: final.mtimeMs,
+  };
+  await writeJsonAtomic(doneRecordPath(w.file.localPath), rec);
+  await fs.rm(partRecordPath(w.file.localPath), { force: true });
+  w.finished = true;
+  w.dirty = false;
+}
+
+async function openPart(w: Work): Promise<fs.FileHandle> {
+  if (!w.handle) {
+    try {
+      // O_CREAT without O_TRUNC: the bytes already there are the resume.
+      w.handle = await fs.open(partPath(w.file.localPath), 'r+').catch(async (e: NodeJS.ErrnoException) => {
+        if (e.code !== 'ENOENT') throw e;
+        return fs.open(partPath(w.file.localPath), 'w+');
+      });
+    } catch (e) {
+      throw localError(e, `Cannot open ${partPath(w.file.localPath)}`);
+    }
+  }
+  return w.handle;
+}
+
+async function closeHandle(w: Work): Promise<void> {
+  const h = w.handle;
+  w.handle = undefined;
+  await h?.close().catch(() => undefined);
+}
+
+async function saveSidecar(w: Work): Promise<void> {
+  if (!w.dirty || w.finished) return;
+  w.dirty = false;
+  const rec: PartRecord = { version: 1, remotePath: w.file.remotePath, remoteBytes: w.bytes, remoteMtime: w.mtime, done: w.done.toJSON() };
+  await writeJsonAtomic(partRecordPath(w.file.localPath), rec).catch(() => {
+    w.dirty = true; // try again next time (e.g. the disk had no room for it just now)
+  });
+}
+
+/** Refuse to start when the bytes still to fetch do not fit on the destination's file system. */
+async function checkDiskSpace(works: Work[]): Promise<void> {
+  if (works.length === 0) return;
+  const need = works.reduce((n, w) => n + (w.bytes - w.done.total), 0);
+  const dir = path.dirname(works[0].file.localPath);
+  const st = await fs.statfs(dir);
+  const free = st.bavail * st.bsize;
+  if (need > free) {
+    throw new RemoteRunsError('disk-full', `Not enough space in ${dir}: ${formatBytes(need)} to download, ${formatBytes(free)} free`, { need, free, path: dir });
+  }
+}
+
+function localError(e: unknown, what: string): RemoteRunsError {
+  if (isRemoteRunsError(e)) return e;
+  const code = (e as NodeJS.ErrnoException).code;
+  if (code === 'ENOSPC' || code === 'EDQUOT') {
+    return new RemoteRunsError('disk-full', `${what}: the disk is full. What was written is kept; free some space and download again to continue.`, { code });
+  }
+  if (code === 'EACCES' || code === 'EPERM') return new RemoteRunsError('permission-denied', `${what}: permission denied`, { code });
+  return new RemoteRunsError('protocol', `${what}: ${(e as Error).message}`, code ? { code } : {});
+}
+
+function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) {
+    n /= 1024;
+    i++;
+  }
+  return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+
+function cancelled(): RemoteRunsError {
+  return new RemoteRunsError('cancelled', 'Download cancelled; the partial files are kept and the next download continues from them');
+}
+
+function throwIfCancelled(signal?: AbortSignal): void {
+  if (signal?.aborted) throw cancelled();
+}
+
+function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(t);
+      reject(cancelled());
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,22 @@
+/**
+ * Checkpoint downloads: plan (what is remote, what is already here), then download (lanes of byte ranges into
+ * `.part` files, resume, retry, verify, rename). The extension and the CLI's `pull` are thin faces over this.
+ *
+ * This folder never imports `vscode`.
+ */
+export { planDownload, buildPlan, localState, type PlanDestination } from './plan';
+export { download } from './download';
+export { RangeSet, splitRanges, type ByteRange } from './ranges';
+export { partPath, partRecordPath, doneRecordPath } from './records';
+export type {
+  DownloadOptions,
+  DownloadPlan,
+  DownloadProgress,
+  DownloadResult,
+  FileOutcome,
+  LocalState,
+  PlanFile,
+  TransferSource,
+  TransportKind,
+  VerifyMode,
+} from './types';

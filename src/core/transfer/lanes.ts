@@ -1,0 +1,261 @@
+/**
+ * A lane moves byte ranges of remote files over one SSH connection: SFTP reads with many requests in flight, or a
+ * `cat`/`tail | head` stream through the target's exec prefix. A download runs several lanes at once, lane 0 on the
+ * pool's shared connection and the others on sibling connections that reuse its secrets (never a second prompt).
+ */
+import type { ClientChannel, SFTPWrapper } from 'ssh2';
+import { stopChannel, type SshConnection } from '../ssh/connection';
+import { classifyTargetFailure, wrapForTarget } from '../targets';
+import { commandFailed } from '../remote';
+import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
+import { rangeArgv } from './remoteCommands';
+import type { TransportKind } from './types';
+
+/** Receives bytes at a file position; resolves when they are on disk (the lane waits, so memory stays bounded). */
+export type WriteFn = (position: number, data: Buffer) => Promise<void>;
+
+export interface RangeJob {
+  remotePath: string;
+  /** The whole remote file size (for EOF checks and `cat` of a whole file). */
+  size: number;
+  start: number;
+  end: number;
+}
+
+export interface Lane {
+  readonly connection: SshConnection;
+  /** Fetch [start, end) of the file; rejects with RemoteRunsError. */
+  fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void>;
+  /** Stop whatever runs and release the lane's resources (closes a sibling connection). */
+  close(): void;
+}
+
+/** Bytes per SFTP read: OpenSSH's limit is 256 KiB per packet including headers. */
+const SFTP_CHUNK = 255 * 1024;
+/** SFTP reads in flight per lane. */
+const SFTP_IN_FLIGHT = 32;
+/** Coalesce stream data into writes of this size (one fs call per ssh packet of 32 KiB is costly). */
+const WRITE_COALESCE = 1 << 20;
+
+export function createLane(kind: TransportKind, connection: SshConnection, target: TargetRef, ownsConnection: boolean): Lane {
+  return kind === 'sftp' ? new SftpLane(connection, ownsConnection) : new ExecLane(connection, target, ownsConnection);
+}
+
+/** What a failure on a lane means: a dropped connection is `unreachable` (retried), anything else is not. */
+function laneError(conn: SshConnection, e: unknown, what: string): RemoteRunsError {
+  if (isRemoteRunsError(e)) return e;
+  if (conn.isClosed) return new RemoteRunsError('unreachable', `Connection lost while ${what}`, { dropped: 'after-open' });
+  return new RemoteRunsError('protocol', `${what} failed: ${e instanceof Error ? e.message : String(e)}`);
+}
+
+function changedError(path: string): RemoteRunsError {
+  return new RemoteRunsError('changed', `${path} became shorter while it was downloaded (the remote file changed)`, { path });
+}
+
+class ExecLane implements Lane {
+  private readonly channels = new Set<ClientChannel>();
+
+  constructor(
+    readonly connection: SshConnection,
+    private readonly target: TargetRef,
+    private readonly owns: boolean,
+  ) {}
+
+  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) throw new RemoteRunsError('cancelled', 'Download cancelled');
+    const line = wrapForTarget(this.target, rangeArgv(job.remotePath, job.start, job.end, job.size));
+    const ch = await this.connection.openExec(line).catch((e: unknown) => {
+      throw laneError(this.connection, e, `opening a stream of ${job.remotePath}`);
+    });
+    this.channels.add(ch);
+    try {
+      await this.pump(ch, job, write, signal);
+    } finally {
+      this.channels.delete(ch);
+    }
+  }
+
+  private pump(ch: ClientChannel, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      let pos = job.start;
+      let pending: Buffer[] = [];
+      let pendingBytes = 0;
+      let writing = 0;
+      let closed = false;
+      let failed = false;
+      let exit: { code: number | null; signal?: string } | undefined;
+      const stderr: Buffer[] = [];
+      const fail = (e: RemoteRunsError): void => {
+        if (failed) return;
+        failed = true;
+        signal.removeEventListener('abort', onAbort);
+        stopChannel(ch);
+        reject(e);
+      };
+      const onAbort = (): void => fail(new RemoteRunsError('cancelled', 'Download cancelled'));
+      signal.addEventListener('abort', onAbort, { once: true });
+      const flush = (): void => {
+        if (pendingBytes === 0) return;
+        const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
+        const at = pos;
+        pos += data.length;
+        pending = [];
+        pendingBytes = 0;
+        if (pos > job.end) return fail(new RemoteRunsError('protocol', `The stream of ${job.remotePath} sent more bytes than asked for`));
+        writing++;
+        if (writing > 2) ch.pause();
+        write(at, data).then(
+          () => {
+            writing--;
+            if (writing <= 2 && !closed) ch.resume();
+            settle();
+          },
+          (e: unknown) => fail(laneError(this.connection, e, `writing ${job.remotePath}`)),
+        );
+      };
+      const settle = (): void => {
+        if (failed || !closed || writing > 0) return;
+        signal.removeEventListener('abort', onAbort);
+        const result = { stdout: Buffer.alloc(0), stderr: Buffer.concat(stderr), code: exit?.code ?? null, signal: exit?.signal, truncated: false };
+        if (!exit) {
+          failed = true;
+          return reject(laneError(this.connection, new Error('the stream ended without an exit status'), `streaming ${job.remotePath}`));
+        }
+        if (exit.code !== 0) {
+          failed = true;
+          return reject(classifyTargetFailure(this.target, result) ?? commandFailed(`Streaming ${job.remotePath}`, result));
+        }
+        if (pos < job.end) {
+          failed = true;
+          return reject(changedError(job.remotePath));
+        }
+        failed = true;
+        resolve();
+      };
+      ch.on('data', (chunk: Buffer) => {
+        if (failed) return;
+        pending.push(chunk);
+        pendingBytes += chunk.length;
+        if (pendingBytes >= WRITE_COALESCE) flush();
+      });
+      ch.stderr.on('data', (chunk: Buffer) => {
+        if (stderr.length < 64) stderr.push(chunk);
+      });
+      ch.on('exit', (code: number | null, sig?: string) => {
+        exit = typeof code === 'number' ? { code } : { code: null, signal: sig ?? undefined };
+      });
+      ch.on('close', () => {
+        if (failed) return;
+        flush();
+        closed = true;
+        settle();
+      });
+    });
+  }
+
+  close(): void {
+    for (const ch of this.channels) stopChannel(ch);
+    this.channels.clear();
+    if (this.owns) this.connection.close();
+  }
+}
+
+class SftpLane implements Lane {
+  private sftp: Promise<SFTPWrapper> | undefined;
+  private readonly handles = new Map<string, Promise<Buffer>>();
+
+  constructor(
+    readonly connection: SshConnection,
+    private readonly owns: boolean,
+  ) {}
+
+  private session(): Promise<SFTPWrapper> {
+    this.sftp ??= this.connection.openSftp();
+    return this.sftp;
+  }
+
+  private handle(sftp: SFTPWrapper, path: string): Promise<Buffer> {
+    let h = this.handles.get(path);
+    if (!h) {
+      h = new Promise<Buffer>((resolve, reject) =>
+        sftp.open(path, 'r', (err, handle) => {
+          if (!err) return resolve(handle);
+          const code = (err as Error & { code?: number }).code;
+          if (code === 2) return reject(new RemoteRunsError('path-missing', `${path} no longer exists on the remote side`, { path }));
+          if (code === 3) return reject(new RemoteRunsError('permission-denied', `Cannot read ${path}: ${err.message}`, { path }));
+          reject(laneError(this.connection, err, `opening ${path}`));
+        }),
+      );
+      h.catch(() => this.handles.delete(path));
+      this.handles.set(path, h);
+    }
+    return h;
+  }
+
+  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) throw new RemoteRunsError('cancelled', 'Download cancelled');
+    let sftp: SFTPWrapper;
+    let handle: Buffer;
+    try {
+      sftp = await this.session();
+      handle = await this.handle(sftp, job.remotePath);
+    } catch (e) {
+      this.sftp = undefined;
+      throw laneError(this.connection, e, `opening ${job.remotePath} over SFTP`);
+    }
+    await new Promise<void>((resolve, reject) => {
+      let next = job.start;
+      let active = 0;
+      let failed = false;
+      const fail = (e: RemoteRunsError): void => {
+        if (failed) return;
+        failed = true;
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      };
+      const onAbort = (): void => fail(new RemoteRunsError('cancelled', 'Download cancelled'));
+      signal.addEventListener('abort', onAbort, { once: true });
+      const readAt = (pos: number, len: number): void => {
+        active++;
+        const buf = Buffer.allocUnsafe(len);
+        sftp.read(handle, buf, 0, len, pos, (err, n) => {
+          if (failed) return;
+          if (err) return fail(laneError(this.connection, err, `reading ${job.remotePath}`));
+          if (n === 0) return fail(changedError(job.remotePath));
+          // A short read (server limit) is fine: ask again for the rest.
+          if (n < len) readAt(pos + n, len - n);
+          write(pos, n < len ? buf.subarray(0, n) : buf).then(
+            () => {
+              active--;
+              pump();
+            },
+            (e: unknown) => fail(laneError(this.connection, e, `writing ${job.remotePath}`)),
+          );
+        });
+      };
+      const pump = (): void => {
+        if (failed) return;
+        while (active < SFTP_IN_FLIGHT && next < job.end) {
+          const len = Math.min(SFTP_CHUNK, job.end - next);
+          readAt(next, len);
+          next += len;
+        }
+        if (active === 0 && next >= job.end) {
+          failed = true;
+          signal.removeEventListener('abort', onAbort);
+          resolve();
+        }
+      };
+      pump();
+    });
+  }
+
+  close(): void {
+    const s = this.sftp;
+    this.sftp = undefined;
+    this.handles.clear();
+    // Ending the SFTP channel drops every read in flight at once; handles die with the session.
+    void s?.then((sftp) => sftp.end(), () => undefined);
+    if (this.owns) this.connection.close();
+  }
+}

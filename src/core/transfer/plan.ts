@@ -1,0 +1,96 @@
+/**
+ * What a download of a checkpoint would do: the remote files as they are now (one `find` through the target's
+ * prefix) and, for each, what the local side already holds. Nothing is written.
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import { runCommand } from '../remote';
+import { RemoteRunsError, type Checkpoint } from '../types';
+import { partPath, readDoneRecord, readPartRecord } from './records';
+import { RangeSet } from './ranges';
+import { statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
+import type { DownloadPlan, LocalState, PlanFile, TransferSource } from './types';
+
+export interface PlanDestination {
+  /** The download root (a setting, or --to). */
+  root: string;
+  /** The run's name: the local path keeps it (`<root>/<run>/step_20000/…`). */
+  run: string;
+}
+
+/**
+ * Plan the download of `checkpoint` into `<root>/<run>/<checkpoint name>/<file>` (folder) or `<root>/<run>/<file>`
+ * (flat file). Throws RemoteRunsError (`path-missing` when the checkpoint is gone, container and connection kinds).
+ */
+export async function planDownload(
+  source: TransferSource,
+  checkpoint: Checkpoint,
+  dest: PlanDestination,
+  signal?: AbortSignal,
+): Promise<DownloadPlan> {
+  const executor = source.pool.executor(source.host, { idempotent: true });
+  const stats = await runCommand(executor, source.target, statCheckpointCommand(checkpoint.path), signal);
+  return buildPlan(source, checkpoint, dest, stats);
+}
+
+/** The plan from a remote listing (separate so a refresh during download can reuse it). */
+export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, dest: PlanDestination, stats: RemoteFileStat[]): Promise<DownloadPlan> {
+  const runDir = path.join(path.resolve(dest.root), safeSegment(dest.run, 'run name'));
+  const localRoot = path.join(runDir, safeSegment(checkpoint.name, 'checkpoint name'));
+  const files: PlanFile[] = [];
+  if (!checkpoint.isDir) {
+    const st = stats.find((s) => s.relative === '');
+    if (!st) throw new RemoteRunsError('path-missing', `${checkpoint.path} is no longer a file on the remote side`, { path: checkpoint.path });
+    files.push(await planFile(checkpoint.name, checkpoint.path, st, localRoot));
+  } else {
+    for (const st of stats) {
+      const parts = st.relative.split('/').map((p) => safeSegment(p, 'file name'));
+      files.push(await planFile(st.relative, path.posix.join(checkpoint.path, st.relative), st, path.join(localRoot, ...parts)));
+    }
+  }
+  files.sort((a, b) => b.bytes - a.bytes || a.relative.localeCompare(b.relative));
+  return { source, checkpoint, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0) };
+}
+
+async function planFile(relative: string, remotePath: string, st: RemoteFileStat, localPath: string): Promise<PlanFile> {
+  return { relative, remotePath, bytes: st.bytes, mtime: st.mtime, localPath, state: await localState(localPath, remotePath, st) };
+}
+
+/** What the local side holds for one remote file. */
+export async function localState(localPath: string, remotePath: string, remote: { bytes: number; mtime: number }): Promise<LocalState> {
+  const existing = await statOrUndefined(localPath);
+  if (existing) {
+    if (!existing.isFile()) return { kind: 'differs', reason: 'no-record', localBytes: 0 };
+    const rec = await readDoneRecord(localPath);
+    if (!rec || rec.remotePath !== remotePath) return { kind: 'differs', reason: 'no-record', localBytes: existing.size };
+    if (existing.size !== rec.localBytes || existing.mtimeMs !== rec.localMtimeMs) return { kind: 'differs', reason: 'local-changed', localBytes: existing.size };
+    if (rec.remoteBytes !== remote.bytes || rec.remoteMtime !== remote.mtime) return { kind: 'differs', reason: 'remote-changed', localBytes: existing.size };
+    return { kind: 'complete-verified', verified: rec.verified, ...(rec.sha256 ? { sha256: rec.sha256 } : {}) };
+  }
+  const part = await statOrUndefined(partPath(localPath));
+  if (!part) return { kind: 'absent' };
+  const rec = await readPartRecord(localPath);
+  if (!rec || rec.remoteBytes !== remote.bytes || rec.remoteMtime !== remote.mtime || rec.remotePath !== remotePath) {
+    return { kind: 'stale-partial', bytes: part.size };
+  }
+  // Only ranges the file really reaches count (a record written before a crash may claim more).
+  const done = new RangeSet(rec.done.map(([s, e]) => [s, Math.min(e, part.size)] as const));
+  return { kind: 'partial', bytes: done.total };
+}
+
+/** A remote name used as one local path segment: never empty, `.`/`..`, or holding a separator or NUL. */
+export function safeSegment(name: string, what: string): string {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
+    throw new RemoteRunsError('protocol', `Refusing a remote ${what} that is not a plain name: ${JSON.stringify(name)}`);
+  }
+  return name;
+}
+
+async function statOrUndefined(p: string): Promise<import('node:fs').Stats | undefined> {
+  try {
+    return await fs.stat(p);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw new RemoteRunsError('permission-denied', `Cannot read ${p}: ${(e as Error).message}`);
+  }
+}

@@ -1,0 +1,81 @@
+/**
+ * The remote commands of a download, as values: list a checkpoint's files with size and mtime, stream a byte
+ * range, hash a file. All run inside the target through `runCommand`/`wrapForTarget`, arguments passed as
+ * positional parameters of `sh -c` so no remote name is ever parsed by a shell.
+ */
+import * as path from 'node:path';
+import { commandFailed, firstStderrLine, type RemoteCommand } from '../remote';
+import { RemoteRunsError } from '../types';
+
+export interface RemoteFileStat {
+  /** Relative to the checkpoint path ('' for a flat file, which is its own root). */
+  relative: string;
+  bytes: number;
+  /** ms since the epoch. */
+  mtime: number;
+}
+
+/**
+ * Every regular file under a checkpoint (or the file itself), following symlinks (checkpoints of HF caches are
+ * links into a blob store). One command for a whole folder.
+ */
+export function statCheckpointCommand(checkpointPath: string): RemoteCommand<RemoteFileStat[]> {
+  return {
+    argv: ['find', '-L', checkpointPath, '-type', 'f', '-printf', '%s\\t%T@\\t%P\\0'],
+    describe: `List files of ${checkpointPath}`,
+    parse(result) {
+      if (result.code !== 0) {
+        const line = firstStderrLine(result);
+        if (/No such file or directory/.test(line)) throw new RemoteRunsError('path-missing', `${checkpointPath} no longer exists on the remote side`, { path: checkpointPath });
+        if (/Permission denied/.test(line)) throw new RemoteRunsError('permission-denied', `Cannot read ${checkpointPath}: ${line}`, { path: checkpointPath });
+        throw commandFailed(`Listing the files of ${checkpointPath}`, result);
+      }
+      return parseStatRecords(result.stdout);
+    },
+  };
+}
+
+/** Parse `size \t mtime \t relative \0` records (the relative path may itself hold tabs and newlines). */
+export function parseStatRecords(stdout: Buffer): RemoteFileStat[] {
+  const out: RemoteFileStat[] = [];
+  for (const rec of stdout.toString('utf8').split('\0')) {
+    if (rec === '') continue;
+    const t1 = rec.indexOf('\t');
+    const t2 = rec.indexOf('\t', t1 + 1);
+    if (t1 < 0 || t2 < 0) throw new RemoteRunsError('protocol', `Unexpected file record from find: ${JSON.stringify(rec.slice(0, 80))}`);
+    const bytes = Number(rec.slice(0, t1));
+    const mtime = Math.round(Number(rec.slice(t1 + 1, t2)) * 1e6) / 1e3;
+    if (!Number.isSafeInteger(bytes) || !Number.isFinite(mtime)) throw new RemoteRunsError('protocol', `Unexpected file record from find: ${JSON.stringify(rec.slice(0, 80))}`);
+    out.push({ relative: rec.slice(t2 + 1), bytes, mtime });
+  }
+  return out;
+}
+
+/**
+ * The argv that writes bytes [start, end) of a file to stdout. `tail -c +N` seeks on a regular file (GNU and
+ * busybox), `head -c` stops after the range; a whole file is a plain `cat`.
+ */
+export function rangeArgv(file: string, start: number, end: number, size: number): string[] {
+  if (start === 0 && end >= size) return ['cat', '--', file];
+  if (start === 0) return ['head', '-c', String(end), '--', file];
+  return ['sh', '-c', 'tail -c +"$1" -- "$2" | head -c "$3"', 'sh', String(start + 1), file, String(end - start)];
+}
+
+/** SHA-256 of a remote file: openssl (about 4x faster than sha256sum), then sha256sum, then shasum. */
+export function sha256Command(file: string): RemoteCommand<string> {
+  const script =
+    'if command -v openssl >/dev/null 2>&1; then openssl dgst -sha256 -r "$1"; ' +
+    'elif command -v sha256sum >/dev/null 2>&1; then sha256sum -b -- "$1"; ' +
+    'elif command -v shasum >/dev/null 2>&1; then shasum -a 256 -b -- "$1"; ' +
+    'else echo "no sha256 tool (openssl, sha256sum, shasum) on the remote side" >&2; exit 127; fi';
+  return {
+    argv: ['sh', '-c', script, 'sh', file],
+    describe: `SHA-256 of ${path.posix.basename(file)}`,
+    parse(result) {
+      if (result.code !== 0) throw commandFailed(`Computing the SHA-256 of ${file}`, result);
+      const m = /^\\?([0-9a-f]{64})\b/i.exec(result.stdout.toString('utf8'));
+      if (!m) throw new RemoteRunsError('protocol', `Unexpected checksum output for ${file}: ${JSON.stringify(result.stdout.toString('utf8').slice(0, 100))}`);
+      return m[1].toLowerCase();
+    },
+  };
+}

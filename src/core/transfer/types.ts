@@ -1,0 +1,113 @@
+/**
+ * The contract of a checkpoint download: a plan (what is remote, what is already local) and the options and
+ * result of carrying it out. The extension turns progress into a VS Code notification, the CLI into stderr lines.
+ */
+import type { ConnectionPool, PoolHost } from '../ssh/pool';
+import type { Checkpoint, TargetRef } from '../types';
+
+/** Where the bytes come from: a host's pool entry and the target (bare host or container) holding the files. */
+export interface TransferSource {
+  pool: ConnectionPool;
+  host: PoolHost;
+  target: TargetRef;
+}
+
+/** What is on the local side for one file, before downloading. */
+export type LocalState =
+  /** Nothing there yet. */
+  | { kind: 'absent' }
+  /** The file is there, matches the remote size and mtime it was fetched for, and was verified then. */
+  | { kind: 'complete-verified'; verified: VerifyMode; sha256?: string }
+  /** A `.part` from an earlier attempt of this same remote file (size and mtime unchanged): continue from it. */
+  | { kind: 'partial'; bytes: number }
+  /** A `.part` of an older version of the remote file: it is discarded and the file fetched from zero. */
+  | { kind: 'stale-partial'; bytes: number }
+  /** The destination holds a file we cannot vouch for: replacing it needs the user's consent. */
+  | { kind: 'differs'; reason: 'no-record' | 'remote-changed' | 'local-changed'; localBytes: number };
+
+export interface PlanFile {
+  /** Path relative to the checkpoint (the file's name for a flat checkpoint). */
+  relative: string;
+  remotePath: string;
+  bytes: number;
+  /** Remote modification time, ms since the epoch (sub-millisecond precision kept). */
+  mtime: number;
+  localPath: string;
+  state: LocalState;
+}
+
+export interface DownloadPlan {
+  source: TransferSource;
+  checkpoint: Checkpoint;
+  /** The local folder (folder checkpoint) or file (flat checkpoint) the checkpoint lands in. */
+  localRoot: string;
+  /** Largest first. */
+  files: PlanFile[];
+  /** Sum of remote sizes. */
+  bytes: number;
+}
+
+export type VerifyMode = 'size' | 'sha256';
+
+export interface DownloadProgress {
+  /** Bytes on disk for the files being fetched (resumed bytes included). */
+  bytesDone: number;
+  bytesTotal: number;
+  /** Over the last few seconds. */
+  bytesPerSec: number;
+  /** undefined until a speed is known. */
+  etaSec: number | undefined;
+  /** 1-based index of the file most recently worked on, of fileCount. */
+  fileIndex: number;
+  fileCount: number;
+  file: string;
+  phase: 'transfer' | 'verify';
+}
+
+/** How the bytes move: SFTP reads, or `tail | head` streams through the target's exec prefix. */
+export type TransportKind = 'sftp' | 'exec';
+
+export interface DownloadOptions {
+  signal?: AbortSignal;
+  onProgress?(p: DownloadProgress): void;
+  /** Default 'size'. 'sha256' hashes on both sides before the `.part` becomes the file. */
+  verify?: VerifyMode;
+  /** Asked for each `differs` file; false (or no callback) keeps the local file and skips it. */
+  overwrite?(file: PlanFile): Promise<boolean>;
+  /** Parallel lanes (connections) moving byte ranges. Default 4. */
+  concurrency?: number;
+  /** Default: SFTP on the bare host, exec streams in containers. */
+  transport?: TransportKind;
+  /** Ignore `.part` data and fetch everything from zero (after a checksum mismatch). */
+  fresh?: boolean;
+  /** Attempts after a dropped connection, with backoff. Default 5. */
+  retries?: number;
+  /** First backoff delay, doubling. Default 500 ms. */
+  backoffBaseMs?: number;
+  /** Bytes per work unit handed to a lane. Default 32 MiB. */
+  segmentBytes?: number;
+}
+
+export interface FileOutcome {
+  relative: string;
+  localPath: string;
+  outcome: 'downloaded' | 'resumed' | 'already-complete' | 'declined';
+  verified?: VerifyMode;
+  sha256?: string;
+  /** Bytes that were already on disk and kept. */
+  resumedBytes: number;
+  /** Bytes fetched more than once (a stale `.part`, a file that changed during the transfer, lost in-flight data). */
+  refetchedBytes: number;
+}
+
+export interface DownloadResult {
+  localRoot: string;
+  files: FileOutcome[];
+  /** Bytes that crossed the network in this call. */
+  bytesFetched: number;
+  /** Connection drops recovered from. */
+  retries: number;
+  /** Lanes actually used. */
+  lanes: number;
+  transport: TransportKind;
+}
