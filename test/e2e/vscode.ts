@@ -5,18 +5,20 @@
  *
  * Selectors are the ones verified against VS Code 1.139 (see /work/shared/VSCODE_E2E_NOTES.md).
  */
-import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { promisify } from 'node:util';
-import { chromium, type BrowserContext, type Locator, type Page } from 'playwright-core';
-import { spawnGroup, stopGroup, type GroupProcess } from './processGroup';
-import { findToolchain, REPO_ROOT, type Toolchain } from './toolchain';
+import type { BrowserContext, Locator, Page } from 'playwright-core';
+import { launch } from './launch';
+import { REPO_ROOT } from './toolchain';
 import { extensionVsix } from './vsix';
 
 export { extensionVsix } from './vsix';
+export {
+  bundleExtensionHostTests,
+  runExtensionHostTests,
+  type ExtensionHostTestOptions,
+  type ExtensionHostTestResult,
+} from './extensionHostTests';
 
 /** Options of {@link startVSCode}. */
 export interface StartOptions {
@@ -76,115 +78,30 @@ export interface VSCodeSession {
   close(): Promise<void>;
 }
 
-/** Quiet defaults: nothing may steal focus or cover the views under test. */
-const DEFAULT_SETTINGS: Record<string, unknown> = {
-  'workbench.startupEditor': 'none',
-  'workbench.tips.enabled': false,
-  'workbench.welcomePage.walkthroughs.openOnInstall': false,
-  'security.workspace.trust.enabled': false,
-  'extensions.autoUpdate': false,
-  'extensions.autoCheckUpdates': false,
-  'extensions.ignoreRecommendations': true,
-  'telemetry.telemetryLevel': 'off',
-  'update.mode': 'none',
-  'chat.disableAIFeatures': true,
-  'chat.commandCenter.enabled': false,
-  'window.commandCenter': false,
-};
-
-const CHROMIUM_ARGS = [
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-
 /** Starts code-server with the extension installed, opens the workbench in Chromium and waits until it is up. */
 export async function startVSCode(opts: StartOptions): Promise<VSCodeSession> {
-  const tools = findToolchain();
   const vsix = opts.extensionVsix === undefined ? await extensionVsix() : opts.extensionVsix;
-
-  const root = mkdtempSync(path.join(tmpdir(), 'rr-vscode-'));
-  const dirs = {
-    home: path.join(root, 'home'),
-    userData: path.join(root, 'user-data'),
-    extensions: path.join(root, 'extensions'),
-    browser: path.join(root, 'browser'),
-  };
-  for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
-  mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
-  writeFileSync(
-    path.join(dirs.userData, 'User', 'settings.json'),
-    JSON.stringify({ ...DEFAULT_SETTINGS, ...opts.settings }, null, 2),
-  );
-  const config = path.join(root, 'code-server.yaml');
-  writeFileSync(config, 'auth: none\ncert: false\n'); // an empty file is a parse error
-
-  // A fresh HOME unless the caller brings one: code-server and the extension (~/.ssh) must never see the real one.
-  const env: NodeJS.ProcessEnv = { ...process.env, HOME: dirs.home, ...opts.env };
-  for (const k of Object.keys(env)) if (k.startsWith('VSCODE_')) delete env[k]; // a surrounding VS Code's IPC
-  const home = env.HOME ?? dirs.home;
-  const common = ['--user-data-dir', dirs.userData, '--extensions-dir', dirs.extensions, '--config', config];
-
-  let server: GroupProcess | undefined;
-  let context: BrowserContext | undefined;
-  const cleanup = async (): Promise<void> => {
-    const errors: unknown[] = [];
-    if (context) await withTimeout(context.close(), 10_000, 'browser close').catch((e: unknown) => errors.push(e));
-    if (server) await stopGroup(server).catch((e: unknown) => errors.push(e));
-    if (!process.env.RR_KEEP_E2E_TMP) rmSync(root, { recursive: true, force: true });
-    if (errors.length) throw errors[0];
-  };
-
+  const l = await launch({ workspaceFolder: opts.workspaceFolder, settings: opts.settings, env: opts.env, vsix: vsix ?? undefined });
   try {
-    if (vsix) await installExtension(tools, vsix, common, env);
-
-    const port = await freePort();
-    server = spawnGroup(
-      tools.node,
-      [tools.codeServerEntry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry',
-        '--disable-update-check', '--disable-workspace-trust', ...common, opts.workspaceFolder],
-      { env, cwd: root },
-    );
-    const url = `http://127.0.0.1:${port}`;
-    await waitForHealthy(url, server);
-
-    context = await chromium.launchPersistentContext(dirs.browser, {
-      executablePath: tools.chromium,
-      headless: true,
-      args: CHROMIUM_ARGS,
-      viewport: { width: 1400, height: 900 },
-    });
-    const page = context.pages()[0] ?? (await context.newPage());
-    const consoleLines: string[] = [];
-    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
-    await page.goto(`${url}/?folder=${encodeURIComponent(opts.workspaceFolder)}`);
-    await page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
-    // The activity bar is drawn once the extension host has registered contributions; wait for it to be usable.
-    await page.locator('.part.activitybar').waitFor({ state: 'visible', timeout: 30_000 });
-
-    const srv = server;
-    let closed: Promise<void> | undefined;
-    return makeSession({
-      page,
-      context,
-      url,
-      root,
-      home,
-      serverLog: () => srv.output(),
-      vscodeLogs: () => readLogs(path.join(dirs.userData, 'logs')),
-      consoleMessages: () => [...consoleLines],
-      close: () => (closed ??= cleanup()),
-    });
+    await l.page.goto(`${l.url}/?folder=${encodeURIComponent(opts.workspaceFolder)}`);
+    await l.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+    await l.page.locator('.part.activitybar').waitFor({ state: 'visible', timeout: 30_000 });
   } catch (e) {
-    const log = server?.output() ?? '';
-    await cleanup().catch(() => undefined);
-    if (e instanceof Error && log) e.message += `\n--- code-server log ---\n${log.slice(-4000)}`;
+    if (e instanceof Error) e.message += `\n--- code-server log ---\n${l.server.output().slice(-4000)}`;
+    await l.close().catch(() => undefined);
     throw e;
   }
+  return makeSession({
+    page: l.page,
+    context: l.context,
+    url: l.url,
+    root: l.root,
+    home: l.home,
+    serverLog: () => l.server.output(),
+    vscodeLogs: l.vscodeLogs,
+    consoleMessages: () => [...l.consoleLines],
+    close: l.close,
+  });
 }
 
 /**
@@ -299,73 +216,6 @@ function makeSession(base: SessionBase): VSCodeSession {
       await page.screenshot({ path: path.join(dir, 'screenshot.png') }).catch(() => undefined);
     },
   };
-}
-
-/** Installs a `.vsix` with code-server's own CLI into the session's extensions-dir. */
-async function installExtension(tools: Toolchain, vsix: string, common: string[], env: NodeJS.ProcessEnv): Promise<void> {
-  const args = [tools.codeServerEntry, ...common, '--install-extension', vsix];
-  const { stdout, stderr } = await promisify(execFile)(tools.node, args, { env, timeout: 120_000 }).catch(
-    (e: { stdout?: string; stderr?: string; message: string }) => {
-      throw new Error(`installing ${vsix} failed: ${e.message}\n${e.stdout ?? ''}${e.stderr ?? ''}`);
-    },
-  );
-  if (!/successfully installed/i.test(stdout + stderr)) {
-    throw new Error(`installing ${vsix} did not report success:\n${stdout}${stderr}`);
-  }
-}
-
-/** Polls code-server's `/healthz` until it answers, failing early with its log if it exits. */
-async function waitForHealthy(url: string, server: GroupProcess, timeoutMs = 60_000): Promise<void> {
-  let exited: number | null | undefined;
-  void server.exited.then((code) => (exited = code));
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (exited !== undefined) throw new Error(`code-server exited (code ${exited}) before it was ready`);
-    try {
-      const res = await fetch(`${url}/healthz`);
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`code-server not healthy after ${timeoutMs} ms`);
-}
-
-/** A TCP port free on 127.0.0.1 right now. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => (addr && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no port'))));
-    });
-  });
-}
-
-function readLogs(dir: string): string {
-  const parts: string[] = [];
-  const visit = (p: string): void => {
-    let st;
-    try {
-      st = statSync(p);
-    } catch {
-      return;
-    }
-    if (st.isDirectory()) for (const e of readdirSync(p).sort()) visit(path.join(p, e));
-    else if (p.endsWith('.log')) parts.push(`--- ${path.relative(dir, p)} ---\n${readFileSync(p, 'utf8')}`);
-  };
-  visit(dir);
-  return parts.join('\n');
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
-  });
-  return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
 }
 
 function escapeRegExp(s: string): string {
