@@ -26,7 +26,7 @@ interface Work {
   done: RangeSet;
   resumedBytes: number;
   refetchedBytes: number;
-  handle?: fs.FileHandle;
+  handle?: Promise<fs.FileHandle>;
   dirty: boolean;
   outcome: FileOutcome['outcome'];
   sha256?: string;
@@ -297,8 +297,7 @@ async function runAttempt(
 /** Verify a fully written `.part`, rename it to the real name and leave the record of what it is. */
 async function finish(plan: DownloadPlan, w: Work, verify: 'size' | 'sha256', signal?: AbortSignal): Promise<void> {
   const part = partPath(w.file.localPath);
-  await openPart(w);
-  await w.handle!.sync().catch(() => undefined);
+  await (await openPart(w)).sync().catch(() => undefined);
   await closeHandle(w);
   const st = await fs.stat(part);
   if (st.size !== w.bytes || !w.done.covers(w.bytes)) {
@@ -337,25 +336,28 @@ async function finish(plan: DownloadPlan, w: Work, verify: 'size' | 'sha256', si
   w.dirty = false;
 }
 
-async function openPart(w: Work): Promise<fs.FileHandle> {
-  if (!w.handle) {
+function openPart(w: Work): Promise<fs.FileHandle> {
+  // One open per file even when several lanes start on it at once (a second would leak a descriptor).
+  w.handle ??= (async () => {
+    const p = partPath(w.file.localPath);
     try {
-      // O_CREAT without O_TRUNC: the bytes already there are the resume.
-      w.handle = await fs.open(partPath(w.file.localPath), 'r+').catch(async (e: NodeJS.ErrnoException) => {
+      // Never truncate: the bytes already there are the resume.
+      return await fs.open(p, 'r+').catch((e: NodeJS.ErrnoException) => {
         if (e.code !== 'ENOENT') throw e;
-        return fs.open(partPath(w.file.localPath), 'w+');
+        return fs.open(p, 'w+');
       });
     } catch (e) {
-      throw localError(e, `Cannot open ${partPath(w.file.localPath)}`);
+      w.handle = undefined;
+      throw localError(e, `Cannot open ${p}`);
     }
-  }
+  })();
   return w.handle;
 }
 
 async function closeHandle(w: Work): Promise<void> {
   const h = w.handle;
   w.handle = undefined;
-  await h?.close().catch(() => undefined);
+  await h?.then((fh) => fh.close()).catch(() => undefined);
 }
 
 async function saveSidecar(w: Work): Promise<void> {

@@ -1,0 +1,320 @@
+/**
+ * Checkpoint downloads against a real OpenSSH server, from the bare host and from inside the pct/docker shim
+ * containers: bytes equal (SHA-256), resume after a killed connection and after a cancel without refetching,
+ * a remote file that changed is fetched again from zero, hostile names, consent before replacing a local file,
+ * a checksum mismatch keeps the .part, and a full disk is refused before starting.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { ConnectionPool } from '../../src/core/ssh/pool';
+import { HostDirectory } from '../../src/core/hosts';
+import { RemoteRunsError, type Checkpoint, type ErrorKind, type TargetRef } from '../../src/core/types';
+import { download, planDownload, partPath, partRecordPath, type DownloadOptions, type TransferSource } from '../../src/core/transfer';
+import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+
+const MiB = 1 << 20;
+let host: TestHost;
+let local: string;
+const pools: ConnectionPool[] = [];
+
+const HOST: TargetRef = { kind: 'host', id: '' };
+const PCT: TargetRef = { kind: 'pct', id: '200' };
+const DOCKER: TargetRef = { kind: 'docker', id: 'trainer' };
+
+function source(target: TargetRef): TransferSource {
+  const pool = new ConnectionPool({
+    prompter: new ScriptedPrompter(),
+    logger: { info() {}, warn() {}, error() {} },
+    knownHostsFiles: [host.knownHostsFile],
+    connectTimeoutMs: 5000,
+    backoffBaseMs: 50,
+  });
+  pools.push(pool);
+  const dir = new HostDirectory({ hosts: () => [host.hostConfig()], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+  return { pool, host: dir.resolve(host.hostConfig()), target };
+}
+
+/** Where a remote path inside a target lives on this machine. */
+function onDisk(target: TargetRef, remotePath: string): string {
+  if (target.kind === 'host') return remotePath;
+  const c = target.kind === 'pct' ? host.containers.pct200 : host.containers.trainer;
+  return path.join(c.rootfs, remotePath);
+}
+
+/** The remote directory (as the target sees it) that tests write checkpoints into. */
+function remoteBase(target: TargetRef): string {
+  return target.kind === 'host' ? path.join(host.dir, 'dl') : '/workspace/dl';
+}
+
+function writeRemote(target: TargetRef, remotePath: string, data: Buffer | { sparse: number }): void {
+  const p = onDisk(target, remotePath);
+  fs.mkdirSync(path.dirname(p), { recursive: true });
+  if (Buffer.isBuffer(data)) fs.writeFileSync(p, data);
+  else {
+    fs.writeFileSync(p, 'head');
+    fs.truncateSync(p, data.sparse);
+  }
+  execFileSync('chmod', ['-R', 'a+rX', path.dirname(p)]);
+}
+
+function checkpoint(target: TargetRef, remotePath: string, isDir: boolean): Checkpoint {
+  const name = path.posix.basename(remotePath);
+  return { name, step: 1, layout: isDir ? 'step_N' : 'flat', path: remotePath, isDir, bytes: 0, mtime: 0, files: [], newest: true };
+}
+
+function sha(file: string): string {
+  return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
+
+/** Hash big files without holding them in memory. */
+function shaStream(file: string): string {
+  return execFileSync('sha256sum', [file], { encoding: 'utf8' }).slice(0, 64);
+}
+
+async function rejectsWith(p: Promise<unknown>, kind: ErrorKind): Promise<RemoteRunsError> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(e instanceof RemoteRunsError, `expected RemoteRunsError, got ${String(e)}`);
+    assert.equal(e.kind, kind, e.message);
+    return e;
+  }
+  assert.fail(`expected a ${kind} error`);
+}
+
+before(async () => {
+  host = await startTestHost();
+  local = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-dl-'));
+});
+after(async () => {
+  for (const p of pools) p.dispose();
+  await host?.stop();
+  fs.rmSync(local, { recursive: true, force: true });
+});
+
+describe('byte-exact downloads from every kind of target', () => {
+  for (const target of [HOST, PCT, DOCKER]) {
+    test(`${target.kind}: a folder checkpoint lands byte-identical under <root>/<run>/<checkpoint>/, largest first, sha256-verified`, async () => {
+      const base = path.posix.join(remoteBase(target), `folder-${target.kind}`);
+      const ck = path.posix.join(base, 'step_200');
+      const files: Record<string, Buffer> = {
+        'model.safetensors': randomBytes(12 * MiB + 123),
+        'optimizer.pt': randomBytes(5 * MiB),
+        'config.json': Buffer.from('{"lr": 0.1}\n'),
+        'empty.txt': Buffer.alloc(0),
+        'sub/rng_state.pth': randomBytes(77_777),
+      };
+      for (const [rel, data] of Object.entries(files)) writeRemote(target, path.posix.join(ck, rel), data);
+      const src = source(target);
+      const plan = await planDownload(src, checkpoint(target, ck, true), { root: local, run: `run-${target.kind}` });
+      assert.equal(plan.localRoot, path.join(local, `run-${target.kind}`, 'step_200'));
+      assert.deepEqual(plan.files.map((f) => f.relative), ['model.safetensors', 'optimizer.pt', 'sub/rng_state.pth', 'config.json', 'empty.txt']);
+      assert.ok(plan.files.every((f) => f.state.kind === 'absent'));
+      const seen: number[] = [];
+      const res = await download(plan, { verify: 'sha256', onProgress: (p) => seen.push(p.bytesDone) });
+      for (const [rel, data] of Object.entries(files)) {
+        const p = path.join(plan.localRoot, rel);
+        assert.equal(sha(p), createHash('sha256').update(data).digest('hex'), rel);
+        assert.ok(!fs.existsSync(partPath(p)) && !fs.existsSync(partRecordPath(p)), `no leftovers for ${rel}`);
+      }
+      assert.equal(res.transport, target.kind === 'host' ? 'sftp' : 'exec');
+      assert.ok(res.files.every((f) => f.outcome === 'downloaded' && f.verified === 'sha256' && f.sha256));
+      assert.equal(res.bytesFetched, plan.bytes);
+      assert.ok(seen.length > 0 && seen[seen.length - 1] <= plan.bytes);
+
+      // The second download says it is already there, and fetches nothing.
+      const again = await planDownload(src, checkpoint(target, ck, true), { root: local, run: `run-${target.kind}` });
+      assert.ok(again.files.every((f) => f.state.kind === 'complete-verified' && f.state.verified === 'sha256'));
+      const res2 = await download(again, { verify: 'sha256' });
+      assert.equal(res2.bytesFetched, 0);
+      assert.ok(res2.files.every((f) => f.outcome === 'already-complete'));
+    });
+  }
+
+  for (const target of [HOST, PCT]) {
+    test(`${target.kind}: a 2 GiB sparse flat checkpoint lands at <root>/<run>/<file> with equal bytes`, async () => {
+      const file = path.posix.join(remoteBase(target), `sparse-${target.kind}`, 'model_step_9000.pt');
+      const size = 2 * 1024 * MiB + 4097;
+      writeRemote(target, file, { sparse: size });
+      const plan = await planDownload(source(target), checkpoint(target, file, false), { root: local, run: 'sparse' });
+      assert.equal(plan.files[0].localPath, path.join(local, 'sparse', 'model_step_9000.pt'));
+      const res = await download(plan, {});
+      assert.equal(res.bytesFetched, size);
+      assert.ok(res.lanes > 1, `several lanes (got ${res.lanes})`);
+      assert.equal(fs.statSync(plan.files[0].localPath).size, size);
+      assert.equal(shaStream(plan.files[0].localPath), shaStream(onDisk(target, file)));
+      fs.rmSync(plan.files[0].localPath);
+    });
+  }
+});
+
+describe('resume', () => {
+  /** Start a download and call `interrupt` once a fraction of it is on disk. */
+  async function downloadUntil(plan: Awaited<ReturnType<typeof planDownload>>, fraction: number, interrupt: () => void, opts: DownloadOptions = {}) {
+    let fired = false;
+    return download(plan, {
+      ...opts,
+      onProgress: (p) => {
+        if (!fired && p.bytesDone >= p.bytesTotal * fraction) {
+          fired = true;
+          interrupt();
+        }
+      },
+    });
+  }
+
+  for (const target of [HOST, DOCKER]) {
+    test(`${target.kind}: a connection killed mid-transfer (sshd child by pid) is retried and nothing it had is fetched again`, async () => {
+      const file = path.posix.join(remoteBase(target), `kill-${target.kind}`, 'model_step_1.pt');
+      const data = randomBytes(160 * MiB);
+      writeRemote(target, file, data);
+      const src = source(target);
+      const plan = await planDownload(src, checkpoint(target, file, false), { root: local, run: `kill-${target.kind}` });
+      let killed = 0;
+      const res = await downloadUntil(plan, 0.3, () => {
+        killed = host.sshd.killConnections();
+      }, { segmentBytes: 16 * MiB });
+      assert.ok(killed > 0, 'connections were killed');
+      assert.ok(res.retries >= 1, 'the download retried');
+      assert.equal(res.bytesFetched, data.length, 'every byte crossed the network exactly once');
+      assert.equal(sha(plan.files[0].localPath), createHash('sha256').update(data).digest('hex'));
+    });
+  }
+
+  test('cancel leaves a .part the next download continues; a corrupted .part fails sha256 and is kept', async () => {
+    const file = path.posix.join(remoteBase(PCT), 'cancel', 'step_7', 'weights.bin');
+    const data = randomBytes(96 * MiB);
+    writeRemote(PCT, file, data);
+    const src = source(PCT);
+    const ck = checkpoint(PCT, path.posix.dirname(file), true);
+    const plan = await planDownload(src, ck, { root: local, run: 'cancel' });
+    const ac = new AbortController();
+    await rejectsWith(downloadUntil(plan, 0.25, () => ac.abort(), { signal: ac.signal }), 'cancelled');
+    const localFile = plan.files[0].localPath;
+    assert.ok(!fs.existsSync(localFile), 'no file that looks complete');
+    assert.ok(fs.existsSync(partPath(localFile)) && fs.existsSync(partRecordPath(localFile)));
+    // Cancelling closed every channel: the pool's connection has none left open.
+    const lease = await src.pool.acquire(src.host);
+    assert.equal(lease.connection.openChannels, 0);
+    lease.dispose();
+
+    const replan = await planDownload(src, ck, { root: local, run: 'cancel' });
+    assert.equal(replan.files[0].state.kind, 'partial');
+    const have = replan.files[0].state.kind === 'partial' ? replan.files[0].state.bytes : 0;
+    assert.ok(have > 0 && have < data.length, `partial bytes ${have}`);
+
+    // Corrupt one byte inside a range the sidecar says is done: sizes still agree, sha256 must not.
+    const rec = JSON.parse(fs.readFileSync(partRecordPath(localFile), 'utf8')) as { done: [number, number][] };
+    const fd = fs.openSync(partPath(localFile), 'r+');
+    fs.writeSync(fd, Buffer.from([data[rec.done[0][0]] ^ 0xff]), 0, 1, rec.done[0][0]);
+    fs.closeSync(fd);
+    const p1 = await planDownload(src, ck, { root: local, run: 'cancel' });
+    assert.equal(p1.files[0].state.kind, 'partial');
+    const err = await rejectsWith(download(p1, { verify: 'sha256' }), 'verify-failed');
+    assert.match(err.message, /\.part is kept/);
+    assert.ok(fs.existsSync(partPath(localFile)) && !fs.existsSync(localFile), 'the .part is kept, nothing renamed');
+    // Fetching again from zero (the offer after a mismatch) repairs it.
+    const p2 = await planDownload(src, ck, { root: local, run: 'cancel' });
+    const fixed = await download(p2, { verify: 'sha256', fresh: true });
+    assert.equal(fixed.bytesFetched, data.length);
+    assert.equal(sha(localFile), createHash('sha256').update(data).digest('hex'));
+  });
+
+  test('a resumed download fetches only the missing bytes', async () => {
+    const file = path.posix.join(remoteBase(HOST), 'resume', 'ckpt_3.pt');
+    const data = randomBytes(80 * MiB);
+    writeRemote(HOST, file, data);
+    const src = source(HOST);
+    const plan = await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'resume' });
+    const ac = new AbortController();
+    await rejectsWith(downloadUntil(plan, 0.4, () => ac.abort(), { signal: ac.signal }), 'cancelled');
+    const replan = await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'resume' });
+    assert.equal(replan.files[0].state.kind, 'partial');
+    const have = replan.files[0].state.kind === 'partial' ? replan.files[0].state.bytes : 0;
+    const res = await download(replan, { verify: 'sha256' });
+    assert.equal(res.files[0].outcome, 'resumed');
+    assert.equal(res.files[0].resumedBytes, have);
+    assert.equal(res.bytesFetched, data.length - have);
+    assert.equal(sha(replan.files[0].localPath), createHash('sha256').update(data).digest('hex'));
+  });
+
+  test('a remote file that changed between attempts is detected and fetched again from zero', async () => {
+    const file = path.posix.join(remoteBase(DOCKER), 'changes', 'model_step_5.pt');
+    writeRemote(DOCKER, file, randomBytes(48 * MiB));
+    const src = source(DOCKER);
+    const ck = checkpoint(DOCKER, file, false);
+    const plan = await planDownload(src, ck, { root: local, run: 'changes' });
+    const ac = new AbortController();
+    await rejectsWith(downloadUntil(plan, 0.3, () => ac.abort(), { signal: ac.signal }), 'cancelled');
+    const newer = randomBytes(48 * MiB); // same size: only the mtime tells
+    writeRemote(DOCKER, file, newer);
+    fs.utimesSync(onDisk(DOCKER, file), new Date(), new Date(Date.now() + 5000));
+    const replan = await planDownload(src, ck, { root: local, run: 'changes' });
+    assert.equal(replan.files[0].state.kind, 'stale-partial');
+    const res = await download(replan, { verify: 'sha256' });
+    assert.equal(res.bytesFetched, newer.length);
+    assert.ok(res.files[0].refetchedBytes > 0);
+    assert.equal(sha(replan.files[0].localPath), createHash('sha256').update(newer).digest('hex'));
+  });
+});
+
+describe('names, consent and disk space', () => {
+  test('hostile file and checkpoint names arrive intact, from the bare host and a container', async () => {
+    for (const target of [HOST, PCT]) {
+      const ck = path.posix.join(remoteBase(target), 'hostile', `step_1 $(touch CANARY) 'q"`);
+      const names = host.hostileNames;
+      const contents = new Map(names.map((n) => [n, randomBytes(1000 + n.length)]));
+      for (const [n, d] of contents) writeRemote(target, path.posix.join(ck, n), d);
+      const plan = await planDownload(source(target), checkpoint(target, ck, true), { root: local, run: `hostile ${target.kind}` });
+      const res = await download(plan, { verify: 'sha256', concurrency: 2 });
+      assert.equal(res.files.length, names.length);
+      for (const [n, d] of contents) assert.ok(fs.readFileSync(path.join(plan.localRoot, n)).equals(d), JSON.stringify(n));
+      assert.ok(!fs.existsSync(path.join(host.dir, 'CANARY')) && !fs.existsSync(onDisk(target, '/CANARY')));
+    }
+  });
+
+  test('a destination that holds a different file is only replaced after asking', async () => {
+    const file = path.posix.join(remoteBase(HOST), 'consent', 'model_step_2.pt');
+    const data = randomBytes(3 * MiB);
+    writeRemote(HOST, file, data);
+    const src = source(HOST);
+    const localFile = path.join(local, 'consent', 'model_step_2.pt');
+    fs.mkdirSync(path.dirname(localFile), { recursive: true });
+    fs.writeFileSync(localFile, 'my own notes, not a checkpoint');
+    const plan = await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'consent' });
+    assert.deepEqual(plan.files[0].state, { kind: 'differs', reason: 'no-record', localBytes: 30 });
+    const asked: string[] = [];
+    const declined = await download(plan, { overwrite: async (f) => (asked.push(f.relative), false) });
+    assert.deepEqual(asked, ['model_step_2.pt']);
+    assert.equal(declined.files[0].outcome, 'declined');
+    assert.equal(fs.readFileSync(localFile, 'utf8'), 'my own notes, not a checkpoint');
+    const accepted = await download(plan, { overwrite: async () => true });
+    assert.equal(accepted.files[0].outcome, 'downloaded');
+    assert.ok(fs.readFileSync(localFile).equals(data));
+    // A file we downloaded and the user then edited is theirs again: asked first.
+    fs.appendFileSync(localFile, 'edit');
+    const edited = await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'consent' });
+    assert.equal(edited.files[0].state.kind, 'differs');
+  });
+
+  test('a destination without room is refused before anything is fetched', async () => {
+    const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-small-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'rr-small', mnt]);
+    try {
+      const file = path.posix.join(remoteBase(HOST), 'full', 'model_step_3.pt');
+      writeRemote(HOST, file, randomBytes(4 * MiB));
+      const plan = await planDownload(source(HOST), checkpoint(HOST, file, false), { root: mnt, run: 'full' });
+      const err = await rejectsWith(download(plan), 'disk-full');
+      assert.match(err.message, /Not enough space/);
+      assert.ok(!fs.existsSync(partPath(plan.files[0].localPath)));
+    } finally {
+      execFileSync('umount', [mnt]);
+      fs.rmSync(mnt, { recursive: true, force: true });
+    }
+  });
+});
