@@ -16,7 +16,12 @@ import type { RemoteCommand } from '../remote';
 import type { RootListing } from '../types';
 import { parseListOutput } from './listParse';
 
-export const DEFAULT_MAX_ENTRIES = 10_000;
+/**
+ * Records per root before a listing is cut short (and says so). 50 runs × 100 step folders is ~10,200 entries;
+ * this leaves room for four times that (~3 MB of output, well under a second to parse) while a directory of
+ * millions of files still cannot hang the tree.
+ */
+export const DEFAULT_MAX_ENTRIES = 40_000;
 /** root/run/checkpoints/step_N/file is depth 4; one more level for checkpoint folders with subfolders. */
 export const DEFAULT_MAX_DEPTH = 5;
 
