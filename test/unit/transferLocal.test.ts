@@ -1,0 +1,94 @@
+/**
+ * The parts of a download that need no server: the byte-range argv run through a real local `sh` (hostile
+ * names, every range shape), the find record parser, and what the plan makes of local files, `.part`s and records.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { parseStatRecords, rangeArgv, statCheckpointCommand } from '../../src/core/transfer/remoteCommands';
+import { localState, safeSegment } from '../../src/core/transfer/plan';
+import { doneRecordPath, partPath, partRecordPath, writeJsonAtomic } from '../../src/core/transfer/records';
+import { shellJoin } from '../../src/core/shell/quote';
+import { HOSTILE_NAMES } from '../fixtures/generate';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-transfer-unit-'));
+process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+
+test('rangeArgv streams exactly bytes [start, end) of files with hostile names, through a real sh', () => {
+  const data = randomBytes(100_000);
+  for (const name of HOSTILE_NAMES) {
+    const file = path.join(tmp, name);
+    fs.writeFileSync(file, data);
+    for (const [s, e] of [[0, data.length], [0, 1], [0, 65_536], [1, 2], [4096, 70_001], [99_999, 100_000], [12_345, 100_000]]) {
+      const out = execFileSync('sh', ['-c', shellJoin(rangeArgv(file, s, e, data.length))]);
+      assert.ok(out.equals(data.subarray(s, e)), `${JSON.stringify(name)} [${s}, ${e})`);
+    }
+  }
+  assert.ok(!fs.existsSync(path.join(tmp, 'CANARY')));
+});
+
+test('find records: sizes, sub-second mtimes and relative paths holding tabs and newlines', () => {
+  const dir = path.join(tmp, 'ck');
+  fs.mkdirSync(path.join(dir, 'sub'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'a\tb\nc.pt'), 'xyz');
+  fs.writeFileSync(path.join(dir, 'sub', 'e.bin'), '');
+  fs.utimesSync(path.join(dir, 'sub', 'e.bin'), 1_700_000_000.25, 1_700_000_000.25);
+  const cmd = statCheckpointCommand(dir);
+  const stdout = execFileSync('sh', ['-c', shellJoin(cmd.argv)]);
+  const recs = cmd.parse({ stdout, stderr: Buffer.alloc(0), code: 0, truncated: false }).sort((a, b) => a.relative.localeCompare(b.relative));
+  assert.deepEqual(recs.map((r) => [r.relative, r.bytes]), [['a\tb\nc.pt', 3], ['sub/e.bin', 0]]);
+  assert.equal(recs[1].mtime, 1_700_000_000_250);
+  // A flat file is its own root: relative ''.
+  const flat = parseStatRecords(execFileSync('sh', ['-c', shellJoin(statCheckpointCommand(path.join(dir, 'a\tb\nc.pt')).argv)]));
+  assert.deepEqual(flat.map((r) => r.relative), ['']);
+  assert.throws(() => parseStatRecords(Buffer.from('garbage\0')), /Unexpected file record/);
+});
+
+test('a missing checkpoint is path-missing, not an empty list', () => {
+  const cmd = statCheckpointCommand(path.join(tmp, 'nope'));
+  let result;
+  try {
+    execFileSync('sh', ['-c', shellJoin(cmd.argv)], { stdio: 'pipe' });
+    assert.fail('find should fail');
+  } catch (e) {
+    const err = e as { stdout: Buffer; stderr: Buffer; status: number };
+    result = { stdout: err.stdout, stderr: err.stderr, code: err.status, truncated: false };
+  }
+  assert.throws(() => cmd.parse(result), (e: Error & { kind?: string }) => e.kind === 'path-missing');
+});
+
+test('local state: absent, partial from a matching sidecar, stale when the remote changed, differs without a record', async () => {
+  const remote = { bytes: 1000, mtime: 1_700_000_000_123.5 };
+  const file = path.join(tmp, 'state', 'model.pt');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  assert.deepEqual(await localState(file, '/r/model.pt', remote), { kind: 'absent' });
+
+  fs.writeFileSync(partPath(file), Buffer.alloc(600));
+  await writeJsonAtomic(partRecordPath(file), { version: 1, remotePath: '/r/model.pt', remoteBytes: 1000, remoteMtime: remote.mtime, done: [[0, 300], [500, 900]] });
+  // Only what the .part really reaches counts: [500, 900) is cut at its 600 bytes.
+  assert.deepEqual(await localState(file, '/r/model.pt', remote), { kind: 'partial', bytes: 400 });
+  assert.deepEqual(await localState(file, '/r/model.pt', { ...remote, mtime: remote.mtime + 1 }), { kind: 'stale-partial', bytes: 600 });
+  assert.deepEqual(await localState(file, '/r/other.pt', remote), { kind: 'stale-partial', bytes: 600 });
+  fs.writeFileSync(partRecordPath(file), '{not json');
+  assert.equal((await localState(file, '/r/model.pt', remote)).kind, 'stale-partial');
+
+  fs.writeFileSync(file, Buffer.alloc(1000));
+  assert.deepEqual(await localState(file, '/r/model.pt', remote), { kind: 'differs', reason: 'no-record', localBytes: 1000 });
+  const st = fs.statSync(file);
+  await writeJsonAtomic(doneRecordPath(file), {
+    version: 1, remotePath: '/r/model.pt', remoteBytes: 1000, remoteMtime: remote.mtime, verified: 'sha256', sha256: 'ab', localBytes: 1000, localMtimeMs: st.mtimeMs,
+  });
+  assert.deepEqual(await localState(file, '/r/model.pt', remote), { kind: 'complete-verified', verified: 'sha256', sha256: 'ab' });
+  assert.deepEqual(await localState(file, '/r/model.pt', { ...remote, bytes: 1001 }), { kind: 'differs', reason: 'remote-changed', localBytes: 1000 });
+  fs.utimesSync(file, new Date(), new Date(Date.now() + 10_000));
+  assert.deepEqual(await localState(file, '/r/model.pt', remote), { kind: 'differs', reason: 'local-changed', localBytes: 1000 });
+});
+
+test('remote names become local path segments only when they are plain names', () => {
+  for (const ok of HOSTILE_NAMES) assert.equal(safeSegment(ok, 'file name'), ok);
+  for (const bad of ['', '.', '..', 'a/b', 'nul\0']) assert.throws(() => safeSegment(bad, 'file name'), /not a plain name/);
+});
