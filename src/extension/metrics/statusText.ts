@@ -1,0 +1,18 @@
+/** The pinned run's status-bar text. Pure, so it is unit-tested. */
+
+/**
+ * The metric to show: the configured key when the run has it, else the first key that looks like a loss
+ * (`loss`, `train/loss`, `eval_loss`), else the first key. Undefined when the run has no metrics yet.
+ */
+export function pickStatusMetric(keys: readonly string[], configured: string): string | undefined {
+  if (configured && keys.includes(configured)) return configured;
+  return keys.find((k) => /(^|[/_.-])loss$/i.test(k)) ?? keys[0];
+}
+
+/** `$(pulse) run · step 23,760 · loss 0.9123` (fewer parts while data is missing). */
+export function statusText(runName: string, step: number | undefined, metric: string | undefined, value: number | undefined): string {
+  const parts = [`$(pulse) ${runName.replace(/\$\(/g, '$\u200b(')}`];
+  if (step !== undefined) parts.push(`step ${step.toLocaleString('en-US')}`);
+  if (metric !== undefined && value !== undefined) parts.push(`${metric.replace(/\$\(/g, '$\u200b(')} ${Number(value.toPrecision(4))}`);
+  return parts.join(' · ');
+}

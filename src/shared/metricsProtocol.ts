@@ -1,0 +1,167 @@
+/**
+ * The one message protocol between the extension and the metrics webview (the full panel and the inline view).
+ * Types only: imported by both bundles, so nothing here may produce code. Both directions are discriminated
+ * unions on `type`; each side switches over them exhaustively.
+ *
+ * Order: the webview posts `ready` (with its plot width) → the extension answers with a whole `snapshot` →
+ * from then on `update`s carry only what changed (per series: replace or append). Anything that changes which
+ * runs or metrics exist, or the decimation range, is a new snapshot.
+ *
+ * x values on the wire are always steps; the webview maps them to wall or relative time with `t`.
+ */
+
+export type TargetKindWire = 'host' | 'pct' | 'docker';
+
+/** Which run, stable across reloads (also what a restored panel keeps in its state). */
+export interface RunRefWire {
+  hostName: string;
+  target: { kind: TargetKindWire; id: string };
+  /** Absolute path of the run folder inside the target. */
+  runPath: string;
+  runName: string;
+  /** Absolute paths of its metrics logs. */
+  metrics: string[];
+  checkpoints: CheckpointWire[];
+}
+
+export interface CheckpointWire {
+  step: number;
+  name: string;
+  path: string;
+}
+
+export type RunRole = 'primary' | 'compare' | 'reference';
+
+/** A range of steps, inclusive. */
+export interface XRange {
+  xMin: number;
+  xMax: number;
+}
+
+/** Decimated points of one metric of one run: steps, raw values, smoothed values and wall times at the same points. */
+export interface SeriesChunk {
+  key: string;
+  x: number[];
+  y: number[];
+  /** EMA-smoothed values at the same points (equal to `y` when smoothing is 0). */
+  s: number[];
+  /** Wall time, ms since the epoch, at the same points; absent when the log has no time field. NaN where unknown. */
+  t?: number[];
+  /** Positions in `x` where a new segment begins (a resumed run); a line is never drawn across them. */
+  segmentStarts: number[];
+  /** Points in the whole series (not only those sent). */
+  total: number;
+}
+
+/** `replace` swaps the webview's copy for this chunk; `append` adds points after the ones it has. */
+export interface SeriesUpdate extends SeriesChunk {
+  mode: 'replace' | 'append';
+}
+
+/** A metric that has stopped improving (from detectPlateau on the smoothed series of the primary run). */
+export interface PlateauHint {
+  key: string;
+  flatSince: number;
+  best: number;
+  bestStep: number;
+  window: number;
+  fraction: number;
+}
+
+/** What the view shows about a run besides its points. */
+export interface RunHeader {
+  runKey: string;
+  /** Short name, e.g. the run folder. Remote text: always shown as text, never as HTML. */
+  label: string;
+  /** `host/target`, for the legend's tooltip. */
+  where: string;
+  role: RunRole;
+  /** Palette index. */
+  color: number;
+  /** `following`, `loading…`, or why it cannot be read (e.g. `missing: /workspace/logs/train.jsonl`). */
+  status: string;
+  /** describeSkipped(): how many bad lines and where the first was; undefined when none. */
+  skipped?: string;
+  badLines: number;
+  latestStep?: number;
+  /** Latest value per metric key (of the last point), for the inline header and status lines. */
+  latest: Record<string, number>;
+  plateaus: PlateauHint[];
+}
+
+export interface RunSnapshot extends RunHeader {
+  checkpoints: CheckpointWire[];
+  series: SeriesChunk[];
+}
+
+export interface RunUpdate extends RunHeader {
+  series: SeriesUpdate[];
+}
+
+/** A horizontal line on one metric's chart, from the workspace references file. */
+export interface ReferenceLine {
+  /** Stable within the file: index-free, so deleting one never removes another. */
+  id: string;
+  metric: string;
+  value: number;
+  label: string;
+  source: string;
+}
+
+/** One row of "values at this x". */
+export interface ValueRow {
+  runKey: string;
+  metric: string;
+  /** The step of the nearest point (not the cursor's x). */
+  step: number;
+  value: number;
+  smoothed: number;
+  /** The reference run's value of the same metric at (nearest) the same step, when there is a reference run. */
+  referenceValue?: number;
+}
+
+export type ViewMode = 'panel' | 'inline';
+
+/** Extension → webview. */
+export type ToWebview =
+  | {
+      type: 'snapshot';
+      mode: ViewMode;
+      title: string;
+      runs: RunSnapshot[];
+      references: ReferenceLine[];
+      /** The decimated range; null = everything. */
+      range: XRange | null;
+      smoothing: number;
+      /** Step of the checkpoint highlighted from the tree. */
+      highlight: number | null;
+      /** What the webview should keep in its state so the panel can be restored after a reload. */
+      restore: PanelRestoreState;
+    }
+  | { type: 'update'; runs: RunUpdate[] }
+  | { type: 'references'; lines: ReferenceLine[] }
+  | { type: 'values'; seq: number; x: number; rows: ValueRow[] }
+  | { type: 'highlight'; step: number | null; rows: ValueRow[] }
+  /** Nothing to show (the inline view before a run is selected or pinned). */
+  | { type: 'empty'; message: string };
+
+/** Webview → extension. Validated on arrival (see src/extension/metrics/validate.ts). */
+export type FromWebview =
+  | { type: 'ready'; width: number }
+  /** The plot width in CSS pixels, the visible step range (null = all), smoothing weight, metrics not shown. */
+  | { type: 'view'; width: number; range: XRange | null; smoothing: number; hidden: string[] }
+  | { type: 'hover'; seq: number; x: number }
+  | { type: 'selectCheckpoint'; step: number }
+  | { type: 'addRun' }
+  | { type: 'removeRun'; runKey: string }
+  | { type: 'setReferenceRun'; runKey: string | null }
+  | { type: 'addReferenceLine'; metric: string; value: number; label: string; source: string }
+  | { type: 'removeReferenceLine'; id: string }
+  | { type: 'openPanel' };
+
+/** Kept by the webview (vscode.setState) and handed back to the panel serializer after a reload. */
+export interface PanelRestoreState {
+  version: 1;
+  primary: RunRefWire;
+  others: { run: RunRefWire; role: 'compare' | 'reference' }[];
+}
