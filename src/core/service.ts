@@ -50,6 +50,11 @@ export class RemoteRunsCore {
     return found;
   }
 
+  /** The shared executor of a configured host (for callers that run their own command values, e.g. metrics tails). */
+  executor(hostName: string): Executor {
+    return this.options.executorFor(this.host(hostName));
+  }
+
   /** Which targets a host has: the bare host plus discovered (or configured) containers, with their state. */
   async listTargets(hostName: string, signal?: AbortSignal): Promise<HostTargets> {
     const host = this.host(hostName);

@@ -1,0 +1,314 @@
+/**
+ * The state of one metrics view (a panel or the inline view) and the messages that describe it: which runs
+ * (one primary, any compared, at most one reference), the view the webview reported (width, range, smoothing,
+ * hidden metrics), the reference lines, the highlighted checkpoint. Builds whole snapshots and incremental
+ * updates from the runs' feeds, and answers "values at this step". Pure: no `vscode`, no I/O.
+ */
+import { detectPlateau, metricDirection, type Series } from '../../core/metrics';
+import type {
+  PanelRestoreState,
+  PlateauHint,
+  ReferenceLine,
+  RunHeader,
+  RunRefWire,
+  RunRole,
+  RunSnapshot,
+  RunUpdate,
+  SeriesChunk,
+  SeriesUpdate,
+  ToWebview,
+  ValueRow,
+  ViewMode,
+  XRange,
+} from '../../shared/metricsProtocol';
+import { runKeyOf, whereOf } from './runRef';
+import { SeriesTracker } from './seriesTracker';
+
+/** What the presenter reads from a run's live feed (RunFeed implements it). */
+export interface FeedView {
+  series(): Map<string, Series>;
+  readonly revision: number;
+  readonly status: string;
+  readonly skipped: string | undefined;
+  readonly badLines: number;
+  latestStep(): number | undefined;
+}
+
+export interface PresenterRun {
+  key: string;
+  ref: RunRefWire;
+  role: RunRole;
+  color: number;
+  feed: FeedView;
+}
+
+export interface PlateauSettings {
+  window: number;
+  fraction: number;
+}
+
+export interface PresenterOptions {
+  plateau(): PlateauSettings;
+  /** Milliseconds; plateau detection on a long series is O(n), so it runs at most this often per metric. */
+  now(): number;
+  plateauIntervalMs?: number;
+}
+
+export interface ViewState {
+  width: number;
+  range: XRange | null;
+  smoothing: number;
+  hidden: Set<string>;
+}
+
+const DEFAULT_WIDTH = 400;
+
+export class MetricsPresenter {
+  private readonly runsList: PresenterRun[] = [];
+  private readonly trackers = new Map<string, Map<string, SeriesTracker>>();
+  private readonly sentRevision = new Map<string, number>();
+  private readonly plateauCache = new Map<string, { revision: number; at: number; hint: PlateauHint | undefined }>();
+  view: ViewState = { width: DEFAULT_WIDTH, range: null, smoothing: 0.6, hidden: new Set() };
+  references: ReferenceLine[] = [];
+  highlight: number | null = null;
+
+  constructor(private readonly options: PresenterOptions) {}
+
+  get runs(): readonly PresenterRun[] {
+    return this.runsList;
+  }
+
+  get primary(): PresenterRun | undefined {
+    return this.runsList.find((r) => r.role === 'primary');
+  }
+
+  get reference(): PresenterRun | undefined {
+    return this.runsList.find((r) => r.role === 'reference');
+  }
+
+  /** Add a run (replacing one with the same key). A new reference demotes the old one to a compared run. */
+  addRun(ref: RunRefWire, role: RunRole, feed: FeedView): PresenterRun {
+    const key = runKeyOf(ref);
+    this.removeRun(key);
+    if (role === 'primary' || role === 'reference') for (const r of this.runsList) if (r.role === role) r.role = 'compare';
+    const used = new Set(this.runsList.map((r) => r.color));
+    let color = 0;
+    while (used.has(color)) color++;
+    const run: PresenterRun = { key, ref, role, color, feed };
+    if (role === 'primary') this.runsList.unshift(run);
+    else this.runsList.push(run);
+    return run;
+  }
+
+  removeRun(key: string): PresenterRun | undefined {
+    const i = this.runsList.findIndex((r) => r.key === key);
+    if (i < 0) return undefined;
+    const [run] = this.runsList.splice(i, 1);
+    this.trackers.delete(key);
+    this.sentRevision.delete(key);
+    return run;
+  }
+
+  /** Make this compared run the reference (or none with null); the previous reference becomes a compared run. */
+  setReferenceRun(key: string | null): boolean {
+    const target = key === null ? undefined : this.runsList.find((r) => r.key === key);
+    if (key !== null && (!target || target.role === 'primary')) return false;
+    for (const r of this.runsList) if (r.role === 'reference') r.role = 'compare';
+    if (target) target.role = 'reference';
+    return true;
+  }
+
+  /** Take the webview's view; true when it differs from what was sent (a new snapshot is due). */
+  setView(width: number, range: XRange | null, smoothing: number, hidden: readonly string[]): boolean {
+    const v = this.view;
+    const hiddenSet = new Set(hidden);
+    const same =
+      v.width === width &&
+      v.smoothing === smoothing &&
+      ((v.range === null && range === null) || (v.range !== null && range !== null && v.range.xMin === range.xMin && v.range.xMax === range.xMax)) &&
+      v.hidden.size === hiddenSet.size &&
+      [...hiddenSet].every((h) => v.hidden.has(h));
+    this.view = { width, range, smoothing, hidden: hiddenSet };
+    return !same;
+  }
+
+  /** What a restored panel needs to reopen this view. */
+  restoreState(): PanelRestoreState | undefined {
+    const p = this.primary;
+    if (!p) return undefined;
+    return {
+      version: 1,
+      primary: p.ref,
+      others: this.runsList.filter((r) => r.role !== 'primary').map((r) => ({ run: r.ref, role: r.role as 'compare' | 'reference' })),
+    };
+  }
+
+  /** The whole view: every run, every metric (hidden ones as empty chunks, so the webview can list them). */
+  snapshot(mode: ViewMode, title: string): Extract<ToWebview, { type: 'snapshot' }> | undefined {
+    const restore = this.restoreState();
+    if (!restore) return undefined;
+    const runs: RunSnapshot[] = this.runsList.map((run) => {
+      const trackers = this.trackersOf(run.key);
+      const series: SeriesChunk[] = [];
+      for (const [key, s] of run.feed.series()) {
+        const tracker = trackerFor(trackers, key);
+        if (this.view.hidden.has(key)) {
+          tracker.invalidate();
+          series.push({ key, x: [], y: [], s: [], segmentStarts: [], total: s.length });
+        } else {
+          series.push(tracker.whole(s, this.trackerView()));
+        }
+      }
+      this.sentRevision.set(run.key, run.feed.revision);
+      return { ...this.header(run), checkpoints: run.ref.checkpoints, series };
+    });
+    return {
+      type: 'snapshot',
+      mode,
+      title,
+      runs,
+      references: this.references,
+      range: this.view.range,
+      smoothing: this.view.smoothing,
+      highlight: this.highlight,
+      restore,
+    };
+  }
+
+  /** What changed since the last snapshot or update; undefined when nothing did. */
+  update(): Extract<ToWebview, { type: 'update' }> | undefined {
+    const runs: RunUpdate[] = [];
+    for (const run of this.runsList) {
+      const rev = run.feed.revision;
+      if (this.sentRevision.get(run.key) === rev) continue;
+      this.sentRevision.set(run.key, rev);
+      const trackers = this.trackersOf(run.key);
+      const series: SeriesUpdate[] = [];
+      for (const [key, s] of run.feed.series()) {
+        const tracker = trackerFor(trackers, key);
+        if (this.view.hidden.has(key)) continue;
+        const u = tracker.update(s, this.trackerView());
+        if (u) series.push(u);
+      }
+      runs.push({ ...this.header(run), series });
+    }
+    return runs.length ? { type: 'update', runs } : undefined;
+  }
+
+  /** A header-only update for every run (status text changed without new data). */
+  headers(): Extract<ToWebview, { type: 'update' }> {
+    return { type: 'update', runs: this.runsList.map((run) => ({ ...this.header(run), series: [] })) };
+  }
+
+  /**
+   * Exact values of every shown metric of every run at the point nearest to step `x` (within each run's own
+   * steps), with the reference run's value at the same step where there is one.
+   */
+  valuesAt(x: number): ValueRow[] {
+    const rows: ValueRow[] = [];
+    const ref = this.reference;
+    const refSeries = ref?.feed.series();
+    for (const run of this.runsList) {
+      const all = run.feed.series();
+      const trackers = this.trackersOf(run.key);
+      for (const [key, s] of all) {
+        if (this.view.hidden.has(key) || s.length === 0) continue;
+        const i = nearestIndex(s, x);
+        const smoothed = trackerFor(trackers, key).smoothed(s, this.view.smoothing);
+        const row: ValueRow = { runKey: run.key, metric: key, step: s.x[i], value: s.y[i], smoothed: smoothed[i] };
+        const rs = refSeries?.get(key);
+        if (rs && rs.length && run !== ref) row.referenceValue = rs.y[nearestIndex(rs, s.x[i])];
+        rows.push(row);
+      }
+    }
+    return rows;
+  }
+
+  private trackerView() {
+    return { width: this.view.width, range: this.view.range, smoothing: this.view.smoothing };
+  }
+
+  private trackersOf(runKey: string): Map<string, SeriesTracker> {
+    let t = this.trackers.get(runKey);
+    if (!t) {
+      t = new Map();
+      this.trackers.set(runKey, t);
+    }
+    return t;
+  }
+
+  private header(run: PresenterRun): RunHeader {
+    const latest: Record<string, number> = {};
+    const all = run.feed.series();
+    for (const [key, s] of all) if (s.length) latest[key] = s.y[s.length - 1];
+    return {
+      runKey: run.key,
+      label: run.ref.runName,
+      where: whereOf(run.ref),
+      role: run.role,
+      color: run.color,
+      status: run.feed.status,
+      skipped: run.feed.skipped,
+      badLines: run.feed.badLines,
+      latestStep: run.feed.latestStep(),
+      latest,
+      plateaus: run.role === 'primary' ? this.plateaus(run, all) : [],
+    };
+  }
+
+  private plateaus(run: PresenterRun, all: Map<string, Series>): PlateauHint[] {
+    const settings = this.options.plateau();
+    const out: PlateauHint[] = [];
+    const now = this.options.now();
+    const interval = this.options.plateauIntervalMs ?? 2000;
+    const trackers = this.trackersOf(run.key);
+    for (const [key, s] of all) {
+      const direction = metricDirection(key);
+      if (!direction || this.view.hidden.has(key) || s.length === 0) continue;
+      const cacheKey = `${run.key}\u0000${key}\u0000${settings.window}\u0000${settings.fraction}\u0000${this.view.smoothing}`;
+      const cached = this.plateauCache.get(cacheKey);
+      let hint = cached?.hint;
+      if (!cached || (cached.revision !== s.length && now - cached.at >= interval)) {
+        const smoothed = trackerFor(trackers, key).smoothed(s, this.view.smoothing);
+        const r = detectPlateau(s.x, smoothed, { window: settings.window, fraction: settings.fraction, direction }, s.segments);
+        hint = r.state === 'plateau' ? { key, flatSince: r.flatSince, best: r.best, bestStep: r.bestStep, window: settings.window, fraction: settings.fraction } : undefined;
+        this.plateauCache.set(cacheKey, { revision: s.length, at: now, hint });
+      }
+      if (hint) out.push(hint);
+    }
+    return out;
+  }
+}
+
+function trackerFor(trackers: Map<string, SeriesTracker>, key: string): SeriesTracker {
+  let t = trackers.get(key);
+  if (!t) {
+    t = new SeriesTracker(key);
+    trackers.set(key, t);
+  }
+  return t;
+}
+
+/** Index of the point whose step is nearest to x, over all segments (the later segment wins a tie). */
+export function nearestIndex(s: Series, x: number): number {
+  let best = 0;
+  let bestDist = Infinity;
+  for (const g of s.segments) {
+    let lo = g.start;
+    let hi = g.end;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (s.x[mid] < x) lo = mid + 1;
+      else hi = mid;
+    }
+    for (const i of [lo - 1, lo]) {
+      if (i < g.start || i >= g.end) continue;
+      const d = Math.abs(s.x[i] - x);
+      if (d <= bestDist) {
+        best = i;
+        bestDist = d;
+      }
+    }
+  }
+  return best;
+}

@@ -1,0 +1,27 @@
+/** Run identities on the wire and their stable keys (the same ids the tree gives its run nodes). */
+import type { RunRefWire } from '../../shared/metricsProtocol';
+import type { Run, TargetRef } from '../../core/types';
+import { formatTarget } from '../../core/types';
+import { runId } from '../tree/nodes';
+
+/** The run as the protocol and a restored panel carry it. */
+export function toRunRef(hostName: string, target: TargetRef, run: Run): RunRefWire {
+  return {
+    hostName,
+    target: { kind: target.kind, id: target.id },
+    runPath: run.path,
+    runName: run.name,
+    metrics: [...run.metrics],
+    checkpoints: run.checkpoints.map((c) => ({ step: c.step, name: c.name, path: c.path })),
+  };
+}
+
+/** The run's key: its tree node id. */
+export function runKeyOf(ref: RunRefWire): string {
+  return runId(ref.hostName, ref.target, ref.runPath);
+}
+
+/** `host/pct:200`, for legends and quick picks. */
+export function whereOf(ref: RunRefWire): string {
+  return `${ref.hostName}/${formatTarget(ref.target)}`;
+}
