@@ -1,0 +1,431 @@
+/// <reference lib="dom" />
+/**
+ * The metrics webview (the full panel and the compact inline view): a toolbar, a legend of runs and reference
+ * lines, and a grid with one chart per metric. It holds no truth of its own: it draws what the extension sent
+ * (MetricsStore) and reports what the user did. Remote strings (run names, metric keys, statuses) are only
+ * ever set as text.
+ */
+import type { FromWebview, PanelRestoreState, ToWebview, ValueRow } from '../shared/metricsProtocol';
+import { MetricChart, type ChartHost, type UiState } from './metricChart';
+import { MetricsStore, formatValue, type XMode } from './store';
+import { readTheme, runColor, type Theme } from './theme';
+
+interface VsCodeApi {
+  postMessage(msg: FromWebview): void;
+  getState(): SavedState | undefined;
+  setState(state: SavedState): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+/** What survives a reload: the panel's runs (for the serializer) and the user's choices. */
+interface SavedState {
+  restore?: PanelRestoreState;
+  ui?: { xMode: XMode; logY: boolean; smoothing: number; hidden: string[]; hiddenRuns: string[] };
+}
+
+const vscode = acquireVsCodeApi();
+const saved = vscode.getState() ?? {};
+const store = new MetricsStore();
+const mode = document.body.dataset.mode === 'inline' ? 'inline' : 'panel';
+let theme: Theme = readTheme();
+const ui: UiState = {
+  xMode: saved.ui?.xMode ?? 'step',
+  logY: saved.ui?.logY ?? false,
+  hiddenRuns: new Set(saved.ui?.hiddenRuns ?? []),
+  hoverX: null,
+  rows: [],
+};
+let smoothing = saved.ui?.smoothing ?? 0.6;
+const hidden = new Set<string>(saved.ui?.hidden ?? []);
+let restore: PanelRestoreState | undefined = saved.restore;
+let hoverSeq = 0;
+/** Values at the checkpoint highlighted from the tree: shown whenever the cursor is not on a chart. */
+let highlightRows: ValueRow[] = [];
+let hoverKey: string | null = null;
+let zoomRange: { xMin: number; xMax: number } | null = null;
+
+const post = (m: FromWebview): void => vscode.postMessage(m);
+
+function save(): void {
+  vscode.setState({ restore, ui: { xMode: ui.xMode, logY: ui.logY, smoothing, hidden: [...hidden], hiddenRuns: [...ui.hiddenRuns] } });
+}
+
+// ---- Layout ------------------------------------------------------------------------------------------
+
+const app = document.getElementById('app')!;
+const header = h('header', 'top');
+const titleEl = h('h1', 'title');
+const latestEl = h('span', 'latest');
+latestEl.dataset.latest = '';
+const toolbar = h('div', 'toolbar');
+const legend = h('div', 'legend');
+legend.setAttribute('role', 'list');
+legend.setAttribute('aria-label', 'Legend');
+const statusEl = h('div', 'status');
+const emptyEl = h('div', 'empty');
+const grid = h('div', 'grid');
+header.append(titleEl, latestEl, toolbar);
+app.append(header, legend, statusEl, emptyEl, grid);
+
+const charts = new Map<string, MetricChart>();
+
+const host: ChartHost = {
+  store,
+  ui,
+  theme: () => theme,
+  hover(key, axisX) {
+    if (axisX === null) {
+      hoverKey = null;
+      ui.hoverX = null;
+      ui.rows = highlightRows;
+      redrawAll(false);
+      return;
+    }
+    hoverKey = key;
+    ui.hoverX = axisX;
+    const step = store.stepAt(store.primary, key, axisX, ui.xMode);
+    if (step !== undefined) post({ type: 'hover', seq: ++hoverSeq, x: step });
+    redrawAll(false);
+  },
+  zoom(key, a, b) {
+    const s0 = store.stepAt(store.primary, key, a, ui.xMode);
+    const s1 = store.stepAt(store.primary, key, b, ui.xMode);
+    if (s0 === undefined || s1 === undefined || !(s1 > s0)) return;
+    zoomRange = { xMin: s0, xMax: s1 };
+    sendView();
+  },
+  selectCheckpoint(step) {
+    post({ type: 'selectCheckpoint', step });
+  },
+};
+
+function h<K extends keyof HTMLElementTagNameMap>(tag: K, className = ''): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  return e;
+}
+
+function button(label: string, onClick: () => void, title = label): HTMLButtonElement {
+  const b = h('button');
+  b.type = 'button';
+  b.textContent = label;
+  b.title = title;
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+// ---- Toolbar -----------------------------------------------------------------------------------------
+
+const metricsMenu = h('details', 'metrics-menu');
+const metricsSummary = h('summary');
+metricsSummary.textContent = 'Metrics';
+const metricsList = h('div', 'metrics-list');
+metricsMenu.append(metricsSummary, metricsList);
+
+const smoothingInput = h('input');
+smoothingInput.type = 'range';
+smoothingInput.min = '0';
+smoothingInput.max = '0.99';
+smoothingInput.step = '0.01';
+smoothingInput.value = String(smoothing);
+smoothingInput.setAttribute('aria-label', 'Smoothing');
+const smoothingValue = h('span', 'smoothing-value');
+smoothingValue.textContent = smoothing.toFixed(2);
+smoothingInput.addEventListener('input', () => (smoothingValue.textContent = Number(smoothingInput.value).toFixed(2)));
+smoothingInput.addEventListener('change', () => {
+  smoothing = Number(smoothingInput.value);
+  sendView();
+});
+
+const logYInput = h('input');
+logYInput.type = 'checkbox';
+logYInput.checked = ui.logY;
+logYInput.addEventListener('change', () => {
+  ui.logY = logYInput.checked;
+  save();
+  redrawAll(true);
+});
+
+const xModeSelect = h('select');
+xModeSelect.setAttribute('aria-label', 'X axis');
+for (const [value, label] of [['step', 'Step'], ['wall', 'Wall time'], ['relative', 'Relative time']] as const) {
+  const o = h('option');
+  o.value = value;
+  o.textContent = label;
+  xModeSelect.append(o);
+}
+xModeSelect.value = ui.xMode;
+xModeSelect.addEventListener('change', () => {
+  ui.xMode = xModeSelect.value as XMode;
+  save();
+  redrawAll(true);
+});
+
+const resetZoom = button('Reset zoom', () => {
+  zoomRange = null;
+  sendView();
+});
+
+const labelled = (text: string, control: HTMLElement, extra?: HTMLElement): HTMLLabelElement => {
+  const l = h('label', 'control');
+  const span = h('span');
+  span.textContent = text;
+  l.append(span, control);
+  if (extra) l.append(extra);
+  return l;
+};
+
+// Reference line form: metric, value, label, source.
+const refForm = h('form', 'ref-form');
+refForm.setAttribute('aria-label', 'Add reference line');
+const refMetric = h('select');
+refMetric.name = 'metric';
+refMetric.setAttribute('aria-label', 'Reference metric');
+const refValue = h('input');
+refValue.name = 'value';
+refValue.type = 'number';
+refValue.step = 'any';
+refValue.placeholder = 'value';
+refValue.setAttribute('aria-label', 'Reference value');
+const refLabel = h('input');
+refLabel.name = 'label';
+refLabel.placeholder = 'label';
+refLabel.setAttribute('aria-label', 'Reference label');
+const refSource = h('input');
+refSource.name = 'source';
+refSource.placeholder = 'source';
+refSource.setAttribute('aria-label', 'Reference source');
+const refAdd = h('button');
+refAdd.type = 'submit';
+refAdd.textContent = 'Add reference';
+refForm.append(refMetric, refValue, refLabel, refSource, refAdd);
+refForm.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const value = Number(refValue.value);
+  if (!refMetric.value || refValue.value.trim() === '' || !Number.isFinite(value) || !refLabel.value.trim()) return;
+  post({ type: 'addReferenceLine', metric: refMetric.value, value, label: refLabel.value, source: refSource.value });
+  refValue.value = '';
+  refLabel.value = '';
+  refSource.value = '';
+});
+
+if (mode === 'panel') {
+  toolbar.append(
+    metricsMenu,
+    labelled('Smoothing', smoothingInput, smoothingValue),
+    labelled('Log y', logYInput),
+    labelled('X', xModeSelect),
+    resetZoom,
+    button('Add run…', () => post({ type: 'addRun' }), 'Compare with another run'),
+    refForm,
+  );
+} else {
+  toolbar.append(button('Open panel', () => post({ type: 'openPanel' }), 'Open the full metrics panel'));
+}
+
+// ---- Rendering ---------------------------------------------------------------------------------------
+
+function renderHeader(): void {
+  titleEl.textContent = store.title;
+  const p = store.primary;
+  latestEl.textContent = p?.latestStep !== undefined ? `step ${formatValue(p.latestStep)}` : '';
+  const statuses: string[] = [];
+  for (const run of store.runs) {
+    if (run.status !== 'following') statuses.push(`${run.label}: ${run.status}`);
+    if (run.skipped) statuses.push(`${run.label}: ${run.skipped}`);
+  }
+  statusEl.textContent = statuses.join('\n');
+  statusEl.hidden = statuses.length === 0;
+  resetZoom.disabled = store.range === null;
+}
+
+function renderLegend(): void {
+  legend.replaceChildren();
+  for (const run of store.runs) {
+    const item = h('div', `legend-item run ${run.role}`);
+    item.setAttribute('role', 'listitem');
+    item.classList.toggle('off', ui.hiddenRuns.has(run.runKey));
+    const toggle = h('button', 'legend-toggle');
+    toggle.type = 'button';
+    toggle.setAttribute('aria-pressed', String(!ui.hiddenRuns.has(run.runKey)));
+    const sw = h('span', 'swatch');
+    sw.style.backgroundColor = runColor(theme, run.color);
+    const name = h('span', 'legend-label');
+    name.textContent = run.label;
+    const role = h('span', 'legend-role');
+    role.textContent = run.role === 'primary' ? '' : run.role === 'reference' ? 'reference run' : 'compared';
+    toggle.append(sw, name, role);
+    toggle.title = `${run.where} — click to show or hide`;
+    toggle.addEventListener('click', () => {
+      if (ui.hiddenRuns.has(run.runKey)) ui.hiddenRuns.delete(run.runKey);
+      else ui.hiddenRuns.add(run.runKey);
+      save();
+      renderLegend();
+      redrawAll(true);
+    });
+    item.append(toggle);
+    if (mode === 'panel' && run.role !== 'primary') {
+      item.append(
+        button(run.role === 'reference' ? '★' : '☆', () => post({ type: 'setReferenceRun', runKey: run.role === 'reference' ? null : run.runKey }), run.role === 'reference' ? 'Stop using as the reference run' : 'Use as the reference run'),
+        button('×', () => post({ type: 'removeRun', runKey: run.runKey }), 'Remove from this panel'),
+      );
+    }
+    legend.append(item);
+  }
+  for (const ref of store.references) {
+    const item = h('div', 'legend-item reference-line');
+    item.setAttribute('role', 'listitem');
+    const text = h('span', 'legend-label');
+    text.textContent = `${ref.label}: ${ref.metric} = ${formatValue(ref.value)}${ref.source ? ` (${ref.source})` : ''}`;
+    item.append(h('span', 'ref-swatch'), text);
+    if (mode === 'panel') item.append(button('×', () => post({ type: 'removeReferenceLine', id: ref.id }), 'Delete this reference line'));
+    legend.append(item);
+  }
+}
+
+function renderMetricsMenu(keys: string[]): void {
+  metricsList.replaceChildren();
+  refMetric.replaceChildren();
+  for (const key of keys) {
+    const l = h('label', 'metric-option');
+    const box = h('input');
+    box.type = 'checkbox';
+    box.checked = !hidden.has(key);
+    box.addEventListener('change', () => {
+      if (box.checked) hidden.delete(key);
+      else hidden.add(key);
+      sendView();
+    });
+    const span = h('span');
+    span.textContent = key;
+    l.append(box, span);
+    metricsList.append(l);
+    const o = h('option');
+    o.value = key;
+    o.textContent = key;
+    refMetric.append(o);
+  }
+}
+
+/** Rebuild the grid (which charts exist) and redraw. `full`: datasets too; else only overlays and text. */
+function redrawAll(full: boolean): void {
+  if (full) {
+    const keys = store.metricKeys().filter((k) => !hidden.has(k));
+    for (const [key, chart] of charts) {
+      if (!keys.includes(key)) {
+        chart.destroy();
+        charts.delete(key);
+      }
+    }
+    for (const key of keys) if (!charts.has(key)) charts.set(key, new MetricChart(grid, key, host));
+    // Keep the grid in metric order.
+    keys.forEach((k) => grid.append(charts.get(k)!.el));
+    for (const c of charts.values()) c.render();
+  } else {
+    for (const c of charts.values()) {
+      c.renderText();
+      c.requestDraw();
+    }
+  }
+}
+
+function currentWidth(): number {
+  const first = charts.values().next().value as MetricChart | undefined;
+  if (first && first.plotWidth > 10) return first.plotWidth;
+  // Before any chart exists: one grid cell minus the y axis.
+  const w = grid.clientWidth || window.innerWidth;
+  const min = mode === 'inline' ? 220 : 360;
+  return Math.max(50, Math.floor(w / Math.max(1, Math.floor(w / min))) - 60);
+}
+
+let sentView = '';
+function sendView(force = false): void {
+  save();
+  const msg: FromWebview = { type: 'view', width: currentWidth(), range: zoomRange, smoothing, hidden: [...hidden] };
+  const text = JSON.stringify(msg);
+  if (!force && text === sentView) return;
+  sentView = text;
+  post(msg);
+}
+
+function onValues(rows: ValueRow[]): void {
+  ui.rows = rows;
+  for (const c of charts.values()) c.renderText();
+}
+
+window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
+  const msg = event.data;
+  if (!msg || typeof msg !== 'object' || typeof msg.type !== 'string') return;
+  switch (msg.type) {
+    case 'snapshot': {
+      store.apply(msg);
+      restore = msg.restore;
+      zoomRange = msg.range;
+      smoothing = msg.smoothing;
+      smoothingInput.value = String(smoothing);
+      smoothingValue.textContent = smoothing.toFixed(2);
+      emptyEl.hidden = true;
+      save();
+      renderMetricsMenu(store.metricKeys());
+      renderHeader();
+      renderLegend();
+      redrawAll(true);
+      document.body.dataset.ready = 'true';
+      // The real plot width is known once charts exist; ask again if it differs from the first guess.
+      sendView();
+      break;
+    }
+    case 'update': {
+      const what = store.apply(msg);
+      if (what === 'all') renderMetricsMenu(store.metricKeys());
+      renderHeader();
+      redrawAll(true);
+      document.body.dataset.updates = String(Number(document.body.dataset.updates ?? '0') + 1);
+      break;
+    }
+    case 'references':
+      store.apply(msg);
+      renderLegend();
+      redrawAll(true);
+      break;
+    case 'values':
+      if (msg.seq === hoverSeq && hoverKey !== null) onValues(msg.rows);
+      break;
+    case 'highlight':
+      store.apply(msg);
+      highlightRows = msg.rows;
+      if (hoverKey === null) onValues(msg.rows);
+      redrawAll(false);
+      break;
+    case 'empty':
+      store.runs = [];
+      for (const c of charts.values()) c.destroy();
+      charts.clear();
+      emptyEl.textContent = msg.message;
+      emptyEl.hidden = false;
+      legend.replaceChildren();
+      titleEl.textContent = '';
+      latestEl.textContent = '';
+      statusEl.hidden = true;
+      break;
+  }
+});
+
+// Re-read colours when the theme changes (VS Code swaps the body's class).
+new MutationObserver(() => {
+  theme = readTheme();
+  renderLegend();
+  redrawAll(true);
+}).observe(document.body, { attributes: true, attributeFilter: ['class'] });
+
+// Resizes change how many points the extension should send.
+let resizeTimer: ReturnType<typeof setTimeout> | undefined;
+new ResizeObserver(() => {
+  if (resizeTimer) clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => sendView(), 250);
+}).observe(grid);
+
+statusEl.hidden = true;
+emptyEl.hidden = true;
+post({ type: 'ready', width: currentWidth() });
+if (saved.ui) sendView(true);

@@ -1,0 +1,344 @@
+/// <reference lib="dom" />
+/**
+ * One small chart per metric: chart.js with no animation and no parsing (points arrive decimated), the
+ * smoothed curve of every shown run over its raw curve drawn faint, and an overlay drawn on the canvas:
+ * reference lines, faint checkpoint markers (the highlighted one stronger), the shared cursor line and the
+ * plateau's start. Checkpoint markers also get thin buttons over the canvas so they can be clicked (and
+ * reached by keyboard). Every remote string goes in as text.
+ */
+import { Chart, type ChartDataset, type Plugin, type Scale } from './chartjs';
+import type { ValueRow } from '../shared/metricsProtocol';
+import { formatDiff, formatDuration, formatValue, type MetricsStore, type Point, type XMode } from './store';
+import { runColor, withAlpha, type Theme } from './theme';
+
+export interface UiState {
+  xMode: XMode;
+  logY: boolean;
+  hiddenRuns: Set<string>;
+  /** Cursor position on the x axis (axis units), shared by every chart; null when not hovering. */
+  hoverX: number | null;
+  /** Exact values at the cursor (or at the highlighted checkpoint), from the extension. */
+  rows: ValueRow[];
+}
+
+export interface ChartHost {
+  store: MetricsStore;
+  ui: UiState;
+  theme(): Theme;
+  hover(key: string, axisX: number | null): void;
+  zoom(key: string, axisX0: number, axisX1: number): void;
+  selectCheckpoint(step: number): void;
+}
+
+export class MetricChart {
+  readonly el: HTMLElement;
+  private readonly canvas: HTMLCanvasElement;
+  private readonly valueEl: HTMLElement;
+  private readonly hintEl: HTMLElement;
+  private readonly readoutEl: HTMLElement;
+  private readonly markers: HTMLElement;
+  private readonly selection: HTMLElement;
+  private chart: Chart<'line', Point[]>;
+  private dragFrom: number | null = null;
+
+  constructor(
+    parent: HTMLElement,
+    readonly key: string,
+    private readonly host: ChartHost,
+  ) {
+    this.el = el('section', 'metric');
+    this.el.dataset.metric = key;
+    const head = el('header', 'metric-head');
+    const title = el('h2', 'metric-title');
+    title.textContent = key;
+    this.valueEl = el('span', 'metric-latest');
+    head.append(title, this.valueEl);
+    this.hintEl = el('div', 'metric-hint');
+    const body = el('div', 'metric-body');
+    this.canvas = document.createElement('canvas');
+    this.canvas.setAttribute('role', 'img');
+    this.canvas.setAttribute('aria-label', `Chart of ${key}`);
+    this.markers = el('div', 'markers');
+    this.selection = el('div', 'zoom-selection');
+    body.append(this.canvas, this.markers, this.selection);
+    this.readoutEl = el('div', 'metric-readout');
+    this.el.append(head, this.hintEl, body, this.readoutEl);
+    parent.append(this.el);
+    this.chart = new Chart<'line', Point[]>(this.canvas, {
+      type: 'line',
+      data: { datasets: [] },
+      options: {
+        animation: false,
+        parsing: false,
+        normalized: true,
+        responsive: true,
+        maintainAspectRatio: false,
+        spanGaps: false,
+        events: [],
+        elements: { point: { radius: 0, hoverRadius: 0 }, line: { borderWidth: 1.5, tension: 0 } },
+        plugins: {},
+        scales: {},
+      },
+      plugins: [this.overlay()],
+    });
+    this.listen();
+    this.render();
+  }
+
+  /** The plot area's width in CSS pixels (what decimation is computed for). */
+  get plotWidth(): number {
+    return Math.round(this.chart.chartArea?.width ?? this.canvas.clientWidth);
+  }
+
+  /** Rebuild datasets and axes from the store and UI state, and draw. */
+  render(): void {
+    const { store, ui } = this.host;
+    const theme = this.host.theme();
+    const datasets: ChartDataset<'line', Point[]>[] = [];
+    const smoothing = store.smoothing > 0;
+    for (const run of store.runs) {
+      if (ui.hiddenRuns.has(run.runKey) || !run.series.has(this.key)) continue;
+      const color = runColor(theme, run.color);
+      const dash = run.role === 'reference' ? [6, 3] : [];
+      if (smoothing) {
+        datasets.push({ data: store.points(run, this.key, 'raw', ui.xMode, ui.logY), borderColor: withAlpha(color, 0.22), borderWidth: 1, borderDash: dash, pointRadius: 0 });
+      }
+      datasets.push({ data: store.points(run, this.key, smoothing ? 'smooth' : 'raw', ui.xMode, ui.logY), borderColor: color, borderWidth: 1.5, borderDash: dash, pointRadius: 0 });
+    }
+    this.chart.data.datasets = datasets;
+    const tickFont = { family: theme.font, size: 10 };
+    const xTicks =
+      ui.xMode === 'wall'
+        ? (v: number | string) => new Date(Number(v)).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })
+        : ui.xMode === 'relative'
+          ? (v: number | string) => formatDuration(Number(v))
+          : (v: number | string) => formatValue(Number(v));
+    const range = store.range;
+    const primary = store.primary;
+    const xMin = range && ui.xMode === 'step' ? range.xMin : range ? store.xOfStep(primary, this.key, range.xMin, ui.xMode) : undefined;
+    const xMax = range && ui.xMode === 'step' ? range.xMax : range ? store.xOfStep(primary, this.key, range.xMax, ui.xMode) : undefined;
+    this.chart.options.scales = {
+      x: { type: 'linear', min: xMin, max: xMax, ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 6, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
+      y: {
+        type: ui.logY ? 'logarithmic' : 'linear',
+        ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 5, callback: (v: number | string) => formatValue(Number(v)) },
+        grid: { color: withAlpha(theme.grid, 0.4) },
+        border: { color: theme.grid },
+      },
+    };
+    this.chart.update('none');
+    this.renderText();
+  }
+
+  /** Header, plateau hint and readout (text only; no redraw of the canvas). */
+  renderText(): void {
+    const { store, ui } = this.host;
+    const primary = store.primary;
+    const latest = primary?.latest[this.key];
+    this.valueEl.textContent = latest !== undefined ? formatValue(latest) : '';
+    const plateau = primary?.plateaus.find((p) => p.key === this.key);
+    this.hintEl.textContent = plateau
+      ? `Plateau: no improvement above ${formatValue(plateau.fraction * 100)}% over the last ${formatValue(plateau.window)} steps; flat since step ${formatValue(plateau.flatSince)} (best ${formatValue(plateau.best)} at step ${formatValue(plateau.bestStep)})`
+      : '';
+    this.hintEl.hidden = !plateau;
+    this.renderReadout(ui.rows.filter((r) => r.metric === this.key));
+  }
+
+  private renderReadout(rows: ValueRow[]): void {
+    const { store } = this.host;
+    const theme = this.host.theme();
+    this.readoutEl.replaceChildren();
+    if (rows.length === 0) return;
+    const refs = store.references.filter((r) => r.metric === this.key);
+    for (const row of rows) {
+      const run = store.runs.find((r) => r.runKey === row.runKey);
+      if (!run || this.host.ui.hiddenRuns.has(run.runKey)) continue;
+      const line = el('div', 'readout-row');
+      const swatch = el('span', 'swatch');
+      swatch.style.backgroundColor = runColor(theme, run.color);
+      const text = el('span', 'readout-text');
+      const parts = [`${run.label} @ ${formatValue(row.step)}: ${formatValue(row.value)}`];
+      if (store.smoothing > 0) parts.push(`(smoothed ${formatValue(row.smoothed)})`);
+      if (row.referenceValue !== undefined) parts.push(`Δ ref run ${formatDiff(row.value - row.referenceValue)}`);
+      for (const ref of refs) parts.push(`Δ ${ref.label} ${formatDiff(row.value - ref.value)}`);
+      text.textContent = parts.join(' ');
+      line.append(swatch, text);
+      this.readoutEl.append(line);
+    }
+  }
+
+  /** Redraw the canvas (overlays: cursor, highlight) without rebuilding datasets. */
+  requestDraw(): void {
+    this.chart.draw();
+  }
+
+  destroy(): void {
+    this.chart.destroy();
+    this.el.remove();
+  }
+
+  private listen(): void {
+    const axisX = (e: MouseEvent): number | undefined => {
+      const area = this.chart.chartArea;
+      const px = e.offsetX;
+      if (!area || px < area.left || px > area.right) return undefined;
+      return this.chart.scales.x?.getValueForPixel(px);
+    };
+    this.canvas.addEventListener('mousemove', (e) => {
+      const x = axisX(e);
+      this.host.hover(this.key, x ?? null);
+      if (this.dragFrom !== null) {
+        const left = Math.min(this.dragFrom, e.offsetX);
+        this.selection.hidden = false;
+        this.selection.style.left = `${left}px`;
+        this.selection.style.width = `${Math.abs(e.offsetX - this.dragFrom)}px`;
+      }
+    });
+    this.canvas.addEventListener('mouseleave', () => {
+      this.host.hover(this.key, null);
+      this.dragFrom = null;
+      this.selection.hidden = true;
+    });
+    this.canvas.addEventListener('mousedown', (e) => {
+      if (axisX(e) !== undefined) this.dragFrom = e.offsetX;
+    });
+    this.canvas.addEventListener('mouseup', (e) => {
+      const from = this.dragFrom;
+      this.dragFrom = null;
+      this.selection.hidden = true;
+      if (from === null || Math.abs(e.offsetX - from) < 6) return;
+      const scale = this.chart.scales.x;
+      const a = scale?.getValueForPixel(Math.min(from, e.offsetX));
+      const b = scale?.getValueForPixel(Math.max(from, e.offsetX));
+      if (a !== undefined && b !== undefined && b > a) this.host.zoom(this.key, a, b);
+    });
+    this.selection.hidden = true;
+  }
+
+  /** Reference lines, checkpoint markers, the cursor and the plateau start, drawn over the curves. */
+  private overlay(): Plugin<'line'> {
+    return {
+      id: 'remoteRunsOverlay',
+      afterDataLimits: (chart, args: { scale: Scale }) => {
+        // Reference lines stay on the chart even when the curve is far from them.
+        if (args.scale.id !== 'y') return;
+        for (const ref of this.host.store.references) {
+          if (ref.metric !== this.key || (this.host.ui.logY && ref.value <= 0)) continue;
+          if (ref.value < args.scale.min) args.scale.min = ref.value;
+          if (ref.value > args.scale.max) args.scale.max = ref.value;
+        }
+      },
+      afterDatasetsDraw: (chart) => {
+        const { ctx, chartArea: area, scales } = chart;
+        const x = scales.x;
+        const y = scales.y;
+        if (!area || !x || !y) return;
+        const theme = this.host.theme();
+        const { store, ui } = this.host;
+        ctx.save();
+        ctx.beginPath();
+        ctx.rect(area.left, area.top, area.width, area.height);
+        ctx.clip();
+        // Checkpoint markers: faint, the highlighted one in the focus colour.
+        const primary = store.primary;
+        for (const c of primary?.checkpoints ?? []) {
+          const ax = store.xOfStep(primary, this.key, c.step, ui.xMode);
+          if (ax === undefined) continue;
+          const px = x.getPixelForValue(ax);
+          if (px < area.left || px > area.right) continue;
+          const on = store.highlight === c.step;
+          ctx.strokeStyle = on ? theme.highlight : withAlpha(theme.muted, 0.35);
+          ctx.lineWidth = on ? 2 : 1;
+          ctx.setLineDash(on ? [] : [2, 3]);
+          line(ctx, px, area.top, px, area.bottom);
+        }
+        // Plateau: where the flat stretch began.
+        const plateau = primary?.plateaus.find((p) => p.key === this.key);
+        if (plateau) {
+          const ax = store.xOfStep(primary, this.key, plateau.flatSince, ui.xMode);
+          if (ax !== undefined) {
+            ctx.strokeStyle = withAlpha(theme.palette[5], 0.7);
+            ctx.lineWidth = 1;
+            ctx.setLineDash([1, 2]);
+            const px = x.getPixelForValue(ax);
+            line(ctx, px, area.top, px, area.bottom);
+          }
+        }
+        // Reference lines with their labels (canvas text: never parsed as markup).
+        ctx.font = `10px ${theme.font}`;
+        for (const ref of store.references) {
+          if (ref.metric !== this.key || (ui.logY && ref.value <= 0)) continue;
+          const py = y.getPixelForValue(ref.value);
+          ctx.strokeStyle = theme.foreground;
+          ctx.lineWidth = 1;
+          ctx.setLineDash([5, 4]);
+          line(ctx, area.left, py, area.right, py);
+          ctx.fillStyle = theme.foreground;
+          ctx.fillText(`${ref.label} ${formatValue(ref.value)}`, area.left + 4, py - 3);
+        }
+        // The shared cursor.
+        if (ui.hoverX !== null) {
+          const px = x.getPixelForValue(ui.hoverX);
+          ctx.strokeStyle = withAlpha(theme.foreground, 0.5);
+          ctx.lineWidth = 1;
+          ctx.setLineDash([]);
+          line(ctx, px, area.top, px, area.bottom);
+        }
+        ctx.restore();
+      },
+      afterRender: () => this.placeMarkers(),
+    };
+  }
+
+  /** Thin buttons over the checkpoint markers: what a click (or Enter) on a marker lands on. */
+  private placeMarkers(): void {
+    const chart = this.chart;
+    const { store, ui } = this.host;
+    const area = chart.chartArea;
+    const x = chart.scales.x;
+    const primary = store.primary;
+    const wanted: { step: number; name: string; px: number }[] = [];
+    if (area && x) {
+      for (const c of primary?.checkpoints ?? []) {
+        const ax = store.xOfStep(primary, this.key, c.step, ui.xMode);
+        if (ax === undefined) continue;
+        const px = x.getPixelForValue(ax);
+        if (px >= area.left && px <= area.right) wanted.push({ step: c.step, name: c.name, px });
+      }
+    }
+    const existing = Array.from(this.markers.children) as HTMLButtonElement[];
+    while (existing.length > wanted.length) existing.pop()!.remove();
+    wanted.forEach((w, i) => {
+      let b = existing[i];
+      if (!b) {
+        b = document.createElement('button');
+        b.className = 'ckpt-marker';
+        b.addEventListener('click', () => this.host.selectCheckpoint(Number(b.dataset.step)));
+        this.markers.append(b);
+      }
+      b.dataset.step = String(w.step);
+      const label = `Checkpoint ${w.name} (step ${w.step})`;
+      if (b.getAttribute('aria-label') !== label) {
+        b.setAttribute('aria-label', label);
+        b.title = label;
+      }
+      b.style.left = `${Math.round(w.px) - 3}px`;
+      b.style.top = `${Math.round(area.top)}px`;
+      b.style.height = `${Math.round(area.height)}px`;
+      b.classList.toggle('highlighted', store.highlight === w.step);
+    });
+  }
+}
+
+function line(ctx: CanvasRenderingContext2D, x0: number, y0: number, x1: number, y1: number): void {
+  ctx.beginPath();
+  ctx.moveTo(x0, y0);
+  ctx.lineTo(x1, y1);
+  ctx.stroke();
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, className: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  e.className = className;
+  return e;
+}

@@ -1,0 +1,232 @@
+/**
+ * The webview's copy of what the extension sent: runs, their decimated series, reference lines. Applies
+ * snapshots and incremental updates, and turns series into chart points for the chosen x axis (step, wall
+ * time, time since the run's start). Pure: no DOM, no chart.js, so it is unit-tested in node.
+ */
+import type {
+  CheckpointWire,
+  ReferenceLine,
+  RunHeader,
+  SeriesChunk,
+  SeriesUpdate,
+  ToWebview,
+  ViewMode,
+  XRange,
+} from '../shared/metricsProtocol';
+
+export type XMode = 'step' | 'wall' | 'relative';
+
+export interface SeriesData {
+  key: string;
+  x: number[];
+  y: number[];
+  s: number[];
+  t?: number[];
+  segmentStarts: number[];
+  total: number;
+}
+
+export interface RunState extends RunHeader {
+  checkpoints: CheckpointWire[];
+  series: Map<string, SeriesData>;
+}
+
+/** A chart point; `y: NaN` is a gap (chart.js does not draw a line across it). */
+export interface Point {
+  x: number;
+  y: number;
+}
+
+export class MetricsStore {
+  mode: ViewMode = 'panel';
+  title = '';
+  runs: RunState[] = [];
+  references: ReferenceLine[] = [];
+  range: XRange | null = null;
+  smoothing = 0.6;
+  highlight: number | null = null;
+
+  /** Apply an extension message; returns what needs redrawing. */
+  apply(msg: ToWebview): 'all' | 'data' | 'references' | 'none' {
+    switch (msg.type) {
+      case 'snapshot':
+        this.mode = msg.mode;
+        this.title = msg.title;
+        this.runs = msg.runs.map(({ series, ...header }) => ({ ...header, series: new Map(series.map((c) => [c.key, copy(c)])) }));
+        this.references = msg.references;
+        this.range = msg.range;
+        this.smoothing = msg.smoothing;
+        this.highlight = msg.highlight;
+        return 'all';
+      case 'update': {
+        let newKeys = false;
+        for (const u of msg.runs) {
+          const run = this.runs.find((r) => r.runKey === u.runKey);
+          if (!run) continue;
+          const { series, ...header } = u;
+          Object.assign(run, header);
+          for (const chunk of series) {
+            if (!run.series.has(chunk.key)) newKeys = true;
+            applySeries(run.series, chunk);
+          }
+        }
+        return newKeys ? 'all' : 'data';
+      }
+      case 'references':
+        this.references = msg.lines;
+        return 'references';
+      case 'highlight':
+        this.highlight = msg.step;
+        return 'none';
+      case 'values':
+      case 'empty':
+        return 'none';
+    }
+  }
+
+  get primary(): RunState | undefined {
+    return this.runs.find((r) => r.role === 'primary');
+  }
+
+  /** Every metric key across runs, the primary run's first, in the order they appeared. */
+  metricKeys(): string[] {
+    const keys: string[] = [];
+    const seen = new Set<string>();
+    const ordered = [...this.runs].sort((a, b) => (a.role === 'primary' ? -1 : b.role === 'primary' ? 1 : 0));
+    for (const r of ordered) for (const k of r.series.keys()) if (!seen.has(k)) seen.add(k), keys.push(k);
+    return keys;
+  }
+
+  /** The earliest wall time of a run (relative time counts from it); NaN when it logs no time. */
+  startTime(run: RunState): number {
+    let t0 = Infinity;
+    for (const s of run.series.values()) {
+      if (!s.t) continue;
+      for (const v of s.t) if (Number.isFinite(v)) {
+        if (v < t0) t0 = v;
+        break;
+      }
+    }
+    return Number.isFinite(t0) ? t0 : NaN;
+  }
+
+  /** Points of one series on the chosen axis, with gaps between segments; log-y drops values ≤ 0. */
+  points(run: RunState, key: string, which: 'raw' | 'smooth', xMode: XMode, logY: boolean): Point[] {
+    const s = run.series.get(key);
+    if (!s) return [];
+    const ys = which === 'raw' ? s.y : s.s;
+    const t0 = xMode === 'relative' ? this.startTime(run) : 0;
+    const out: Point[] = [];
+    let seg = 1;
+    for (let i = 0; i < s.x.length; i++) {
+      const x = xMode === 'step' ? s.x[i] : s.t ? s.t[i] - t0 : NaN;
+      if (!Number.isFinite(x)) continue;
+      if (seg < s.segmentStarts.length && s.segmentStarts[seg] === i) {
+        seg++;
+        if (out.length) out.push({ x, y: NaN });
+      }
+      const y = ys[i];
+      out.push({ x, y: logY && !(y > 0) ? NaN : y });
+    }
+    return out;
+  }
+
+  /** Can this x axis be drawn for the run (time modes need a time field)? */
+  hasTime(run: RunState): boolean {
+    for (const s of run.series.values()) if (s.t && s.t.some(Number.isFinite)) return true;
+    return false;
+  }
+
+  /**
+   * The step at an x position of the chosen axis, read from the run's points of that metric (the nearest
+   * one); for `step` it is x itself. Used to turn hovers and zooms in time into steps for the extension.
+   */
+  stepAt(run: RunState | undefined, key: string, x: number, xMode: XMode): number | undefined {
+    if (xMode === 'step') return x;
+    if (!run) return undefined;
+    const s = run.series.get(key);
+    if (!s?.t) return undefined;
+    const t0 = xMode === 'relative' ? this.startTime(run) : 0;
+    let best: number | undefined;
+    let bestD = Infinity;
+    for (let i = 0; i < s.x.length; i++) {
+      const d = Math.abs(s.t[i] - t0 - x);
+      if (d < bestD) {
+        bestD = d;
+        best = s.x[i];
+      }
+    }
+    return best;
+  }
+
+  /** The x position of a step on the chosen axis (nearest point of the run's series of that metric). */
+  xOfStep(run: RunState | undefined, key: string, step: number, xMode: XMode): number | undefined {
+    if (xMode === 'step') return step;
+    if (!run) return undefined;
+    const s = run.series.get(key);
+    if (!s?.t) return undefined;
+    const t0 = xMode === 'relative' ? this.startTime(run) : 0;
+    let best: number | undefined;
+    let bestD = Infinity;
+    for (let i = 0; i < s.x.length; i++) {
+      const d = Math.abs(s.x[i] - step);
+      if (d < bestD && Number.isFinite(s.t[i])) {
+        bestD = d;
+        best = s.t[i] - t0;
+      }
+    }
+    return best;
+  }
+}
+
+function copy(c: SeriesChunk): SeriesData {
+  return { key: c.key, x: [...c.x], y: [...c.y], s: [...c.s], t: c.t ? [...c.t] : undefined, segmentStarts: [...c.segmentStarts], total: c.total };
+}
+
+function applySeries(map: Map<string, SeriesData>, u: SeriesUpdate): void {
+  const have = map.get(u.key);
+  if (u.mode === 'replace' || !have) {
+    map.set(u.key, copy(u));
+    return;
+  }
+  const base = have.x.length;
+  for (let i = 0; i < u.x.length; i++) {
+    have.x.push(u.x[i]);
+    have.y.push(u.y[i]);
+    have.s.push(u.s[i]);
+  }
+  if (u.t) {
+    have.t ??= new Array<number>(base).fill(NaN);
+    have.t.push(...u.t);
+  } else if (have.t) {
+    for (let i = 0; i < u.x.length; i++) have.t.push(NaN);
+  }
+  for (const st of u.segmentStarts) have.segmentStarts.push(st + base);
+  have.total = u.total;
+}
+
+/** Format a number for a readout: up to 6 significant digits, no exponent for everyday magnitudes. */
+export function formatValue(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a !== 0 && (a < 1e-4 || a >= 1e7)) return v.toExponential(4);
+  return String(Number(v.toPrecision(6)));
+}
+
+/** `+0.123` / `−0.05`: a signed difference for "compared to the reference". */
+export function formatDiff(v: number): string {
+  if (!Number.isFinite(v)) return '';
+  return `${v >= 0 ? '+' : '−'}${formatValue(Math.abs(v))}`;
+}
+
+/** Seconds as `1h 02m 03s` / `2m 03s` / `3.2s`, for the relative time axis (input in ms). */
+export function formatDuration(ms: number): string {
+  const s = ms / 1000;
+  if (Math.abs(s) < 60) return `${Number(s.toFixed(1))}s`;
+  const total = Math.round(s);
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const sec = total % 60;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return h > 0 ? `${h}h ${pad(m)}m ${pad(sec)}s` : `${m}m ${pad(sec)}s`;
+}
