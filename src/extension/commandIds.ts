@@ -8,6 +8,11 @@ export const CommandIds = {
   copyRemotePath: 'remoteRuns.copyRemotePath',
   openTerminal: 'remoteRuns.openTerminal',
   retry: 'remoteRuns.retry',
+  openMetrics: 'remoteRuns.openMetrics',
+  addRunToMetrics: 'remoteRuns.addRunToMetrics',
+  pinRun: 'remoteRuns.pinRun',
+  unpinRun: 'remoteRuns.unpinRun',
+  showInlineMetrics: 'remoteRuns.showInlineMetrics',
 } as const;
 
 export type CommandId = (typeof CommandIds)[keyof typeof CommandIds];

@@ -15,6 +15,7 @@ import { Settings } from './settings';
 import { RunsTreeProvider } from './tree/treeProvider';
 import type { TreeNode } from './tree/nodes';
 import { registerCommands } from './commands';
+import { registerMetrics } from './metrics/register';
 
 export interface RemoteRunsApi {
   tree: RunsTreeProvider;
@@ -94,6 +95,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   store.register(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('remoteRuns.refreshIntervalSeconds') && schedule()));
 
   for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles })) store.register(d);
+  registerMetrics({ store, core, tree, view, log, context });
   log.info('Remote Runs activated');
   return { tree, core };
 }

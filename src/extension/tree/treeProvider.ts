@@ -273,6 +273,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     );
   }
 
+  /** Every run node the tree has shown so far (for pickers that offer "a run from the tree"). */
+  knownRuns(): RunNode[] {
+    return [...this.nodes.values()].filter((n): n is RunNode => n.type === 'run');
+  }
+
   /** The node last shown with this id (for reveal and for commands given an id). */
   nodeById(id: string): TreeNode | undefined {
     return this.nodes.get(id);

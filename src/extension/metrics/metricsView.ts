@@ -1,0 +1,201 @@
+/**
+ * One webview showing metrics (a full panel or the inline view) bound to its presenter: it validates what the
+ * webview sends, holds a lease on each shown run's live feed, and posts a snapshot after the ready handshake
+ * and coalesced incremental updates after that.
+ */
+import type * as vscode from 'vscode';
+import type { RunRefWire, RunRole, ToWebview, ViewMode } from '../../shared/metricsProtocol';
+import type { Logger } from '../log';
+import { MetricsPresenter, type PlateauSettings } from './presenter';
+import type { FeedRegistry } from './runFeed';
+import type { ReferenceStore } from './referenceStore';
+import { runKeyOf, whereOf } from './runRef';
+import { parseFromWebview } from './validate';
+
+export interface MetricsViewDeps {
+  feeds: FeedRegistry;
+  references: ReferenceStore;
+  plateau(): PlateauSettings;
+  log: Logger;
+  /** Ask the user for a run to add (not one of `exclude`). */
+  pickRun(exclude: string[]): Promise<RunRefWire | undefined>;
+  /** Select the checkpoint at this step of the run in the tree. */
+  revealCheckpoint(run: RunRefWire, step: number): Promise<void>;
+  openPanel(run: RunRefWire): void;
+  /** The step of the checkpoint of this run selected in the tree, if one is. */
+  selectedStep(runKey: string): number | null;
+}
+
+/** Updates are coalesced: many polls finishing together cost one message. */
+const FLUSH_MS = 50;
+
+export class MetricsView implements vscode.Disposable {
+  readonly presenter: MetricsPresenter;
+  private readonly leases = new Map<string, { release(): void; sub: { dispose(): void } }>();
+  private readonly disposables: vscode.Disposable[] = [];
+  private ready = false;
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private disposed = false;
+  /** Bytes of the last messages posted (JSON length), for benchmarks and the log. */
+  lastPostedBytes = 0;
+  /** Fired after the primary run's data changed (status bar, titles). */
+  onPrimaryChanged: (() => void) | undefined;
+
+  constructor(
+    private readonly webview: vscode.Webview,
+    readonly mode: ViewMode,
+    private readonly deps: MetricsViewDeps,
+  ) {
+    this.presenter = new MetricsPresenter({ plateau: deps.plateau, now: () => Date.now() });
+    this.presenter.references = deps.references.lines;
+    this.disposables.push(
+      webview.onDidReceiveMessage((m) => void this.onMessage(m)),
+      deps.references.onDidChange((lines) => {
+        this.presenter.references = lines;
+        this.post({ type: 'references', lines });
+      }),
+    );
+  }
+
+  get primary(): RunRefWire | undefined {
+    return this.presenter.primary?.ref;
+  }
+
+  /** Show this run (the inline view switches runs; a panel sets it once). Undefined shows the empty message. */
+  setPrimary(ref: RunRefWire | undefined, emptyMessage = 'Select or pin a run in the Remote Runs tree to see its metrics here.'): void {
+    const current = this.presenter.primary;
+    if (current && ref && current.key === runKeyOf(ref)) return;
+    if (current) this.drop(current.key);
+    if (ref) this.add(ref, 'primary');
+    this.presenter.highlight = ref ? this.deps.selectedStep(runKeyOf(ref)) : null;
+    if (!ref) this.post({ type: 'empty', message: emptyMessage });
+    else this.sendSnapshot();
+  }
+
+  /** Add a run to compare with (or as the reference run). */
+  addRun(ref: RunRefWire, role: Exclude<RunRole, 'primary'>): void {
+    this.add(ref, role);
+    this.sendSnapshot();
+  }
+
+  /** Highlight the checkpoint at this step (from the tree), with the values there. */
+  highlight(step: number | null): void {
+    this.presenter.highlight = step;
+    this.post({ type: 'highlight', step, rows: step === null ? [] : this.presenter.valuesAt(step) });
+  }
+
+  private add(ref: RunRefWire, role: RunRole): void {
+    const key = runKeyOf(ref);
+    this.drop(key);
+    const lease = this.deps.feeds.acquire(key, ref);
+    const sub = lease.feed.onDidChange(() => this.scheduleFlush());
+    this.leases.set(key, { release: lease.release, sub });
+    this.presenter.addRun(ref, role, lease.feed);
+  }
+
+  private drop(key: string): void {
+    this.presenter.removeRun(key);
+    const lease = this.leases.get(key);
+    if (lease) {
+      lease.sub.dispose();
+      lease.release();
+      this.leases.delete(key);
+    }
+  }
+
+  private title(): string {
+    const p = this.presenter.primary;
+    return p ? `${p.ref.runName} — ${whereOf(p.ref)}` : '';
+  }
+
+  private sendSnapshot(): void {
+    if (!this.ready) return;
+    const snap = this.presenter.snapshot(this.mode, this.title());
+    if (snap) this.post(snap);
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer || this.disposed) return;
+    this.flushTimer = setTimeout(() => {
+      this.flushTimer = undefined;
+      this.flush();
+    }, FLUSH_MS);
+  }
+
+  /** Post what changed since the last message (also called by tests and benchmarks). */
+  flush(): void {
+    if (!this.ready) return;
+    const u = this.presenter.update();
+    if (u) this.post(u);
+    this.onPrimaryChanged?.();
+  }
+
+  private post(msg: ToWebview): void {
+    if (!this.ready || this.disposed) return;
+    this.lastPostedBytes = JSON.stringify(msg).length;
+    void this.webview.postMessage(msg);
+  }
+
+  private async onMessage(raw: unknown): Promise<void> {
+    const msg = parseFromWebview(raw);
+    if (!msg) {
+      this.deps.log.warn(`metrics view: ignored a malformed message from the webview: ${JSON.stringify(raw)?.slice(0, 200)}`);
+      return;
+    }
+    try {
+      switch (msg.type) {
+        case 'ready':
+          this.ready = true;
+          this.presenter.setView(msg.width, this.presenter.view.range, this.presenter.view.smoothing, [...this.presenter.view.hidden]);
+          if (this.presenter.primary) this.sendSnapshot();
+          else this.post({ type: 'empty', message: 'Select or pin a run in the Remote Runs tree to see its metrics here.' });
+          break;
+        case 'view':
+          if (this.presenter.setView(msg.width, msg.range, msg.smoothing, msg.hidden)) this.sendSnapshot();
+          break;
+        case 'hover':
+          this.post({ type: 'values', seq: msg.seq, x: msg.x, rows: this.presenter.valuesAt(msg.x) });
+          break;
+        case 'selectCheckpoint': {
+          const p = this.presenter.primary;
+          if (p) await this.deps.revealCheckpoint(p.ref, msg.step);
+          break;
+        }
+        case 'addRun': {
+          const ref = await this.deps.pickRun(this.presenter.runs.map((r) => r.key));
+          if (ref) this.addRun(ref, 'compare');
+          break;
+        }
+        case 'removeRun':
+          if (this.presenter.runs.find((r) => r.key === msg.runKey && r.role !== 'primary')) {
+            this.drop(msg.runKey);
+            this.sendSnapshot();
+          }
+          break;
+        case 'setReferenceRun':
+          if (this.presenter.setReferenceRun(msg.runKey)) this.sendSnapshot();
+          break;
+        case 'addReferenceLine':
+          await this.deps.references.add({ metric: msg.metric, value: msg.value, label: msg.label, source: msg.source });
+          break;
+        case 'removeReferenceLine':
+          await this.deps.references.remove(msg.id);
+          break;
+        case 'openPanel': {
+          const p = this.presenter.primary;
+          if (p) this.deps.openPanel(p.ref);
+          break;
+        }
+      }
+    } catch (e) {
+      this.deps.log.error(`metrics view: ${msg.type} failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    for (const key of [...this.leases.keys()]) this.drop(key);
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,83 @@
+/**
+ * The workspace's reference lines: read from `.vscode/remote-runs.references.json` in the first workspace
+ * folder, written back when a panel adds or deletes one, and re-read when the file changes on disk (a pull, a
+ * hand edit). Without a workspace folder the lines live in memory for the session.
+ */
+import * as vscode from 'vscode';
+import type { ReferenceLine } from '../../shared/metricsProtocol';
+import type { Logger } from '../log';
+import { parseReferences, REFERENCES_FILE, serializeReferences, withLineAdded, withLineRemoved } from './references';
+
+export class ReferenceStore implements vscode.Disposable {
+  private current: ReferenceLine[] = [];
+  private readonly changed = new vscode.EventEmitter<ReferenceLine[]>();
+  readonly onDidChange = this.changed.event;
+  private readonly disposables: vscode.Disposable[] = [this.changed];
+  private lastProblems = '';
+
+  constructor(private readonly log: Logger) {
+    const folder = this.folder();
+    if (folder) {
+      const watcher = vscode.workspace.createFileSystemWatcher(new vscode.RelativePattern(folder, REFERENCES_FILE));
+      const reload = () => void this.load();
+      this.disposables.push(watcher, watcher.onDidChange(reload), watcher.onDidCreate(reload), watcher.onDidDelete(reload));
+    }
+    void this.load();
+  }
+
+  get lines(): ReferenceLine[] {
+    return this.current;
+  }
+
+  /** Where the file is (undefined without a workspace folder). */
+  get uri(): vscode.Uri | undefined {
+    const folder = this.folder();
+    return folder ? vscode.Uri.joinPath(folder.uri, REFERENCES_FILE) : undefined;
+  }
+
+  async add(line: Omit<ReferenceLine, 'id'>): Promise<void> {
+    await this.write(withLineAdded(this.current, line));
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.write(withLineRemoved(this.current, id));
+  }
+
+  async load(): Promise<void> {
+    const uri = this.uri;
+    if (!uri) return;
+    let text: string | undefined;
+    try {
+      text = new TextDecoder().decode(await vscode.workspace.fs.readFile(uri));
+    } catch {
+      text = undefined; // no file yet: no lines
+    }
+    const parsed = parseReferences(text);
+    const problems = parsed.problems.join('\n');
+    if (problems && problems !== this.lastProblems) this.log.warn(`reference lines: ${problems}`);
+    this.lastProblems = problems;
+    this.set(parsed.lines);
+  }
+
+  private async write(lines: ReferenceLine[]): Promise<void> {
+    const uri = this.uri;
+    this.set(lines);
+    if (!uri) return;
+    await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
+    await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(serializeReferences(lines)));
+  }
+
+  private set(lines: ReferenceLine[]): void {
+    if (JSON.stringify(lines) === JSON.stringify(this.current)) return;
+    this.current = lines;
+    this.changed.fire(lines);
+  }
+
+  private folder(): vscode.WorkspaceFolder | undefined {
+    return vscode.workspace.workspaceFolders?.[0];
+  }
+
+  dispose(): void {
+    for (const d of this.disposables) d.dispose();
+  }
+}

@@ -1,0 +1,142 @@
+/**
+ * The metric-curve feature, wired: live feeds per run over the pool's executors, full panels (restored after a
+ * reload), the inline view in the panel area, the pinned run's status-bar item, the workspace reference lines,
+ * and the commands. `extension.ts` calls `registerMetrics` once.
+ */
+import * as vscode from 'vscode';
+import type { RemoteRunsCore } from '../../core/service';
+import type { RunRefWire } from '../../shared/metricsProtocol';
+import { CommandIds } from '../commandIds';
+import { registerCommand } from '../commandRunner';
+import type { DisposableStore } from '../lifecycle';
+import type { Logger } from '../log';
+import type { TreeNode } from '../tree/nodes';
+import type { RunsTreeProvider } from '../tree/treeProvider';
+import { InlineMetricsView } from './inlineView';
+import type { MetricsViewDeps } from './metricsView';
+import { MetricsPanels } from './panels';
+import { ReferenceStore } from './referenceStore';
+import { FeedRegistry, RunFeed } from './runFeed';
+import { runKeyOf } from './runRef';
+import { PinnedRunStatus } from './statusBar';
+import { pickRun, revealCheckpoint, runRefOfArg, runRefOfNode, selectedStepOf } from './treeGlue';
+import { parseRestoreState } from './validate';
+import { METRICS_INLINE_VIEW } from './webviewSetup';
+
+export interface MetricsDeps {
+  store: DisposableStore;
+  core: RemoteRunsCore;
+  tree: RunsTreeProvider;
+  view: vscode.TreeView<TreeNode>;
+  log: Logger;
+  context: vscode.ExtensionContext;
+}
+
+const PINNED_KEY = 'remoteRuns.pinnedRun';
+
+function metricsConfig(): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration('remoteRuns.metrics');
+}
+
+/** Register everything of the metrics feature on `store`. */
+export function registerMetrics(deps: MetricsDeps): void {
+  const { store, core, tree, view, log, context } = deps;
+
+  const feeds = store.register(
+    new FeedRegistry(
+      (ref) =>
+        new RunFeed(ref, {
+          executor: () => core.executor(ref.hostName),
+          intervalMs: () => Math.max(0.25, metricsConfig().get<number>('pollIntervalSeconds', 5)) * 1000,
+          log: (m) => log.warn(m),
+        }),
+    ),
+  );
+  const references = store.register(new ReferenceStore(log));
+
+  let panels: MetricsPanels | undefined;
+  const viewDeps: MetricsViewDeps = {
+    feeds,
+    references,
+    log,
+    plateau: () => ({
+      window: Math.max(1, metricsConfig().get<number>('plateauWindow', 2000)),
+      fraction: Math.max(0, metricsConfig().get<number>('plateauFraction', 0.01)),
+    }),
+    pickRun: (exclude) => pickRun(tree, 'Add a run to compare', exclude),
+    revealCheckpoint: (run, step) => revealCheckpoint(tree, view, run, step),
+    openPanel: (run) => void panels?.open(run),
+    selectedStep: (runKey) => selectedStepOf(view, runKey),
+  };
+  panels = store.register(new MetricsPanels(context.extensionUri, viewDeps, log));
+  const inline = store.register(new InlineMetricsView(context.extensionUri, viewDeps));
+  store.register(vscode.window.registerWebviewViewProvider(METRICS_INLINE_VIEW, inline, { webviewOptions: { retainContextWhenHidden: false } }));
+  const status = store.register(new PinnedRunStatus(feeds, () => metricsConfig().get<string>('statusBarMetric', '')));
+
+  // Pinned run: kept per workspace, followed by the status bar and (before the selection) the inline view.
+  let pinned = parseRestoreState({ version: 1, primary: context.workspaceState.get(PINNED_KEY), others: [] })?.primary;
+  let selected: RunRefWire | undefined;
+  const followInline = (): void => inline.show(pinned ?? selected);
+  const setPinned = async (ref: RunRefWire | undefined): Promise<void> => {
+    pinned = ref;
+    await context.workspaceState.update(PINNED_KEY, ref);
+    void vscode.commands.executeCommand('setContext', 'remoteRuns.hasPinnedRun', ref !== undefined);
+    status.pin(ref);
+    followInline();
+  };
+  void setPinned(pinned);
+
+  store.register(
+    view.onDidChangeSelection((e) => {
+      const node = e.selection[0];
+      const ref = runRefOfNode(node);
+      if (ref) selected = ref;
+      followInline();
+      // A checkpoint selected in the tree is highlighted on its run's charts.
+      const step = node?.type === 'checkpoint' ? node.checkpoint.step : null;
+      const key = ref ? runKeyOf(ref) : undefined;
+      for (const v of [...(panels?.views() ?? []), ...(inline.current ? [inline.current] : [])]) {
+        const p = v.primary;
+        if (!p) continue;
+        v.highlight(key !== undefined && runKeyOf(p) === key ? step : null);
+      }
+    }),
+  );
+  store.register(
+    vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('remoteRuns.metrics.statusBarMetric')) status.render();
+    }),
+  );
+
+  const needRun = async (arg: unknown, title: string): Promise<RunRefWire | undefined> =>
+    runRefOfArg(arg) ?? runRefOfNode(view.selection[0]) ?? (await pickRun(tree, title));
+
+  const commands: [Parameters<typeof registerCommand>[0], (...args: unknown[]) => unknown][] = [
+    [
+      CommandIds.openMetrics,
+      async (arg) => {
+        const ref = await needRun(arg, 'Open the metrics of a run');
+        if (ref) panels?.open(ref);
+      },
+    ],
+    [
+      CommandIds.addRunToMetrics,
+      async (arg) => {
+        const target = panels?.activeView;
+        if (!target?.primary) throw new Error('Open a metrics panel first (Remote Runs: Open Metrics)');
+        const ref = runRefOfArg(arg) ?? (await pickRun(tree, 'Add a run to compare', target.presenter.runs.map((r) => r.key)));
+        if (ref) target.addRun(ref, 'compare');
+      },
+    ],
+    [
+      CommandIds.pinRun,
+      async (arg) => {
+        const ref = await needRun(arg, 'Pin a run');
+        if (ref) await setPinned(ref);
+      },
+    ],
+    [CommandIds.unpinRun, () => setPinned(undefined)],
+    [CommandIds.showInlineMetrics, () => vscode.commands.executeCommand(`${METRICS_INLINE_VIEW}.focus`)],
+  ];
+  for (const [id, handler] of commands) store.register(registerCommand(id, handler, log));
+}

@@ -1,0 +1,26 @@
+/** Webview options and HTML shared by the panel and the inline view: scripts on, resources from dist/ and media/ only. */
+import * as vscode from 'vscode';
+import type { ViewMode } from '../../shared/metricsProtocol';
+import { metricsHtml } from './html';
+
+export const METRICS_PANEL_TYPE = 'remoteRuns.metrics';
+export const METRICS_INLINE_VIEW = 'remoteRuns.metricsInline';
+
+export function webviewOptions(extensionUri: vscode.Uri): vscode.WebviewOptions {
+  return {
+    enableScripts: true,
+    enableCommandUris: false,
+    localResourceRoots: [vscode.Uri.joinPath(extensionUri, 'dist'), vscode.Uri.joinPath(extensionUri, 'media')],
+  };
+}
+
+/** Set options and HTML on a fresh (or restored) webview. */
+export function setupWebview(webview: vscode.Webview, extensionUri: vscode.Uri, mode: ViewMode): void {
+  webview.options = webviewOptions(extensionUri);
+  webview.html = metricsHtml({
+    cspSource: webview.cspSource,
+    scriptUri: webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'dist', 'webview.js')).toString(),
+    styleUri: webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'media', 'metrics.css')).toString(),
+    mode,
+  });
+}

@@ -1,0 +1,135 @@
+/**
+ * A live run on the test SSH host: while a writer appends lines to the story run's logs/train.jsonl inside
+ * pct:200 (in bursts, cutting lines in half across writes), the run's feed polls it over the real sshd
+ * through the pct shim. Every line is seen exactly once and in order, a half-written line is never counted as
+ * bad, each poll is one remote command, a resumed run (steps going back) starts a new segment, and a log
+ * replaced by a restarted run is read again from its start.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ConnectionPool } from '../../src/core/ssh/pool';
+import { HostDirectory } from '../../src/core/hosts';
+import { RemoteRunsCore, runsOf } from '../../src/core/service';
+import type { Executor } from '../../src/core/remote';
+import { RunFeed } from '../../src/extension/metrics/runFeed';
+import { toRunRef } from '../../src/extension/metrics/runRef';
+import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+
+let host: TestHost;
+let pool: ConnectionPool;
+let core: RemoteRunsCore;
+let execs = 0;
+
+before(async () => {
+  host = await startTestHost();
+  const hosts = [host.hostConfig('testbox')];
+  pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 5000 });
+  const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+  core = new RemoteRunsCore({
+    hosts: () => hosts,
+    executorFor: (h): Executor => {
+      const inner = pool.executor(dir.resolve(h), { idempotent: true });
+      return { exec: (line, opts) => (execs++, inner.exec(line, opts)) };
+    },
+  });
+});
+
+after(async () => {
+  pool?.dispose();
+  await host?.stop();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(what: string, cond: () => boolean, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(25);
+  }
+}
+
+test('a live run: every appended line exactly once, in order, half-written lines held back, one command per poll', async () => {
+  const listing = await core.listTarget('testbox', { kind: 'pct', id: '200' });
+  const run = runsOf(listing).find((r) => r.path === '/workspace');
+  assert.ok(run, 'the story run is listed');
+  const log = path.join(host.containers.pct200.workspace, 'logs', 'train.jsonl');
+  assert.deepEqual(run.metrics, ['/workspace/logs/train.jsonl']);
+  const initial = fs.readFileSync(log, 'utf8').trim().split('\n').length;
+
+  const feed = new RunFeed(toRunRef('testbox', listing.target, run), { executor: () => core.executor('testbox'), intervalMs: () => 15 });
+  let changes = 0;
+  feed.onDidChange(() => changes++);
+  feed.start();
+  try {
+    await until('the existing log', () => (feed.series().get('loss')?.length ?? 0) === initial);
+    const roundsBefore = feed.roundCount;
+    const execsBefore = execs;
+
+    // The writer: 600 lines with unique steps, in bursts of up to 20 lines, each burst cut at an arbitrary byte so
+    // the feed often sees half a line (the rest follows after a pause).
+    const N = 600;
+    const firstStep = 1_000_000;
+    let text = '';
+    for (let i = 0; i < N; i++) text += `${JSON.stringify({ step: firstStep + i, loss: i / 1000, tag: 'live' })}\n`;
+    let at = 0;
+    let seed = 7;
+    const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    while (at < text.length) {
+      const burst = Math.min(text.length, at + 1 + Math.floor(rand() * 20 * 55));
+      fs.appendFileSync(log, text.slice(at, burst));
+      at = burst;
+      await sleep(20 + Math.floor(rand() * 100));
+    }
+    await until('every appended line', () => (feed.series().get('loss')?.length ?? 0) === initial + N);
+    // One more poll must not add anything twice.
+    await feed.pollNow();
+
+    const loss = feed.series().get('loss')!;
+    const step = feed.series().get('step');
+    assert.equal(step, undefined, 'the x key is not a metric');
+    assert.equal(loss.length, initial + N, 'each line once');
+    const tail = [...loss.x.subarray(initial)];
+    assert.deepEqual(tail, Array.from({ length: N }, (_, i) => firstStep + i), 'in order, none missing, none twice');
+    assert.deepEqual([...loss.y.subarray(initial)], Array.from({ length: N }, (_, i) => i / 1000));
+    assert.equal(feed.badLines, 0, 'half-written lines are never counted as bad');
+    assert.equal(loss.segments.length, 1);
+    assert.equal(feed.status, 'following');
+    assert.ok(changes > 2, `the feed reported changes as they came (${changes})`);
+    const rounds = feed.roundCount - roundsBefore;
+    assert.equal(execs - execsBefore, rounds, `one remote command per poll (${rounds} polls)`);
+
+    // A resumed run: it goes on from an earlier step, in the same log.
+    fs.appendFileSync(log, `${JSON.stringify({ step: firstStep + 100, loss: 9 })}\n${JSON.stringify({ step: firstStep + 101, loss: 8 })}\n`);
+    await until('the resumed lines', () => feed.series().get('loss')!.length === initial + N + 2);
+    assert.deepEqual(feed.series().get('loss')!.segments.map((s) => s.start), [0, initial + N], 'a new segment, no line drawn back');
+
+    // A restarted run replaces the log (new file, new inode): read again from its start.
+    const fresh = `${JSON.stringify({ step: 1, loss: 5 })}\n${JSON.stringify({ step: 2, loss: 4 })}\n`;
+    fs.writeFileSync(`${log}.new`, fresh, { mode: 0o644 });
+    fs.renameSync(`${log}.new`, log);
+    await until('the replaced log', () => feed.series().get('loss')?.length === 2);
+    assert.deepEqual([...feed.series().get('loss')!.y], [5, 4]);
+  } finally {
+    feed.dispose();
+  }
+});
+
+test('a missing log says so in the status, without stopping the feed', async () => {
+  const listing = await core.listTarget('testbox', { kind: 'pct', id: '200' });
+  const run = runsOf(listing).find((r) => r.path === '/workspace')!;
+  const ref = { ...toRunRef('testbox', listing.target, run), metrics: ['/workspace/logs/gone.jsonl'] };
+  const feed = new RunFeed(ref, { executor: () => core.executor('testbox'), intervalMs: () => 15 });
+  try {
+    assert.equal(await feed.pollNow(), false);
+    assert.equal(feed.status, 'missing: /workspace/logs/gone.jsonl');
+    const gone = path.join(host.containers.pct200.workspace, 'logs', 'gone.jsonl');
+    fs.writeFileSync(gone, '{"step": 1, "loss": 1}\n', { mode: 0o644 });
+    assert.equal(await feed.pollNow(), true);
+    assert.equal(feed.status, 'following');
+  } finally {
+    feed.dispose();
+  }
+});
