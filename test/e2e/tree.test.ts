@@ -10,6 +10,9 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
+import { startSshd, type TestSshd } from '../harness/sshd';
+import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 
 // The README's picture is refreshed with `REMOTE_RUNS_SCREENSHOTS=1 npm run test:e2e`; a plain run writes into
 // .test-tmp so tests never dirty the work tree.
@@ -22,11 +25,14 @@ const SCREENSHOT = path.join(
 );
 
 let host: TestHost;
+/** A second server whose key is in no known_hosts file: connecting to it must ask first. */
+let stranger: TestSshd;
 let session: VSCodeSession;
 let workspace: string;
 
 before(async () => {
   host = await startTestHost();
+  stranger = await startSshd();
   workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-ws-'));
   session = await startVSCode({
     workspaceFolder: workspace,
@@ -34,6 +40,7 @@ before(async () => {
       'remoteRuns.hosts': [
         host.hostConfig('testbox'),
         host.hostConfig('roots', { targets: ['host'], runRoots: [host.paths.missing, host.paths.unreadable, host.paths.unrecognised, host.paths.empty] }),
+        { name: 'newbox', host: '127.0.0.1', port: stranger.port, user: stranger.user, identityFile: stranger.clientKeyPath, targets: ['host'] },
       ],
       'remoteRuns.knownHostsFiles': [host.knownHostsFile],
       'remoteRuns.useSshConfigHosts': false,
@@ -44,6 +51,7 @@ before(async () => {
 
 after(async () => {
   await session?.close();
+  await stranger?.stop();
   await host?.stop();
   if (workspace) rmSync(workspace, { recursive: true, force: true });
 });
@@ -74,6 +82,18 @@ async function expandRow(label: string, which: 'first' | 'last' = 'first'): Prom
   await session.page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await row.elementHandle(), { timeout: 30_000 });
 }
 
+/** Waits until the row labelled `label` shows text matching `re` (descriptions update asynchronously). */
+async function expectRow(label: string, re: RegExp, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    last = await rowText(label);
+    if (re.test(last)) return;
+    await session.page.waitForTimeout(200);
+  }
+  assert.fail(`row ${label} never matched ${re}; last text: ${JSON.stringify(last)}`);
+}
+
 async function waitForRow(label: string): Promise<void> {
   await rowText(label);
 }
@@ -84,21 +104,21 @@ test('host → container → run → checkpoints, in step order with sizes', asy
     await expandRow('testbox');
     // Targets discovered over SSH: the bare host, pct and docker containers with their state.
     await waitForRow('pct:200');
-    assert.match(await rowText('pct:201'), /stopped/);
-    assert.match(await rowText('docker:trainer'), /running/);
-    assert.match(await rowText('testbox'), /connected/);
+    await expectRow('pct:201', /stopped/);
+    await expectRow('docker:trainer', /running/);
+    await expectRow('testbox', /connected/);
     await expandRow('pct:200');
     await waitForRow('workspace');
-    assert.match(await rowText('workspace'), /live/);
+    await expectRow('workspace', /live/);
     await expandRow('workspace');
     const last = `step_${host.storySteps[host.storySteps.length - 1]}`;
     await waitForRow(last);
     const labels = await rowLabels();
     const steps = labels.filter((l) => /^step_\d+$/.test(l));
     assert.deepEqual(steps, host.storySteps.map((s) => `step_${s}`), 'checkpoints in numeric step order');
-    assert.match(await rowText(last), /3\.2 GB/);
-    assert.match(await rowText(last), /newest/);
-    assert.match(await rowText(`step_${host.storySteps[0]}`), /3\.2 GB/);
+    await expectRow(last, /3\.2 GB/);
+    await expectRow(last, /newest/);
+    await expectRow(`step_${host.storySteps[0]}`, /3\.2 GB/);
     await session.screenshot(SCREENSHOT);
   });
 });
@@ -106,7 +126,7 @@ test('host → container → run → checkpoints, in step order with sizes', asy
 test('a stopped container says it is stopped, not empty', async () => {
   await withArtifactsOnFailure(session, 'tree-stopped', async () => {
     await expandRow('pct:201');
-    assert.match(await rowText('Container is stopped'), /container-stopped/);
+    await expectRow('Container is stopped', /container-stopped/);
   });
 });
 
@@ -138,5 +158,22 @@ test('Refresh from the palette re-lists and keeps the tree expanded', async () =
     assert.deepEqual(errors, []);
     // Still one shared connection per host: a refresh opens no new one.
     assert.equal(host.sshd.acceptedLogins(), logins);
+  });
+});
+
+test('an unknown host key is shown with its SHA256 fingerprint and, once trusted, appended to known_hosts', async () => {
+  await withArtifactsOnFailure(session, 'tree-host-key', async () => {
+    const fingerprint = execFileSync('ssh-keygen', ['-lf', '-'], { input: `${stranger.hostKeyPublic}\n`, encoding: 'utf8' }).split(' ')[1];
+    const row = session.page.locator('.part.sidebar .monaco-list-row[role=treeitem]').filter({ has: session.page.locator('.label-name', { hasText: /^newbox$/ }) });
+    await row.click();
+    const dialog = session.page.locator('.monaco-dialog-box');
+    await dialog.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.ok((await dialog.innerText()).includes(fingerprint), 'the dialog shows the key fingerprint');
+    assert.equal(readFileSync(host.knownHostsFile, 'utf8').includes(`:${stranger.port}]`), false, 'nothing written before the answer');
+    await dialog.getByRole('button', { name: 'Trust and Connect' }).click();
+    await waitForRow('host');
+    await expectRow('newbox', /connected/);
+    const known = readFileSync(host.knownHostsFile, 'utf8');
+    assert.ok(known.includes(`[127.0.0.1]:${stranger.port} ${stranger.hostKeyPublic}`), known);
   });
 });

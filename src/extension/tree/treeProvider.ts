@@ -52,6 +52,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   /** Nodes last handed to VS Code, by id: for getParent/reveal and for targeted redraws. */
   private readonly nodes = new Map<string, TreeNode>();
   private readonly expanded = new Set<string>();
+  /** The connection-state text each host item was last drawn with. */
+  private readonly renderedHostState = new Map<string, string>();
   private readonly queue: RefreshQueue;
   private readonly subscriptions: vscode.Disposable[] = [];
 
@@ -137,6 +139,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   private async hostChildren(node: HostNode): Promise<TreeNode[]> {
     const result = await this.loadTargets(node.hostName);
+    // A state change fired while VS Code was still waiting for these children can be dropped by the view;
+    // redraw the host once more if what it shows is no longer the pool's state.
+    const shown = this.renderedHostState.get(node.hostName);
+    if (shown !== undefined && shown !== stateLabel(this.deps.connectionState(node.hostName))) {
+      setTimeout(() => this.changeEmitter.fire(this.nodes.get(node.id) ?? node), 0);
+    }
     if (!result.ok) return [this.errorNode(node, result.error)];
     const targets = result.value.targets.map((t): TargetNode => ({
       type: 'target',
@@ -296,6 +304,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     item.id = node.id;
     const state = this.deps.connectionState(node.hostName);
     item.description = stateLabel(state);
+    this.renderedHostState.set(node.hostName, item.description);
     item.iconPath = new vscode.ThemeIcon(stateIcon(state));
     item.tooltip = `${node.hostName} (${node.source === 'settings' ? 'from remoteRuns.hosts' : 'from ~/.ssh/config'})${'message' in state ? `\n${state.message}` : ''}`;
     item.contextValue = `host.${state.kind}`;
