@@ -296,6 +296,11 @@ describe('names, consent and disk space', () => {
     const accepted = await download(plan, { overwrite: async () => true });
     assert.equal(accepted.files[0].outcome, 'downloaded');
     assert.ok(fs.readFileSync(localFile).equals(data));
+    // Asking for a checksum later hashes both sides instead of fetching again.
+    const hashed = await download(await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'consent' }), { verify: 'sha256' });
+    assert.equal(hashed.bytesFetched, 0);
+    assert.equal(hashed.files[0].outcome, 'already-complete');
+    assert.equal(hashed.files[0].sha256, createHash('sha256').update(data).digest('hex'));
     // A file we downloaded and the user then edited is theirs again: asked first.
     fs.appendFileSync(localFile, 'edit');
     const edited = await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'consent' });

@@ -12,7 +12,7 @@ import { createLane, type Lane } from './lanes';
 import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
-import { doneRecordPath, partPath, partRecordPath, readPartRecord, writeJsonAtomic, type DoneRecord, type PartRecord } from './records';
+import { doneRecordPath, partPath, partRecordPath, readDoneRecord, readPartRecord, writeJsonAtomic, type DoneRecord, type PartRecord } from './records';
 import { sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
 import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, PlanFile, TransportKind } from './types';
 
@@ -54,8 +54,11 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
 
   for (const [i, file] of plan.files.entries()) {
     const base = { relative: file.relative, localPath: file.localPath, resumedBytes: 0, refetchedBytes: 0 };
-    if (file.state.kind === 'complete-verified' && (verify === 'size' || file.state.verified === 'sha256')) {
-      outcomes.push({ ...base, outcome: 'already-complete', verified: file.state.verified, ...(file.state.sha256 ? { sha256: file.state.sha256 } : {}) });
+    if (file.state.kind === 'complete-verified') {
+      // Already here. Asked for a checksum it was not verified with: hash both sides rather than fetch again.
+      const sha256 = verify === 'sha256' && file.state.verified !== 'sha256' ? await verifyExisting(plan, file, signal) : file.state.sha256;
+      const verified = sha256 ? 'sha256' : file.state.verified;
+      outcomes.push({ ...base, outcome: 'already-complete', verified, ...(sha256 ? { sha256 } : {}) });
       continue;
     }
     if (file.state.kind === 'differs') {
@@ -334,6 +337,25 @@ async function finish(plan: DownloadPlan, w: Work, verify: 'size' | 'sha256', si
   await fs.rm(partRecordPath(w.file.localPath), { force: true });
   w.finished = true;
   w.dirty = false;
+}
+
+/** SHA-256 of a finished local file against the remote one; the record then says it was checksum-verified. */
+async function verifyExisting(plan: DownloadPlan, file: PlanFile, signal?: AbortSignal): Promise<string> {
+  const { source } = plan;
+  const [remote, local] = await Promise.all([
+    runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, sha256Command(file.remotePath), signal),
+    sha256File(file.localPath, signal),
+  ]);
+  if (remote !== local) {
+    throw new RemoteRunsError(
+      'verify-failed',
+      `${file.localPath} does not match the remote file (SHA-256 remote ${remote}, local ${local}); it was left as it is. Download it again to replace it.`,
+      { path: file.localPath, remote, local },
+    );
+  }
+  const rec = await readDoneRecord(file.localPath);
+  if (rec) await writeJsonAtomic(doneRecordPath(file.localPath), { ...rec, verified: 'sha256', sha256: local });
+  return local;
 }
 
 function openPart(w: Work): Promise<fs.FileHandle> {
