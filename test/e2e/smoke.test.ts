@@ -49,6 +49,29 @@ test('"Remote Runs: Refresh" runs from the palette without an error notification
   });
 });
 
+test('"Remote Runs: Add Host" asks for the address, name and run roots, writes the setting and shows the host', async () => {
+  await withArtifactsOnFailure(session, 'smoke-add-host', async () => {
+    await session.runCommand('Remote Runs: Add Host');
+    const input = session.page.locator('.quick-input-widget .quick-input-box input');
+    const answer = async (text: string): Promise<void> => {
+      await input.waitFor({ state: 'visible' });
+      await input.fill(text);
+      await input.press('Enter');
+    };
+    await answer('trainer@gpu-box.internal:2222');
+    // The name defaults to the host; replace it with our own.
+    await session.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Add Host (2/3)' }).waitFor();
+    await answer('gpu box');
+    await session.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Add Host (3/3)' }).waitFor();
+    await answer('/data/runs, ~/runs');
+    await session.page.locator('.part.sidebar .monaco-list-row[role=treeitem] .label-name', { hasText: /^gpu box$/ }).waitFor({ state: 'visible', timeout: 30_000 });
+    const settings = JSON.parse(readFileSync(path.join(session.root, 'user-data', 'User', 'settings.json'), 'utf8'));
+    assert.deepEqual(settings['remoteRuns.hosts'], [
+      { name: 'gpu box', host: 'gpu-box.internal', user: 'trainer', port: 2222, runRoots: ['/data/runs', '~/runs'] },
+    ]);
+  });
+});
+
 test('closing the session ends code-server, its extension host and the browser', async () => {
   const root = session.root;
   assert.notEqual(processesMentioning(root).length, 0, 'control: the session has processes while open');
