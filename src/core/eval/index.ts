@@ -1,0 +1,24 @@
+/**
+ * Evals of checkpoints: profiles and templates, detached launch (or Slurm), listing, following, stopping, results.
+ * This folder never imports `vscode`.
+ */
+export * from './types';
+export { EVAL_PROFILE_JSON_SCHEMA, parseEvalProfiles, parseEvalProfile, parseWhere } from './profiles';
+export { TEMPLATE_VARIABLES, templateVariables, checkTemplate, renderCommand, renderLiteral, type TemplateVariable } from './template';
+export { compileResultPattern, parseJsonResult, parsePatternResult, parseResultLine, parseResults, parseResultsFile, formatResultsFile } from './results';
+export { RUN_EVALS_DIR, newEvalId, isEvalId, runKey, evalPlace, evalPlaces, samePlace, evalDir, slug } from './place';
+export {
+  launchEvalCommand,
+  launchSlurmCommand,
+  listEvalsCommand,
+  readEvalLogCommand,
+  stopEvalCommand,
+  recordResultsCommand,
+  DEFAULT_TAIL_BYTES,
+  type LaunchSpec,
+  type LaunchResult,
+} from './commands';
+export { parseEvalListing, parseEvalMeta, evalState, parseStatus, toEvalRecords, parseReadOutput, parseStopOutput, type RawEval, type ReadHeader, type StopReport } from './records';
+export { followEval, isTransient, type FollowOptions, type FollowEnd } from './follow';
+export { LocalExecutor } from './localExecutor';
+export { EvalService, type EvalServiceOptions, type StartedEval, type StopOptions, type EvalFollowOptions, type EvalFollowEnd } from './service';
