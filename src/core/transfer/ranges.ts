@@ -46,7 +46,8 @@ export class RangeSet {
   /** True when [0, size) is covered. */
   covers(size: number): boolean {
     if (size === 0) return true;
-    return this.items.length === 1 && this.items[0][0] <= 0 && this.items[0][1] >= size;
+    // Sorted and disjoint: the first interval alone must span [0, size).
+    return this.items.length > 0 && this.items[0][0] <= 0 && this.items[0][1] >= size;
   }
 
   /** The holes of [0, size), in order. */
