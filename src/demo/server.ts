@@ -1,0 +1,171 @@
+/**
+ * The demo SSH server, on ssh2's own server side: bound to 127.0.0.1 only, one host key, one accepted client key
+ * (public-key authentication only; passwords, keyboard-interactive, `none` and every other key are refused). Exec
+ * requests run as sshd runs them (`/bin/sh -c LINE`, exit code or signal passed back, `signal` requests sent to the
+ * command's process group), but inside the demo machine (sandbox.ts). Shell requests get a login shell on a
+ * pseudo-terminal; the SFTP subsystem serves the machine's files read-only (sftp.ts).
+ */
+import { timingSafeEqual } from 'node:crypto';
+import type { ChildProcess } from 'node:child_process';
+import type { AddressInfo } from 'node:net';
+import { Server, utils, type Connection, type ServerChannel, type Session } from 'ssh2';
+import type { DemoMachine } from './sandbox';
+import { serveSftp } from './sftp';
+
+/** The only address the demo server ever listens on. */
+export const DEMO_BIND_ADDRESS = '127.0.0.1';
+
+export interface DemoServerOptions {
+  hostKey: Buffer;
+  /** `ssh-ed25519 AAAA…` of the one client key accepted. */
+  clientPublicKey: string;
+  machine: DemoMachine;
+  /** Must be 127.0.0.1 (the default); anything else throws before a socket is opened. */
+  bindAddress?: string;
+  /** 0 (default) picks a free port. */
+  port?: number;
+  /** Log lines (logins, refusals); default none. */
+  log?: (line: string) => void;
+}
+
+export interface DemoServer {
+  port: number;
+  address: string;
+  /** Connections refused during authentication so far (tests count them). */
+  refusedLogins(): number;
+  /** Close the listener and every connection (commands are ended with the machine, not here). */
+  stop(): Promise<void>;
+}
+
+/** Throws unless `address` is the IPv4 loopback address: the demo is never reachable from another machine. */
+export function assertLoopbackBind(address: string): void {
+  if (address !== DEMO_BIND_ADDRESS) {
+    throw new Error(`The demo host only listens on ${DEMO_BIND_ADDRESS}, never on ${JSON.stringify(address)}`);
+  }
+}
+
+/** Start the demo server. Resolves once it listens. */
+export async function startDemoServer(options: DemoServerOptions): Promise<DemoServer> {
+  const address = options.bindAddress ?? DEMO_BIND_ADDRESS;
+  assertLoopbackBind(address);
+  const allowed = utils.parseKey(options.clientPublicKey);
+  if (allowed instanceof Error) throw new Error(`bad demo client key: ${allowed.message}`);
+  const allowedKey = Array.isArray(allowed) ? allowed[0] : allowed;
+  const allowedBlob = allowedKey.getPublicSSH();
+  const log = options.log ?? (() => undefined);
+  const clients = new Set<Connection>();
+  let refused = 0;
+
+  const server = new Server({ hostKeys: [options.hostKey], ident: 'OpenSSH_9.2p1 remote-runs-demo' }, (client) => {
+    clients.add(client);
+    let accepted = false;
+    client.on('authentication', (ctx) => {
+      if (ctx.method !== 'publickey') return ctx.reject(['publickey']);
+      const sameKey = ctx.key.algo === allowedKey.type && ctx.key.data.length === allowedBlob.length && timingSafeEqual(ctx.key.data, allowedBlob);
+      if (!sameKey) {
+        refused++;
+        log(`refused a key that is not the demo client key (${ctx.key.algo})`);
+        return ctx.reject(['publickey']);
+      }
+      // Without a signature the client only asks whether this key would do; with one, it must verify.
+      if (ctx.signature && ctx.blob && allowedKey.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) {
+        refused++;
+        return ctx.reject(['publickey']);
+      }
+      if (ctx.signature) accepted = true;
+      ctx.accept();
+    });
+    client.on('ready', () => {
+      if (!accepted) return client.end();
+      log('client logged in');
+      client.on('session', (accept) => handleSession(accept(), options.machine));
+    });
+    client.on('error', () => undefined); // a client that vanished; nothing to do
+    client.on('close', () => clients.delete(client));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, address, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const bound = server.address() as AddressInfo;
+  return {
+    port: bound.port,
+    address: bound.address,
+    refusedLogins: () => refused,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        for (const c of clients) c.end();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** One session channel: env, pty, exec, shell, sftp, signal, as sshd handles them. */
+function handleSession(session: Session, machine: DemoMachine): void {
+  const env: Record<string, string> = {};
+  let pty: { rows: number; cols: number; term: string } | undefined;
+  let child: ChildProcess | undefined;
+
+  session.on('env', (accept, _reject, info) => {
+    // Only plain names; the machine's own PATH and HOME stay.
+    if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(info.key) && !['PATH', 'HOME', 'LD_PRELOAD', 'LD_LIBRARY_PATH'].includes(info.key)) env[info.key] = info.val;
+    accept?.();
+  });
+  session.on('pty', (accept, _reject, info) => {
+    pty = { rows: info.rows || 24, cols: info.cols || 80, term: info.term || 'xterm-256color' };
+    accept?.();
+  });
+  session.on('window-change', (accept) => accept?.()); // no resize through `script`; the size stays as first asked
+  session.on('signal', (accept, _reject, info) => {
+    accept?.();
+    if (child?.pid !== undefined) {
+      try {
+        process.kill(-child.pid, `SIG${info.name}` as NodeJS.Signals);
+      } catch {
+        // already gone
+      }
+    }
+  });
+  session.on('exec', (accept, _reject, info) => {
+    const stream = accept();
+    child = machine.spawn(info.command, { env, pty: pty && { rows: pty.rows, cols: pty.cols } });
+    pipe(child, stream);
+  });
+  session.on('shell', (accept) => {
+    const stream = accept();
+    child = machine.spawn(undefined, { env: { ...env, TERM: pty?.term ?? 'dumb' }, pty: pty ?? { rows: 24, cols: 80 } });
+    pipe(child, stream);
+  });
+  session.on('sftp', (accept) => serveSftp(accept(), machine.root));
+}
+
+/** Connect a command to its channel, and report its exit as sshd does (status, or the signal that ended it). */
+function pipe(child: ChildProcess, stream: ServerChannel): void {
+  child.stdout?.on('data', (b: Buffer) => stream.write(b));
+  child.stderr?.on('data', (b: Buffer) => stream.stderr.write(b));
+  stream.on('data', (b: Buffer) => child.stdin?.write(b));
+  stream.on('end', () => child.stdin?.end());
+  child.stdin?.on('error', () => undefined); // the command ended before reading its input
+  stream.on('error', () => undefined);
+  // The client went away: drop our ends of the pipes, so a command that still writes gets SIGPIPE as under sshd.
+  stream.on('close', () => {
+    child.stdout?.destroy();
+    child.stderr?.destroy();
+    child.stdin?.destroy();
+  });
+  child.on('error', (e) => {
+    stream.stderr.write(`remote-runs-demo: ${e.message}\n`);
+    stream.exit(255);
+    stream.end();
+  });
+  child.on('close', (code, signal) => {
+    if (stream.destroyed) return;
+    if (signal) stream.exit(signal.replace(/^SIG/, ''), false, '');
+    else stream.exit(code ?? 255);
+    stream.end();
+  });
+}
