@@ -283,6 +283,26 @@ describe('several evals and re-listing', () => {
   });
 });
 
+describe('another host/target', () => {
+  test('a profile with where: host/target runs there, in ~/.remote-runs/evals/<run key>, and is found among the run\'s places', async () => {
+    const profile = parseEvalProfile({ name: 'elsewhere', where: 'testbox/host', command: 'echo evaluating ${checkpoint} from ${target}; pwd' });
+    const subj = subject({ kind: 'pct', id: '200' }, '/workspace', 500);
+    const started = await evals.start(profile, subj);
+    assert.equal(started.place.kind, 'remote');
+    assert.match(started.place.evalsDir, /^~\/\.remote-runs\/evals\/testbox-pct-200-workspace-[0-9a-f]{12}$/);
+    const end = await evals.follow(started.place, started.id, started.meta, { pollMs: 100 });
+    assert.equal(end.state, 'passed');
+    const home = execFileSync('getent', ['passwd', TEST_USER], { encoding: 'utf8' }).split(':')[5];
+    const log = fs.readFileSync(path.join(home, started.place.evalsDir.slice(2), started.id, 'log'), 'utf8');
+    assert.equal(log, `evaluating /workspace/checkpoints/step_500 from pct:200\n${home}\n`, 'runs on the bare host, in the home folder');
+    const places = evals.places([profile], subj);
+    assert.equal(places.length, 2, 'the run\'s own place and the other host\'s');
+    const found = await evals.list(places[1]);
+    assert.ok(found.some((r) => r.id === started.id));
+    fs.rmSync(path.join(home, '.remote-runs'), { recursive: true, force: true });
+  });
+});
+
 describe('a local eval', () => {
   test('runs detached on this machine with the same folder layout, and is listed and followed', async () => {
     const profile = parseEvalProfile({ name: 'local', where: 'local', command: 'echo local ${host} ${target} ${step}; echo \'{"score": 1}\'' });
