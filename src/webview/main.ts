@@ -23,6 +23,12 @@ interface SavedState {
   ui?: { xMode: XMode; logY: boolean; smoothing: number; hidden: string[]; hiddenRuns: string[] };
 }
 
+// A failure in here is otherwise invisible (the webview's console is not the extension's log): keep the first
+// one on the body, where a test or a developer inspecting the webview finds it.
+window.addEventListener('error', (e) => {
+  document.body.dataset.error ??= String(e.error?.stack ?? e.message).slice(0, 2000);
+});
+
 const vscode = acquireVsCodeApi();
 const saved = vscode.getState() ?? {};
 const store = new MetricsStore();

@@ -167,9 +167,10 @@ export class MetricChart {
     }
   }
 
-  /** Redraw the canvas (overlays: cursor, highlight) without rebuilding datasets. */
+  /** Redraw the canvas (overlays: cursor, highlight) and the marker buttons, without rebuilding datasets. */
   requestDraw(): void {
-    this.chart.draw();
+    // render(), not draw(): only render() ends in afterRender, where the marker buttons are placed.
+    this.chart.render();
   }
 
   destroy(): void {
@@ -286,16 +287,14 @@ export class MetricChart {
         }
         ctx.restore();
       },
-      afterRender: () => this.placeMarkers(),
+      // The hook's chart: during construction `this.chart` is not assigned yet.
+      afterRender: (chart) => this.placeMarkers(chart.chartArea, chart.scales.x),
     };
   }
 
   /** Thin buttons over the checkpoint markers: what a click (or Enter) on a marker lands on. */
-  private placeMarkers(): void {
-    const chart = this.chart;
+  private placeMarkers(area: { left: number; right: number; top: number; height: number } | undefined, x: Scale | undefined): void {
     const { store, ui } = this.host;
-    const area = chart.chartArea;
-    const x = chart.scales.x;
     const primary = store.primary;
     const wanted: { step: number; name: string; px: number }[] = [];
     if (area && x) {
@@ -323,8 +322,8 @@ export class MetricChart {
         b.title = label;
       }
       b.style.left = `${Math.round(w.px) - 3}px`;
-      b.style.top = `${Math.round(area.top)}px`;
-      b.style.height = `${Math.round(area.height)}px`;
+      b.style.top = `${Math.round(area?.top ?? 0)}px`;
+      b.style.height = `${Math.round(area?.height ?? 0)}px`;
       b.classList.toggle('highlighted', store.highlight === w.step);
     });
   }

@@ -1,0 +1,211 @@
+/**
+ * Metric curves in a real VS Code (code-server + Chromium) over a real OpenSSH server with the pct/docker
+ * shims: open a run's metrics from the tree's context menu, the chart canvases draw (their pixels are read),
+ * a reference line and a comparison run show up in the legend, clicking a checkpoint marker moves the tree's
+ * selection (and the tree's selection highlights the marker), and the pinned run's status-bar item and the
+ * inline view update when the remote log grows.
+ */
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import type { Frame } from 'playwright-core';
+import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { startTestHost, type TestHost } from '../harness/testHost';
+
+let host: TestHost;
+let session: VSCodeSession;
+let workspace: string;
+
+before(async () => {
+  host = await startTestHost();
+  workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-metrics-ws-'));
+  session = await startVSCode({
+    workspaceFolder: workspace,
+    settings: {
+      'remoteRuns.hosts': [host.hostConfig('testbox')],
+      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
+      'remoteRuns.useSshConfigHosts': false,
+      'remoteRuns.refreshIntervalSeconds': 0,
+      'remoteRuns.metrics.pollIntervalSeconds': 0.5,
+    },
+  });
+});
+
+after(async () => {
+  await session?.close();
+  await host?.stop();
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+});
+
+const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+function row(label: string) {
+  return session.page
+    .locator('.part.sidebar .monaco-list-row[role=treeitem]')
+    .filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${escape(label)}$`) }) })
+    .first();
+}
+
+async function expandRow(label: string): Promise<void> {
+  const r = row(label);
+  await r.waitFor({ state: 'visible', timeout: 30_000 });
+  if ((await r.getAttribute('aria-expanded')) !== 'true') await r.click();
+  await session.page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await r.elementHandle(), { timeout: 30_000 });
+}
+
+/** Right-click a tree row and pick an entry of its context menu. */
+async function contextMenu(label: string, entry: string): Promise<void> {
+  await row(label).click({ button: 'right' });
+  const item = session.page.locator('.monaco-menu .action-item .action-label', { hasText: new RegExp(`^${escape(entry)}$`) }).first();
+  await item.waitFor({ state: 'visible', timeout: 15_000 });
+  await item.click();
+}
+
+/** The metrics webview's document (the inner frame holding our page) in this mode, once it has drawn a snapshot. */
+async function metricsFrame(mode: 'panel' | 'inline', timeoutMs = 45_000): Promise<Frame> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const errors: string[] = [];
+    for (const f of session.page.frames()) {
+      const s = await f.evaluate(() => ({ ready: document.body?.dataset.ready, mode: document.body?.dataset.mode, error: document.body?.dataset.error })).catch(() => undefined);
+      if (s?.error) errors.push(s.error);
+      if (s?.ready === 'true' && s.mode === mode) return f;
+    }
+    if (Date.now() > deadline) throw new Error(`no ${mode} metrics webview with data within ${timeoutMs} ms${errors.length ? `; webview errors: ${errors.join(' | ')}` : ''}`);
+    await session.page.waitForTimeout(200);
+  }
+}
+
+/** Non-transparent pixels per chart canvas, by metric. */
+async function drawnPixels(frame: Frame): Promise<Record<string, number>> {
+  return frame.evaluate(() => {
+    const out: Record<string, number> = {};
+    for (const section of Array.from(document.querySelectorAll<HTMLElement>("section.metric"))) {
+      const canvas = section.querySelector('canvas')!;
+      const data = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+      let n = 0;
+      for (let i = 3; i < data.length; i += 4) if (data[i] > 0) n++;
+      out[section.dataset.metric ?? '?'] = n;
+    }
+    return out;
+  });
+}
+
+async function legendTexts(frame: Frame): Promise<string[]> {
+  return frame.locator('.legend .legend-item').allInnerTexts();
+}
+
+function pinnedStatus() {
+  return session.page.locator('.part.statusbar .statusbar-item').filter({ hasText: /workspace · step/ }).first();
+}
+
+test('Open Metrics from the tree: one chart per metric, and the canvases draw', async () => {
+  await withArtifactsOnFailure(session, 'metrics-open', async () => {
+    await session.openViewContainer('Remote Runs');
+    await expandRow('testbox');
+    // The comparison run lives in another container: list it so the tree knows it.
+    await expandRow('docker:trainer');
+    await row('flat-run').waitFor({ state: 'visible', timeout: 30_000 });
+    await expandRow('pct:200');
+    await contextMenu('workspace', 'Open Metrics');
+    const frame = await metricsFrame('panel');
+    const metrics = await frame.locator('section.metric').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.metric));
+    assert.deepEqual(metrics, ['loss', 'acc', 'lr', 'streak']);
+    await frame.waitForFunction(() => document.querySelectorAll('button.ckpt-marker').length > 0, undefined, { timeout: 15_000 });
+    const pixels = await drawnPixels(frame);
+    for (const [metric, n] of Object.entries(pixels)) assert.ok(n > 500, `${metric} drew ${n} pixels`);
+    assert.match(await frame.locator('.title').innerText(), /workspace — testbox\/pct:200/);
+    assert.match(await frame.locator('.latest').innerText(), /^step \d+/);
+  });
+});
+
+test('a reference line is written to the workspace file and shown in the legend and on the chart', async () => {
+  await withArtifactsOnFailure(session, 'metrics-reference', async () => {
+    const frame = await metricsFrame('panel');
+    const before = (await drawnPixels(frame)).loss;
+    await frame.locator('.ref-form select').selectOption('loss');
+    await frame.locator('.ref-form input[name=value]').fill('1.25');
+    await frame.locator('.ref-form input[name=label]').fill('paper <b>x</b>');
+    await frame.locator('.ref-form input[name=source]').fill('Table 2');
+    await frame.locator('.ref-form button[type=submit]').click();
+    await frame.locator('.legend .reference-line').waitFor({ timeout: 15_000 });
+    assert.ok((await legendTexts(frame)).some((t) => t.includes('paper <b>x</b>: loss = 1.25 (Table 2)')), 'shown as text, not markup');
+    assert.equal(await frame.locator('.legend b').count(), 0);
+    const file = path.join(workspace, '.vscode', 'remote-runs.references.json');
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
+    assert.deepEqual(saved.lines, [{ metric: 'loss', value: 1.25, label: 'paper <b>x</b>', source: 'Table 2' }]);
+    assert.notEqual((await drawnPixels(frame)).loss, before, 'the line is drawn on the loss chart');
+  });
+});
+
+test('Add run… adds a run from another container to the legend, in its own colour', async () => {
+  await withArtifactsOnFailure(session, 'metrics-compare', async () => {
+    const frame = await metricsFrame('panel');
+    await frame.locator('.toolbar button', { hasText: 'Add run…' }).click();
+    const input = session.page.locator('.quick-input-widget .quick-input-box input');
+    await input.waitFor({ state: 'visible', timeout: 15_000 });
+    await input.fill('flat-run');
+    const pick = session.page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'flat-run' }).first();
+    await pick.waitFor({ state: 'visible', timeout: 15_000 });
+    await pick.click();
+    await frame.locator('.legend .legend-item.run.compare').waitFor({ timeout: 30_000 });
+    const legend = await legendTexts(frame);
+    assert.ok(legend.some((t) => /flat-run/.test(t) && /compared/.test(t)), legend.join(' | '));
+    const colours = await frame.locator('.legend .run .swatch').evaluateAll((els) => els.map((e) => getComputedStyle(e).backgroundColor));
+    assert.equal(new Set(colours).size, 2, `two runs, two colours (${colours.join(', ')})`);
+    // Its curves arrive (flat-run has loss/acc/lr from metrics.csv) and can be hidden from the legend.
+    const toggle = frame.locator('.legend .run.compare .legend-toggle');
+    await toggle.click();
+    assert.equal(await toggle.getAttribute('aria-pressed'), 'false');
+    await toggle.click();
+  });
+});
+
+test('clicking a checkpoint marker selects that checkpoint in the tree, and the selection highlights the marker', async () => {
+  await withArtifactsOnFailure(session, 'metrics-checkpoint', async () => {
+    const frame = await metricsFrame('panel');
+    const marker = frame.locator('section.metric[data-metric="loss"] button.ckpt-marker[aria-label^="Checkpoint step_14000 "]');
+    await marker.click();
+    const selected = session.page.locator('.part.sidebar .monaco-list-row[aria-selected="true"] .label-name');
+    await session.page.waitForFunction(
+      () => Array.from(document.querySelectorAll('.part.sidebar .monaco-list-row[aria-selected="true"] .label-name')).some((e) => e.textContent === 'step_14000'),
+      undefined,
+      { timeout: 30_000 },
+    );
+    assert.deepEqual(await selected.allInnerTexts(), ['step_14000']);
+    // The tree's selection comes back: that marker is highlighted, with the values at that step.
+    await frame.locator('section.metric[data-metric="loss"] button.ckpt-marker.highlighted[aria-label^="Checkpoint step_14000 "]').waitFor({ timeout: 15_000 });
+    assert.match(await frame.locator('section.metric[data-metric="loss"] .metric-readout').innerText(), /workspace @ 1\d{4}: [\d.]+/);
+    // Selecting another checkpoint in the tree moves the highlight.
+    await row('step_18000').click();
+    await frame.locator('section.metric[data-metric="loss"] button.ckpt-marker.highlighted[aria-label^="Checkpoint step_18000 "]').waitFor({ timeout: 15_000 });
+  });
+});
+
+test('the pinned run in the status bar and the inline view update as the remote log grows', async () => {
+  await withArtifactsOnFailure(session, 'metrics-live', async () => {
+    await contextMenu('workspace', 'Pin Run');
+    const item = pinnedStatus();
+    await item.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.match(await item.innerText(), /workspace · step [\d,]+ · loss [\d.]+/);
+    await session.runCommand('Remote Runs: Show Inline Metrics');
+    const inline = await metricsFrame('inline');
+    assert.ok(Object.values(await drawnPixels(inline)).every((n) => n > 200), 'the inline charts draw');
+
+    const log = path.join(host.containers.pct200.workspace, 'logs', 'train.jsonl');
+    const lines = Array.from({ length: 10 }, (_, i) => JSON.stringify({ step: 40_000 + i, loss: 0.5 - i / 100, acc: 0.3, lr: 1e-5, streak: 3 }));
+    fs.appendFileSync(log, `${lines.join('\n')}\n`);
+    await session.page.waitForFunction(
+      () => Array.from(document.querySelectorAll('.part.statusbar .statusbar-item')).some((e) => /workspace · step 40,009 · loss 0\.41/.test(e.textContent ?? '')),
+      undefined,
+      { timeout: 30_000 },
+    );
+    await inline.waitForFunction(() => document.querySelector('.latest')?.textContent === 'step 40009', undefined, { timeout: 30_000 });
+    assert.equal(await inline.locator('section.metric[data-metric="loss"] .metric-latest').innerText(), '0.41');
+    const panel = await metricsFrame('panel');
+    await panel.waitForFunction(() => document.querySelector('.latest')?.textContent === 'step 40009', undefined, { timeout: 30_000 });
+  });
+});
