@@ -223,6 +223,14 @@ describe('a failing eval', () => {
     await assert.rejects(evals.start(profile, subject(HOST, run, 1)), (e: Error & { kind?: string }) => e.kind === 'permission-denied');
     assert.equal(fs.existsSync(path.join(run, '.remote-runs')), false);
   });
+
+  test('an evals folder the user cannot read is permission denied, not "no evals"', async () => {
+    const run = path.join(host.dir, 'eval-runs', 'unreadable');
+    fs.mkdirSync(path.join(run, '.remote-runs', 'evals'), { recursive: true });
+    fs.chmodSync(path.join(run, '.remote-runs', 'evals'), 0o700);
+    const place = evals.place({ where: { kind: 'target' } }, subject(HOST, run, 1));
+    await assert.rejects(evals.list(place), (e: Error & { kind?: string }) => e.kind === 'permission-denied' && /permission denied reading/.test(e.message));
+  });
 });
 
 describe('hostile values', () => {

@@ -96,6 +96,7 @@ export function listEvalsCommand(evalsDir: string, tailBytes = DEFAULT_TAIL_BYTE
     argv: ['sh', '-c', LIST_SCRIPT, 'remote-runs-evals', evalsDir, String(tailBytes)],
     describe,
     parse(result) {
+      if (result.code === 94) throw new RemoteRunsError('permission-denied', firstStderrLine(result), { path: evalsDir });
       if (result.code !== 0) throw commandFailed(describe, result);
       return parseEvalListing(result.stdout);
     },

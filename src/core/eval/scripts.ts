@@ -174,6 +174,8 @@ export const LIST_SCRIPT = sh`
 ${COMMON}
 root=$(expand "$1") tailmax=$2
 [ -d "$root" ] || { echo N; exit 0; }
+# An unreadable folder must not look like "no evals".
+{ [ -r "$root" ] && [ -x "$root" ]; } || { echo "remote-runs: permission denied reading $root" >&2; exit 94; }
 emit() {
   [ -f "$2" ] || return 0
   n=$(($(wc -c < "$2")))
