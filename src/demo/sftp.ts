@@ -37,7 +37,9 @@ export function serveSftp(sftp: SFTPWrapper, root: string): void {
   const fail = (reqId: number, e: unknown): void => {
     const code = (e as NodeJS.ErrnoException).code;
     const status = code === 'ENOENT' || code === 'ENOTDIR' ? STATUS_CODE.NO_SUCH_FILE : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? STATUS_CODE.PERMISSION_DENIED : STATUS_CODE.FAILURE;
-    sftp.status(reqId, status, (e as Error).message);
+    // Never the real path (`/proc/<pid>/root/…`) in a message: the client only knows the machine's paths.
+    const text = status === STATUS_CODE.NO_SUCH_FILE ? 'No such file' : status === STATUS_CODE.PERMISSION_DENIED ? 'Permission denied' : 'Failure';
+    sftp.status(reqId, status, text);
   };
 
   sftp.on('OPEN', (reqId, filename, flags) => {
