@@ -1,7 +1,9 @@
 /**
  * `remote-runs`: the headless face of the same core the extension uses.
  *
- *   remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+ *   remote-runs ls ADDRESS [--json]
+ *   remote-runs pull ADDRESS [--to DIR] [--verify]
+ *   common: [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
  *
  * Exit codes: 0 ok, 2 a typed failure (the kind is printed), 1 a usage error.
  */
@@ -17,20 +19,30 @@ import { parseConfigFile } from '../core/config';
 import { RemoteRunsError, isRemoteRunsError, type HostConfig } from '../core/types';
 import { TerminalPrompter } from './prompter';
 import { lsCommand } from './ls';
+import { pullCommand } from './pull';
 
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs pull ADDRESS [--to DIR] [--verify] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
 
-ADDRESS is host, host/target or host/target/run; target is "host", "pct:<vmid>" or "docker:<name>".
+ADDRESS is host, host/target or host/target/run (ls), or host/target/run/CHECKPOINT (pull), where target is
+"host", "pct:<vmid>" or "docker:<name>" and CHECKPOINT a name (step_20000), a step (20000) or "latest".
+pull writes DIR/<run>/<checkpoint>/… (default DIR: the current folder), progress on stderr, the local path on
+stdout; --verify compares sha256 computed on both sides before the file is put in place.
 Hosts come from --config (JSON {"hosts": [...]}, same schema as the remoteRuns.hosts setting; default
 $REMOTE_RUNS_CONFIG or ~/.config/remote-runs/config.json) and from the Host entries of ~/.ssh/config.`;
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  stdin: NodeJS.ReadStream;
   env: NodeJS.ProcessEnv;
 }
 
-export async function main(argv: string[], io: CliIo = { stdout: process.stdout, stderr: process.stderr, env: process.env }): Promise<number> {
+export async function main(
+  argv: string[],
+  io: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env },
+  signal: AbortSignal = new AbortController().signal,
+): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
@@ -38,6 +50,8 @@ export async function main(argv: string[], io: CliIo = { stdout: process.stdout,
       allowPositionals: true,
       options: {
         json: { type: 'boolean', default: false },
+        to: { type: 'string' },
+        verify: { type: 'boolean', default: false },
         config: { type: 'string' },
         'ssh-config': { type: 'string' },
         'known-hosts': { type: 'string', multiple: true },
@@ -54,15 +68,18 @@ export async function main(argv: string[], io: CliIo = { stdout: process.stdout,
     (values.help ? io.stdout : io.stderr).write(`${USAGE}\n`);
     return values.help ? 0 : 1;
   }
-  if (verb !== 'ls' || !address || positionals.length > 2) {
+  if ((verb !== 'ls' && verb !== 'pull') || !address || positionals.length > 2) {
     io.stderr.write(`${USAGE}\n`);
     return 1;
   }
 
   const home = io.env.HOME || os.homedir();
+  const debug = (m: string): void => {
+    if (io.env.REMOTE_RUNS_DEBUG) io.stderr.write(`${m}\n`);
+  };
   const pool = new ConnectionPool({
-    prompter: new TerminalPrompter(),
-    logger: { info: () => {}, warn: (m) => io.env.REMOTE_RUNS_DEBUG && io.stderr.write(`${m}\n`), error: (m) => io.env.REMOTE_RUNS_DEBUG && io.stderr.write(`${m}\n`) },
+    prompter: new TerminalPrompter(io.stdin, io.stderr as NodeJS.WriteStream),
+    logger: { info: debug, warn: debug, error: debug },
     knownHostsFiles: values['known-hosts']?.length ? values['known-hosts'] : [path.join(home, '.ssh', 'known_hosts')],
   });
   try {
@@ -72,6 +89,7 @@ export async function main(argv: string[], io: CliIo = { stdout: process.stdout,
       includeSshConfigHosts: () => true,
       sshConfigPath: () => values['ssh-config'],
       home,
+      onSshConfigProblems: (problems) => problems.forEach(debug),
     });
     const core = new RemoteRunsCore({
       hosts: () => hosts.configs(),
@@ -81,6 +99,15 @@ export async function main(argv: string[], io: CliIo = { stdout: process.stdout,
     const addr = parseAddress(address);
     // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name.
     if (!hosts.configs().some((h) => h.name === addr.host)) hostsFromFile.push({ name: addr.host, host: addr.host });
+    if (verb === 'pull') {
+      const local = await pullCommand(
+        { core, pool, resolve: (name) => hosts.resolve(core.host(name)), stderr: io.stderr, stdin: io.stdin, signal },
+        addr,
+        { to: path.resolve(values.to ?? '.'), verify: values.verify ? 'sha256' : 'size' },
+      );
+      io.stdout.write(`${local}\n`);
+      return 0;
+    }
     const out = await lsCommand(core, addr);
     io.stdout.write(values.json ? `${JSON.stringify(out.json)}\n` : out.text);
     return out.exitCode;
@@ -108,7 +135,11 @@ function loadHosts(configPath: string | undefined, env: NodeJS.ProcessEnv, home:
 }
 
 if (require.main === module) {
-  main(process.argv.slice(2)).then(
+  // Ctrl-C cancels the operation (closing its channels) and leaves .part files to resume from.
+  const controller = new AbortController();
+  process.once('SIGINT', () => controller.abort());
+  process.once('SIGTERM', () => controller.abort());
+  main(process.argv.slice(2), undefined, controller.signal).then(
     (code) => {
       process.exitCode = code;
     },

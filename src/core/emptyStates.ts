@@ -35,6 +35,14 @@ export function emptyStateText(kind: ErrorKind): EmptyStateText {
       return { title: 'Cancelled', hint: 'The operation was cancelled.', icon: 'circle-slash' };
     case 'timeout':
       return { title: 'Timed out', hint: 'The host took too long to answer.', icon: 'watch' };
+    case 'disk-full':
+      return { title: 'Local disk full', hint: 'The download stopped; what was written is kept in the .part file. Free space, then download again to continue.', icon: 'database' };
+    case 'changed':
+      return { title: 'Remote file changed', hint: 'The remote file changed during the download; it will be fetched again from the start.', icon: 'history' };
+    case 'verify-failed':
+      return { title: 'Checksum mismatch', hint: 'The local bytes differ from the remote file. The .part file is kept; fetch again to replace it.', icon: 'error' };
+    case 'exists':
+      return { title: 'Local file kept', hint: 'A different local file is in the way and was not overwritten.', icon: 'file' };
     case 'bad-config':
       return { title: 'Configuration problem', hint: 'Check the remoteRuns settings.', icon: 'gear' };
     default:

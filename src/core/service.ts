@@ -9,6 +9,7 @@ import {
   formatTarget,
   parseTarget,
   type HostConfig,
+  type Checkpoint,
   type Run,
   type Target,
   type TargetListing,
@@ -100,6 +101,28 @@ export class RemoteRunsCore {
     }
     return { run, listing };
   }
+}
+
+/**
+ * A checkpoint of a run by name (`step_20000`), by step (`20000`), or `latest` (the highest step).
+ * `not-found` errors name what is there.
+ */
+export function pickCheckpoint(run: Run, which: string): Checkpoint {
+  if (run.checkpoints.length === 0) {
+    throw new RemoteRunsError('not-found', `Run ${JSON.stringify(run.name)} at ${run.path} has no checkpoints yet`);
+  }
+  if (which === 'latest') return run.checkpoints[run.checkpoints.length - 1];
+  const found =
+    run.checkpoints.find((c) => c.name === which) ?? (/^\d+$/.test(which) ? run.checkpoints.find((c) => c.step === Number(which)) : undefined);
+  if (!found) {
+    const names = run.checkpoints.map((c) => c.name);
+    throw new RemoteRunsError(
+      'not-found',
+      `No checkpoint ${JSON.stringify(which)} in run ${JSON.stringify(run.name)} (there: ${names.slice(-8).join(', ')}${names.length > 8 ? ', …' : ''}; or "latest")`,
+      { seen: names.slice(-8) },
+    );
+  }
+  return found;
 }
 
 /** All runs of a listing across its roots, in root order. */

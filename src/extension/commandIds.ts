@@ -8,6 +8,8 @@ export const CommandIds = {
   copyRemotePath: 'remoteRuns.copyRemotePath',
   openTerminal: 'remoteRuns.openTerminal',
   retry: 'remoteRuns.retry',
+  downloadCheckpoint: 'remoteRuns.downloadCheckpoint',
+  downloadLatestCheckpoint: 'remoteRuns.downloadLatestCheckpoint',
   openMetrics: 'remoteRuns.openMetrics',
   addRunToMetrics: 'remoteRuns.addRunToMetrics',
   pinRun: 'remoteRuns.pinRun',

@@ -16,6 +16,7 @@ import { RunsTreeProvider } from './tree/treeProvider';
 import type { TreeNode } from './tree/nodes';
 import { registerCommands } from './commands';
 import { registerMetrics } from './metrics/register';
+import { registerDownloads } from './download/register';
 
 export interface RemoteRunsApi {
   tree: RunsTreeProvider;
@@ -96,6 +97,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
 
   for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles })) store.register(d);
   registerMetrics({ store, core, tree, view, log, context });
+  registerDownloads({ store, core, pool, hosts, tree, view, log, context });
   log.info('Remote Runs activated');
   return { tree, core };
 }

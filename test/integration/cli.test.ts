@@ -40,6 +40,7 @@ before(async () => {
           runRoots: [host.paths.missing, host.paths.unrecognised],
           targets: ['host'],
         }),
+        host.hostConfig('dl', { runRoots: [host.paths.runs], targets: ['host'] }),
       ],
     }),
   );
@@ -120,3 +121,47 @@ describe('remote-runs ls', () => {
     assert.equal(r.json.error.kind, 'bad-address');
   });
 });
+
+describe('remote-runs pull', () => {
+  test('pulls the latest checkpoint into DIR/<run>/<checkpoint>/, prints the path, and says so when it is already there', () => {
+    const to = fs.mkdtempSync(path.join(host.dir, 'pull-'));
+    const r = cli(['pull', 'dl/host/story/latest', '--to', to, '--verify', '--config', config, '--known-hosts', host.knownHostsFile]);
+    assert.equal(r.code, 0, r.stderr);
+    const last = host.storySteps[host.storySteps.length - 1];
+    const local = path.join(to, 'story', `step_${last}`);
+    assert.equal(r.stdout.trim(), local);
+    const file = path.join(local, 'checkpoint.pt');
+    const remote = path.join(host.paths.runs, 'story', 'checkpoints', `step_${last}`, 'checkpoint.pt');
+    assert.equal(fs.statSync(file).size, fs.statSync(remote).size);
+    assert.equal(sha256(file), sha256(remote));
+    assert.ok(!fs.existsSync(`${file}.part`), 'no .part left behind');
+    assert.match(r.stderr, /verified by sha256/);
+    const again = cli(['pull', 'dl/host/story/latest', '--to', to, '--config', config, '--known-hosts', host.knownHostsFile]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stderr, /already there/);
+    assert.match(again.stderr, /0 B fetched/);
+  });
+
+  test('a checkpoint by step number; a local file that differs is not overwritten without a terminal', () => {
+    const to = fs.mkdtempSync(path.join(host.dir, 'pull-'));
+    const step = host.storySteps[0];
+    const target = path.join(to, 'story', `step_${step}`, 'checkpoint.pt');
+    fs.mkdirSync(path.dirname(target), { recursive: true });
+    fs.writeFileSync(target, 'my own notes, not a checkpoint');
+    const r = cli(['pull', `dl/host/story/${step}`, '--to', to, '--json', '--config', config, '--known-hosts', host.knownHostsFile]);
+    assert.equal(r.code, 2);
+    assert.equal(r.json.error.kind, 'exists');
+    assert.equal(fs.readFileSync(target, 'utf8'), 'my own notes, not a checkpoint');
+  });
+
+  test('an unknown checkpoint names the ones that are there', () => {
+    const r = cli(['pull', 'dl/host/story/step_999', '--json', '--config', config, '--known-hosts', host.knownHostsFile]);
+    assert.equal(r.code, 2);
+    assert.equal(r.json.error.kind, 'not-found');
+    assert.match(r.json.error.message, /step_10000/);
+  });
+});
+
+function sha256(file: string): string {
+  return execFileSync('sha256sum', [file], { encoding: 'utf8' }).split(' ')[0];
+}

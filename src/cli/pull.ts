@@ -1,0 +1,86 @@
+import * as readline from 'node:readline';
+import type { RemoteRunsCore } from '../core/service';
+import { pickCheckpoint } from '../core/service';
+import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
+import { download, planDownload, type DownloadProgress, type PlanFile, type VerifyMode } from '../core/transfer';
+import { RemoteRunsError, formatTarget } from '../core/types';
+import type { parseAddress } from '../core/address';
+import { formatBytes } from '../core/util/format';
+
+export interface PullDeps {
+  core: RemoteRunsCore;
+  pool: ConnectionPool;
+  resolve(hostName: string): PoolHost;
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  stdin: NodeJS.ReadStream;
+  signal: AbortSignal;
+}
+
+/**
+ * `remote-runs pull host/target/run/checkpoint|latest [--to DIR] [--verify]`: progress on stderr, the local path
+ * on stdout. A local file that differs is replaced only when a terminal can ask and the answer is yes.
+ */
+export async function pullCommand(
+  deps: PullDeps,
+  addr: ReturnType<typeof parseAddress>,
+  options: { to: string; verify: VerifyMode },
+): Promise<string> {
+  if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
+    throw new RemoteRunsError('bad-address', 'pull needs host/target/run/checkpoint (a checkpoint name such as step_20000, a step, or "latest")');
+  }
+  const { run } = await deps.core.findRun(addr.host, addr.target, addr.run, deps.signal);
+  const checkpoint = pickCheckpoint(run, addr.checkpoint);
+  const source = { pool: deps.pool, host: deps.resolve(addr.host), target: addr.target };
+  const plan = await planDownload(source, checkpoint, { root: options.to, run: run.name }, deps.signal);
+  const where = `${addr.host}/${formatTarget(addr.target)}/${run.name}/${checkpoint.name}`;
+  if (plan.files.every((f) => f.state.kind === 'complete-verified')) {
+    deps.stderr.write(`${where}: already there (verified by ${plan.files.map((f) => (f.state.kind === 'complete-verified' ? f.state.verified : '')).find(Boolean)})\n`);
+  }
+  const progress = progressPrinter(deps.stderr, where);
+  const result = await download(plan, {
+    signal: deps.signal,
+    verify: options.verify,
+    onProgress: progress.update,
+    overwrite: (file) => askOverwrite(deps, file),
+  });
+  progress.done();
+  const declined = result.files.filter((f) => f.outcome === 'declined');
+  if (declined.length) {
+    throw new RemoteRunsError('exists', `Kept the local file${declined.length > 1 ? 's' : ''} that differ${declined.length > 1 ? '' : 's'}: ${declined.map((f) => f.localPath).join(', ')} (nothing was overwritten)`);
+  }
+  const resumed = result.files.reduce((n, f) => n + f.resumedBytes, 0);
+  deps.stderr.write(`${where}: ${formatBytes(result.bytesFetched)} fetched${resumed ? `, ${formatBytes(resumed)} resumed` : ''}, verified by ${options.verify}\n`);
+  return result.localRoot;
+}
+
+async function askOverwrite(deps: PullDeps, file: PlanFile): Promise<boolean> {
+  if (!deps.stdin.isTTY) {
+    deps.stderr.write(`${file.localPath} exists and differs from the remote file; not replaced without a terminal to ask\n`);
+    return false;
+  }
+  const rl = readline.createInterface({ input: deps.stdin, output: deps.stderr });
+  const answer = await new Promise<string>((resolve) => rl.question(`${file.localPath} exists and differs. Replace it (y/N)? `, resolve));
+  rl.close();
+  return /^y(es)?$/i.test(answer.trim());
+}
+
+function progressPrinter(out: NodeJS.WritableStream & { isTTY?: boolean }, label: string) {
+  let last = 0;
+  let lastLine = '';
+  const line = (p: DownloadProgress): string =>
+    `${label}: ${p.phase === 'verify' ? 'verifying ' : ''}${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}` +
+    `${p.bytesPerSec > 0 ? ` · ${formatBytes(p.bytesPerSec)}/s` : ''}${p.etaSec !== undefined ? ` · ${Math.ceil(p.etaSec)} s left` : ''}` +
+    `${p.fileCount > 1 ? ` · file ${p.fileIndex} of ${p.fileCount}` : ''}`;
+  return {
+    update(p: DownloadProgress): void {
+      const now = Date.now();
+      if (now - last < (out.isTTY ? 200 : 2000)) return;
+      last = now;
+      lastLine = line(p);
+      out.write(out.isTTY ? `\r\x1b[K${lastLine}` : `${lastLine}\n`);
+    },
+    done(): void {
+      if (out.isTTY && lastLine) out.write('\n');
+    },
+  };
+}

@@ -1,0 +1,249 @@
+/**
+ * Checkpoint downloads in VS Code: from the tree (a checkpoint's context menu or inline button) or the palette
+ * (host → target → run → checkpoint quick picks, or the latest checkpoint of the selected/pinned run), with a
+ * cancellable progress notification. The bytes move through the core (`src/core/transfer`).
+ */
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { HostDirectory } from '../../core/hosts';
+import type { RemoteRunsCore } from '../../core/service';
+import { pickCheckpoint, runsOf } from '../../core/service';
+import type { ConnectionPool } from '../../core/ssh/pool';
+import { download, planDownload, type DownloadPlan, type DownloadResult, type PlanFile, type VerifyMode } from '../../core/transfer';
+import { RemoteRunsError, formatTarget, isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
+import { formatAge, formatBytes } from '../../core/util/format';
+import { CommandIds } from '../commandIds';
+import { registerCommand } from '../commandRunner';
+import type { DisposableStore } from '../lifecycle';
+import type { Logger } from '../log';
+import type { TreeNode } from '../tree/nodes';
+import type { RunsTreeProvider } from '../tree/treeProvider';
+
+export interface DownloadDeps {
+  store: DisposableStore;
+  core: RemoteRunsCore;
+  pool: ConnectionPool;
+  hosts: HostDirectory;
+  tree: RunsTreeProvider;
+  view: vscode.TreeView<TreeNode>;
+  log: Logger;
+  context: vscode.ExtensionContext;
+}
+
+/** What a download is of: a checkpoint of a run on a host's target. */
+export interface CheckpointRef {
+  hostName: string;
+  target: TargetRef;
+  run: Run;
+  checkpoint: Checkpoint;
+}
+
+const PINNED_KEY = 'remoteRuns.pinnedRun';
+
+function config(): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration('remoteRuns');
+}
+
+export function registerDownloads(deps: DownloadDeps): void {
+  const { store, log } = deps;
+  store.register(
+    registerCommand(CommandIds.downloadCheckpoint, async (node?: TreeNode) => {
+      const ref = node?.type === 'checkpoint' ? { hostName: node.hostName, target: node.target, run: node.run, checkpoint: node.checkpoint } : await pickCheckpointRef(deps);
+      if (ref) await downloadCheckpoint(deps, ref);
+    }, log),
+  );
+  store.register(
+    registerCommand(CommandIds.downloadLatestCheckpoint, async (node?: TreeNode) => {
+      const ref = await latestOf(deps, node);
+      if (ref) await downloadCheckpoint(deps, ref);
+    }, log),
+  );
+}
+
+/** The latest checkpoint of the run given, selected in the tree, or pinned — re-listed so it is truly the latest. */
+async function latestOf(deps: DownloadDeps, node?: TreeNode): Promise<CheckpointRef | undefined> {
+  const from = node ?? deps.view.selection[0];
+  let where: { hostName: string; target: TargetRef; runName: string } | undefined;
+  if (from && (from.type === 'run' || from.type === 'checkpoint' || from.type === 'file')) {
+    const run = from.type === 'file' ? (from.parent?.type === 'checkpoint' ? from.parent.run : undefined) : from.run;
+    if (run) where = { hostName: from.hostName, target: from.target, runName: run.name };
+  }
+  if (!where) {
+    const pinned = deps.context.workspaceState.get<{ hostName?: string; target?: TargetRef; runName?: string }>(PINNED_KEY);
+    if (pinned?.hostName && pinned.target && pinned.runName) where = { hostName: pinned.hostName, target: pinned.target, runName: pinned.runName };
+  }
+  if (!where) return pickCheckpointRef(deps, { latestOnly: true });
+  const { run } = await deps.core.findRun(where.hostName, where.target, where.runName);
+  return { hostName: where.hostName, target: where.target, run, checkpoint: pickCheckpoint(run, 'latest') };
+}
+
+interface Item<T> extends vscode.QuickPickItem {
+  value: T;
+}
+
+async function quickPick<T>(title: string, items: Thenable<Item<T>[]> | Item<T>[], placeHolder: string): Promise<T | undefined> {
+  const picked = await vscode.window.showQuickPick(items, { title, placeHolder, matchOnDescription: true, matchOnDetail: true, ignoreFocusOut: true });
+  return picked?.value;
+}
+
+/** host → target → run → checkpoint, each a type-to-filter quick pick; checkpoints newest first. */
+async function pickCheckpointRef(deps: DownloadDeps, opts: { latestOnly?: boolean } = {}): Promise<CheckpointRef | undefined> {
+  const title = opts.latestOnly ? 'Download Latest Checkpoint' : 'Download Checkpoint';
+  const hosts = deps.hosts.all();
+  if (hosts.length === 0) throw new RemoteRunsError('bad-config', 'No hosts are configured: add one with "Remote Runs: Add Host"');
+  const hostName = hosts.length === 1 ? hosts[0].config.name : await quickPick(`${title} (1/4): host`, hosts.map((h) => ({ label: h.config.name, description: h.config.host, value: h.config.name })), 'Pick a host');
+  if (!hostName) return undefined;
+  const targets = (await deps.core.listTargets(hostName)).targets.filter((t) => t.state !== 'stopped');
+  const target =
+    targets.length === 1
+      ? targets[0]
+      : await quickPick(`${title} (2/4): where`, targets.map((t) => ({ label: formatTarget(t), description: t.kind === 'host' ? 'bare host' : `${t.label} · ${t.state}`, value: t as TargetRef })), 'Pick the host or a container');
+  if (!target) return undefined;
+  const listing = await deps.core.listTarget(hostName, target);
+  const runs = runsOf(listing).filter((r) => r.checkpoints.length > 0);
+  if (runs.length === 0) {
+    const why = listing.roots.map((r) => `${r.root}: ${r.state === 'ok' ? 'runs without checkpoints' : r.state}`).join('; ');
+    throw new RemoteRunsError('not-found', `No run with checkpoints on ${hostName}/${formatTarget(target)} (${why})`);
+  }
+  const now = listing.remoteNow;
+  const run = await quickPick(
+    `${title} (3/4): run`,
+    runs.map((r) => {
+      const newest = r.checkpoints[r.checkpoints.length - 1];
+      return { label: r.name, description: `${r.checkpoints.length} checkpoints · latest step ${newest.step} · ${formatAge(newest.mtime, now)}${r.live ? ' · live' : ''}`, detail: r.path, value: r };
+    }),
+    'Pick a run',
+  );
+  if (!run) return undefined;
+  if (opts.latestOnly) return { hostName, target, run, checkpoint: pickCheckpoint(run, 'latest') };
+  const checkpoint = await quickPick(
+    `${title} (4/4): checkpoint`,
+    [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `step ${c.step} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}`, value: c })),
+    'Pick a checkpoint (newest first)',
+  );
+  return checkpoint ? { hostName, target, run, checkpoint } : undefined;
+}
+
+/** The folder downloads of a host land under: the setting, else asked once (and remembered in the setting). */
+async function destinationRoot(hostName: string): Promise<string | undefined> {
+  let dir = config().get<string>('downloadDirectory', '').trim();
+  if (!dir) {
+    const ws = vscode.workspace.workspaceFolders?.[0];
+    const items: Item<string | 'choose'>[] = [];
+    if (ws) items.push({ label: path.join(ws.uri.fsPath, 'checkpoints'), description: 'in this workspace', value: path.join(ws.uri.fsPath, 'checkpoints') });
+    items.push({ label: 'Choose a folder…', value: 'choose' });
+    const picked = await quickPick('Where should checkpoints be downloaded?', items, 'Downloads go to <folder>/<host>/<run>/<checkpoint>/');
+    if (!picked) return undefined;
+    if (picked === 'choose') {
+      const uris = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, canSelectMany: false, openLabel: 'Download Here' });
+      if (!uris?.[0]) return undefined;
+      dir = uris[0].fsPath;
+    } else {
+      dir = picked;
+    }
+    await config().update('downloadDirectory', dir, ws ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global);
+  }
+  dir = dir.replace(/^~(?=\/|$)/, process.env.HOME ?? '~');
+  return path.join(dir, safeName(hostName));
+}
+
+function safeName(s: string): string {
+  return s.replace(/[/\0]/g, '_') || '_';
+}
+
+/** Plan, ask where needed, move the bytes with a cancellable progress notification, then offer what is next. */
+export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef, fresh = false): Promise<DownloadResult | undefined> {
+  const root = await destinationRoot(ref.hostName);
+  if (!root) return undefined;
+  const hostConfig = deps.core.host(ref.hostName);
+  const source = { pool: deps.pool, host: deps.hosts.resolve(hostConfig), target: ref.target };
+  const verify = config().get<VerifyMode>('verifyDownloads', 'size') === 'sha256' ? 'sha256' : 'size';
+  const label = `${ref.run.name}/${ref.checkpoint.name}`;
+
+  const plan: DownloadPlan = await planDownload(source, ref.checkpoint, { root, run: ref.run.name });
+  if (!fresh && plan.files.length > 0 && plan.files.every((f) => f.state.kind === 'complete-verified')) {
+    const how = plan.files[0].state.kind === 'complete-verified' ? plan.files[0].state.verified : 'size';
+    void afterDownload(`Remote Runs: ${label} is already there (verified by ${how}).`, plan.localRoot);
+    return undefined;
+  }
+
+  let result: DownloadResult;
+  try {
+    result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Downloading ${label}`, cancellable: true },
+      async (progress, token) => {
+        const controller = new AbortController();
+        const sub = token.onCancellationRequested(() => controller.abort());
+        let reported = 0;
+        try {
+          return await download(plan, {
+            signal: controller.signal,
+            verify,
+            fresh,
+            concurrency: Math.max(1, config().get<number>('downloadConcurrency', 4)),
+            overwrite: (file) => askOverwrite(file),
+            onProgress: (p) => {
+              const pct = p.bytesTotal > 0 ? (100 * p.bytesDone) / p.bytesTotal : 100;
+              const parts = [
+                p.phase === 'verify' ? 'verifying' : '',
+                `${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`,
+                p.bytesPerSec > 0 ? `${formatBytes(p.bytesPerSec)}/s` : '',
+                p.etaSec !== undefined ? `${formatEta(p.etaSec)} left` : '',
+                p.fileCount > 1 ? `file ${p.fileIndex} of ${p.fileCount}` : '',
+              ];
+              progress.report({ message: parts.filter(Boolean).join(' · '), increment: Math.max(0, pct - reported) });
+              reported = Math.max(reported, pct);
+            },
+          });
+        } finally {
+          sub.dispose();
+        }
+      },
+    );
+  } catch (e) {
+    if (isRemoteRunsError(e) && e.kind === 'verify-failed') {
+      const again = await vscode.window.showErrorMessage(`Remote Runs: ${label}: ${e.message}`, 'Fetch Again', 'Show Log');
+      if (again === 'Fetch Again') return downloadCheckpoint(deps, ref, true);
+      if (again === 'Show Log') void vscode.commands.executeCommand(CommandIds.showLog);
+      return undefined;
+    }
+    if (isRemoteRunsError(e) && e.kind === 'cancelled') {
+      void vscode.window.showInformationMessage(`Remote Runs: download of ${label} cancelled; what arrived is kept and the next download continues from it.`);
+      return undefined;
+    }
+    throw e;
+  }
+  const declined = result.files.filter((f) => f.outcome === 'declined');
+  const resumed = result.files.reduce((n, f) => n + f.resumedBytes, 0);
+  deps.log.info(`download ${label}: ${result.bytesFetched} bytes fetched, ${resumed} resumed, ${result.lanes} lane(s) over ${result.transport}, ${result.retries} retries`);
+  const summary = declined.length
+    ? `Remote Runs: ${label} downloaded, except ${declined.length} file(s) you kept.`
+    : `Remote Runs: downloaded ${label} (${formatBytes(plan.bytes)}${resumed ? `, ${formatBytes(resumed)} resumed` : ''}, verified by ${verify}).`;
+  void afterDownload(summary, result.localRoot);
+  return result;
+}
+
+async function askOverwrite(file: PlanFile): Promise<boolean> {
+  const reason = file.state.kind === 'differs' ? file.state.reason : 'no-record';
+  const why = reason === 'local-changed' ? 'was changed locally since it was downloaded' : reason === 'remote-changed' ? 'is an older download; the remote file changed' : 'was not downloaded by Remote Runs';
+  const replace = 'Replace';
+  const answer = await vscode.window.showWarningMessage(
+    `${path.basename(file.localPath)} already exists and differs from the remote file.`,
+    { modal: true, detail: `${file.localPath} ${why}.\nReplace it with ${file.remotePath} (${formatBytes(file.bytes)})?` },
+    replace,
+  );
+  return answer === replace;
+}
+
+async function afterDownload(message: string, localPath: string): Promise<void> {
+  const choice = await vscode.window.showInformationMessage(message, 'Reveal', 'Open Folder');
+  const uri = vscode.Uri.file(localPath);
+  if (choice === 'Reveal') await vscode.commands.executeCommand('revealFileInOS', uri);
+  else if (choice === 'Open Folder') await vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.file(path.dirname(localPath)), { forceNewWindow: true });
+}
+
+function formatEta(sec: number): string {
+  if (sec < 90) return `${Math.max(1, Math.round(sec))} s`;
+  if (sec < 5400) return `${Math.round(sec / 60)} min`;
+  return `${(sec / 3600).toFixed(1)} h`;
+}
