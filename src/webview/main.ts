@@ -164,6 +164,7 @@ xModeSelect.value = ui.xMode;
 xModeSelect.addEventListener('change', () => {
   ui.xMode = xModeSelect.value as XMode;
   save();
+  renderHeader();
   redrawAll(true);
 });
 
@@ -239,6 +240,7 @@ function renderHeader(): void {
   for (const run of store.runs) {
     if (run.status !== 'following') statuses.push(`${run.label}: ${run.status}`);
     if (run.skipped) statuses.push(`${run.label}: ${run.skipped}`);
+    if (ui.xMode !== 'step' && run.series.size > 0 && !store.hasTime(run)) statuses.push(`${run.label}: no time field in its log, so nothing on a time axis`);
   }
   statusEl.textContent = statuses.join('\n');
   statusEl.hidden = statuses.length === 0;

@@ -209,3 +209,19 @@ test('the pinned run in the status bar and the inline view update as the remote 
     await panel.waitForFunction(() => document.querySelector('.latest')?.textContent === 'step 40009', undefined, { timeout: 30_000 });
   });
 });
+
+test('after a window reload the panel comes back with its compared run and reference line, and draws', async () => {
+  await withArtifactsOnFailure(session, 'metrics-reload', async () => {
+    await session.runCommand('Developer: Reload Window');
+    await session.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+    const frame = await metricsFrame('panel', 60_000);
+    await frame.locator('.legend .legend-item.run.compare').waitFor({ timeout: 30_000 });
+    const legend = await legendTexts(frame);
+    assert.ok(legend.some((t) => /^workspace/.test(t)), legend.join(' | '));
+    assert.ok(legend.some((t) => /flat-run/.test(t)), legend.join(' | '));
+    assert.ok(legend.some((t) => t.includes('paper <b>x</b>: loss = 1.25 (Table 2)')), legend.join(' | '));
+    await frame.waitForFunction(() => document.querySelector('.latest')?.textContent === 'step 40009', undefined, { timeout: 30_000 });
+    for (const [metric, n] of Object.entries(await drawnPixels(frame))) assert.ok(n > 500, `${metric} drew ${n} pixels`);
+    await session.screenshot(path.join(__dirname, '..', '..', '.test-tmp', 'e2e', 'screenshots', 'metrics.png'));
+  });
+});

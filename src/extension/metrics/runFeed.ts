@@ -19,6 +19,8 @@ export interface RunFeedOptions {
   /** Pause between rounds. */
   intervalMs(): number;
   log?: (message: string) => void;
+  /** Cap on bytes per remote read (default the core's DEFAULT_TAIL_MAX_BYTES); a bigger backlog takes several. */
+  maxBytesPerRead?: number;
 }
 
 export class RunFeed {
@@ -28,8 +30,9 @@ export class RunFeed {
   readonly onDidChange: Event<void> = this.changed.event;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private running: Promise<boolean> | undefined;
+  /** Not polling on a timer (pollNow still works). */
   private stopped = true;
-  private abort: AbortController | undefined;
+  private abort = new AbortController();
   private statusText = 'loading…';
   private rounds = 0;
   private merged: Map<string, Series> | undefined;
@@ -41,7 +44,7 @@ export class RunFeed {
   ) {
     const files = ref.metrics.filter((p) => detectFormat(p) !== undefined);
     const chosen = files.length > MAX_FILES ? [...files].sort().slice(-MAX_FILES) : files;
-    this.followers = chosen.map((p) => new MetricsFollower(p, detectFormat(p)!));
+    this.followers = chosen.map((p) => new MetricsFollower(p, detectFormat(p)!, options.maxBytesPerRead));
     if (this.followers.length === 0) {
       this.statusText = ref.metrics.length ? `no readable metrics log among ${ref.metrics.join(', ')}` : 'no metrics logs found in this run';
     }
@@ -107,11 +110,12 @@ export class RunFeed {
     this.schedule(0);
   }
 
+  /** Stop the timer and cancel a round in flight (its ssh channel is closed). */
   stop(): void {
     this.stopped = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    this.abort?.abort();
+    this.abort.abort();
   }
 
   dispose(): void {
@@ -138,23 +142,23 @@ export class RunFeed {
     const target: TargetRef = this.ref.target;
     let changed = false;
     const problems: string[] = [];
-    this.abort = new AbortController();
+    const abort = (this.abort = new AbortController());
     for (const f of this.followers) {
       try {
         // A backlog bigger than one read comes in several reads, back to back.
         for (let i = 0; i < 10_000; i++) {
-          const result = await runCommand(this.options.executor(), target, f.nextCommand(), this.abort.signal);
+          const result = await runCommand(this.options.executor(), target, f.nextCommand(), abort.signal);
           const u = f.apply(result);
           changed ||= u.changed;
           if (u.status !== 'ok') problems.push(`${u.status}: ${f.path}`);
-          if (!u.more || this.stopped) break;
+          if (!u.more || abort.signal.aborted) break;
         }
       } catch (e) {
         const message = isRemoteRunsError(e) ? `${e.kind}: ${e.message}` : e instanceof Error ? e.message : String(e);
         problems.push(message);
         this.options.log?.(`metrics ${f.path}: ${message}`);
       }
-      if (this.stopped) break;
+      if (abort.signal.aborted) break;
     }
     const before = this.statusText;
     if (this.followers.length) this.statusText = problems.length ? problems.join('; ') : 'following';

@@ -1,0 +1,206 @@
+/**
+ * Metric curves on a long run: a 1,000,000-line JSONL log (~100 MB) on the test host (real sshd on
+ * 127.0.0.1), read by the extension's own code path (RunFeed over the shared ssh2 pool → parser → presenter →
+ * the snapshot message the webview gets), against `ssh testbox cat FILE | wc -l` in the same run, interleaved.
+ *
+ * Prints:
+ * - open → first chart: a fresh feed reading the whole log (8 MiB per remote read), parsing it into typed
+ *   arrays, smoothing and min-max decimating every metric for a 400 px chart, and serialising the snapshot;
+ *   against the plain transfer (ratio; target ≤ 2×);
+ * - 1,000 appended lines: one poll (the remote round trip), the extension's CPU time for it (parse + update
+ *   message), and the bytes of the update message (targets: < 50 ms of extension time, < 100 kB);
+ * - memory: the parsed run's typed arrays, heap after GC, RSS.
+ * The last stdout line is one JSON object with the same figures. No timing is judged: ratios are what matter.
+ *
+ *   node --import tsx bench/metrics.ts [--lines 1000000] [--n 5] [--appends 10]
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { ConnectionPool } from '../src/core/ssh/pool';
+import { HostDirectory } from '../src/core/hosts';
+import { RemoteRunsCore } from '../src/core/service';
+import type { RunRefWire } from '../src/shared/metricsProtocol';
+import { RunFeed } from '../src/extension/metrics/runFeed';
+import { MetricsPresenter } from '../src/extension/metrics/presenter';
+import { startTestHost, ScriptedPrompter } from '../test/harness/testHost';
+import { heapAfterGc, mib, ms, stats, table } from './util';
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  const v = i >= 0 ? Number(process.argv[i + 1]) : fallback;
+  if (!Number.isInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer`);
+  return v;
+}
+
+const LINES = arg('lines', 1_000_000);
+const N = arg('n', 5);
+const APPENDS = arg('appends', 10);
+const WIDTH = 400;
+
+/** One log line of about 100 bytes: step, four metrics, wall time. */
+function line(step: number): string {
+  const p = step / LINES;
+  const loss = 0.9 + 2.6 * Math.exp(-4 * p) + Math.sin(step * 12.9898) * 0.05;
+  return `{"step":${step},"loss":${loss.toFixed(6)},"acc":${(0.05 + 0.8 * (1 - Math.exp(-3 * p))).toFixed(6)},"lr":${(3e-4 * (1 - p)).toExponential(4)},"grad_norm":${(1 + loss / 3).toFixed(4)},"time":${(1.7e9 + step * 0.25).toFixed(2)}}\n`;
+}
+
+function writeLog(file: string, from: number, count: number): number {
+  const fd = fs.openSync(file, 'a');
+  let bytes = 0;
+  try {
+    let chunk = '';
+    for (let s = from; s < from + count; s++) {
+      chunk += line(s);
+      if (chunk.length > 1 << 20) {
+        bytes += fs.writeSync(fd, chunk);
+        chunk = '';
+      }
+    }
+    if (chunk) bytes += fs.writeSync(fd, chunk);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return bytes;
+}
+
+/** `ssh testbox cat FILE | wc -l`, timed from spawn to the count. */
+function sshCatWc(sshBase: string[], file: string): Promise<{ ms: number; lines: number }> {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const quoted = [...sshBase, 'testbox', 'cat', file].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
+    const child = spawn('sh', ['-c', `ssh ${quoted} | wc -l`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+    child.once('error', reject);
+    child.once('close', () => resolve({ ms: performance.now() - t0, lines: Number(out.trim()) }));
+  });
+}
+
+async function main(): Promise<void> {
+  const loadAtStart = os.loadavg()[0];
+  const host = await startTestHost();
+  const pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile] });
+  const cleanup = async () => {
+    pool.dispose();
+    await host.stop();
+  };
+  process.once('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+  try {
+    const runDir = path.join(host.dir, 'bench-metrics', 'big-run');
+    fs.mkdirSync(path.join(runDir, 'logs'), { recursive: true });
+    const log = path.join(runDir, 'logs', 'train.jsonl');
+    process.stderr.write(`writing ${LINES.toLocaleString('en-US')} lines…\n`);
+    const bytes = writeLog(log, 0, LINES);
+    execFileSync('chmod', ['-R', 'a+rX', path.join(host.dir, 'bench-metrics')]);
+
+    const hosts = [host.hostConfig('testbox', { targets: ['host'], runRoots: [path.dirname(runDir)] })];
+    const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+    const core = new RemoteRunsCore({ hosts: () => hosts, executorFor: (h) => pool.executor(dir.resolve(h), { idempotent: true }) });
+    const ref: RunRefWire = { hostName: 'testbox', target: { kind: 'host', id: '' }, runPath: runDir, runName: 'big-run', metrics: [log], checkpoints: [] };
+    const sshBase = ['-F', host.sshConfigFile, '-o', 'BatchMode=yes', '-o', `UserKnownHostsFile=${host.knownHostsFile}`, '-o', 'GlobalKnownHostsFile=/dev/null', '-o', 'StrictHostKeyChecking=yes', '-o', 'LogLevel=ERROR'];
+    // Warm the pool as the tree does before anyone opens a run's metrics.
+    await core.listTargets('testbox');
+
+    const newFeed = () => new RunFeed(ref, { executor: () => core.executor('testbox'), intervalMs: () => 1e9 });
+    const presenterFor = (feed: RunFeed) => {
+      const p = new MetricsPresenter({ plateau: () => ({ window: 2000, fraction: 0.01 }), now: () => performance.now() });
+      p.addRun(ref, 'primary', feed);
+      p.setView(WIDTH, null, 0.6, []);
+      return p;
+    };
+
+    const open: number[] = [];
+    const cat: number[] = [];
+    let snapshotBytes = 0;
+    let lastFeed: RunFeed | undefined;
+    for (let i = 0; i < N; i++) {
+      process.stderr.write(`open sample ${i + 1}/${N}…\n`);
+      lastFeed?.dispose();
+      const t0 = performance.now();
+      const feed = newFeed();
+      await feed.pollNow();
+      const snap = presenterFor(feed).snapshot('panel', 'big-run');
+      snapshotBytes = JSON.stringify(snap).length;
+      open.push(performance.now() - t0);
+      const points = feed.series().get('loss')?.length;
+      if (points !== LINES) throw new Error(`read ${points} points, expected ${LINES}; feed status: ${feed.status}`);
+      lastFeed = feed;
+      const c = await sshCatWc(sshBase, log);
+      if (c.lines !== LINES) throw new Error(`ssh cat | wc -l counted ${c.lines}`);
+      cat.push(c.ms);
+    }
+
+    // Memory of one opened run (the last sample's feed; the others are garbage now).
+    const feed = lastFeed!;
+    const heap = heapAfterGc();
+    const mem = process.memoryUsage();
+    const arrays = [...feed.series().values()].reduce((sum, s) => sum + s.byteLength, 0);
+
+    // Appends: 1,000 lines at a time, the way a run writes them between polls.
+    const presenter = presenterFor(feed);
+    presenter.snapshot('panel', 'big-run');
+    const pollMs: number[] = [];
+    const cpuMs: number[] = [];
+    const updateMs: number[] = [];
+    const updateBytes: number[] = [];
+    let next = LINES;
+    for (let i = 0; i < APPENDS; i++) {
+      writeLog(log, next, 1000);
+      next += 1000;
+      const cpu0 = process.cpuUsage();
+      const t0 = performance.now();
+      await feed.pollNow();
+      const t1 = performance.now();
+      const msg = presenter.update();
+      const text = JSON.stringify(msg);
+      const t2 = performance.now();
+      const cpu = process.cpuUsage(cpu0);
+      pollMs.push(t1 - t0);
+      updateMs.push(t2 - t1);
+      cpuMs.push((cpu.user + cpu.system) / 1000);
+      updateBytes.push(text.length);
+      if (feed.series().get('loss')!.length !== next) throw new Error('an append was not applied');
+    }
+    feed.dispose();
+
+    const o = stats(open);
+    const c = stats(cat);
+    const fmt = (s: ReturnType<typeof stats>) => `${ms(s.median)} [${ms(s.min)}-${ms(s.max)}]`;
+    const out: string[] = [];
+    out.push(`Metrics bench: ${LINES.toLocaleString('en-US')} JSONL lines, ${mib(bytes)} on the test host (127.0.0.1), chart width ${WIDTH} px, ${N} interleaved samples.`);
+    out.push(`Load average (1 min) at start ${loadAtStart.toFixed(2)}, at end ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} cores.`);
+    out.push('');
+    out.push(table(['', 'ms median [min-max]'], [
+      ['open → first chart (feed + parse + decimate + snapshot)', fmt(o)],
+      ['ssh testbox cat FILE | wc -l', fmt(c)],
+      ['ratio open / cat (target ≤ 2)', (o.median / c.median).toFixed(2)],
+    ]));
+    out.push(`snapshot message: ${snapshotBytes.toLocaleString('en-US')} bytes (5 metrics)`);
+    out.push('');
+    out.push(table(['1,000 appended lines', 'median [min-max]'], [
+      ['one poll, wall (remote round trip included)', `${fmt(stats(pollMs))} ms`],
+      ['extension CPU for poll + update (target < 50 ms)', `${fmt(stats(cpuMs))} ms`],
+      ['building + serialising the update message', `${fmt(stats(updateMs))} ms`],
+      ['update message bytes (target < 100 kB)', `${stats(updateBytes).median} [${stats(updateBytes).min}-${stats(updateBytes).max}]`],
+    ]));
+    out.push('');
+    out.push(`memory: typed arrays of the run ${mib(arrays)}, heap after GC ${mib(heap)}, array buffers ${mib(mem.arrayBuffers)}, RSS ${mib(mem.rss)}`);
+    console.log(out.join('\n'));
+    console.log(JSON.stringify({
+      bench: 'metrics', lines: LINES, bytes, openMs: o, catMs: c, ratio: o.median / c.median, snapshotBytes,
+      appendPollMs: stats(pollMs), appendCpuMs: stats(cpuMs), updateBuildMs: stats(updateMs), updateBytes: stats(updateBytes),
+      memory: { arrays, heapAfterGc: heap, arrayBuffers: mem.arrayBuffers, rss: mem.rss },
+      loadavg: { start: loadAtStart, end: os.loadavg()[0] },
+    }));
+  } finally {
+    await cleanup();
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});

@@ -1,0 +1,103 @@
+/**
+ * RunFeed over the real tail script run by the local `sh` (the same command line the pool would send, without
+ * ssh): a backlog larger than one read arrives whole in one pollNow (also on a feed whose timer never started),
+ * several logs of a run are merged with colliding keys kept apart, and FeedRegistry shares and stops feeds.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { Executor, ExecResult } from '../../src/core/remote';
+import { FeedRegistry, RunFeed } from '../../src/extension/metrics/runFeed';
+import type { RunRefWire } from '../../src/shared/metricsProtocol';
+
+/** Runs command lines with the local sh, as sshd would run them with the login shell. */
+const localSh: Executor = {
+  exec: (line, opts) =>
+    new Promise<ExecResult>((resolve, reject) => {
+      const child = spawn('sh', ['-c', line], { stdio: ['ignore', 'pipe', 'pipe'], signal: opts?.signal });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      child.stdout.on('data', (b: Buffer) => out.push(b));
+      child.stderr.on('data', (b: Buffer) => err.push(b));
+      child.once('error', reject);
+      child.once('close', (code) => resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), code, truncated: false }));
+    }),
+};
+
+function tmpRun(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'rr-feed-'));
+}
+
+const refOf = (dir: string, metrics: string[]): RunRefWire => ({
+  hostName: 'local', target: { kind: 'host', id: '' }, runPath: dir, runName: path.basename(dir), metrics, checkpoints: [],
+});
+
+test('a backlog of many reads comes in one pollNow, even before the timer starts; then only new lines', async () => {
+  const dir = tmpRun();
+  try {
+    const log = path.join(dir, 'train.jsonl');
+    const lines = Array.from({ length: 2000 }, (_, i) => JSON.stringify({ step: i, loss: 1 / (i + 1) }));
+    fs.writeFileSync(log, `${lines.join('\n')}\n`);
+    const feed = new RunFeed(refOf(dir, [log]), { executor: () => localSh, intervalMs: () => 1e9, maxBytesPerRead: 4096 });
+    assert.equal(await feed.pollNow(), true);
+    assert.equal(feed.series().get('loss')!.length, 2000, 'every line, over ~10 reads of 4 KiB');
+    assert.equal(feed.latestStep(), 1999);
+    assert.equal(feed.status, 'following');
+    assert.equal(await feed.pollNow(), false, 'nothing new');
+    fs.appendFileSync(log, '{"step": 2000, "loss": 0.1}\n{"step": 2001, "lo');
+    assert.equal(await feed.pollNow(), true);
+    assert.equal(feed.series().get('loss')!.length, 2001, 'the half-written line waits');
+    assert.equal(feed.badLines, 0);
+    feed.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('several logs: merged, a key in two files keeps the first name and gets the file name in the other; skipped lines named per file', async () => {
+  const dir = tmpRun();
+  try {
+    const train = path.join(dir, 'train.jsonl');
+    const evalLog = path.join(dir, 'eval.csv');
+    fs.writeFileSync(train, '{"step": 1, "loss": 2}\nnot json\n');
+    fs.writeFileSync(evalLog, 'step,loss,acc\n1,3,0.5\n');
+    const feed = new RunFeed(refOf(dir, [train, evalLog, path.join(dir, 'notes.txt')]), { executor: () => localSh, intervalMs: () => 1e9 });
+    await feed.pollNow();
+    assert.deepEqual([...feed.series().keys()], ['loss', 'eval.csv:loss', 'acc']);
+    assert.match(feed.skipped!, /^train\.jsonl: Skipped 1 bad line \(first at line 2/);
+    feed.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a run without metrics logs says so', () => {
+  const feed = new RunFeed(refOf('/nowhere', []), { executor: () => localSh, intervalMs: () => 1e9 });
+  assert.equal(feed.status, 'no metrics logs found in this run');
+});
+
+test('FeedRegistry: one feed per run shared by its users, disposed with the last', () => {
+  const created: RunFeed[] = [];
+  const registry = new FeedRegistry((ref) => {
+    const f = new RunFeed(ref, { executor: () => localSh, intervalMs: () => 1e9 });
+    created.push(f);
+    return f;
+  });
+  const ref = refOf('/nowhere', []);
+  const a = registry.acquire('k', ref);
+  const b = registry.acquire('k', ref);
+  assert.equal(a.feed, b.feed);
+  a.release();
+  a.release();
+  const c = registry.acquire('k', ref);
+  assert.equal(c.feed, a.feed, 'still held by b');
+  b.release();
+  c.release();
+  const d = registry.acquire('k', ref);
+  assert.notEqual(d.feed, a.feed, 'a new feed after the last release');
+  assert.equal(created.length, 2);
+  registry.dispose();
+});
