@@ -65,7 +65,7 @@ test('fresh clone → install → npm run demo -- --headless → CLI ls → Ctrl
   let output = '';
   demo.stdout!.on('data', (b: Buffer) => (output += b.toString()));
   demo.stderr!.on('data', (b: Buffer) => (output += b.toString()));
-  const exited = new Promise<number | null>((resolve) => demo!.on('exit', (code) => resolve(code)));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => demo!.on('exit', (code, signal) => resolve({ code, signal })));
 
   const deadline = Date.now() + 180_000;
   while (!/ready on 127\.0\.0\.1:\d+/.test(output)) {
@@ -86,9 +86,11 @@ test('fresh clone → install → npm run demo -- --headless → CLI ls → Ctrl
   const machinePids = processesMentioning(path.join(base, 'mnt'));
   assert.ok(machinePids.length > 0, 'the demo machine runs (unshare with its mount point)');
   process.kill(-pgid, 'SIGINT');
-  const code = await exited;
-  assert.equal(code, 0, output);
-  assert.match(output, /Demo stopped/);
+  const { code, signal } = await exited;
+  // npm itself dies of the SIGINT (as in a terminal); the demo under it must have stopped cleanly first.
+  assert.ok(code === 0 || signal === 'SIGINT', `npm: code ${code}, signal ${signal}\n${output}`);
+  for (let i = 0; i < 100 && !/Demo stopped/.test(output); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.match(output, /Demo stopped; nothing of it is left running/);
   // Give the group a moment to finish exiting, then nothing of it, nor of the demo machine, may remain.
   for (let i = 0; i < 50 && (groupMembers(pgid).length > 0 || processesMentioning(tmp).length > 0); i++) {
     await new Promise((r) => setTimeout(r, 100));
