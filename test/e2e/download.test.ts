@@ -1,0 +1,119 @@
+/**
+ * Downloading a checkpoint in a real VS Code against the real test sshd: from the tree's context menu and from
+ * the palette's quick picks; the progress notification shows and the file lands, byte-sized as the remote one.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { startTestHost, type TestHost } from '../harness/testHost';
+
+let host: TestHost;
+let session: VSCodeSession;
+let workspace: string;
+let downloads: string;
+const CKPT_BYTES = 256 * 1024 * 1024;
+
+before(async () => {
+  host = await startTestHost();
+  workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-ws-'));
+  downloads = mkdtempSync(path.join(tmpdir(), 'rr-e2e-dl-'));
+  session = await startVSCode({
+    workspaceFolder: workspace,
+    settings: {
+      'remoteRuns.hosts': [host.hostConfig('dlbox', { targets: ['host'], runRoots: [host.paths.downloads] })],
+      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
+      'remoteRuns.useSshConfigHosts': false,
+      'remoteRuns.refreshIntervalSeconds': 0,
+      'remoteRuns.downloadDirectory': downloads,
+    },
+  });
+});
+
+after(async () => {
+  await session?.close();
+  await host?.stop();
+  for (const d of [workspace, downloads]) if (d) rmSync(d, { recursive: true, force: true });
+});
+
+function row(label: string) {
+  return session.page
+    .locator('.part.sidebar .monaco-list-row[role=treeitem]')
+    .filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) })
+    .first();
+}
+
+async function expandRow(label: string): Promise<void> {
+  const r = row(label);
+  await r.waitFor({ state: 'visible', timeout: 30_000 });
+  if ((await r.getAttribute('aria-expanded')) !== 'true') await r.click();
+  await session.page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await r.elementHandle(), { timeout: 30_000 });
+}
+
+/** Right-click a row and choose a context-menu entry (VS Code ignores a click that follows the menu's opening too closely). */
+async function contextMenu(label: string, entry: RegExp): Promise<void> {
+  await row(label).click({ button: 'right' });
+  const item = session.page.locator('.context-view .action-label', { hasText: entry });
+  await item.waitFor({ state: 'visible', timeout: 15_000 });
+  await item.hover();
+  await session.page.waitForTimeout(400);
+  await item.click();
+  await session.page.locator('.context-view .monaco-menu').waitFor({ state: 'hidden', timeout: 15_000 });
+}
+
+async function waitForFile(file: string, bytes: number): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (existsSync(file) && statSync(file).size === bytes) return;
+    await session.page.waitForTimeout(250);
+  }
+  assert.fail(`${file} did not land with ${bytes} bytes`);
+}
+
+test('right-click a checkpoint → Download: progress shows and the file lands under <dir>/<host>/<run>/<checkpoint>/', async () => {
+  await withArtifactsOnFailure(session, 'download-tree', async () => {
+    await session.openViewContainer('Remote Runs');
+    await expandRow('dlbox');
+    await expandRow('host');
+    await expandRow('dl-run');
+    await contextMenu('step_300', /^Download Checkpoint…$/);
+    await session.waitForNotification(/Downloading dl-run\/step_300/, 30_000);
+    const file = path.join(downloads, 'dlbox', 'dl-run', 'step_300', 'checkpoint.pt');
+    await waitForFile(file, CKPT_BYTES);
+    await session.waitForNotification(/downloaded dl-run\/step_300/, 60_000);
+    assert.ok(!existsSync(`${file}.part`));
+  });
+});
+
+test('Download Checkpoint… from the palette walks run → checkpoint with quick picks', async () => {
+  await withArtifactsOnFailure(session, 'download-palette', async () => {
+    await session.page.keyboard.press('Escape');
+    await session.runCommand('Remote Runs: Download Checkpoint…');
+    const widget = session.page.locator('.quick-input-widget');
+    const pick = async (label: string): Promise<void> => {
+      const item = widget.locator('.quick-input-list .monaco-list-row').filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) }).first();
+      await item.waitFor({ state: 'visible', timeout: 30_000 });
+      await item.click();
+    };
+    // One host and one target: those steps are skipped; the run and the checkpoint are asked for.
+    await pick('dl-run');
+    await widget.locator('.quick-input-title', { hasText: 'checkpoint' }).waitFor({ timeout: 30_000 });
+    const rows = await widget.locator('.quick-input-list .monaco-list-row .label-name').allInnerTexts();
+    assert.deepEqual(rows.slice(0, 3), ['step_300', 'step_200', 'step_100'], 'newest first');
+    await pick('step_100');
+    const file = path.join(downloads, 'dlbox', 'dl-run', 'step_100', 'checkpoint.pt');
+    await waitForFile(file, CKPT_BYTES);
+    await session.waitForNotification(/downloaded dl-run\/step_100/, 60_000);
+  });
+});
+
+test('downloading the same checkpoint again says it is already there instead of fetching', async () => {
+  await withArtifactsOnFailure(session, 'download-again', async () => {
+    const logins = host.sshd.acceptedLogins();
+    await contextMenu('step_300', /^Download Checkpoint…$/);
+    await session.waitForNotification(/step_300 is already there \(verified by size\)/, 30_000);
+    assert.equal(host.sshd.acceptedLogins(), logins, 'no new connection for a check');
+  });
+});
