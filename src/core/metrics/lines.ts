@@ -40,8 +40,17 @@ export class LineSplitter {
         this.hold(chunk.subarray(from));
         return;
       }
-      this.hold(chunk.subarray(from, nl));
-      this.finishLine();
+      if (this.pendingLength === 0 && !this.dropping && nl - from <= MAX_LINE_BYTES) {
+        // The whole line is in this chunk: hand it on as a view, without the copy `hold` makes (the sink uses it
+        // before push returns, so the caller reusing its buffer later cannot touch it). Most lines take this path.
+        this.lineNo++;
+        const start = this.lineStart;
+        this.lineStart += nl - from + 1;
+        this.sink.line(stripCr(chunk.subarray(from, nl)), this.lineNo, start);
+      } else {
+        this.hold(chunk.subarray(from, nl));
+        this.finishLine();
+      }
       from = nl + 1;
     }
   }

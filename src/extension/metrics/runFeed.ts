@@ -26,7 +26,7 @@ export interface RunFeedOptions {
 export class RunFeed {
   private readonly followers: MetricsFollower[];
   private readonly changed = new Emitter<void>();
-  /** Fired after every round in which any metric changed. */
+  /** Fired after every round in which any metric changed, and after each read of a backlog that takes several. */
   readonly onDidChange: Event<void> = this.changed.event;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private running: Promise<boolean> | undefined;
@@ -152,6 +152,8 @@ export class RunFeed {
           changed ||= u.changed;
           if (u.status !== 'ok') problems.push(`${u.status}: ${f.path}`);
           if (!u.more || abort.signal.aborted) break;
+          // A long backlog (opening a big log) is shown as it arrives, not only once all of it is read.
+          if (u.changed) this.changed.fire();
         }
       } catch (e) {
         const message = isRemoteRunsError(e) ? `${e.kind}: ${e.message}` : e instanceof Error ? e.message : String(e);
