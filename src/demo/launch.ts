@@ -1,9 +1,10 @@
 /**
  * Opening VS Code on the demo profile: the desktop `code` with `--extensionDevelopmentPath` when it is on PATH,
- * else code-server from `test/vscode` (installed by `bash test/vscode/setup.sh`) on 127.0.0.1, whose URL loads the
- * extension from the repository the same way. Whatever is started is stopped again by `stop()`.
+ * else code-server from `test/vscode` (installed by `bash test/vscode/setup.sh`) on 127.0.0.1 with the extension
+ * packaged from the repository and installed into the demo profile (code-server ignores a development path given
+ * in its URL unless tests are run; checked in a browser). Whatever is started is stopped again by `stop()`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -90,13 +91,17 @@ export function findCodeServer(repo: string): { node: string; entry: string } | 
   return fs.existsSync(node) && fs.existsSync(entry) ? { node, entry } : undefined;
 }
 
-/** Start code-server on 127.0.0.1 with the demo profile; the URL it returns loads the extension from `repo`. */
-export async function openCodeServer(tool: { node: string; entry: string }, repo: string, paths: DemoPaths): Promise<OpenedEditor & { url: string }> {
+/** Start code-server on 127.0.0.1 with the demo profile and the extension from `repo` installed in it. */
+export async function openCodeServer(tool: { node: string; entry: string }, repo: string, paths: DemoPaths, say: (line: string) => void = () => undefined): Promise<OpenedEditor & { url: string }> {
   const port = await freePort();
   const config = path.join(paths.base, 'vscode', 'code-server.yaml');
   fs.writeFileSync(config, 'auth: none\ncert: false\n');
   const home = path.join(paths.base, 'vscode', 'home');
   fs.mkdirSync(home, { recursive: true });
+  const vsix = path.join(paths.base, 'vscode', 'remote-runs-demo.vsix');
+  say('Packaging the extension for code-server (about 15 s)…');
+  run(process.execPath, [path.join(repo, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--no-dependencies', '--no-rewrite-relative-links', '-o', vsix], repo, editorEnv());
+  run(tool.node, [tool.entry, '--user-data-dir', paths.vscodeUserData, '--extensions-dir', paths.vscodeExtensions, '--install-extension', vsix, '--force'], repo, editorEnv({ HOME: home }));
   const child = spawn(
     tool.node,
     [tool.entry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
@@ -111,8 +116,7 @@ export async function openCodeServer(tool: { node: string; entry: string }, repo
   child.stderr?.on('data', (b: Buffer) => (output += b.toString()));
   const base = `http://127.0.0.1:${port}`;
   await waitForHealthy(base, child, () => output);
-  const payload = JSON.stringify([['extensionDevelopmentPath', `vscode-remote://127.0.0.1:${port}${repo}`]]);
-  const url = `${base}/?folder=${encodeURIComponent(paths.vscodeWorkspace)}&payload=${encodeURIComponent(payload)}`;
+  const url = `${base}/?folder=${encodeURIComponent(paths.vscodeWorkspace)}`;
   return {
     url,
     description: `code-server on ${base} (profile ${paths.vscodeUserData})`,
@@ -122,6 +126,12 @@ export async function openCodeServer(tool: { node: string; entry: string }, repo
       killGroup(child, 'SIGKILL');
     },
   };
+}
+
+/** Run a program to its end; throws with its output when it fails. */
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): void {
+  const r = spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout: 180_000 });
+  if (r.status !== 0) throw new Error(`${path.basename(args[0] ?? command)} ${args.slice(1, 3).join(' ')} failed:\n${(r.stderr || r.stdout || String(r.error)).slice(-2000)}`);
 }
 
 async function waitForHealthy(url: string, child: ChildProcess, output: () => string, timeoutMs = 60_000): Promise<void> {

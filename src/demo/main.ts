@@ -89,7 +89,7 @@ export async function main(argv: string[]): Promise<number> {
   if (!values.headless) {
     writeDemoProfile(paths, demoSettings(paths, host.hostConfig, demoEvalProfile()));
     try {
-      editor = await openEditor(repo, paths);
+      editor = await openEditor(repo, paths, say);
       say(`Opened ${editor.description}`);
       if ('url' in editor) say(`Open this URL in your browser: ${(editor as { url: string }).url}`);
     } catch (e) {
@@ -102,11 +102,11 @@ export async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-async function openEditor(repo: string, paths: ReturnType<typeof demoPaths>): Promise<OpenedEditor> {
+async function openEditor(repo: string, paths: ReturnType<typeof demoPaths>, say: (line: string) => void): Promise<OpenedEditor> {
   const code = onPath('code');
   if (code) return openDesktop(code, repo, paths);
   const codeServer = findCodeServer(repo);
-  if (codeServer) return openCodeServer(codeServer, repo, paths);
+  if (codeServer) return openCodeServer(codeServer, repo, paths, say);
   throw new Error('no `code` on PATH, and code-server is not installed (bash test/vscode/setup.sh installs it)');
 }
 
