@@ -49,11 +49,24 @@ function row(label: string) {
     .first();
 }
 
+/** Expands a row; a click that lands while the tree redraws the row (a listing arriving) is tried again. */
 async function expandRow(label: string): Promise<void> {
   const r = row(label);
-  await r.waitFor({ state: 'visible', timeout: 30_000 });
-  if ((await r.getAttribute('aria-expanded')) !== 'true') await r.click();
-  await session.page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await r.elementHandle(), { timeout: 30_000 });
+  for (let attempt = 1; ; attempt++) {
+    await r.waitFor({ state: 'visible', timeout: 30_000 });
+    if ((await r.getAttribute('aria-expanded')) !== 'true') await r.click();
+    try {
+      await session.page.waitForFunction(
+        (l) => Array.from(document.querySelectorAll('.part.sidebar .monaco-list-row[role=treeitem]'))
+          .some((e) => e.querySelector('.label-name')?.textContent === l && e.getAttribute('aria-expanded') === 'true'),
+        label,
+        { timeout: 20_000 },
+      );
+      return;
+    } catch (e) {
+      if (attempt >= 3) throw e;
+    }
+  }
 }
 
 /** Right-click a tree row and pick an entry of its context menu. */

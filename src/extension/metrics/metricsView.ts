@@ -38,8 +38,6 @@ export class MetricsView implements vscode.Disposable {
   private disposed = false;
   /** Bytes of the last messages posted (JSON length), for benchmarks and the log. */
   lastPostedBytes = 0;
-  /** Fired after the primary run's data changed (status bar, titles). */
-  onPrimaryChanged: (() => void) | undefined;
 
   constructor(
     private readonly webview: vscode.Webview,
@@ -127,7 +125,6 @@ export class MetricsView implements vscode.Disposable {
     if (!this.ready) return;
     const u = this.presenter.update();
     if (u) this.post(u);
-    this.onPrimaryChanged?.();
   }
 
   private post(msg: ToWebview): void {

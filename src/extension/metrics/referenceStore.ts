@@ -61,10 +61,12 @@ export class ReferenceStore implements vscode.Disposable {
 
   private async write(lines: ReferenceLine[]): Promise<void> {
     const uri = this.uri;
+    if (uri) {
+      // The file first: what the views show is always what a commit of the workspace would hold.
+      await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
+      await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(serializeReferences(lines)));
+    }
     this.set(lines);
-    if (!uri) return;
-    await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
-    await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(serializeReferences(lines)));
   }
 
   private set(lines: ReferenceLine[]): void {
