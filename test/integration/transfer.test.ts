@@ -136,7 +136,7 @@ describe('byte-exact downloads from every kind of target', () => {
     });
   }
 
-  for (const target of [HOST, PCT]) {
+  for (const target of [HOST, PCT, DOCKER]) {
     test(`${target.kind}: a 2 GiB sparse flat checkpoint lands at <root>/<run>/<file> with equal bytes`, async () => {
       const file = path.posix.join(remoteBase(target), `sparse-${target.kind}`, 'model_step_9000.pt');
       const size = 2 * 1024 * MiB + 4097;
@@ -305,6 +305,44 @@ describe('names, consent and disk space', () => {
     fs.appendFileSync(localFile, 'edit');
     const edited = await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'consent' });
     assert.equal(edited.files[0].state.kind, 'differs');
+  });
+
+  test('a disk that fills up during the download stops it with disk-full, keeps the .part, and touches nothing else', async () => {
+    const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-filling-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'rr-filling', mnt]);
+    try {
+      const file = path.posix.join(remoteBase(HOST), 'filling', 'model_step_4.pt');
+      writeRemote(HOST, file, randomBytes(16 * MiB));
+      const neighbour = path.join(mnt, 'neighbour.txt');
+      fs.writeFileSync(neighbour, 'keep me');
+      const plan = await planDownload(source(HOST), checkpoint(HOST, file, false), { root: mnt, run: 'filling' });
+      let filled = false;
+      const err = await rejectsWith(
+        download(plan, {
+          concurrency: 1,
+          onProgress: (p) => {
+            // Another program takes the rest of the disk once the download is under way.
+            if (!filled && p.bytesDone > 0) {
+              filled = true;
+              try {
+                fs.writeFileSync(path.join(mnt, 'filler'), Buffer.alloc(24 * MiB));
+              } catch {
+                // ENOSPC for the filler itself: the disk is full, which is the point.
+              }
+            }
+          },
+        }),
+        'disk-full',
+      );
+      assert.ok(filled, 'the disk was filled mid-download');
+      assert.match(err.message, /space|full/i);
+      assert.ok(fs.existsSync(partPath(plan.files[0].localPath)), 'what was written is kept');
+      assert.ok(!fs.existsSync(plan.files[0].localPath), 'no file that looks complete');
+      assert.equal(fs.readFileSync(neighbour, 'utf8'), 'keep me');
+    } finally {
+      execFileSync('umount', [mnt]);
+      fs.rmSync(mnt, { recursive: true, force: true });
+    }
   });
 
   test('a destination without room is refused before anything is fetched', async () => {
