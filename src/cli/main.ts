@@ -3,6 +3,7 @@
  *
  *   remote-runs ls ADDRESS [--json]
  *   remote-runs pull ADDRESS [--to DIR] [--verify]
+ *   remote-runs eval PROFILE ADDRESS [--follow]
  *   common: [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
  *
  * Exit codes: 0 ok, 2 a typed failure (the kind is printed), 1 a usage error.
@@ -20,14 +21,22 @@ import { RemoteRunsError, isRemoteRunsError, type HostConfig } from '../core/typ
 import { TerminalPrompter } from './prompter';
 import { lsCommand } from './ls';
 import { pullCommand } from './pull';
+import { evalCommand } from './eval';
+import { EvalService } from '../core/eval/service';
+import { parseEvalProfiles } from '../core/eval/profiles';
+import type { EvalProfile } from '../core/eval/types';
 
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs pull ADDRESS [--to DIR] [--verify] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs eval PROFILE ADDRESS [--follow] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
 
 ADDRESS is host, host/target or host/target/run (ls), or host/target/run/CHECKPOINT (pull), where target is
 "host", "pct:<vmid>" or "docker:<name>" and CHECKPOINT a name (step_20000), a step (20000) or "latest".
 pull writes DIR/<run>/<checkpoint>/… (default DIR: the current folder), progress on stderr, the local path on
 stdout; --verify compares sha256 computed on both sides before the file is put in place.
+eval starts the config's eval profile PROFILE on ADDRESS (as for pull), detached, and prints its id and log; with
+--follow it streams the log to stdout and exits with the eval's exit status. Profiles come from the config's
+"evalProfiles" array (same schema as the remoteRuns.evalProfiles setting).
 Hosts come from --config (JSON {"hosts": [...]}, same schema as the remoteRuns.hosts setting; default
 $REMOTE_RUNS_CONFIG or ~/.config/remote-runs/config.json) and from the Host entries of ~/.ssh/config.`;
 
@@ -52,6 +61,7 @@ export async function main(
         json: { type: 'boolean', default: false },
         to: { type: 'string' },
         verify: { type: 'boolean', default: false },
+        follow: { type: 'boolean', default: false },
         config: { type: 'string' },
         'ssh-config': { type: 'string' },
         'known-hosts': { type: 'string', multiple: true },
@@ -63,12 +73,14 @@ export async function main(
     return 1;
   }
   const { values, positionals } = parsed;
-  const [verb, address] = positionals;
+  const [verb] = positionals;
+  // eval takes its profile before the address.
+  const address = verb === 'eval' ? positionals[2] : positionals[1];
   if (values.help || !verb) {
     (values.help ? io.stdout : io.stderr).write(`${USAGE}\n`);
     return values.help ? 0 : 1;
   }
-  if ((verb !== 'ls' && verb !== 'pull') || !address || positionals.length > 2) {
+  if ((verb !== 'ls' && verb !== 'pull' && verb !== 'eval') || !address || positionals.length > (verb === 'eval' ? 3 : 2)) {
     io.stderr.write(`${USAGE}\n`);
     return 1;
   }
@@ -83,7 +95,8 @@ export async function main(
     knownHostsFiles: values['known-hosts']?.length ? values['known-hosts'] : [path.join(home, '.ssh', 'known_hosts')],
   });
   try {
-    const hostsFromFile = loadHosts(values.config, io.env, home);
+    const config = loadConfig(values.config, io.env, home);
+    const hostsFromFile = config.hosts;
     const hosts = new HostDirectory({
       hosts: () => hostsFromFile,
       includeSshConfigHosts: () => true,
@@ -108,6 +121,19 @@ export async function main(
       io.stdout.write(`${local}\n`);
       return 0;
     }
+    if (verb === 'eval') {
+      const evals = new EvalService({
+        // Launches ask for idempotent: false so the pool never runs one twice.
+        executorFor: (name, { idempotent }) => pool.executor(hosts.resolve(core.host(name)), { idempotent }),
+        localStateDir: path.join(io.env.XDG_STATE_HOME || path.join(home, '.local', 'state'), 'remote-runs'),
+      });
+      return await evalCommand(
+        { core, evals, profiles: config.evalProfiles(), stdout: io.stdout, stderr: io.stderr, signal },
+        positionals[1]!,
+        addr,
+        { follow: values.follow },
+      );
+    }
     const out = await lsCommand(core, addr);
     io.stdout.write(values.json ? `${JSON.stringify(out.json)}\n` : out.text);
     return out.exitCode;
@@ -121,17 +147,26 @@ export async function main(
   }
 }
 
-function loadHosts(configPath: string | undefined, env: NodeJS.ProcessEnv, home: string): HostConfig[] {
+/** The config file's hosts, and its eval profiles parsed on demand (strictly: any problem is `bad-config`). */
+function loadConfig(configPath: string | undefined, env: NodeJS.ProcessEnv, home: string): { hosts: HostConfig[]; evalProfiles(): EvalProfile[] } {
   const explicit = configPath ?? env.REMOTE_RUNS_CONFIG;
   const file = explicit ?? path.join(home, '.config', 'remote-runs', 'config.json');
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    if (!explicit && (e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    if (!explicit && (e as NodeJS.ErrnoException).code === 'ENOENT') return { hosts: [], evalProfiles: () => [] };
     throw new RemoteRunsError('bad-config', `Cannot read config ${file}: ${(e as Error).message}`);
   }
-  return parseConfigFile(text, file);
+  const hosts = parseConfigFile(text, file);
+  return {
+    hosts,
+    evalProfiles(): EvalProfile[] {
+      const { profiles, problems } = parseEvalProfiles((JSON.parse(text) as Record<string, unknown>).evalProfiles, `${file}: evalProfiles`);
+      if (problems.length > 0) throw new RemoteRunsError('bad-config', problems.join('\n'), { path: file, problems });
+      return profiles;
+    },
+  };
 }
 
 if (require.main === module) {

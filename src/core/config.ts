@@ -121,7 +121,7 @@ export function parseHostsSetting(value: unknown, source: string): { hosts: Host
 }
 
 /**
- * Parse a CLI config file: JSON `{"hosts": [...]}`. Stricter than settings: any problem (even an unknown
+ * Parse a CLI config file: JSON `{"hosts": [...], "evalProfiles"?: [...]}` (hosts only; see parseEvalProfiles). Stricter than settings: any problem (even an unknown
  * field, usually a typo) throws RemoteRunsError('bad-config') listing all of them.
  */
 export function parseConfigFile(text: string, path: string): HostConfig[] {
@@ -136,7 +136,8 @@ export function parseConfigFile(text: string, path: string): HostConfig[] {
   }
   const problems: string[] = [];
   for (const key of Object.keys(data)) {
-    if (key !== 'hosts' && key !== '$schema') problems.push(`${path}: unknown top-level field ${JSON.stringify(key)}`);
+    // evalProfiles is validated by whoever uses it (parseEvalProfiles in core/eval), not here.
+    if (key !== 'hosts' && key !== '$schema' && key !== 'evalProfiles') problems.push(`${path}: unknown top-level field ${JSON.stringify(key)}`);
   }
   const raw = (data as Record<string, unknown>).hosts;
   if (raw === undefined) problems.push(`${path}: missing "hosts" array`);

@@ -1,0 +1,78 @@
+import type { RemoteRunsCore } from '../core/service';
+import { pickCheckpoint } from '../core/service';
+import type { parseAddress } from '../core/address';
+import { RemoteRunsError, formatTarget, isRemoteRunsError } from '../core/types';
+import type { EvalService } from '../core/eval/service';
+import type { EvalPlace, EvalProfile, EvalSubject } from '../core/eval/types';
+
+export interface EvalCliDeps {
+  core: RemoteRunsCore;
+  evals: EvalService;
+  /** Validated profiles from the config file's `evalProfiles`. */
+  profiles: readonly EvalProfile[];
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  signal: AbortSignal;
+  /** Between log polls while following. Default 500 ms. */
+  pollMs?: number;
+}
+
+/** Where a place's folder is, for humans: `local:/path` or `host/target:/path`. */
+export function describePlace(place: EvalPlace, dir: string): string {
+  return place.kind === 'local' ? `local:${dir}` : `${place.host}/${formatTarget(place.target)}:${dir}`;
+}
+
+/**
+ * `remote-runs eval PROFILE host/target/run/checkpoint|latest [--follow]`.
+ * Without follow: prints the eval id and its log's location on stdout and returns 0 (the eval runs on, detached).
+ * With follow: streams the log to stdout from its start and returns the eval's exit status (lost: 2). Ctrl-C stops
+ * following only; the eval keeps running, and the message says how to find it again.
+ */
+export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: ReturnType<typeof parseAddress>, options: { follow: boolean }): Promise<number> {
+  if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
+    throw new RemoteRunsError('bad-address', 'eval needs host/target/run/checkpoint (a checkpoint name such as step_20000, a step, or "latest")');
+  }
+  const profile = deps.profiles.find((p) => p.name === profileName);
+  if (!profile) {
+    const known = deps.profiles.map((p) => p.name);
+    throw new RemoteRunsError(
+      'bad-config',
+      `No eval profile ${JSON.stringify(profileName)} in the config's "evalProfiles" (${known.length ? `known: ${known.join(', ')}` : 'none are configured'})`,
+    );
+  }
+  const { run } = await deps.core.findRun(addr.host, addr.target, addr.run, deps.signal);
+  const checkpoint = pickCheckpoint(run, addr.checkpoint);
+  const subject: EvalSubject = {
+    host: addr.host,
+    target: addr.target,
+    run: { name: run.name, path: run.path },
+    checkpoint: { path: checkpoint.path, step: checkpoint.step },
+  };
+  const started = await deps.evals.start(profile, subject, deps.signal);
+  const log = describePlace(started.place, `${started.dir}/log`);
+  if (!options.follow) {
+    deps.stdout.write(`${started.id}\n${log}\n`);
+    return 0;
+  }
+  const what = `${addr.host}/${formatTarget(addr.target)}/${run.name}/${checkpoint.name}`;
+  deps.stderr.write(`eval ${started.id} of ${what} with ${profile.name}${started.jobId ? ` (Slurm job ${started.jobId})` : ''}; log ${log}\n`);
+  try {
+    const end = await deps.evals.follow(started.place, started.id, started.meta, {
+      pollMs: deps.pollMs ?? 500,
+      signal: deps.signal,
+      onData: (chunk) => deps.stdout.write(chunk),
+      onRetry: (e) => deps.stderr.write(`eval ${started.id}: ${e.kind}: ${e.message}; retrying\n`),
+    });
+    const results = end.results.map((r) => Object.entries(r).map(([k, v]) => `${k}=${v}`).join(' ')).join('; ');
+    deps.stderr.write(`eval ${started.id}: ${end.state}${end.exitCode !== undefined ? ` (exit ${end.exitCode})` : ''}${results ? `: ${results}` : ''}\n`);
+    if (end.state === 'passed') return 0;
+    if (end.state === 'lost') return 2;
+    return end.exitCode !== undefined && end.exitCode > 0 && end.exitCode < 256 ? end.exitCode : 1;
+  } catch (e) {
+    if (isRemoteRunsError(e) && e.kind === 'cancelled') {
+      deps.stderr.write(`stopped following; eval ${started.id} keeps running (log ${log})\n`);
+      return 130;
+    }
+    throw e;
+  }
+}
