@@ -15,6 +15,8 @@ export const CommandIds = {
   pinRun: 'remoteRuns.pinRun',
   unpinRun: 'remoteRuns.unpinRun',
   showInlineMetrics: 'remoteRuns.showInlineMetrics',
+  evaluateCheckpoint: 'remoteRuns.evaluateCheckpoint',
+  stopEval: 'remoteRuns.stopEval',
 } as const;
 
 export type CommandId = (typeof CommandIds)[keyof typeof CommandIds];

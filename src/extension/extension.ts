@@ -17,6 +17,7 @@ import type { TreeNode } from './tree/nodes';
 import { registerCommands } from './commands';
 import { registerMetrics } from './metrics/register';
 import { registerDownloads } from './download/register';
+import { registerEvals, type EvalsHandle } from './eval/register';
 
 export interface RemoteRunsApi {
   tree: RunsTreeProvider;
@@ -58,6 +59,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
     },
   });
 
+  let evalsHandle: EvalsHandle | undefined;
   const tree = store.register(
     new RunsTreeProvider({
       core,
@@ -65,6 +67,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       connectionState: (name) => pool.getState(name),
       onDidChangeConnectionState: pool.onDidChangeState,
       log,
+      // Bound once evals are registered below (they need the tree to redraw).
+      checkpointDecoration: (node) => evalsHandle?.checkpointDecoration(node),
     }),
   );
   const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true }));
@@ -98,6 +102,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles })) store.register(d);
   registerMetrics({ store, core, tree, view, log, context });
   registerDownloads({ store, core, pool, hosts, tree, view, log, context });
+  evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context });
   log.info('Remote Runs activated');
   return { tree, core };
 }

@@ -33,6 +33,8 @@ export interface TreeDeps {
   connectionState(host: string): ConnectionState;
   onDidChangeConnectionState: Event<{ host: string; state: ConnectionState }>;
   log: Logger;
+  /** Extra text after a checkpoint's description (e.g. its evals' state); redraw with `redraw` when it changes. */
+  checkpointDecoration?(node: CheckpointNode): string | undefined;
 }
 
 type Result<T> = { ok: true; value: T; at: number } | { ok: false; error: RemoteRunsError; at: number };
@@ -237,6 +239,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     this.queue.push(node ? scopeOf(node).id : '');
   }
 
+  /** Redraw a node and its children from what is cached (no re-listing): for decorations that changed. */
+  redraw(node?: TreeNode): void {
+    this.changeEmitter.fire(node);
+  }
+
   /** Refresh everything that is currently expanded (the timer's job). */
   refreshExpanded(): void {
     for (const id of this.expanded) {
@@ -344,7 +351,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const item = new vscode.TreeItem(c.name, c.isDir && c.files.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const now = Date.now();
-    item.description = [formatBytes(c.bytes), formatAge(c.mtime, now), c.newest ? 'newest' : ''].filter(Boolean).join(' · ');
+    item.description = [formatBytes(c.bytes), formatAge(c.mtime, now), c.newest ? 'newest' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.isDir ? 'folder' : 'file-binary');
     item.tooltip = `${c.path}\nstep ${c.step} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}`;
     item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}`;

@@ -1,0 +1,63 @@
+/**
+ * host → target → run → checkpoint quick picks for "Evaluate Checkpoint…" from the palette (the same steps as the
+ * download picker; kept separate so each command titles its own steps).
+ */
+import * as vscode from 'vscode';
+import type { HostDirectory } from '../../core/hosts';
+import type { RemoteRunsCore } from '../../core/service';
+import { runsOf } from '../../core/service';
+import { RemoteRunsError, formatTarget, type Checkpoint, type Run, type TargetRef } from '../../core/types';
+import { formatAge, formatBytes } from '../../core/util/format';
+
+export interface PickedCheckpoint {
+  hostName: string;
+  target: TargetRef;
+  run: Run;
+  checkpoint: Checkpoint;
+}
+
+interface Item<T> extends vscode.QuickPickItem {
+  value: T;
+}
+
+/** A type-to-filter quick pick returning the picked item's value. */
+export async function quickPick<T>(title: string, items: Thenable<Item<T>[]> | Item<T>[], placeHolder: string): Promise<T | undefined> {
+  const picked = await vscode.window.showQuickPick(items, { title, placeHolder, matchOnDescription: true, matchOnDetail: true, ignoreFocusOut: true });
+  return picked?.value;
+}
+
+/** Pick a checkpoint (newest first); a step with one choice is skipped. Undefined when the user cancels. */
+export async function pickCheckpoint(core: RemoteRunsCore, hosts: HostDirectory, title: string): Promise<PickedCheckpoint | undefined> {
+  const all = hosts.all();
+  if (all.length === 0) throw new RemoteRunsError('bad-config', 'No hosts are configured: add one with "Remote Runs: Add Host"');
+  const hostName = all.length === 1 ? all[0]!.config.name : await quickPick(`${title} (1/4): host`, all.map((h) => ({ label: h.config.name, description: h.config.host, value: h.config.name })), 'Pick a host');
+  if (!hostName) return undefined;
+  const targets = (await core.listTargets(hostName)).targets.filter((t) => t.state !== 'stopped');
+  const target =
+    targets.length === 1
+      ? targets[0]
+      : await quickPick(`${title} (2/4): where`, targets.map((t) => ({ label: formatTarget(t), description: t.kind === 'host' ? 'bare host' : `${t.label} · ${t.state}`, value: t as TargetRef })), 'Pick the host or a container');
+  if (!target) return undefined;
+  const listing = await core.listTarget(hostName, target);
+  const runs = runsOf(listing).filter((r) => r.checkpoints.length > 0);
+  if (runs.length === 0) {
+    const why = listing.roots.map((r) => `${r.root}: ${r.state === 'ok' ? 'runs without checkpoints' : r.state}`).join('; ');
+    throw new RemoteRunsError('not-found', `No run with checkpoints on ${hostName}/${formatTarget(target)} (${why})`);
+  }
+  const now = listing.remoteNow;
+  const run = await quickPick(
+    `${title} (3/4): run`,
+    runs.map((r) => {
+      const newest = r.checkpoints[r.checkpoints.length - 1]!;
+      return { label: r.name, description: `${r.checkpoints.length} checkpoints · latest step ${newest.step} · ${formatAge(newest.mtime, now)}${r.live ? ' · live' : ''}`, detail: r.path, value: r };
+    }),
+    'Pick a run',
+  );
+  if (!run) return undefined;
+  const checkpoint = await quickPick(
+    `${title} (4/4): checkpoint`,
+    [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `step ${c.step} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}`, value: c })),
+    'Pick a checkpoint (newest first)',
+  );
+  return checkpoint ? { hostName, target, run, checkpoint } : undefined;
+}

@@ -1,0 +1,242 @@
+/**
+ * Evals in VS Code: "Evaluate Checkpoint…" (tree context menu or palette, then a profile when there are several),
+ * each running eval in its own terminal fed by the core's follower, "Stop Eval", and the eval state on each
+ * checkpoint of the tree. The evals themselves run detached on their target (src/core/eval); this file only asks,
+ * shows and re-attaches.
+ *
+ * Re-attach: a run's evals are listed when the tree first draws its checkpoints (also after a window reload, when
+ * VS Code restores the expansion) and again while some of them run; a running eval without a terminal gets one,
+ * showing its log from the start — unless the user closed that eval's terminal in this window.
+ */
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import type { HostDirectory } from '../../core/hosts';
+import type { RemoteRunsCore } from '../../core/service';
+import type { ConnectionPool } from '../../core/ssh/pool';
+import { EvalService } from '../../core/eval/service';
+import { parseEvalProfiles } from '../../core/eval/profiles';
+import { runKey } from '../../core/eval/place';
+import type { EvalPlace, EvalProfile, EvalRecord, EvalSubject } from '../../core/eval/types';
+import { RemoteRunsError, formatTarget, type TargetRef } from '../../core/types';
+import { CommandIds } from '../commandIds';
+import { registerCommand } from '../commandRunner';
+import type { DisposableStore } from '../lifecycle';
+import type { Logger } from '../log';
+import type { CheckpointNode, TreeNode } from '../tree/nodes';
+import type { RunsTreeProvider } from '../tree/treeProvider';
+import { checkpointEvalText } from './decoration';
+import { EvalTerminal } from './evalTerminal';
+import { pickCheckpoint, quickPick } from './pickCheckpoint';
+
+export interface EvalDeps {
+  store: DisposableStore;
+  core: RemoteRunsCore;
+  pool: ConnectionPool;
+  hosts: HostDirectory;
+  tree: RunsTreeProvider;
+  log: Logger;
+  context: vscode.ExtensionContext;
+}
+
+/** What the tree asks of evals. */
+export interface EvalsHandle {
+  /** The eval text for a checkpoint (undefined: none known yet; a first call starts listing its run's evals). */
+  checkpointDecoration(node: CheckpointNode): string | undefined;
+}
+
+interface RunEvals {
+  subject: EvalSubject;
+  entries: { place: EvalPlace; record: EvalRecord }[];
+  loadedAt: number;
+  loading?: Promise<void>;
+}
+
+/** While some eval of a run runs, its listing is refreshed at most this often when the tree redraws it. */
+const RELIST_RUNNING_MS = 15_000;
+
+function profilesFromSettings(log: Logger): EvalProfile[] {
+  const { profiles, problems } = parseEvalProfiles(vscode.workspace.getConfiguration('remoteRuns').get('evalProfiles'));
+  for (const p of problems) log.warn(p);
+  return profiles;
+}
+
+function subjectOf(node: Pick<CheckpointNode, 'hostName' | 'target' | 'run' | 'checkpoint'>): EvalSubject {
+  return {
+    host: node.hostName,
+    target: node.target,
+    run: { name: node.run.name, path: node.run.path },
+    checkpoint: { path: node.checkpoint.path, step: node.checkpoint.step },
+  };
+}
+
+function sameTarget(a: TargetRef, b: TargetRef): boolean {
+  return formatTarget(a) === formatTarget(b);
+}
+
+export function registerEvals(deps: EvalDeps): EvalsHandle {
+  const { store, core, pool, hosts, tree, log, context } = deps;
+  const evals = new EvalService({
+    // Launches ask for idempotent: false, so the pool never runs one twice after a drop.
+    executorFor: (name, { idempotent }) => pool.executor(hosts.resolve(core.host(name)), { idempotent }),
+    localStateDir: context.globalStorageUri.fsPath,
+  });
+  const runs = new Map<string, RunEvals>();
+  const terminals = new Map<string, EvalTerminal>();
+  /** Evals whose terminal the user closed (kept running): not re-attached in this window. */
+  const letGo = new Set<string>();
+  store.register({ dispose: () => [...terminals.values()].forEach((t) => t.dispose()) });
+  store.register(
+    vscode.window.onDidCloseTerminal((closed) => {
+      for (const [id, t] of terminals) if (t.terminal === closed) terminals.delete(id);
+    }),
+  );
+
+  const redrawRun = (subject: EvalSubject): void => {
+    for (const r of tree.knownRuns()) {
+      if (r.hostName === subject.host && sameTarget(r.target, subject.target) && r.run.path === subject.run.path) tree.redraw(r);
+    }
+  };
+
+  const load = (key: string, subject: EvalSubject): Promise<void> => {
+    const entry = runs.get(key) ?? { subject, entries: [], loadedAt: 0 };
+    runs.set(key, entry);
+    if (entry.loading) return entry.loading;
+    entry.loading = (async () => {
+      const found: RunEvals['entries'] = [];
+      for (const place of evals.places(profilesFromSettings(log), subject)) {
+        try {
+          for (const record of await evals.list(place)) found.push({ place, record });
+        } catch (e) {
+          // One unreadable place (a host down, a folder we may not read) must not hide the others' evals.
+          log.warn(`evals of ${subject.run.path} in ${place.kind === 'local' ? 'local' : `${place.host}/${formatTarget(place.target)}`}:${place.evalsDir}: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+      entry.entries = found;
+      entry.loadedAt = Date.now();
+      for (const { place, record } of found) {
+        if ((record.state === 'running' || record.state === 'pending') && !terminals.has(record.id) && !letGo.has(record.id)) {
+          attach(place, record.id, record.meta, key, false);
+        }
+      }
+      redrawRun(subject);
+    })().finally(() => {
+      entry.loading = undefined;
+    });
+    return entry.loading;
+  };
+
+  const stop = async (place: EvalPlace, id: string, key: string): Promise<void> => {
+    await vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Stopping eval ${id}` }, () => evals.stop(place, id));
+    const entry = runs.get(key);
+    if (entry) await load(key, entry.subject);
+  };
+
+  const attach = (place: EvalPlace, id: string, meta: EvalRecord['meta'], key: string, show: boolean): EvalTerminal => {
+    const existing = terminals.get(id);
+    if (existing) {
+      if (show) existing.terminal.show();
+      return existing;
+    }
+    const terminal = new EvalTerminal({
+      evals,
+      place,
+      id,
+      meta,
+      name: `eval ${path.posix.basename(meta.checkpoint)} · ${meta.profile}`,
+      log,
+      onEnded: () => {
+        const entry = runs.get(key);
+        if (entry) void load(key, entry.subject);
+      },
+      onStopRequested: () => {
+        void (async () => {
+          const answer = await vscode.window.showWarningMessage(
+            `The eval ${meta.profile} of ${path.posix.basename(meta.checkpoint)} is still running on its target. Stop it?`,
+            'Stop Eval',
+            'Keep Running',
+          );
+          if (answer === 'Stop Eval') await stop(place, id, key).catch((e) => void vscode.window.showErrorMessage(`Remote Runs: ${e instanceof Error ? e.message : String(e)}`));
+          else if (!terminals.has(id)) letGo.add(id);
+        })();
+      },
+    });
+    terminals.set(id, terminal);
+    if (show) terminal.terminal.show();
+    return terminal;
+  };
+
+  store.register(
+    registerCommand(CommandIds.evaluateCheckpoint, async (node?: TreeNode) => {
+      const ref = node?.type === 'checkpoint' ? node : await pickCheckpoint(core, hosts, 'Evaluate Checkpoint');
+      if (!ref) return;
+      const profiles = profilesFromSettings(log);
+      if (profiles.length === 0) {
+        throw new RemoteRunsError('bad-config', 'No eval profiles: add one to the remoteRuns.evalProfiles setting (problems, if any, are in the log)');
+      }
+      const profile =
+        profiles.length === 1
+          ? profiles[0]
+          : await quickPick(
+              `Evaluate ${ref.run.name}/${ref.checkpoint.name}: profile`,
+              profiles.map((p) => ({ label: p.name, description: p.where.kind === 'remote' ? `${p.where.host}/${formatTarget(p.where.target)}` : p.where.kind, detail: p.command, value: p })),
+              'Pick an eval profile',
+            );
+      if (!profile) return;
+      const subject = subjectOf(ref);
+      const started = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `Starting eval ${profile.name} of ${ref.checkpoint.name}`, cancellable: true },
+        async (_progress, token) => {
+          const controller = new AbortController();
+          const sub = token.onCancellationRequested(() => controller.abort());
+          try {
+            return await evals.start(profile, subject, controller.signal);
+          } finally {
+            sub.dispose();
+          }
+        },
+      );
+      log.info(`eval ${started.id} started in ${started.dir}${started.pgid ? ` (process group ${started.pgid})` : ''}${started.jobId ? ` (Slurm job ${started.jobId})` : ''}`);
+      const key = runKey(subject);
+      attach(started.place, started.id, started.meta, key, true);
+      await load(key, subject);
+    }, log),
+  );
+
+  store.register(
+    registerCommand(CommandIds.stopEval, async (node?: TreeNode) => {
+      if (node?.type === 'checkpoint') await load(runKey(subjectOf(node)), subjectOf(node));
+      const running: { place: EvalPlace; record: EvalRecord; key: string }[] = [];
+      for (const [key, entry] of runs) {
+        for (const e of entry.entries) {
+          if (e.record.state !== 'running' && e.record.state !== 'pending') continue;
+          if (node?.type === 'checkpoint' && e.record.checkpointPath !== node.checkpoint.path) continue;
+          running.push({ ...e, key });
+        }
+      }
+      if (running.length === 0) {
+        void vscode.window.showInformationMessage(`Remote Runs: no running eval${node?.type === 'checkpoint' ? ` of ${node.checkpoint.name}` : ' is known (expand a run to list its evals)'}.`);
+        return;
+      }
+      const pick =
+        running.length === 1
+          ? running[0]
+          : await quickPick(
+              'Stop Eval',
+              running.map((r) => ({ label: `${path.posix.basename(r.record.checkpointPath)} · ${r.record.profile}`, description: r.record.state, detail: r.record.id, value: r })),
+              'Pick the eval to stop',
+            );
+      if (pick) await stop(pick.place, pick.record.id, pick.key);
+    }, log),
+  );
+
+  return {
+    checkpointDecoration(node: CheckpointNode): string | undefined {
+      const subject = subjectOf(node);
+      const key = runKey(subject);
+      const entry = runs.get(key);
+      const live = entry?.entries.some((e) => e.record.state === 'running' || e.record.state === 'pending');
+      if (!entry || (live && !entry.loading && Date.now() - entry.loadedAt > RELIST_RUNNING_MS)) void load(key, subject);
+      return entry ? checkpointEvalText(entry.entries.map((e) => e.record), node.checkpoint.path) : undefined;
+    },
+  };
+}
