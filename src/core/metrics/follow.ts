@@ -53,17 +53,34 @@ export class MetricsFollower {
   }
 
   apply(result: TailReadResult): FollowUpdate {
-    if (result.status !== 'ok') return { status: result.status, changed: false, more: false };
-    const before = this.metrics.revision;
+    return this.advance(result).parse();
+  }
+
+  /**
+   * Take a read's place in the file now (so `nextCommand()` already asks for what follows) and parse its bytes
+   * when `parse()` is called: a caller reading a long backlog sends the next read before parsing this one, so
+   * the transfer of one chunk overlaps the parsing of the previous. Call `parse()` before the next `advance()`.
+   */
+  advance(result: TailReadResult): { more: boolean; parse(): FollowUpdate } {
+    if (result.status !== 'ok') {
+      const update: FollowUpdate = { status: result.status, changed: false, more: false };
+      return { more: false, parse: () => update };
+    }
     const step = applyTailRead(this.tail, result, this.mode);
     this.tail = step.state;
-    if (step.reset) {
-      // A whole-file parser replaces the data itself once the new text parses; until then the old curve stays.
-      if (this.mode === 'append') this.metrics.reset();
-      this.parser = createParser(this.format, this.metrics);
-    }
-    if (step.data.length > 0) this.parser.push(step.data);
-    if (step.complete) this.parser.end();
-    return { status: 'ok', decision: step.decision, changed: this.metrics.revision !== before, more: step.more };
+    return {
+      more: step.more,
+      parse: () => {
+        const before = this.metrics.revision;
+        if (step.reset) {
+          // A whole-file parser replaces the data itself once the new text parses; until then the old curve stays.
+          if (this.mode === 'append') this.metrics.reset();
+          this.parser = createParser(this.format, this.metrics);
+        }
+        if (step.data.length > 0) this.parser.push(step.data);
+        if (step.complete) this.parser.end();
+        return { status: 'ok', decision: step.decision, changed: this.metrics.revision !== before, more: step.more };
+      },
+    };
   }
 }

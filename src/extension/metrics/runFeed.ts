@@ -145,10 +145,17 @@ export class RunFeed {
     const abort = (this.abort = new AbortController());
     for (const f of this.followers) {
       try {
-        // A backlog bigger than one read comes in several reads, back to back.
+        // A backlog bigger than one read comes in several reads, back to back: the next read is sent before
+        // this one is parsed, so transfer and parsing overlap.
+        const read = () => runCommand(this.options.executor(), target, f.nextCommand(), abort.signal);
+        let pending = read();
         for (let i = 0; i < 10_000; i++) {
-          const result = await runCommand(this.options.executor(), target, f.nextCommand(), abort.signal);
-          const u = f.apply(result);
+          const step = f.advance(await pending);
+          if (step.more && !abort.signal.aborted) {
+            pending = read();
+            pending.catch(() => undefined); // awaited on the next turn; never left unhandled if we stop first
+          }
+          const u = step.parse();
           changed ||= u.changed;
           if (u.status !== 'ok') problems.push(`${u.status}: ${f.path}`);
           if (!u.more || abort.signal.aborted) break;
