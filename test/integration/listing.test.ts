@@ -13,6 +13,7 @@ import { RemoteRunsCore, runsOf } from '../../src/core/service';
 import { RemoteRunsError, type HostConfig, type RootListing, type ErrorKind } from '../../src/core/types';
 import { setContainerState, setDockerDaemon } from '../shims/shimState';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { rejectsWith } from '../harness/assertKind';
 
 let host: TestHost;
 
@@ -28,16 +29,6 @@ function makeCore(hosts: HostConfig[], opts: { knownHosts?: string; prompter?: S
   return { core, pool };
 }
 
-async function rejectsWith(p: Promise<unknown>, kind: ErrorKind): Promise<RemoteRunsError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof RemoteRunsError, `expected RemoteRunsError, got ${String(e)}`);
-    assert.equal(e.kind, kind, e.message);
-    return e;
-  }
-  assert.fail(`expected a ${kind} error`);
-}
 
 function rootState(roots: RootListing[], root: string): RootListing {
   const r = roots.find((x) => x.root === root);

@@ -14,6 +14,7 @@ import { SshConnection, type Logger } from '../../src/core/ssh/connection';
 import { ConnectionPool, type PoolHost, type StateChange } from '../../src/core/ssh/pool';
 import type { HostKeyInfo, Prompter, ResolvedHop } from '../../src/core/ssh/types';
 import { RemoteRunsError } from '../../src/core/types';
+import { rejectsWith } from '../harness/assertKind';
 
 // Never the real ~/.ssh: every default that could reach it points into a temp folder.
 const home = mkdtempSync(path.join(tmpdir(), 'rr-home-'));
@@ -78,16 +79,6 @@ function knownHosts(name: string, ...servers: TestSshd[]): string {
   return p;
 }
 
-async function rejectsWith(p: Promise<unknown>, kind: string): Promise<RemoteRunsError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof RemoteRunsError, `expected RemoteRunsError, got ${String(e)}`);
-    assert.equal(e.kind, kind, e.message);
-    return e;
-  }
-  assert.fail(`expected a ${kind} error`);
-}
 
 /** Poll until `check` holds (no timing assertions: the test's own timeout bounds it). */
 async function eventually(check: () => boolean | Promise<boolean>, what: string): Promise<void> {

@@ -16,6 +16,7 @@ import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsError, type Checkpoint, type ErrorKind, type TargetRef } from '../../src/core/types';
 import { download, planDownload, partPath, partRecordPath, type DownloadOptions, type TransferSource } from '../../src/core/transfer';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { rejectsWith } from '../harness/assertKind';
 
 const MiB = 1 << 20;
 let host: TestHost;
@@ -76,16 +77,6 @@ function shaStream(file: string): string {
   return execFileSync('sha256sum', [file], { encoding: 'utf8' }).slice(0, 64);
 }
 
-async function rejectsWith(p: Promise<unknown>, kind: ErrorKind): Promise<RemoteRunsError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof RemoteRunsError, `expected RemoteRunsError, got ${String(e)}`);
-    assert.equal(e.kind, kind, e.message);
-    return e;
-  }
-  assert.fail(`expected a ${kind} error`);
-}
 
 before(async () => {
   host = await startTestHost();
