@@ -1,0 +1,118 @@
+/**
+ * Evaluating a checkpoint in a real VS Code against the real test sshd: Evaluate from the checkpoint's context menu,
+ * the eval's output shows in its terminal, and the tree shows its result on the checkpoint.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { startTestHost, type TestHost } from '../harness/testHost';
+import { TEST_USER } from '../harness/sshd';
+
+let host: TestHost;
+let session: VSCodeSession;
+let workspace: string;
+let evalsDir: string;
+
+before(async () => {
+  host = await startTestHost();
+  // The trainer (the test user) owns the run's .remote-runs folder, where its evals live.
+  const own = path.join(host.paths.runs, 'story', '.remote-runs');
+  mkdirSync(own, { recursive: true });
+  execFileSync('chown', ['-R', `${TEST_USER}:${TEST_USER}`, own]);
+  evalsDir = path.join(own, 'evals');
+  workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-ws-'));
+  session = await startVSCode({
+    workspaceFolder: workspace,
+    settings: {
+      'remoteRuns.hosts': [host.hostConfig('evbox', { targets: ['host'], runRoots: [host.paths.runs] })],
+      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
+      'remoteRuns.useSshConfigHosts': false,
+      'remoteRuns.refreshIntervalSeconds': 0,
+      'remoteRuns.evalProfiles': [
+        {
+          name: 'acceptance',
+          where: 'target',
+          command: 'echo eval of step ${step}; for i in 1 2 3; do echo "progress $i/3"; sleep 0.3; done; echo \'{"acceptance_length": 6.4}\'',
+        },
+      ],
+      // The DOM renderer: the terminal's text is then in .xterm-rows, readable by the test.
+      'terminal.integrated.gpuAcceleration': 'off',
+    },
+  });
+});
+
+after(async () => {
+  await session?.close();
+  await host?.stop();
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+});
+
+function row(label: string) {
+  return session.page
+    .locator('.part.sidebar .monaco-list-row[role=treeitem]')
+    .filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) })
+    .first();
+}
+
+async function expandRow(label: string): Promise<void> {
+  const r = row(label);
+  await r.waitFor({ state: 'visible', timeout: 30_000 });
+  if ((await r.getAttribute('aria-expanded')) !== 'true') await r.click();
+  await session.page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await r.elementHandle(), { timeout: 30_000 });
+}
+
+/** Right-click a row and choose a context-menu entry (VS Code ignores a click that follows the menu's opening too closely). */
+async function contextMenu(label: string, entry: RegExp): Promise<void> {
+  await row(label).click({ button: 'right' });
+  const item = session.page.locator('.context-view .action-label', { hasText: entry });
+  await item.waitFor({ state: 'visible', timeout: 15_000 });
+  await item.hover();
+  await session.page.waitForTimeout(400);
+  await item.click();
+  await session.page.locator('.context-view .monaco-menu').waitFor({ state: 'hidden', timeout: 15_000 });
+}
+
+/** Polls `read` until it matches (the test's own timeout bounds the wait; no timing is asserted). */
+async function until(read: () => Promise<string>, match: RegExp, what: string, limitMs = 60_000): Promise<string> {
+  const deadline = Date.now() + limitMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    last = await read().catch(() => '');
+    if (match.test(last)) return last;
+    await session.page.waitForTimeout(250);
+  }
+  assert.fail(`${what}: ${match} not seen; last: ${JSON.stringify(last.slice(-500))}`);
+}
+
+test('Evaluate from the checkpoint context menu: output in its terminal, result on the checkpoint in the tree', async () => {
+  await withArtifactsOnFailure(session, 'eval-tree', async () => {
+    const step = host.storySteps[host.storySteps.length - 1];
+    const ckpt = `step_${step}`;
+    await session.openViewContainer('Remote Runs');
+    await expandRow('evbox');
+    await expandRow('host');
+    await expandRow('story');
+    await contextMenu(ckpt, /^Evaluate Checkpoint…$/);
+
+    // The terminal is named after the checkpoint and profile, and shows the log from its first line to the end.
+    await session.page.locator('.terminal-tabs-entry, .single-terminal-tab', { hasText: `eval ${ckpt} · acceptance` }).first().waitFor({ timeout: 60_000 });
+    const text = await until(
+      () => session.page.locator('.terminal-wrapper.active .xterm-rows').innerText(),
+      /eval ✓ passed: acceptance_length=6\.4/,
+      'terminal output',
+    );
+    assert.match(text, new RegExp(`eval of step ${step}\\s+progress 1/3\\s+progress 2/3\\s+progress 3/3\\s+\\{"acceptance_length": 6\\.4\\}`));
+
+    // The tree shows the eval's result on that checkpoint.
+    await until(() => row(ckpt).locator('.label-description').innerText(), /eval ✓ acceptance_length=6\.4/, 'checkpoint description');
+
+    // The result was recorded in the eval folder beside the run (shared with every client).
+    const ids = readdirSync(evalsDir);
+    assert.equal(ids.length, 1);
+    assert.equal(readFileSync(path.join(evalsDir, ids[0]!, 'results.jsonl'), 'utf8'), '{"acceptance_length":6.4}\n');
+  });
+});
