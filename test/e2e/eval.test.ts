@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -36,7 +36,10 @@ before(async () => {
         {
           name: 'acceptance',
           where: 'target',
-          command: 'echo eval of step ${step}; for i in 1 2 3; do echo "progress $i/3"; sleep 0.3; done; echo \'{"acceptance_length": 6.4}\'',
+          // With a hold file beside the run it keeps running (quietly: the whole log stays on screen) until a go file appears.
+          command:
+            'echo eval of step ${step}; for i in 1 2 3; do echo "progress $i/3"; sleep 0.3; done; ' +
+            'if [ -e .remote-runs/hold ]; then echo waiting; while [ ! -e .remote-runs/go ]; do sleep 0.3; done; fi; echo \'{"acceptance_length": 6.4}\'',
         },
       ],
       // The DOM renderer: the terminal's text is then in .xterm-rows, readable by the test.
@@ -46,6 +49,8 @@ before(async () => {
 });
 
 after(async () => {
+  // An eval a failed test left holding ends on its go file (it runs detached; nothing else would end it).
+  if (evalsDir) writeFileSync(path.join(path.dirname(evalsDir), 'go'), '');
   await session?.close();
   await host?.stop();
   if (workspace) rmSync(workspace, { recursive: true, force: true });
@@ -74,6 +79,14 @@ async function contextMenu(label: string, entry: RegExp): Promise<void> {
   await session.page.waitForTimeout(400);
   await item.click();
   await session.page.locator('.context-view .monaco-menu').waitFor({ state: 'hidden', timeout: 15_000 });
+}
+
+function terminalText(): Promise<string> {
+  return session.page.locator('.terminal-wrapper.active .xterm-rows').innerText();
+}
+
+async function terminalTab(name: string): Promise<void> {
+  await session.page.locator('.terminal-tabs-entry, .single-terminal-tab', { hasText: name }).first().waitFor({ timeout: 60_000 });
 }
 
 /** Polls `read` until it matches (the test's own timeout bounds the wait; no timing is asserted). */
@@ -114,5 +127,34 @@ test('Evaluate from the checkpoint context menu: output in its terminal, result 
     const ids = readdirSync(evalsDir);
     assert.equal(ids.length, 1);
     assert.equal(readFileSync(path.join(evalsDir, ids[0]!, 'results.jsonl'), 'utf8'), '{"acceptance_length":6.4}\n');
+  });
+});
+
+test('after a window reload a running eval re-attaches (log from the start); Stop Eval from the tree stops it', async () => {
+  await withArtifactsOnFailure(session, 'eval-reattach-stop', async () => {
+    const step = host.storySteps[0];
+    const ckpt = `step_${step}`;
+    writeFileSync(path.join(host.paths.runs, 'story', '.remote-runs', 'hold'), '');
+    await contextMenu(ckpt, /^Evaluate Checkpoint…$/);
+    await terminalTab(`eval ${ckpt} · acceptance`);
+    await until(terminalText, /waiting/, 'the eval waiting before the reload');
+    await until(() => row(ckpt).locator('.label-description').innerText(), /eval: running/, 'running state');
+
+    await session.runCommand('Developer: Reload Window');
+    await session.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+    await session.openViewContainer('Remote Runs');
+    await expandRow('evbox');
+    await expandRow('host');
+    await expandRow('story');
+    await terminalTab(`eval ${ckpt} · acceptance`);
+    await session.page.locator('.terminal-tabs-entry, .single-terminal-tab', { hasText: `eval ${ckpt} · acceptance` }).first().click();
+    const text = await until(terminalText, new RegExp(`eval of step ${step}\\s+progress 1/3[\\s\\S]*waiting`), 'the re-attached log from its first line');
+    assert.ok(!/eval ✓/.test(text), 'still running');
+
+    await contextMenu(ckpt, /^Stop Eval$/);
+    await until(() => row(ckpt).locator('.label-description').innerText(), /eval ✗ stopped/, 'stopped state');
+    await until(terminalText, /── eval ✗ failed/, 'the terminal says the eval ended');
+    const left = execFileSync('ps', ['-eo', 'args='], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`remote-runs-eval ${evalsDir}`));
+    assert.deepEqual(left, [], 'nothing of the eval is left running');
   });
 });
