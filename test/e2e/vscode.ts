@@ -185,7 +185,19 @@ function makeSession(base: SessionBase): VSCodeSession {
         .first();
       await row.waitFor({ state: 'visible', timeout: 15_000 });
       await row.click();
-      await widget.waitFor({ state: 'hidden', timeout: 15_000 });
+      // The palette is done when the widget closes, or when the command reused it for its own input or pick
+      // (Add Host, Download Checkpoint…): then it no longer holds the palette's `>` text.
+      await page.waitForFunction(
+        () => {
+          const w = document.querySelector('.quick-input-widget');
+          if (!w || w.getClientRects().length === 0 || getComputedStyle(w).display === 'none' || getComputedStyle(w).visibility === 'hidden') return true;
+          if (w.classList.contains('quick-input-widget-closing')) return true;
+          const box = w.querySelector<HTMLInputElement>('.quick-input-box input');
+          return !box || !box.value.startsWith('>');
+        },
+        undefined,
+        { timeout: 15_000 },
+      );
     },
 
     notifications,
