@@ -163,7 +163,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
   const plan: DownloadPlan = await planDownload(source, ref.checkpoint, { root, run: ref.run.name });
   if (!fresh && plan.files.length > 0 && plan.files.every((f) => f.state.kind === 'complete-verified')) {
     const how = plan.files[0].state.kind === 'complete-verified' ? plan.files[0].state.verified : 'size';
-    void afterDownload(`Remote Runs: ${label} is already there (verified by ${how}).`, plan.localRoot);
+    void afterDownload(`Remote Runs: ${label} is already there (verified by ${how}).`, plan.localRoot, ref);
     return undefined;
   }
 
@@ -219,7 +219,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
   const summary = declined.length
     ? `Remote Runs: ${label} downloaded, except ${declined.length} file(s) you kept.`
     : `Remote Runs: downloaded ${label} (${formatBytes(plan.bytes)}${resumed ? `, ${formatBytes(resumed)} resumed` : ''}, verified by ${verify}).`;
-  void afterDownload(summary, result.localRoot);
+  void afterDownload(summary, result.localRoot, ref);
   return result;
 }
 
@@ -235,11 +235,19 @@ async function askOverwrite(file: PlanFile): Promise<boolean> {
   return answer === replace;
 }
 
-async function afterDownload(message: string, localPath: string): Promise<void> {
-  const choice = await vscode.window.showInformationMessage(message, 'Reveal', 'Open Folder');
+async function afterDownload(message: string, localPath: string, ref: CheckpointRef): Promise<void> {
+  // "Evaluate" is offered when the user has eval profiles: the natural next step after fetching a checkpoint.
+  const profiles = config().get<unknown[]>('evalProfiles') ?? [];
+  const actions = ['Reveal', 'Open Folder', ...(Array.isArray(profiles) && profiles.length > 0 ? ['Evaluate'] : [])];
+  const choice = await vscode.window.showInformationMessage(message, ...actions);
   const uri = vscode.Uri.file(localPath);
   if (choice === 'Reveal') await vscode.commands.executeCommand('revealFileInOS', uri);
   else if (choice === 'Open Folder') await vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.file(path.dirname(localPath)), { forceNewWindow: true });
+  else if (choice === 'Evaluate') {
+    // The Evaluate command takes a checkpoint as the tree gives it.
+    const node: TreeNode = { type: 'checkpoint', id: '', hostName: ref.hostName, target: ref.target, run: ref.run, checkpoint: ref.checkpoint };
+    await vscode.commands.executeCommand(CommandIds.evaluateCheckpoint, node);
+  }
 }
 
 function formatEta(sec: number): string {
