@@ -7,12 +7,13 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
-import { pickCheckpoint, runsOf } from '../../core/service';
+import { pickCheckpoint as checkpointOf } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
 import { download, planDownload, type DownloadPlan, type DownloadResult, type PlanFile, type VerifyMode } from '../../core/transfer';
-import { RemoteRunsError, formatTarget, isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
-import { formatAge, formatBytes } from '../../core/util/format';
+import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
+import { formatBytes } from '../../core/util/format';
 import { CommandIds } from '../commandIds';
+import { pickCheckpoint, quickPick, type Item } from '../pickCheckpoint';
 import { registerCommand } from '../commandRunner';
 import type { DisposableStore } from '../lifecycle';
 import type { Logger } from '../log';
@@ -48,7 +49,7 @@ export function registerDownloads(deps: DownloadDeps): void {
   const { store, log } = deps;
   store.register(
     registerCommand(CommandIds.downloadCheckpoint, async (node?: TreeNode) => {
-      const ref = node?.type === 'checkpoint' ? { hostName: node.hostName, target: node.target, run: node.run, checkpoint: node.checkpoint } : await pickCheckpointRef(deps);
+      const ref = node?.type === 'checkpoint' ? { hostName: node.hostName, target: node.target, run: node.run, checkpoint: node.checkpoint } : await pickCheckpoint(deps.core, deps.hosts, 'Download Checkpoint');
       if (ref) await downloadCheckpoint(deps, ref);
     }, log),
   );
@@ -72,56 +73,9 @@ async function latestOf(deps: DownloadDeps, node?: TreeNode): Promise<Checkpoint
     const pinned = deps.context.workspaceState.get<{ hostName?: string; target?: TargetRef; runName?: string }>(PINNED_KEY);
     if (pinned?.hostName && pinned.target && pinned.runName) where = { hostName: pinned.hostName, target: pinned.target, runName: pinned.runName };
   }
-  if (!where) return pickCheckpointRef(deps, { latestOnly: true });
+  if (!where) return pickCheckpoint(deps.core, deps.hosts, 'Download Latest Checkpoint', { latestOnly: true });
   const { run } = await deps.core.findRun(where.hostName, where.target, where.runName);
-  return { hostName: where.hostName, target: where.target, run, checkpoint: pickCheckpoint(run, 'latest') };
-}
-
-interface Item<T> extends vscode.QuickPickItem {
-  value: T;
-}
-
-async function quickPick<T>(title: string, items: Thenable<Item<T>[]> | Item<T>[], placeHolder: string): Promise<T | undefined> {
-  const picked = await vscode.window.showQuickPick(items, { title, placeHolder, matchOnDescription: true, matchOnDetail: true, ignoreFocusOut: true });
-  return picked?.value;
-}
-
-/** host → target → run → checkpoint, each a type-to-filter quick pick; checkpoints newest first. */
-async function pickCheckpointRef(deps: DownloadDeps, opts: { latestOnly?: boolean } = {}): Promise<CheckpointRef | undefined> {
-  const title = opts.latestOnly ? 'Download Latest Checkpoint' : 'Download Checkpoint';
-  const hosts = deps.hosts.all();
-  if (hosts.length === 0) throw new RemoteRunsError('bad-config', 'No hosts are configured: add one with "Remote Runs: Add Host"');
-  const hostName = hosts.length === 1 ? hosts[0].config.name : await quickPick(`${title} (1/4): host`, hosts.map((h) => ({ label: h.config.name, description: h.config.host, value: h.config.name })), 'Pick a host');
-  if (!hostName) return undefined;
-  const targets = (await deps.core.listTargets(hostName)).targets.filter((t) => t.state !== 'stopped');
-  const target =
-    targets.length === 1
-      ? targets[0]
-      : await quickPick(`${title} (2/4): where`, targets.map((t) => ({ label: formatTarget(t), description: t.kind === 'host' ? 'bare host' : `${t.label} · ${t.state}`, value: t as TargetRef })), 'Pick the host or a container');
-  if (!target) return undefined;
-  const listing = await deps.core.listTarget(hostName, target);
-  const runs = runsOf(listing).filter((r) => r.checkpoints.length > 0);
-  if (runs.length === 0) {
-    const why = listing.roots.map((r) => `${r.root}: ${r.state === 'ok' ? 'runs without checkpoints' : r.state}`).join('; ');
-    throw new RemoteRunsError('not-found', `No run with checkpoints on ${hostName}/${formatTarget(target)} (${why})`);
-  }
-  const now = listing.remoteNow;
-  const run = await quickPick(
-    `${title} (3/4): run`,
-    runs.map((r) => {
-      const newest = r.checkpoints[r.checkpoints.length - 1];
-      return { label: r.name, description: `${r.checkpoints.length} checkpoints · latest step ${newest.step} · ${formatAge(newest.mtime, now)}${r.live ? ' · live' : ''}`, detail: r.path, value: r };
-    }),
-    'Pick a run',
-  );
-  if (!run) return undefined;
-  if (opts.latestOnly) return { hostName, target, run, checkpoint: pickCheckpoint(run, 'latest') };
-  const checkpoint = await quickPick(
-    `${title} (4/4): checkpoint`,
-    [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `step ${c.step} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}`, value: c })),
-    'Pick a checkpoint (newest first)',
-  );
-  return checkpoint ? { hostName, target, run, checkpoint } : undefined;
+  return { hostName: where.hostName, target: where.target, run, checkpoint: checkpointOf(run, 'latest') };
 }
 
 /** The folder downloads of a host land under: the setting, else asked once (and remembered in the setting). */

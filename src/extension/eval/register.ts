@@ -26,7 +26,7 @@ import type { CheckpointNode, TreeNode } from '../tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { checkpointEvalText } from './decoration';
 import { EvalTerminal } from './evalTerminal';
-import { pickCheckpoint, quickPick } from './pickCheckpoint';
+import { pickCheckpoint, quickPick } from '../pickCheckpoint';
 
 export interface EvalDeps {
   store: DisposableStore;

@@ -1,13 +1,13 @@
 /**
- * host → target → run → checkpoint quick picks for "Evaluate Checkpoint…" from the palette (the same steps as the
- * download picker; kept separate so each command titles its own steps).
+ * host → target → run → checkpoint quick picks, shared by the palette's "Download Checkpoint…", "Download Latest
+ * Checkpoint" and "Evaluate Checkpoint…"; each passes its own title.
  */
 import * as vscode from 'vscode';
-import type { HostDirectory } from '../../core/hosts';
-import type { RemoteRunsCore } from '../../core/service';
-import { runsOf } from '../../core/service';
-import { RemoteRunsError, formatTarget, type Checkpoint, type Run, type TargetRef } from '../../core/types';
-import { formatAge, formatBytes } from '../../core/util/format';
+import type { HostDirectory } from '../core/hosts';
+import type { RemoteRunsCore } from '../core/service';
+import { runsOf } from '../core/service';
+import { RemoteRunsError, formatTarget, type Checkpoint, type Run, type TargetRef } from '../core/types';
+import { formatAge, formatBytes } from '../core/util/format';
 
 export interface PickedCheckpoint {
   hostName: string;
@@ -16,7 +16,7 @@ export interface PickedCheckpoint {
   checkpoint: Checkpoint;
 }
 
-interface Item<T> extends vscode.QuickPickItem {
+export interface Item<T> extends vscode.QuickPickItem {
   value: T;
 }
 
@@ -27,7 +27,12 @@ export async function quickPick<T>(title: string, items: Thenable<Item<T>[]> | I
 }
 
 /** Pick a checkpoint (newest first); a step with one choice is skipped. Undefined when the user cancels. */
-export async function pickCheckpoint(core: RemoteRunsCore, hosts: HostDirectory, title: string): Promise<PickedCheckpoint | undefined> {
+export async function pickCheckpoint(
+  core: RemoteRunsCore,
+  hosts: HostDirectory,
+  title: string,
+  opts: { latestOnly?: boolean } = {},
+): Promise<PickedCheckpoint | undefined> {
   const all = hosts.all();
   if (all.length === 0) throw new RemoteRunsError('bad-config', 'No hosts are configured: add one with "Remote Runs: Add Host"');
   const hostName = all.length === 1 ? all[0]!.config.name : await quickPick(`${title} (1/4): host`, all.map((h) => ({ label: h.config.name, description: h.config.host, value: h.config.name })), 'Pick a host');
@@ -54,6 +59,7 @@ export async function pickCheckpoint(core: RemoteRunsCore, hosts: HostDirectory,
     'Pick a run',
   );
   if (!run) return undefined;
+  if (opts.latestOnly) return { hostName, target, run, checkpoint: run.checkpoints[run.checkpoints.length - 1]! };
   const checkpoint = await quickPick(
     `${title} (4/4): checkpoint`,
     [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `step ${c.step} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}`, value: c })),
