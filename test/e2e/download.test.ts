@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
+import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
@@ -38,30 +39,10 @@ after(async () => {
   for (const d of [workspace, downloads]) if (d) rmSync(d, { recursive: true, force: true });
 });
 
-function row(label: string) {
-  return session.page
-    .locator('.part.sidebar .monaco-list-row[role=treeitem]')
-    .filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) })
-    .first();
-}
+const row = (label: string) => treeRow(session, label);
+const expandRow = (label: string) => expandTreeRow(session, label);
+const contextMenu = (label: string, entry: RegExp) => treeContextMenu(session, label, entry);
 
-async function expandRow(label: string): Promise<void> {
-  const r = row(label);
-  await r.waitFor({ state: 'visible', timeout: 30_000 });
-  if ((await r.getAttribute('aria-expanded')) !== 'true') await r.click();
-  await session.page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await r.elementHandle(), { timeout: 30_000 });
-}
-
-/** Right-click a row and choose a context-menu entry (VS Code ignores a click that follows the menu's opening too closely). */
-async function contextMenu(label: string, entry: RegExp): Promise<void> {
-  await row(label).click({ button: 'right' });
-  const item = session.page.locator('.context-view .action-label', { hasText: entry });
-  await item.waitFor({ state: 'visible', timeout: 15_000 });
-  await item.hover();
-  await session.page.waitForTimeout(400);
-  await item.click();
-  await session.page.locator('.context-view .monaco-menu').waitFor({ state: 'hidden', timeout: 15_000 });
-}
 
 async function waitForFile(file: string, bytes: number): Promise<void> {
   const deadline = Date.now() + 120_000;
