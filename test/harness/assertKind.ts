@@ -12,3 +12,15 @@ export async function rejectsWith(p: Promise<unknown>, kind: ErrorKind): Promise
   }
   assert.fail(`expected a ${kind} error`);
 }
+
+/**
+ * Polls until `check` holds: for effects that complete asynchronously (a channel's close being acknowledged).
+ * A guard against hanging the suite, not a timing assertion.
+ */
+export async function eventually(check: () => boolean | Promise<boolean>, what: string, limitMs = 20_000): Promise<void> {
+  const giveUp = Date.now() + limitMs;
+  while (!(await check())) {
+    if (Date.now() > giveUp) assert.fail(`gave up waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
