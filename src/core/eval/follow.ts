@@ -15,6 +15,7 @@
  */
 import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
 import { runCommand, type Executor } from '../remote';
+import { delay } from '../util/delay';
 import { readEvalLogCommand } from './commands';
 import { evalState, type ReadHeader } from './records';
 import { compileResultPattern, parseResultLine } from './results';
@@ -59,6 +60,8 @@ export interface FollowEnd {
 
 const NL = 0x0a;
 
+const cancelled = (): RemoteRunsError => new RemoteRunsError('cancelled', 'Following the eval was cancelled');
+
 /** Errors worth another try: the connection dropped or was replaced, or the server refused a channel for now. */
 export function isTransient(e: unknown): e is RemoteRunsError {
   if (!isRemoteRunsError(e)) return false;
@@ -85,15 +88,15 @@ export async function followEval(options: FollowOptions): Promise<FollowEnd> {
   };
 
   for (;;) {
-    if (signal?.aborted) throw new RemoteRunsError('cancelled', 'Following the eval was cancelled');
+    if (signal?.aborted) throw cancelled();
     let read: { header: ReadHeader; data: Buffer };
     try {
       read = await runCommand(executor, target, readEvalLogCommand(dir, offset, max), signal);
     } catch (e) {
-      if (signal?.aborted) throw new RemoteRunsError('cancelled', 'Following the eval was cancelled');
+      if (signal?.aborted) throw cancelled();
       if (!isTransient(e)) throw e;
       options.onRetry?.(e);
-      await delay(options.retryMs ?? 2000, signal);
+      await delay(options.retryMs ?? 2000, signal, cancelled);
       continue;
     }
     const { header, data } = read;
@@ -126,21 +129,6 @@ export async function followEval(options: FollowOptions): Promise<FollowEnd> {
       if (header.slurmState) end.slurmState = header.slurmState;
       return end;
     }
-    if (data.length < max) await delay(pollMs, signal);
+    if (data.length < max) await delay(pollMs, signal, cancelled);
   }
-}
-
-function delay(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new RemoteRunsError('cancelled', 'Following the eval was cancelled'));
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(new RemoteRunsError('cancelled', 'Following the eval was cancelled'));
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
