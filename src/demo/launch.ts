@@ -52,20 +52,39 @@ function editorEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return env;
 }
 
+/** How the demo opens VS Code: which program with which arguments, decided from PATH and the repository alone. */
+export type EditorPlan =
+  | { kind: 'desktop'; executable: string; args: string[] }
+  | { kind: 'code-server'; tool: { node: string; entry: string } }
+  | { kind: 'none'; reason: string };
+
+/**
+ * The desktop `code` on PATH wins (a real window, the extension loaded from the sources with
+ * `--extensionDevelopmentPath`); else code-server from test/vscode; else nothing, with the reason.
+ */
+export function planEditor(repo: string, paths: DemoPaths, pathVar: string = process.env.PATH ?? ''): EditorPlan {
+  const code = onPath('code', pathVar);
+  if (code) return { kind: 'desktop', executable: code, args: desktopArgs(repo, paths) };
+  const tool = findCodeServer(repo);
+  if (tool) return { kind: 'code-server', tool };
+  return { kind: 'none', reason: 'no `code` on PATH, and code-server is not installed (bash test/vscode/setup.sh installs it)' };
+}
+
+/** Arguments of the desktop `code`: a new window of the isolated demo profile, with the extension from `repo`. */
+export function desktopArgs(repo: string, paths: DemoPaths): string[] {
+  return [
+    '--new-window',
+    '--wait',
+    `--extensionDevelopmentPath=${repo}`,
+    `--user-data-dir=${paths.vscodeUserData}`,
+    `--extensions-dir=${paths.vscodeExtensions}`,
+    paths.vscodeWorkspace,
+  ];
+}
+
 /** Open the desktop VS Code (`code`) in a new window of the demo profile. */
 export function openDesktop(code: string, repo: string, paths: DemoPaths): OpenedEditor {
-  const child = spawn(
-    code,
-    [
-      '--new-window',
-      '--wait',
-      `--extensionDevelopmentPath=${repo}`,
-      `--user-data-dir=${paths.vscodeUserData}`,
-      `--extensions-dir=${paths.vscodeExtensions}`,
-      paths.vscodeWorkspace,
-    ],
-    { env: editorEnv(), stdio: 'ignore', detached: true },
-  );
+  const child = spawn(code, desktopArgs(repo, paths), { env: editorEnv(), stdio: 'ignore', detached: true });
   child.on('error', () => undefined);
   return {
     description: `VS Code (${code}) with the extension from ${repo}, profile ${paths.vscodeUserData}`,

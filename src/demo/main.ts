@@ -11,7 +11,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { demoEvalProfile, startDemoHost, DEMO_HOST_NAME, type DemoHost } from './demoHost';
-import { findCodeServer, findRepoRoot, onPath, openCodeServer, openDesktop, type OpenedEditor } from './launch';
+import { findRepoRoot, openCodeServer, openDesktop, planEditor, type OpenedEditor } from './launch';
 import { demoBaseDir, demoPaths } from './paths';
 import { demoSettings, writeDemoProfile } from './profile';
 
@@ -103,11 +103,15 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 async function openEditor(repo: string, paths: ReturnType<typeof demoPaths>, say: (line: string) => void): Promise<OpenedEditor> {
-  const code = onPath('code');
-  if (code) return openDesktop(code, repo, paths);
-  const codeServer = findCodeServer(repo);
-  if (codeServer) return openCodeServer(codeServer, repo, paths, say);
-  throw new Error('no `code` on PATH, and code-server is not installed (bash test/vscode/setup.sh installs it)');
+  const plan = planEditor(repo, paths);
+  switch (plan.kind) {
+    case 'desktop':
+      return openDesktop(plan.executable, repo, paths);
+    case 'code-server':
+      return openCodeServer(plan.tool, repo, paths, say);
+    case 'none':
+      throw new Error(plan.reason);
+  }
 }
 
 /** Build the extension and the CLI, so VS Code and the printed CLI command run the current sources. */

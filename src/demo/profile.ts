@@ -8,8 +8,11 @@ import * as path from 'node:path';
 import type { DemoPaths } from './paths';
 import type { HostConfig } from '../core/types';
 
-/** Settings that keep a fresh profile quiet: no welcome page, tips, trust prompt, telemetry or update checks. */
-const QUIET: Record<string, unknown> = {
+/**
+ * Settings that keep a fresh profile quiet: no welcome page, tips, trust prompt, telemetry, update checks or chat
+ * prompts. The demo profile and the end-to-end tests' sessions both start from these (nothing may cover the views).
+ */
+export const QUIET_VSCODE_SETTINGS: Readonly<Record<string, unknown>> = {
   'workbench.startupEditor': 'none',
   'workbench.tips.enabled': false,
   'workbench.welcomePage.walkthroughs.openOnInstall': false,
@@ -19,6 +22,9 @@ const QUIET: Record<string, unknown> = {
   'extensions.ignoreRecommendations': true,
   'telemetry.telemetryLevel': 'off',
   'update.mode': 'none',
+  'chat.disableAIFeatures': true,
+  'chat.commandCenter.enabled': false,
+  'window.commandCenter': false,
 };
 
 /** The Remote Runs settings of the demo profile. */
@@ -48,7 +54,7 @@ export function writeDemoProfile(paths: DemoPaths, settings: Record<string, unkn
   } catch {
     // first start, or a file that is not plain JSON: start over
   }
-  fs.writeFileSync(file, `${JSON.stringify({ ...QUIET, ...existing, ...settings }, null, 2)}\n`);
+  fs.writeFileSync(file, `${JSON.stringify({ ...QUIET_VSCODE_SETTINGS, ...existing, ...settings }, null, 2)}\n`);
   fs.mkdirSync(paths.vscodeWorkspace, { recursive: true });
   fs.writeFileSync(
     path.join(paths.vscodeWorkspace, 'DEMO.md'),

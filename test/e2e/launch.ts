@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { QUIET_VSCODE_SETTINGS } from '../../src/demo/profile';
 import { spawnGroup, stopGroup, type GroupProcess } from './processGroup';
 import { findToolchain, type Toolchain } from './toolchain';
 
@@ -45,21 +46,6 @@ export interface Launched {
   close(): Promise<void>;
 }
 
-/** Quiet defaults: nothing may steal focus or cover the views under test. */
-const DEFAULT_SETTINGS: Record<string, unknown> = {
-  'workbench.startupEditor': 'none',
-  'workbench.tips.enabled': false,
-  'workbench.welcomePage.walkthroughs.openOnInstall': false,
-  'security.workspace.trust.enabled': false,
-  'extensions.autoUpdate': false,
-  'extensions.autoCheckUpdates': false,
-  'extensions.ignoreRecommendations': true,
-  'telemetry.telemetryLevel': 'off',
-  'update.mode': 'none',
-  'chat.disableAIFeatures': true,
-  'chat.commandCenter.enabled': false,
-  'window.commandCenter': false,
-};
 
 const CHROMIUM_ARGS = [
   '--no-sandbox',
@@ -85,7 +71,7 @@ export async function launch(opts: LaunchOptions): Promise<Launched> {
   mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
   writeFileSync(
     path.join(dirs.userData, 'User', 'settings.json'),
-    JSON.stringify({ ...DEFAULT_SETTINGS, ...opts.settings }, null, 2),
+    JSON.stringify({ ...QUIET_VSCODE_SETTINGS, ...opts.settings }, null, 2),
   );
   const config = path.join(root, 'code-server.yaml');
   writeFileSync(config, 'auth: none\ncert: false\n'); // an empty file is a parse error
