@@ -87,6 +87,12 @@ export interface ResolveEnv {
 
 /** OpenSSH's READCONF_MAX_DEPTH. */
 const MAX_INCLUDE_DEPTH = 16;
+/**
+ * Files one config may read in all. Only an Include of a file already on the current path is refused, so files
+ * that each include their whole folder (`Include conf.d/*` inside conf.d) would otherwise be read once per
+ * ordering of the folder: six files gave ~2,000 lines, nine would not finish.
+ */
+const MAX_INCLUDED_FILES = 256;
 const MAX_JUMP_DEPTH = 8;
 const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
 const SUPPORTED_MATCH = new Set(['all', 'host', 'originalhost', 'user', 'localuser']);
@@ -199,6 +205,10 @@ function includeFiles(
     for (const f of found) {
       if (stack.includes(f.path)) {
         config.problems.push(`${where}: Include ${f.path} would include itself again; skipped`);
+        continue;
+      }
+      if (config.files.length >= MAX_INCLUDED_FILES) {
+        config.problems.push(`${where}: more than ${MAX_INCLUDED_FILES} files included in all; ${f.path} skipped`);
         continue;
       }
       if (stack.length > MAX_INCLUDE_DEPTH) {
