@@ -6,20 +6,19 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { ConnectionPool } from '../../src/core/ssh/pool';
-import { HostDirectory } from '../../src/core/hosts';
-import { EvalService } from '../../src/core/eval/service';
+import type { EvalService } from '../../src/core/eval/service';
 import { parseEvalProfile } from '../../src/core/eval/profiles';
 import type { EvalSubject, EvalResult } from '../../src/core/eval/types';
-import type { HostConfig, TargetRef } from '../../src/core/types';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import type { TargetRef } from '../../src/core/types';
+import type { TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
+import { eventually } from '../harness/assertKind';
+import { startEvalSetup, type EvalSetup } from '../harness/evalSetup';
 
+let setup: EvalSetup;
 let host: TestHost;
-let pool: ConnectionPool;
 let evals: EvalService;
 let localState: string;
 /** Process groups of evals started here, killed in `after` whatever happened. */
@@ -35,15 +34,6 @@ function ownedByTestUser(dir: string): string {
 
 function subject(target: TargetRef, runPath: string, step = 20000, runName = path.basename(runPath)): EvalSubject {
   return { host: 'testbox', target, run: { name: runName, path: runPath }, checkpoint: { path: `${runPath}/checkpoints/step_${step}`, step } };
-}
-
-/** Resolve when `predicate` holds, checking every 50 ms (no timing assertion: the test's own timeout bounds it). */
-async function until(predicate: () => boolean | Promise<boolean>, what: string, limitMs = 30_000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await predicate())) {
-    if (Date.now() - t0 > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /** Live (non-zombie) processes of a process group, from ps on this machine (the test sshd is local). */
@@ -64,21 +54,8 @@ function processesMatching(marker: string): string[] {
 }
 
 before(async () => {
-  host = await startTestHost();
-  pool = new ConnectionPool({
-    prompter: new ScriptedPrompter(),
-    logger: { info() {}, warn() {}, error() {} },
-    knownHostsFiles: [host.knownHostsFile],
-    connectTimeoutMs: 5000,
-    backoffBaseMs: 100,
-  });
-  const hosts: HostConfig[] = [host.hostConfig()];
-  const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
-  localState = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-eval-local-'));
-  evals = new EvalService({
-    executorFor: (name, { idempotent }) => pool.executor(dir.resolve(hosts.find((h) => h.name === name)!), { idempotent }),
-    localStateDir: localState,
-  });
+  setup = await startEvalSetup({ backoffBaseMs: 100 });
+  ({ host, evals, localState } = setup);
 });
 
 after(async () => {
@@ -89,9 +66,7 @@ after(async () => {
       // already gone
     }
   }
-  pool?.dispose();
-  await host?.stop();
-  fs.rmSync(localState, { recursive: true, force: true });
+  await setup?.stop();
 });
 
 describe('a detached eval on a Proxmox container (pct shim)', () => {
@@ -121,7 +96,7 @@ describe('a detached eval on a Proxmox container (pct shim)', () => {
       onResult: (r) => firstResults.push(r),
       onRetry: (e) => retries.push(e.kind),
     });
-    await until(() => Buffer.concat(first).toString().includes('progress 2'), 'progress lines');
+    await eventually(() => Buffer.concat(first).toString().includes('progress 2'), 'progress lines', 30_000);
 
     assert.ok(host.sshd.killConnections() >= 1, 'a connection was there to kill');
     // The eval is not a child of the dead session: its process group lives on.
@@ -132,7 +107,7 @@ describe('a detached eval on a Proxmox container (pct shim)', () => {
     // Re-attach (as after a reload): a second follower from offset 0, while the first one resumes on its own.
     const second: Buffer[] = [];
     const secondFollow = evals.follow(started.place, started.id, started.meta, { pollMs: 100, retryMs: 100, onData: (b) => second.push(b) });
-    await until(() => Buffer.concat(second).toString().includes('progress 4'), 're-attached output');
+    await eventually(() => Buffer.concat(second).toString().includes('progress 4'), 're-attached output', 30_000);
     fs.writeFileSync(goFile, '');
     const [end1, end2] = await Promise.all([firstFollow, secondFollow]);
 
@@ -172,7 +147,7 @@ describe('stop', () => {
     const started = await evals.start(profile, subj);
     groups.add(started.pgid!);
     const log = path.join(host.containers.trainer.workspace, 'hf-run', '.remote-runs', 'evals', started.id, 'log');
-    await until(() => fs.readFileSync(log, 'utf8').includes('ready') && groupMembers(started.pgid!).length >= 4, 'the eval and its children');
+    await eventually(() => fs.readFileSync(log, 'utf8').includes('ready') && groupMembers(started.pgid!).length >= 4, 'the eval and its children', 30_000);
     assert.ok(processesMatching(`${marker}-b`).length > 0, 'the TERM-ignoring child runs before the stop');
 
     const report = await evals.stop(started.place, started.id, { graceMs: 1000 });
@@ -283,7 +258,7 @@ describe('several evals and re-listing', () => {
     const b = await evals.start(profile, subject(HOST, run, 200));
     assert.notEqual(a.id, b.id);
     // Nobody follows them: the listing records their results once they have ended.
-    await until(async () => (await evals.list(a.place, { record: false })).every((r) => r.state === 'passed'), 'both evals to end');
+    await eventually(async () => (await evals.list(a.place, { record: false })).every((r) => r.state === 'passed'), 'both evals to end', 30_000);
     const records = await evals.list(a.place);
     const byStep = Object.fromEntries(records.map((r) => [r.step, r.results]));
     assert.deepEqual(byStep, { 100: [{ acc_len: 100.5, n: 100 }], 200: [{ acc_len: 200.5, n: 100 }] });

@@ -6,24 +6,21 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { ConnectionPool } from '../../src/core/ssh/pool';
-import { HostDirectory } from '../../src/core/hosts';
-import { EvalService } from '../../src/core/eval/service';
+import type { EvalService } from '../../src/core/eval/service';
 import { parseEvalProfile } from '../../src/core/eval/profiles';
 import type { EvalSubject } from '../../src/core/eval/types';
-import type { HostConfig } from '../../src/core/types';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import type { TestHost } from '../harness/testHost';
 import { startSlurm, type TestSlurm } from '../harness/slurm';
 import { TEST_USER } from '../harness/sshd';
+import { eventually } from '../harness/assertKind';
+import { startEvalSetup, type EvalSetup } from '../harness/evalSetup';
 
+let setup: EvalSetup;
 let host: TestHost;
 let slurm: TestSlurm;
-let pool: ConnectionPool;
 let evals: EvalService;
-let localState: string;
 const jobs: string[] = [];
 
 function runDir(name: string): string {
@@ -37,30 +34,10 @@ function subject(run: string, step: number): EvalSubject {
   return { host: 'testbox', target: { kind: 'host', id: '' }, run: { name: path.basename(run), path: run }, checkpoint: { path: `${run}/step_${step}`, step } };
 }
 
-async function until(predicate: () => boolean | Promise<boolean>, what: string, limitMs = 60_000): Promise<void> {
-  const t0 = Date.now();
-  while (!(await predicate())) {
-    if (Date.now() - t0 > limitMs) assert.fail(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 before(async () => {
   slurm = await startSlurm();
-  host = await startTestHost();
-  pool = new ConnectionPool({
-    prompter: new ScriptedPrompter(),
-    logger: { info() {}, warn() {}, error() {} },
-    knownHostsFiles: [host.knownHostsFile],
-    connectTimeoutMs: 5000,
-  });
-  const hosts: HostConfig[] = [host.hostConfig()];
-  const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
-  localState = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-eval-slurm-'));
-  evals = new EvalService({
-    executorFor: (name, { idempotent }) => pool.executor(dir.resolve(hosts.find((h) => h.name === name)!), { idempotent }),
-    localStateDir: localState,
-  });
+  setup = await startEvalSetup();
+  ({ host, evals } = setup);
 });
 
 after(async () => {
@@ -71,10 +48,8 @@ after(async () => {
       // already gone
     }
   }
-  pool?.dispose();
-  await host?.stop();
+  await setup?.stop();
   await slurm?.stop();
-  if (localState) fs.rmSync(localState, { recursive: true, force: true });
 });
 
 describe('a Slurm eval', () => {
@@ -83,7 +58,7 @@ describe('a Slurm eval', () => {
     // Hold the whole node so the eval has to wait in the queue.
     const blocker = slurm.submitAs(TEST_USER, ['--exclusive', '--output=/dev/null', '--wrap', 'sleep 600']);
     jobs.push(blocker);
-    await until(() => slurm.jobState(blocker) === 'RUNNING', 'the blocker job to run');
+    await eventually(() => slurm.jobState(blocker) === 'RUNNING', 'the blocker job to run', 60_000);
 
     const profile = parseEvalProfile({
       name: 'slurm-acc',
@@ -113,9 +88,9 @@ describe('a Slurm eval', () => {
       },
       onData: (b) => out.push(b),
     });
-    await until(() => seen.includes('PENDING'), 'the follower to see the job pending');
+    await eventually(() => seen.includes('PENDING'), 'the follower to see the job pending', 60_000);
     slurm.cancel(blocker);
-    await until(() => seen.includes('RUNNING') && Buffer.concat(out).toString().includes('on '), 'the job to run and print');
+    await eventually(() => seen.includes('RUNNING') && Buffer.concat(out).toString().includes('on '), 'the job to run and print', 60_000);
     const [running] = await evals.list(started.place);
     assert.equal(running.state, 'running');
     fs.writeFileSync(path.join(run, 'go'), '');
@@ -140,7 +115,7 @@ describe('a Slurm eval', () => {
     const profile = parseEvalProfile({ name: 'slurm-long', scheduler: 'slurm', command: 'echo started; sleep 600' });
     const started = await evals.start(profile, subject(run, 5));
     jobs.push(started.jobId!);
-    await until(() => slurm.jobState(started.jobId!) === 'RUNNING', 'the job to run');
+    await eventually(() => slurm.jobState(started.jobId!) === 'RUNNING', 'the job to run', 60_000);
     const report = await evals.stop(started.place, started.id, { graceMs: 1000 });
     assert.equal(report.left, false);
     assert.ok(!['PENDING', 'RUNNING', 'COMPLETING'].includes(slurm.jobState(started.jobId!)), 'the job is gone from the queue');
