@@ -1,0 +1,230 @@
+/**
+ * Hostile input for every parser of remote command output (issue 8): the run listing, container discovery,
+ * a checkpoint's file records, the eval listing / log read / stop report, eval result lines, and the CLI's own
+ * inputs (addresses, config file). Any output, however broken or cut, ends in a typed value or RemoteRunsError,
+ * and what comes back is bounded by what came in.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { listRunsCommand } from '../../src/core/discovery/listScript';
+import { parseTargetsOutput, parsePctList, parseDockerPs } from '../../src/core/discovery/targetsDiscovery';
+import { parseStatRecords } from '../../src/core/transfer/remoteCommands';
+import { parseEvalListing, parseReadOutput, parseStopOutput, toEvalRecords, parseEvalMeta } from '../../src/core/eval/records';
+import { compileResultPattern, parseResultLine, parseResults, parseResultsFile } from '../../src/core/eval/results';
+import { parseAddress } from '../../src/core/address';
+import { parseConfigFile, parseHostsSetting } from '../../src/core/config';
+import { RemoteRunsError, type RootListing } from '../../src/core/types';
+import type { ExecResult } from '../../src/core/remote';
+
+const RUNS = 200;
+
+function typedOnly(what: string, fn: () => void): void {
+  try {
+    fn();
+  } catch (e) {
+    assert.ok(e instanceof RemoteRunsError, `${what} threw ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`);
+  }
+}
+
+const result = (stdout: Buffer, over: Partial<ExecResult> = {}): ExecResult => ({ stdout, stderr: Buffer.alloc(0), code: 0, truncated: false, ...over });
+
+// --- the run listing -----------------------------------------------------------------------------------------
+
+/** A path segment a remote folder can hold: anything but NUL and `/`, including `..`, markup, newlines. */
+const segment = fc.oneof(
+  fc.constantFrom('step_1', 'checkpoint-20', 'global_step3', 'ckpt_4', 'checkpoints', 'logs', 'metrics.jsonl', 'trainer_state.json', 'events.out.tfevents.1', 'model_step_99999999999999999999.pt', '..', '.', '<img src=x onerror=alert(1)>', '$(touch x)', 'a\nb', ' '),
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 10 }).map((s) => s.replace(/[\0/]/g, '_')),
+);
+const rel = fc.array(segment, { minLength: 1, maxLength: 6 }).map((p) => p.join('/'));
+const field = fc.oneof(fc.string({ unit: 'binary', maxLength: 8 }).map((s) => s.replace(/\0/g, '')), fc.constantFrom('0', '-1', '1e400', 'NaN', '', '4096', '1700000000.5'));
+const record = fc.oneof(
+  fc.tuple(fc.constantFrom('f', 'd', 'l', 'o', 'ff', ''), fc.oneof(field, fc.nat().map(String)), fc.oneof(field, fc.constant('1750000000.1')), rel).map((f) => ['E', ...f]),
+  fc.tuple(fc.constantFrom('0', '1', '2', 'x'), fc.constantFrom('ok', 'missing', 'notdir', 'denied', 'bogus'), fc.oneof(fc.constant('/w'), field)).map((f) => ['R', ...f]),
+  fc.tuple(fc.constantFrom('0', '1', '5'), fc.oneof(field, fc.constant('2\nfind: a: Permission denied\nfind: loop'))).map((f) => ['X', ...f]),
+  fc.oneof(field, fc.constant('1750000000')).map((t) => ['T', t]),
+  fc.constantFrom(['Z'], ['Q'], ['']),
+);
+
+function listingSize(roots: RootListing[]): number {
+  let n = 0;
+  for (const r of roots) {
+    if (r.state !== 'ok') {
+      n += r.seen.length;
+      continue;
+    }
+    for (const run of r.runs) n += 1 + run.metrics.length + run.checkpoints.reduce((s, c) => s + 1 + c.files.length, 0);
+  }
+  return n;
+}
+
+test('run listing: any record stream, cut anywhere, parses to listings or RemoteRunsError, never more items than entries', () => {
+  fc.assert(
+    fc.property(
+      fc.boolean(),
+      fc.array(record, { maxLength: 40 }),
+      fc.nat(),
+      fc.boolean(),
+      fc.integer({ min: 1, max: 50 }),
+      fc.constantFrom(0, 0, 0, 1, null),
+      (goodStart, records, cutAt, truncated, maxEntries, code) => {
+        const start = goodStart ? [['T', '1750000000'], ['R', '0', 'ok', '/w']] : [];
+        const text = '\0@rr-list@1\0' + [...start, ...records].map((r) => r.map((f) => `${f}\0`).join('')).join('');
+        const full = Buffer.from(text, 'utf8');
+        const stdout = truncated ? full.subarray(0, cutAt % (full.length + 1)) : full;
+        const entries = records.filter((r) => r[0] === 'E').length;
+        typedOnly('parseListOutput', () => {
+          const out = listRunsCommand(['/w', '~/runs'], { maxEntries }).parse(result(stdout, { truncated, code }));
+          assert.ok(listingSize(out.roots) <= 2 * Math.min(entries, maxEntries) + 10, `${listingSize(out.roots)} items from ${entries} entries`);
+          for (const r of out.roots) {
+            if (r.state === 'ok') for (const run of r.runs) for (const c of run.checkpoints) assert.ok(Number.isFinite(c.step) && c.bytes >= 0, `checkpoint ${c.name}: step ${c.step}, ${c.bytes} bytes`);
+          }
+        });
+      },
+    ),
+    { numRuns: RUNS * 2 },
+  );
+});
+
+test('run listing: a tree nested thousands of folders deep (parents missing) is an error or a listing, not a stack overflow escaping', () => {
+  const deep = Array.from({ length: 20_000 }, () => 'a').join('/') + '/step_1';
+  const fields = ['T', '1750000000', 'R', '0', 'ok', '/w', 'E', 'd', '4096', '1750000000', deep, 'X', '0', '0', 'Z'];
+  const text = '\0@rr-list@1\0' + fields.map((f) => `${f}\0`).join('');
+  typedOnly('parseListOutput', () => listRunsCommand(['/w'], { maxEntries: 10 }).parse(result(Buffer.from(text))));
+});
+
+// --- container discovery ---------------------------------------------------------------------------------------
+
+const MARK = '@@remote-runs@@';
+test('container discovery: any sections and rows give targets with valid ids, or RemoteRunsError', () => {
+  const line = fc.oneof(
+    fc.constantFrom(`${MARK} begin`, `${MARK} end`, `${MARK} pct out`, `${MARK} pct err`, `${MARK} pct rc 0`, `${MARK} docker out`, `${MARK} docker rc 0`, `${MARK} docker rc x`, `${MARK} pct absent`, `${MARK}`, `${MARK}  `),
+    fc.constantFrom('VMID       Status     Lock         Name', '200        running                 ct', '201 stopped', 'abc running x', '<img>\trunning\tUp', 'a,b\texited\t', '\t\t', '$(x)\trunning\tUp 1 s'),
+    fc.string({ unit: 'binary', maxLength: 30 }),
+  );
+  fc.assert(
+    fc.property(fc.array(line, { maxLength: 25 }), fc.constantFrom(0, 0, 1), (lines, code) => {
+      const text = lines.join('\n') + '\n';
+      typedOnly('parseTargetsOutput', () => {
+        const out = parseTargetsOutput(result(Buffer.from(text), { code }));
+        assert.ok(out.targets.length <= lines.length + 1);
+        for (const t of out.targets) {
+          if (t.kind === 'pct') assert.match(t.id, /^\d+$/);
+          if (t.kind === 'docker') assert.ok(t.id.length > 0 && !t.id.includes('\n'));
+        }
+      });
+      assert.ok(parsePctList(text).every((t) => /^\d+$/.test(t.id)));
+      assert.ok(parseDockerPs(text).every((t) => t.id.trim() === t.id && t.id !== ''));
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+// --- a checkpoint's files ------------------------------------------------------------------------------------
+
+test('checkpoint file records: any bytes give safe sizes and finite times, or RemoteRunsError', () => {
+  const rec = fc.oneof(
+    fc.tuple(fc.oneof(fc.nat().map(String), field), fc.oneof(fc.constant('1700000000.25'), field), fc.oneof(rel, fc.constant(''))).map(([a, b, c]) => `${a}\t${b}\t${c}`),
+    fc.string({ unit: 'binary', maxLength: 20 }).map((s) => s.replace(/\0/g, '')),
+  );
+  fc.assert(
+    fc.property(fc.array(rec, { maxLength: 20 }), (recs) => {
+      const stdout = Buffer.from(recs.map((r) => `${r}\0`).join(''));
+      typedOnly('parseStatRecords', () => {
+        const out = parseStatRecords(stdout);
+        assert.ok(out.length <= recs.length);
+        for (const f of out) assert.ok(Number.isSafeInteger(f.bytes) && Number.isFinite(f.mtime));
+      });
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+// --- evals ---------------------------------------------------------------------------------------------------
+
+test('eval listing: any framing, lying file lengths and junk metas give records or RemoteRunsError', () => {
+  const meta = JSON.stringify({ id: '20250101-x-1-ab', profile: '<b>p</b>', checkpoint: '/c', startedAt: 'not a date', command: 'x', cwd: '/', step: 1, run: {} });
+  const part = fc.oneof(
+    fc.constantFrom('E 20250101-x-1-ab', 'E ../../etc', 'E ', 'N', '', 'A 1', 'A x', 'Q RUNNING', 'Q -', 'L 12', 'L -5', 'L 1e400', 'Z'),
+    fc.tuple(fc.constantFrom('meta', 'status', 'results', 'tail', 'jobid', 'bad name'), fc.oneof(fc.constant(meta), fc.string({ maxLength: 30 }), fc.constant('{"acc": 1}\n{"x": NaN}\n')), fc.integer({ min: -2, max: 2 })).map(
+      ([name, body, lie]) => `F ${name} ${Buffer.byteLength(body) + lie}\n${body}`,
+    ),
+    fc.string({ unit: 'binary', maxLength: 20 }),
+  );
+  fc.assert(
+    fc.property(fc.array(part, { maxLength: 15 }), (parts) => {
+      const out = Buffer.from(parts.join('\n') + '\n');
+      typedOnly('parseEvalListing', () => {
+        const raw = parseEvalListing(out);
+        assert.ok(raw.length <= parts.length);
+        const records = toEvalRecords(raw, (id) => `/evals/${id}`);
+        for (const r of records) assert.ok(Number.isFinite(r.startedAt) && r.results.every((x) => Object.values(x).every(Number.isFinite)));
+      });
+      typedOnly('parseEvalMeta', () => parseEvalMeta(parts.join('')));
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+test('eval log read and stop report: any bytes give a header or RemoteRunsError; the data is a slice of the reply', () => {
+  const header = fc.oneof(fc.constantFrom('- 10 1 -', '0 0 0 RUNNING', '-3 5 1 x', '1e9 1 1 -', '- -1 1 -', '0 1'), fc.string({ unit: 'binary', maxLength: 20 }));
+  fc.assert(
+    fc.property(header, fc.boolean(), fc.uint8Array({ maxLength: 50 }), fc.string({ unit: 'binary', maxLength: 40 }), (h, nl, data, stop) => {
+      const out = Buffer.concat([Buffer.from(h + (nl ? '\n' : '')), Buffer.from(data)]);
+      typedOnly('parseReadOutput', () => {
+        const r = parseReadOutput(out);
+        assert.ok(r.data.length < out.length && Number.isSafeInteger(r.header.size));
+      });
+      typedOnly('parseStopOutput', () => parseStopOutput(stop));
+      typedOnly('parseStopOutput', () => parseStopOutput(`noise\nstopped 1 0 ${stop}\n`));
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+test('eval result lines: any output gives finite numbers only, at most one result per line', () => {
+  const evalLine = fc.oneof(
+    fc.dictionary(fc.oneof(fc.constantFrom('__proto__', 'constructor', '<script>', 'acc'), fc.string({ maxLength: 6 })), fc.oneof(fc.double(), fc.string({ maxLength: 4 }), fc.constant(null)), { maxKeys: 4 }).map((o) => JSON.stringify(o)),
+    fc.constantFrom('{"acc": NaN}', '{"a": 1e999}', '{}', 'acc=0.5 loss=1e400', 'acc=<img src=x>', '{"a":1}\r', '{"__proto__": 1}', '{"a": ' + '['.repeat(3000)),
+    fc.string({ unit: 'binary', maxLength: 40 }),
+  );
+  const pattern = compileResultPattern('acc=(?<acc>\\S+)(?: loss=(?<loss>\\S+))?');
+  fc.assert(
+    fc.property(fc.array(evalLine, { maxLength: 20 }), fc.boolean(), (lines, withPattern) => {
+      const text = lines.join('\n');
+      const all = [...parseResults(text, withPattern ? pattern : undefined), ...parseResultsFile(text)];
+      for (const l of lines) parseResultLine(l, pattern);
+      assert.ok(all.length <= 2 * lines.length);
+      for (const r of all) {
+        assert.equal(Object.getPrototypeOf(r), Object.prototype, 'a result object with a changed prototype');
+        for (const v of Object.values(r)) assert.ok(Number.isFinite(v));
+      }
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+test('eval resultPattern from a profile: any text compiles or throws bad-config', () => {
+  fc.assert(
+    fc.property(fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('(?<a>', '(?<1a>x)', '(?<a>x)(?<a>y)', '[', '(?<a>(a+)+)b')), (p) => {
+      typedOnly('compileResultPattern', () => compileResultPattern(p));
+    }),
+    { numRuns: RUNS },
+  );
+});
+
+// --- our own inputs that can carry remote names ---------------------------------------------------------------
+
+test('CLI addresses and config files: any text parses or throws RemoteRunsError', () => {
+  fc.assert(
+    fc.property(fc.string({ unit: 'binary', maxLength: 40 }), fc.jsonValue({ maxDepth: 4 }), (s, json) => {
+      typedOnly('parseAddress', () => parseAddress(s));
+      typedOnly('parseConfigFile', () => parseConfigFile(s, '/c.json'));
+      typedOnly('parseConfigFile', () => parseConfigFile(JSON.stringify({ hosts: json }), '/c.json'));
+      typedOnly('parseConfigFile', () => parseConfigFile(JSON.stringify(json) ?? '', '/c.json'));
+      const { hosts, problems } = parseHostsSetting(json, 'remoteRuns.hosts');
+      assert.ok(hosts.length + problems.length <= JSON.stringify(json ?? null).length + 1);
+    }),
+    { numRuns: RUNS },
+  );
+});
