@@ -17,6 +17,8 @@ export const CommandIds = {
   showInlineMetrics: 'remoteRuns.showInlineMetrics',
   evaluateCheckpoint: 'remoteRuns.evaluateCheckpoint',
   stopEval: 'remoteRuns.stopEval',
+  tryDemoHost: 'remoteRuns.tryDemoHost',
+  stopDemoHost: 'remoteRuns.stopDemoHost',
 } as const;
 
 export type CommandId = (typeof CommandIds)[keyof typeof CommandIds];

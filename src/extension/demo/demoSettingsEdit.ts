@@ -1,0 +1,52 @@
+/**
+ * The settings edits of "Try the demo host", as pure functions of the current user-level values (no `vscode` here, so
+ * they are unit-tested): add the demo host and its known_hosts file, and take exactly those out again when the demo
+ * stops. An entry is the demo's by its key file (under the extension's own storage), never by its name, so a host of
+ * the user's that happens to be called "demo" is never touched.
+ */
+import type { HostConfig } from '../../core/types';
+
+/** What `remoteRuns.knownHostsFiles: []` means: the user's OpenSSH file. Kept when the demo's file is added. */
+export const DEFAULT_KNOWN_HOSTS = '~/.ssh/known_hosts';
+
+/** True when `entry` is the demo host entry that uses this client key. */
+export function isDemoHostEntry(entry: unknown, clientKeyPath: string): boolean {
+  if (!entry || typeof entry !== 'object') return false;
+  const id = (entry as { identityFile?: unknown }).identityFile;
+  return id === clientKeyPath || (Array.isArray(id) && id.length === 1 && id[0] === clientKeyPath);
+}
+
+/**
+ * `remoteRuns.hosts` with the demo host in it: an older demo entry (an earlier port) is replaced; the name is
+ * `demo` unless the user has a host of that name, then `demo-2`, `demo-3`…
+ */
+export function hostsWithDemo(current: readonly unknown[] | undefined, demo: HostConfig): unknown[] {
+  const clientKey = typeof demo.identityFile === 'string' ? demo.identityFile : '';
+  const others = (current ?? []).filter((h) => !isDemoHostEntry(h, clientKey));
+  const taken = new Set(others.map((h) => (h && typeof h === 'object' ? (h as { name?: unknown }).name : undefined)));
+  let name = demo.name;
+  for (let i = 2; taken.has(name); i++) name = `${demo.name}-${i}`;
+  return [...others, { ...demo, name }];
+}
+
+/** `remoteRuns.hosts` without the demo host; `undefined` when nothing is left (the setting goes back to its default). */
+export function hostsWithoutDemo(current: readonly unknown[] | undefined, clientKeyPath: string): unknown[] | undefined {
+  const left = (current ?? []).filter((h) => !isDemoHostEntry(h, clientKeyPath));
+  return left.length ? left : undefined;
+}
+
+/**
+ * `remoteRuns.knownHostsFiles` with the demo's file added. An empty setting means the user's `~/.ssh/known_hosts`,
+ * which must stay checked (and first: new keys the user accepts are appended to the first file, not to the demo's).
+ */
+export function knownHostsWithDemo(current: readonly string[] | undefined, demoFile: string): string[] {
+  const base = current && current.length ? current.filter((f) => f !== demoFile) : [DEFAULT_KNOWN_HOSTS];
+  return [...base, demoFile];
+}
+
+/** `remoteRuns.knownHostsFiles` without the demo's file; `undefined` when what is left means the same as the default. */
+export function knownHostsWithoutDemo(current: readonly string[] | undefined, demoFile: string): string[] | undefined {
+  const left = (current ?? []).filter((f) => f !== demoFile);
+  if (left.length === 0 || (left.length === 1 && left[0] === DEFAULT_KNOWN_HOSTS)) return undefined;
+  return left;
+}

@@ -1,0 +1,63 @@
+/**
+ * The settings edits of "Try the demo host": the demo host and its known_hosts file go in, and exactly those come out
+ * again; the user's own hosts and known_hosts files (including the implicit ~/.ssh/known_hosts) are never lost.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import {
+  DEFAULT_KNOWN_HOSTS,
+  hostsWithDemo,
+  hostsWithoutDemo,
+  isDemoHostEntry,
+  knownHostsWithDemo,
+  knownHostsWithoutDemo,
+} from '../../src/extension/demo/demoSettingsEdit';
+import type { HostConfig } from '../../src/core/types';
+
+const KEY = '/home/u/.config/Code/User/globalStorage/remote-runs.remote-runs/demo/keys/client_ed25519';
+const KH = '/home/u/.config/Code/User/globalStorage/remote-runs.remote-runs/demo/known_hosts';
+const demo = (port: number): HostConfig => ({ name: 'demo', host: '127.0.0.1', port, user: 'root', identityFile: KEY });
+const mine: HostConfig = { name: 'kpro6', host: '10.1.2.6', user: 'root' };
+
+test('the demo host is appended to the user\'s hosts; an older demo entry (another port) is replaced, not doubled', () => {
+  const once = hostsWithDemo([mine], demo(40001));
+  assert.deepEqual(once, [mine, demo(40001)]);
+  assert.deepEqual(hostsWithDemo(once, demo(40002)), [mine, demo(40002)]);
+  assert.deepEqual(hostsWithDemo(undefined, demo(40001)), [demo(40001)]);
+});
+
+test('a user host named "demo" keeps its name and entry; the demo host becomes demo-2 (then demo-3)', () => {
+  const theirs: HostConfig = { name: 'demo', host: 'demo.example.com' };
+  const theirs2: HostConfig = { name: 'demo-2', host: 'demo2.example.com' };
+  const out = hostsWithDemo([theirs, theirs2], demo(40001));
+  assert.deepEqual(out, [theirs, theirs2, { ...demo(40001), name: 'demo-3' }]);
+  assert.deepEqual(hostsWithoutDemo(out, KEY), [theirs, theirs2], 'removal goes by the key file, not the name');
+});
+
+test('removing the demo leaves the user\'s hosts, and no setting at all when the demo was the only host', () => {
+  assert.deepEqual(hostsWithoutDemo([mine, demo(1)], KEY), [mine]);
+  assert.equal(hostsWithoutDemo([demo(1)], KEY), undefined);
+  assert.equal(hostsWithoutDemo(undefined, KEY), undefined);
+});
+
+test('an entry is the demo\'s only by its key file (a string or a one-item list)', () => {
+  assert.ok(isDemoHostEntry(demo(1), KEY));
+  assert.ok(isDemoHostEntry({ ...demo(1), identityFile: [KEY] }, KEY));
+  assert.ok(!isDemoHostEntry({ ...demo(1), identityFile: [KEY, '~/.ssh/id_ed25519'] }, KEY));
+  assert.ok(!isDemoHostEntry({ name: 'demo', host: '127.0.0.1' }, KEY));
+  assert.ok(!isDemoHostEntry(null, KEY));
+  assert.ok(!isDemoHostEntry('demo', KEY));
+});
+
+test('the demo\'s known_hosts file is added after ~/.ssh/known_hosts when the setting was empty (which meant that file)', () => {
+  assert.deepEqual(knownHostsWithDemo(undefined, KH), [DEFAULT_KNOWN_HOSTS, KH]);
+  assert.deepEqual(knownHostsWithDemo([], KH), [DEFAULT_KNOWN_HOSTS, KH]);
+  assert.deepEqual(knownHostsWithDemo(['/etc/ssh/team_known_hosts'], KH), ['/etc/ssh/team_known_hosts', KH]);
+  assert.deepEqual(knownHostsWithDemo(['/a', KH], KH), ['/a', KH], 'not listed twice');
+});
+
+test('removing the demo\'s known_hosts file restores what the user had', () => {
+  assert.equal(knownHostsWithoutDemo(knownHostsWithDemo(undefined, KH), KH), undefined);
+  assert.deepEqual(knownHostsWithoutDemo(knownHostsWithDemo(['/a', '/b'], KH), KH), ['/a', '/b']);
+  assert.equal(knownHostsWithoutDemo(undefined, KH), undefined);
+});
