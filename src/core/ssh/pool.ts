@@ -12,7 +12,7 @@ import { RemoteRunsError, isRemoteRunsError } from '../types';
 import type { ExecOptions, ExecResult, Executor } from '../remote';
 import { Emitter, type Disposable, type Event } from '../util/event';
 import { SecretStore } from './auth';
-import { SshConnection, type Logger } from './connection';
+import { SshConnection, type ConnectOptions, type Logger } from './connection';
 import type { ConnectionState, Prompter, ResolvedHost } from './types';
 
 /** A resolved host plus the name it is known by (the pool key). */
@@ -176,18 +176,7 @@ export class ConnectionPool implements Disposable {
   async connectSibling(host: PoolHost, signal?: AbortSignal): Promise<SshConnection> {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
     const { name: _name, ...resolved } = host;
-    const o = this.options;
-    return SshConnection.connect(resolved, {
-      prompter: NEVER_PROMPT,
-      logger: o.logger,
-      knownHostsFiles: o.knownHostsFiles,
-      secrets: this.secrets,
-      agent: o.agent,
-      connectTimeoutMs: o.connectTimeoutMs,
-      keepaliveIntervalMs: o.keepaliveIntervalMs,
-      keepaliveCountMax: o.keepaliveCountMax,
-      signal,
-    });
+    return SshConnection.connect(resolved, this.connectOptions(NEVER_PROMPT, signal));
   }
 
   /** Close a host's connection now (pending commands reject with `cancelled`). */
@@ -309,16 +298,7 @@ export class ConnectionPool implements Disposable {
       const host = entry.host;
       const generation = entry.generation;
       try {
-        const conn = await SshConnection.connect(host, {
-          prompter: o.prompter,
-          logger: o.logger,
-          knownHostsFiles: o.knownHostsFiles,
-          secrets: this.secrets,
-          agent: o.agent,
-          connectTimeoutMs: o.connectTimeoutMs,
-          keepaliveIntervalMs: o.keepaliveIntervalMs,
-          keepaliveCountMax: o.keepaliveCountMax,
-        });
+        const conn = await SshConnection.connect(host, this.connectOptions(o.prompter));
         if (this.disposed || entry.generation !== generation) {
           // Disposed or disconnected while we connected: this connection is for nobody.
           conn.close();
@@ -357,6 +337,22 @@ export class ConnectionPool implements Disposable {
         await new Promise((r) => setTimeout(r, delay));
       }
     }
+  }
+
+  /** What every connection of this pool is opened with: the shared one (user's prompter) and siblings (never prompt). */
+  private connectOptions(prompter: Prompter, signal?: AbortSignal): ConnectOptions {
+    const o = this.options;
+    return {
+      prompter,
+      logger: o.logger,
+      knownHostsFiles: o.knownHostsFiles,
+      secrets: this.secrets,
+      agent: o.agent,
+      connectTimeoutMs: o.connectTimeoutMs,
+      keepaliveIntervalMs: o.keepaliveIntervalMs,
+      keepaliveCountMax: o.keepaliveCountMax,
+      ...(signal ? { signal } : {}),
+    };
   }
 
   private setState(entry: Entry, state: ConnectionState): void {
