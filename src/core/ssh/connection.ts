@@ -86,6 +86,8 @@ export class SshConnection implements Executor {
   /** The error a hop reported before closing (e.g. keepalive timeout), to explain the close. */
   private lastError: RemoteRunsError | undefined;
   private readonly channels = new Set<ClientChannel>();
+  /** Hops whose client closed, until the close is reported (see hopClosed). */
+  private readonly closedHops = new Set<number>();
   private sftpSession: Promise<SFTPWrapper> | undefined;
 
   private constructor(
@@ -103,7 +105,7 @@ export class SshConnection implements Executor {
         this.lastError ??= new RemoteRunsError('unreachable', `Connection to ${describeHop(host, i)} lost: ${reason}`, { hop: hop.alias });
         logger.warn(`SSH ${hop.alias}: ${e.message}`);
       });
-      client.on('close', () => this.markClosed());
+      client.on('close', () => this.hopClosed(i));
     });
   }
 
@@ -138,8 +140,9 @@ export class SshConnection implements Executor {
     return new SshConnection(host, clients, options.logger);
   }
 
+  /** True from the moment any hop's client closed (the close event follows a turn later, see hopClosed). */
   get isClosed(): boolean {
-    return this.closedWith !== undefined;
+    return this.closedWith !== undefined || this.closedHops.size > 0;
   }
 
   /** Channels open right now (exec, sftp, forwards, shells). */
@@ -230,7 +233,10 @@ export class SshConnection implements Executor {
           });
           ch.on('close', () => {
             if (settled) return;
-            if (this.closedWith && !exit && !truncated) return fail(this.dropError(this.closedWith, 'after-open'));
+            if (this.isClosed && !exit && !truncated) {
+              if (this.closedWith) return fail(this.dropError(this.closedWith, 'after-open'));
+              return; // a hop closed: the close event, a turn later, fails this with that hop's reason
+            }
             settled = true;
             cleanup();
             resolve({
@@ -357,11 +363,23 @@ export class SshConnection implements Executor {
     ch.once('close', () => this.channels.delete(ch));
   }
 
-  private markClosed(): void {
+  /**
+   * A hop's client closed. A jump host that goes away without an error (its sshd stopped) closes the hops behind it
+   * too, and theirs may be the first close event: wait one turn and blame the nearest hop that closed.
+   */
+  private hopClosed(i: number): void {
     if (this.closedWith) return;
+    this.closedHops.add(i);
+    if (this.closedHops.size > 1) return;
+    setImmediate(() => this.markClosed(Math.min(...this.closedHops)));
+  }
+
+  private markClosed(hop = this.clients.length - 1): void {
+    if (this.closedWith) return;
+    const h = hop === this.clients.length - 1 ? this.host.target : this.host.jumps[hop];
     const error = this.closingOnPurpose
       ? undefined
-      : (this.lastError ?? new RemoteRunsError('unreachable', `Connection to ${this.host.target.alias} lost`));
+      : (this.lastError ?? new RemoteRunsError('unreachable', `Connection to ${describeHop(this.host, hop)} lost`, { hop: h.alias }));
     this.closedWith = { error };
     if (error) this.logger.warn(`Connection to ${this.host.target.alias} closed: ${error.message}`);
     // Tear down the other hops too (a dead jump host takes the target with it, and vice versa).
