@@ -124,10 +124,44 @@ function splitFields(buf: Buffer): string[] {
   for (;;) {
     const at = buf.indexOf(0, from);
     if (at < 0) break;
-    out.push(buf.subarray(from, at).toString('utf8'));
+    out.push(decodeName(buf.subarray(from, at)));
     from = at + 1;
   }
   return out;
+}
+
+/**
+ * A field as text. Remote names are bytes: a byte that is not part of valid UTF-8 is written `\xNN` (as `ls -b`
+ * does) rather than U+FFFD, so two folders whose names differ only in such bytes stay two runs instead of merging
+ * into one. The common case (valid UTF-8, no U+FFFD) takes the fast path.
+ */
+function decodeName(bytes: Buffer): string {
+  const text = bytes.toString('utf8');
+  if (!text.includes('\ufffd')) return text;
+  let out = '';
+  let i = 0;
+  while (i < bytes.length) {
+    const n = utf8SequenceLength(bytes, i);
+    if (n > 0) {
+      out += bytes.toString('utf8', i, i + n);
+      i += n;
+    } else {
+      out += `\\x${bytes[i].toString(16).padStart(2, '0')}`;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** Length of the valid UTF-8 sequence at `i` (no overlongs, surrogates or code points past U+10FFFF), or 0. */
+function utf8SequenceLength(b: Buffer, i: number): number {
+  const c = b[i];
+  const cont = (k: number, lo = 0x80, hi = 0xbf): boolean => i + k < b.length && b[i + k] >= lo && b[i + k] <= hi;
+  if (c < 0x80) return 1;
+  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) return cont(1, c === 0xe0 ? 0xa0 : 0x80, c === 0xed ? 0x9f : 0xbf) && cont(2) ? 3 : 0;
+  if (c >= 0xf0 && c <= 0xf4) return cont(1, c === 0xf0 ? 0x90 : 0x80, c === 0xf4 ? 0x8f : 0xbf) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
 }
 
 function toEntry(f: string[]): Entry {
