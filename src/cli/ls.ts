@@ -24,12 +24,16 @@ export function runJson(run: Run): unknown {
 
 function rootJson(r: RootListing): unknown {
   return r.state === 'ok'
-    ? { root: r.root, path: r.path, state: 'ok', runs: r.runs.length, truncated: r.truncated }
+    ? { root: r.root, path: r.path, state: 'ok', runs: r.runs.length, truncated: r.truncated, ...(r.unreadable ? { unreadable: r.unreadable } : {}) }
     : { root: r.root, path: r.path, state: r.state, message: r.message, seen: r.seen };
 }
 
 // When no root holds a run, the failure names the most telling case; the message names every root's own.
 const ROOT_PRIORITY: RootEmptyKind[] = ['no-checkpoints', 'empty', 'permission-denied', 'not-a-directory', 'path-missing'];
+
+function unreadableText(u: NonNullable<RootListing['unreadable']>): string {
+  return `${u.count} place${u.count === 1 ? '' : 's'} could not be read: ${u.messages.join('; ')}`;
+}
 
 export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof parseAddress>): Promise<CommandOutput> {
   if (!addr.target) {
@@ -63,6 +67,8 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
         lines.push(`${r.name}\t${r.path}\t${r.checkpoints.length} checkpoints${newest ? `, latest step ${newest.step} (${formatAge(newest.mtime, now)})` : ''}${r.live ? ', live' : ''}`);
       }
       if (root.truncated) lines.push(`${root.root}: listing cut short (too many entries)`);
+      // Runs were found, but not everywhere: say where the walk could not go (an unreadable folder, a symlink loop).
+      if (root.unreadable) lines.push(`${root.root}: ${unreadableText(root.unreadable)}`);
     }
     return { json: { runs: runs.map(runJson), roots: listing.roots.map(rootJson) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
   }

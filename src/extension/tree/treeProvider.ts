@@ -178,6 +178,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
         if (root.truncated) {
           states.push({ type: 'state', id: childId(node, 'trunc', root.root), parent: node, kind: 'command-failed', label: `${root.root}: listing cut short`, message: `${root.path} holds more entries than one listing reads; some runs may be missing.`, seen: [], scope: node });
         }
+        if (root.unreadable) {
+          // Runs were found, but the walk could not enter everything (a folder the user cannot read, a symlink loop).
+          const n = root.unreadable.count;
+          states.push({ type: 'state', id: childId(node, 'unread', root.root), parent: node, kind: 'permission-denied', label: `${root.root}: ${n} place${n === 1 ? '' : 's'} could not be read`, message: root.unreadable.messages.join('\n'), seen: [], scope: node });
+        }
       } else {
         const text = emptyStateText(root.state);
         states.push({
