@@ -1,0 +1,159 @@
+/**
+ * Hostile folders on a real OpenSSH host (issue 8): names made of every byte but NUL and `/`, names of 255 bytes,
+ * 100,000 entries in one directory, symlink loops, subfolders the login user cannot read. The listing shows
+ * what it can, says what it cannot (in the core's result and in the CLI's words), and finishes. The login user
+ * is the harness's unprivileged `rrtest`, so permission errors are real although the tests run as root.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { ConnectionPool } from '../../src/core/ssh/pool';
+import { HostDirectory } from '../../src/core/hosts';
+import { RemoteRunsCore, runsOf } from '../../src/core/service';
+import type { HostConfig, RootListing, TargetListing } from '../../src/core/types';
+import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { writeStoryRun, writeSymlinkLoop, writeManyFiles } from '../fixtures/generate';
+
+const ROOT = path.join(__dirname, '..', '..');
+const CLI = path.join(ROOT, 'dist', 'cli.js');
+const HOST = { kind: 'host' as const, id: '' };
+let host: TestHost;
+const roots = { bytes: '', long: '', many: '', loop: '', partial: '' };
+
+/** Every byte value but NUL and `/`, in chunks of 32: eight folder names, each a run. */
+const ALL_BYTES = Buffer.from(Array.from({ length: 255 }, (_, i) => i + 1).filter((b) => b !== 0x2f));
+const CHUNKS: Buffer[] = [];
+for (let i = 0; i < ALL_BYTES.length; i += 32) CHUNKS.push(ALL_BYTES.subarray(i, i + 32));
+const LONG_NAMES = ['r'.repeat(255), 'é'.repeat(127) + 'x', '训'.repeat(85)];
+
+function makeCore(hosts: HostConfig[]) {
+  const pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 10_000 });
+  const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+  return { core: new RemoteRunsCore({ hosts: () => hosts, executorFor: (h) => pool.executor(dir.resolve(h), { idempotent: true }) }), pool };
+}
+
+async function list(root: string): Promise<{ listing: TargetListing; root: RootListing; logins: number }> {
+  const { core, pool } = makeCore([host.hostConfig('box', { runRoots: [root], targets: ['host'] })]);
+  const before = host.sshd.acceptedLogins();
+  try {
+    const listing = await core.listTarget('box', HOST);
+    return { listing, root: listing.roots[0], logins: host.sshd.acceptedLogins() - before };
+  } finally {
+    pool.dispose();
+  }
+}
+
+function cliLs(root: string, json: boolean): { code: number; stdout: string; stderr: string } {
+  const config = path.join(host.dir, `cli-${path.basename(root)}.json`);
+  fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('box', { runRoots: [root], targets: ['host'] })] }));
+  const r = spawnSync(process.execPath, [CLI, 'ls', 'box/host', ...(json ? ['--json'] : []), '--config', config, '--known-hosts', host.knownHostsFile], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, HOME: host.clientHome },
+    input: '',
+    timeout: 120_000,
+  });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+before(async () => {
+  if (!fs.existsSync(CLI)) execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: 'ignore' });
+  host = await startTestHost();
+  for (const k of Object.keys(roots) as (keyof typeof roots)[]) {
+    roots[k] = path.join(host.dir, `hostile-${k}`);
+    fs.mkdirSync(roots[k], { mode: 0o755 });
+  }
+  for (const chunk of CHUNKS) {
+    const run = Buffer.concat([Buffer.from(`${roots.bytes}/`), chunk]);
+    fs.mkdirSync(Buffer.concat([run, Buffer.from('/checkpoints/step_7')]), { recursive: true });
+    fs.writeFileSync(Buffer.concat([run, Buffer.from('/checkpoints/step_7/checkpoint.pt')]), 'x'.repeat(70));
+  }
+  for (const name of LONG_NAMES) {
+    assert.equal(Buffer.byteLength(name), 255);
+    writeStoryRun(path.join(roots.long, name), { firstStep: 100, lastStep: 200, every: 100, checkpointBytes: 10 });
+    // A checkpoint folder and a flat checkpoint file whose names are 255 bytes too.
+    fs.mkdirSync(path.join(roots.long, name, 'checkpoints', `step_${'0'.repeat(249)}1`));
+    fs.writeFileSync(path.join(roots.long, name, 'checkpoints', `step_${'0'.repeat(249)}1`, 'w.pt'), 'w');
+    fs.writeFileSync(path.join(roots.long, name, `model_step_300_${'z'.repeat(255 - 'model_step_300_.pt'.length)}.pt`), 'flat');
+  }
+  writeStoryRun(path.join(roots.many, 'run_a'), { firstStep: 100, lastStep: 200, every: 100, checkpointBytes: 10 });
+  writeManyFiles(roots.many, 100_000);
+  writeSymlinkLoop(roots.loop);
+  writeStoryRun(path.join(roots.partial, 'open-run'), { firstStep: 100, lastStep: 200, every: 100, checkpointBytes: 10 });
+  writeStoryRun(path.join(roots.partial, 'locked', 'secret-run'), { firstStep: 100, lastStep: 200, every: 100, checkpointBytes: 10 });
+  execFileSync('chmod', ['-R', 'a+rX', ...Object.values(roots)]);
+  fs.chmodSync(path.join(roots.partial, 'locked'), 0o700); // root's, and the login user is rrtest
+});
+after(async () => {
+  await host?.stop();
+});
+
+describe('names', () => {
+  test('every byte but NUL and "/": each folder is its own run, ASCII names exact, bytes that are not UTF-8 written \\xNN', { timeout: 120_000 }, async () => {
+    const { root } = await list(roots.bytes);
+    assert.equal(root.state, 'ok');
+    const runs = root.state === 'ok' ? root.runs : [];
+    // Bytes 0x80-0xFF in rising order never form UTF-8 sequences, so each is escaped, as `ls -b` shows them.
+    const shown = (chunk: Buffer): string => [...chunk].map((b) => (b < 0x80 ? String.fromCharCode(b) : `\\x${b.toString(16)}`)).join('');
+    assert.deepEqual(runs.map((r) => r.name).sort(), CHUNKS.map(shown).sort());
+    for (const run of runs) assert.deepEqual(run.checkpoints.map((c) => [c.step, c.bytes]), [[7, 70]], run.name);
+    for (const run of runs.filter((r) => !r.name.includes('\\x'))) assert.ok(fs.existsSync(run.path), `${JSON.stringify(run.path)} is the folder's exact path`);
+  });
+
+  test('names of 255 bytes (ASCII, 2- and 3-byte UTF-8), and checkpoint names of 255 bytes, are listed whole', { timeout: 120_000 }, async () => {
+    const { root } = await list(roots.long);
+    assert.equal(root.state, 'ok');
+    const runs = root.state === 'ok' ? root.runs : [];
+    assert.deepEqual(runs.map((r) => r.name).sort(), [...LONG_NAMES].sort());
+    for (const run of runs) {
+      assert.deepEqual(run.checkpoints.map((c) => c.step), [1, 100, 200, 300], run.name);
+      for (const c of run.checkpoints) assert.ok(fs.existsSync(c.path), `${c.path} is a path that exists`);
+    }
+  });
+});
+
+describe('size', () => {
+  test('100,000 entries in one directory: one command, finishes, says it was cut short (core and CLI)', { timeout: 300_000 }, async () => {
+    const { root, logins } = await list(roots.many);
+    assert.equal(logins, 1);
+    assert.equal(root.truncated, true, 'a listing of 100,000 entries is not whole and must say so');
+    // What it read, it shows: either the run (when find reached it first) or the names it saw.
+    if (root.state === 'ok') assert.deepEqual(root.runs.map((r) => r.name), ['run_a']);
+    else assert.equal(root.state, 'no-checkpoints');
+    const text = cliLs(roots.many, false);
+    if (root.state === 'ok') {
+      assert.equal(text.code, 0, text.stderr);
+      assert.match(text.stdout, /listing cut short \(too many entries\)/);
+    } else {
+      assert.equal(text.code, 2);
+    }
+  });
+});
+
+describe('what cannot be read is said, and the rest is shown', () => {
+  test('symlink loops: the run beside them is listed, the loop is reported, the walk ends', { timeout: 120_000 }, async () => {
+    const { root } = await list(roots.loop);
+    assert.equal(root.state, 'ok');
+    assert.deepEqual(root.state === 'ok' ? root.runs.map((r) => [r.name, r.checkpoints.length]) : [], [['run_a', 3]]);
+    assert.ok(root.unreadable && root.unreadable.count >= 1, `unreadable: ${JSON.stringify(root.unreadable)}`);
+    assert.match(root.unreadable.messages.join('\n'), /loop/i);
+    const text = cliLs(roots.loop, false);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /could not be read.*loop/i);
+  });
+
+  test('an unreadable subfolder: the readable run is listed, the subfolder is named as unreadable, its run is not invented', { timeout: 120_000 }, async () => {
+    const { root } = await list(roots.partial);
+    assert.equal(root.state, 'ok');
+    assert.deepEqual(root.state === 'ok' ? root.runs.map((r) => r.name) : [], ['open-run']);
+    assert.equal(root.unreadable?.count, 1);
+    assert.match(root.unreadable!.messages[0], /locked.*Permission denied/);
+    const json = cliLs(roots.partial, true);
+    assert.equal(json.code, 0, json.stderr);
+    const roots0 = JSON.parse(json.stdout).roots[0];
+    assert.equal(roots0.unreadable?.count, 1, json.stdout);
+    const text = cliLs(roots.partial, false);
+    assert.match(text.stdout, /1 place could not be read: .*locked.*Permission denied/);
+  });
+});
