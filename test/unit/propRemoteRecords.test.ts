@@ -228,3 +228,26 @@ test('CLI addresses and config files: any text parses or throws RemoteRunsError'
     { numRuns: RUNS },
   );
 });
+
+test('run listing: folders whose names differ in any bytes (UTF-8 or not) stay distinct runs', () => {
+  const nameBytes = fc.uint8Array({ minLength: 1, maxLength: 12 }).map((b) => Buffer.from(b.map((x) => (x === 0 || x === 0x2f ? 0x41 : x))));
+  fc.assert(
+    fc.property(fc.uniqueArray(nameBytes, { minLength: 1, maxLength: 6, selector: (b) => b.toString('hex') }), (names) => {
+      const usable = names.filter((n) => n.toString('latin1') !== '.' && n.toString('latin1') !== '..');
+      const parts: Buffer[] = [Buffer.from('\0@rr-list@1\0')];
+      const rec = (...f: (string | Buffer)[]): void => void parts.push(...f.flatMap((x) => [Buffer.from(x), Buffer.from([0])]));
+      rec('T', '1');
+      rec('R', '0', 'ok', '/w');
+      for (const n of usable) {
+        rec('E', 'd', '0', '1', n);
+        rec('E', 'f', '5', '1', Buffer.concat([n, Buffer.from('/model_step_3.pt')]));
+      }
+      rec('X', '0', '0');
+      rec('Z');
+      const out = listRunsCommand(['/w'], {}).parse(result(Buffer.concat(parts)));
+      const runs = out.roots[0].state === 'ok' ? out.roots[0].runs : [];
+      assert.equal(new Set(runs.map((r) => r.name)).size, usable.length, `names ${JSON.stringify(runs.map((r) => r.name))}`);
+    }),
+    { numRuns: RUNS },
+  );
+});
