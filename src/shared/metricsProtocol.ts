@@ -92,6 +92,27 @@ export interface RunHeader {
 export interface RunSnapshot extends RunHeader {
   checkpoints: CheckpointWire[];
   series: SeriesChunk[];
+  /** The run's evals known so far (more arrive as `evals` messages). */
+  evals: EvalPointWire[];
+}
+
+export type EvalStateWire = 'pending' | 'running' | 'passed' | 'failed' | 'lost';
+
+/**
+ * One eval of a run, drawn as a point at its checkpoint's step on the chart of each metric it measured (a chart
+ * of its own for a metric the training log does not have). Remote and user text: shown as text only.
+ */
+export interface EvalPointWire {
+  id: string;
+  profile: string;
+  step: number;
+  /** The checkpoint's name, e.g. `step_20000`. */
+  checkpoint: string;
+  /** ms since the epoch. */
+  startedAt: number;
+  state: EvalStateWire;
+  /** Metric → value: the last value of each metric the eval printed (empty until its results are recorded). */
+  values: Record<string, number>;
 }
 
 export interface RunUpdate extends RunHeader {
@@ -142,6 +163,8 @@ export type ToWebview =
   | { type: 'references'; lines: ReferenceLine[] }
   | { type: 'values'; seq: number; x: number; rows: ValueRow[] }
   | { type: 'highlight'; step: number | null; rows: ValueRow[] }
+  /** A run's evals changed (one started, finished, or was found on the remote): the whole list for that run. */
+  | { type: 'evals'; runKey: string; evals: EvalPointWire[] }
   /** Nothing to show (the inline view before a run is selected or pinned). */
   | { type: 'empty'; message: string };
 
@@ -157,7 +180,9 @@ export type FromWebview =
   | { type: 'setReferenceRun'; runKey: string | null }
   | { type: 'addReferenceLine'; metric: string; value: number; label: string; source: string }
   | { type: 'removeReferenceLine'; id: string }
-  | { type: 'openPanel' };
+  | { type: 'openPanel' }
+  /** Open the table of the primary run's evals. */
+  | { type: 'showEvalTable' };
 
 /** Kept by the webview (vscode.setState) and handed back to the panel serializer after a reload. */
 export interface PanelRestoreState {
@@ -165,3 +190,6 @@ export interface PanelRestoreState {
   primary: RunRefWire;
   others: { run: RunRefWire; role: 'compare' | 'reference' }[];
 }
+
+/** The eval table webview → extension (its only messages: copy the table as text). Validated on arrival too. */
+export type EvalTableFromWebview = { type: 'copy'; format: 'csv' | 'markdown' };

@@ -7,7 +7,7 @@
  */
 import type { FromWebview, PanelRestoreState, ToWebview, ValueRow } from '../shared/metricsProtocol';
 import { MetricChart, type ChartHost, type UiState } from './metricChart';
-import { MetricsStore, formatValue, type XMode } from './store';
+import { MetricsStore, evalMetricKeys, formatValue, type XMode } from './store';
 import { readTheme, runColor, type Theme } from './theme';
 
 interface VsCodeApi {
@@ -102,6 +102,9 @@ const host: ChartHost = {
   },
   selectCheckpoint(step) {
     post({ type: 'selectCheckpoint', step });
+  },
+  showEvalTable() {
+    post({ type: 'showEvalTable' });
   },
 };
 
@@ -224,6 +227,7 @@ if (mode === 'panel') {
     labelled('X', xModeSelect),
     resetZoom,
     button('Add run…', () => post({ type: 'addRun' }), 'Compare with another run'),
+    button('Eval results', () => post({ type: 'showEvalTable' }), 'Open the table of this run\'s evals (copy as CSV or Markdown)'),
     refForm,
   );
 } else {
@@ -279,6 +283,23 @@ function renderLegend(): void {
       );
     }
     legend.append(item);
+  }
+  // One entry per eval metric of each shown run: the series its points form.
+  for (const run of store.runs) {
+    if (ui.hiddenRuns.has(run.runKey)) continue;
+    for (const key of evalMetricKeys(run)) {
+      const withValue = run.evals.filter((e) => e.values[key] !== undefined);
+      const item = h('div', 'legend-item eval-series');
+      item.setAttribute('role', 'listitem');
+      item.dataset.metric = key;
+      const sw = h('span', 'eval-swatch');
+      sw.style.backgroundColor = runColor(theme, run.color);
+      const text = h('span', 'legend-label');
+      const profiles = [...new Set(withValue.map((e) => e.profile))].join(', ');
+      text.textContent = `eval ${key} (${profiles}): ${withValue.length} point${withValue.length === 1 ? '' : 's'}${store.runs.length > 1 ? ` · ${run.label}` : ''}`;
+      item.append(sw, text);
+      legend.append(item);
+    }
   }
   for (const ref of store.references) {
     const item = h('div', 'legend-item reference-line');
@@ -379,6 +400,7 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       renderLegend();
       redrawAll(true);
       document.body.dataset.ready = 'true';
+      document.body.dataset.evals = String(store.runs.reduce((n, r) => n + r.evals.length, 0));
       // The real plot width is known once charts exist; ask again if it differs from the first guess.
       sendView();
       break;
@@ -395,6 +417,13 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       store.apply(msg);
       renderLegend();
       redrawAll(true);
+      break;
+    case 'evals':
+      if (store.apply(msg) === 'none') break;
+      renderMetricsMenu(store.metricKeys());
+      renderLegend();
+      redrawAll(true);
+      document.body.dataset.evals = String(store.runs.reduce((n, r) => n + r.evals.length, 0));
       break;
     case 'values':
       if (msg.seq === hoverSeq && hoverKey !== null) onValues(msg.rows);

@@ -4,11 +4,13 @@
  * smoothed curve of every shown run over its raw curve drawn faint, and an overlay drawn on the canvas:
  * reference lines, faint checkpoint markers (the highlighted one stronger), the shared cursor line and the
  * plateau's start. Checkpoint markers also get thin buttons over the canvas so they can be clicked (and
- * reached by keyboard). Every remote string goes in as text.
+ * reached by keyboard). Evals of the shown runs are points (diamonds in the run's colour) at their checkpoint's
+ * step, one series per eval metric; each point has a small button over it whose hover or focus shows the eval's
+ * profile, time and values, and whose click opens the run's eval table. Every remote string goes in as text.
  */
 import { Chart, type ChartDataset, type Plugin, type Scale } from './chartjs';
 import type { ValueRow } from '../shared/metricsProtocol';
-import { formatDiff, formatDuration, formatValue, type MetricsStore, type Point, type XMode } from './store';
+import { evalTooltip, formatDiff, formatDuration, formatValue, type EvalMark, type MetricsStore, type Point, type XMode } from './store';
 import { runColor, withAlpha, type Theme } from './theme';
 
 export interface UiState {
@@ -28,7 +30,12 @@ export interface ChartHost {
   hover(key: string, axisX: number | null): void;
   zoom(key: string, axisX0: number, axisX1: number): void;
   selectCheckpoint(step: number): void;
+  /** Open the table of the primary run's evals. */
+  showEvalTable(): void;
 }
+
+/** Radius of an eval's point, in CSS pixels. */
+const EVAL_POINT_RADIUS = 5;
 
 export class MetricChart {
   readonly el: HTMLElement;
@@ -37,7 +44,11 @@ export class MetricChart {
   private readonly hintEl: HTMLElement;
   private readonly readoutEl: HTMLElement;
   private readonly markers: HTMLElement;
+  private readonly evalButtons: HTMLElement;
+  private readonly tip: HTMLElement;
   private readonly selection: HTMLElement;
+  /** The eval points drawn, per run (what the point buttons are placed over). */
+  private evalMarks: { runLabel: string; marks: EvalMark[] }[] = [];
   private chart: Chart<'line', Point[]>;
   private dragFrom: number | null = null;
 
@@ -59,8 +70,12 @@ export class MetricChart {
     this.canvas.setAttribute('role', 'img');
     this.canvas.setAttribute('aria-label', `Chart of ${key}`);
     this.markers = el('div', 'markers');
+    this.evalButtons = el('div', 'eval-points');
+    this.tip = el('div', 'eval-tip');
+    this.tip.setAttribute('role', 'tooltip');
+    this.tip.hidden = true;
     this.selection = el('div', 'zoom-selection');
-    body.append(this.canvas, this.markers, this.selection);
+    body.append(this.canvas, this.markers, this.evalButtons, this.tip, this.selection);
     this.readoutEl = el('div', 'metric-readout');
     this.el.append(head, this.hintEl, body, this.readoutEl);
     parent.append(this.el);
@@ -104,6 +119,25 @@ export class MetricChart {
         datasets.push({ data: store.points(run, this.key, 'raw', ui.xMode, ui.logY), borderColor: withAlpha(color, 0.22), borderWidth: 1, borderDash: dash, pointRadius: 0 });
       }
       datasets.push({ data: store.points(run, this.key, smoothing ? 'smooth' : 'raw', ui.xMode, ui.logY), borderColor: color, borderWidth: 1.5, borderDash: dash, pointRadius: 0 });
+    }
+    // Evals: points only, over the curves, in the run's colour with an outline that shows on any background.
+    this.evalMarks = [];
+    for (const run of store.runs) {
+      if (ui.hiddenRuns.has(run.runKey)) continue;
+      const marks = store.evalMarks(run, this.key, ui.xMode, ui.logY);
+      if (marks.length === 0) continue;
+      this.evalMarks.push({ runLabel: run.label, marks });
+      const color = runColor(theme, run.color);
+      datasets.push({
+        data: marks.map(({ x, y }) => ({ x, y })),
+        showLine: false,
+        pointStyle: 'rectRot',
+        pointRadius: EVAL_POINT_RADIUS,
+        pointBackgroundColor: color,
+        pointBorderColor: theme.foreground,
+        pointBorderWidth: 1,
+        borderColor: color,
+      });
     }
     this.chart.data.datasets = datasets;
     const tickFont = { family: theme.font, size: 10 };
@@ -174,6 +208,7 @@ export class MetricChart {
   }
 
   destroy(): void {
+    this.tip.remove();
     this.chart.destroy();
     this.el.remove();
   }
@@ -288,7 +323,10 @@ export class MetricChart {
         ctx.restore();
       },
       // The hook's chart: during construction `this.chart` is not assigned yet.
-      afterRender: (chart) => this.placeMarkers(chart.chartArea, chart.scales.x),
+      afterRender: (chart) => {
+        this.placeMarkers(chart.chartArea, chart.scales.x);
+        this.placeEvalButtons(chart.chartArea, chart.scales.x, chart.scales.y);
+      },
     };
   }
 
@@ -327,6 +365,76 @@ export class MetricChart {
       b.classList.toggle('highlighted', store.highlight === w.step);
     });
   }
+
+  /**
+   * Small buttons over the eval points: hovering or focusing one shows its tooltip (profile, time, values); a click
+   * opens the eval table. Also what lets a keyboard or a screen reader reach the points.
+   */
+  private placeEvalButtons(area: { left: number; right: number; top: number; bottom: number } | undefined, x: Scale | undefined, y: Scale | undefined): void {
+    const wanted: EvalButtonSpec[] = [];
+    if (area && x && y) {
+      for (const { runLabel, marks } of this.evalMarks) {
+        for (const m of marks) {
+          const px = x.getPixelForValue(m.x);
+          const py = y.getPixelForValue(m.y);
+          if (px < area.left - 1 || px > area.right + 1 || py < area.top - 1 || py > area.bottom + 1) continue;
+          const values = Object.entries(m.eval.values)
+            .map(([k, v]) => `${k} ${formatValue(v)}`)
+            .join(', ');
+          wanted.push({ px, py, label: `Eval ${m.eval.profile} of ${m.eval.checkpoint} (step ${m.eval.step}): ${values}`, tip: evalTooltip(m.eval, runLabel) });
+        }
+      }
+    }
+    const existing = Array.from(this.evalButtons.children) as HTMLButtonElement[];
+    while (existing.length > wanted.length) existing.pop()!.remove();
+    wanted.forEach((w, i) => {
+      let b = existing[i];
+      if (!b) {
+        b = document.createElement('button');
+        b.type = 'button';
+        b.className = 'eval-point';
+        const show = (): void => this.showTip(b!);
+        b.addEventListener('mouseenter', show);
+        b.addEventListener('focus', show);
+        b.addEventListener('mouseleave', () => this.hideTip());
+        b.addEventListener('blur', () => this.hideTip());
+        b.addEventListener('click', () => this.host.showEvalTable());
+        this.evalButtons.append(b);
+      }
+      if (b.getAttribute('aria-label') !== w.label) b.setAttribute('aria-label', w.label);
+      b.dataset.tip = w.tip;
+      const size = 2 * EVAL_POINT_RADIUS + 4;
+      b.style.left = `${Math.round(w.px - size / 2)}px`;
+      b.style.top = `${Math.round(w.py - size / 2)}px`;
+      b.style.width = b.style.height = `${size}px`;
+      if (this.tip.dataset.for === String(i) && !this.tip.hidden) this.showTip(b);
+    });
+  }
+
+  private showTip(b: HTMLButtonElement): void {
+    this.tip.textContent = b.dataset.tip ?? '';
+    this.tip.dataset.for = String(Array.prototype.indexOf.call(this.evalButtons.children, b));
+    this.tip.hidden = false;
+    // Beside the point, kept inside the chart's box.
+    const box = (this.tip.parentElement ?? this.el).getBoundingClientRect();
+    const left = b.offsetLeft + b.offsetWidth + 4;
+    const maxLeft = Math.max(0, box.width - this.tip.offsetWidth - 2);
+    this.tip.style.left = `${Math.min(left, maxLeft)}px`;
+    this.tip.style.top = `${Math.max(0, b.offsetTop - this.tip.offsetHeight - 2)}px`;
+  }
+
+  private hideTip(): void {
+    this.tip.hidden = true;
+    delete this.tip.dataset.for;
+  }
+}
+
+/** An eval point's button: where it sits and which eval it is. */
+interface EvalButtonSpec {
+  px: number;
+  py: number;
+  label: string;
+  tip: string;
 }
 
 function line(ctx: CanvasRenderingContext2D, x0: number, y0: number, x1: number, y1: number): void {

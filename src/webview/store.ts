@@ -1,12 +1,14 @@
 /**
- * The webview's copy of what the extension sent: runs, their decimated series, reference lines. Applies
- * snapshots and incremental updates, and turns series into chart points for the chosen x axis (step, wall
- * time, time since the run's start). Pure: no DOM, no chart.js, so it is unit-tested in node.
+ * The webview's copy of what the extension sent: runs, their decimated series, their evals, reference lines.
+ * Applies snapshots and incremental updates (one path: a snapshot is a run whose every series is replaced), and
+ * turns series and evals into chart points for the chosen x axis (step, wall time, time since the run's start).
+ * Pure: no DOM, no chart.js, so it is unit-tested in node. The types are the protocol's own.
  */
 import type {
-  CheckpointWire,
+  EvalPointWire,
   ReferenceLine,
   RunHeader,
+  RunSnapshot,
   SeriesChunk,
   SeriesUpdate,
   ToWebview,
@@ -16,25 +18,20 @@ import type {
 
 export type XMode = 'step' | 'wall' | 'relative';
 
-export interface SeriesData {
-  key: string;
-  x: number[];
-  y: number[];
-  s: number[];
-  t?: number[];
-  segmentStarts: number[];
-  total: number;
-}
-
-export interface RunState extends RunHeader {
-  checkpoints: CheckpointWire[];
-  series: Map<string, SeriesData>;
+/** A run as the webview holds it: the snapshot's fields, with its series by key. */
+export interface RunState extends Omit<RunSnapshot, 'series'> {
+  series: Map<string, SeriesChunk>;
 }
 
 /** A chart point; `y: NaN` is a gap (chart.js does not draw a line across it). */
 export interface Point {
   x: number;
   y: number;
+}
+
+/** An eval drawn on one metric's chart: where, and which eval (for its tooltip). */
+export interface EvalMark extends Point {
+  eval: EvalPointWire;
 }
 
 export class MetricsStore {
@@ -52,7 +49,11 @@ export class MetricsStore {
       case 'snapshot':
         this.mode = msg.mode;
         this.title = msg.title;
-        this.runs = msg.runs.map(({ series, ...header }) => ({ ...header, series: new Map(series.map((c) => [c.key, copy(c)])) }));
+        this.runs = msg.runs.map(({ series, ...rest }) => {
+          const run: RunState = { ...rest, evals: [...rest.evals], series: new Map() };
+          for (const chunk of series) applySeries(run.series, { ...chunk, mode: 'replace' });
+          return run;
+        });
         this.references = msg.references;
         this.range = msg.range;
         this.smoothing = msg.smoothing;
@@ -64,7 +65,7 @@ export class MetricsStore {
           const run = this.runs.find((r) => r.runKey === u.runKey);
           if (!run) continue;
           const { series, ...header } = u;
-          Object.assign(run, header);
+          Object.assign(run, header satisfies RunHeader);
           for (const chunk of series) {
             if (!run.series.has(chunk.key)) newKeys = true;
             applySeries(run.series, chunk);
@@ -75,6 +76,13 @@ export class MetricsStore {
       case 'references':
         this.references = msg.lines;
         return 'references';
+      case 'evals': {
+        const run = this.runs.find((r) => r.runKey === msg.runKey);
+        if (!run) return 'none';
+        run.evals = [...msg.evals];
+        // A new eval metric is a new chart; new points are new datasets: rebuild.
+        return 'all';
+      }
       case 'highlight':
         this.highlight = msg.step;
         return 'none';
@@ -88,13 +96,33 @@ export class MetricsStore {
     return this.runs.find((r) => r.role === 'primary');
   }
 
-  /** Every metric key across runs, the primary run's first, in the order they appeared. */
+  /**
+   * Every metric key across runs, the primary run's first, in the order they appeared; then the metrics only evals
+   * measured (each gets a chart of its own, where its reference lines show too).
+   */
   metricKeys(): string[] {
     const keys: string[] = [];
     const seen = new Set<string>();
     const ordered = [...this.runs].sort((a, b) => (a.role === 'primary' ? -1 : b.role === 'primary' ? 1 : 0));
     for (const r of ordered) for (const k of r.series.keys()) if (!seen.has(k)) seen.add(k), keys.push(k);
+    for (const r of ordered) for (const k of evalMetricKeys(r)) if (!seen.has(k)) seen.add(k), keys.push(k);
     return keys;
+  }
+
+  /**
+   * The run's evals that measured `key`, as points at their checkpoint's step (on a time axis: the time the run's
+   * log gives that step). Log-y drops values ≤ 0; an eval whose step cannot be placed on the axis is left out.
+   */
+  evalMarks(run: RunState, key: string, xMode: XMode, logY: boolean): EvalMark[] {
+    const out: EvalMark[] = [];
+    for (const e of run.evals) {
+      const y = e.values[key];
+      if (y === undefined || !Number.isFinite(y) || (logY && !(y > 0))) continue;
+      const x = this.xOfStep(run, key, e.step, xMode);
+      if (x === undefined) continue;
+      out.push({ x, y, eval: e });
+    }
+    return out.sort((a, b) => a.x - b.x);
   }
 
   /** The earliest wall time of a run (relative time counts from it); NaN when it logs no time. */
@@ -159,11 +187,15 @@ export class MetricsStore {
     return best;
   }
 
-  /** The x position of a step on the chosen axis (nearest point of the run's series of that metric). */
+  /**
+   * The x position of a step on the chosen axis (nearest point of the run's series of that metric, or of any
+   * series with times when that metric has none: an eval-only metric).
+   */
   xOfStep(run: RunState | undefined, key: string, step: number, xMode: XMode): number | undefined {
     if (xMode === 'step') return step;
     if (!run) return undefined;
-    const s = run.series.get(key);
+    const own = run.series.get(key);
+    const s = own?.t ? own : own ? undefined : [...run.series.values()].find((c) => c.t !== undefined);
     if (!s?.t) return undefined;
     const t0 = xMode === 'relative' ? this.startTime(run) : 0;
     let best: number | undefined;
@@ -179,30 +211,46 @@ export class MetricsStore {
   }
 }
 
-function copy(c: SeriesChunk): SeriesData {
-  return { key: c.key, x: [...c.x], y: [...c.y], s: [...c.s], t: c.t ? [...c.t] : undefined, segmentStarts: [...c.segmentStarts], total: c.total };
+/** The metrics a run's evals measured, in order of first appearance. */
+export function evalMetricKeys(run: Pick<RunState, 'evals'>): string[] {
+  const keys: string[] = [];
+  for (const e of run.evals) for (const k of Object.keys(e.values)) if (!keys.includes(k)) keys.push(k);
+  return keys;
 }
 
-function applySeries(map: Map<string, SeriesData>, u: SeriesUpdate): void {
+/** Apply one series update: `replace` (or a key not held yet) takes a copy of the chunk, `append` adds to it. */
+function applySeries(map: Map<string, SeriesChunk>, u: SeriesUpdate): void {
+  const { mode, ...chunk } = u;
   const have = map.get(u.key);
-  if (u.mode === 'replace' || !have) {
-    map.set(u.key, copy(u));
+  if (mode === 'replace' || !have) {
+    map.set(u.key, { ...chunk, x: [...u.x], y: [...u.y], s: [...u.s], t: u.t ? [...u.t] : undefined, segmentStarts: [...u.segmentStarts] });
     return;
   }
   const base = have.x.length;
+  // Loops, not push(...xs): a long chunk would overflow the call's argument limit.
+  if (u.t || have.t) have.t ??= new Array<number>(base).fill(NaN);
   for (let i = 0; i < u.x.length; i++) {
     have.x.push(u.x[i]);
     have.y.push(u.y[i]);
     have.s.push(u.s[i]);
-  }
-  if (u.t) {
-    have.t ??= new Array<number>(base).fill(NaN);
-    have.t.push(...u.t);
-  } else if (have.t) {
-    for (let i = 0; i < u.x.length; i++) have.t.push(NaN);
+    have.t?.push(u.t ? u.t[i] : NaN);
   }
   for (const st of u.segmentStarts) have.segmentStarts.push(st + base);
   have.total = u.total;
+}
+
+/** `2026-01-30 14:20` in local time: the eval's start in its tooltip. */
+export function formatTime(ms: number): string {
+  const d = new Date(ms);
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+
+/** What hovering (or focusing) an eval's point shows, one fact per line: profile and checkpoint, time, state, values. */
+export function evalTooltip(e: EvalPointWire, runLabel: string): string {
+  const lines = [`eval ${e.profile} · ${runLabel} · ${e.checkpoint} (step ${formatValue(e.step)})`, `started ${formatTime(e.startedAt)} · ${e.state}`];
+  for (const [k, v] of Object.entries(e.values)) lines.push(`${k} = ${formatValue(v)}`);
+  return lines.join('\n');
 }
 
 /** Format a number for a readout: up to 6 significant digits, no exponent for everyday magnitudes. */

@@ -19,13 +19,13 @@ function sampleStore(): MetricsStore {
   const store = new MetricsStore();
   store.apply(snapshot([
     {
-      ...header, runKey: 'a', label: 'a', role: 'primary', color: 0, checkpoints: [],
+      ...header, runKey: 'a', label: 'a', role: 'primary', color: 0, checkpoints: [], evals: [],
       series: [
         // A resumed run: steps 0,10,20 then again from 10.
         { key: 'loss', x: [0, 10, 20, 10, 30], y: [3, 2, -1, 1.5, 1], s: [3, 2.5, 2, 1.5, 1.2], t: [T0, T0 + 1000, T0 + 2000, T0 + 5000, T0 + 7000], segmentStarts: [0, 3], total: 5 },
       ],
     },
-    { ...header, runKey: 'b', label: 'b', role: 'compare', color: 1, checkpoints: [], series: [{ key: 'acc', x: [1], y: [0.5], s: [0.5], segmentStarts: [0], total: 1 }] },
+    { ...header, runKey: 'b', label: 'b', role: 'compare', color: 1, checkpoints: [], evals: [], series: [{ key: 'acc', x: [1], y: [0.5], s: [0.5], segmentStarts: [0], total: 1 }] },
   ]));
   return store;
 }

@@ -7,7 +7,7 @@ import type * as vscode from 'vscode';
 import type { RunRefWire, RunRole, ToWebview, ViewMode } from '../../shared/metricsProtocol';
 import type { Logger } from '../log';
 import { MetricsPresenter, type PlateauSettings } from './presenter';
-import type { FeedRegistry } from './runFeed';
+import type { EvalSource, FeedRegistry } from './runFeed';
 import type { ReferenceStore } from './referenceStore';
 import { runKeyOf, whereOf } from './runRef';
 import { parseFromWebview } from './validate';
@@ -24,6 +24,10 @@ export interface MetricsViewDeps {
   openPanel(run: RunRefWire): void;
   /** The step of the checkpoint of this run selected in the tree, if one is. */
   selectedStep(runKey: string): number | null;
+  /** Each shown run's evals, drawn as points (none without it). */
+  evals?: EvalSource;
+  /** Open the table of a run's evals. */
+  showEvalTable?(run: RunRefWire): void;
 }
 
 /** Updates are coalesced: many polls finishing together cost one message. */
@@ -31,7 +35,7 @@ const FLUSH_MS = 50;
 
 export class MetricsView implements vscode.Disposable {
   readonly presenter: MetricsPresenter;
-  private readonly leases = new Map<string, { release(): void; sub: { dispose(): void } }>();
+  private readonly leases = new Map<string, { release(): void; sub: { dispose(): void }; evalSub?: { dispose(): void } }>();
   private readonly disposables: vscode.Disposable[] = [];
   private ready = false;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
@@ -87,8 +91,13 @@ export class MetricsView implements vscode.Disposable {
     this.drop(key);
     const lease = this.deps.feeds.acquire(key, ref);
     const sub = lease.feed.onDidChange(() => this.scheduleFlush());
-    this.leases.set(key, { release: lease.release, sub });
     this.presenter.addRun(ref, role, lease.feed);
+    // After addRun: evals already known arrive synchronously and go into the coming snapshot.
+    const evalSub = this.deps.evals?.watch(ref, (evals) => {
+      const msg = this.presenter.setEvals(key, evals);
+      if (msg) this.post(msg);
+    });
+    this.leases.set(key, { release: lease.release, sub, ...(evalSub ? { evalSub } : {}) });
   }
 
   private drop(key: string): void {
@@ -96,6 +105,7 @@ export class MetricsView implements vscode.Disposable {
     const lease = this.leases.get(key);
     if (lease) {
       lease.sub.dispose();
+      lease.evalSub?.dispose();
       lease.release();
       this.leases.delete(key);
     }
@@ -181,6 +191,11 @@ export class MetricsView implements vscode.Disposable {
         case 'openPanel': {
           const p = this.presenter.primary;
           if (p) this.deps.openPanel(p.ref);
+          break;
+        }
+        case 'showEvalTable': {
+          const p = this.presenter.primary;
+          if (p) this.deps.showEvalTable?.(p.ref);
           break;
         }
       }

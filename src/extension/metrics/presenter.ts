@@ -1,11 +1,12 @@
 /**
  * The state of one metrics view (a panel or the inline view) and the messages that describe it: which runs
  * (one primary, any compared, at most one reference), the view the webview reported (width, range, smoothing,
- * hidden metrics), the reference lines, the highlighted checkpoint. Builds whole snapshots and incremental
- * updates from the runs' feeds, and answers "values at this step". Pure: no `vscode`, no I/O.
+ * hidden metrics), the reference lines, the highlighted checkpoint, each run's evals. Builds whole snapshots and
+ * incremental updates from the runs' feeds, and answers "values at this step". Pure: no `vscode`, no I/O.
  */
 import { detectPlateau, metricDirection, type Series } from '../../core/metrics';
 import type {
+  EvalPointWire,
   PanelRestoreState,
   PlateauHint,
   ReferenceLine,
@@ -68,6 +69,8 @@ export class MetricsPresenter {
   private readonly trackers = new Map<string, Map<string, SeriesTracker>>();
   private readonly sentRevision = new Map<string, number>();
   private readonly plateauCache = new Map<string, { revision: number; at: number; hint: PlateauHint | undefined }>();
+  /** Each run's evals as last sent (or to be sent with the next snapshot). */
+  private readonly evalsByRun = new Map<string, { evals: EvalPointWire[]; text: string }>();
   view: ViewState = { width: DEFAULT_WIDTH, range: null, smoothing: 0.6, hidden: new Set() };
   references: ReferenceLine[] = [];
   highlight: number | null = null;
@@ -105,8 +108,26 @@ export class MetricsPresenter {
     if (i < 0) return undefined;
     const [run] = this.runsList.splice(i, 1);
     this.trackers.delete(key);
+    this.evalsByRun.delete(key);
     this.sentRevision.delete(key);
     return run;
+  }
+
+  /**
+   * Take a run's evals; the `evals` message to send when they differ from what the view has, else undefined
+   * (a relisting that found nothing new costs no message). Unknown runs are ignored.
+   */
+  setEvals(key: string, evals: readonly EvalPointWire[]): Extract<ToWebview, { type: 'evals' }> | undefined {
+    if (!this.runsList.some((r) => r.key === key)) return undefined;
+    const text = JSON.stringify(evals);
+    if (this.evalsByRun.get(key)?.text === text) return undefined;
+    this.evalsByRun.set(key, { evals: [...evals], text });
+    return { type: 'evals', runKey: key, evals: [...evals] };
+  }
+
+  /** A run's evals as the view has them. */
+  evalsOf(key: string): EvalPointWire[] {
+    return this.evalsByRun.get(key)?.evals ?? [];
   }
 
   /** Make this compared run the reference (or none with null); the previous reference becomes a compared run. */
@@ -160,7 +181,7 @@ export class MetricsPresenter {
         }
       }
       this.sentRevision.set(run.key, run.feed.revision);
-      return { ...this.header(run), checkpoints: run.ref.checkpoints, series };
+      return { ...this.header(run), checkpoints: run.ref.checkpoints, series, evals: this.evalsOf(run.key) };
     });
     return {
       type: 'snapshot',

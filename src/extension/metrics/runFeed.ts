@@ -8,7 +8,17 @@ import { MetricsFollower, describeSkipped, detectFormat, type Series } from '../
 import { runCommand, type Executor } from '../../core/remote';
 import { isRemoteRunsError, type TargetRef } from '../../core/types';
 import { Emitter, type Event } from '../../core/util/event';
-import type { RunRefWire } from '../../shared/metricsProtocol';
+import type { Disposable } from '../../core/util/event';
+import type { EvalPointWire, RunRefWire } from '../../shared/metricsProtocol';
+
+/**
+ * The other feed a view shows: a run's evals (the eval feature's results hub implements it). Watching a run asks
+ * for its evals to be listed; the listener gets them at once when known, and again whenever they change (an eval
+ * started, finished, or was found on the remote).
+ */
+export interface EvalSource {
+  watch(ref: RunRefWire, listener: (evals: EvalPointWire[]) => void): Disposable;
+}
 
 /** More tfevents files than this (one per restart) are not all followed; the newest names win. */
 const MAX_FILES = 8;
