@@ -14,6 +14,7 @@ import { Emitter, type Disposable, type Event } from '../util/event';
 import { SecretStore } from './auth';
 import { SshConnection, type ConnectOptions, type Logger } from './connection';
 import type { ConnectionState, Prompter, ResolvedHost } from './types';
+import type { ParsedKey } from 'ssh2';
 
 /** A resolved host plus the name it is known by (the pool key). */
 export interface PoolHost extends ResolvedHost {
@@ -51,6 +52,13 @@ export interface PoolOptions {
   agent?: string | null;
 }
 
+/** See ConnectionPool.siblingLogin. */
+export interface SiblingLogin {
+  host: ResolvedHost;
+  settings: Omit<ConnectOptions, 'prompter' | 'logger' | 'secrets' | 'signal'>;
+  hops: { password: string | undefined; keys: ReadonlyMap<string, ParsedKey> }[];
+}
+
 /** A hold on a host's connection (e.g. for SFTP or a forward): keeps it from idling out until released. */
 export interface Lease extends Disposable {
   readonly connection: SshConnection;
@@ -82,7 +90,7 @@ interface Entry {
 
 const IDLE: ConnectionState = { kind: 'idle' };
 /** Answers every question with "no": sibling connections must not ask the user anything. */
-const NEVER_PROMPT: Prompter = {
+export const NEVER_PROMPT: Prompter = {
   confirmHostKey: async () => false,
   passphrase: async () => undefined,
   password: async () => undefined,
@@ -177,6 +185,21 @@ export class ConnectionPool implements Disposable {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
     const { name: _name, ...resolved } = host;
     return SshConnection.connect(resolved, this.connectOptions(NEVER_PROMPT, signal));
+  }
+
+  /**
+   * What a sibling connection opened in another thread (a transfer worker) needs to log in as connectSibling would,
+   * never asking anyone: the connect settings and, per hop (jumps first, target last), the secrets the shared
+   * connection already holds (a cached password, keys unlocked by path). In memory only; never log them.
+   */
+  siblingLogin(host: PoolHost): SiblingLogin {
+    const { name: _name, ...resolved } = host;
+    const { prompter: _p, logger: _l, secrets: _s, signal: _sig, ...settings } = this.connectOptions(NEVER_PROMPT);
+    const hops = [...resolved.jumps, resolved.target].map((hop) => {
+      const s = this.secrets.for(hop);
+      return { password: s.password, keys: new Map(s.keys) };
+    });
+    return { host: resolved, settings, hops };
   }
 
   /** Close a host's connection now (pending commands reject with `cancelled`). */
