@@ -9,7 +9,7 @@ import { runKeyOf } from '../../src/extension/metrics/runRef';
 const ref = (name: string): RunRefWire => ({ hostName: 'box', target: { kind: 'host', id: '' }, runPath: `/runs/${name}`, runName: name, metrics: [], checkpoints: [] });
 /** A feed with no metrics yet (the presenter only reads it). */
 const quietFeed = (): FeedView => ({ series: () => new Map(), revision: 0, status: 'following', skipped: undefined, badLines: 0, latestStep: () => undefined });
-const point = (step: number, values: Record<string, number>): EvalPointWire => ({ id: `e${step}`, profile: 'acc', checkpoint: `step_${step}`, startedAt: 1, state: 'passed', values });
+const point = (step: number, values: Record<string, number>): EvalPointWire => ({ id: `e${step}`, step, profile: 'acc', checkpoint: `step_${step}`, startedAt: 1, state: 'passed', values });
 
 function presenter(): MetricsPresenter {
   return new MetricsPresenter({ plateau: () => ({ window: 10, fraction: 0.01 }), now: () => 0 });
