@@ -1,0 +1,138 @@
+/**
+ * LSP answers built from a document's analysis: diagnostics, hover, document links and code actions. Completion
+ * is in completion.ts. Commands in links and actions are the extension's own ids (LspCommands).
+ */
+import {
+  CodeActionKind,
+  DiagnosticSeverity,
+  MarkupKind,
+  type CodeAction,
+  type Diagnostic,
+  type DocumentLink,
+  type Hover,
+  type Range,
+} from 'vscode-languageserver';
+import type { TextDocument } from 'vscode-languageserver-textdocument';
+import { parseTarget, type Checkpoint, type Run } from '../core/types';
+import { toRunRef } from '../extension/metrics/runRef';
+import { LspCommands, formatPlace, type Place } from '../shared/lspProtocol';
+import type { RunRefWire } from '../shared/metricsProtocol';
+import type { Analysis } from './analysis';
+import type { DocumentResult, RefResult } from './documentAnalysis';
+import { fallbackHint, hoverOf, problemOf } from './messages';
+
+export const SOURCE = 'Remote Runs';
+
+export function rangeOf(doc: TextDocument, start: number, end: number): Range {
+  return { start: doc.positionAt(start), end: doc.positionAt(end) };
+}
+
+/** Diagnostics: references that match nothing (warning, saying what is there), and fallbacks that hide why (info). */
+export function diagnosticsOf(doc: TextDocument, result: DocumentResult): Diagnostic[] {
+  const out: Diagnostic[] = [];
+  for (const r of result.refs) {
+    const problem = r.analysis ? problemOf(r.analysis) : undefined;
+    if (!problem) continue;
+    out.push({
+      range: rangeOf(doc, r.ref.start, r.ref.end),
+      severity: problem.severity === 'warning' ? DiagnosticSeverity.Warning : DiagnosticSeverity.Information,
+      source: SOURCE,
+      code: r.analysis?.kind === 'glob' ? 'glob-matches-nothing' : r.analysis?.kind === 'missing' ? 'path-missing' : 'cannot-check',
+      message: problem.message,
+    });
+  }
+  for (const f of result.fallbacks) {
+    const nearby = result.refs.find((r) => r.ref.fallback?.start === f.start)?.analysis;
+    out.push({
+      range: rangeOf(doc, f.start, f.end),
+      severity: DiagnosticSeverity.Information,
+      source: SOURCE,
+      code: 'fallback-hides-failures',
+      message: fallbackHint(f, nearby),
+    });
+  }
+  return out;
+}
+
+/** Hover over a reference: what is there, on which place. */
+export function hoverFor(doc: TextDocument, r: RefResult): Hover | undefined {
+  let value: string;
+  if (r.analysis) value = hoverOf(r.analysis);
+  else if (r.unknownHost) value = `\`${r.ref.path}\` is on \`${r.unknownHost}\`, which is not a configured host (remoteRuns.hosts or ~/.ssh/config)`;
+  else if (r.ambiguous) value = `\`${r.ref.path}\` exists on ${r.ambiguous.map(formatPlace).join(', ')}: add a \`# remote-runs: host/target\` comment or a \`remoteRuns.pathMappings\` entry to say which`;
+  else value = `\`${r.ref.path}\` was not found on any connected host: open its host in the Remote Runs tree, or add a \`# remote-runs: host/target\` comment`;
+  return { contents: { kind: MarkupKind.Markdown, value }, range: rangeOf(doc, r.ref.start, r.ref.end) };
+}
+
+/** The run (and checkpoint) a reference is in or next to, as the commands take them. */
+export function runOf(a: Analysis | undefined): { place: Place; run: Run; checkpoint?: Checkpoint } | undefined {
+  if (!a) return undefined;
+  if (a.kind === 'exists' && a.context) return { place: a.place, run: a.context.run, ...(a.context.checkpoint ? { checkpoint: a.context.checkpoint } : {}) };
+  if ((a.kind === 'glob' || a.kind === 'missing') && a.latest) return { place: a.place, run: a.latest.run, checkpoint: a.latest.checkpoint };
+  return undefined;
+}
+
+export function runRefOf(place: Place, run: Run): RunRefWire {
+  return toRunRef(place.host, parseTarget(place.target), run);
+}
+
+/** Document links: a path in a run or checkpoint reveals it in the Remote Runs tree. */
+export function linksOf(doc: TextDocument, result: DocumentResult): DocumentLink[] {
+  const out: DocumentLink[] = [];
+  for (const r of result.refs) {
+    if (r.analysis?.kind !== 'exists' || !r.analysis.context) continue;
+    const { run, checkpoint } = r.analysis.context;
+    const args = [runRefOf(r.analysis.place, run), checkpoint?.step ?? null];
+    out.push({
+      range: rangeOf(doc, r.ref.start, r.ref.end),
+      target: `command:${LspCommands.revealInTree}?${encodeURIComponent(JSON.stringify(args))}`,
+      tooltip: `Reveal ${checkpoint ? `checkpoint ${checkpoint.name}` : `run ${run.name}`} in the Remote Runs tree`,
+    });
+  }
+  return out;
+}
+
+/** Code actions for the references in `range`: replace with the latest checkpoint, reveal, download, open metrics. */
+export function actionsOf(doc: TextDocument, result: DocumentResult, range: Range, diagnostics: readonly Diagnostic[]): CodeAction[] {
+  const from = doc.offsetAt(range.start);
+  const to = doc.offsetAt(range.end);
+  const out: CodeAction[] = [];
+  for (const r of result.refs) {
+    if (r.ref.end < from || r.ref.start > to || !r.analysis) continue;
+    const a = r.analysis;
+    const refRange = rangeOf(doc, r.ref.start, r.ref.end);
+    if ((a.kind === 'glob' || a.kind === 'missing') && a.latest && a.latest.replacement !== r.ref.path && problemOf(a)) {
+      out.push({
+        title: `Replace with the latest checkpoint's path (${a.latest.checkpoint.name})`,
+        kind: CodeActionKind.QuickFix,
+        isPreferred: true,
+        diagnostics: diagnostics.filter((d) => d.range.start.line === refRange.start.line && d.range.start.character === refRange.start.character),
+        edit: { changes: { [doc.uri]: [{ range: refRange, newText: a.latest.replacement }] } },
+      });
+    }
+    const target = runOf(a);
+    if (!target) continue;
+    const runRef = runRefOf(target.place, target.run);
+    out.push({
+      title: `Reveal ${target.checkpoint ? target.checkpoint.name : target.run.name} in the Remote Runs tree`,
+      kind: CodeActionKind.Empty,
+      command: { title: 'Reveal in Remote Runs', command: LspCommands.revealInTree, arguments: [runRef, target.checkpoint?.step ?? null] },
+    });
+    if (target.checkpoint) {
+      const node = { type: 'checkpoint', id: '', hostName: target.place.host, target: parseTarget(target.place.target), run: target.run, checkpoint: target.checkpoint };
+      out.push({
+        title: `Download checkpoint ${target.checkpoint.name}`,
+        kind: CodeActionKind.Empty,
+        command: { title: 'Download Checkpoint', command: LspCommands.downloadCheckpoint, arguments: [node] },
+      });
+    }
+    if (target.run.metrics.length) {
+      out.push({
+        title: `Open metrics of run ${target.run.name}`,
+        kind: CodeActionKind.Empty,
+        command: { title: 'Open Metrics', command: LspCommands.openMetrics, arguments: [runRef] },
+      });
+    }
+  }
+  return out;
+}

@@ -1,0 +1,145 @@
+/**
+ * The words of the language server: diagnostic messages and hover text for an analysis. A reference that
+ * matches nothing always says what is there instead, and why it is empty, never just "not found".
+ */
+import { formatAge, formatBytes } from '../core/util/format';
+import { parseCheckpointName } from '../core/discovery/checkpointLayout';
+import { formatPlace } from '../shared/lspProtocol';
+import type { Analysis, Found } from './analysis';
+import { checkpointFolders } from './analysis';
+import type { Fallback } from './finder';
+
+/** Entry names shown before "…". */
+const SHOWN = 6;
+
+/** The problem with a reference, or undefined when it points at something (or cannot be told). */
+export function problemOf(a: Analysis): { message: string; severity: 'warning' | 'information' } | undefined {
+  const where = formatPlace(a.place);
+  switch (a.kind) {
+    case 'exists':
+      return undefined;
+    case 'error':
+      // A stopped or missing container is a fact about the reference; an unreachable host is about the network.
+      if (a.errorKind === 'container-stopped' || a.errorKind === 'container-missing') {
+        return { message: `\`${a.path}\` cannot be checked on ${where}: ${a.message}`, severity: 'information' };
+      }
+      return undefined;
+    case 'missing':
+      if (a.reason === 'permission-denied') {
+        return { message: `\`${a.path}\` cannot be checked on ${where}: a folder on the way cannot be read by the login user (permission denied)`, severity: 'warning' };
+      }
+      return { message: `\`${a.path}\` does not exist on ${where}${a.nearest ? `; ${holds(a.nearest.path, a.nearest.children)}` : ''}`, severity: 'warning' };
+    case 'glob':
+      if (a.matches.length > 0 || a.truncated) return undefined;
+      return { message: globNothing(a), severity: 'warning' };
+  }
+}
+
+function globNothing(a: Extract<Analysis, { kind: 'glob' }>): string {
+  const head = `\`${a.path}\` matches nothing on ${formatPlace(a.place)}`;
+  switch (a.dirState) {
+    case 'path-missing':
+      return `${head}: \`${a.dir}\` does not exist`;
+    case 'permission-denied':
+      return `${head}: \`${a.dir}\` cannot be read by the login user (permission denied)`;
+    case 'not-a-directory':
+      return `${head}: \`${a.dir}\` is a file, not a folder`;
+    case 'ok':
+      break;
+  }
+  if (a.oneLevelDown.length > 0) return `${head}; ${oneLevelDown(a.oneLevelDown, a.path)}`;
+  return `${head}; ${holds(a.dir, a.dirChildren)}`;
+}
+
+/** "7 checkpoints are in `step_N/checkpoint.pt` one level down" */
+function oneLevelDown(found: readonly Found[], glob: string): string {
+  const parents = found.map((f) => f.path.split('/').slice(-2)[0]);
+  const names = [...new Set(found.map((f) => f.name))];
+  const templates = [...new Set(parents.map((p) => p.replace(/\d+/g, 'N')))];
+  const areCheckpoints = parents.every((p) => parseCheckpointName(p, true) !== undefined);
+  const folder = templates.length === 1 ? templates[0] : '*';
+  const file = names.length === 1 ? names[0] : glob.slice(glob.lastIndexOf('/') + 1);
+  const n = found.length;
+  const what = areCheckpoints ? `${n} checkpoint${n === 1 ? '' : 's'}` : `${n} match${n === 1 ? '' : 'es'}`;
+  return `${what} ${n === 1 ? 'is' : 'are'} in \`${folder}/${file}\` one level down`;
+}
+
+/** "`/workspace/checkpoints` holds 7 checkpoints (step_10000 … step_22000, newest step_22000)" and other cases. */
+function holds(dir: string, children: readonly Found[]): string {
+  if (children.length === 0) return `\`${dir}\` is an empty folder`;
+  const ckpts = checkpointFolders(children);
+  if (ckpts.length > 0) {
+    const oldest = ckpts[ckpts.length - 1];
+    const range = ckpts.length === 1 ? ckpts[0].name : `${oldest.name} … ${ckpts[0].name}`;
+    return `\`${dir}\` holds ${ckpts.length} checkpoint${ckpts.length === 1 ? '' : 's'} (${range}, newest ${ckpts[0].name})`;
+  }
+  const names = [...children].sort((x, y) => (x.name < y.name ? -1 : 1)).map((c) => (c.type === 'd' ? `${c.name}/` : c.name));
+  return `\`${dir}\` holds ${names.length} entr${names.length === 1 ? 'y' : 'ies'}: ${names.slice(0, SHOWN).join(', ')}${names.length > SHOWN ? ', …' : ''}`;
+}
+
+/** The information-level hint on a `2>/dev/null || echo …` fallback. */
+export function fallbackHint(f: Fallback, nearby?: Analysis): string {
+  const prints = f.says === 'true' || f.says === ':' ? 'succeeds silently' : `prints "${f.says}"`;
+  let text =
+    `\`${f.text}\` ${prints} for every failure alike: nothing matching, the folder missing, permission denied, ` +
+    `the container stopped or missing, the command not installed. \`2>/dev/null\` hides the error that would tell them apart.`;
+  if (nearby?.kind === 'glob' && nearby.matches.length === 0 && nearby.oneLevelDown.length > 0) {
+    text += ` Here it would say so while ${oneLevelDown(nearby.oneLevelDown, nearby.path)}.`;
+  }
+  return text;
+}
+
+/** Markdown for a hover over a reference. */
+export function hoverOf(a: Analysis): string {
+  const where = formatPlace(a.place);
+  switch (a.kind) {
+    case 'error':
+      return `Cannot check \`${a.path}\` on ${where}: ${a.message}`;
+    case 'missing':
+      return problemOf(a)?.message ?? `\`${a.path}\` does not exist on ${where}`;
+    case 'glob': {
+      if (a.matches.length === 0) return problemOf(a)?.message ?? `\`${a.path}\` matches nothing on ${where} (the listing was cut short)`;
+      const lines = a.matches.slice(0, 10).map((m) => `- \`${m.name}\`${m.type === 'd' ? '/' : ''} — ${sizeAge(m, a.remoteNow)}`);
+      const total = a.matches.reduce((s, m) => s + m.bytes, 0);
+      return [`**glob** \`${a.path}\` matches ${a.matches.length} entr${a.matches.length === 1 ? 'y' : 'ies'} on ${where} (${formatBytes(total)})`, '', ...lines, ...(a.matches.length > 10 ? ['- …'] : [])].join('\n');
+    }
+    case 'exists':
+      return existsHover(a, where);
+  }
+}
+
+function existsHover(a: Extract<Analysis, { kind: 'exists' }>, where: string): string {
+  const e = a.entry;
+  const ctx = a.context;
+  const out: string[] = [];
+  if (ctx?.checkpoint && ctx.checkpoint.path === e.path) {
+    const c = ctx.checkpoint;
+    out.push(`**checkpoint** \`${c.name}\` (step ${c.step}${c.newest ? ', newest' : ''}) of run \`${ctx.run.name}\` on ${where} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, a.remoteNow)}`);
+    if (c.files.length) out.push('', ...c.files.slice(0, 12).map((f) => `- \`${f.name}\` — ${formatBytes(f.bytes)}`));
+    return out.join('\n');
+  }
+  if (ctx && ctx.run.path === e.path) {
+    const r = ctx.run;
+    const newest = r.checkpoints[r.checkpoints.length - 1];
+    out.push(`**run** \`${r.name}\` on ${where}${r.live ? ' · ● live' : ''} · ${r.checkpoints.length} checkpoint${r.checkpoints.length === 1 ? '' : 's'}`);
+    if (newest) out.push('', `latest step ${newest.step}: \`${newest.name}\` · ${formatBytes(newest.bytes)} · ${formatAge(newest.mtime, a.remoteNow)}`);
+    out.push('', `metrics: ${r.metrics.length ? r.metrics.map((m) => `\`${m.slice(r.path.length + 1)}\``).join(', ') : 'none found'}`);
+    return out.join('\n');
+  }
+  if (e.type === 'd') {
+    out.push(`**folder** \`${e.path}\` on ${where} · ${a.children.length} entr${a.children.length === 1 ? 'y' : 'ies'} · ${formatBytes(e.bytes)} in ${a.files} file${a.files === 1 ? '' : 's'} · changed ${formatAge(e.mtime, a.remoteNow)}`);
+    const ckpts = checkpointFolders(a.children);
+    const shown = ckpts.length ? ckpts : [...a.children].sort((x, y) => (x.name < y.name ? -1 : 1));
+    if (shown.length) out.push('', ...shown.slice(0, 10).map((c) => `- \`${c.name}\`${c.type === 'd' ? '/' : ''} — ${sizeAge(c, a.remoteNow)}`), ...(shown.length > 10 ? ['- …'] : []));
+  } else {
+    out.push(`**file** \`${e.path}\` on ${where} · ${formatBytes(e.bytes)} · modified ${formatAge(e.mtime, a.remoteNow)}`);
+  }
+  if (ctx?.checkpoint) out.push('', `in checkpoint \`${ctx.checkpoint.name}\` (step ${ctx.checkpoint.step}${ctx.checkpoint.newest ? ', newest' : ''}) of run \`${ctx.run.name}\``);
+  else if (ctx) out.push('', `in run \`${ctx.run.name}\``);
+  return out.join('\n');
+}
+
+/** "3.2 GB · 10 min ago" */
+export function sizeAge(f: Found, now: number): string {
+  return `${formatBytes(f.bytes)} · ${formatAge(f.mtime, now)}`;
+}

@@ -1,0 +1,273 @@
+/**
+ * The language server through its protocol: a test client talks to the real server process over stdio, and
+ * answers the server's own requests (config, places, listings) from an in-memory remote tree. Shell, Python and
+ * YAML samples; the story's command; diagnostics refreshed when the index changes; cancelled listings.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as path from 'node:path';
+import {
+  CancellationToken,
+  createProtocolConnection,
+  StreamMessageReader,
+  StreamMessageWriter,
+  type CompletionItem,
+  type CodeAction,
+  type Diagnostic,
+  type DocumentLink,
+  type Hover,
+  type ProtocolConnection,
+} from 'vscode-languageserver-protocol/node';
+import { eventually } from '../harness/assertKind';
+import type { ConfigResult, ListParams, ListResult, Place, RemoteEntry } from '../../src/shared/lspProtocol';
+
+const REPO = path.join(__dirname, '..', '..');
+const GB = 3.2e9;
+const NOW = Date.UTC(2026, 0, 10, 12, 0, 0);
+const STEPS = [10_000, 12_000, 14_000, 16_000, 18_000, 20_000, 22_000];
+
+/** A remote file system: absolute path → file size (folders implied), per place. */
+type FakeFs = Map<string, { bytes: number; mtime: number }>;
+const remote = new Map<string, FakeFs>();
+const listCalls: ListParams[] = [];
+let cancelledLists = 0;
+/** Places whose listings never answer (until cancelled). */
+const hanging = new Set<string>();
+
+function storyFs(): FakeFs {
+  const fs: FakeFs = new Map();
+  STEPS.forEach((s, i) => fs.set(`/workspace/checkpoints/step_${s}/checkpoint.pt`, { bytes: GB, mtime: NOW - 10 * 60_000 - (STEPS.length - 1 - i) * 40 * 60_000 }));
+  fs.set('/workspace/logs/train.jsonl', { bytes: 80_000, mtime: NOW - 30_000 });
+  return fs;
+}
+
+function listFake(fs: FakeFs, params: ListParams): ListResult {
+  const base = params.path.replace(/^~(?=\/|$)/, '/home/u').replace(/\/+$/, '') || '/';
+  const files = [...fs.keys()];
+  const isFile = fs.has(base);
+  const isDir = files.some((f) => f.startsWith(base === '/' ? '/' : `${base}/`));
+  const common = { ok: true as const, resolved: base, truncated: false, remoteNow: NOW };
+  if (isFile) return { ...common, state: 'not-a-directory', entries: [] };
+  if (!isDir) return { ...common, state: 'path-missing', entries: [] };
+  const entries = new Map<string, RemoteEntry>();
+  for (const [file, meta] of fs) {
+    if (!file.startsWith(`${base}/`)) continue;
+    const parts = file.slice(base.length + 1).split('/');
+    for (let i = 1; i <= Math.min(parts.length, params.depth); i++) {
+      const rel = parts.slice(0, i).join('/');
+      const leaf = i === parts.length;
+      if (!entries.has(rel)) entries.set(rel, { rel, type: leaf ? 'f' : 'd', bytes: leaf ? meta.bytes : 4096, mtime: meta.mtime });
+    }
+  }
+  return { ...common, state: 'ok', entries: [...entries.values()].sort((a, b) => (a.rel < b.rel ? -1 : 1)) };
+}
+
+const config: ConfigResult = {
+  hosts: [
+    { name: 'kpro6', address: '10.1.2.6', user: 'root', roots: ['/workspace', '~/runs'] },
+    { name: 'lab', address: 'lab-gpu', roots: ['/data/runs'] },
+  ],
+  mappings: [],
+};
+const places: Place[] = [
+  { host: 'kpro6', target: 'host' },
+  { host: 'kpro6', target: 'pct:200' },
+];
+
+let server: ChildProcess;
+let conn: ProtocolConnection;
+const diagnostics = new Map<string, { version?: number; diagnostics: Diagnostic[] }>();
+let nextDoc = 0;
+
+before(async () => {
+  remote.set('kpro6/pct:200', storyFs());
+  remote.set('kpro6/host', new Map([['/workspace/README.md', { bytes: 100, mtime: NOW }]]));
+  remote.set('lab/host', new Map());
+  server = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'src', 'lsp', 'server.ts'), '--stdio'], { cwd: REPO, stdio: ['pipe', 'pipe', 'inherit'] });
+  conn = createProtocolConnection(new StreamMessageReader(server.stdout!), new StreamMessageWriter(server.stdin!));
+  conn.onRequest('remoteRuns/config', () => config);
+  conn.onRequest('remoteRuns/places', () => ({ places }));
+  conn.onRequest('remoteRuns/list', (params: ListParams, token: CancellationToken) => {
+    listCalls.push(params);
+    const key = `${params.place.host}/${params.place.target}`;
+    if (hanging.has(key)) {
+      return new Promise<ListResult>((resolve) => {
+        token.onCancellationRequested(() => {
+          cancelledLists++;
+          resolve({ ok: false, kind: 'cancelled', message: 'cancelled' });
+        });
+      });
+    }
+    const fs = remote.get(key);
+    if (!fs) return { ok: false, kind: 'container-missing', message: `Container does not exist (${key})` };
+    return listFake(fs, params);
+  });
+  conn.onNotification('textDocument/publishDiagnostics', (p: { uri: string; version?: number; diagnostics: Diagnostic[] }) => {
+    diagnostics.set(p.uri, { version: p.version, diagnostics: p.diagnostics });
+  });
+  conn.listen();
+  if (process.env.LSP_TRACE) void conn.trace(2, { log: (m: string) => process.stderr.write('TRACE ' + m + '\n') });
+  await conn.sendRequest('initialize', { processId: process.pid, rootUri: null, capabilities: {} });
+  conn.sendNotification('initialized', {});
+});
+
+after(async () => {
+  conn?.dispose();
+  server?.kill();
+});
+
+async function open(text: string, languageId: string): Promise<string> {
+  const uri = `file:///ws/doc${nextDoc++}.${languageId === 'shellscript' ? 'sh' : languageId === 'python' ? 'py' : 'yaml'}`;
+  await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId, version: 1, text } });
+  return uri;
+}
+
+async function diagnosticsOf(uri: string, version = 1): Promise<Diagnostic[]> {
+  await eventually(() => diagnostics.get(uri)?.version === version, `diagnostics of ${uri} v${version}`);
+  return diagnostics.get(uri)!.diagnostics;
+}
+
+function positionOf(text: string, needle: string, delta = 0): { line: number; character: number } {
+  const at = text.indexOf(needle) + delta;
+  assert.ok(at >= delta, `${needle} in text`);
+  const before = text.slice(0, at);
+  return { line: before.split('\n').length - 1, character: at - before.lastIndexOf('\n') - 1 };
+}
+
+async function hover(uri: string, text: string, needle: string): Promise<string> {
+  const h = (await conn.sendRequest('textDocument/hover', { textDocument: { uri }, position: positionOf(text, needle, 3) })) as Hover | null;
+  assert.ok(h, `a hover over ${needle}`);
+  return typeof h.contents === 'object' && 'value' in h.contents ? h.contents.value : JSON.stringify(h.contents);
+}
+
+test("the story's command over ssh and pct exec: matches nothing, 7 checkpoints one level down; the fallback hint", async () => {
+  const text = `#!/bin/bash\nssh -o ConnectTimeout=10 root@10.1.2.6 'pct exec 200 -- ls -la /workspace/checkpoints/*.pt 2>/dev/null || echo "no checkpoints"' 2>&1\n`;
+  const uri = await open(text, 'shellscript');
+  const diags = await diagnosticsOf(uri);
+  const warning = diags.find((d) => d.severity === 2);
+  assert.ok(warning, JSON.stringify(diags));
+  assert.equal(warning.message, '`/workspace/checkpoints/*.pt` matches nothing on kpro6/pct:200; 7 checkpoints are in `step_N/checkpoint.pt` one level down');
+  assert.deepEqual(warning.range.start, positionOf(text, '/workspace/checkpoints/*.pt'));
+  const hint = diags.find((d) => d.severity === 3);
+  assert.ok(hint, 'an information-level hint on the fallback');
+  assert.deepEqual(hint.range.start, positionOf(text, '2>/dev/null ||'));
+  assert.match(hint.message, /prints "no checkpoints" for every failure alike/);
+  assert.match(hint.message, /nothing matching, the folder missing, permission denied, the container stopped or missing/);
+  assert.match(hint.message, /7 checkpoints are in `step_N\/checkpoint\.pt` one level down/);
+  // The glob's hover says the same; the quick fix offers the newest checkpoint's file.
+  assert.match(await hover(uri, text, '/workspace/checkpoints/*.pt'), /matches nothing on kpro6\/pct:200/);
+  const actions = (await conn.sendRequest('textDocument/codeAction', {
+    textDocument: { uri },
+    range: warning.range,
+    context: { diagnostics: [warning] },
+  })) as CodeAction[];
+  const fix = actions.find((a) => /latest checkpoint/.test(a.title));
+  assert.ok(fix, JSON.stringify(actions.map((a) => a.title)));
+  assert.equal(fix.edit?.changes?.[uri]?.[0].newText, '/workspace/checkpoints/step_22000/checkpoint.pt');
+  assert.ok(actions.some((a) => a.command?.command === 'remoteRuns.downloadCheckpoint'), 'download the latest checkpoint');
+  assert.ok(actions.some((a) => a.command?.command === 'remoteRuns.openMetrics'), 'open the run metrics');
+});
+
+test('a bare path with no host belongs to the one place where it exists', async () => {
+  const text = 'ls /workspace/checkpoints/*.pt 2>/dev/null || echo "no checkpoints"\n';
+  const uri = await open(text, 'shellscript');
+  const diags = await diagnosticsOf(uri);
+  assert.deepEqual(
+    diags.map((d) => d.message.split(';')[0]),
+    ['`/workspace/checkpoints/*.pt` matches nothing on kpro6/pct:200', diags[1]?.message.split(';')[0]],
+  );
+  assert.equal(diags.length, 2);
+});
+
+test('Python: hover a checkpoint folder, a file in it, a run and a glob; links reveal them in the tree', async () => {
+  const text = [
+    '# remote-runs: kpro6/pct:200',
+    'state = torch.load("/workspace/checkpoints/step_20000/checkpoint.pt")',
+    'folder = "/workspace/checkpoints/step_22000"',
+    'run = "/workspace"',
+    'all_ckpts = glob.glob("/workspace/checkpoints/*/checkpoint.pt")',
+  ].join('\n');
+  const uri = await open(text, 'python');
+  assert.deepEqual(await diagnosticsOf(uri), [], 'every path exists: no diagnostics');
+  const file = await hover(uri, text, '/workspace/checkpoints/step_20000/checkpoint.pt');
+  assert.match(file, /\*\*file\*\* `\/workspace\/checkpoints\/step_20000\/checkpoint\.pt` on kpro6\/pct:200 · 3\.2 GB · modified 50 min ago/);
+  assert.match(file, /in checkpoint `step_20000` \(step 20000\) of run `workspace`/);
+  const folder = await hover(uri, text, '/workspace/checkpoints/step_22000');
+  assert.match(folder, /\*\*checkpoint\*\* `step_22000` \(step 22000, newest\) of run `workspace` on kpro6\/pct:200 · 3\.2 GB · 10 min ago/);
+  assert.match(folder, /- `checkpoint\.pt` — 3\.2 GB/);
+  const run = await hover(uri, text, '"/workspace"');
+  assert.match(run, /\*\*run\*\* `workspace` on kpro6\/pct:200 · ● live · 7 checkpoints/);
+  assert.match(run, /latest step 22000: `step_22000`/);
+  assert.match(run, /metrics: `logs\/train\.jsonl`/);
+  const glob = await hover(uri, text, '/workspace/checkpoints/*/checkpoint.pt');
+  assert.match(glob, /matches 7 entries on kpro6\/pct:200/);
+  const links = (await conn.sendRequest('textDocument/documentLink', { textDocument: { uri } })) as DocumentLink[];
+  assert.equal(links.length, 3, 'the file, the checkpoint folder and the run (a glob is not one place)');
+  const first = links[0];
+  assert.ok(first.target?.startsWith('command:remoteRuns.revealInTree?'));
+  const [runRef, step] = JSON.parse(decodeURIComponent(first.target!.slice('command:remoteRuns.revealInTree?'.length)));
+  assert.deepEqual([runRef.hostName, runRef.target, runRef.runPath, step], ['kpro6', { kind: 'pct', id: '200' }, '/workspace', 20_000]);
+});
+
+test('YAML: a checkpoint that does not exist says what the folder holds; the fix offers the newest', async () => {
+  const text = '# remote-runs: kpro6/pct:200\ntrain:\n  resume: /workspace/checkpoints/step_30000\n  out: /workspace/nope/deeper/x.pt\n';
+  const uri = await open(text, 'yaml');
+  const diags = await diagnosticsOf(uri);
+  assert.deepEqual(diags.map((d) => d.message), [
+    '`/workspace/checkpoints/step_30000` does not exist on kpro6/pct:200; `/workspace/checkpoints` holds 7 checkpoints (step_10000 … step_22000, newest step_22000)',
+    '`/workspace/nope/deeper/x.pt` does not exist on kpro6/pct:200; `/workspace` holds 2 entries: checkpoints/, logs/',
+  ]);
+  const actions = (await conn.sendRequest('textDocument/codeAction', { textDocument: { uri }, range: diags[0].range, context: { diagnostics: [diags[0]] } })) as CodeAction[];
+  const fix = actions.find((a) => /latest checkpoint/.test(a.title));
+  assert.equal(fix?.edit?.changes?.[uri]?.[0].newText, '/workspace/checkpoints/step_22000');
+});
+
+test('completion: step folders newest first with size and age, filtered by what is typed', async () => {
+  const text = '# remote-runs: kpro6/pct:200\nckpt: /workspace/checkpoints/\nother: /workspace/checkpoints/step_1\n';
+  const uri = await open(text, 'yaml');
+  const items = (await conn.sendRequest('textDocument/completion', { textDocument: { uri }, position: positionOf(text, 'checkpoints/\n', 'checkpoints/'.length) })) as CompletionItem[];
+  const sorted = [...items].sort((a, b) => (a.sortText! < b.sortText! ? -1 : 1));
+  assert.deepEqual(sorted.map((i) => i.label), STEPS.map((s) => `step_${s}`).reverse());
+  assert.match(sorted[0].detail ?? '', /^3\.2 GB · 10 min ago · step 22000$/);
+  assert.equal((sorted[0].textEdit as { newText: string }).newText, 'step_22000/');
+  const typed = (await conn.sendRequest('textDocument/completion', { textDocument: { uri }, position: positionOf(text, 'step_1\n', 'step_1'.length) })) as CompletionItem[];
+  assert.deepEqual(typed.map((i) => i.label).sort(), ['step_10000', 'step_12000', 'step_14000', 'step_16000', 'step_18000']);
+  // Before a root is typed out, the roots are offered.
+  const rootText = 'x = "/wor';
+  const rootUri = await open(rootText, 'python');
+  const roots = (await conn.sendRequest('textDocument/completion', { textDocument: { uri: rootUri }, position: positionOf(rootText, '/wor', 4) })) as CompletionItem[];
+  assert.deepEqual(roots.map((i) => i.label), ['/workspace']);
+});
+
+test('diagnostics are refreshed when the listing they rest on changes', async () => {
+  const text = '# remote-runs: kpro6/pct:200\nls /workspace/checkpoints/*.pt\n';
+  const uri = await open(text, 'shellscript');
+  assert.equal((await diagnosticsOf(uri)).length, 1);
+  remote.get('kpro6/pct:200')!.set('/workspace/checkpoints/latest.pt', { bytes: 5, mtime: NOW });
+  const before = diagnostics.get(uri);
+  conn.sendNotification('remoteRuns/indexChanged', { place: { host: 'kpro6', target: 'pct:200' } });
+  await eventually(() => diagnostics.get(uri) !== before, 'new diagnostics after indexChanged');
+  assert.deepEqual(diagnostics.get(uri)!.diagnostics, [], 'the glob matches latest.pt now');
+  remote.get('kpro6/pct:200')!.delete('/workspace/checkpoints/latest.pt');
+  conn.sendNotification('remoteRuns/indexChanged', {});
+});
+
+test('a host that is not configured is not guessed at; a missing container says so', async () => {
+  const text = "ssh elsewhere 'ls /workspace/x'\nssh lab 'docker exec gone ls /data/runs/a'\n";
+  const uri = await open(text, 'shellscript');
+  const diags = await diagnosticsOf(uri);
+  assert.deepEqual(diags.map((d) => [d.severity, d.message]), [[3, '`/data/runs/a` cannot be checked on lab/docker:gone: Container does not exist (lab/docker:gone)']]);
+  assert.match(await hover(uri, text, '/workspace/x'), /`elsewhere`, which is not a configured host/);
+});
+
+test('typing on cancels the listings the old text was waiting for', async () => {
+  hanging.add('lab/host');
+  const text = "ssh lab ls /data/runs/slow\n";
+  const uri = await open(text, 'shellscript');
+  await eventually(() => listCalls.some((c) => c.place.host === 'lab' && c.place.target === 'host' && c.path === '/data/runs'), 'the listing was asked');
+  await conn.sendNotification('textDocument/didChange', { textDocument: { uri, version: 2 }, contentChanges: [{ text: 'echo nothing remote\n' }] });
+  await eventually(() => cancelledLists > 0, 'the abandoned listing is cancelled');
+  assert.deepEqual(await diagnosticsOf(uri, 2), []);
+  hanging.delete('lab/host');
+});
