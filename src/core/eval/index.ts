@@ -21,5 +21,6 @@ export {
 export { parseEvalListing, parseEvalMeta, evalState, parseStatus, toEvalRecords, parseReadOutput, parseStopOutput, type RawEval, type ReadHeader, type StopReport } from './records';
 export { followEval, isTransient, type FollowOptions, type FollowEnd } from './follow';
 export { LocalExecutor } from './localExecutor';
+export { usesLocalCheckpoint, downloadRootFor, localCheckpointState, requireLocalCheckpoint, type LocalCheckpointState } from './localCheckpoint';
 export { buildEvalTable, evalTableCsv, evalTableMarkdown, latestValues, tableCells, type EvalTable, type EvalTableRow } from './table';
 export { EvalService, type EvalServiceOptions, type StartedEval, type StopOptions, type EvalFollowOptions, type EvalFollowEnd } from './service';

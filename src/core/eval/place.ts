@@ -6,7 +6,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import { formatTarget } from '../types';
-import type { EvalPlace, EvalProfile, EvalSubject } from './types';
+import type { EvalPlace, EvalProfile, EvalRunRef } from './types';
 
 /** The folder, under a run, that the extension owns. */
 export const RUN_EVALS_DIR = '.remote-runs/evals';
@@ -41,7 +41,7 @@ export function isEvalId(s: string): boolean {
  * A stable, safe folder name for a run seen from somewhere else (another host or this machine): readable parts plus a
  * hash of the full identity, so two runs with the same name on different targets never share a folder.
  */
-export function runKey(subject: Pick<EvalSubject, 'host' | 'target' | 'run'>): string {
+export function runKey(subject: EvalRunRef): string {
   const identity = `${subject.host}/${formatTarget(subject.target)}/${subject.run.path}`;
   const hash = createHash('sha256').update(identity).digest('hex').slice(0, 12);
   return `${slug(subject.host, 30)}-${slug(formatTarget(subject.target), 30)}-${slug(subject.run.name, 40)}-${hash}`;
@@ -53,7 +53,7 @@ export function runKey(subject: Pick<EvalSubject, 'host' | 'target' | 'run'>): s
  * - another host/target: `~/.remote-runs/evals/<runKey>` there;
  * - `local`: `<localStateDir>/evals/<runKey>` on this machine.
  */
-export function evalPlace(profile: Pick<EvalProfile, 'where'>, subject: EvalSubject, localStateDir: string): EvalPlace {
+export function evalPlace(profile: Pick<EvalProfile, 'where'>, subject: EvalRunRef, localStateDir: string): EvalPlace {
   switch (profile.where.kind) {
     case 'target':
       return { kind: 'remote', host: subject.host, target: subject.target, evalsDir: joinRemote(subject.run.path, RUN_EVALS_DIR) };
@@ -65,7 +65,7 @@ export function evalPlace(profile: Pick<EvalProfile, 'where'>, subject: EvalSubj
 }
 
 /** Every distinct place the given profiles put evals of a subject (the run's own place first). */
-export function evalPlaces(profiles: readonly Pick<EvalProfile, 'where'>[], subject: EvalSubject, localStateDir: string): EvalPlace[] {
+export function evalPlaces(profiles: readonly Pick<EvalProfile, 'where'>[], subject: EvalRunRef, localStateDir: string): EvalPlace[] {
   const places = [evalPlace({ where: { kind: 'target' } }, subject, localStateDir)];
   for (const p of profiles) {
     const place = evalPlace(p, subject, localStateDir);

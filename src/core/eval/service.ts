@@ -24,7 +24,7 @@ import { compileResultPattern, formatResultsFile, parseResults } from './results
 import { toEvalRecords, type StopReport } from './records';
 import { followEval, type FollowEnd, type FollowOptions } from './follow';
 import { LocalExecutor } from './localExecutor';
-import type { EvalMeta, EvalPlace, EvalProfile, EvalRecord, EvalResult, EvalSubject, TemplateValues } from './types';
+import type { EvalMeta, EvalPlace, EvalProfile, EvalRecord, EvalResult, EvalRunRef, EvalSubject, TemplateValues } from './types';
 
 const HOST: TargetRef = { kind: 'host', id: '' };
 
@@ -80,12 +80,12 @@ export class EvalService {
   }
 
   /** Where a profile puts evals of a subject. */
-  place(profile: Pick<EvalProfile, 'where'>, subject: EvalSubject): EvalPlace {
+  place(profile: Pick<EvalProfile, 'where'>, subject: EvalRunRef): EvalPlace {
     return evalPlace(profile, subject, this.options.localStateDir);
   }
 
   /** Every distinct place where evals of a subject's run may be, for the given profiles (the run's own first). */
-  places(profiles: readonly Pick<EvalProfile, 'where'>[], subject: EvalSubject): EvalPlace[] {
+  places(profiles: readonly Pick<EvalProfile, 'where'>[], subject: EvalRunRef): EvalPlace[] {
     return evalPlaces(profiles, subject, this.options.localStateDir);
   }
 

@@ -38,6 +38,9 @@ export interface TemplateValues {
   target: string;
 }
 
+/** A run as evals see it: where its evals live and how they are keyed (no checkpoint needed). */
+export type EvalRunRef = Pick<EvalSubject, 'host' | 'target' | 'run'>;
+
 /** What the caller knows about the checkpoint being evaluated (from the tree or a CLI address). */
 export interface EvalSubject {
   /** The configured host the run lives on. */
