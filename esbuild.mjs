@@ -30,6 +30,14 @@ const entries = [
     target: 'es2022',
     tsconfig: 'tsconfig.webview.json',
   },
+  {
+    // The language server (src/lsp): its own node process started by the extension's language client over IPC.
+    // Pure core code only: it never opens SSH, it asks the extension (src/shared/lspProtocol.ts).
+    entryPoints: { lspServer: 'src/lsp/server.ts' },
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+  },
 ];
 
 const common = {
