@@ -179,3 +179,67 @@ test('metric direction from the key name', () => {
   for (const k of ['acc', 'eval/accuracy', 'top1_acc', 'val_f1', 'bleu', 'rougeL', 'mean_reward', 'auc']) assert.equal(metricDirection(k), 'higher', k);
   for (const k of ['learning_rate', 'lr', 'grad_norm', 'epoch', 'grad_accum_steps', 'throughput']) assert.equal(metricDirection(k), undefined, k);
 });
+
+/** detectPlateau as first written (arrays of the finite points and of best-so-far): the definition, kept as the reference. */
+function plateauReference(x: number[], y: number[], o: { window: number; fraction: number; direction: 'lower' | 'higher' }, segments?: Segment[]) {
+  const seg = segments && segments.length > 0 ? segments[segments.length - 1] : { start: 0, end: x.length };
+  const sign = o.direction === 'lower' ? 1 : -1;
+  const idx: number[] = [];
+  for (let i = seg.start; i < seg.end; i++) if (Number.isFinite(y[i])) idx.push(i);
+  if (idx.length === 0) return { state: 'too-short', span: 0 };
+  const lastX = x[idx[idx.length - 1]];
+  const span = lastX - x[idx[0]];
+  if (span < o.window) return { state: 'too-short', span };
+  const bestSoFar: number[] = [];
+  let best = Infinity;
+  let bestAt = idx[0];
+  for (const i of idx) {
+    if (sign * y[i] < best) {
+      best = sign * y[i];
+      bestAt = i;
+    }
+    bestSoFar.push(best);
+  }
+  const improvement = (from: number, to: number) => (from - to) / (from === 0 ? 1 : Math.abs(from));
+  let k = 0;
+  while (k < idx.length && improvement(bestSoFar[k], best) > o.fraction) k++;
+  const flatSince = x[idx[k]];
+  let w = 0;
+  while (w + 1 < idx.length && x[idx[w + 1]] <= lastX - o.window) w++;
+  return {
+    state: lastX - flatSince >= o.window ? 'plateau' : 'improving',
+    flatSince,
+    best: sign * best,
+    bestStep: x[bestAt],
+    recentImprovement: improvement(bestSoFar[w], best),
+  };
+}
+
+test('property: plateau detection (one pass, no arrays) equals its reference definition', () => {
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(fc.integer({ min: 0, max: 30 }), fc.oneof(fc.double({ min: -5, max: 5, noNaN: true }), fc.constant(NaN), fc.constant(0))), { maxLength: 120 }),
+      fc.integer({ min: 1, max: 300 }),
+      fc.constantFrom(0, 0.01, 0.2),
+      fc.constantFrom('lower' as const, 'higher' as const),
+      fc.integer({ min: 0, max: 119 }),
+      (steps, window, fraction, direction, cut) => {
+        let x = 0;
+        const xs: number[] = [];
+        const ys: number[] = [];
+        for (const [dx, y] of steps) {
+          x += dx;
+          xs.push(x);
+          ys.push(y);
+        }
+        const o = { window, fraction, direction };
+        assert.deepEqual(detectPlateau(xs, ys, o), plateauReference(xs, ys, o));
+        if (cut > 0 && cut < xs.length) {
+          const segs = [{ start: 0, end: cut }, { start: cut, end: xs.length }];
+          assert.deepEqual(detectPlateau(xs, ys, o, segs), plateauReference(xs, ys, o, segs));
+        }
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});

@@ -42,6 +42,22 @@ export class Float64Column {
     this.buf[this.len++] = value;
   }
 
+  /**
+   * Lengthen the column to `length` (no-op when already that long) and return its storage, so a caller that
+   * computes many values at once writes them straight in instead of pushing one by one. The new places hold
+   * zeros until written. The returned array is valid until the next push or resize.
+   */
+  resize(length: number): Float64Array {
+    if (length > this.buf.length) {
+      const grown = new Float64Array(Math.max(length, nextCapacity(this.buf.length)));
+      grown.set(this.buf.subarray(0, this.len));
+      this.buf = grown;
+    }
+    // Nothing is ever written past `len` except by growing it, so the new places are still zero.
+    if (length > this.len) this.len = length;
+    return this.buf;
+  }
+
   /** Append `count` copies of `value` (used to backfill a column created after its first rows). */
   fill(value: number, count: number): void {
     for (let i = 0; i < count; i++) this.push(value);

@@ -13,6 +13,7 @@ import { LineSplitter, stripBom } from './lines';
 import type { MetricsParser } from './parser';
 import type { RunMetrics } from './series';
 import { X_KEYS, TIME_KEYS, excerpt, isAxisKey, judgeValue, toTimeMs } from './fields';
+import { FlatLineScanner } from './jsonlFlat';
 
 /** Nesting deeper than this is not a metric layout; deeper objects are ignored. */
 const MAX_DEPTH = 8;
@@ -21,11 +22,20 @@ export class JsonlParser implements MetricsParser {
   readonly format = 'jsonl' as const;
   private readonly splitter: LineSplitter;
   private readonly decoder = new TextDecoder('utf-8');
+  private readonly flat: FlatLineScanner | undefined;
   private lastX: number | undefined;
 
-  constructor(readonly metrics: RunMetrics) {
+  /**
+   * `options.flatFastPath` (default true) reads flat lines of numbers without JSON.parse (see jsonlFlat.ts);
+   * false parses every line the general way, which tests use as the reference the fast path must equal.
+   */
+  constructor(
+    readonly metrics: RunMetrics,
+    options: { flatFastPath?: boolean } = {},
+  ) {
+    this.flat = options.flatFastPath === false ? undefined : new FlatLineScanner(metrics);
     this.splitter = new LineSplitter({
-      line: (bytes, lineNo, offset) => this.line(bytes, lineNo, offset, false),
+      line: (buf, start, end, lineNo, offset) => this.line(buf, start, end, lineNo, offset, false),
       tooLong: (lineNo, offset) => this.metrics.noteBadLine({ line: lineNo, byteOffset: offset, excerpt: '', reason: 'line too long' }),
     });
   }
@@ -40,11 +50,17 @@ export class JsonlParser implements MetricsParser {
 
   end(): void {
     const last = this.splitter.end();
-    if (last) this.line(last.bytes, last.lineNo, last.byteOffset, true);
+    if (last) this.line(last.bytes, 0, last.bytes.length, last.lineNo, last.byteOffset, true);
   }
 
-  private line(bytes: Uint8Array, lineNo: number, byteOffset: number, unterminated: boolean): void {
-    const text = this.decoder.decode(stripBom(bytes, byteOffset));
+  private line(buf: Uint8Array, start: number, end: number, lineNo: number, byteOffset: number, unterminated: boolean): void {
+    // Most lines are flat objects of numbers: read those from the bytes (a BOM, at byte 0, goes the general way).
+    const fast = this.flat ? this.flat.scan(buf, start, end, lineNo, this.lastX) : false;
+    if (fast !== false) {
+      if (fast !== undefined) this.lastX = fast;
+      return;
+    }
+    const text = this.decoder.decode(stripBom(buf.subarray(start, end), byteOffset));
     if (text.trim() === '') return;
     const value = parseJsonLine(text);
     if (value === undefined) {

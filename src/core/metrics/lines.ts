@@ -7,8 +7,11 @@
 export const MAX_LINE_BYTES = 16 * 1024 * 1024;
 
 export interface LineSink {
-  /** A complete line without its `\n` (and without a trailing `\r`). */
-  line(bytes: Uint8Array, lineNo: number, byteOffset: number): void;
+  /**
+   * A complete line: `buf[start, end)`, without its `\n` (and without a trailing `\r`). `buf` may be the
+   * caller's chunk (no copy): use it before returning.
+   */
+  line(buf: Uint8Array, start: number, end: number, lineNo: number, byteOffset: number): void;
   /** A line longer than MAX_LINE_BYTES was dropped. */
   tooLong(lineNo: number, byteOffset: number): void;
 }
@@ -41,12 +44,13 @@ export class LineSplitter {
         return;
       }
       if (this.pendingLength === 0 && !this.dropping && nl - from <= MAX_LINE_BYTES) {
-        // The whole line is in this chunk: hand it on as a view, without the copy `hold` makes (the sink uses it
-        // before push returns, so the caller reusing its buffer later cannot touch it). Most lines take this path.
+        // The whole line is in this chunk: hand on its place in the chunk, without the copy `hold` makes or even
+        // a view object (the sink uses it before push returns, so the caller reusing its buffer later cannot
+        // touch it). Most lines take this path.
         this.lineNo++;
         const start = this.lineStart;
         this.lineStart += nl - from + 1;
-        this.sink.line(stripCr(chunk.subarray(from, nl)), this.lineNo, start);
+        this.sink.line(chunk, from, nl > from && chunk[nl - 1] === CR ? nl - 1 : nl, this.lineNo, start);
       } else {
         this.hold(chunk.subarray(from, nl));
         this.finishLine();
@@ -92,7 +96,8 @@ export class LineSplitter {
     }
     const bytes = this.take();
     this.lineStart += bytes.length + 1;
-    this.sink.line(stripCr(bytes), this.lineNo, start);
+    const line = stripCr(bytes);
+    this.sink.line(line, 0, line.length, this.lineNo, start);
   }
 
   private take(): Uint8Array {

@@ -45,34 +45,45 @@ export function detectPlateau(
 ): PlateauResult {
   const seg = segments && segments.length > 0 ? segments[segments.length - 1] : { start: 0, end: x.length };
   const sign = options.direction === 'lower' ? 1 : -1;
-  // Work in "lower is better" terms: v = sign·y.
-  const idx: number[] = [];
-  for (let i = seg.start; i < seg.end; i++) if (Number.isFinite(y[i])) idx.push(i);
-  if (idx.length === 0) return { state: 'too-short', span: 0 };
-  const lastX = x[idx[idx.length - 1]];
-  const span = lastX - x[idx[0]];
-  if (span < options.window) return { state: 'too-short', span };
-
-  const bestSoFar: number[] = [];
+  // Work in "lower is better" terms: v = sign·y. Called on every update of a live run with a million points,
+  // so it makes two passes over the segment and allocates nothing.
+  let first = -1;
+  let last = -1;
   let best = Infinity;
-  let bestAt = idx[0];
-  for (const i of idx) {
-    const v = sign * y[i];
+  let bestAt = -1;
+  for (let i = seg.start; i < seg.end; i++) {
+    const yi = y[i];
+    if (!Number.isFinite(yi)) continue;
+    if (first < 0) first = i;
+    last = i;
+    const v = sign * yi;
     if (v < best) {
       best = v;
       bestAt = i;
     }
-    bestSoFar.push(best);
   }
-  const improvement = (from: number, to: number) => (from - to) / (from === 0 ? 1 : Math.abs(from));
-  let k = 0;
-  while (k < idx.length && improvement(bestSoFar[k], best) > options.fraction) k++;
-  const flatSince = x[idx[k]];
+  if (first < 0) return { state: 'too-short', span: 0 };
+  const lastX = x[last];
+  const span = lastX - x[first];
+  if (span < options.window) return { state: 'too-short', span };
 
-  // Best before the window (the last point at or before lastX - window) against the final best.
-  let w = 0;
-  while (w + 1 < idx.length && x[idx[w + 1]] <= lastX - options.window) w++;
-  const recentImprovement = improvement(bestSoFar[w], best);
+  const improvement = (from: number, to: number) => (from - to) / (from === 0 ? 1 : Math.abs(from));
+  // flatSince: the first point whose best-so-far is within `fraction` of the final best. Before the window:
+  // the best-so-far at the last point at or before lastX - window (x never decreases inside a segment).
+  let flatSince = NaN;
+  let beforeWindow = NaN;
+  let bestSoFar = Infinity;
+  const windowStart = lastX - options.window;
+  for (let i = first; i <= last; i++) {
+    const yi = y[i];
+    if (!Number.isFinite(yi)) continue;
+    const v = sign * yi;
+    if (v < bestSoFar) bestSoFar = v;
+    if (x[i] <= windowStart) beforeWindow = bestSoFar; // true at `first` at least, since span >= window
+    if (Number.isNaN(flatSince) && improvement(bestSoFar, best) <= options.fraction) flatSince = x[i];
+    if (!Number.isNaN(flatSince) && x[i] > windowStart) break;
+  }
+  const recentImprovement = improvement(beforeWindow, best);
 
   return {
     state: lastX - flatSince >= options.window ? 'plateau' : 'improving',

@@ -33,6 +33,8 @@ export class Series {
   private readonly ys = new Float64Column();
   private ts: Float64Column | undefined;
   private readonly starts: number[] = [];
+  /** The last x pushed (NaN before the first). */
+  private last = NaN;
 
   constructor(readonly key: string) {}
 
@@ -74,8 +76,10 @@ export class Series {
 
   /** Append a point; a step lower than the previous one starts a new segment. Values must be finite. */
   push(x: number, y: number, timeMs = NaN): void {
-    const n = this.length;
-    if (n === 0 || x < this.xs.at(n - 1)) this.starts.push(n);
+    const n = this.xs.length;
+    // `!(x >= last)` rather than `x < last`: the first point (last is NaN) starts a segment too.
+    if (!(x >= this.last)) this.starts.push(n);
+    this.last = x;
     this.xs.push(x);
     this.ys.push(y);
     if (this.ts) this.ts.push(timeMs);
@@ -101,6 +105,8 @@ export class RunMetrics {
   firstBadValue: BadLocation | undefined;
   /** Grows on every change, so a view can tell whether to send a new snapshot. */
   revision = 0;
+  /** Grows on every reset, so a parser caching Series objects knows they are gone. */
+  generation = 0;
 
   constructor(readonly unit: RecordUnit = 'line') {}
 
@@ -118,13 +124,21 @@ export class RunMetrics {
   }
 
   add(key: string, x: number, y: number, timeMs = NaN): void {
+    this.seriesFor(key).push(x, y, timeMs);
+    this.revision++;
+  }
+
+  /**
+   * The series of `key`, created (empty) when new. For parsers that push points straight into it: they must
+   * bump `revision` themselves, and drop the Series they hold when `generation` moves (a reset).
+   */
+  seriesFor(key: string): Series {
     let s = this.series.get(key);
     if (!s) {
       s = new Series(key);
       this.series.set(key, s);
     }
-    s.push(x, y, timeMs);
-    this.revision++;
+    return s;
   }
 
   noteBadLine(location: BadLocation): void {
@@ -148,6 +162,7 @@ export class RunMetrics {
     this.firstBadLine = undefined;
     this.firstBadValue = undefined;
     this.revision++;
+    this.generation++;
   }
 
   /** Bytes allocated by all series. */

@@ -38,26 +38,40 @@ export class IncrementalEma {
    * (ascending); it must extend what earlier calls saw, as a Series' segments do.
    */
   extend(y: ArrayLike<number>, segmentStarts: readonly number[]): void {
+    const n = y.length;
+    let i = this.out.length;
+    if (i >= n) return;
+    // Opening a long run smooths a million points per metric: write them in one pass into storage sized once,
+    // with the segment's state in locals, instead of a push and a segment check per point.
+    const out = this.out.resize(n);
     const w = this.weight;
-    for (let i = this.out.length; i < y.length; i++) {
+    while (i < n) {
       while (this.segCount < segmentStarts.length && segmentStarts[this.segCount] <= i) {
         this.seg = { start: segmentStarts[this.segCount], last: 0, wk: 1, constant: true };
         this.segCount++;
       }
       const seg = (this.seg ??= { start: 0, last: 0, wk: 1, constant: true });
-      const v = y[i];
-      if (w === 0 || !Number.isFinite(v)) {
-        this.out.push(v);
-        continue;
+      const end = this.segCount < segmentStarts.length ? Math.min(n, segmentStarts[this.segCount]) : n;
+      let { last, wk, constant } = seg;
+      const first = y[seg.start];
+      for (; i < end; i++) {
+        const v = y[i];
+        if (w === 0 || !Number.isFinite(v)) {
+          out[i] = v;
+          continue;
+        }
+        if (constant && i > seg.start && v !== first) {
+          constant = false;
+          // emaSmooth smooths a non-constant segment from its start: rewrite what was passed through.
+          this.rewrite(y, seg.start, i);
+        }
+        last = last * w + (1 - w) * v;
+        wk *= w;
+        out[i] = constant ? v : last / (1 - wk);
       }
-      if (seg.constant && i > seg.start && v !== y[seg.start]) {
-        seg.constant = false;
-        // emaSmooth smooths a non-constant segment from its start: rewrite what was passed through.
-        this.rewrite(y, seg.start, i);
-      }
-      seg.last = seg.last * w + (1 - w) * v;
-      seg.wk *= w;
-      this.out.push(seg.constant ? v : seg.last / (1 - seg.wk));
+      seg.last = last;
+      seg.wk = wk;
+      seg.constant = constant;
     }
   }
 

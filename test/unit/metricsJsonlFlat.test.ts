@@ -1,0 +1,148 @@
+/**
+ * The JSONL fast path (flat objects of numbers read from the bytes) must give exactly what the general path
+ * (JSON.parse per line) gives: same keys in the same order, same x, y, time and segments, same bad-line and
+ * bad-value counts and first locations. The general path is the reference (JsonlParser with flatFastPath off).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { JsonlParser, RunMetrics } from '../../src/core/metrics';
+
+const enc = new TextEncoder();
+
+function parse(text: string, flatFastPath: boolean, chunk = 0): RunMetrics {
+  const p = new JsonlParser(new RunMetrics('line'), { flatFastPath });
+  const bytes = enc.encode(text);
+  if (chunk > 0) for (let at = 0; at < bytes.length; at += chunk) p.push(bytes.subarray(at, at + chunk));
+  else p.push(bytes);
+  p.end();
+  return p.metrics;
+}
+
+/** Everything a view or a status line can see of parsed metrics, as comparable text (Object.is for -0). */
+function seen(m: RunMetrics): string {
+  const num = (v: number) => (Object.is(v, -0) ? '-0' : String(v));
+  return JSON.stringify({
+    keys: m.keys(),
+    series: m.keys().map((k) => {
+      const s = m.get(k)!;
+      return { x: [...s.x].map(num), y: [...s.y].map(num), t: s.time ? [...s.time].map(num) : null, segments: s.segments };
+    }),
+    records: m.records,
+    bad: [m.badLines, m.badValues, m.firstBadLine, m.firstBadValue],
+  });
+}
+
+function assertSame(text: string, chunk = 0): void {
+  assert.equal(seen(parse(text, true, chunk)), seen(parse(text, false, chunk)), `for ${JSON.stringify(text.slice(0, 300))}`);
+}
+
+test('numbers are read exactly as JSON.parse reads them', () => {
+  const numbers = [
+    '0', '-0', '0.0', '-0.0', '1', '-1', '42', '3.5', '0.1', '0.2', '0.3', '1e5', '1E5', '1e+5', '1e-5', '2.5e-3',
+    '3.0000e-4', '1700000000.25', '123456789012345', '1234567890123456', '12345678901234567', '9007199254740993',
+    '0.1234567890123456789', '0.30000000000000004', '2.2250738585072014e-308', '4.9e-324', '1.7976931348623157e308',
+    '1e22', '1e23', '1e-22', '1e-23', '123.456e-20', '0.000001234', '100000000000000000000000', '5e-324',
+  ];
+  for (const n of numbers) {
+    const m = parse(`{"step":1,"v":${n}}\n`, true);
+    const y = m.get('v')!.y[0];
+    assert.ok(Object.is(y, JSON.parse(n)), `${n}: got ${y}, JSON.parse gives ${JSON.parse(n)}`);
+    assertSame(`{"step":1,"v":${n}}\n`);
+  }
+});
+
+test('anything not a flat object of plain JSON numbers goes the general way, with the same result', () => {
+  const lines = [
+    '{"step":1,"loss":01}', // leading zero: not JSON
+    '{"step":1,"loss":1.}',
+    '{"step":1,"loss":.5}',
+    '{"step":1,"loss":+1}',
+    '{"step":1,"loss":-}',
+    '{"step":1,"loss":1e}',
+    '{"step":1,"loss":1e999}', // overflows to Infinity: a bad value
+    '{"step":1,"loss":NaN,"acc":0.5}',
+    '{"step":1,"loss":-Infinity}',
+    '{"step":1,"loss":"0.5"}',
+    '{"step":1,"loss":null,"acc":true}',
+    '{"step":1,"eval":{"acc":0.5}}',
+    '{"step":1,"a":[1,2]}',
+    '{"step":1,"a":1,"a":2}', // duplicate key: JSON.parse keeps the last value
+    '{"b":1,"2":3,"a":4}', // an index key: objects list it first
+    '{"step":1,"l\\u006fss":2}', // escape in a key
+    '{"step":1,"loss":2,}',
+    '{"step":1 "loss":2}',
+    '{"step":1,"loss":2} x',
+    '{"step":1,"loss":2}}',
+    '{}',
+    '[1,2]',
+    '7',
+    '',
+    '   ',
+    ' \t{ "step" : 3 , "loss" :\t0.25 } \t',
+    '{"step":2,"ü/loss":1.5,"日本":2}',
+    '{"global_step":5,"_step":9,"iter":7,"x":1}',
+    '{"_timestamp":1700000000,"time":"2023-11-14T22:13:20Z","x":1}',
+    '{"time":1700000000123,"timestamp":5,"x":1}',
+    '{"x":1,"__proto__":2,"constructor":3}',
+  ];
+  for (const line of lines) assertSame(`${line}\n`);
+  assertSame(lines.join('\n'));
+  assertSame(lines.join('\r\n') + '\r\n', 7);
+});
+
+test('a layout that changes between lines (keys added, dropped, reordered, renamed) reads the same', () => {
+  const text = [
+    '{"step":1,"loss":1,"acc":0.1}',
+    '{"step":2,"loss":0.9,"acc":0.2,"lr":0.001}',
+    '{"step":3,"acc":0.3,"loss":0.8}',
+    '{"step":4,"loss":0.7}',
+    '{"step":5,"lr":0.002,"loss":0.6,"acc":0.5,"lr2":1}',
+    '{"step":3,"loss":0.65}', // resumed: new segment
+    '{"loss":0.5}', // no x: keeps the last
+    '{"step":6,"loss":0.4,"loss":0.3}',
+    '{"step":7,"acc":0.9,"loss":0.2,"acc2":1}',
+  ].join('\n');
+  assertSame(text);
+  assertSame(text, 3);
+});
+
+test('the first bad line is still located after many fast lines, and its byte offset is right', () => {
+  const good = Array.from({ length: 50 }, (_, i) => `{"step":${i},"loss":${1 / (i + 1)}}`);
+  const text = [...good, '{"step":50,"loss":', ...good, 'oops'].join('\n') + '\n';
+  const m = parse(text, true);
+  assert.equal(m.badLines, 2);
+  assert.equal(m.firstBadLine?.line, 51);
+  assert.equal(m.firstBadLine?.byteOffset, enc.encode(good.join('\n') + '\n').length);
+  assert.equal(m.get('loss')!.length, 100);
+  assertSame(text);
+});
+
+/** Arbitrary flat-ish lines: mostly number fields (written the ways loggers write them), sometimes not. */
+const key = fc.oneof(
+  fc.constantFrom('step', 'global_step', 'iter', '_step', 'time', 'timestamp', 'loss', 'acc', 'lr', 'eval/acc', 'é', '0', '12', 'a"b', 'a\\b'),
+  fc.string({ minLength: 0, maxLength: 4 }),
+);
+const numberText = fc.oneof(
+  fc.double({ noNaN: true, noDefaultInfinity: true }).map((v) => JSON.stringify(v)),
+  fc.double({ min: -1e6, max: 1e6, noNaN: true }).map((v) => v.toFixed(6)),
+  fc.double({ min: 1e-9, max: 1, noNaN: true }).map((v) => v.toExponential(4)),
+  fc.double({ min: -1e3, max: 1e3, noNaN: true }).map((v) => v.toPrecision(17)),
+  fc.integer({ min: -5, max: 100_000 }).map(String),
+  fc.bigInt({ min: -(10n ** 25n), max: 10n ** 25n }).map(String),
+  fc.constantFrom('NaN', 'Infinity', '-Infinity', '1e999', '-0', '01', '1.', '"x"', 'null', 'true', '{"a":1}', '[1]', '0.5e-400'),
+);
+const field = fc.tuple(key, numberText, fc.constantFrom('', ' ', '\t')).map(([k, v, ws]) => `${JSON.stringify(k)}${ws}:${ws}${v}`);
+const line = fc.oneof(
+  { weight: 8, arbitrary: fc.array(field, { maxLength: 6 }).map((fs) => `{${fs.join(',')}}`) },
+  { weight: 1, arbitrary: fc.string({ maxLength: 12 }) },
+);
+
+test('property: any mix of lines, in any chunking, reads the same on both paths', () => {
+  fc.assert(
+    fc.property(fc.array(line, { maxLength: 12 }), fc.integer({ min: 0, max: 40 }), fc.boolean(), (lines, chunk, crlf) => {
+      assertSame(lines.join(crlf ? '\r\n' : '\n') + (lines.length % 2 ? '\n' : ''), chunk);
+    }),
+    { numRuns: 2000 },
+  );
+});
