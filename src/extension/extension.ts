@@ -19,6 +19,7 @@ import { registerMetrics } from './metrics/register';
 import { registerDownloads } from './download/register';
 import { registerEvals, type EvalsHandle } from './eval/register';
 import { registerDemo } from './demo/register';
+import { registerLanguageServer } from './lsp/client';
 
 export interface RemoteRunsApi {
   tree: RunsTreeProvider;
@@ -114,6 +115,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   registerDownloads({ store, core, pool, hosts, tree, view, log, context });
   evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context });
   registerDemo({ store, context, log });
+  // Last: the language server asks the tree and the pool, so both exist before its first question.
+  registerLanguageServer({ store, context, core, hosts, pool, tree, view, log });
   // bench/activation.ts reads this line: the time spent inside activate(), next to VS Code's own figures.
   log.info(`Remote Runs activated in ${(performance.now() - activateStarted).toFixed(1)} ms`);
   return { tree, core };

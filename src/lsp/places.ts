@@ -17,7 +17,9 @@ export function hostNamed(hosts: readonly HostInfo[], written: string, user?: st
 }
 
 /** The place every bare path of a document belongs to, from the mapping setting or the file's comment. */
-export function documentPlace(config: ConfigResult, documentUri: string, comment?: { host: string; target: string }): Place | undefined {
+export function documentPlace(config: ConfigResult, uri: string, comment?: { host: string; target: string }): Place | undefined {
+  // A notebook cell (`vscode-notebook-cell:/…/nb.ipynb#cell`) belongs to its notebook's folder.
+  const documentUri = uri.replace(/^vscode-notebook-cell:(\/\/)?/, 'file://').replace(/#.*$/, '');
   const mapping = config.mappings
     .filter((m) => documentUri === m.folderUri || documentUri.startsWith(m.folderUri.endsWith('/') ? m.folderUri : `${m.folderUri}/`))
     .sort((a, b) => b.folderUri.length - a.folderUri.length)[0];
