@@ -114,7 +114,9 @@ write_once "$dir/status" "$rc"
 export const LAUNCH_SCRIPT = sh`
 set -u
 ${COMMON}
-root=$(expand "$1") id=$2 meta=$3 cmd=$4 cwd=$(expand "$5") wrapper=$6
+root=$(expand "$1") id=$2 meta=$3 cmd=$4 wrapper=$6
+# $(…) drops trailing newlines, which a run folder's name may end in: keep them with a sentinel.
+cwd=$(expand "$5"; echo .) && cwd=\${cwd%?.}
 shift 6
 command -v setsid >/dev/null 2>&1 || { echo "remote-runs: setsid is not available here (install util-linux or busybox)" >&2; exit 97; }
 mkdir -p -- "$root" || exit 98
@@ -140,7 +142,9 @@ printf 'started %s %s\n' "$(cat "$dir/pid")" "$dir"
 export const SLURM_LAUNCH_SCRIPT = sh`
 set -u
 ${COMMON}
-root=$(expand "$1") id=$2 meta=$3 job=$4 cwd=$(expand "$5")
+root=$(expand "$1") id=$2 meta=$3 job=$4
+# $(…) drops trailing newlines, which a run folder's name may end in: keep them with a sentinel.
+cwd=$(expand "$5"; echo .) && cwd=\${cwd%?.}
 shift 5
 command -v sbatch >/dev/null 2>&1 || { echo "remote-runs: sbatch is not installed here, so a Slurm profile cannot run" >&2; exit 97; }
 mkdir -p -- "$root" || exit 98
