@@ -326,6 +326,13 @@ export class MetricChart {
       afterRender: (chart) => {
         this.placeMarkers(chart.chartArea, chart.scales.x);
         this.placeEvalButtons(chart.chartArea, chart.scales.x, chart.scales.y);
+        // What the axes show, on the element, for tests and anyone inspecting the webview (the canvas hides it).
+        const { x, y } = chart.scales;
+        if (x && y) {
+          this.el.dataset.xMin = String(x.min);
+          this.el.dataset.xMax = String(x.max);
+          this.el.dataset.yScale = y.type;
+        }
       },
     };
   }
