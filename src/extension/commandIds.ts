@@ -17,6 +17,7 @@ export const CommandIds = {
   showInlineMetrics: 'remoteRuns.showInlineMetrics',
   evaluateCheckpoint: 'remoteRuns.evaluateCheckpoint',
   stopEval: 'remoteRuns.stopEval',
+  showEvalResults: 'remoteRuns.showEvalResults',
   revealInTree: 'remoteRuns.revealInTree',
   tryDemoHost: 'remoteRuns.tryDemoHost',
   stopDemoHost: 'remoteRuns.stopDemoHost',

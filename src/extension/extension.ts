@@ -18,6 +18,7 @@ import { registerCommands } from './commands';
 import { registerMetrics } from './metrics/register';
 import { registerDownloads } from './download/register';
 import { registerEvals, type EvalsHandle } from './eval/register';
+import { EvalResultsHub } from './eval/resultsHub';
 import { registerDemo } from './demo/register';
 import { registerLanguageServer } from './lsp/client';
 
@@ -111,9 +112,11 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   store.register(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('remoteRuns.refreshIntervalSeconds') && schedule()));
 
   for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles })) store.register(d);
-  registerMetrics({ store, core, tree, view, log, context });
+  // Eval listings → the charts' points and the eval table (the hub is shared, so metrics can register first).
+  const evalResults = store.register(new EvalResultsHub());
+  registerMetrics({ store, core, tree, view, log, context, evals: evalResults });
   registerDownloads({ store, core, pool, hosts, tree, view, log, context });
-  evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context });
+  evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, results: evalResults });
   registerDemo({ store, context, log });
   // Last: the language server asks the tree and the pool, so both exist before its first question.
   registerLanguageServer({ store, context, core, hosts, pool, tree, view, log });

@@ -193,3 +193,6 @@ export interface PanelRestoreState {
 
 /** The eval table webview → extension (its only messages: copy the table as text). Validated on arrival too. */
 export type EvalTableFromWebview = { type: 'copy'; format: 'csv' | 'markdown' };
+
+/** Extension → the eval table webview: the copy is on the clipboard. */
+export type EvalTableToWebview = { type: 'copied'; format: 'csv' | 'markdown' };

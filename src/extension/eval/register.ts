@@ -7,6 +7,11 @@
  * Re-attach: a run's evals are listed when the tree first draws its checkpoints (also after a window reload, when
  * VS Code restores the expansion) and again while some of them run; a running eval without a terminal gets one,
  * showing its log from the start — unless the user closed that eval's terminal in this window.
+ *
+ * Results: every listing is published to the results hub, which the metrics views (points on the charts) and the
+ * eval table ("Show Eval Results") watch; a view watching a run not listed yet gets it listed, and watched runs
+ * with running evals are listed again until those end. `${localCheckpoint}` is the verified local download of the
+ * checkpoint; a profile that uses it before the download says so and offers to download first.
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -16,7 +21,13 @@ import type { ConnectionPool } from '../../core/ssh/pool';
 import { EvalService } from '../../core/eval/service';
 import { parseEvalProfiles } from '../../core/eval/profiles';
 import { runKey } from '../../core/eval/place';
-import type { EvalPlace, EvalProfile, EvalRecord, EvalSubject } from '../../core/eval/types';
+import type { EvalPlace, EvalProfile, EvalRecord, EvalRunRef, EvalSubject } from '../../core/eval/types';
+import { downloadRootFor, localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint, type LocalCheckpointState } from '../../core/eval/localCheckpoint';
+import { planDownload } from '../../core/transfer';
+import { isRemoteRunsError } from '../../core/types';
+import { pickRun, runRefOfArg } from '../metrics/treeGlue';
+import { EvalTablePanels } from './evalTableView';
+import { evalRunOf, type EvalResultsHub } from './resultsHub';
 import { RemoteRunsError, formatTarget, type TargetRef } from '../../core/types';
 import { CommandIds } from '../commandIds';
 import { registerCommand } from '../commandRunner';
@@ -36,6 +47,8 @@ export interface EvalDeps {
   tree: RunsTreeProvider;
   log: Logger;
   context: vscode.ExtensionContext;
+  /** Where listings are published for the charts and the eval table. */
+  results: EvalResultsHub;
 }
 
 /** What the tree asks of evals. */
@@ -45,7 +58,7 @@ export interface EvalsHandle {
 }
 
 interface RunEvals {
-  subject: EvalSubject;
+  subject: EvalRunRef;
   entries: { place: EvalPlace; record: EvalRecord }[];
   loadedAt: number;
   loading?: Promise<void>;
@@ -59,6 +72,9 @@ function profilesFromSettings(log: Logger): EvalProfile[] {
   for (const p of problems) log.warn(p);
   return profiles;
 }
+
+/** A checkpoint as the tree or the palette's picks give it. */
+type PickedRef = Pick<CheckpointNode, 'hostName' | 'target' | 'run' | 'checkpoint'>;
 
 function subjectOf(node: Pick<CheckpointNode, 'hostName' | 'target' | 'run' | 'checkpoint'>): EvalSubject {
   return {
@@ -74,7 +90,7 @@ function sameTarget(a: TargetRef, b: TargetRef): boolean {
 }
 
 export function registerEvals(deps: EvalDeps): EvalsHandle {
-  const { store, core, pool, hosts, tree, log, context } = deps;
+  const { store, core, pool, hosts, tree, log, context, results } = deps;
   const evals = new EvalService({
     // Launches ask for idempotent: false, so the pool never runs one twice after a drop.
     executorFor: (name, { idempotent }) => pool.executor(hosts.resolve(core.host(name)), { idempotent }),
@@ -91,13 +107,13 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
     }),
   );
 
-  const redrawRun = (subject: EvalSubject): void => {
+  const redrawRun = (subject: EvalRunRef): void => {
     for (const r of tree.knownRuns()) {
       if (r.hostName === subject.host && sameTarget(r.target, subject.target) && r.run.path === subject.run.path) tree.redraw(r);
     }
   };
 
-  const load = (key: string, subject: EvalSubject): Promise<void> => {
+  const load = (key: string, subject: EvalRunRef): Promise<void> => {
     const entry = runs.get(key) ?? { subject, entries: [], loadedAt: 0 };
     runs.set(key, entry);
     if (entry.loading) return entry.loading;
@@ -113,6 +129,7 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
       }
       entry.entries = found;
       entry.loadedAt = Date.now();
+      results.publish(subject, found.map((e) => e.record));
       for (const { place, record } of found) {
         if ((record.state === 'running' || record.state === 'pending') && !terminals.has(record.id) && !letGo.has(record.id)) {
           attach(place, record.id, record.meta, key, false);
@@ -123,6 +140,43 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
       entry.loading = undefined;
     });
     return entry.loading;
+  };
+
+  // A chart or table watching a run nobody listed yet: list it (also the ones watched before this registration).
+  store.register(results.onDidRequest((run) => void load(runKey(run), run)));
+  for (const run of results.watchedRuns()) void load(runKey(run), run);
+  // Watched runs with evals still running are listed again until they end, so results appear without a terminal.
+  const relist = setInterval(() => {
+    for (const run of results.watchedRuns()) {
+      const entry = runs.get(runKey(run));
+      if (entry && !entry.loading && entry.entries.some((e) => e.record.state === 'running' || e.record.state === 'pending')) void load(runKey(run), run);
+    }
+  }, RELIST_RUNNING_MS);
+  store.register({ dispose: () => clearInterval(relist) });
+  const tables = store.register(new EvalTablePanels(results, log));
+
+  /** Where a checkpoint's download lands and whether all of it is there (one remote listing of its files). */
+  const localCheckpointOf = async (ref: PickedRef): Promise<LocalCheckpointState> => {
+    const dir = vscode.workspace.getConfiguration('remoteRuns').get<string>('downloadDirectory', '').trim();
+    if (!dir) return { kind: 'absent', path: `<remoteRuns.downloadDirectory>/${ref.hostName}/${ref.run.name}/${ref.checkpoint.name}` };
+    const source = { pool, host: hosts.resolve(core.host(ref.hostName)), target: ref.target };
+    const plan = await planDownload(source, ref.checkpoint, { root: downloadRootFor(dir, ref.hostName), run: ref.run.name });
+    return localCheckpointState(plan);
+  };
+
+  /** The local path for `${localCheckpoint}`; before a complete download, offer to download first (undefined: not now). */
+  const resolveLocalCheckpoint = async (ref: PickedRef, profile: EvalProfile): Promise<string | undefined> => {
+    try {
+      return requireLocalCheckpoint(await localCheckpointOf(ref), profile.name, ref.checkpoint.name);
+    } catch (e) {
+      if (!isRemoteRunsError(e) || e.kind !== 'not-found') throw e;
+      const choice = await vscode.window.showWarningMessage(`Remote Runs: ${e.message}.`, 'Download Checkpoint');
+      if (choice !== 'Download Checkpoint') return undefined;
+    }
+    const node: TreeNode = { type: 'checkpoint', id: '', hostName: ref.hostName, target: ref.target, run: ref.run, checkpoint: ref.checkpoint };
+    await vscode.commands.executeCommand(CommandIds.downloadCheckpoint, node);
+    // Still not all there (cancelled, or a file kept): the error says what is missing.
+    return requireLocalCheckpoint(await localCheckpointOf(ref), profile.name, ref.checkpoint.name);
   };
 
   const stop = async (place: EvalPlace, id: string, key: string): Promise<void> => {
@@ -182,7 +236,12 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
               'Pick an eval profile',
             );
       if (!profile) return;
-      const subject = subjectOf(ref);
+      let subject: EvalSubject = subjectOf(ref);
+      if (usesLocalCheckpoint(profile)) {
+        const localCheckpoint = await resolveLocalCheckpoint(ref, profile);
+        if (localCheckpoint === undefined) return;
+        subject = { ...subject, localCheckpoint };
+      }
       const started = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `Starting eval ${profile.name} of ${ref.checkpoint.name}`, cancellable: true },
         async (_progress, token) => {
@@ -226,6 +285,13 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
               'Pick the eval to stop',
             );
       if (pick) await stop(pick.place, pick.record.id, pick.key);
+    }, log),
+  );
+
+  store.register(
+    registerCommand(CommandIds.showEvalResults, async (arg?: unknown) => {
+      const ref = runRefOfArg(arg) ?? (await pickRun(tree, 'Show the eval results of a run'));
+      if (ref) tables.show(evalRunOf(ref));
     }, log),
   );
 

@@ -16,7 +16,7 @@ import { InlineMetricsView } from './inlineView';
 import type { MetricsViewDeps } from './metricsView';
 import { MetricsPanels } from './panels';
 import { ReferenceStore } from './referenceStore';
-import { FeedRegistry, RunFeed } from './runFeed';
+import { FeedRegistry, RunFeed, type EvalSource } from './runFeed';
 import { runKeyOf } from './runRef';
 import { PinnedRunStatus } from './statusBar';
 import { pickRun, revealCheckpoint, runRefOfArg, runRefOfNode, selectedStepOf } from './treeGlue';
@@ -30,6 +30,8 @@ export interface MetricsDeps {
   view: vscode.TreeView<TreeNode>;
   log: Logger;
   context: vscode.ExtensionContext;
+  /** Each run's evals, drawn as points on its charts. */
+  evals?: EvalSource;
 }
 
 const PINNED_KEY = 'remoteRuns.pinnedRun';
@@ -67,6 +69,8 @@ export function registerMetrics(deps: MetricsDeps): void {
     revealCheckpoint: (run, step) => revealCheckpoint(tree, view, run, step),
     openPanel: (run) => void panels?.open(run),
     selectedStep: (runKey) => selectedStepOf(view, runKey),
+    ...(deps.evals ? { evals: deps.evals } : {}),
+    showEvalTable: (run) => void vscode.commands.executeCommand(CommandIds.showEvalResults, run),
   };
   panels = store.register(new MetricsPanels(context.extensionUri, viewDeps, log));
   const inline = store.register(new InlineMetricsView(context.extensionUri, viewDeps));
