@@ -24,6 +24,8 @@ export interface LaunchOptions {
   env?: Record<string, string>;
   /** A `.vsix` to install first, if any. */
   vsix?: string;
+  /** More `.vsix` files to install beside it (e.g. a baseline extension for a benchmark). */
+  extraVsix?: string[];
   /** More code-server arguments. */
   serverArgs?: string[];
 }
@@ -94,7 +96,7 @@ export async function launch(opts: LaunchOptions): Promise<Launched> {
   };
 
   try {
-    if (opts.vsix) await installExtension(tools, opts.vsix, common, env);
+    for (const vsix of [opts.vsix, ...(opts.extraVsix ?? [])]) if (vsix) await installExtension(tools, vsix, common, env);
 
     const port = await freePort();
     server = spawnGroup(
