@@ -31,6 +31,14 @@ describe('evalStateText', () => {
     assert.equal(evalStateText(record({ state: 'failed', exitCode: 143, stopped: true })), 'eval ✗ stopped');
     assert.equal(evalStateText(record({ state: 'lost' })), 'eval ✗ lost');
   });
+  test('a Slurm eval: pending in the queue and running name the job; a job the scheduler ended says how', () => {
+    const slurm = { jobId: '42', state: 'PENDING' };
+    assert.equal(evalStateText(record({ state: 'pending', slurm })), 'eval: pending in the queue (Slurm job 42)');
+    assert.equal(evalStateText(record({ state: 'running', slurm: { jobId: '42', state: 'RUNNING' } })), 'eval: running (Slurm job 42)');
+    assert.equal(evalStateText(record({ state: 'passed', exitCode: 0, slurm: { jobId: '42', state: 'COMPLETED' }, results: [{ a: 1 }] })), 'eval ✓ a=1');
+    assert.equal(evalStateText(record({ state: 'failed', slurm: { jobId: '42', state: 'OUT_OF_MEMORY' } })), 'eval ✗ out of memory');
+    assert.equal(evalStateText(record({ state: 'failed', exitCode: 2, slurm: { jobId: '42', state: 'FAILED' } })), 'eval ✗ exit 2');
+  });
   test('integers stay whole; several metrics in order', () => {
     assert.equal(formatResult({ tokens_per_s: 812, acc: 0.123456 }), 'tokens_per_s=812 acc=0.1235');
   });

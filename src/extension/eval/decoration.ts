@@ -12,19 +12,21 @@ export function formatResult(result: EvalResult | undefined): string {
 }
 
 /** One eval's state in a few words: `eval: running`, `eval ✓ acceptance_length=6.4`, `eval ✗ exit 7`. */
-export function evalStateText(r: Pick<EvalRecord, 'state' | 'exitCode' | 'results' | 'stopped' | 'profile'>, withProfile = false): string {
+export function evalStateText(r: Pick<EvalRecord, 'state' | 'exitCode' | 'results' | 'stopped' | 'profile' | 'slurm'>, withProfile = false): string {
   const who = withProfile ? ` ${r.profile}` : '';
+  // A Slurm eval says it is a queued job, and a job the scheduler ended says how (TIMEOUT, OUT_OF_MEMORY, …).
+  const job = r.slurm ? ` (Slurm job ${r.slurm.jobId})` : '';
   switch (r.state) {
     case 'pending':
-      return `eval${who}: pending`;
+      return `eval${who}: pending${r.slurm ? ' in the queue' : ''}${job}`;
     case 'running':
-      return `eval${who}: running`;
+      return `eval${who}: running${job}`;
     case 'passed': {
       const values = formatResult(r.results[r.results.length - 1]);
       return `eval${who} ✓${values ? ` ${values}` : ''}`;
     }
     case 'failed':
-      return `eval${who} ✗ ${r.stopped ? 'stopped' : r.exitCode !== undefined ? `exit ${r.exitCode}` : 'failed'}`;
+      return `eval${who} ✗ ${r.stopped ? 'stopped' : r.exitCode !== undefined ? `exit ${r.exitCode}` : r.slurm?.state ? r.slurm.state.toLowerCase().replace(/_/g, ' ') : 'failed'}`;
     case 'lost':
       return `eval${who} ✗ lost`;
   }

@@ -23,6 +23,8 @@ export interface EvalTerminalOptions {
   onEnded(end: EvalFollowEnd): void;
   /** The user closed the terminal while the eval was still running, or pressed Ctrl-C in it. */
   onStopRequested(): void;
+  /** A Slurm eval's queue state changed (PENDING → RUNNING …): the tree should list its state again. */
+  onQueueState?(state: string): void;
   pollMs?: number;
 }
 
@@ -59,6 +61,7 @@ export class EvalTerminal implements vscode.Disposable {
     const { evals, place, id, meta, log } = this.options;
     const decoder = new StringDecoder('utf8');
     let lastByte = 0x0a;
+    let queueState: string | undefined;
     try {
       const end = await evals.follow(place, id, meta, {
         pollMs: this.options.pollMs ?? 1000,
@@ -68,6 +71,15 @@ export class EvalTerminal implements vscode.Disposable {
           this.writeEmitter.fire(toTerminal(decoder.write(chunk)));
         },
         onRetry: (e) => log.warn(`eval ${id}: ${e.kind}: ${e.message}; following again`),
+        onPoll: (h) => {
+          // A queued job prints nothing while it waits: say where it is in the queue, once per change.
+          if (!h.slurmState || h.slurmState === queueState) return;
+          queueState = h.slurmState;
+          if (lastByte !== 0x0a) this.writeEmitter.fire('\r\n');
+          this.writeEmitter.fire(`\x1b[2m── Slurm job ${queueState.toLowerCase().replace(/_/g, ' ')}\x1b[0m\r\n`);
+          lastByte = 0x0a;
+          this.options.onQueueState?.(queueState);
+        },
       });
       this.ended = true;
       const rest = decoder.end();

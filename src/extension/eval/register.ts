@@ -202,6 +202,11 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
         const entry = runs.get(key);
         if (entry) void load(key, entry.subject);
       },
+      // pending → running of a Slurm eval: list again so the tree (and the table) show the new queue state.
+      onQueueState: () => {
+        const entry = runs.get(key);
+        if (entry) void load(key, entry.subject);
+      },
       onStopRequested: () => {
         void (async () => {
           const answer = await vscode.window.showWarningMessage(
