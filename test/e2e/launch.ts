@@ -115,6 +115,8 @@ export async function launch(opts: LaunchOptions): Promise<Launched> {
       args: CHROMIUM_ARGS,
       viewport: { width: 1400, height: 900 },
     });
+    // The workbench page is heavy: on a loaded machine its first load takes well over Playwright's default 30 s.
+    context.setDefaultNavigationTimeout(180_000);
     const page = context.pages()[0] ?? (await context.newPage());
     const consoleLines: string[] = [];
     page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
