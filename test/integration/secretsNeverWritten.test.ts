@@ -154,7 +154,7 @@ describe('sessions with secrets', () => {
       const story = listing.roots[0].state === 'ok' ? listing.roots[0].runs.find((r) => r.name === 'story') : undefined;
       assert.ok(story, `${name}: the story run is listed`);
       const ck = story.checkpoints[0];
-      const plan = await planDownload({ pool, host: { jumps: [], target }, target: HOST }, ck, { root: downloads, run: `${name}-${story.name}` });
+      const plan = await planDownload({ pool, host: poolHost, target: HOST }, ck, { root: downloads, run: `${name}-${story.name}` });
       await download(plan, { verify: 'sha256' });
       const evals = new EvalService({ executorFor: (_n, { idempotent }) => pool.executor(poolHost, { idempotent }), localStateDir: evalState });
       const started = await evals.start(parseEvalProfile({ name: 'probe', command: 'echo "{\\"acc\\": 1}"' }), { host: name, target: HOST, run: { name: story.name, path: story.path }, checkpoint: { path: ck.path, step: ck.step } });
