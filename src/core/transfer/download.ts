@@ -8,11 +8,14 @@ import { promises as fs, type Stats } from 'node:fs';
 import * as path from 'node:path';
 import { runCommand } from '../remote';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
+import { delay } from '../util/delay';
 import { createLane, type Lane } from './lanes';
+import { localError } from './localErrors';
+import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
-import { doneRecordPath, partPath, partRecordPath, readDoneRecord, readPartRecord, writeJsonAtomic, type DoneRecord, type PartRecord } from './records';
+import { doneRecordPath, overwriteJsonInPlace, partPath, partRecordPath, readDoneRecord, readPartRecord, writeJsonAtomic, type DoneRecord, type PartRecord } from './records';
 import { sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
 import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, PlanFile, TransportKind } from './types';
 
@@ -34,7 +37,14 @@ interface Work {
 }
 
 const SIDECAR_INTERVAL_MS = 1000;
+/** A .part's record is padded to a multiple of this, so a full disk can still take its updates (saveSidecar). */
+const SIDECAR_RESERVE_BYTES = 1024;
 const PROGRESS_INTERVAL_MS = 200;
+/**
+ * Below this many bytes to fetch, sibling lanes stay in this thread: a worker's start (loading its bundle, its own
+ * login) costs more than spreading a few seconds of decryption over another core saves.
+ */
+const THREADS_MIN_BYTES = 64 << 20;
 /** A remote file that keeps changing under us is reported instead of fetched forever. */
 const MAX_CHANGED_RESTARTS = 2;
 
@@ -143,9 +153,10 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
       } catch (e) {
         await Promise.all(works.map(saveSidecar));
         const err = isRemoteRunsError(e) ? e : new RemoteRunsError('protocol', e instanceof Error ? e.message : String(e));
+        if ((err.kind === 'changed' || err.kind === 'command-failed') && !signal?.aborted) await throwIfGone(plan, works, signal);
         if (err.kind !== 'unreachable' || signal?.aborted || attempt >= (options.retries ?? 5)) throw signal?.aborted ? cancelled() : err;
         retries++;
-        await delay((options.backoffBaseMs ?? 500) * 2 ** attempt, signal);
+        await delay((options.backoffBaseMs ?? 500) * 2 ** attempt, signal, cancelled);
       }
     }
   } finally {
@@ -199,6 +210,25 @@ async function prepare(file: PlanFile, index: number, fresh: boolean): Promise<W
   return w;
 }
 
+/**
+ * A file deleted under a range read shows up as a short or failed read (`changed`, `command-failed`): if it is gone
+ * now, say that (`path-missing`) instead. Any other outcome of the check leaves the original error standing.
+ */
+async function throwIfGone(plan: DownloadPlan, works: Work[], signal?: AbortSignal): Promise<void> {
+  let now: Map<string, RemoteFileStat>;
+  try {
+    now = await statRemote(plan, signal);
+  } catch (e) {
+    if (isRemoteRunsError(e) && e.kind === 'path-missing') throw e; // the whole checkpoint is gone
+    return;
+  }
+  for (const w of works) {
+    if (!w.finished && !now.get(w.file.relative)) {
+      throw new RemoteRunsError('path-missing', `${w.file.remotePath} disappeared while it was downloaded`, { path: w.file.remotePath });
+    }
+  }
+}
+
 /** The remote file changed: throw away what we have of it and fetch the new version from zero. */
 async function restartFile(w: Work, st: RemoteFileStat): Promise<void> {
   w.refetchedBytes += w.done.total;
@@ -240,15 +270,30 @@ async function runAttempt(
   signal?.addEventListener('abort', onOuterAbort, { once: true });
   const lease = await source.pool.acquire(source.host, signal);
   const lanes: Lane[] = [createLane(transport, lease.connection, source.target, false)];
+  // The record exists (with room to spare) before the first byte: a disk that fills up at once can still take it.
+  await Promise.all(works.map(saveSidecar));
   const sidecarTimer = setInterval(() => void Promise.all(works.map(saveSidecar)), SIDECAR_INTERVAL_MS);
   try {
     const remaining = works.reduce((n, w) => n + (w.bytes - w.done.total), 0);
     const wanted = Math.max(1, Math.min(options.concurrency ?? 4, Math.ceil(remaining / (8 << 20)) || 1));
-    // Siblings reuse the pool's secrets and never prompt; a host that would need a prompt gets fewer lanes.
-    const siblings = await Promise.all(
-      Array.from({ length: wanted - 1 }, () => source.pool.connectSibling(source.host, stop.signal).catch(() => undefined)),
-    );
-    for (const c of siblings) if (c) lanes.push(createLane(transport, c, source.target, true));
+    // Siblings reuse the pool's secrets and never prompt; a host that would need a prompt gets fewer lanes. Each
+    // runs in a worker thread of its own (decrypting and writing off this thread, on another core), or here when
+    // threads are off or a worker cannot start.
+    const threads = options.threads ?? remaining >= THREADS_MIN_BYTES;
+    const init = wanted > 1 && threads ? workerInit(source.pool, source.host, source.target, transport) : undefined;
+    const sibling = async (): Promise<Lane | undefined> => {
+      if (init) {
+        try {
+          return await startWorkerLane(init, stop.signal, options.logger);
+        } catch (e) {
+          if (isRemoteRunsError(e) && e.kind !== 'protocol') return undefined;
+          options.logger?.warn(`Transfer worker unavailable, using this thread: ${e instanceof Error ? e.message : String(e)}`);
+        }
+      }
+      const c = await source.pool.connectSibling(source.host, stop.signal).catch(() => undefined);
+      return c ? createLane(transport, c, source.target, true) : undefined;
+    };
+    for (const lane of await Promise.all(Array.from({ length: wanted - 1 }, sibling))) if (lane) lanes.push(lane);
     if (signal?.aborted) throw cancelled();
 
     const queue: { w: Work; range: ByteRange }[] = [];
@@ -268,16 +313,25 @@ async function runAttempt(
           try {
             const fh = await openPart(w);
             if (range[1] === range[0]) continue;
-            await lane.fetch({ remotePath: w.file.remotePath, size: w.bytes, start: range[0], end: range[1] }, async (pos, data) => {
-              try {
-                await fh.write(data, 0, data.length, pos);
-              } catch (e) {
-                throw localError(e, `Cannot write ${partPath(w.file.localPath)}`);
-              }
-              w.done.add(pos, pos + data.length);
+            const written = (pos: number, n: number): void => {
+              w.done.add(pos, pos + n);
               w.dirty = true;
-              onBytes(w, data.length);
-            }, stop.signal);
+              onBytes(w, n);
+            };
+            const job = { remotePath: w.file.remotePath, size: w.bytes, start: range[0], end: range[1], partPath: partPath(w.file.localPath) };
+            await lane.fetch(
+              job,
+              async (pos, data) => {
+                try {
+                  await fh.write(data, 0, data.length, pos);
+                } catch (e) {
+                  throw localError(e, `Cannot write ${job.partPath}`);
+                }
+                written(pos, data.length);
+              },
+              stop.signal,
+              written,
+            );
           } catch (e) {
             failure ??= e;
             stop.abort();
@@ -386,9 +440,13 @@ async function saveSidecar(w: Work): Promise<void> {
   if (!w.dirty || w.finished) return;
   w.dirty = false;
   const rec: PartRecord = { version: 1, remotePath: w.file.remotePath, remoteBytes: w.bytes, remoteMtime: w.mtime, done: w.done.toJSON() };
-  await writeJsonAtomic(partRecordPath(w.file.localPath), rec).catch(() => {
-    w.dirty = true; // try again next time (e.g. the disk had no room for it just now)
-  });
+  // Written with room to spare: when the disk fills up, the record of what the .part holds is overwritten in the
+  // blocks it already has, so the .part stays resumable.
+  await writeJsonAtomic(partRecordPath(w.file.localPath), rec, SIDECAR_RESERVE_BYTES)
+    .catch(() => overwriteJsonInPlace(partRecordPath(w.file.localPath), rec))
+    .catch(() => {
+      w.dirty = true; // try again next time
+    });
 }
 
 /** Refuse to start when the bytes still to fetch do not fit on the destination's file system. */
@@ -401,16 +459,6 @@ async function checkDiskSpace(works: Work[]): Promise<void> {
   if (need > free) {
     throw new RemoteRunsError('disk-full', `Not enough space in ${dir}: ${formatBytes(need)} to download, ${formatBytes(free)} free`, { need, free, path: dir });
   }
-}
-
-function localError(e: unknown, what: string): RemoteRunsError {
-  if (isRemoteRunsError(e)) return e;
-  const code = (e as NodeJS.ErrnoException).code;
-  if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new RemoteRunsError('disk-full', `${what}: the disk is full. What was written is kept; free some space and download again to continue.`, { code });
-  }
-  if (code === 'EACCES' || code === 'EPERM') return new RemoteRunsError('permission-denied', `${what}: permission denied`, { code });
-  return new RemoteRunsError('protocol', `${what}: ${(e as Error).message}`, code ? { code } : {});
 }
 
 function formatBytes(n: number): string {
@@ -429,18 +477,4 @@ function cancelled(): RemoteRunsError {
 
 function throwIfCancelled(signal?: AbortSignal): void {
   if (signal?.aborted) throw cancelled();
-}
-
-function delay(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const t = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    const onAbort = (): void => {
-      clearTimeout(t);
-      reject(cancelled());
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }

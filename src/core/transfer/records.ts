@@ -48,11 +48,35 @@ export async function readDoneRecord(localPath: string): Promise<DoneRecord | un
   return r as unknown as DoneRecord;
 }
 
-/** Write atomically (temp + rename), so a reload mid-write never leaves half a record. */
-export async function writeJsonAtomic(file: string, value: unknown): Promise<void> {
+/**
+ * Write atomically (temp + rename), so a reload mid-write never leaves half a record. With `reserve`, the text is
+ * padded with spaces (valid JSON) to a multiple of that many bytes, so that overwriteJsonInPlace can later write a
+ * somewhat longer value without needing a single new block of a full disk.
+ */
+export async function writeJsonAtomic(file: string, value: unknown, reserve = 0): Promise<void> {
   const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-  await fs.writeFile(tmp, JSON.stringify(value));
+  const text = JSON.stringify(value);
+  await fs.writeFile(tmp, reserve > 0 ? text.padEnd(Math.ceil((text.length + 1) / reserve) * reserve, ' ') : text).catch(async (e: unknown) => {
+    await fs.rm(tmp, { force: true });
+    throw e;
+  });
   await fs.rename(tmp, file);
+}
+
+/**
+ * Overwrite a JSON file in the bytes it already has (no truncation, padded with spaces): for when the disk is full
+ * and a temp file cannot be written. Rejects when the value does not fit. Not atomic; a torn write fails to parse.
+ */
+export async function overwriteJsonInPlace(file: string, value: unknown): Promise<void> {
+  const fh = await fs.open(file, 'r+');
+  try {
+    const { size } = await fh.stat();
+    const text = Buffer.from(JSON.stringify(value));
+    if (text.length > size) throw new Error(`${file}: no room for the record in place`);
+    await fh.write(Buffer.concat([text, Buffer.alloc(size - text.length, ' ')]), 0, size, 0);
+  } finally {
+    await fh.close();
+  }
 }
 
 async function readJson(file: string): Promise<Record<string, unknown> | undefined> {
