@@ -55,9 +55,9 @@ export function diagnosticsOf(doc: TextDocument, result: DocumentResult): Diagno
 }
 
 /** Hover over a reference: what is there, on which place. */
-export function hoverFor(doc: TextDocument, r: RefResult): Hover | undefined {
+export function hoverFor(doc: TextDocument, r: RefResult, extra?: string): Hover | undefined {
   let value: string;
-  if (r.analysis) value = hoverOf(r.analysis);
+  if (r.analysis) value = hoverOf(r.analysis) + (extra ? `\n\n${extra}` : '');
   else if (r.unknownHost) value = `\`${r.ref.path}\` is on \`${r.unknownHost}\`, which is not a configured host (remoteRuns.hosts or ~/.ssh/config)`;
   else if (r.ambiguous) value = `\`${r.ref.path}\` exists on ${r.ambiguous.map(formatPlace).join(', ')}: add a \`# remote-runs: host/target\` comment or a \`remoteRuns.pathMappings\` entry to say which`;
   else value = `\`${r.ref.path}\` was not found on any connected host: open its host in the Remote Runs tree, or add a \`# remote-runs: host/target\` comment`;
@@ -135,4 +135,20 @@ export function actionsOf(doc: TextDocument, result: DocumentResult, range: Rang
     }
   }
   return out;
+}
+
+/** The JSONL log whose last values a hover over a run shows, when the reference is the run itself. */
+export function runLogOf(r: RefResult): { place: Place; path: string } | undefined {
+  const a = r.analysis;
+  if (a?.kind !== 'exists' || !a.context || a.context.run.path !== a.entry.path) return undefined;
+  const log = a.context.run.metrics.find((m) => m.endsWith('.jsonl'));
+  return log ? { place: a.place, path: log } : undefined;
+}
+
+/** "latest (step 21760): loss 0.86 · acc 0.25" */
+export function latestLine(step: number | undefined, values: Record<string, number>): string | undefined {
+  const entries = Object.entries(values).slice(0, 8);
+  if (entries.length === 0) return undefined;
+  const fmt = (v: number): string => (Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(4))));
+  return `latest${step !== undefined ? ` (step ${step})` : ''}: ${entries.map(([k, v]) => `${k} ${fmt(v)}`).join(' · ')}`;
 }

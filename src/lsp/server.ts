@@ -16,10 +16,10 @@ import {
   type CancellationToken,
 } from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { LspMethods, type ConfigResult, type IndexChangedParams, type ListParams, type ListResult, type Place, type PlacesResult } from '../shared/lspProtocol';
+import { LspMethods, type ConfigResult, type LatestMetricsResult, type IndexChangedParams, type ListParams, type ListResult, type Place, type PlacesResult } from '../shared/lspProtocol';
 import { completionsAt } from './completion';
 import { analyseDocument, analyseRef, refAt, type AnalysisDeps, type DocumentResult } from './documentAnalysis';
-import { actionsOf, diagnosticsOf, hoverFor, linksOf } from './features';
+import { actionsOf, diagnosticsOf, hoverFor, latestLine, linksOf, runLogOf } from './features';
 import { findPathRefs, findPlaceComment } from './finder';
 import { allRoots, documentPlace } from './places';
 import { RemoteIndex } from './remoteIndex';
@@ -118,15 +118,23 @@ connection.onHover(async (params, token) => {
   if (!doc) return null;
   const offset = doc.offsetAt(params.position);
   const stored = results.get(doc.uri);
-  const hit = stored?.version === doc.version ? refAt(stored.result.refs, offset) : undefined;
-  if (hit) return hoverFor(doc, hit);
-  // Not analysed yet (typing): analyse just this reference.
-  const config = await deps.config();
-  const text = doc.getText();
-  const ref = findPathRefs(text, { roots: allRoots(config) }).find((r) => r.start <= offset && offset <= r.end);
-  if (!ref) return null;
-  const r = await analyseRef(deps, config, documentPlace(config, doc.uri, findPlaceComment(text)), ref, signalOf(token));
-  return token.isCancellationRequested ? null : hoverFor(doc, r);
+  let r = stored?.version === doc.version ? refAt(stored.result.refs, offset) : undefined;
+  if (!r) {
+    // Not analysed yet (typing): analyse just this reference.
+    const config = await deps.config();
+    const text = doc.getText();
+    const ref = findPathRefs(text, { roots: allRoots(config) }).find((x) => x.start <= offset && offset <= x.end);
+    if (!ref) return null;
+    r = await analyseRef(deps, config, documentPlace(config, doc.uri, findPlaceComment(text)), ref, signalOf(token));
+  }
+  // Over a run itself: its latest logged values too (the last few KB of its JSONL log, read by the extension).
+  const log = runLogOf(r);
+  let extra: string | undefined;
+  if (log) {
+    const latest = await connection.sendRequest<LatestMetricsResult>(LspMethods.latestMetrics, log, token).catch(() => undefined);
+    if (latest?.ok) extra = latestLine(latest.step, latest.values);
+  }
+  return token.isCancellationRequested ? null : hoverFor(doc, r, extra);
 });
 
 connection.onCompletion(async (params, token) => {

@@ -3,7 +3,7 @@
  * bundles: the server never opens SSH itself; it asks the extension, which answers from its cache or with ONE
  * listing through the shared connection pool.
  *
- * Server → client requests: `remoteRuns/config`, `remoteRuns/places`, `remoteRuns/list`.
+ * Server → client requests: `remoteRuns/config`, `remoteRuns/places`, `remoteRuns/list`, `remoteRuns/latestMetrics`.
  * Client → server notification: `remoteRuns/indexChanged` (the tree refreshed or settings changed: drop answers).
  */
 
@@ -78,6 +78,15 @@ export type ListResult =
       message: string;
     };
 
+export interface LatestMetricsParams {
+  place: Place;
+  /** A run's JSONL metrics log. */
+  path: string;
+}
+
+/** The numeric fields of a JSONL log's last complete line (read from its last few KB only). */
+export type LatestMetricsResult = { ok: true; step?: number; values: Record<string, number> } | { ok: false; kind: string; message: string };
+
 export interface IndexChangedParams {
   /** Only answers about this place changed; everything when absent. */
   place?: Place;
@@ -88,6 +97,7 @@ export const LspMethods = {
   config: 'remoteRuns/config',
   places: 'remoteRuns/places',
   list: 'remoteRuns/list',
+  latestMetrics: 'remoteRuns/latestMetrics',
   indexChanged: 'remoteRuns/indexChanged',
 } as const;
 

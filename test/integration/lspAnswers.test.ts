@@ -111,6 +111,17 @@ test('a stopped container and a host that is not configured fail with their kind
   assert.deepEqual([unknown.ok, !unknown.ok && unknown.kind], [false, 'not-found']);
 });
 
+test("a run's latest logged values come from the last few KB of its JSONL log", async () => {
+  const r = await answers.latestMetrics({ place: pct200, path: '/workspace/logs/train.jsonl' });
+  assert.ok(r.ok, JSON.stringify(r));
+  const log = fs.readFileSync(path.join(host.containers.pct200.workspace, 'logs', 'train.jsonl'), 'utf8').trim().split('\n');
+  const last = JSON.parse(log[log.length - 1]);
+  assert.equal(r.step, last.step);
+  assert.deepEqual(r.values, { loss: last.loss, acc: last.acc, lr: last.lr, streak: last.streak });
+  const missing = await answers.latestMetrics({ place: pct200, path: '/workspace/logs/nope.jsonl' });
+  assert.deepEqual([missing.ok, !missing.ok && missing.kind], [false, 'command-failed']);
+});
+
 test('a cancelled listing answers `cancelled` and is not kept', async () => {
   const controller = new AbortController();
   controller.abort();

@@ -103,6 +103,11 @@ before(async () => {
     if (!fs) return { ok: false, kind: 'container-missing', message: `Container does not exist (${key})` };
     return listFake(fs, params);
   });
+  conn.onRequest('remoteRuns/latestMetrics', (p: { place: Place; path: string }) =>
+    p.path === '/workspace/logs/train.jsonl' && p.place.target === 'pct:200'
+      ? { ok: true, step: 23_760, values: { loss: 0.8612, acc: 0.25, lr: 0.0003 } }
+      : { ok: false, kind: 'path-missing', message: 'no log' },
+  );
   conn.onNotification('textDocument/publishDiagnostics', (p: { uri: string; version?: number; diagnostics: Diagnostic[] }) => {
     diagnostics.set(p.uri, { version: p.version, diagnostics: p.diagnostics });
   });
@@ -200,6 +205,7 @@ test('Python: hover a checkpoint folder, a file in it, a run and a glob; links r
   assert.match(run, /\*\*run\*\* `workspace` on kpro6\/pct:200 · ● live · 7 checkpoints/);
   assert.match(run, /latest step 22000: `step_22000`/);
   assert.match(run, /metrics: `logs\/train\.jsonl`/);
+  assert.match(run, /latest \(step 23760\): loss 0\.8612 · acc 0\.25 · lr 0\.0003/, 'its latest logged values');
   const glob = await hover(uri, text, '/workspace/checkpoints/*/checkpoint.pt');
   assert.match(glob, /matches 7 entries on kpro6\/pct:200/);
   const links = (await conn.sendRequest('textDocument/documentLink', { textDocument: { uri } })) as DocumentLink[];

@@ -7,9 +7,10 @@
 import type { RemoteRunsCore } from '../../core/service';
 import { runCommand } from '../../core/remote';
 import { formatTarget, isRemoteRunsError, parseTarget, type HostConfig } from '../../core/types';
-import type { ConfigResult, ListParams, ListResult, PathMapping, Place, PlacesResult } from '../../shared/lspProtocol';
+import type { ConfigResult, LatestMetricsParams, LatestMetricsResult, ListParams, ListResult, PathMapping, Place, PlacesResult } from '../../shared/lspProtocol';
 import { samePlace } from '../../shared/lspProtocol';
 import { listPathsCommand } from './listPaths';
+import { latestMetricsCommand } from './latestMetrics';
 
 export interface AnswerDeps {
   core: RemoteRunsCore;
@@ -33,6 +34,7 @@ interface Cached<T> {
 export class RemoteAnswers {
   private readonly listings = new Map<string, Cached<ListResult>>();
   private readonly targets = new Map<string, Cached<Promise<Place[]>>>();
+  private readonly latest = new Map<string, Cached<LatestMetricsResult>>();
 
   constructor(private readonly deps: AnswerDeps) {}
 
@@ -93,11 +95,30 @@ export class RemoteAnswers {
     }
   }
 
+  /** The last values of a JSONL metrics log (its last few KB only), kept as briefly as listings. */
+  async latestMetrics(params: LatestMetricsParams, signal?: AbortSignal): Promise<LatestMetricsResult> {
+    const key = JSON.stringify([params.place.host, params.place.target, params.path]);
+    const cached = this.latest.get(key);
+    if (cached && this.now() - cached.at < (this.deps.ttlMs ?? 15_000)) return cached.value;
+    try {
+      const r = await runCommand(this.deps.core.executor(params.place.host), parseTarget(params.place.target), latestMetricsCommand(params.path), signal);
+      const value: LatestMetricsResult = { ok: true, ...r };
+      this.latest.set(key, { at: this.now(), value });
+      return value;
+    } catch (e) {
+      return { ok: false, kind: isRemoteRunsError(e) ? e.kind : 'command-failed', message: e instanceof Error ? e.message : String(e) };
+    }
+  }
+
   /** Forget listings (of one place, or all) and the targets of connected hosts. */
   invalidate(place?: Place): void {
     for (const key of [...this.listings.keys()]) {
       const [host, target] = JSON.parse(key) as [string, string];
       if (!place || (place.host === host && place.target === target)) this.listings.delete(key);
+    }
+    for (const key of [...this.latest.keys()]) {
+      const [host, target] = JSON.parse(key) as [string, string];
+      if (!place || (place.host === host && place.target === target)) this.latest.delete(key);
     }
     if (!place) this.targets.clear();
   }
