@@ -22,6 +22,14 @@ const entries = [
     banner: { js: '#!/usr/bin/env node' },
   },
   {
+    // A download's worker threads (one SSH connection and lane each), loaded by src/core/transfer/workerLane.ts
+    // from beside the extension and CLI bundles.
+    entryPoints: { transferWorker: 'src/core/transfer/transferWorker.ts' },
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+  },
+  {
     // The metrics webview (panel and inline view): browser code with chart.js bundled in, one file under the
     // webview's strict CSP (no eval, no inline script). Its types are checked by tsconfig.webview.json.
     entryPoints: { webview: 'src/webview/main.ts' },

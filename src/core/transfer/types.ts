@@ -2,6 +2,7 @@
  * The contract of a checkpoint download: a plan (what is remote, what is already local) and the options and
  * result of carrying it out. The extension turns progress into a VS Code notification, the CLI into stderr lines.
  */
+import type { Logger } from '../ssh/connection';
 import type { ConnectionPool, PoolHost } from '../ssh/pool';
 import type { Checkpoint, TargetRef } from '../types';
 
@@ -84,8 +85,15 @@ export interface DownloadOptions {
   retries?: number;
   /** First backoff delay, doubling. Default 500 ms. */
   backoffBaseMs?: number;
-  /** Bytes per work unit handed to a lane. Default 32 MiB. */
+  /** Bytes per work unit handed to a lane. Default: enough for two pieces per lane, at least 8 MiB. */
   segmentBytes?: number;
+  /**
+   * Run the sibling lanes (all but the one on the shared connection) in worker threads, so decrypting and writing
+   * use more than one core. Default: when there are at least 64 MiB to fetch; false keeps every lane in this thread.
+   */
+  threads?: boolean;
+  /** Where a lane that cannot start (e.g. no worker thread) says so. */
+  logger?: Logger;
 }
 
 export interface FileOutcome {
