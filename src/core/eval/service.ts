@@ -7,7 +7,7 @@
  * launch-time resultPattern kept in meta.json, so every client that opens the run agrees on the values. The write
  * is a hard link from a temporary file: atomic, and the loser of a race writes nothing.
  */
-import { RemoteRunsError, formatTarget, type TargetRef } from '../types';
+import { RemoteRunsError, formatTarget, isRemoteRunsError, type TargetRef } from '../types';
 import { runCommand, type Executor } from '../remote';
 import {
   launchEvalCommand,
@@ -133,7 +133,10 @@ export class EvalService {
     const spec = { evalsDir: place.evalsDir, id, meta, command, cwd, env };
     const cmd = profile.scheduler === 'slurm' ? launchSlurmCommand({ ...spec, sbatch }) : launchEvalCommand(spec);
     const { executor, target } = this.reach(place, false);
-    const launched: LaunchResult = await runCommand(executor, target, cmd, signal);
+    const launched = await runCommand(executor, target, cmd, signal).catch((e: unknown) => {
+      if (!(isRemoteRunsError(e) && e.kind === 'unreachable' && e.detail.dropped === 'after-open')) throw e;
+      return this.recoverLaunch(place, id, () => runCommand(executor, target, cmd, signal), signal);
+    });
     return {
       id,
       place,
@@ -142,6 +145,17 @@ export class EvalService {
       ...(launched.pgid !== undefined ? { pgid: launched.pgid } : {}),
       ...(launched.jobId !== undefined ? { jobId: launched.jobId } : {}),
     };
+  }
+
+  /**
+   * The connection dropped after the launch was sent: it may or may not have started. Its id is new and its folder
+   * is created exclusively (a repeat fails at mkdir), so look for it over the reconnected pool and launch again
+   * only when it is not there: the user gets one eval, never two and never an unknown.
+   */
+  private async recoverLaunch(place: EvalPlace, id: string, launch: () => Promise<LaunchResult>, signal?: AbortSignal): Promise<LaunchResult> {
+    const found = (await this.list(place, { record: false, signal })).find((r) => r.id === id);
+    if (!found) return launch();
+    return found.slurm ? { jobId: found.slurm.jobId, dir: found.dir } : { dir: found.dir };
   }
 
   /**
