@@ -136,8 +136,11 @@ export function freezeOurConnections(sshd: TestSshd): Frozen {
  * leaves a marker and waits until the gate is opened; disarmed, calls pass straight through.
  */
 export interface CommandGate {
-  /** Calls from now on wait at the gate (a call already past it is not affected). */
-  arm(): void;
+  /**
+   * Calls from now on wait at the gate (a call already past it is not affected): `before` the real tool runs
+   * (default), or `after` it ran and wrote its output, before it exits (its answer is not yet complete).
+   */
+  arm(position?: 'before' | 'after'): void;
   /** Let waiting calls through; later calls pass straight through until armed again. */
   open(): void;
   /** How many calls have reached the gate since it was armed. */
@@ -160,6 +163,12 @@ export function installGate(binDir: string, tool: 'pct' | 'docker'): CommandGate
     [
       '#!/bin/sh',
       `g='${gateDir}'`,
+      'if [ -e "$g/armed-after" ]; then',
+      `  '${real}' "$@"; rc=$?`,
+      '  : > "$g/entered.$$"',
+      '  while [ ! -e "$g/open" ]; do sleep 0.05; done',
+      '  exit $rc',
+      'fi',
       'if [ -e "$g/armed" ]; then',
       '  : > "$g/entered.$$"',
       '  while [ ! -e "$g/open" ]; do sleep 0.05; done',
@@ -174,12 +183,13 @@ export function installGate(binDir: string, tool: 'pct' | 'docker'): CommandGate
     for (const n of fs.readdirSync(gateDir)) fs.rmSync(path.join(gateDir, n), { force: true });
   };
   return {
-    arm: () => {
+    arm: (position = 'before') => {
       clear();
-      fs.writeFileSync(path.join(gateDir, 'armed'), '');
+      fs.writeFileSync(path.join(gateDir, position === 'after' ? 'armed-after' : 'armed'), '');
     },
     open: () => {
       fs.rmSync(path.join(gateDir, 'armed'), { force: true });
+      fs.rmSync(path.join(gateDir, 'armed-after'), { force: true });
       fs.writeFileSync(path.join(gateDir, 'open'), '');
     },
     entered,

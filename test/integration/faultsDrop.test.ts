@@ -4,9 +4,10 @@
  * front of the pct shim (test/harness/faults.ts): the remote command has reached the container runtime and waits
  * there when the fault is injected. A frozen connection is only noticed by keepalive (short intervals here).
  *
- * Each operation either completes on a new connection (listings, tails and downloads are safe to repeat) or fails
- * with `unreachable` (an eval launch is not repeated blindly); nothing hangs (every await here is bounded by the
- * keepalive and the test's own timeout).
+ * Each operation completes on a new connection: listings, tails and downloads are safe to repeat; an eval launch
+ * whose answer was lost is looked up by its id and launched again only if it never ran (held before the container
+ * runtime, or after it ran with its answer lost: exactly one eval either way). Nothing hangs: every await here is
+ * bounded by the keepalive and the test's own timeout.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -195,32 +196,40 @@ for (const fault of ['killed', 'frozen'] as const) {
       }
     });
 
-    test('an eval start: it fails as unreachable (a launch is never repeated blindly) and nothing was started', async () => {
-      const { pool, evals } = setup();
-      const profile = parseEvalProfile({ name: `fault-${fault}`, command: 'echo eval of ${step}' });
-      const step = host.storySteps[host.storySteps.length - 1];
-      const subject = { host: 'testbox', target: PCT, run: { name: 'story', path: '/workspace' }, checkpoint: { path: `/workspace/checkpoints/step_${step}`, step } };
-      try {
-        const place = evals.place(profile, subject);
-        const before = (await evals.list(place)).length;
-        gate.arm();
-        const start = evals.start(profile, subject);
-        start.catch(() => undefined); // it may fail while the fault is still being injected; checked below
-        const cleanup = await inject(fault, pool);
+    for (const position of ['before', 'after'] as const) {
+      const when = position === 'before' ? 'before the launch ran' : 'after the launch ran, its answer lost';
+      test(`an eval start, ${when}: it completes after the reconnect with exactly one eval`, async () => {
+        const { pool, evals } = setup();
+        const profile = parseEvalProfile({ name: `fault-${fault}-${position}`, command: 'echo eval of ${step}' });
+        const step = host.storySteps[host.storySteps.length - 1];
+        const subject = { host: 'testbox', target: PCT, run: { name: 'story', path: '/workspace' }, checkpoint: { path: `/workspace/checkpoints/step_${step}`, step } };
         try {
-          const e = await rejectsWith(start, 'unreachable');
-          assert.equal(e.detail.dropped, 'after-open', 'the launch command had been sent');
+          const place = evals.place(profile, subject);
+          const before = (await evals.list(place)).filter((r) => r.profile === profile.name).length;
+          assert.equal(before, 0);
+          gate.arm(position);
+          const start = evals.start(profile, subject);
+          start.catch(() => undefined); // it may settle while the fault is still being injected; checked below
+          const cleanup = await inject(fault, pool);
+          const evalsDir = path.join(host.containers.pct200.workspace, '.remote-runs', 'evals');
+          const ran = fs.existsSync(evalsDir) ? fs.readdirSync(evalsDir).filter((n) => n.includes(`-${profile.name}-`)).length : 0;
+          assert.equal(ran, position === 'after' ? 1 : 0, position === 'after' ? 'the lost launch had run' : 'the lost launch never ran');
+          let started;
+          try {
+            started = await start;
+          } finally {
+            cleanup();
+          }
+          // The lost launch either never ran (launched again) or ran (found, not launched again): one eval either way.
+          const mine = (await evals.list(place)).filter((r) => r.profile === profile.name);
+          assert.deepEqual(mine.map((r) => r.id), [started.id], 'exactly one eval, the one start() returned');
+          const end = await evals.follow(started.place, started.id, started.meta, { pollMs: 100, retryMs: 100 });
+          assert.equal(end.state, 'passed');
         } finally {
-          cleanup();
+          gate.open();
+          pool.dispose();
         }
-        // The launch was held before the container runtime ran it, so no eval exists; the next start works.
-        assert.equal((await evals.list(place)).length, before, 'no eval was started by the lost launch');
-        const started = await evals.start(profile, subject);
-        const end = await evals.follow(started.place, started.id, started.meta, { pollMs: 100, retryMs: 100 });
-        assert.equal(end.state, 'passed');
-      } finally {
-        pool.dispose();
-      }
-    });
+      });
+    }
   });
 }
