@@ -8,10 +8,13 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { RemoteRunsError } from '../../src/core/types';
 import { runCommand, type Executor, type ExecResult } from '../../src/core/remote';
 import {
   applyTailRead,
   decideTail,
+  DEFAULT_TAIL_COMPRESS_ABOVE,
   MetricsFollower,
   nextTailRequest,
   tailReadCommand,
@@ -66,8 +69,8 @@ test('decideTail whole mode: any size or mtime change means read it all again', 
 });
 
 test('nextTailRequest: whole mode asks for the stat only once the file is read; append mode carries head and inode', () => {
-  assert.deepEqual(nextTailRequest(undefined, 'append', 100), { offset: 0, maxBytes: 100, expectHead: '', expectInode: '' });
-  assert.deepEqual(nextTailRequest(known(10), 'append', 100), { offset: 10, maxBytes: 100, expectHead: 'aabb', expectInode: '42' });
+  assert.deepEqual(nextTailRequest(undefined, 'append', 100), { offset: 0, maxBytes: 100, expectHead: '', expectInode: '', compressAbove: DEFAULT_TAIL_COMPRESS_ABOVE });
+  assert.deepEqual(nextTailRequest(known(10), 'append', 100, 0), { offset: 10, maxBytes: 100, expectHead: 'aabb', expectInode: '42', compressAbove: 0 });
   assert.equal(nextTailRequest(known(10), 'whole', 100).maxBytes, 0);
   assert.equal(nextTailRequest(known(4, 10), 'whole', 100).maxBytes, 100);
 });
@@ -234,4 +237,168 @@ test('without GNU find -printf (busybox), stat supplies size, whole-second mtime
   assert.equal(r.stat.inode, String(s.ino));
   assert.equal(r.stat.mtimeMs, Math.floor(s.mtimeMs / 1000) * 1000);
   assert.equal(r.stat.head, Buffer.from(line(1, 1)).toString('hex'));
+});
+
+test('a big read comes gzip-compressed and reads the same; small reads and a gzip without levels come plain', async () => {
+  const file = path.join(tmp, 'gz.jsonl');
+  const text = Array.from({ length: 12_000 }, (_, i) => line(i, i / 7)).join('');
+  assert.ok(text.length > DEFAULT_TAIL_COMPRESS_ABOVE);
+  fs.writeFileSync(file, text);
+  // Record what the remote side sent, to see the encoding and the bytes on the wire.
+  const replies: Buffer[] = [];
+  const recording = (inner: Executor): Executor => ({
+    async exec(l, o) {
+      const r = await inner.exec(l, o);
+      replies.push(r.stdout);
+      return r;
+    },
+  });
+  const statusOf = (reply: Buffer) => reply.toString('latin1').split('\n').find((l) => l.startsWith('ok ')) ?? '';
+
+  const compressed = new MetricsFollower(file, 'jsonl');
+  await poll(compressed, recording(localExecutor()));
+  assert.match(statusOf(replies[0]), / gz$/);
+  assert.ok(replies[0].length < text.length / 3, `${replies[0].length} bytes on the wire for ${text.length}`);
+  assert.equal(compressed.metrics.get('loss')!.length, 12_000);
+  assert.equal(compressed.state?.offset, text.length);
+
+  // The next polls send a few new lines: below the threshold, plain.
+  fs.appendFileSync(file, line(12_000, 1));
+  replies.length = 0;
+  await poll(compressed, recording(localExecutor()));
+  assert.match(statusOf(replies[0]), / -$/);
+  assert.equal(compressed.metrics.get('loss')!.length, 12_001);
+
+  // A gzip that refuses -1 (busybox without levels): plain, and still right.
+  const shim = path.join(tmp, 'nolevels-bin');
+  fs.mkdirSync(shim, { recursive: true });
+  fs.writeFileSync(path.join(shim, 'gzip'), '#!/bin/sh\necho "gzip: invalid option -- 1" >&2\nexit 1\n', { mode: 0o755 });
+  replies.length = 0;
+  const plain = new MetricsFollower(file, 'jsonl');
+  await poll(plain, recording(localExecutor({ pathPrefix: shim })));
+  assert.match(statusOf(replies[0]), / -$/);
+  const snapshot = (f: MetricsFollower) => JSON.stringify([[...f.metrics.get('loss')!.x], [...f.metrics.get('loss')!.y]]);
+  assert.equal(snapshot(plain), snapshot(compressed));
+});
+
+test('a compressed reply that inflates beyond what was asked for, or is not gzip, is a protocol error', () => {
+  const request = { offset: 0, maxBytes: 1000, expectHead: '', expectInode: '', compressAbove: 1 };
+  const reply = (status: string, data: Buffer): ExecResult => ({
+    stdout: Buffer.concat([Buffer.from(`\n@rr-tail@1\n${status}\n`), data]),
+    stderr: Buffer.alloc(0),
+    code: 0,
+    truncated: false,
+  });
+  const ok = tailReadCommand('/x', request).parse(reply('ok 5000 1 2 0 - gz', gzipSync(Buffer.alloc(1000, 0x61))));
+  assert.equal(ok.status === 'ok' && ok.data.length, 1000);
+  const bomb = reply('ok 5000 1 2 0 - gz', gzipSync(Buffer.alloc(1_000_000, 0x61)));
+  assert.throws(() => tailReadCommand('/x', request).parse(bomb), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'protocol' && /more than the 1000 bytes/.test(e.message));
+  const junk = reply('ok 5000 1 2 0 - gz', Buffer.from('not gzip at all'));
+  assert.throws(() => tailReadCommand('/x', request).parse(junk), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'protocol');
+  const unknown = reply('ok 5000 1 2 0 - br', Buffer.from('x'));
+  assert.throws(() => tailReadCommand('/x', request).parse(unknown), (e: unknown) => e instanceof RemoteRunsError && /bad status line/.test(e.message));
+});
+
+// ---- catchUp: a backlog with reads sent ahead ---------------------------------------------------------------------
+
+/** Runs commands through the local sh asynchronously (so several are really in flight), counting them. */
+function asyncRunner(executor = localExecutor()) {
+  const sent: number[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  return {
+    sent,
+    get maxInFlight() {
+      return maxInFlight;
+    },
+    run: async (command: ReturnType<MetricsFollower['nextCommand']>): Promise<TailReadResult> => {
+      sent.push(Number(command.argv[5]));
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      try {
+        await new Promise((r) => setImmediate(r));
+        return await runCommand(executor, HOST, command);
+      } finally {
+        inFlight--;
+      }
+    },
+  };
+}
+
+test('catchUp reads a backlog with reads sent ahead: every line once, in order, reported chunk by chunk', async () => {
+  const file = path.join(tmp, 'backlog.jsonl');
+  const text = Array.from({ length: 300 }, (_, i) => line(i, i)).join('');
+  fs.writeFileSync(file, text);
+  for (const depth of [1, 2, 3]) {
+    const f = new MetricsFollower(file, 'jsonl', { maxBytes: 500, compressAbove: 0 });
+    const runner = asyncRunner();
+    const chunks: boolean[] = [];
+    const u = await f.catchUp(runner.run, { depth, onChunk: (c) => chunks.push(c.more) });
+    assert.deepEqual([u.status, u.changed, u.more], ['ok', true, false]);
+    assert.deepEqual([...f.metrics.get('loss')!.x], Array.from({ length: 300 }, (_, i) => i), `depth ${depth}`);
+    assert.equal(f.metrics.badLines, 0);
+    assert.equal(f.state?.offset, text.length);
+    const reads = Math.ceil(text.length / 500);
+    assert.deepEqual(runner.sent, Array.from({ length: reads }, (_, i) => i * 500), `depth ${depth}: each range asked for once, in order`);
+    assert.equal(runner.maxInFlight, depth);
+    assert.equal(chunks.length, reads - 1, 'every read but the last is reported as it is parsed');
+  }
+  // Caught up: the next catchUp is one stat-only round trip.
+  const f = new MetricsFollower(file, 'jsonl', { maxBytes: 500 });
+  await f.catchUp(asyncRunner().run);
+  const again = asyncRunner();
+  const u = await f.catchUp(again.run, { depth: 3 });
+  assert.deepEqual([u.changed, u.decision, again.sent.length], [false, { kind: 'unchanged' }, 1]);
+});
+
+test('catchUp: a log replaced while reads are in flight is read again from its start, nothing of the old one kept', async () => {
+  const file = path.join(tmp, 'replaced-midway.jsonl');
+  fs.writeFileSync(file, Array.from({ length: 200 }, (_, i) => line(i, 1)).join(''));
+  const f = new MetricsFollower(file, 'jsonl', { maxBytes: 400, compressAbove: 0 });
+  const runner = asyncRunner();
+  let calls = 0;
+  const u = await f.catchUp(async (command) => {
+    if (++calls === 4) {
+      // A restarted run: a new file (new inode, other first bytes) under the same name.
+      fs.writeFileSync(`${file}.new`, Array.from({ length: 150 }, (_, i) => line(1000 + i, 2)).join(''));
+      fs.renameSync(`${file}.new`, file);
+    }
+    return runner.run(command);
+  }, { depth: 3 });
+  assert.equal(u.status, 'ok');
+  // Later polls settle whatever this one left (a reply planned on the old file is never used).
+  for (let i = 0; i < 5 && f.state?.offset !== fs.statSync(file).size; i++) await f.catchUp(runner.run, { depth: 3 });
+  assert.deepEqual([...f.metrics.get('loss')!.x], Array.from({ length: 150 }, (_, i) => 1000 + i));
+  assert.deepEqual(new Set(f.metrics.get('loss')!.y), new Set([2]));
+  assert.equal(f.metrics.badLines, 0);
+});
+
+test('catchUp rejects with a failed read\'s error and leaves no unhandled rejection behind', async () => {
+  const file = path.join(tmp, 'fails.jsonl');
+  fs.writeFileSync(file, Array.from({ length: 200 }, (_, i) => line(i, 1)).join(''));
+  const f = new MetricsFollower(file, 'jsonl', { maxBytes: 300, compressAbove: 0 });
+  const runner = asyncRunner();
+  let calls = 0;
+  const unhandled: unknown[] = [];
+  const onUnhandled = (e: unknown) => unhandled.push(e);
+  process.on('unhandledRejection', onUnhandled);
+  try {
+    await assert.rejects(
+      f.catchUp(async (command) => {
+        calls++;
+        if (calls === 3 || calls === 4) throw new RemoteRunsError('unreachable', `read ${calls} lost`);
+        return runner.run(command);
+      }, { depth: 3 }),
+      /read 3 lost/,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(unhandled, []);
+    // What was read before the failure stays; the next catchUp goes on from there.
+    const had = f.metrics.get('loss')!.length;
+    assert.ok(had > 0 && had < 200, `${had} lines before the failure`);
+    await f.catchUp(runner.run, { depth: 3 });
+    assert.deepEqual([...f.metrics.get('loss')!.x], Array.from({ length: 200 }, (_, i) => i));
+  } finally {
+    process.off('unhandledRejection', onUnhandled);
+  }
 });

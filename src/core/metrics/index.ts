@@ -24,6 +24,7 @@ export {
   TAIL_SCRIPT,
   TAIL_HEAD_BYTES,
   DEFAULT_TAIL_MAX_BYTES,
+  DEFAULT_TAIL_COMPRESS_ABOVE,
   type TailMode,
   type TailStat,
   type TailState,

@@ -13,6 +13,7 @@
  * was read. A new file with the same inode, the same first 64 bytes and already longer than the old one is
  * indistinguishable from growth; that needs a logger rewriting identical headers in place and is accepted.
  */
+import { gunzipSync } from 'node:zlib';
 import type { RemoteCommand, ExecResult } from '../remote';
 import { commandFailed } from '../remote';
 import { RemoteRunsError } from '../types';
@@ -21,6 +22,13 @@ import { RemoteRunsError } from '../types';
 export const TAIL_HEAD_BYTES = 64;
 /** Default cap on bytes per round trip; a bigger backlog is read over several polls (`more`). */
 export const DEFAULT_TAIL_MAX_BYTES = 8 * 1024 * 1024;
+/**
+ * A read of at least this many bytes comes gzip-compressed (`gzip -1`) when the remote side has gzip. Metrics
+ * logs are text of digits and repeated keys (about 5:1), and on the extension's side every byte costs ssh2's
+ * decryption and copies on the one thread that also parses: opening a long run is bound by that, and on a slow
+ * link by the link. Small reads (a live poll's few lines) go as they are.
+ */
+export const DEFAULT_TAIL_COMPRESS_ABOVE = 256 * 1024;
 
 /** `append` logs only grow; `whole` files (trainer_state.json) are rewritten in full. */
 export type TailMode = 'append' | 'whole';
@@ -81,16 +89,23 @@ export interface TailRequest {
   /** The remembered head and inode, so the script can fall back to offset 0 by itself. */
   expectHead: string;
   expectInode: string;
+  /** Compress the data with gzip when at least this many bytes are to be sent (0: never). */
+  compressAbove?: number;
 }
 
 /**
  * The next request. Append mode always reads from the offset. Whole mode asks for the stat only once the file
  * has been read completely (a trainer_state.json is not re-sent every poll), and reads from 0 otherwise.
  */
-export function nextTailRequest(prev: TailState | undefined, mode: TailMode, maxBytes = DEFAULT_TAIL_MAX_BYTES): TailRequest {
-  if (!prev) return { offset: 0, maxBytes, expectHead: '', expectInode: '' };
+export function nextTailRequest(
+  prev: TailState | undefined,
+  mode: TailMode,
+  maxBytes = DEFAULT_TAIL_MAX_BYTES,
+  compressAbove = DEFAULT_TAIL_COMPRESS_ABOVE,
+): TailRequest {
+  if (!prev) return { offset: 0, maxBytes, expectHead: '', expectInode: '', compressAbove };
   const statOnly = mode === 'whole' && prev.offset >= prev.size;
-  return { offset: prev.offset, maxBytes: statOnly ? 0 : maxBytes, expectHead: prev.head, expectInode: prev.inode };
+  return { offset: prev.offset, maxBytes: statOnly ? 0 : maxBytes, expectHead: prev.head, expectInode: prev.inode, compressAbove };
 }
 
 /** What one poll returned. */
@@ -145,15 +160,16 @@ export function applyTailRead(
 }
 
 /**
- * `sh -c SCRIPT sh PATH OFFSET MAXBYTES EXPECT_HEAD EXPECT_INODE`. Output:
+ * `sh -c SCRIPT sh PATH OFFSET MAXBYTES EXPECT_HEAD EXPECT_INODE [GZIP_ABOVE]`. Output:
  *   `\n@rr-tail@1\n` (marker; rc-file noise before it is skipped)
- *   `ok SIZE MTIME INODE FROM HEADHEX\n` then the raw bytes from FROM (at most MAXBYTES), or
+ *   `ok SIZE MTIME INODE FROM HEADHEX ENC\n` then the bytes from FROM (at most MAXBYTES of the file), or
  *   `missing\n` | `denied\n` | `notfile\n`
  * MTIME is seconds with a fraction from GNU find's %T@, whole seconds from busybox stat. FROM is OFFSET unless
- * the file is smaller than OFFSET, has another inode, or no longer starts with EXPECT_HEAD: then 0.
+ * the file is smaller than OFFSET, has another inode, or no longer starts with EXPECT_HEAD: then 0. ENC is `gz`
+ * when the bytes are gzip-compressed (at least GZIP_ABOVE bytes to send, and a working `gzip -1`), else `-`.
  */
 export const TAIL_SCRIPT = String.raw`
-p=$1; off=$2; max=$3; want_head=$4; want_ino=$5
+p=$1; off=$2; max=$3; want_head=$4; want_ino=$5; gz_above=${'$'}{6:-0}
 printf '\n@rr-tail@1\n'
 case $p in /*) ;; *) p=./$p ;; esac
 if [ ! -e "$p" ]; then
@@ -176,8 +192,13 @@ from=$off
 [ "$size" -ge "$off" ] || from=0
 [ -z "$want_ino" ] || [ "$want_ino" = "$ino" ] || from=0
 case $head in "$want_head"*) ;; *) from=0 ;; esac
-printf 'ok %s %s %s %s %s\n' "$size" "$mtime" "$ino" "$from" "${'$'}{head:--}"
-if [ "$max" -gt 0 ]; then tail -c +$((from + 1)) "$p" | head -c "$max"; fi
+enc=-
+# Some busybox builds have no compression levels: gzip is used only once it has shown it takes -1.
+if [ "$max" -gt 0 ] && [ "$gz_above" -gt 0 ] && [ $((size - from)) -ge "$gz_above" ] && gzip -1 </dev/null >/dev/null 2>&1; then enc=gz; fi
+printf 'ok %s %s %s %s %s %s\n' "$size" "$mtime" "$ino" "$from" "${'$'}{head:--}" "$enc"
+if [ "$max" -gt 0 ]; then
+  if [ "$enc" = gz ]; then tail -c +$((from + 1)) "$p" | head -c "$max" | gzip -1; else tail -c +$((from + 1)) "$p" | head -c "$max"; fi
+fi
 exit 0
 `;
 
@@ -197,6 +218,7 @@ export function tailReadCommand(path: string, request: TailRequest): RemoteComma
       String(Math.max(0, Math.floor(request.maxBytes))),
       request.expectHead,
       request.expectInode,
+      String(Math.max(0, Math.floor(request.compressAbove ?? 0))),
     ],
     describe,
     // Room for the status line and any login-shell noise on top of the data.
@@ -229,19 +251,38 @@ export function parseTailOutput(result: ExecResult, request: TailRequest, descri
     default:
       throw new RemoteRunsError('protocol', `${describe}: unknown status ${JSON.stringify(fields[0].slice(0, 40))}`);
   }
-  const [, sizeText, mtimeText, inode, fromText, headText] = fields;
+  const [, sizeText, mtimeText, inode, fromText, headText, encoding = '-'] = fields;
   const size = Number(sizeText);
   const mtime = Number(mtimeText);
   const from = Number(fromText);
-  if (fields.length !== 6 || !Number.isSafeInteger(size) || !Number.isFinite(mtime) || !Number.isSafeInteger(from)) {
+  if (
+    (fields.length !== 6 && fields.length !== 7) ||
+    !Number.isSafeInteger(size) ||
+    !Number.isFinite(mtime) ||
+    !Number.isSafeInteger(from) ||
+    (encoding !== '-' && encoding !== 'gz')
+  ) {
     throw new RemoteRunsError('protocol', `${describe}: bad status line ${JSON.stringify(fields.join(' ').slice(0, 120))}`);
   }
-  const data = new Uint8Array(out.buffer, out.byteOffset + lineEnd + 1, out.length - lineEnd - 1);
+  // A view, not a copy: the reply buffer is ours alone, and the parser copies what it keeps of it.
+  const payload = out.subarray(lineEnd + 1);
   return {
     status: 'ok',
     stat: { size, mtimeMs: mtime * 1000, inode, head: headText === '-' ? '' : headText },
     from,
-    data: data.slice(),
+    data: encoding === 'gz' ? gunzipReply(payload, request.maxBytes, describe) : new Uint8Array(payload.buffer, payload.byteOffset, payload.length),
     requestedBytes: request.maxBytes,
   };
+}
+
+/** The file's bytes from a compressed reply; never more than were asked for (a reply is not trusted to be small). */
+function gunzipReply(payload: Buffer, maxBytes: number, describe: string): Uint8Array {
+  let data: Buffer;
+  try {
+    data = gunzipSync(payload, { maxOutputLength: Math.max(1, maxBytes) });
+  } catch (e) {
+    const why = e instanceof RangeError ? `more than the ${maxBytes} bytes asked for` : e instanceof Error ? e.message : String(e);
+    throw new RemoteRunsError('protocol', `${describe}: the compressed reply could not be read (${why})`);
+  }
+  return new Uint8Array(data.buffer, data.byteOffset, data.length);
 }

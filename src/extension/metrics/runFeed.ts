@@ -31,6 +31,8 @@ export interface RunFeedOptions {
   log?: (message: string) => void;
   /** Cap on bytes per remote read (default the core's DEFAULT_TAIL_MAX_BYTES); a bigger backlog takes several. */
   maxBytesPerRead?: number;
+  /** Reads of at least this many bytes come gzip-compressed where the remote has gzip (default the core's; 0: never). */
+  compressAbove?: number;
 }
 
 export class RunFeed {
@@ -54,7 +56,7 @@ export class RunFeed {
   ) {
     const files = ref.metrics.filter((p) => detectFormat(p) !== undefined);
     const chosen = files.length > MAX_FILES ? [...files].sort().slice(-MAX_FILES) : files;
-    this.followers = chosen.map((p) => new MetricsFollower(p, detectFormat(p)!, options.maxBytesPerRead));
+    this.followers = chosen.map((p) => new MetricsFollower(p, detectFormat(p)!, { maxBytes: options.maxBytesPerRead, compressAbove: options.compressAbove }));
     if (this.followers.length === 0) {
       this.statusText = ref.metrics.length ? `no readable metrics log among ${ref.metrics.join(', ')}` : 'no metrics logs found in this run';
     }
@@ -155,23 +157,16 @@ export class RunFeed {
     const abort = (this.abort = new AbortController());
     for (const f of this.followers) {
       try {
-        // A backlog bigger than one read comes in several reads, back to back: the next read is sent before
-        // this one is parsed, so transfer and parsing overlap.
-        const read = () => runCommand(this.options.executor(), target, f.nextCommand(), abort.signal);
-        let pending = read();
-        for (let i = 0; i < 10_000; i++) {
-          const step = f.advance(await pending);
-          if (step.more && !abort.signal.aborted) {
-            pending = read();
-            pending.catch(() => undefined); // awaited on the next turn; never left unhandled if we stop first
-          }
-          const u = step.parse();
-          changed ||= u.changed;
-          if (u.status !== 'ok') problems.push(`${u.status}: ${f.path}`);
-          if (!u.more || abort.signal.aborted) break;
-          // A long backlog (opening a big log) is shown as it arrives, not only once all of it is read.
-          if (u.changed) this.changed.fire();
-        }
+        // A backlog bigger than one read comes in several reads with the next ones already on their way while
+        // one is parsed, so transfer and parsing overlap; it is shown as it arrives, not only once all is read.
+        const u = await f.catchUp((command) => runCommand(this.options.executor(), target, command, abort.signal), {
+          signal: abort.signal,
+          onChunk: (chunk) => {
+            if (chunk.changed) this.changed.fire();
+          },
+        });
+        changed ||= u.changed;
+        if (u.status !== 'ok') problems.push(`${u.status}: ${f.path}`);
       } catch (e) {
         const message = isRemoteRunsError(e) ? `${e.kind}: ${e.message}` : e instanceof Error ? e.message : String(e);
         problems.push(message);
