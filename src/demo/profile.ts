@@ -25,6 +25,7 @@ export const QUIET_VSCODE_SETTINGS: Readonly<Record<string, unknown>> = {
   'chat.disableAIFeatures': true,
   'chat.commandCenter.enabled': false,
   'window.commandCenter': false,
+  'workbench.secondarySideBar.defaultVisibility': 'hidden',
 };
 
 /** The Remote Runs settings of the demo profile. */
