@@ -144,6 +144,27 @@ describe('byte-exact downloads from every kind of target', () => {
   }
 });
 
+describe('worker-thread lanes', () => {
+  test('they log in with what the shared connection unlocked: one passphrase prompt for a 3-lane download, equal bytes', async () => {
+    const file = path.posix.join(remoteBase(HOST), 'encrypted-key', 'model_step_8.pt');
+    const data = randomBytes(40 * MiB + 5);
+    writeRemote(HOST, file, data);
+    const prompter = new ScriptedPrompter({ passphrase: host.sshd.passphrase });
+    const pool = new ConnectionPool({ prompter, logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 5000 });
+    pools.push(pool);
+    const cfg = host.hostConfig('enc', { identityFile: host.sshd.encryptedKeyPath });
+    const dir = new HostDirectory({ hosts: () => [cfg], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+    const src: TransferSource = { pool, host: dir.resolve(cfg), target: HOST };
+    const plan = await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'enc' });
+    const logins = host.sshd.acceptedLogins();
+    const res = await download(plan, { concurrency: 3, threads: true });
+    assert.deepEqual(prompter.asked, ['passphrase'], 'asked once, by the shared connection');
+    assert.equal(res.lanes, 3, 'both worker lanes logged in with the unlocked key');
+    assert.equal(host.sshd.acceptedLogins() - logins, 2, 'one login per worker lane (the shared one was already open)');
+    assert.equal(sha(plan.files[0].localPath), createHash('sha256').update(data).digest('hex'));
+  });
+});
+
 describe('resume', () => {
   /** Start a download and call `interrupt` once a fraction of it is on disk. */
   async function downloadUntil(plan: Awaited<ReturnType<typeof planDownload>>, fraction: number, interrupt: () => void, opts: DownloadOptions = {}) {
@@ -299,43 +320,46 @@ describe('names, consent and disk space', () => {
     assert.equal(edited.files[0].state.kind, 'differs');
   });
 
-  test('a disk that fills up during the download stops it with disk-full, keeps the .part, and touches nothing else', async () => {
-    const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-filling-'));
-    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'rr-filling', mnt]);
-    try {
-      const file = path.posix.join(remoteBase(HOST), 'filling', 'model_step_4.pt');
-      writeRemote(HOST, file, randomBytes(16 * MiB));
-      const neighbour = path.join(mnt, 'neighbour.txt');
-      fs.writeFileSync(neighbour, 'keep me');
-      const plan = await planDownload(source(HOST), checkpoint(HOST, file, false), { root: mnt, run: 'filling' });
-      let filled = false;
-      const err = await rejectsWith(
-        download(plan, {
-          concurrency: 1,
-          onProgress: (p) => {
-            // Another program takes the rest of the disk once the download is under way.
-            if (!filled && p.bytesDone > 0) {
-              filled = true;
-              try {
-                fs.writeFileSync(path.join(mnt, 'filler'), Buffer.alloc(24 * MiB));
-              } catch {
-                // ENOSPC for the filler itself: the disk is full, which is the point.
+  for (const concurrency of [1, 2]) {
+    test(`a disk that fills up during the download stops it with disk-full, keeps the .part, and touches nothing else (${concurrency === 1 ? 'one lane' : 'two lanes, one writing from a worker thread'})`, async () => {
+      const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-filling-'));
+      execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'rr-filling', mnt]);
+      try {
+        const file = path.posix.join(remoteBase(HOST), 'filling', 'model_step_4.pt');
+        writeRemote(HOST, file, randomBytes(16 * MiB));
+        const neighbour = path.join(mnt, 'neighbour.txt');
+        fs.writeFileSync(neighbour, 'keep me');
+        const plan = await planDownload(source(HOST), checkpoint(HOST, file, false), { root: mnt, run: 'filling' });
+        let filled = false;
+        const err = await rejectsWith(
+          download(plan, {
+            concurrency,
+            threads: concurrency > 1,
+            onProgress: (p) => {
+              // Another program takes the rest of the disk once the download is under way.
+              if (!filled && p.bytesDone > 0) {
+                filled = true;
+                try {
+                  fs.writeFileSync(path.join(mnt, 'filler'), Buffer.alloc(24 * MiB));
+                } catch {
+                  // ENOSPC for the filler itself: the disk is full, which is the point.
+                }
               }
-            }
-          },
-        }),
-        'disk-full',
-      );
-      assert.ok(filled, 'the disk was filled mid-download');
-      assert.match(err.message, /space|full/i);
-      assert.ok(fs.existsSync(partPath(plan.files[0].localPath)), 'what was written is kept');
-      assert.ok(!fs.existsSync(plan.files[0].localPath), 'no file that looks complete');
-      assert.equal(fs.readFileSync(neighbour, 'utf8'), 'keep me');
-    } finally {
-      execFileSync('umount', [mnt]);
-      fs.rmSync(mnt, { recursive: true, force: true });
-    }
-  });
+            },
+          }),
+          'disk-full',
+        );
+        assert.ok(filled, 'the disk was filled mid-download');
+        assert.match(err.message, /space|full/i);
+        assert.ok(fs.existsSync(partPath(plan.files[0].localPath)), 'what was written is kept');
+        assert.ok(!fs.existsSync(plan.files[0].localPath), 'no file that looks complete');
+        assert.equal(fs.readFileSync(neighbour, 'utf8'), 'keep me');
+      } finally {
+        execFileSync('umount', [mnt]);
+        fs.rmSync(mnt, { recursive: true, force: true });
+      }
+    });
+  }
 
   test('a destination without room is refused before anything is fetched', async () => {
     const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-small-'));

@@ -293,52 +293,59 @@ async function runAttempt(
       const c = await source.pool.connectSibling(source.host, stop.signal).catch(() => undefined);
       return c ? createLane(transport, c, source.target, true) : undefined;
     };
-    for (const lane of await Promise.all(Array.from({ length: wanted - 1 }, sibling))) if (lane) lanes.push(lane);
-    if (signal?.aborted) throw cancelled();
 
     const queue: { w: Work; range: ByteRange }[] = [];
     for (const w of works) {
       const missing = w.done.missing(w.bytes);
       const left = missing.reduce((n, [s, e]) => n + (e - s), 0);
       // Big pieces for exec (each costs a process through the container prefix), enough to keep every lane busy.
-      const piece = options.segmentBytes ?? Math.max(8 << 20, Math.ceil(left / (lanes.length * 2)));
+      const piece = options.segmentBytes ?? Math.max(8 << 20, Math.ceil(left / (wanted * 2)));
       for (const range of splitRanges(missing, piece)) queue.push({ w, range });
       if (w.bytes === 0) queue.push({ w, range: [0, 0] });
     }
     let failure: unknown;
-    await Promise.all(
-      lanes.map(async (lane) => {
-        for (let job = queue.shift(); job && !stop.signal.aborted; job = queue.shift()) {
-          const { w, range } = job;
-          try {
-            const fh = await openPart(w);
-            if (range[1] === range[0]) continue;
-            const written = (pos: number, n: number): void => {
-              w.done.add(pos, pos + n);
-              w.dirty = true;
-              onBytes(w, n);
-            };
-            const job = { remotePath: w.file.remotePath, size: w.bytes, start: range[0], end: range[1], partPath: partPath(w.file.localPath) };
-            await lane.fetch(
-              job,
-              async (pos, data) => {
-                try {
-                  await fh.write(data, 0, data.length, pos);
-                } catch (e) {
-                  throw localError(e, `Cannot write ${job.partPath}`);
-                }
-                written(pos, data.length);
-              },
-              stop.signal,
-              written,
-            );
-          } catch (e) {
-            failure ??= e;
-            stop.abort();
-          }
+    const work = async (lane: Lane): Promise<void> => {
+      for (let job = queue.shift(); job && !stop.signal.aborted; job = queue.shift()) {
+        const { w, range } = job;
+        try {
+          const fh = await openPart(w);
+          if (range[1] === range[0]) continue;
+          const written = (pos: number, n: number): void => {
+            w.done.add(pos, pos + n);
+            w.dirty = true;
+            onBytes(w, n);
+          };
+          const job = { remotePath: w.file.remotePath, size: w.bytes, start: range[0], end: range[1], partPath: partPath(w.file.localPath) };
+          await lane.fetch(
+            job,
+            async (pos, data) => {
+              try {
+                await fh.write(data, 0, data.length, pos);
+              } catch (e) {
+                throw localError(e, `Cannot write ${job.partPath}`);
+              }
+              written(pos, data.length);
+            },
+            stop.signal,
+            written,
+          );
+        } catch (e) {
+          failure ??= e;
+          stop.abort();
         }
+      }
+    };
+    // The shared connection starts at once; each sibling takes pieces from the same queue as soon as it is up (a
+    // worker's start and login take a moment, longer on a busy machine), and one that comes up too late just closes.
+    await Promise.all([
+      work(lanes[0]),
+      ...Array.from({ length: wanted - 1 }, async () => {
+        const lane = await sibling();
+        if (!lane) return;
+        lanes.push(lane);
+        await work(lane);
       }),
-    );
+    ]);
     if (signal?.aborted) throw cancelled();
     if (failure) throw failure;
     return lanes.length;
