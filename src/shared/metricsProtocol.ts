@@ -182,7 +182,9 @@ export type FromWebview =
   | { type: 'removeReferenceLine'; id: string }
   | { type: 'openPanel' }
   /** Open the table of the primary run's evals. */
-  | { type: 'showEvalTable' };
+  | { type: 'showEvalTable' }
+  /** From the eval table page: put the table on the clipboard as CSV or Markdown. */
+  | { type: 'copyEvalTable'; format: 'csv' | 'markdown' };
 
 /** Kept by the webview (vscode.setState) and handed back to the panel serializer after a reload. */
 export interface PanelRestoreState {
@@ -191,8 +193,5 @@ export interface PanelRestoreState {
   others: { run: RunRefWire; role: 'compare' | 'reference' }[];
 }
 
-/** The eval table webview → extension (its only messages: copy the table as text). Validated on arrival too. */
-export type EvalTableFromWebview = { type: 'copy'; format: 'csv' | 'markdown' };
-
-/** Extension → the eval table webview: the copy is on the clipboard. */
+/** Extension → the eval table page: the copy is on the clipboard. */
 export type EvalTableToWebview = { type: 'copied'; format: 'csv' | 'markdown' };

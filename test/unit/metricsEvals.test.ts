@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MetricsPresenter, type FeedView } from '../../src/extension/metrics/presenter';
-import { parseEvalTableMessage, parseFromWebview } from '../../src/extension/metrics/validate';
+import { parseFromWebview } from '../../src/extension/metrics/validate';
 import type { EvalPointWire, RunRefWire } from '../../src/shared/metricsProtocol';
 import { runKeyOf } from '../../src/extension/metrics/runRef';
 
@@ -40,11 +40,11 @@ test('removing a run forgets its evals', () => {
   assert.ok(p.setEvals(b, [point(1, { x: 1 })]), 'sent again to a view that lost them');
 });
 
-test('boundary: showEvalTable from the metrics webview; only copy as csv/markdown from the table webview', () => {
+test('boundary: showEvalTable from the metrics page; copyEvalTable as csv or markdown from the eval table page', () => {
   assert.deepEqual(parseFromWebview({ type: 'showEvalTable', extra: 1 }), { type: 'showEvalTable' });
-  assert.deepEqual(parseEvalTableMessage({ type: 'copy', format: 'csv' }), { type: 'copy', format: 'csv' });
-  assert.deepEqual(parseEvalTableMessage({ type: 'copy', format: 'markdown', x: 'y' }), { type: 'copy', format: 'markdown' });
-  for (const bad of [null, {}, { type: 'copy' }, { type: 'copy', format: 'html' }, { type: 'showEvalTable' }, 'copy']) {
-    assert.equal(parseEvalTableMessage(bad), undefined, JSON.stringify(bad));
+  assert.deepEqual(parseFromWebview({ type: 'copyEvalTable', format: 'csv' }), { type: 'copyEvalTable', format: 'csv' });
+  assert.deepEqual(parseFromWebview({ type: 'copyEvalTable', format: 'markdown', x: 'y' }), { type: 'copyEvalTable', format: 'markdown' });
+  for (const bad of [{ type: 'copyEvalTable' }, { type: 'copyEvalTable', format: 'html' }, { type: 'copyEvalTable', format: ['csv'] }]) {
+    assert.equal(parseFromWebview(bad), undefined, JSON.stringify(bad));
   }
 });

@@ -2,13 +2,17 @@
  * The eval table's page: the run's evals as an HTML table (step × metric) with two buttons, Copy as CSV and Copy as
  * Markdown. Why a webview rather than a read-only document: it is a grid to read (states, empty cells, numbers
  * aligned), the two copies are explicit one-click actions, and it redraws in place when an eval finishes.
- * Strict CSP: nothing by default, the one inline script and style allowed by this page's nonce only. Every remote or
- * user string is escaped. Pure: no `vscode`.
+ * The metrics page's strict CSP (html.ts): nothing by default, the one inline script by this page's nonce only, the
+ * stylesheet from media/. Every remote or user string is escaped. Pure: no `vscode`.
  */
 import { tableCells, type EvalTable } from '../../core/eval/table';
-import { makeNonce } from '../metrics/html';
+import { contentSecurityPolicy, makeNonce } from '../metrics/html';
 
 export interface EvalTablePage {
+  /** webview.cspSource */
+  cspSource: string;
+  /** media/evalTable.css as a webview URI. */
+  styleUri: string;
   /** e.g. `drafter — kpro6/pct:200`. */
   title: string;
   table: EvalTable;
@@ -17,34 +21,14 @@ export interface EvalTablePage {
   nonce?: string;
 }
 
-/** The page's Content-Security-Policy: no source at all except this nonce's script and style. */
-export function evalTableCsp(nonce: string): string {
-  return `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'`;
-}
-
 export function escapeHtml(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
 
-const STYLE = `
-body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground); padding: 8px 16px; }
-h1 { font-size: 1.1em; font-weight: 600; margin: 0 0 8px; }
-.actions { margin: 0 0 10px; display: flex; gap: 6px; }
-button { color: var(--vscode-button-foreground); background: var(--vscode-button-background); border: none; padding: 4px 10px; cursor: pointer; }
-button:hover { background: var(--vscode-button-hoverBackground); }
-table { border-collapse: collapse; }
-th, td { padding: 3px 10px; border-bottom: 1px solid var(--vscode-widget-border, rgba(128,128,128,0.35)); text-align: left; white-space: nowrap; }
-th { font-weight: 600; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-td.state-failed, td.state-lost { color: var(--vscode-errorForeground); }
-.empty { opacity: 0.8; }
-.copied { margin-left: 6px; opacity: 0.8; }
-`;
-
 const SCRIPT = `
 const vscode = acquireVsCodeApi();
 for (const b of document.querySelectorAll('button[data-format]')) {
-  b.addEventListener('click', () => vscode.postMessage({ type: 'copy', format: b.dataset.format }));
+  b.addEventListener('click', () => vscode.postMessage({ type: 'copyEvalTable', format: b.dataset.format }));
 }
 window.addEventListener('message', (e) => {
   const m = e.data;
@@ -73,9 +57,9 @@ export function evalTableHtml(page: EvalTablePage): string {
 <html lang="en">
 <head>
 <meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${escapeHtml(evalTableCsp(nonce))}">
+<meta http-equiv="Content-Security-Policy" content="${escapeHtml(contentSecurityPolicy(page.cspSource, nonce))}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<style nonce="${escapeHtml(nonce)}">${STYLE}</style>
+<link rel="stylesheet" href="${escapeHtml(page.styleUri)}">
 <title>Evals</title>
 </head>
 <body>

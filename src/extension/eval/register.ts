@@ -153,7 +153,7 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
     }
   }, RELIST_RUNNING_MS);
   store.register({ dispose: () => clearInterval(relist) });
-  const tables = store.register(new EvalTablePanels(results, log));
+  const tables = store.register(new EvalTablePanels(context.extensionUri, results, log));
 
   /** Where a checkpoint's download lands and whether all of it is there (one remote listing of its files). */
   const localCheckpointOf = async (ref: PickedRef): Promise<LocalCheckpointState> => {

@@ -3,7 +3,7 @@
  * checked here before the extension acts on it, and anything malformed is dropped. Also validates the state a
  * restored panel hands back after a reload. Pure: no `vscode`.
  */
-import type { EvalTableFromWebview, FromWebview, PanelRestoreState, RunRefWire, XRange } from '../../shared/metricsProtocol';
+import type { FromWebview, PanelRestoreState, RunRefWire, XRange } from '../../shared/metricsProtocol';
 
 const MAX_TEXT = 500;
 const MAX_WIDTH = 20_000;
@@ -62,6 +62,8 @@ export function parseFromWebview(msg: unknown): FromWebview | undefined {
       return { type: 'openPanel' };
     case 'showEvalTable':
       return { type: 'showEvalTable' };
+    case 'copyEvalTable':
+      return msg.format === 'csv' || msg.format === 'markdown' ? { type: 'copyEvalTable', format: msg.format } : undefined;
     case 'removeRun':
       return text(msg.runKey) ? { type: 'removeRun', runKey: msg.runKey } : undefined;
     case 'setReferenceRun':
@@ -77,12 +79,6 @@ export function parseFromWebview(msg: unknown): FromWebview | undefined {
     default:
       return undefined;
   }
-}
-
-/** A message from the eval table webview, or undefined when it is not one it may send. */
-export function parseEvalTableMessage(msg: unknown): EvalTableFromWebview | undefined {
-  if (!isObj(msg) || msg.type !== 'copy') return undefined;
-  return msg.format === 'csv' || msg.format === 'markdown' ? { type: 'copy', format: msg.format } : undefined;
 }
 
 function runRef(v: unknown): RunRefWire | undefined {

@@ -1,4 +1,7 @@
-/** Webview options and HTML shared by the panel and the inline view: scripts on, resources from dist/ and media/ only. */
+/**
+ * Webview options and HTML shared by every webview (the metrics panel, the inline view, the eval table): scripts on,
+ * resources from dist/ and media/ only.
+ */
 import * as vscode from 'vscode';
 import type { ViewMode } from '../../shared/metricsProtocol';
 import { metricsHtml } from './html';
@@ -23,4 +26,10 @@ export function setupWebview(webview: vscode.Webview, extensionUri: vscode.Uri, 
     styleUri: webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'media', 'metrics.css')).toString(),
     mode,
   });
+}
+
+/** Set the shared options and a page the caller builds (with html.ts's CSP) around a stylesheet of media/, e.g. the eval table. */
+export function setupWebviewPage(webview: vscode.Webview, extensionUri: vscode.Uri, stylesheet: string, page: (parts: { cspSource: string; styleUri: string }) => string): void {
+  webview.options = webviewOptions(extensionUri);
+  webview.html = page({ cspSource: webview.cspSource, styleUri: webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'media', stylesheet)).toString() });
 }
