@@ -239,10 +239,11 @@ test('without GNU find -printf (busybox), stat supplies size, whole-second mtime
   assert.equal(r.stat.head, Buffer.from(line(1, 1)).toString('hex'));
 });
 
-test('a big read comes gzip-compressed and reads the same; small reads and a gzip without levels come plain', async () => {
+test('asked to, a big read comes gzip-compressed and reads the same; small reads, a gzip without levels and the default come plain', async () => {
   const file = path.join(tmp, 'gz.jsonl');
   const text = Array.from({ length: 12_000 }, (_, i) => line(i, i / 7)).join('');
-  assert.ok(text.length > DEFAULT_TAIL_COMPRESS_ABOVE);
+  const ABOVE = 256 * 1024;
+  assert.ok(text.length > ABOVE);
   fs.writeFileSync(file, text);
   // Record what the remote side sent, to see the encoding and the bytes on the wire.
   const replies: Buffer[] = [];
@@ -255,7 +256,7 @@ test('a big read comes gzip-compressed and reads the same; small reads and a gzi
   });
   const statusOf = (reply: Buffer) => reply.toString('latin1').split('\n').find((l) => l.startsWith('ok ')) ?? '';
 
-  const compressed = new MetricsFollower(file, 'jsonl');
+  const compressed = new MetricsFollower(file, 'jsonl', { compressAbove: ABOVE });
   await poll(compressed, recording(localExecutor()));
   assert.match(statusOf(replies[0]), / gz$/);
   assert.ok(replies[0].length < text.length / 3, `${replies[0].length} bytes on the wire for ${text.length}`);
@@ -274,8 +275,13 @@ test('a big read comes gzip-compressed and reads the same; small reads and a gzi
   fs.mkdirSync(shim, { recursive: true });
   fs.writeFileSync(path.join(shim, 'gzip'), '#!/bin/sh\necho "gzip: invalid option -- 1" >&2\nexit 1\n', { mode: 0o755 });
   replies.length = 0;
-  const plain = new MetricsFollower(file, 'jsonl');
+  const plain = new MetricsFollower(file, 'jsonl', { compressAbove: ABOVE });
   await poll(plain, recording(localExecutor({ pathPrefix: shim })));
+  assert.match(statusOf(replies[0]), / -$/);
+  // And by default nothing is compressed.
+  replies.length = 0;
+  const byDefault = new MetricsFollower(file, 'jsonl');
+  await poll(byDefault, recording(localExecutor()));
   assert.match(statusOf(replies[0]), / -$/);
   const snapshot = (f: MetricsFollower) => JSON.stringify([[...f.metrics.get('loss')!.x], [...f.metrics.get('loss')!.y]]);
   assert.equal(snapshot(plain), snapshot(compressed));

@@ -45,7 +45,7 @@ export interface CatchUpOptions {
 export interface FollowerOptions {
   /** Cap on bytes per read. */
   maxBytes?: number;
-  /** Reads of at least this many bytes come gzip-compressed where the remote side can (0: never). */
+  /** Reads of at least this many bytes come gzip-compressed where the remote side can (default 0: never). */
   compressAbove?: number;
 }
 

@@ -31,7 +31,7 @@ export interface RunFeedOptions {
   log?: (message: string) => void;
   /** Cap on bytes per remote read (default the core's DEFAULT_TAIL_MAX_BYTES); a bigger backlog takes several. */
   maxBytesPerRead?: number;
-  /** Reads of at least this many bytes come gzip-compressed where the remote has gzip (default the core's; 0: never). */
+  /** Reads of at least this many bytes come gzip-compressed where the remote has gzip (default 0: never; for slow links). */
   compressAbove?: number;
 }
 
