@@ -121,12 +121,22 @@ async function main(): Promise<void> {
     const directory = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home, localUser: 'nobody' });
 
     let execs = 0;
+    /** The last raw result of each command line, to explain a listing that fails. */
+    const lastResults = new Map<string, string>();
+    const failures: string[] = [];
     const makeCore = (pool: ConnectionPool): RemoteRunsCore =>
       new RemoteRunsCore({
         hosts: () => hosts,
         executorFor: (h): Executor => {
           const inner = pool.executor(directory.resolve(h), { idempotent: true });
-          return { exec: (line, o) => (execs++, inner.exec(line, o)) };
+          return {
+            exec: async (line, o) => {
+              execs++;
+              const r = await inner.exec(line, o);
+              lastResults.set(`${h.name}|${line}`, `stdout ${r.stdout.length} bytes, exit ${r.code ?? r.signal}, truncated ${r.truncated}, stderr ${JSON.stringify(r.stderr.toString().slice(0, 300))}, ends ${JSON.stringify(r.stdout.subarray(-40).toString('latin1'))}`);
+              return r;
+            },
+          };
         },
       });
     const newPool = (): ConnectionPool =>
@@ -137,7 +147,16 @@ async function main(): Promise<void> {
       const perHost = await Promise.all(
         hosts.map(async (h) => {
           const { targets } = await core.listTargets(h.name);
-          return Promise.all(targets.map((t) => core.listTarget(h.name, { kind: t.kind, id: t.id } as TargetRef)));
+          const listed = await Promise.all(
+            targets.map((t) =>
+              core.listTarget(h.name, { kind: t.kind, id: t.id } as TargetRef).catch((e: unknown) => {
+                // A failed listing is reported (with what the command returned), not allowed to end the bench.
+                failures.push(`${h.name} ${t.kind}:${t.id}: ${e instanceof Error ? e.message : String(e)} [${[...lastResults].reverse().find(([k]) => k.startsWith(`${h.name}|`) && k.includes(t.id || 'sh -c'))?.[1] ?? ''}]`);
+                return undefined;
+              }),
+            ),
+          );
+          return listed.filter((l): l is TargetListing => l !== undefined);
         }),
       );
       return { listings: perHost.flat(), targetsPerHost: perHost.map((l) => l.length) };
@@ -232,6 +251,7 @@ async function main(): Promise<void> {
     console.log(table(['', 'growth', 'total'], rows));
     const listings = held?.listings.length ?? 0;
     console.log(`\n# ${listings} listings held, ${listings * RUNS} runs, ${listings * RUNS * CKPTS} checkpoints; load ${load()} (2 shared cores: absolute times move with load, ratios less)`);
+    problems.push(...failures.map((f) => `listing failed: ${f}`));
     if (commands.execs !== expectedCommands) problems.push(`executor calls ${commands.execs}, expected ${expectedCommands}`);
     for (const p of problems.slice(0, 20)) console.log(`PROBLEM ${p}`);
     console.log(
