@@ -152,7 +152,7 @@ export class MetricChart {
     const xMin = range && ui.xMode === 'step' ? range.xMin : range ? store.xOfStep(primary, this.key, range.xMin, ui.xMode) : undefined;
     const xMax = range && ui.xMode === 'step' ? range.xMax : range ? store.xOfStep(primary, this.key, range.xMax, ui.xMode) : undefined;
     this.chart.options.scales = {
-      x: { type: 'linear', min: xMin, max: xMax, ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 6, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
+      x: { type: 'linear', min: xMin, max: xMax, ...this.evalOnlySpan(), ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 6, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
       y: {
         type: ui.logY ? 'logarithmic' : 'linear',
         ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 5, callback: (v: number | string) => formatValue(Number(v)) },
@@ -162,6 +162,18 @@ export class MetricChart {
     };
     this.chart.update('none');
     this.renderText();
+  }
+
+  /**
+   * A chart with eval points but no curve (a metric only evals measure) spans the run's checkpoints, not just the
+   * evaluated steps, so a lone point is not stretched across the whole width and its place in training shows.
+   */
+  private evalOnlySpan(): { suggestedMin?: number; suggestedMax?: number } {
+    const { store, ui } = this.host;
+    if (ui.xMode !== 'step' || store.range || this.evalMarks.length === 0 || store.runs.some((r) => r.series.has(this.key))) return {};
+    const steps = (store.primary?.checkpoints ?? []).map((c) => c.step);
+    if (steps.length < 2) return {};
+    return { suggestedMin: Math.min(...steps), suggestedMax: Math.max(...steps) };
   }
 
   /** Header, plateau hint and readout (text only; no redraw of the canvas). */
