@@ -12,7 +12,6 @@ import { DemoMachine, namespaceProblem } from './sandbox';
 import { startDemoServer, type DemoServer } from './server';
 import { LiveTrainer } from './trainer';
 import { writeDemoTree, type DemoTree } from './tree';
-import { DEMO_EVAL } from './scripts';
 
 /** The name of the demo host in settings and CLI addresses (`demo/pct:200`). */
 export const DEMO_HOST_NAME = 'demo';
@@ -41,14 +40,7 @@ export interface StartDemoOptions {
   log?: (line: string) => void;
 }
 
-/** The demo eval profile, for `remoteRuns.evalProfiles`. */
-export function demoEvalProfile(): Record<string, unknown> {
-  return {
-    name: 'Demo: acceptance length',
-    where: 'target',
-    command: `sh ${DEMO_EVAL} \${checkpoint} \${step}`,
-  };
-}
+export { demoEvalProfile } from './evalProfile';
 
 /** Start everything. Throws with the reason when this machine cannot run the demo (see namespaceProblem). */
 export async function startDemoHost(options: StartDemoOptions): Promise<DemoHost> {

@@ -61,6 +61,7 @@ test('"Try the demo host" starts the demo host: the tree shows it, its container
     assert.equal(entry.host, '127.0.0.1');
     assert.equal(entry.identityFile, path.join(demoDir, 'keys', 'client_ed25519'));
     assert.deepEqual(settings['remoteRuns.knownHostsFiles'], ['~/.ssh/known_hosts', path.join(demoDir, 'known_hosts')]);
+    assert.deepEqual((settings['remoteRuns.evalProfiles'] as { name: string }[]).map((p) => p.name), ['Demo: acceptance length']);
     assert.match(readFileSync(path.join(demoDir, 'known_hosts'), 'utf8'), new RegExp(`^\\[127\\.0\\.0\\.1\\]:${entry.port} ssh-ed25519 `));
     // No "trust this host key?" question was needed, and nothing failed.
     const notes = await session.notifications();
@@ -76,6 +77,7 @@ test('"Stop the Demo Host" ends its processes and takes it out of the settings; 
     await session.view('Hosts').getByRole('button', { name: 'Try the demo host' }).waitFor({ state: 'visible', timeout: 30_000 });
     await eventually(() => userSettings()['remoteRuns.knownHostsFiles'] === undefined, 'the settings cleaned');
     assert.equal(userSettings()['remoteRuns.hosts'], undefined);
+    assert.equal(userSettings()['remoteRuns.evalProfiles'], undefined);
     await eventually(() => machine.every((pid) => !alive(pid)), `the demo machine's processes (${machine.join(', ')}) end`);
     assert.deepEqual(machineProcesses(), []);
   });

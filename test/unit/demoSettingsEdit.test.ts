@@ -1,11 +1,14 @@
 /**
- * The settings edits of "Try the demo host": the demo host and its known_hosts file go in, and exactly those come out
- * again; the user's own hosts and known_hosts files (including the implicit ~/.ssh/known_hosts) are never lost.
+ * The settings edits of "Try the demo host": the demo host, its known_hosts file and its eval profile go in, and
+ * exactly those come out again; the user's own hosts, known_hosts files (including the implicit ~/.ssh/known_hosts)
+ * and eval profiles are never lost.
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   DEFAULT_KNOWN_HOSTS,
+  evalProfilesWithDemo,
+  evalProfilesWithoutDemo,
   hostsWithDemo,
   hostsWithoutDemo,
   isDemoHostEntry,
@@ -13,6 +16,7 @@ import {
   knownHostsWithoutDemo,
 } from '../../src/extension/demo/demoSettingsEdit';
 import type { HostConfig } from '../../src/core/types';
+import { demoEvalProfile } from '../../src/demo/evalProfile';
 
 const KEY = '/home/u/.config/Code/User/globalStorage/remote-runs.remote-runs/demo/keys/client_ed25519';
 const KH = '/home/u/.config/Code/User/globalStorage/remote-runs.remote-runs/demo/known_hosts';
@@ -60,4 +64,17 @@ test('removing the demo\'s known_hosts file restores what the user had', () => {
   assert.equal(knownHostsWithoutDemo(knownHostsWithDemo(undefined, KH), KH), undefined);
   assert.deepEqual(knownHostsWithoutDemo(knownHostsWithDemo(['/a', '/b'], KH), KH), ['/a', '/b']);
   assert.equal(knownHostsWithoutDemo(undefined, KH), undefined);
+});
+
+test('the demo\'s eval profile is added once after the user\'s, never over a user profile of that name, and removed exactly', () => {
+  const demoProfile = demoEvalProfile();
+  const theirs = { name: 'acceptance', command: 'python eval.py ${checkpoint}' };
+  const once = evalProfilesWithDemo([theirs], demoProfile);
+  assert.deepEqual(once, [theirs, demoProfile]);
+  assert.deepEqual(evalProfilesWithDemo(once, demoProfile), once, 'not added twice');
+  const sameName = { name: demoProfile.name, command: 'my own' };
+  assert.deepEqual(evalProfilesWithDemo([sameName], demoProfile), [sameName]);
+  assert.deepEqual(evalProfilesWithoutDemo([sameName], demoProfile), [sameName], 'a user profile of that name stays');
+  assert.deepEqual(evalProfilesWithoutDemo(once, demoProfile), [theirs]);
+  assert.equal(evalProfilesWithoutDemo([demoProfile], demoProfile), undefined);
 });

@@ -6,18 +6,30 @@
  *
  * Why user (global) settings, not workspace ones: the welcome view also shows with no folder open, where a workspace
  * setting cannot be written; the demo's key and known_hosts live in the extension's per-user storage, not in a
- * project; and Add Host writes there too. What is written is only the host entry and the known_hosts file, both
- * recognised by paths under that storage, and removed when the demo stops (or, if VS Code went away before that
+ * project; and Add Host writes there too. What is written is only the host entry and the known_hosts file (both
+ * recognised by paths under that storage) and the demo's eval profile (by its exact name and command), and removed when the demo stops (or, if VS Code went away before that
  * could finish, at the next activation when no window runs the demo any more).
  */
 import * as fs from 'node:fs';
 import * as vscode from 'vscode';
 import type { DemoHost } from '../../demo/demoHost';
+import { demoEvalProfile } from '../../demo/evalProfile';
 import { demoPaths, type DemoPaths } from '../../demo/paths';
 import type { HostConfig } from '../../core/types';
 import type { Logger } from '../log';
-import { hostsWithDemo, hostsWithoutDemo, isDemoHostEntry, knownHostsWithDemo, knownHostsWithoutDemo } from './demoSettingsEdit';
+import {
+  evalProfilesWithDemo,
+  evalProfilesWithoutDemo,
+  hostsWithDemo,
+  hostsWithoutDemo,
+  isDemoEvalProfile,
+  isDemoHostEntry,
+  knownHostsWithDemo,
+  knownHostsWithoutDemo,
+} from './demoSettingsEdit';
 
+/** The demo's eval profile: added with the host, removed with it. */
+const DEMO_EVAL_PROFILE: Readonly<Record<string, unknown>> = demoEvalProfile();
 /** The running demo as the command reports it. */
 export interface RunningDemo {
   /** The name the host got in `remoteRuns.hosts` (`demo`, unless the user already has a host of that name). */
@@ -125,7 +137,9 @@ export class DemoHostController implements vscode.Disposable {
     const config = vscode.workspace.getConfiguration('remoteRuns');
     const files = config.inspect<string[]>('knownHostsFiles')?.globalValue;
     await config.update('knownHostsFiles', knownHostsWithDemo(files, knownHosts), vscode.ConfigurationTarget.Global);
-    const hosts = hostsWithDemo(config.inspect<unknown[]>('hosts')?.globalValue, hostConfig);
+    const profiles = evalProfilesWithDemo(config.inspect<unknown[]>('evalProfiles')?.globalValue, DEMO_EVAL_PROFILE);
+    await vscode.workspace.getConfiguration('remoteRuns').update('evalProfiles', profiles, vscode.ConfigurationTarget.Global);
+    const hosts = hostsWithDemo(vscode.workspace.getConfiguration('remoteRuns').inspect<unknown[]>('hosts')?.globalValue, hostConfig);
     await vscode.workspace.getConfiguration('remoteRuns').update('hosts', hosts, vscode.ConfigurationTarget.Global);
     return (hosts[hosts.length - 1] as HostConfig).name;
   }
@@ -135,6 +149,12 @@ export class DemoHostController implements vscode.Disposable {
     const hosts = config.inspect<unknown[]>('hosts')?.globalValue;
     if (hosts?.some((h) => isDemoHostEntry(h, this.paths.clientKey))) {
       await config.update('hosts', hostsWithoutDemo(hosts, this.paths.clientKey), vscode.ConfigurationTarget.Global);
+    }
+    const profiles = vscode.workspace.getConfiguration('remoteRuns').inspect<unknown[]>('evalProfiles')?.globalValue;
+    if (profiles?.some((p) => isDemoEvalProfile(p, DEMO_EVAL_PROFILE))) {
+      await vscode.workspace
+        .getConfiguration('remoteRuns')
+        .update('evalProfiles', evalProfilesWithoutDemo(profiles, DEMO_EVAL_PROFILE), vscode.ConfigurationTarget.Global);
     }
     const files = vscode.workspace.getConfiguration('remoteRuns').inspect<string[]>('knownHostsFiles')?.globalValue;
     if (files?.includes(this.paths.knownHosts)) {

@@ -1,7 +1,7 @@
 /**
  * The settings edits of "Try the demo host", as pure functions of the current user-level values (no `vscode` here, so
- * they are unit-tested): add the demo host and its known_hosts file, and take exactly those out again when the demo
- * stops. An entry is the demo's by its key file (under the extension's own storage), never by its name, so a host of
+ * they are unit-tested): add the demo host, its known_hosts file and its eval profile, and take exactly those out
+ * again when the demo stops. An entry is the demo's by its key file (under the extension's own storage), never by its name, so a host of
  * the user's that happens to be called "demo" is never touched.
  */
 import type { HostConfig } from '../../core/types';
@@ -49,4 +49,24 @@ export function knownHostsWithoutDemo(current: readonly string[] | undefined, de
   const left = (current ?? []).filter((f) => f !== demoFile);
   if (left.length === 0 || (left.length === 1 && left[0] === DEFAULT_KNOWN_HOSTS)) return undefined;
   return left;
+}
+
+/** True when `entry` is exactly the demo's eval profile (same name and command), not a user's copy of it. */
+export function isDemoEvalProfile(entry: unknown, demo: Readonly<Record<string, unknown>>): boolean {
+  if (!entry || typeof entry !== 'object') return false;
+  const e = entry as Record<string, unknown>;
+  return e.name === demo.name && e.command === demo.command;
+}
+
+/** `remoteRuns.evalProfiles` with the demo's profile (once), after the user's own; a user profile of the same name wins. */
+export function evalProfilesWithDemo(current: readonly unknown[] | undefined, demo: Readonly<Record<string, unknown>>): unknown[] {
+  const others = (current ?? []).filter((p) => !isDemoEvalProfile(p, demo));
+  const nameTaken = others.some((p) => p && typeof p === 'object' && (p as { name?: unknown }).name === demo.name);
+  return nameTaken ? others : [...others, { ...demo }];
+}
+
+/** `remoteRuns.evalProfiles` without the demo's profile; `undefined` when nothing is left. */
+export function evalProfilesWithoutDemo(current: readonly unknown[] | undefined, demo: Readonly<Record<string, unknown>>): unknown[] | undefined {
+  const left = (current ?? []).filter((p) => !isDemoEvalProfile(p, demo));
+  return left.length ? left : undefined;
 }
