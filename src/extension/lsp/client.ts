@@ -22,7 +22,7 @@ import type { RunsTreeProvider } from '../tree/treeProvider';
 import { RemoteAnswers } from './answers';
 
 /** Languages served by default; `remoteRuns.languageServer.languages` adds to them. */
-export const DEFAULT_LANGUAGES: readonly string[] = ['shellscript', 'python', 'yaml', 'json', 'jsonc', 'toml', 'markdown'];
+export const DEFAULT_LANGUAGES: readonly string[] = ['shellscript', 'python', 'yaml', 'json', 'toml', 'markdown'];
 
 export interface LanguageServerDeps {
   store: DisposableStore;
