@@ -250,6 +250,11 @@ export class MetricChart {
     this.canvas.addEventListener('mousedown', (e) => {
       if (axisX(e) !== undefined) this.dragFrom = e.offsetX;
     });
+    // A drag across a checkpoint marker (a button over the canvas) would leave the canvas and cancel the zoom:
+    // the canvas keeps the pointer until the button is released.
+    this.canvas.addEventListener('pointerdown', (e) => {
+      if (e.button === 0 && axisX(e) !== undefined) this.canvas.setPointerCapture(e.pointerId);
+    });
     this.canvas.addEventListener('mouseup', (e) => {
       const from = this.dragFrom;
       this.dragFrom = null;
