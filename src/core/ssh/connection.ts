@@ -231,9 +231,15 @@ export class SshConnection implements Executor {
           ch.on('exit', (code: number | null, sig?: string) => {
             exit = typeof code === 'number' ? { code } : { code: null, signal: sig ?? undefined };
           });
+          // sshd may send the exit status before the last of the output (when the window is full): the output is
+          // whole only if it ended while the connection was up (a dead connection ends every channel at once).
+          let endedWhileUp = false;
+          ch.on('end', () => {
+            endedWhileUp = !this.isClosed;
+          });
           ch.on('close', () => {
             if (settled) return;
-            if (this.isClosed && !exit && !truncated) {
+            if (this.isClosed && !truncated && !(exit && endedWhileUp)) {
               if (this.closedWith) return fail(this.dropError(this.closedWith, 'after-open'));
               return; // a hop closed: the close event, a turn later, fails this with that hop's reason
             }
@@ -601,6 +607,7 @@ async function openHop(hop: ResolvedHop, sock: Duplex, ctx: HopContext, where: s
         client.destroy();
         reject(err);
       } else {
+        countDataAsAlive(client, sock, ctx.keepaliveIntervalMs);
         resolve(client);
       }
     };
@@ -649,6 +656,26 @@ async function openHop(hop: ResolvedHop, sock: Duplex, ctx: HopContext, where: s
     } catch (e) {
       finish(new RemoteRunsError('protocol', `Cannot connect to ${where}: ${e instanceof Error ? e.message : String(e)}`));
     }
+  });
+}
+
+/**
+ * ssh2 counts only answers to its keepalive pings, so a connection busy streaming a big listing or a download on a
+ * loaded machine (each answer queued behind megabytes of data) is declared dead while data keeps arriving. OpenSSH's
+ * ServerAliveInterval takes any packet from the server as a sign of life: do the same, by restarting ssh2's
+ * keepalive timer when bytes arrive (at most every half interval). A frozen server sends nothing: still caught.
+ */
+function countDataAsAlive(client: Client, sock: Duplex, intervalMs: number): void {
+  const reset = (client as unknown as { _resetKA?: () => void })._resetKA;
+  if (intervalMs <= 0 || typeof reset !== 'function') return;
+  const every = intervalMs / 2;
+  let last = Date.now();
+  // Attached after ssh2 resumed the socket (on ready), so this listener does not change how the socket flows.
+  sock.on('data', () => {
+    const now = Date.now();
+    if (now - last < every) return;
+    last = now;
+    reset();
   });
 }
 
