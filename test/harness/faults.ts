@@ -226,10 +226,11 @@ export function smallDisk(mib: number): SmallDisk {
  * public key as `type base64`.
  */
 export async function changeHostKey(sshd: TestSshd): Promise<string> {
-  const keyFile = path.join(sshd.dir, `ssh_host_${sshd.hostKeyType.replace(/^ssh-/, '').replace(/^ecdsa-sha2-nistp\d+$/, 'ecdsa')}_key`);
+  // The harness names key files by ssh-keygen type (test/harness/sshd.ts).
+  const type = sshd.hostKeyType === 'ssh-rsa' ? 'rsa' : sshd.hostKeyType.startsWith('ecdsa') ? 'ecdsa' : 'ed25519';
+  const keyFile = path.join(sshd.dir, `ssh_host_${type}_key`);
   fs.rmSync(keyFile, { force: true });
   fs.rmSync(`${keyFile}.pub`, { force: true });
-  const type = sshd.hostKeyType === 'ssh-rsa' ? 'rsa' : sshd.hostKeyType.startsWith('ecdsa') ? 'ecdsa' : 'ed25519';
   execFileSync('ssh-keygen', ['-q', '-t', type, '-N', '', '-C', 'changed', '-f', keyFile], { stdio: 'ignore' });
   const listening = (sshd.log().match(/Server listening on /g) ?? []).length;
   process.kill(sshd.pid, 'SIGHUP');

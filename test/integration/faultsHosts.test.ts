@@ -84,6 +84,44 @@ describe('the host key changes between two connections', () => {
   });
 });
 
+describe('a slow client on a busy connection', () => {
+  let s: TestSshd;
+  before(async () => {
+    s = await startSshd();
+  });
+  after(() => s?.stop());
+
+  test('keepalive answers queued behind megabytes of output do not get a live connection declared dead', async () => {
+    const { pool, states } = makePool(knownHosts('busy', s));
+    const host: PoolHost = { name: 'busy', jumps: [], target: hopFor(s, 'busy') };
+    const lease = await pool.acquire(host);
+    try {
+      // A loaded extension host: every chunk costs 40 ms to handle, so the server's answers to keepalive pings
+      // (sent every 250 ms, two missed = dead) wait behind megabytes of data while data keeps arriving.
+      const bytes = 6 * 1024 * 1024;
+      const ch = await lease.connection.openExec(`head -c ${bytes} /dev/zero`);
+      let got = 0;
+      await new Promise<void>((resolve, reject) => {
+        ch.on('data', (chunk: Buffer) => {
+          got += chunk.length;
+          const until = Date.now() + 40;
+          while (Date.now() < until) {
+            // busy, on purpose
+          }
+        });
+        ch.on('close', () => resolve());
+        ch.on('error', reject);
+      });
+      assert.equal(got, bytes, 'every byte arrived');
+      assert.equal(lease.connection.isClosed, false, 'the connection is still up');
+      assert.deepEqual(states.filter((x) => x.state.kind === 'unreachable'), [], 'never declared lost');
+    } finally {
+      lease.dispose();
+      pool.dispose();
+    }
+  });
+});
+
 describe('the jump host', () => {
   let pair: Awaited<ReturnType<typeof startJumpPair>>;
   before(async () => {
