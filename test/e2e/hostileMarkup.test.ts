@@ -43,11 +43,22 @@ before(async () => {
   mkdirSync(path.join(run, '.remote-runs'));
   execFileSync('chmod', ['-R', 'a+rX', root]);
   execFileSync('chown', ['-R', `${TEST_USER}:${TEST_USER}`, path.join(run, '.remote-runs')]);
+  // Inside a container: a readable run beside a folder the login user cannot enter (root's, mode 700).
+  const partial = path.join(host.containers.trainer.workspace, 'partial');
+  for (const dir of ['open-run', 'locked/secret-run']) {
+    mkdirSync(path.join(partial, dir, 'checkpoints', 'step_1'), { recursive: true });
+    writeFileSync(path.join(partial, dir, 'checkpoints', 'step_1', 'm.pt'), 'm');
+  }
+  execFileSync('chmod', ['-R', 'a+rX', partial]);
+  execFileSync('chmod', ['700', path.join(partial, 'locked')]);
   workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-markup-ws-'));
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [host.hostConfig('markupbox', { targets: ['host'], runRoots: [root] })],
+      'remoteRuns.hosts': [
+        host.hostConfig('markupbox', { targets: ['host'], runRoots: [root] }),
+        host.hostConfig('partialbox', { targets: ['docker:trainer'], runRoots: ['/workspace/partial'] }),
+      ],
       'remoteRuns.knownHostsFiles': [host.knownHostsFile],
       'remoteRuns.useSshConfigHosts': false,
       'remoteRuns.refreshIntervalSeconds': 0,
@@ -92,7 +103,10 @@ async function until(read: () => Promise<string>, match: RegExp | string, what: 
 
 test('the tree shows a run named <img …> as its text, and the workbench DOM gains no element', async () => {
   await withArtifactsOnFailure(session, 'markup-tree', async () => {
+    // On a loaded machine the extension host can start well after the workbench: wait for our view container.
+    await session.page.locator('.part.activitybar a.action-label[aria-label="Remote Runs"]').waitFor({ state: 'visible', timeout: 180_000 });
     await session.openViewContainer('Remote Runs');
+    await treeRow(session, 'markupbox').waitFor({ state: 'visible', timeout: 180_000 }); // activation, under load
     await expandTreeRow(session, 'markupbox');
     await expandTreeRow(session, 'host');
     const row = treeRow(session, RUN);
@@ -156,5 +170,16 @@ test('an eval whose output and result key hold markup: text in its terminal and 
     assert.deepEqual(await injected(session.page), { elements: [], pwned: undefined });
     const frame = await metricsFrame(session, 'panel');
     assert.deepEqual(await injected(frame), { elements: [], pwned: undefined });
+  });
+});
+
+test('a folder the user cannot read beside a run: the tree shows the run and a row saying what could not be read', async () => {
+  await withArtifactsOnFailure(session, 'markup-unreadable', async () => {
+    await expandTreeRow(session, 'partialbox');
+    await expandTreeRow(session, 'docker:trainer');
+    await treeRow(session, 'open-run').waitFor({ state: 'visible', timeout: 30_000 });
+    const note = treeRow(session, '/workspace/partial: 1 place could not be read');
+    await note.waitFor({ state: 'visible', timeout: 30_000 });
+    assert.equal(await treeRow(session, 'secret-run').count(), 0, 'nothing is invented for the unreadable folder');
   });
 });
