@@ -1,14 +1,15 @@
 /**
  * Checkpoint download benchmark, in one run: the time to pull a file (default 1 GiB of random bytes) with OpenSSH
- * `scp` (aes128-gcm, the cipher ssh2 negotiates, and scp's default), with this extension's core from the bare host
- * (SFTP and exec lanes, 1 and N connections) and from inside a `pct` container, as throughput ratios to scp;
- * then the bytes fetched again after the connection is killed at 50%.
+ * (`scp` and a plain `ssh … cat`, both aes128-gcm, the cipher ssh2 negotiates), with this extension's core from
+ * the bare host and from inside a `pct` container (one lane, and several lanes in worker threads), as throughput
+ * ratios to scp; the CPU each side spent per GiB; then the bytes fetched again after the connection is killed at 50%.
  *
- *   node --import tsx bench/transfer.ts [--size-mb 1024] [--rounds 3] [--lanes 4] [--native]
+ *   node --import tsx bench/transfer.ts [--size-mb 1024] [--rounds 3] [--lanes 4] [--native] [--only a,b,…]
  *
  * By default ssh2's native crypto binding is disabled, because the bundled extension ships without it
- * (esbuild.mjs marks it external); `--native` measures with it. Methods run interleaved, round after round, and
- * the median is reported, so a busy machine skews every method alike rather than one.
+ * (esbuild.mjs marks it external); `--native` measures with it. The worker threads run a fresh esbuild bundle of
+ * src/core/transfer/transferWorker.ts (as the extension does), not tsx-compiled sources. Methods run interleaved,
+ * round after round, and the median is reported, so a busy machine skews every method alike rather than one.
  */
 import * as Module from 'node:module';
 
@@ -22,7 +23,8 @@ if (!process.argv.includes('--native')) {
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { stats } from './util';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(name);
@@ -30,6 +32,67 @@ function arg(name: string, fallback: number): number {
 }
 
 const MiB = 1 << 20;
+const GiB = 1 << 30;
+/** Clock ticks per second of /proc/PID/stat (USER_HZ; 100 on Linux). */
+const HZ = 100;
+
+/** utime+stime of a process (own, and of its reaped children), in seconds. */
+function procCpu(pid: number | 'self'): { own: number; reaped: number } {
+  const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+  return { own: (Number(f[11]) + Number(f[12])) / HZ, reaped: (Number(f[13]) + Number(f[14])) / HZ };
+}
+
+function childrenOf(pid: number): number[] {
+  try {
+    return fs
+      .readdirSync(`/proc/${pid}/task`)
+      .flatMap((t) => fs.readFileSync(`/proc/${pid}/task/${t}/children`, 'utf8').trim().split(/\s+/))
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * CPU seconds spent by every process under `root` (sshd's per-connection processes, internal-sftp, the commands
+ * a session runs), sampled every 100 ms from /proc since they exit before anyone could ask. Processes that live
+ * under 100 ms are missed: a few ms per connection.
+ */
+class TreeCpu {
+  private readonly last = new Map<number, number>();
+  private readonly base = new Map<number, number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly root: number) {
+    this.sample(true);
+    this.timer = setInterval(() => this.sample(false), 100);
+  }
+
+  private sample(first: boolean): void {
+    const queue = childrenOf(this.root);
+    while (queue.length > 0) {
+      const pid = queue.pop()!;
+      try {
+        const t = procCpu(pid).own;
+        if (first) this.base.set(pid, t);
+        this.last.set(pid, t);
+      } catch {
+        continue;
+      }
+      queue.push(...childrenOf(pid));
+    }
+  }
+
+  stop(): number {
+    clearInterval(this.timer);
+    this.sample(false);
+    let total = 0;
+    for (const [pid, t] of this.last) total += t - (this.base.get(pid) ?? 0);
+    return total;
+  }
+}
 
 async function main(): Promise<void> {
   // Required after the hook above so ssh2 sees it (a static import would load ssh2 first).
@@ -38,14 +101,31 @@ async function main(): Promise<void> {
   const { ConnectionPool } = require('../src/core/ssh/pool') as typeof import('../src/core/ssh/pool');
   const { HostDirectory } = require('../src/core/hosts') as typeof import('../src/core/hosts');
   const { planDownload, download } = require('../src/core/transfer') as typeof import('../src/core/transfer');
+  const esbuild = require('esbuild') as typeof import('esbuild');
   const binding = (require('ssh2/lib/protocol/crypto.js') as { bindingAvailable?: boolean }).bindingAvailable === true;
 
   const size = arg('--size-mb', 1024) * MiB;
   const rounds = arg('--rounds', 3);
   const lanes = arg('--lanes', 4);
+  const onlyAt = process.argv.indexOf('--only');
+  const only = onlyAt > 0 ? new Set(process.argv[onlyAt + 1].split(',')) : undefined;
+  const loadStart = os.loadavg();
   const host = await startTestHost();
   const local = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-bench-dl-'));
   try {
+    // The worker threads run what the extension ships: a bundle, with ssh2's native binding external.
+    await esbuild.build({
+      entryPoints: { transferWorker: path.join(__dirname, '..', 'src', 'core', 'transfer', 'transferWorker.ts') },
+      outdir: local,
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      target: 'node20',
+      logLevel: 'error',
+      external: ['cpu-features', ...(process.argv.includes('--native') ? [] : ['./crypto/build/Release/sshcrypto.node'])],
+    });
+    process.env.REMOTE_RUNS_TRANSFER_WORKER = path.join(local, 'transferWorker.js');
+
     // One random file (incompressible, and hashing it proves nothing was skipped), visible on the bare host and,
     // through a hard link, inside pct:200 as /workspace/bench/big.bin.
     const bareDir = path.join(host.dir, 'bench');
@@ -64,27 +144,35 @@ async function main(): Promise<void> {
     const dir = new HostDirectory({ hosts: () => [hostConfig], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
     const resolved = dir.resolve(hostConfig);
     const out = path.join(local, 'out.bin');
+    const gcm = 'aes128-gcm@openssh.com';
+    const sshOpts = ['-o', 'BatchMode=yes', '-o', `UserKnownHostsFile=${host.knownHostsFile}`, '-i', host.sshd.clientKeyPath, '-c', gcm];
 
-    const scp = (cipher?: string) => async (): Promise<void> => {
-      execFileSync('scp', [
-        '-q',
-        '-o', 'BatchMode=yes',
-        '-o', `UserKnownHostsFile=${host.knownHostsFile}`,
-        '-i', host.sshd.clientKeyPath,
-        '-P', String(host.sshd.port),
-        ...(cipher ? ['-c', cipher] : []),
-        `${host.sshd.user}@127.0.0.1:${bare}`,
-        out,
-      ]);
+    /** Run an OpenSSH client without blocking this thread (the server's CPU sampler must keep running). */
+    const run = (cmd: string, args: string[], stdout: 'ignore' | number): Promise<void> =>
+      new Promise((resolve, reject) => {
+        const child = spawn(cmd, args, { stdio: ['ignore', stdout, 'inherit'] });
+        child.once('error', reject);
+        child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited with ${code}`))));
+      });
+    const scp = (): Promise<void> => run('scp', ['-q', ...sshOpts, '-P', String(host.sshd.port), `${host.sshd.user}@127.0.0.1:${bare}`, out], 'ignore');
+    /** OpenSSH's plainest stream: one channel, `cat` on the far side, the bytes to a file. */
+    const sshCat = (remote: string[]) => async (): Promise<void> => {
+      const fd = fs.openSync(out, 'w');
+      try {
+        await run('ssh', [...sshOpts, '-p', String(host.sshd.port), `${host.sshd.user}@127.0.0.1`, ...remote], fd);
+      } finally {
+        fs.closeSync(fd);
+      }
     };
 
-    /** One download through the core; returns the bytes that crossed the network. */
+    /** One download through the core; returns the bytes that crossed the network and the lanes used. */
     const core = async (
       target: { kind: 'host' | 'pct'; id: string },
       transport: 'sftp' | 'exec',
       concurrency: number,
+      threads: boolean,
       interruptAt?: number,
-    ): Promise<number> => {
+    ): Promise<{ fetched: number; lanes: number }> => {
       const pool = new ConnectionPool({
         prompter: new ScriptedPrompter(),
         logger: { info() {}, warn() {}, error() {} },
@@ -99,6 +187,7 @@ async function main(): Promise<void> {
         const res = await download(plan, {
           transport,
           concurrency,
+          threads,
           onProgress: (p) => {
             if (interruptAt !== undefined && !fired && p.bytesDone >= p.bytesTotal * interruptAt) {
               fired = true;
@@ -108,52 +197,96 @@ async function main(): Promise<void> {
         });
         fs.renameSync(res.files[0].localPath, out);
         for (const f of fs.readdirSync(path.join(local, 'bench'))) fs.rmSync(path.join(local, 'bench', f));
-        return res.bytesFetched;
+        return { fetched: res.bytesFetched, lanes: res.lanes };
       } finally {
         pool.dispose();
       }
     };
+    const HOST = { kind: 'host' as const, id: '' };
+    const PCT = { kind: 'pct' as const, id: '200' };
 
-    const methods: { name: string; run: () => Promise<unknown> }[] = [
-      { name: 'scp -c aes128-gcm@openssh.com', run: scp('aes128-gcm@openssh.com') },
-      { name: 'scp (default cipher)', run: scp() },
-      { name: `core bare host, sftp x${lanes} connections`, run: () => core({ kind: 'host', id: '' }, 'sftp', lanes) },
-      { name: `core bare host, exec x${lanes} connections`, run: () => core({ kind: 'host', id: '' }, 'exec', lanes) },
-      { name: 'core bare host, sftp x1 (shared conn only)', run: () => core({ kind: 'host', id: '' }, 'sftp', 1) },
-      { name: `core pct:200, exec x${lanes} connections`, run: () => core({ kind: 'pct', id: '200' }, 'exec', lanes) },
-      { name: 'core pct:200, exec x1 (shared conn only)', run: () => core({ kind: 'pct', id: '200' }, 'exec', 1) },
+    const all: { key: string; name: string; run: () => Promise<unknown> }[] = [
+      { key: 'scp', name: `scp -c ${gcm}`, run: scp },
+      { key: 'sshcat', name: 'ssh -c aes128-gcm … cat', run: sshCat(['cat', bare]) },
+      { key: 'sftp1', name: 'core host, sftp x1 (shared conn)', run: () => core(HOST, 'sftp', 1, true) },
+      { key: 'sftpN', name: `core host, sftp x${lanes} threads`, run: () => core(HOST, 'sftp', lanes, true) },
+      { key: 'sftpNmain', name: `core host, sftp x${lanes} one thread`, run: () => core(HOST, 'sftp', lanes, false) },
+      { key: 'execN', name: `core host, exec x${lanes} threads`, run: () => core(HOST, 'exec', lanes, true) },
+      { key: 'pctcat', name: 'ssh … pct exec 200 -- cat', run: sshCat(['pct', 'exec', '200', '--', 'cat', '/workspace/bench/big.bin']) },
+      { key: 'pct1', name: 'core pct:200, exec x1 (shared conn)', run: () => core(PCT, 'exec', 1, true) },
+      { key: 'pctN', name: `core pct:200, exec x${lanes} threads`, run: () => core(PCT, 'exec', lanes, true) },
     ];
-    const times = new Map<string, number[]>(methods.map((m) => [m.name, []]));
+    const methods = all.filter((m) => !only || only.has(m.key) || m.key === 'scp');
+    interface Sample {
+      s: number;
+      ours: number;
+      server: number;
+      openssh: number;
+    }
+    const samples = new Map<string, Sample[]>(methods.map((m) => [m.key, []]));
     const expected = execFileSync('sha256sum', [bare], { encoding: 'utf8' }).slice(0, 64);
     for (let r = 0; r < rounds; r++) {
       for (const m of methods) {
         fs.rmSync(out, { force: true });
+        const server = new TreeCpu(host.sshd.pid);
+        const ours0 = process.cpuUsage();
+        const reaped0 = procCpu('self').reaped;
         const t0 = process.hrtime.bigint();
         await m.run();
         const s = Number(process.hrtime.bigint() - t0) / 1e9;
+        const ours = process.cpuUsage(ours0);
+        const sample: Sample = {
+          s,
+          ours: (ours.user + ours.system) / 1e6,
+          server: server.stop(),
+          openssh: procCpu('self').reaped - reaped0,
+        };
         if (fs.statSync(out).size !== size) throw new Error(`${m.name}: wrong size`);
         if (r === 0 && execFileSync('sha256sum', [out], { encoding: 'utf8' }).slice(0, 64) !== expected) throw new Error(`${m.name}: wrong bytes`);
-        times.get(m.name)!.push(s);
-        process.stderr.write(`round ${r + 1}: ${m.name} ${s.toFixed(2)} s\n`);
+        samples.get(m.key)!.push(sample);
+        process.stderr.write(`round ${r + 1}: ${m.name} ${s.toFixed(2)} s (load ${os.loadavg()[0].toFixed(1)})\n`);
       }
     }
 
-    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    const gcm = median(times.get(methods[0].name)!);
-    const dflt = median(times.get(methods[1].name)!);
-    console.log(`\nPull of ${size / MiB} MiB, median of ${rounds} interleaved rounds; ssh2 native crypto binding: ${binding ? 'on' : 'off'}; load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} on ${os.cpus().length} CPUs`);
-    console.log(`${'method'.padEnd(44)} ${'time'.padStart(8)} ${'MB/s'.padStart(7)} ${'vs scp-gcm'.padStart(11)} ${'vs scp'.padStart(8)}`);
+    const med = (key: string, f: (x: Sample) => number): number => stats(samples.get(key)!.map(f)).median;
+    const base = med('scp', (x) => x.s);
+    const gib = size / GiB;
+    console.log(
+      `\nPull of ${size / MiB} MiB, median of ${rounds} interleaved rounds; ssh2 native crypto binding: ${binding ? 'on' : 'off'}; ` +
+        `${os.cpus().length} CPUs; load average ${loadStart.map((l) => l.toFixed(1)).join(' ')} at start, ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} at end`,
+    );
+    console.log('CPU s/GiB: "ours" is this process with its worker threads, "server" sshd and what it ran, "openssh" the local scp/ssh processes.');
+    console.log(
+      `${'method'.padEnd(38)} ${'time'.padStart(8)} ${'MB/s'.padStart(6)} ${'vs scp'.padStart(7)} ${'ours'.padStart(6)} ${'server'.padStart(7)} ${'openssh'.padStart(8)} ${'total'.padStart(6)}`,
+    );
+    const json: Record<string, unknown> = {};
     for (const m of methods) {
-      const t = median(times.get(m.name)!);
-      console.log(`${m.name.padEnd(44)} ${t.toFixed(2).padStart(7)}s ${(size / t / 1e6).toFixed(0).padStart(7)} ${(gcm / t).toFixed(2).padStart(10)}x ${(dflt / t).toFixed(2).padStart(7)}x`);
+      const t = med(m.key, (x) => x.s);
+      const cpu = { ours: med(m.key, (x) => x.ours) / gib, server: med(m.key, (x) => x.server) / gib, openssh: med(m.key, (x) => x.openssh) / gib };
+      const total = cpu.ours + cpu.server + cpu.openssh;
+      console.log(
+        `${m.name.padEnd(38)} ${t.toFixed(2).padStart(7)}s ${(size / t / 1e6).toFixed(0).padStart(6)} ${(base / t).toFixed(2).padStart(6)}x ` +
+          `${cpu.ours.toFixed(2).padStart(6)} ${cpu.server.toFixed(2).padStart(7)} ${cpu.openssh.toFixed(2).padStart(8)} ${total.toFixed(2).padStart(6)}`,
+      );
+      json[m.key] = { name: m.name, seconds: t, vsScp: base / t, cpuPerGiB: cpu, samples: samples.get(m.key)!.map((x) => x.s) };
     }
 
-    const fetched = await core({ kind: 'host', id: '' }, 'sftp', lanes, 0.5);
-    const refetched = fetched - size;
-    console.log(`\nConnection killed at 50% (bare host, sftp x${lanes}): ${fetched} bytes fetched for a ${size}-byte file; refetched ${refetched} bytes (${((refetched / size) * 100).toFixed(3)}%)`);
-    const fetchedCt = await core({ kind: 'pct', id: '200' }, 'exec', lanes, 0.5);
-    console.log(`Connection killed at 50% (pct:200, exec x${lanes}): refetched ${fetchedCt - size} bytes (${(((fetchedCt - size) / size) * 100).toFixed(3)}%)`);
+    const refetch: Record<string, number> = {};
+    for (const [key, target, transport] of [
+      ['host', HOST, 'sftp'],
+      ['pct', PCT, 'exec'],
+    ] as const) {
+      if (only && !only.has(`kill-${key}`) && !only.has('kill')) continue;
+      const { fetched, lanes: used } = await core(target, transport, lanes, true, 0.5);
+      refetch[key] = fetched - size;
+      console.log(
+        `Connection killed at 50% (${key}, ${transport} x${used}): ${fetched} bytes written for a ${size}-byte file; ` +
+          `refetched ${fetched - size} bytes (${(((fetched - size) / size) * 100).toFixed(3)}%)`,
+      );
+    }
+    console.log(JSON.stringify({ bench: 'transfer', sizeBytes: size, rounds, lanes, binding, cpus: os.cpus().length, loadStart, loadEnd: os.loadavg(), methods: json, refetch }));
   } finally {
+    delete process.env.REMOTE_RUNS_TRANSFER_WORKER;
     await host.stop();
     fs.rmSync(local, { recursive: true, force: true });
   }
