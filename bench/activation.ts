@@ -119,8 +119,7 @@ async function runCommand(page: Page, title: string): Promise<void> {
   await input.fill(`>${title}`);
   const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ hasText: title }).first();
   await row.waitFor({ state: 'visible', timeout: 60_000 });
-  // The matching row is focused: Enter runs it (a click can keep missing a list that re-renders under load).
-  await input.press('Enter');
+  await row.click({ timeout: 90_000 });
 }
 
 async function waitFor<T>(probe: () => T | undefined | Promise<T | undefined>, what: string, limitMs = 120_000): Promise<T> {
