@@ -150,7 +150,8 @@ describe('worker-thread lanes', () => {
     const data = randomBytes(40 * MiB + 5);
     writeRemote(HOST, file, data);
     const prompter = new ScriptedPrompter({ passphrase: host.sshd.passphrase });
-    const pool = new ConnectionPool({ prompter, logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 5000 });
+    // Default connect timeout: decrypting the key (bcrypt, in JS) on a loaded machine can take seconds.
+    const pool = new ConnectionPool({ prompter, logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile] });
     pools.push(pool);
     const cfg = host.hostConfig('enc', { identityFile: host.sshd.encryptedKeyPath });
     const dir = new HostDirectory({ hosts: () => [cfg], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
