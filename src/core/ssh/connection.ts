@@ -95,14 +95,17 @@ export class SshConnection implements Executor {
     /** One client per hop, nearest first; the last is the target. */
     private readonly clients: Client[],
     private readonly logger: Logger,
+    keepaliveIntervalMs: number,
   ) {
+    const hopAt = (i: number): ResolvedHop => (i === clients.length - 1 ? host.target : host.jumps[i]);
     clients.forEach((client, i) => {
-      const hop = i === clients.length - 1 ? host.target : host.jumps[i];
+      const hop = hopAt(i);
       client.on('error', (e: Error & { level?: string }) => {
         if (this.closingOnPurpose) return; // resets while we hang up are expected
-        const reason =
-          e.level === 'client-timeout' ? `no answer to keepalives (${e.message})` : (SOCKET_REASONS[(e as NodeJS.ErrnoException).code ?? ''] ?? e.message);
-        this.lastError ??= new RemoteRunsError('unreachable', `Connection to ${describeHop(host, i)} lost: ${reason}`, { hop: hop.alias });
+        const timeout = e.level === 'client-timeout';
+        const blamed = timeout ? silentHop(clients, i, keepaliveIntervalMs) : i;
+        const reason = timeout ? `no answer to keepalives (${e.message})` : (SOCKET_REASONS[(e as NodeJS.ErrnoException).code ?? ''] ?? e.message);
+        this.lastError ??= new RemoteRunsError('unreachable', `Connection to ${describeHop(host, blamed)} lost: ${reason}`, { hop: hopAt(blamed).alias });
         logger.warn(`SSH ${hop.alias}: ${e.message}`);
       });
       client.on('close', () => this.hopClosed(i));
@@ -137,7 +140,7 @@ export class SshConnection implements Executor {
       throw e;
     }
     options.logger.info(`Connected to ${describeHop(host, hops.length - 1)}`);
-    return new SshConnection(host, clients, options.logger);
+    return new SshConnection(host, clients, options.logger, ctx.keepaliveIntervalMs);
   }
 
   /** True from the moment any hop's client closed (the close event follows a turn later, see hopClosed). */
@@ -667,16 +670,34 @@ async function openHop(hop: ResolvedHop, sock: Duplex, ctx: HopContext, where: s
  */
 function countDataAsAlive(client: Client, sock: Duplex, intervalMs: number): void {
   const reset = (client as unknown as { _resetKA?: () => void })._resetKA;
+  const seen = { at: Date.now() };
+  lastHeard.set(client, seen);
   if (intervalMs <= 0 || typeof reset !== 'function') return;
   const every = intervalMs / 2;
   let last = Date.now();
   // Attached after ssh2 resumed the socket (on ready), so this listener does not change how the socket flows.
   sock.on('data', () => {
-    const now = Date.now();
+    const now = (seen.at = Date.now());
     if (now - last < every) return;
     last = now;
     reset();
   });
+}
+
+/** When each hop's client last received bytes (keepalive answers included). */
+const lastHeard = new WeakMap<Client, { at: number }>();
+
+/**
+ * The hop to blame when hop `i` stopped answering keepalives: the nearest one that has been silent as long. A frozen
+ * jump host silences every hop behind it too, and which of their keepalives runs out first is chance.
+ */
+function silentHop(clients: Client[], i: number, intervalMs: number): number {
+  const now = Date.now();
+  for (let j = 0; j < i; j++) {
+    const heard = lastHeard.get(clients[j])?.at;
+    if (heard !== undefined && now - heard > 1.5 * intervalMs) return j;
+  }
+  return i;
 }
 
 /** known_hosts decision for one presented host key; resolves when trusted, rejects with the reason otherwise. */
