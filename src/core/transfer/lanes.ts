@@ -137,6 +137,9 @@ class ExecLane implements Lane {
         }
         if (pos < job.end) {
           failed = true;
+          // Short with the connection gone: the exit status arrived but the last bytes did not (a drop, retried);
+          // short on a live connection: the file really is shorter than when the download was planned.
+          if (this.connection.isClosed) return reject(laneError(this.connection, new Error('the stream ended early'), `streaming ${job.remotePath}`));
           return reject(changedError(job.remotePath));
         }
         failed = true;
