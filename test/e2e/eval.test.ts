@@ -1,6 +1,7 @@
 /**
  * Evaluating a checkpoint in a real VS Code against the real test sshd: Evaluate from the checkpoint's context menu,
- * the eval's output shows in its terminal, and the tree shows its result on the checkpoint.
+ * the eval's output shows in its terminal, the tree shows its result on the checkpoint, and the result is a point on
+ * the run's metrics chart (read back from the canvas) that a new eval's result joins when it finishes.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -10,6 +11,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { metricsFrame } from './metricsView';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
 
@@ -108,6 +110,112 @@ test('Evaluate from the checkpoint context menu: output in its terminal, result 
     const ids = readdirSync(evalsDir);
     assert.equal(ids.length, 1);
     assert.equal(readFileSync(path.join(evalsDir, ids[0]!, 'results.jsonl'), 'utf8'), '{"acceptance_length":6.4}\n');
+  });
+});
+
+/** The canvas pixel under each eval point's button (its centre), with the run's colour from the legend. */
+async function evalPointPixels(frame: import('playwright-core').Frame, metric: string) {
+  return frame.evaluate((key) => {
+    const section = document.querySelector<HTMLElement>(`section.metric[data-metric="${key}"]`)!;
+    const canvas = section.querySelector('canvas')!;
+    const ctx = canvas.getContext('2d')!;
+    const c = canvas.getBoundingClientRect();
+    const scale = canvas.width / c.width;
+    const swatch = getComputedStyle(document.querySelector<HTMLElement>(`.legend .eval-series[data-metric="${key}"] .eval-swatch`)!).backgroundColor;
+    const points = Array.from(section.querySelectorAll<HTMLElement>('button.eval-point')).map((b) => {
+      const r = b.getBoundingClientRect();
+      const x = Math.round((r.left + r.width / 2 - c.left) * scale);
+      const y = Math.round((r.top + r.height / 2 - c.top) * scale);
+      return Array.from(ctx.getImageData(x, y, 1, 1).data);
+    });
+    return { swatch, points };
+  }, metric);
+}
+
+function rgb(css: string): number[] {
+  return (css.match(/\d+(\.\d+)?/g) ?? []).slice(0, 3).map(Number);
+}
+
+test('the result is a point at the checkpoint\'s step on the metrics chart; hover shows profile, time and values; a new eval\'s result joins it', async () => {
+  await withArtifactsOnFailure(session, 'eval-chart', async () => {
+    const last = host.storySteps[host.storySteps.length - 1]!;
+    await contextMenu('story', /^Open Metrics$/);
+    const frame = await metricsFrame(session, 'panel', 60_000);
+    // The eval metric is not in the training log: it gets a chart of its own, with one point.
+    const section = frame.locator('section.metric[data-metric="acceptance_length"]');
+    await section.waitFor({ timeout: 30_000 });
+    const point = section.locator('button.eval-point');
+    await point.first().waitFor({ timeout: 30_000 });
+    assert.equal(await point.count(), 1);
+    assert.equal(await point.getAttribute('aria-label'), `Eval acceptance of step_${last} (step ${last}): acceptance_length 6.4`);
+    assert.match(await frame.locator('.legend .eval-series').innerText(), /eval acceptance_length \(acceptance\): 1 point/);
+
+    // The point is painted in the run's colour where its button sits.
+    const drawn = await evalPointPixels(frame, 'acceptance_length');
+    assert.equal(drawn.points.length, 1);
+    const [r, g, b, a] = drawn.points[0]!;
+    assert.ok(a! > 200, `opaque at the point (alpha ${a})`);
+    const want = rgb(drawn.swatch);
+    assert.ok([r, g, b].every((v, i) => Math.abs(v! - want[i]!) <= 12), `point colour ${[r, g, b]} is the run's ${want}`);
+
+    // Hover: profile, time and values.
+    await point.hover();
+    const tip = section.locator('.eval-tip');
+    await tip.waitFor({ state: 'visible', timeout: 10_000 });
+    const text = await tip.innerText();
+    assert.match(text, new RegExp(`^eval acceptance · story · step_${last} \\(step ${last}\\)`));
+    assert.match(text, /started \d{4}-\d\d-\d\d \d\d:\d\d · passed/);
+    assert.match(text, /acceptance_length = 6\.4/);
+
+    // Another checkpoint evaluated while the panel is open: its result appears when the eval finishes.
+    const mid = host.storySteps[1]!;
+    await contextMenu(`step_${mid}`, /^Evaluate Checkpoint…$/);
+    await frame.waitForFunction(() => document.querySelectorAll('section.metric[data-metric="acceptance_length"] button.eval-point').length === 2, undefined, { timeout: 60_000 });
+    const labels = await point.evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')));
+    assert.deepEqual(labels, [`Eval acceptance of step_${mid} (step ${mid}): acceptance_length 6.4`, `Eval acceptance of step_${last} (step ${last}): acceptance_length 6.4`]);
+    assert.match(await frame.locator('.legend .eval-series').innerText(), /: 2 points/);
+    assert.ok((await evalPointPixels(frame, 'acceptance_length')).points.every((p) => p[3]! > 200), 'both points painted');
+  });
+});
+
+/** The eval table's document (its webview's inner frame), once it shows a table. */
+async function evalTableFrame(timeoutMs = 60_000): Promise<import('playwright-core').Frame> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const f of session.page.frames()) {
+      if (await f.evaluate(() => document.querySelector('table[aria-label="Evals"]') !== null).catch(() => false)) return f;
+    }
+    if (Date.now() > deadline) throw new Error('no eval table webview');
+    await session.page.waitForTimeout(200);
+  }
+}
+
+test('Show Eval Results from the run\'s context menu: step × metric table, copied as CSV and as Markdown', async () => {
+  await withArtifactsOnFailure(session, 'eval-table', async () => {
+    const [mid, last] = [host.storySteps[1]!, host.storySteps[host.storySteps.length - 1]!];
+    await session.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: session.url });
+    await contextMenu('story', /^Show Eval Results$/);
+    const frame = await evalTableFrame();
+    const header = await frame.locator('thead th').allInnerTexts();
+    assert.deepEqual(header, ['step', 'checkpoint', 'profile', 'state', 'started', 'acceptance_length']);
+    const rows = await frame.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td')).map((td) => td.textContent)));
+    assert.deepEqual(rows.map((r) => [r[0], r[1], r[2], r[3], r[5]]), [
+      [String(mid), `step_${mid}`, 'acceptance', 'passed', '6.4'],
+      [String(last), `step_${last}`, 'acceptance', 'passed', '6.4'],
+    ]);
+
+    await frame.locator('button[data-format="csv"]').click();
+    await frame.waitForFunction(() => document.body.dataset.copied === 'csv', undefined, { timeout: 15_000 });
+    const csv = await session.page.evaluate(() => navigator.clipboard.readText());
+    const lines = csv.split('\r\n');
+    assert.equal(lines[0], 'step,checkpoint,profile,state,started,acceptance_length');
+    assert.match(lines[1]!, new RegExp(`^${mid},step_${mid},acceptance,passed,\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z,6\\.4$`));
+
+    await frame.locator('button[data-format="markdown"]').click();
+    await frame.waitForFunction(() => document.body.dataset.copied === 'markdown', undefined, { timeout: 15_000 });
+    const md = await session.page.evaluate(() => navigator.clipboard.readText());
+    assert.match(md, /^\| step \| checkpoint \| profile \| state \| started \| acceptance_length \|\n\| ---: \| --- \| --- \| --- \| --- \| ---: \|\n/);
+    assert.match(md, new RegExp(`\\| ${last} \\| step_${last} \\| acceptance \\| passed \\| [^|]+ \\| 6\\.4 \\|\\n$`));
   });
 });
 
