@@ -170,3 +170,17 @@ test('garbage after the marker only ever throws RemoteRunsError', () => {
     { numRuns: 500 },
   );
 });
+
+test("the extension's own .remote-runs folder (eval records with results.jsonl) never becomes a run", () => {
+  const r = new Records()
+    .root(0, 'ok', '/w')
+    .dir('story').file('story/metrics.jsonl').dir('story/step_10').file('story/step_10/checkpoint.pt')
+    .dir('story/.remote-runs').dir('story/.remote-runs/evals').dir('story/.remote-runs/evals/20261130-1-acc')
+    .file('story/.remote-runs/evals/20261130-1-acc/results.jsonl')
+    .file('story/.remote-runs/evals/20261130-1-acc/output.log')
+    .dir('empty-run').dir('empty-run/.remote-runs').dir('empty-run/.remote-runs/evals').dir('empty-run/.remote-runs/evals/e1')
+    .file('empty-run/.remote-runs/evals/e1/results.jsonl')
+    .end(0).done();
+  const runs = ok(parse(['/w'], r.result()).roots[0]);
+  assert.deepEqual(runs.map((x) => x.path), ['/w/story']);
+});

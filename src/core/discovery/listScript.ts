@@ -33,7 +33,8 @@ const P = '${';
  * - `find -L` follows symlinks (a `checkpoints` folder linked to another disk is common in ML), GNU and busybox
  *   find both detect loops and report them on stderr instead of descending; -maxdepth bounds the walk anyway.
  * - Folders that never hold runs but can hold hundreds of thousands of files are pruned, so they do not eat
- *   the entry budget: .git, node_modules, __pycache__, virtualenvs, caches, notebook checkpoints.
+ *   the entry budget: .git, node_modules, __pycache__, virtualenvs, caches, notebook checkpoints, and our own
+ *   `.remote-runs` (eval records, whose results.jsonl would look like a run).
  * - find's errors (unreadable folders, loops) go to awk, which counts them and keeps three; the listing
  *   itself never stops for them. `Broken pipe` (and SIGPIPE, 13) is our own `head` closing early, not an error.
  * - Without GNU find's -printf (busybox), entries are printed by a slower stat loop with the same format;
@@ -45,7 +46,7 @@ depth=$1; limit=$2; shift 2
 fields=$(( (limit + 1) * 5 ))
 printf '\0@rr-list@1\0T\0%s\0' "$(date +%s)"
 if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; else gnu=0; fi
-prune='-name .git -o -name node_modules -o -name __pycache__ -o -name .venv -o -name venv -o -name .cache -o -name .ipynb_checkpoints'
+prune='-name .git -o -name node_modules -o -name __pycache__ -o -name .venv -o -name venv -o -name .cache -o -name .ipynb_checkpoints -o -name .remote-runs'
 walk() {
   if [ "$gnu" = 1 ]; then
     # Pruned folders are still printed (so a root holding only .git is not "empty"), just not entered.

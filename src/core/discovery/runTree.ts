@@ -31,6 +31,9 @@ interface Node {
 }
 
 /** Find the runs under one root. `rootPath` is absolute; `now` is the remote clock in ms. */
+/** The folder the extension keeps beside a run (`.remote-runs/evals/…`); it never holds runs. */
+const OWN_FOLDER = '.remote-runs';
+
 export function findRuns(rootPath: string, entries: readonly Entry[], now: number): Run[] {
   const root = buildTree(entries);
   const runs: Run[] = [];
@@ -41,6 +44,7 @@ export function findRuns(rootPath: string, entries: readonly Entry[], now: numbe
     for (const child of node.children.values()) {
       if (child.type !== 'd' || found?.claimed.has(child)) continue;
       if (parseCheckpointName(child.name, true)) continue; // a checkpoint folder is never a run of its own
+      if (child.name === OWN_FOLDER) continue; // our eval records (results.jsonl looks like a metrics log) are no run
       visit(child);
     }
   };
