@@ -4,6 +4,9 @@ import type { parseAddress } from '../core/address';
 import { RemoteRunsError, formatTarget, isRemoteRunsError } from '../core/types';
 import type { EvalService } from '../core/eval/service';
 import type { EvalPlace, EvalProfile, EvalSubject } from '../core/eval/types';
+import { localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint } from '../core/eval/localCheckpoint';
+import { planDownload } from '../core/transfer';
+import type { TransferSource } from '../core/transfer/types';
 
 export interface EvalCliDeps {
   core: RemoteRunsCore;
@@ -15,6 +18,8 @@ export interface EvalCliDeps {
   signal: AbortSignal;
   /** Between log polls while following. Default 500 ms. */
   pollMs?: number;
+  /** Where `remote-runs pull` wrote the host's downloads (`--to`, as for pull): for `${localCheckpoint}`. */
+  downloads?: { root: string; source: (host: string, target: EvalSubject['target']) => TransferSource };
 }
 
 /** Where a place's folder is, for humans: `local:/path` or `host/target:/path`. */
@@ -23,7 +28,9 @@ export function describePlace(place: EvalPlace, dir: string): string {
 }
 
 /**
- * `remote-runs eval PROFILE host/target/run/checkpoint|latest [--follow]`.
+ * `remote-runs eval PROFILE host/target/run/checkpoint|latest [--follow] [--to DIR]`.
+ * A profile using `${localCheckpoint}` gets the checkpoint `remote-runs pull --to DIR` downloaded (default DIR: the
+ * current folder, as for pull); before a complete download it fails with `not-found` and says to pull first.
  * Without follow: prints the eval id and its log's location on stdout and returns 0 (the eval runs on, detached).
  * With follow: streams the log to stdout from its start and returns the eval's exit status (lost: 2). Ctrl-C stops
  * following only; the eval keeps running, and the message says how to find it again.
@@ -48,6 +55,11 @@ export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: 
     run: { name: run.name, path: run.path },
     checkpoint: { path: checkpoint.path, step: checkpoint.step },
   };
+  if (usesLocalCheckpoint(profile) && deps.downloads) {
+    // The checkpoint as `pull --to DIR` left it: every file complete and verified, or a clear "pull it first".
+    const plan = await planDownload(deps.downloads.source(addr.host, addr.target), checkpoint, { root: deps.downloads.root, run: run.name }, deps.signal);
+    subject.localCheckpoint = requireLocalCheckpoint(localCheckpointState(plan), profile.name, checkpoint.name);
+  }
   const started = await deps.evals.start(profile, subject, deps.signal);
   const log = describePlace(started.place, `${started.dir}/log`);
   if (!options.follow) {

@@ -28,7 +28,7 @@ import type { EvalProfile } from '../core/eval/types';
 
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs pull ADDRESS [--to DIR] [--verify] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
-       remote-runs eval PROFILE ADDRESS [--follow] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs eval PROFILE ADDRESS [--follow] [--to DIR] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
 
 ADDRESS is host, host/target or host/target/run (ls), or host/target/run/CHECKPOINT (pull), where target is
 "host", "pct:<vmid>" or "docker:<name>" and CHECKPOINT a name (step_20000), a step (20000) or "latest".
@@ -36,7 +36,8 @@ pull writes DIR/<run>/<checkpoint>/… (default DIR: the current folder), progre
 stdout; --verify compares sha256 computed on both sides before the file is put in place.
 eval starts the config's eval profile PROFILE on ADDRESS (as for pull), detached, and prints its id and log; with
 --follow it streams the log to stdout and exits with the eval's exit status. Profiles come from the config's
-"evalProfiles" array (same schema as the remoteRuns.evalProfiles setting).
+"evalProfiles" array (same schema as the remoteRuns.evalProfiles setting); a profile using \${localCheckpoint}
+gets the checkpoint as pull --to DIR downloaded it (pull it first).
 Hosts come from --config (JSON {"hosts": [...]}, same schema as the remoteRuns.hosts setting; default
 $REMOTE_RUNS_CONFIG or ~/.config/remote-runs/config.json) and from the Host entries of ~/.ssh/config.`;
 
@@ -128,7 +129,15 @@ export async function main(
         localStateDir: path.join(io.env.XDG_STATE_HOME || path.join(home, '.local', 'state'), 'remote-runs'),
       });
       return await evalCommand(
-        { core, evals, profiles: config.evalProfiles(), stdout: io.stdout, stderr: io.stderr, signal },
+        {
+          core,
+          evals,
+          profiles: config.evalProfiles(),
+          stdout: io.stdout,
+          stderr: io.stderr,
+          signal,
+          downloads: { root: path.resolve(values.to ?? '.'), source: (name, target) => ({ pool, host: hosts.resolve(core.host(name)), target }) },
+        },
         positionals[1]!,
         addr,
         { follow: values.follow },

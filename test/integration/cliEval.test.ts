@@ -43,6 +43,7 @@ before(async () => {
           command: 'echo eval of step ${step} at ${checkpoint}; for i in 1 2 3; do echo "progress $i/3"; done; echo \'{"acceptance_length": 6.4}\'',
         },
         { name: 'failing', where: 'target', command: 'echo loading ${run}; echo "CUDA out of memory" >&2; exit 7' },
+        { name: 'local-copy', where: 'local', command: 'b=$(basename ${localCheckpoint}); echo "evaluating $b"; ls ${localCheckpoint}' },
       ],
     }),
   );
@@ -97,5 +98,21 @@ describe('remote-runs eval', () => {
     const r = cli(['eval', 'acceptance', 'ev/host/story']);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /bad-address/);
+  });
+
+  test('${localCheckpoint}: "pull it first" before a download; after `pull --to DIR` the eval gets that folder', () => {
+    const step = host.storySteps[0];
+    const dir = fs.mkdtempSync(path.join(host.dir, 'cli-local-ckpt-'));
+    const before = cli(['eval', 'local-copy', `ev/host/story/${step}`, '--follow', '--to', dir]);
+    assert.equal(before.code, 2, before.stderr);
+    assert.match(before.stderr, /not-found: .*\$\{localCheckpoint\}.*has not been downloaded.*download step_\d+ first/);
+    const pulled = cli(['pull', `ev/host/story/${step}`, '--to', dir]);
+    assert.equal(pulled.code, 0, pulled.stderr);
+    const local = pulled.stdout.trim();
+    assert.equal(local, path.join(dir, 'story', `step_${step}`));
+    const after = cli(['eval', 'local-copy', `ev/host/story/${step}`, '--follow', '--to', dir]);
+    assert.equal(after.code, 0, after.stderr);
+    assert.match(after.stdout, new RegExp(`evaluating step_${step}\n`));
+    assert.deepEqual(after.stdout.split('\n').slice(1).filter(Boolean).sort(), fs.readdirSync(local).filter((n) => !n.startsWith('.')).sort());
   });
 });
