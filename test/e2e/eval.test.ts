@@ -237,13 +237,7 @@ test('after a window reload a running eval re-attaches (log from the start); Sto
     await expandRow('story');
     await terminalTab(`eval ${ckpt} · acceptance`);
     await session.page.locator('.terminal-tabs-entry, .single-terminal-tab', { hasText: `eval ${ckpt} · acceptance` }).first().click();
-    // With one terminal, its title in the panel's toolbar opens a menu of terminal actions when clicked; close it, or
-    // it blocks the next click on the tree.
-    const menu = session.page.locator('.context-view .monaco-menu');
-    if (await menu.isVisible()) {
-      await session.page.keyboard.press('Escape');
-      await menu.waitFor({ state: 'hidden', timeout: 15_000 });
-    }
+    // (With one terminal, clicking its title opens a menu of terminal actions; treeContextMenu closes it first.)
     const text = await until(terminalText, new RegExp(`eval of step ${step}\\s+progress 1/3[\\s\\S]*waiting`), 'the re-attached log from its first line');
     assert.ok(!/eval ✓/.test(text), 'still running');
 
