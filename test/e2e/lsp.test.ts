@@ -83,9 +83,8 @@ async function editorLines(): Promise<string[]> {
 
 test("the story's command: the Problems panel says it matches nothing and where the checkpoints are", async () => {
   await withArtifactsOnFailure(session, 'lsp-diagnostic', async () => {
-    // The user has the Remote Runs view open (it activates the extension; the tree itself is never expanded, so
-    // every answer below comes through the language server's own listings).
-    await session.openViewContainer('Remote Runs');
+    // The Remote Runs view is never opened: opening a shell script activates the extension (onLanguage), and every
+    // answer below comes through the language server's own listings.
     await openFile('find_ckpt.sh');
     await session.page.keyboard.press('Control+Shift+M');
     const problems = session.page.locator('.markers-panel');
