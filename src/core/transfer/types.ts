@@ -89,7 +89,8 @@ export interface DownloadOptions {
   segmentBytes?: number;
   /**
    * Run the sibling lanes (all but the one on the shared connection) in worker threads, so decrypting and writing
-   * use more than one core. Default: when there are at least 64 MiB to fetch; false keeps every lane in this thread.
+   * use more than one core. Default: when there are at least 64 MiB to fetch and 4 or more cores; false keeps every
+   * lane in this thread.
    */
   threads?: boolean;
   /** Where a lane that cannot start (e.g. no worker thread) says so. */
