@@ -167,8 +167,18 @@ test('Add run… adds a run from another container to the legend, in its own col
     await frame.locator('.legend .legend-item.run.compare').waitFor({ timeout: 30_000 });
     const legend = await legendTexts(frame);
     assert.ok(legend.some((t) => /flat-run/.test(t) && /compared/.test(t)), legend.join(' | '));
-    const colours = await frame.locator('.legend .run .swatch').evaluateAll((els) => els.map((e) => getComputedStyle(e).backgroundColor));
-    assert.equal(new Set(colours).size, 2, `two runs, two colours (${colours.join(', ')})`);
+    // Read in one turn of the page, once the legend has both runs drawn: the legend is redrawn when more arrives for
+    // the runs (their evals, a poll), and a swatch read from a legend being replaced has no computed colour.
+    const readColours = () =>
+      frame.locator('.legend .run .swatch').evaluateAll((els) => els.filter((e) => e.isConnected).map((e) => getComputedStyle(e).backgroundColor));
+    await frame
+      .waitForFunction(() => {
+        const cs = Array.from(document.querySelectorAll('.legend .run .swatch')).map((e) => getComputedStyle(e).backgroundColor);
+        return cs.length === 2 && cs.every(Boolean) && cs[0] !== cs[1];
+      }, undefined, { timeout: 30_000 })
+      .catch(() => undefined); // the assertion below says what was there instead
+    const colours = await readColours();
+    assert.equal(new Set(colours.filter(Boolean)).size, 2, `two runs, two colours (${colours.join(', ')})`);
     // Its curves arrive (flat-run has loss/acc/lr from metrics.csv) and can be hidden from the legend.
     const toggle = frame.locator('.legend .run.compare .legend-toggle');
     await toggle.click();
