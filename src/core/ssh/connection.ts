@@ -148,6 +148,14 @@ export class SshConnection implements Executor {
     return this.closedWith !== undefined || this.closedHops.size > 0;
   }
 
+  /**
+   * The host key each hop presented and was trusted with (known_hosts, or the user's yes), nearest hop first: what
+   * a second client (OpenSSH, for a transfer) must find again, pinned, so it trusts no more than this connection did.
+   */
+  get hostKeys(): Buffer[] {
+    return this.clients.map((c) => verifiedHostKey.get(c) ?? Buffer.alloc(0));
+  }
+
   /** Channels open right now (exec, sftp, forwards, shells). */
   get openChannels(): number {
     return this.channels.size;
@@ -273,7 +281,7 @@ export class SshConnection implements Executor {
       this.target.sftp((err, sftp) => {
         if (err) {
           this.sftpSession = undefined;
-          return reject(this.closedWith ? this.dropError(this.closedWith, 'before-open') : new RemoteRunsError('protocol', `SFTP unavailable: ${err.message}`));
+          return this.afterClose(() => reject(this.isClosed ? this.dropError(this.closedWith ?? { error: this.lastError }, 'before-open') : new RemoteRunsError('protocol', `SFTP unavailable: ${err.message}`)));
         }
         this.channels.add(sftp as unknown as ClientChannel);
         sftp.on('close', () => {
@@ -296,8 +304,10 @@ export class SshConnection implements Executor {
       try {
         this.target.exec(commandLine, (err, ch) => {
           if (err) {
-            if (this.closedWith) return reject(this.dropError(this.closedWith, 'before-open'));
-            return reject(new RemoteRunsError('protocol', `The server refused a new channel: ${err.message.replace(/^\(SSH\) /, '')}`, { channelRefused: 1 }));
+            return this.afterClose(() => {
+              if (this.isClosed) return reject(this.dropError(this.closedWith ?? { error: this.lastError }, 'before-open'));
+              reject(new RemoteRunsError('protocol', `The server refused a new channel: ${err.message.replace(/^\(SSH\) /, '')}`, { channelRefused: 1 }));
+            });
           }
           this.track(ch);
           ch.end();
@@ -309,13 +319,22 @@ export class SshConnection implements Executor {
     });
   }
 
+  /**
+   * Run `decide` once the connection's own close (if one is under way) has been seen. ssh2 fails the channels of a
+   * dying connection from inside the socket's close handler, before its client emits 'close': a failure decided at
+   * once would look like the server's refusal (`protocol`) instead of the drop it is (`unreachable`, retried).
+   */
+  private afterClose(decide: () => void): void {
+    setImmediate(decide);
+  }
+
   /** A new SFTP session of its own (not the shared one of `sftp()`), for a caller that must be able to close it. */
   openSftp(): Promise<SFTPWrapper> {
     if (this.closedWith) return Promise.reject(this.dropError(this.closedWith, 'before-open'));
     return new Promise((resolve, reject) => {
       try {
         this.target.sftp((err, sftp) => {
-          if (err) return reject(this.closedWith ? this.dropError(this.closedWith, 'before-open') : new RemoteRunsError('protocol', `SFTP unavailable: ${err.message}`));
+          if (err) return this.afterClose(() => reject(this.isClosed ? this.dropError(this.closedWith ?? { error: this.lastError }, 'before-open') : new RemoteRunsError('protocol', `SFTP unavailable: ${err.message}`)));
           this.track(sftp as unknown as ClientChannel);
           resolve(sftp);
         });
@@ -627,7 +646,10 @@ async function openHop(hop: ResolvedHop, sock: Duplex, ctx: HopContext, where: s
 
     const hostVerifier = (key: Buffer, verify: (ok: boolean) => void): void => {
       verifyHostKey(hop, key, ctx, prompter, where).then(
-        () => verify(true),
+        () => {
+          verifiedHostKey.set(client, key);
+          verify(true);
+        },
         (e: unknown) => {
           failure ??= e instanceof RemoteRunsError ? e : new RemoteRunsError('host-key-unknown', `Host key check for ${where} failed: ${String(e)}`);
           verify(false);
@@ -683,6 +705,9 @@ function countDataAsAlive(client: Client, sock: Duplex, intervalMs: number): voi
     reset();
   });
 }
+
+/** The host key each hop's client presented and we trusted (known_hosts or the user's yes). */
+const verifiedHostKey = new WeakMap<Client, Buffer>();
 
 /** When each hop's client last received bytes (keepalive answers included). */
 const lastHeard = new WeakMap<Client, { at: number }>();

@@ -23,6 +23,11 @@ export interface RangeJob {
   end: number;
   /** The local `.part` file the bytes go to (a lane in a worker thread writes it itself). */
   partPath?: string;
+  /**
+   * The range runs to the end of the file and nothing after its start is kept: a lane may truncate the `.part` to
+   * `start` and append (the OpenSSH lane has ssh write the file itself).
+   */
+  appendable?: boolean;
 }
 
 export interface Lane {
@@ -184,7 +189,11 @@ class SftpLane implements Lane {
   ) {}
 
   private session(): Promise<SFTPWrapper> {
-    this.sftp ??= this.connection.openSftp();
+    if (!this.sftp) {
+      this.sftp = this.connection.openSftp();
+      // Whoever awaits it sees the failure; a session that fails after its fetch gave up must not crash the process.
+      this.sftp.catch(() => undefined);
+    }
     return this.sftp;
   }
 
@@ -208,6 +217,23 @@ class SftpLane implements Lane {
 
   async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
     if (signal.aborted) throw new RemoteRunsError('cancelled', 'Download cancelled');
+    // ssh2 never answers a request sent on an SFTP session whose connection just died (an open or a read written
+    // as the socket closed): without this, a lane waits forever after a drop (found by killing sshd mid-download).
+    let onClosed: (() => void) | undefined;
+    const closed = new Promise<never>((_, reject) => {
+      onClosed = () => reject(laneError(this.connection, new Error('connection closed'), `reading ${job.remotePath}`));
+    });
+    closed.catch(() => undefined);
+    const sub = this.connection.onDidClose(() => onClosed?.());
+    if (this.connection.isClosed) onClosed?.();
+    try {
+      await Promise.race([this.read(job, write, signal), closed]);
+    } finally {
+      sub.dispose();
+    }
+  }
+
+  private async read(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
     let sftp: SFTPWrapper;
     let handle: Buffer;
     try {
