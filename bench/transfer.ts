@@ -1,8 +1,10 @@
 /**
  * Checkpoint download benchmark, in one run: the time to pull a file (default 1 GiB of random bytes) with OpenSSH
  * (`scp` and a plain `ssh … cat`, both aes128-gcm, the cipher ssh2 negotiates), with this extension's core from
- * the bare host and from inside a `pct` container (one lane, and several lanes in worker threads), as throughput
- * ratios to scp; the CPU each side spent per GiB; then the bytes fetched again after the connection is killed at 50%.
+ * the bare host and from inside a `pct` container, by its default client (the system's OpenSSH `ssh`, logged in
+ * through the private agent) and by the built-in ssh2 client (one lane, several lanes, worker threads), as
+ * throughput ratios to scp; the CPU each side spent per GiB; then the bytes fetched again after the connection is
+ * killed at 50%.
  *
  *   node --import tsx bench/transfer.ts [--size-mb 1024] [--rounds 3] [--lanes 4] [--native] [--only a,b,…]
  *
@@ -41,6 +43,39 @@ function procCpu(pid: number | 'self'): { own: number; reaped: number } {
   const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
   const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
   return { own: (Number(f[11]) + Number(f[12])) / HZ, reaped: (Number(f[13]) + Number(f[14])) / HZ };
+}
+
+/**
+ * CPU seconds of the OpenSSH masters our downloads start: they put themselves in the background (ssh -f), so they
+ * are nobody's child here and their time is never reaped into ours. Found by their config path, sampled every
+ * 100 ms like TreeCpu.
+ */
+class MasterCpu {
+  private readonly last = new Map<number, number>();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor() {
+    this.timer = setInterval(() => this.sample(), 100);
+  }
+
+  private sample(): void {
+    for (const name of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(name)) continue;
+      try {
+        const cmd = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8');
+        if (!/rr-ssh-[^/\0]+\/config\0/.test(cmd) || !cmd.includes('ControlMaster=yes')) continue;
+        this.last.set(Number(name), procCpu(Number(name)).own);
+      } catch {
+        // exited while we looked
+      }
+    }
+  }
+
+  stop(): number {
+    this.sample();
+    clearInterval(this.timer);
+    return [...this.last.values()].reduce((a, b) => a + b, 0);
+  }
 }
 
 function childrenOf(pid: number): number[] {
@@ -172,7 +207,8 @@ async function main(): Promise<void> {
       concurrency: number,
       threads: boolean,
       interruptAt?: number,
-    ): Promise<{ fetched: number; lanes: number }> => {
+      client: 'openssh' | 'ssh2' = 'ssh2',
+    ): Promise<{ fetched: number; lanes: number; client: string }> => {
       const pool = new ConnectionPool({
         prompter: new ScriptedPrompter(),
         logger: { info() {}, warn() {}, error() {} },
@@ -185,6 +221,7 @@ async function main(): Promise<void> {
         const plan = await planDownload({ pool, host: resolved, target }, ck, { root: local, run: 'bench' });
         let fired = false;
         const res = await download(plan, {
+          client,
           transport,
           concurrency,
           threads,
@@ -197,7 +234,8 @@ async function main(): Promise<void> {
         });
         fs.renameSync(res.files[0].localPath, out);
         for (const f of fs.readdirSync(path.join(local, 'bench'))) fs.rmSync(path.join(local, 'bench', f));
-        return { fetched: res.bytesFetched, lanes: res.lanes };
+        if (res.client !== client) throw new Error(`asked for ${client}, the download used ${res.client}: ${res.clientNote ?? ''}`);
+        return { fetched: res.bytesFetched, lanes: res.lanes, client: res.client };
       } finally {
         pool.dispose();
       }
@@ -208,11 +246,13 @@ async function main(): Promise<void> {
     const all: { key: string; name: string; run: () => Promise<unknown> }[] = [
       { key: 'scp', name: `scp -c ${gcm}`, run: scp },
       { key: 'sshcat', name: 'ssh -c aes128-gcm … cat', run: sshCat(['cat', bare]) },
+      { key: 'os', name: 'core host, OpenSSH (the default)', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh') },
       { key: 'sftp1', name: 'core host, sftp x1 (shared conn)', run: () => core(HOST, 'sftp', 1, true) },
       { key: 'sftpN', name: `core host, sftp x${lanes} threads`, run: () => core(HOST, 'sftp', lanes, true) },
       { key: 'sftpNmain', name: `core host, sftp x${lanes} one thread`, run: () => core(HOST, 'sftp', lanes, false) },
       { key: 'execN', name: `core host, exec x${lanes} threads`, run: () => core(HOST, 'exec', lanes, true) },
       { key: 'pctcat', name: 'ssh … pct exec 200 -- cat', run: sshCat(['pct', 'exec', '200', '--', 'cat', '/workspace/bench/big.bin']) },
+      { key: 'ospct', name: 'core pct:200, OpenSSH (the default)', run: () => core(PCT, 'exec', lanes, false, undefined, 'openssh') },
       { key: 'pct1', name: 'core pct:200, exec x1 (shared conn)', run: () => core(PCT, 'exec', 1, true) },
       { key: 'pctN', name: `core pct:200, exec x${lanes} threads`, run: () => core(PCT, 'exec', lanes, true) },
     ];
@@ -229,6 +269,7 @@ async function main(): Promise<void> {
       for (const m of methods) {
         fs.rmSync(out, { force: true });
         const server = new TreeCpu(host.sshd.pid);
+        const masters = new MasterCpu();
         const ours0 = process.cpuUsage();
         const reaped0 = procCpu('self').reaped;
         const t0 = process.hrtime.bigint();
@@ -239,7 +280,7 @@ async function main(): Promise<void> {
           s,
           ours: (ours.user + ours.system) / 1e6,
           server: server.stop(),
-          openssh: procCpu('self').reaped - reaped0,
+          openssh: procCpu('self').reaped - reaped0 + masters.stop(),
         };
         if (fs.statSync(out).size !== size) throw new Error(`${m.name}: wrong size`);
         if (r === 0 && execFileSync('sha256sum', [out], { encoding: 'utf8' }).slice(0, 64) !== expected) throw new Error(`${m.name}: wrong bytes`);
@@ -272,15 +313,17 @@ async function main(): Promise<void> {
     }
 
     const refetch: Record<string, number> = {};
-    for (const [key, target, transport] of [
-      ['host', HOST, 'sftp'],
-      ['pct', PCT, 'exec'],
+    for (const [key, target, transport, client] of [
+      ['host', HOST, 'exec', 'openssh'],
+      ['pct', PCT, 'exec', 'openssh'],
+      ['host-ssh2', HOST, 'sftp', 'ssh2'],
+      ['pct-ssh2', PCT, 'exec', 'ssh2'],
     ] as const) {
       if (only && !only.has(`kill-${key}`) && !only.has('kill')) continue;
-      const { fetched, lanes: used } = await core(target, transport, lanes, true, 0.5);
+      const { fetched, lanes: used } = await core(target, transport, lanes, true, 0.5, client);
       refetch[key] = fetched - size;
       console.log(
-        `Connection killed at 50% (${key}, ${transport} x${used}): ${fetched} bytes written for a ${size}-byte file; ` +
+        `Connection killed at 50% (${key}, ${client === 'openssh' ? 'OpenSSH' : `${transport} x${used}`}): ${fetched} bytes written for a ${size}-byte file; ` +
           `refetched ${fetched - size} bytes (${(((fetched - size) / size) * 100).toFixed(3)}%)`,
       );
     }

@@ -27,13 +27,15 @@ import { parseEvalProfiles } from '../core/eval/profiles';
 import type { EvalProfile } from '../core/eval/types';
 
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
-       remote-runs pull ADDRESS [--to DIR] [--verify] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs pull ADDRESS [--to DIR] [--verify] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs eval PROFILE ADDRESS [--follow] [--to DIR] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
 
 ADDRESS is host, host/target or host/target/run (ls), or host/target/run/CHECKPOINT (pull), where target is
 "host", "pct:<vmid>" or "docker:<name>" and CHECKPOINT a name (step_20000), a step (20000) or "latest".
 pull writes DIR/<run>/<checkpoint>/… (default DIR: the current folder), progress on stderr, the local path on
-stdout; --verify compares sha256 computed on both sides before the file is put in place.
+stdout; --verify compares sha256 computed on both sides before the file is put in place. The bytes move through
+the system's OpenSSH client (ssh, logged in with the key this program unlocked, pinned to the host key it trusted)
+where it can, else through the built-in client; --client chooses ($REMOTE_RUNS_SSH names another ssh binary).
 eval starts the config's eval profile PROFILE on ADDRESS (as for pull), detached, and prints its id and log; with
 --follow it streams the log to stdout and exits with the eval's exit status. Profiles come from the config's
 "evalProfiles" array (same schema as the remoteRuns.evalProfiles setting); a profile using \${localCheckpoint}
@@ -62,6 +64,7 @@ export async function main(
         json: { type: 'boolean', default: false },
         to: { type: 'string' },
         verify: { type: 'boolean', default: false },
+        client: { type: 'string' },
         follow: { type: 'boolean', default: false },
         config: { type: 'string' },
         'ssh-config': { type: 'string' },
@@ -114,10 +117,14 @@ export async function main(
     // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name.
     if (!hosts.configs().some((h) => h.name === addr.host)) hostsFromFile.push({ name: addr.host, host: addr.host });
     if (verb === 'pull') {
+      const client = values.client ?? 'auto';
+      if (client !== 'auto' && client !== 'openssh' && client !== 'ssh2') {
+        throw new RemoteRunsError('bad-config', `--client must be auto, openssh or ssh2, not ${JSON.stringify(client)}`);
+      }
       const local = await pullCommand(
         { core, pool, resolve: (name) => hosts.resolve(core.host(name)), stderr: io.stderr, stdin: io.stdin, signal },
         addr,
-        { to: path.resolve(values.to ?? '.'), verify: values.verify ? 'sha256' : 'size' },
+        { to: path.resolve(values.to ?? '.'), verify: values.verify ? 'sha256' : 'size', client, sshPath: io.env.REMOTE_RUNS_SSH || undefined },
       );
       io.stdout.write(`${local}\n`);
       return 0;

@@ -2,7 +2,7 @@ import * as readline from 'node:readline';
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpoint } from '../core/service';
 import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
-import { download, planDownload, type DownloadProgress, type PlanFile, type VerifyMode } from '../core/transfer';
+import { download, planDownload, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice } from '../core/transfer';
 import { RemoteRunsError, formatTarget } from '../core/types';
 import type { parseAddress } from '../core/address';
 import { formatBytes } from '../core/util/format';
@@ -23,7 +23,7 @@ export interface PullDeps {
 export async function pullCommand(
   deps: PullDeps,
   addr: ReturnType<typeof parseAddress>,
-  options: { to: string; verify: VerifyMode },
+  options: { to: string; verify: VerifyMode; client?: ClientChoice; sshPath?: string },
 ): Promise<string> {
   if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
     throw new RemoteRunsError('bad-address', 'pull needs host/target/run/checkpoint (a checkpoint name such as step_20000, a step, or "latest")');
@@ -40,6 +40,8 @@ export async function pullCommand(
   const result = await download(plan, {
     signal: deps.signal,
     verify: options.verify,
+    client: options.client,
+    sshPath: options.sshPath,
     onProgress: progress.update,
     overwrite: (file) => askOverwrite(deps, file),
   });
@@ -49,7 +51,8 @@ export async function pullCommand(
     throw new RemoteRunsError('exists', `Kept the local file${declined.length > 1 ? 's' : ''} that differ${declined.length > 1 ? '' : 's'}: ${declined.map((f) => f.localPath).join(', ')} (nothing was overwritten)`);
   }
   const resumed = result.files.reduce((n, f) => n + f.resumedBytes, 0);
-  deps.stderr.write(`${where}: ${formatBytes(result.bytesFetched)} fetched${resumed ? `, ${formatBytes(resumed)} resumed` : ''}, verified by ${options.verify}\n`);
+  const how = result.client === 'openssh' ? 'OpenSSH' : `the built-in client${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
+  deps.stderr.write(`${where}: ${formatBytes(result.bytesFetched)} fetched${resumed ? `, ${formatBytes(resumed)} resumed` : ''} by ${how}, verified by ${options.verify}\n`);
   return result.localRoot;
 }
 

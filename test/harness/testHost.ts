@@ -33,7 +33,7 @@ export interface TestHost {
     unrecognised: string;
     unreadable: string;
     hostile: string;
-    /** One run, `dl-run`, with three 256 MiB (sparse) step folders: big enough for a visible download. */
+    /** One run, `dl-run`, with three 1 GiB (sparse) step folders: big enough for a visible download over OpenSSH. */
     downloads: string;
   };
   unrecognisedNames: string[];
@@ -92,7 +92,7 @@ export async function startTestHost(options: SshdOptions = {}): Promise<TestHost
   fs.mkdirSync(paths.unreadable);
   writeStoryRun(path.join(paths.unreadable, 'secret-run'), { checkpointBytes: 1024 });
   const hostileNames = writeHostileNames(paths.hostile);
-  writeStoryRun(path.join(paths.downloads, 'dl-run'), { firstStep: 100, lastStep: 300, every: 100, checkpointBytes: 256 * 1024 * 1024 });
+  writeStoryRun(path.join(paths.downloads, 'dl-run'), { firstStep: 100, lastStep: 300, every: 100, checkpointBytes: 1024 * 1024 * 1024 });
   // Everything readable by the test user, except the one folder that must not be.
   execFileSync('chmod', ['-R', 'a+rX', dir]);
   fs.chmodSync(paths.unreadable, 0o700);

@@ -173,7 +173,9 @@ for (const fault of ['killed', 'frozen'] as const) {
         const plan = await planDownload({ pool, host: resolved, target: PCT }, ckpt, { root: local, run: `dl-${fault}` });
         let cleanup: (() => void) | undefined;
         let injecting: Promise<void> | undefined;
+        // ssh2's own connection: the fault finds and hits it by its socket (OpenSSH's connection: transferOpenssh).
         const res = await download(plan, {
+          client: 'ssh2',
           concurrency: 1,
           segmentBytes: 4 * MiB,
           onProgress: (p) => {

@@ -89,9 +89,10 @@ after(async () => {
 });
 
 describe('byte-exact downloads from every kind of target', () => {
+  for (const client of ['openssh', 'ssh2'] as const)
   for (const target of [HOST, PCT, DOCKER]) {
-    test(`${target.kind}: a folder checkpoint lands byte-identical under <root>/<run>/<checkpoint>/, largest first, sha256-verified`, async () => {
-      const base = path.posix.join(remoteBase(target), `folder-${target.kind}`);
+    test(`${target.kind}, ${client}: a folder checkpoint lands byte-identical under <root>/<run>/<checkpoint>/, largest first, sha256-verified`, async () => {
+      const base = path.posix.join(remoteBase(target), `folder-${target.kind}-${client}`);
       const ck = path.posix.join(base, 'step_200');
       const files: Record<string, Buffer> = {
         'model.safetensors': randomBytes(12 * MiB + 123),
@@ -102,41 +103,47 @@ describe('byte-exact downloads from every kind of target', () => {
       };
       for (const [rel, data] of Object.entries(files)) writeRemote(target, path.posix.join(ck, rel), data);
       const src = source(target);
-      const plan = await planDownload(src, checkpoint(target, ck, true), { root: local, run: `run-${target.kind}` });
-      assert.equal(plan.localRoot, path.join(local, `run-${target.kind}`, 'step_200'));
+      const run = `run-${target.kind}-${client}`;
+      const plan = await planDownload(src, checkpoint(target, ck, true), { root: local, run });
+      assert.equal(plan.localRoot, path.join(local, run, 'step_200'));
       assert.deepEqual(plan.files.map((f) => f.relative), ['model.safetensors', 'optimizer.pt', 'sub/rng_state.pth', 'config.json', 'empty.txt']);
       assert.ok(plan.files.every((f) => f.state.kind === 'absent'));
       const seen: number[] = [];
-      const res = await download(plan, { verify: 'sha256', onProgress: (p) => seen.push(p.bytesDone) });
+      const res = await download(plan, { client, verify: 'sha256', onProgress: (p) => seen.push(p.bytesDone) });
       for (const [rel, data] of Object.entries(files)) {
         const p = path.join(plan.localRoot, rel);
         assert.equal(sha(p), createHash('sha256').update(data).digest('hex'), rel);
         assert.ok(!fs.existsSync(partPath(p)) && !fs.existsSync(partRecordPath(p)), `no leftovers for ${rel}`);
       }
-      assert.equal(res.transport, target.kind === 'host' ? 'sftp' : 'exec');
+      assert.equal(res.client, client);
+      assert.equal(res.transport, target.kind === 'host' && client === 'ssh2' ? 'sftp' : 'exec');
       assert.ok(res.files.every((f) => f.outcome === 'downloaded' && f.verified === 'sha256' && f.sha256));
       assert.equal(res.bytesFetched, plan.bytes);
       assert.ok(seen.length > 0 && seen[seen.length - 1] <= plan.bytes);
 
       // The second download says it is already there, and fetches nothing.
-      const again = await planDownload(src, checkpoint(target, ck, true), { root: local, run: `run-${target.kind}` });
+      const again = await planDownload(src, checkpoint(target, ck, true), { root: local, run });
       assert.ok(again.files.every((f) => f.state.kind === 'complete-verified' && f.state.verified === 'sha256'));
-      const res2 = await download(again, { verify: 'sha256' });
+      const res2 = await download(again, { client, verify: 'sha256' });
       assert.equal(res2.bytesFetched, 0);
       assert.ok(res2.files.every((f) => f.outcome === 'already-complete'));
     });
   }
 
-  for (const target of [HOST, PCT, DOCKER]) {
-    test(`${target.kind}: a 2 GiB sparse flat checkpoint lands at <root>/<run>/<file> with equal bytes`, async () => {
+  for (const [target, client] of [[HOST, 'auto'], [PCT, 'auto'], [DOCKER, 'auto'], [HOST, 'ssh2']] as const) {
+    test(`${target.kind}, ${client}: a 2 GiB sparse flat checkpoint lands at <root>/<run>/<file> with equal bytes`, async () => {
       const file = path.posix.join(remoteBase(target), `sparse-${target.kind}`, 'model_step_9000.pt');
       const size = 2 * 1024 * MiB + 4097;
       writeRemote(target, file, { sparse: size });
-      const plan = await planDownload(source(target), checkpoint(target, file, false), { root: local, run: 'sparse' });
-      assert.equal(plan.files[0].localPath, path.join(local, 'sparse', 'model_step_9000.pt'));
-      const res = await download(plan, {});
+      const run = `sparse-${target.kind}-${client}`;
+      const plan = await planDownload(source(target), checkpoint(target, file, false), { root: local, run });
+      assert.equal(plan.files[0].localPath, path.join(local, run, 'model_step_9000.pt'));
+      const res = await download(plan, { client });
       assert.equal(res.bytesFetched, size);
-      assert.ok(res.lanes > 1, `several lanes (got ${res.lanes})`);
+      // auto: OpenSSH (the harness logs in with a key), one stream that ssh writes into the .part itself;
+      // ssh2: byte ranges over several connections.
+      if (client === 'auto') assert.equal(res.client, 'openssh', res.clientNote);
+      else assert.ok(res.lanes > 1, `several lanes (got ${res.lanes})`);
       assert.equal(fs.statSync(plan.files[0].localPath).size, size);
       assert.equal(shaStream(plan.files[0].localPath), shaStream(onDisk(target, file)));
       fs.rmSync(plan.files[0].localPath);
@@ -158,7 +165,7 @@ describe('worker-thread lanes', () => {
     const src: TransferSource = { pool, host: dir.resolve(cfg), target: HOST };
     const plan = await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'enc' });
     const logins = host.sshd.acceptedLogins();
-    const res = await download(plan, { concurrency: 3, threads: true });
+    const res = await download(plan, { client: 'ssh2', concurrency: 3, threads: true });
     assert.deepEqual(prompter.asked, ['passphrase'], 'asked once, by the shared connection');
     assert.equal(res.lanes, 3, 'both worker lanes logged in with the unlocked key');
     assert.equal(host.sshd.acceptedLogins() - logins, 2, 'one login per worker lane (the shared one was already open)');
@@ -167,31 +174,51 @@ describe('worker-thread lanes', () => {
 });
 
 describe('resume', () => {
-  /** Start a download and call `interrupt` once a fraction of it is on disk. */
+  /**
+   * Start a download and call `interrupt` once a fraction of it is on disk: seen in progress reports, or sooner in
+   * the .part's own size (OpenSSH writes it directly, faster than progress is reported on loopback).
+   */
   async function downloadUntil(plan: Awaited<ReturnType<typeof planDownload>>, fraction: number, interrupt: () => void, opts: DownloadOptions = {}) {
     let fired = false;
-    return download(plan, {
-      ...opts,
-      onProgress: (p) => {
-        if (!fired && p.bytesDone >= p.bytesTotal * fraction) {
-          fired = true;
-          interrupt();
-        }
-      },
-    });
+    const fire = (): void => {
+      if (fired) return;
+      fired = true;
+      clearInterval(watch);
+      interrupt();
+    };
+    const part = partPath(plan.files[0].localPath);
+    const watch = setInterval(() => {
+      try {
+        if (fs.statSync(part).size >= plan.files[0].bytes * fraction) fire();
+      } catch {
+        // not there yet
+      }
+    }, 2);
+    try {
+      return await download(plan, {
+        ...opts,
+        onProgress: (p) => {
+          if (p.bytesDone >= p.bytesTotal * fraction) fire();
+        },
+      });
+    } finally {
+      clearInterval(watch);
+    }
   }
 
+  for (const client of ['openssh', 'ssh2'] as const)
   for (const target of [HOST, DOCKER]) {
-    test(`${target.kind}: a connection killed mid-transfer (sshd child by pid) is retried and nothing it had is fetched again`, async () => {
-      const file = path.posix.join(remoteBase(target), `kill-${target.kind}`, 'model_step_1.pt');
+    test(`${target.kind}, ${client}: a connection killed mid-transfer (sshd child by pid) is retried and nothing it had is fetched again`, async () => {
+      const file = path.posix.join(remoteBase(target), `kill-${target.kind}-${client}`, 'model_step_1.pt');
       const data = randomBytes(160 * MiB);
       writeRemote(target, file, data);
       const src = source(target);
-      const plan = await planDownload(src, checkpoint(target, file, false), { root: local, run: `kill-${target.kind}` });
+      const plan = await planDownload(src, checkpoint(target, file, false), { root: local, run: `kill-${target.kind}-${client}` });
       let killed = 0;
       const res = await downloadUntil(plan, 0.3, () => {
         killed = host.sshd.killConnections();
-      }, { segmentBytes: 16 * MiB });
+      }, { client, segmentBytes: 16 * MiB });
+      assert.equal(res.client, client);
       assert.ok(killed > 0, 'connections were killed');
       assert.ok(res.retries >= 1, 'the download retried');
       assert.equal(res.bytesFetched, data.length, 'every byte crossed the network exactly once');
@@ -322,7 +349,7 @@ describe('names, consent and disk space', () => {
   });
 
   for (const concurrency of [1, 2]) {
-    test(`a disk that fills up during the download stops it with disk-full, keeps the .part, and touches nothing else (${concurrency === 1 ? 'one lane' : 'two lanes, one writing from a worker thread'})`, async () => {
+    test(`ssh2: a disk that fills up during the download stops it with disk-full, keeps the .part, and touches nothing else (${concurrency === 1 ? 'one lane' : 'two lanes, one writing from a worker thread'})`, async () => {
       const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-filling-'));
       execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=24m', 'rr-filling', mnt]);
       try {
@@ -334,6 +361,7 @@ describe('names, consent and disk space', () => {
         let filled = false;
         const err = await rejectsWith(
           download(plan, {
+            client: 'ssh2',
             concurrency,
             threads: concurrency > 1,
             onProgress: (p) => {

@@ -11,6 +11,7 @@ import { runCommand } from '../remote';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
 import { delay } from '../util/delay';
 import { createLane, type Lane } from './lanes';
+import { OpenSshLane, OpenSshSession, OpenSshUnsupported } from './openssh';
 import { localError } from './localErrors';
 import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
@@ -94,6 +95,7 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
   let bytesFetched = 0;
   let retries = 0;
   let lanesUsed = 0;
+  const clientState: ClientState = { choice: options.client ?? 'auto', used: 'ssh2' };
   const meter = new SpeedMeter();
   const totalBytes = works.reduce((n, w) => n + w.bytes, 0);
   let lastFile = works[0];
@@ -135,7 +137,7 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
           }
         }
         report(true);
-        const used = await runAttempt(plan, pendingWork, transport, options, signal, (w, n) => {
+        const used = await runAttempt(plan, pendingWork, transport, options, clientState, signal, (w, n) => {
           bytesFetched += n;
           lastFile = w;
           report(false);
@@ -183,7 +185,74 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
   }
   const order = new Map(plan.files.map((f, i) => [f.relative, i]));
   outcomes.sort((a, b) => (order.get(a.relative) ?? 0) - (order.get(b.relative) ?? 0));
-  return { localRoot: plan.localRoot, files: outcomes, bytesFetched, retries, lanes: lanesUsed, transport };
+  return {
+    localRoot: plan.localRoot,
+    files: outcomes,
+    bytesFetched,
+    retries,
+    lanes: lanesUsed,
+    transport: clientState.used === 'openssh' ? 'exec' : transport,
+    client: clientState.used,
+    ...(clientState.note ? { clientNote: clientState.note } : {}),
+  };
+}
+
+/** The client choice of one download, across its attempts. */
+interface ClientState {
+  choice: 'auto' | 'openssh' | 'ssh2';
+  used: 'openssh' | 'ssh2';
+  /** Why auto fell back to ssh2. */
+  note?: string;
+}
+
+/**
+ * Hosts where `auto` found OpenSSH unusable (no binary, no key login), per pool: later downloads go straight to
+ * ssh2 instead of trying again each time. A host whose settings change gets a new pool entry and is tried again.
+ */
+const openSshRefused = new WeakMap<object, Map<string, string>>();
+
+/**
+ * The OpenSSH session for an attempt, or undefined for ssh2: `auto` falls back (and says why in the logger and the
+ * result), `openssh` fails with the reason.
+ */
+async function openSshFor(plan: DownloadPlan, hostKeys: Buffer[], options: DownloadOptions, state: ClientState, signal?: AbortSignal): Promise<OpenSshSession | undefined> {
+  if (state.choice === 'ssh2') return undefined;
+  const { pool, host } = plan.source;
+  const refused = openSshRefused.get(pool) ?? new Map<string, string>();
+  openSshRefused.set(pool, refused);
+  const key = JSON.stringify([host.name, host.jumps, host.target]);
+  const known = refused.get(key);
+  if (known && state.choice === 'auto') {
+    state.note = known;
+    return undefined;
+  }
+  const login = pool.siblingLogin(host);
+  const agent = login.settings.agent === null ? undefined : (login.settings.agent ?? process.env.SSH_AUTH_SOCK);
+  try {
+    return await OpenSshSession.start({ login, hostKeys, agent }, { sshPath: options.sshPath, signal });
+  } catch (e) {
+    if (isRemoteRunsError(e) && e.kind === 'cancelled') throw e;
+    // The host showed OpenSSH another key than the one the pool's connection trusted: a new connection would not be
+    // talking to the same machine. Never quietly carry on over the old connection: stop and say so.
+    if (isRemoteRunsError(e) && e.kind === 'host-key-mismatch') {
+      throw new RemoteRunsError('host-key-mismatch', `${host.name} presented a different host key to a new connection than to the open one; the download was stopped. ${e.message}`, e.detail);
+    }
+    const why = e instanceof Error ? e.message : String(e);
+    if (state.choice === 'openssh') {
+      throw isRemoteRunsError(e) ? e : new RemoteRunsError('bad-config', `Cannot download with OpenSSH: ${why}`);
+    }
+    // A reason that will not change by itself (no binary, no key login, a refused login) is remembered.
+    if (e instanceof OpenSshUnsupported || (isRemoteRunsError(e) && e.kind === 'auth-failed')) refused.set(key, why);
+    state.note = why;
+    options.logger?.warn(`Downloading from ${host.name} with ssh2 instead of OpenSSH: ${why}`);
+    return undefined;
+  }
+}
+
+/** The last byte a file has on disk, by its record (0 when none). */
+function doneEnd(w: Work): number {
+  const r = w.done.toJSON();
+  return r.length > 0 ? r[r.length - 1][1] : 0;
 }
 
 /** Set up a file's `.part` state: keep the ranges of a matching sidecar, discard anything else. */
@@ -268,6 +337,7 @@ async function runAttempt(
   works: Work[],
   transport: TransportKind,
   options: DownloadOptions,
+  clientState: ClientState,
   signal: AbortSignal | undefined,
   onBytes: (w: Work, n: number) => void,
 ): Promise<number> {
@@ -276,19 +346,32 @@ async function runAttempt(
   const onOuterAbort = (): void => stop.abort();
   signal?.addEventListener('abort', onOuterAbort, { once: true });
   const lease = await source.pool.acquire(source.host, signal);
-  const lanes: Lane[] = [createLane(transport, lease.connection, source.target, false)];
+  let openssh: OpenSshSession | undefined;
+  try {
+    openssh = await openSshFor(plan, lease.connection.hostKeys, options, clientState, signal);
+  } catch (e) {
+    signal?.removeEventListener('abort', onOuterAbort);
+    lease.dispose();
+    throw e;
+  }
+  clientState.used = openssh ? 'openssh' : 'ssh2';
+  const lanes: Lane[] = [openssh ? new OpenSshLane(openssh, source.target) : createLane(transport, lease.connection, source.target, false)];
   // The record exists (with room to spare) before the first byte: a disk that fills up at once can still take it.
   await Promise.all(works.map(saveSidecar));
   const sidecarTimer = setInterval(() => void Promise.all(works.map(saveSidecar)), SIDECAR_INTERVAL_MS);
   try {
     const remaining = works.reduce((n, w) => n + (w.bytes - w.done.total), 0);
-    const wanted = Math.max(1, Math.min(options.concurrency ?? 4, Math.ceil(remaining / (8 << 20)) || 1));
+    // OpenSSH: one stream per file (ssh writes it straight to the .part), files side by side on the one connection.
+    const wanted = openssh
+      ? Math.max(1, Math.min(options.concurrency ?? 4, works.length))
+      : Math.max(1, Math.min(options.concurrency ?? 4, Math.ceil(remaining / (8 << 20)) || 1));
     // Siblings reuse the pool's secrets and never prompt; a host that would need a prompt gets fewer lanes. Each
     // runs in a worker thread of its own (decrypting and writing off this thread, on another core), or here when
     // threads are off or a worker cannot start.
     const threads = options.threads ?? (remaining >= THREADS_MIN_BYTES && os.availableParallelism() >= THREADS_MIN_CORES);
-    const init = wanted > 1 && threads ? workerInit(source.pool, source.host, source.target, transport) : undefined;
+    const init = wanted > 1 && threads && !openssh ? workerInit(source.pool, source.host, source.target, transport) : undefined;
     const sibling = async (): Promise<Lane | undefined> => {
+      if (openssh) return new OpenSshLane(openssh, source.target);
       if (init) {
         try {
           return await startWorkerLane(init, stop.signal, options.logger);
@@ -306,7 +389,7 @@ async function runAttempt(
       const missing = w.done.missing(w.bytes);
       const left = missing.reduce((n, [s, e]) => n + (e - s), 0);
       // Big pieces for exec (each costs a process through the container prefix), enough to keep every lane busy.
-      const piece = options.segmentBytes ?? Math.max(8 << 20, Math.ceil(left / (wanted * 2)));
+      const piece = openssh ? Number.MAX_SAFE_INTEGER : (options.segmentBytes ?? Math.max(8 << 20, Math.ceil(left / (wanted * 2))));
       for (const range of splitRanges(missing, piece)) queue.push({ w, range });
       if (w.bytes === 0) queue.push({ w, range: [0, 0] });
     }
@@ -322,7 +405,14 @@ async function runAttempt(
             w.dirty = true;
             onBytes(w, n);
           };
-          const job = { remotePath: w.file.remotePath, size: w.bytes, start: range[0], end: range[1], partPath: partPath(w.file.localPath) };
+          const job = {
+            remotePath: w.file.remotePath,
+            size: w.bytes,
+            start: range[0],
+            end: range[1],
+            partPath: partPath(w.file.localPath),
+            appendable: range[1] === w.bytes && doneEnd(w) <= range[0],
+          };
           await lane.fetch(
             job,
             async (pos, data) => {
@@ -360,6 +450,7 @@ async function runAttempt(
     clearInterval(sidecarTimer);
     signal?.removeEventListener('abort', onOuterAbort);
     for (const lane of lanes) lane.close();
+    await openssh?.dispose();
     lease.dispose();
     await Promise.all(works.map(saveSidecar));
   }
@@ -389,8 +480,9 @@ async function finish(plan: DownloadPlan, w: Work, verify: 'size' | 'sha256', si
     }
     w.sha256 = local;
   }
-  await fs.rename(part, w.file.localPath);
-  const final: Stats = await fs.stat(w.file.localPath);
+  // The record of what the file is goes down before the rename: on a disk that filled up meanwhile, failing to write
+  // it leaves the verified .part (resumable, kept), never a file without its record (which would later need consent).
+  const final: Stats = await fs.stat(part);
   const rec: DoneRecord = {
     version: 1,
     remotePath: w.file.remotePath,
@@ -401,7 +493,12 @@ async function finish(plan: DownloadPlan, w: Work, verify: 'size' | 'sha256', si
     localBytes: final.size,
     localMtimeMs: final.mtimeMs,
   };
-  await writeJsonAtomic(doneRecordPath(w.file.localPath), rec);
+  try {
+    await writeJsonAtomic(doneRecordPath(w.file.localPath), rec);
+    await fs.rename(part, w.file.localPath);
+  } catch (e) {
+    throw localError(e, `Cannot finish ${w.file.localPath}`);
+  }
   await fs.rm(partRecordPath(w.file.localPath), { force: true });
   w.finished = true;
   w.dirty = false;

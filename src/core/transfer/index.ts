@@ -9,6 +9,7 @@ export { download } from './download';
 export { RangeSet, splitRanges, type ByteRange } from './ranges';
 export { partPath, partRecordPath, doneRecordPath } from './records';
 export type {
+  ClientChoice,
   DownloadOptions,
   DownloadPlan,
   DownloadProgress,

@@ -65,8 +65,15 @@ export interface DownloadProgress {
   phase: 'transfer' | 'verify';
 }
 
-/** How the bytes move: SFTP reads, or `tail | head` streams through the target's exec prefix. */
+/** How the bytes move: SFTP reads, or `dd` streams through the target's exec prefix. */
 export type TransportKind = 'sftp' | 'exec';
+
+/**
+ * Which SSH client moves the bytes: the system's OpenSSH `ssh` (streams through the target's prefix, logged in with
+ * the pool's unlocked keys, trusting the pool's host keys), or ssh2 in this process. `auto` takes OpenSSH where it can
+ * log in that way and ssh2 otherwise (no `ssh`, Windows, a password login).
+ */
+export type ClientChoice = 'auto' | 'openssh' | 'ssh2';
 
 export interface DownloadOptions {
   signal?: AbortSignal;
@@ -77,8 +84,12 @@ export interface DownloadOptions {
   overwrite?(file: PlanFile): Promise<boolean>;
   /** Parallel lanes (connections) moving byte ranges. Default 4. */
   concurrency?: number;
-  /** Default: SFTP on the bare host, exec streams in containers. */
+  /** For the ssh2 client. Default: SFTP on the bare host, exec streams in containers. */
   transport?: TransportKind;
+  /** Default 'auto'. */
+  client?: ClientChoice;
+  /** The OpenSSH client binary. Default `ssh` from PATH. */
+  sshPath?: string;
   /** Ignore `.part` data and fetch everything from zero (after a checksum mismatch). */
   fresh?: boolean;
   /** Attempts after a dropped connection, with backoff. Default 5. */
@@ -119,4 +130,8 @@ export interface DownloadResult {
   /** Lanes actually used. */
   lanes: number;
   transport: TransportKind;
+  /** The client that moved the bytes (of the last attempt). */
+  client: 'openssh' | 'ssh2';
+  /** Why `auto` did not use OpenSSH, when it did not. */
+  clientNote?: string;
 }

@@ -9,7 +9,7 @@ import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
 import { pickCheckpoint as checkpointOf } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
-import { download, planDownload, type DownloadPlan, type DownloadResult, type PlanFile, type VerifyMode } from '../../core/transfer';
+import { download, planDownload, type DownloadPlan, type DownloadResult, type PlanFile, type VerifyMode, type ClientChoice } from '../../core/transfer';
 import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
 import { formatBytes } from '../../core/util/format';
 import { CommandIds } from '../commandIds';
@@ -135,6 +135,9 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
             verify,
             fresh,
             concurrency: Math.max(1, config().get<number>('downloadConcurrency', 4)),
+            client: downloadClient(),
+            sshPath: config().get<string>('sshPath', '').trim() || undefined,
+            logger: deps.log,
             overwrite: (file) => askOverwrite(file),
             onProgress: (p) => {
               const pct = p.bytesTotal > 0 ? (100 * p.bytesDone) / p.bytesTotal : 100;
@@ -169,12 +172,19 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
   }
   const declined = result.files.filter((f) => f.outcome === 'declined');
   const resumed = result.files.reduce((n, f) => n + f.resumedBytes, 0);
-  deps.log.info(`download ${label}: ${result.bytesFetched} bytes fetched, ${resumed} resumed, ${result.lanes} lane(s) over ${result.transport}, ${result.retries} retries`);
+  const client = result.client === 'openssh' ? 'OpenSSH' : `ssh2${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
+  deps.log.info(`download ${label}: ${result.bytesFetched} bytes fetched, ${resumed} resumed, ${result.lanes} lane(s) over ${result.transport} by ${client}, ${result.retries} retries`);
   const summary = declined.length
     ? `Remote Runs: ${label} downloaded, except ${declined.length} file(s) you kept.`
     : `Remote Runs: downloaded ${label} (${formatBytes(plan.bytes)}${resumed ? `, ${formatBytes(resumed)} resumed` : ''}, verified by ${verify}).`;
   void afterDownload(summary, result.localRoot, ref);
   return result;
+}
+
+/** remoteRuns.downloadClient, anything unknown read as the default. */
+function downloadClient(): ClientChoice {
+  const v = config().get<string>('downloadClient', 'auto');
+  return v === 'openssh' || v === 'ssh2' ? v : 'auto';
 }
 
 async function askOverwrite(file: PlanFile): Promise<boolean> {

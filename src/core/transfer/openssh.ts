@@ -1,0 +1,485 @@
+/**
+ * Bulk bytes through the system's OpenSSH client. ssh2 decrypts each 32 KiB packet in JavaScript: on the test host
+ * one ssh2 stream moved 0.6-0.7x of scp's throughput at ~7 CPU s/GiB, where `ssh host cat` moved 1.5x at under
+ * 2 (bench/transfer.ts). So a download's bytes go through `ssh`, logged in with what the pool already has and
+ * trusting exactly what the pool trusted:
+ *
+ * - **No second prompt.** A private agent (ssh/agentServer.ts) serves the keys the pool unlocked and the user's own
+ *   agent's keys; `BatchMode` forbids every question; password and keyboard-interactive logins are never tried
+ *   (those hosts keep the ssh2 lanes).
+ * - **The same host keys.** A known_hosts written for this transfer holds only the key each hop presented to the
+ *   pool's connection, under a `HostKeyAlias`; `StrictHostKeyChecking yes`: a different key is refused.
+ * - **Nothing of the user's configuration is read** (`-F` our file): every option that matters is set here, and
+ *   the hops are the pool's resolved ones (address, port, user, ProxyJump chain).
+ * - **One login per transfer.** A ControlMaster (in the same 0700 folder) carries every file's stream as a channel
+ *   of one connection; it exits when the transfer ends, or by itself a minute after its last stream if this process
+ *   dies first.
+ *
+ * Not available on Windows (the agent is a Unix socket), without an `ssh` binary, or when no hop can log in with a
+ * key: `startOpenSsh` then rejects with `unsupported`, and the download uses the ssh2 lanes.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import type { ParsedKey } from 'ssh2';
+import { startPrivateAgent, type PrivateAgent } from '../ssh/agentServer';
+import { keyTypeOfBlob } from '../ssh/knownHosts';
+import type { SiblingLogin } from '../ssh/pool';
+import type { ResolvedHop } from '../ssh/types';
+import { commandFailed } from '../remote';
+import { classifyTargetFailure, wrapForTarget } from '../targets';
+import { RemoteRunsError, type TargetRef } from '../types';
+import type { Lane, RangeJob, WriteFn } from './lanes';
+import { localError } from './localErrors';
+import { rangeArgv } from './remoteCommands';
+
+/** What is needed to reach a host as the pool does. */
+export interface OpenSshLogin {
+  login: SiblingLogin;
+  /** The key each hop presented to the pool's connection, nearest first (SshConnection.hostKeys). */
+  hostKeys: Buffer[];
+  /** The user's agent socket the pool uses, if any. */
+  agent: string | undefined;
+}
+
+export interface OpenSshOptions {
+  /** The `ssh` binary. Default `ssh` (from PATH). */
+  sshPath?: string;
+  /** Parent of the session's 0700 folder. Default: the OS temp folder. */
+  dir?: string;
+  signal?: AbortSignal;
+}
+
+/** Why a host cannot use the OpenSSH client (before anything is started). */
+export class OpenSshUnsupported extends Error {}
+
+/** OpenSSH's names for the cipher ssh2 and scp use on AES-NI machines first, then its usual ones. */
+const CIPHERS = 'aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr';
+/** Time for the master to connect and log in through every hop (a loaded machine, a far jump host). */
+const MASTER_TIMEOUT_MS = 60_000;
+/** The master's own exit after its last stream, should this process die without stopping it. */
+const CONTROL_PERSIST_S = 60;
+
+/** Values that go into the config unquoted: host names, users (no spaces, quotes, `%` tokens, `#` comments). */
+const PLAIN = /^[A-Za-z0-9._:@\[\]-]+$/;
+
+/** A path as an ssh_config value: `%` doubled (token expansion), quoted when it holds spaces. */
+export function configPath(p: string): string {
+  if (/["\r\n]/.test(p)) throw new OpenSshUnsupported(`path ${JSON.stringify(p)} cannot be written into an ssh_config`);
+  const v = p.replace(/%/g, '%%');
+  return /[\s#]/.test(v) ? `"${v}"` : v;
+}
+
+function hostKeyAlgorithms(keyType: string): string {
+  return keyType === 'ssh-rsa' ? 'rsa-sha2-512,rsa-sha2-256,ssh-rsa' : keyType;
+}
+
+/** The alias of hop i in the generated config (the last hop is the target). */
+export function hopAlias(i: number): string {
+  return `rr-hop${i}`;
+}
+
+/**
+ * The ssh_config text for a login: one Host block per hop (ProxyJump to the previous one), then the options every
+ * hop shares. Pure, for unit tests; throws OpenSshUnsupported for a value it cannot write safely.
+ */
+export function buildConfig(hops: ResolvedHop[], hostKeyTypes: string[], files: { knownHosts: string; agent: string; identities: string[]; control: string }): string {
+  const lines: string[] = ['# Written by Remote Runs for one transfer; removed when it ends.'];
+  hops.forEach((hop, i) => {
+    for (const [what, v] of [
+      ['host name', hop.hostname],
+      ['user', hop.user],
+    ] as const) {
+      if (!PLAIN.test(v)) throw new OpenSshUnsupported(`the ${what} of ${hop.alias} (${JSON.stringify(v)}) cannot be written into an ssh_config`);
+    }
+    const last = i === hops.length - 1;
+    lines.push(
+      `Host ${hopAlias(i)}`,
+      `  HostName ${hop.hostname}`,
+      `  Port ${hop.port}`,
+      `  User ${hop.user}`,
+      `  HostKeyAlias ${hopAlias(i)}`,
+      `  HostKeyAlgorithms ${hostKeyAlgorithms(hostKeyTypes[i])}`,
+      ...(i > 0 ? [`  ProxyJump ${hopAlias(i - 1)}`] : []),
+      // Only the target's connection is shared; a jump hop's ssh must never take the target's master for its own.
+      `  ControlPath ${last ? configPath(files.control) : 'none'}`,
+    );
+  });
+  lines.push(
+    'Host *',
+    `  UserKnownHostsFile ${configPath(files.knownHosts)}`,
+    '  GlobalKnownHostsFile /dev/null',
+    '  StrictHostKeyChecking yes',
+    '  UpdateHostKeys no',
+    '  CheckHostIP no',
+    '  BatchMode yes',
+    `  IdentityAgent ${configPath(files.agent)}`,
+    '  IdentitiesOnly yes',
+    ...files.identities.map((f) => `  IdentityFile ${configPath(f)}`),
+    '  PreferredAuthentications publickey',
+    '  PasswordAuthentication no',
+    '  KbdInteractiveAuthentication no',
+    '  ControlMaster no',
+    '  ForwardAgent no',
+    '  ForwardX11 no',
+    '  ClearAllForwardings yes',
+    '  PermitLocalCommand no',
+    '  RequestTTY no',
+    '  EscapeChar none',
+    '  Compression no',
+    `  Ciphers ${CIPHERS}`,
+    '  ServerAliveInterval 15',
+    '  ServerAliveCountMax 3',
+    '  ConnectTimeout 15',
+    '  LogLevel ERROR',
+  );
+  return lines.join('\n') + '\n';
+}
+
+/** An OpenSSH login to one host: start remote commands on its shared master connection. */
+export class OpenSshSession {
+  private disposed = false;
+  private readonly children = new Set<ChildProcess>();
+
+  private constructor(
+    private readonly sshPath: string,
+    private readonly folder: string,
+    private readonly agent: PrivateAgent,
+    private readonly env: NodeJS.ProcessEnv,
+    /** The target's alias in the config. */
+    private readonly target: string,
+  ) {}
+
+  private get configFile(): string {
+    return path.join(this.folder, 'config');
+  }
+
+  /** Set up the folder, the agent and the master connection; rejects with OpenSshUnsupported or RemoteRunsError. */
+  static async start(login: OpenSshLogin, options: OpenSshOptions = {}): Promise<OpenSshSession> {
+    if (process.platform === 'win32') throw new OpenSshUnsupported('the OpenSSH client is not used on Windows');
+    const hops = [...login.login.host.jumps, login.login.host.target];
+    if (login.hostKeys.length !== hops.length || login.hostKeys.some((k) => k.length === 0)) {
+      throw new OpenSshUnsupported('the connection has no verified host key for every hop');
+    }
+    const keys: ParsedKey[] = login.login.hops.flatMap((h) => [...h.keys.values()]);
+    const anyAgentHop = hops.some((h) => !h.identitiesOnly);
+    const upstream = login.agent && anyAgentHop ? login.agent : undefined;
+    if (keys.length === 0 && !upstream) throw new OpenSshUnsupported('no hop logs in with a key or an agent');
+
+    const folder = fs.mkdtempSync(path.join(options.dir ?? os.tmpdir(), 'rr-ssh-'));
+    fs.chmodSync(folder, 0o700);
+    let agent: PrivateAgent | undefined;
+    try {
+      agent = await startPrivateAgent({ keys, upstream, dir: folder });
+      if (agent.publicKeys.length === 0) throw new OpenSshUnsupported('no key to log in with (the agent holds none)');
+      const identities = agent.publicKeys.map((line, i) => {
+        const f = path.join(folder, `id_${i}.pub`);
+        fs.writeFileSync(f, line + '\n', { mode: 0o600 });
+        return f;
+      });
+      const types = login.hostKeys.map(keyTypeOfBlob);
+      fs.writeFileSync(
+        path.join(folder, 'known_hosts'),
+        login.hostKeys.map((k, i) => `${hopAlias(i)} ${types[i]} ${k.toString('base64')}\n`).join(''),
+        { mode: 0o600 },
+      );
+      const config = buildConfig(hops, types, {
+        knownHosts: path.join(folder, 'known_hosts'),
+        agent: agent.socketPath,
+        identities,
+        control: path.join(folder, 'cm'),
+      });
+      fs.writeFileSync(path.join(folder, 'config'), config, { mode: 0o600 });
+      const env: NodeJS.ProcessEnv = { ...process.env };
+      // Nothing may ask: no askpass window, no agent but ours.
+      for (const k of ['SSH_AUTH_SOCK', 'SSH_ASKPASS', 'SSH_ASKPASS_REQUIRE', 'DISPLAY']) delete env[k];
+      const session = new OpenSshSession(options.sshPath ?? 'ssh', folder, agent, env, hopAlias(hops.length - 1));
+      await session.startMaster(options.signal);
+      return session;
+    } catch (e) {
+      agent?.dispose();
+      fs.rmSync(folder, { recursive: true, force: true });
+      throw e;
+    }
+  }
+
+  private startMaster(signal?: AbortSignal): Promise<void> {
+    const log = path.join(this.folder, 'master.log');
+    return new Promise<void>((resolve, reject) => {
+      // -f: in the background once logged in, so this process's exit status says whether the login worked.
+      const child = spawn(
+        this.sshPath,
+        ['-F', this.configFile, '-E', log, '-o', 'ControlMaster=yes', '-o', `ControlPersist=${CONTROL_PERSIST_S}`, '-N', '-f', '--', this.target],
+        { stdio: 'ignore', env: this.env },
+      );
+      let settled = false;
+      const done = (e?: Error): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        if (e) reject(e);
+        else resolve();
+      };
+      const onAbort = (): void => {
+        child.kill('SIGKILL');
+        done(new RemoteRunsError('cancelled', 'Download cancelled'));
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const timer = setTimeout(() => {
+        child.kill('SIGKILL');
+        done(new RemoteRunsError('unreachable', `OpenSSH did not log in within ${MASTER_TIMEOUT_MS / 1000} s`));
+      }, MASTER_TIMEOUT_MS);
+      child.once('error', (e: NodeJS.ErrnoException) =>
+        done(e.code === 'ENOENT' ? new OpenSshUnsupported(`no OpenSSH client at ${this.sshPath}`) : new OpenSshUnsupported(`cannot start ${this.sshPath}: ${e.message}`)),
+      );
+      child.once('exit', (code) => {
+        if (code === 0) return done();
+        const text = readTail(log);
+        done(classifySshFailure(text, code) ?? new RemoteRunsError('unreachable', `OpenSSH could not connect: ${firstLine(text) || `exit ${code}`}`));
+      });
+    });
+  }
+
+  /**
+   * Run one remote command (a shell line, quoted by the caller) on the master connection. stdout goes to `stdout`
+   * (a file descriptor: the bytes never pass through this process) or a pipe; stderr is always a pipe.
+   */
+  run(line: string, stdout: number | 'pipe'): ChildProcess {
+    if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
+    const child = spawn(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', stdout, 'pipe'], env: this.env });
+    this.children.add(child);
+    child.once('exit', () => this.children.delete(child));
+    child.once('error', () => this.children.delete(child));
+    return child;
+  }
+
+  /** Stop every stream and the master, remove the agent and the folder. */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const c of this.children) c.kill('SIGKILL');
+    await new Promise<void>((resolve) => {
+      const c = spawn(this.sshPath, ['-F', this.configFile, '-O', 'exit', '--', this.target], { stdio: 'ignore', env: this.env });
+      const t = setTimeout(() => {
+        c.kill('SIGKILL');
+        resolve();
+      }, 5000);
+      c.once('exit', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      c.once('error', () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+    this.agent.dispose();
+    fs.rmSync(this.folder, { recursive: true, force: true });
+  }
+}
+
+/** The end of a log file (what ssh wrote with -E), '' if none. */
+function readTail(file: string): string {
+  try {
+    const text = fs.readFileSync(file, 'utf8');
+    return text.slice(-4000);
+  } catch {
+    return '';
+  }
+}
+
+function firstLine(text: string): string {
+  return text.split('\n').map((l) => l.trim()).find(Boolean) ?? '';
+}
+
+/**
+ * What ssh's exit status 255 and its messages mean: the login was refused (`auth-failed`), a hop's key is not the
+ * one the pool trusted (`host-key-mismatch`), or the connection failed or dropped (`unreachable`, retried).
+ * Undefined for a status that is the remote command's own.
+ */
+export function classifySshFailure(stderr: string, code: number | null): RemoteRunsError | undefined {
+  if (code !== 255) return undefined;
+  const line = firstLine(stderr);
+  if (/Permission denied|Too many authentication failures/.test(stderr)) {
+    return new RemoteRunsError('auth-failed', `OpenSSH could not log in: ${line}`);
+  }
+  if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|No \S+ host key is known/.test(stderr)) {
+    return new RemoteRunsError('host-key-mismatch', `OpenSSH was shown a host key other than the one the connection trusted: ${line}`);
+  }
+  return new RemoteRunsError('unreachable', `Connection lost (OpenSSH: ${line || 'exit 255'})`, { dropped: 'after-open' });
+}
+
+/**
+ * ssh says nothing when writing its stdout fails: a full disk shows only as a stream that stopped short. When the
+ * rest would not fit in what the file system has left, that is the reason, not the connection.
+ */
+function diskFullCheck(part: string, rest: number): void {
+  let free: number;
+  try {
+    const st = fs.statfsSync(path.dirname(part));
+    free = st.bavail * st.bsize;
+  } catch {
+    return;
+  }
+  if (free < rest) throw localError(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }), `Cannot write ${part}`);
+}
+
+/** How often a stream written straight to the file is measured for progress. */
+const PROGRESS_POLL_MS = 200;
+/** Coalesce piped data into writes of this size. */
+const PIPE_COALESCE = 1 << 20;
+
+/**
+ * A lane whose bytes come through the OpenSSH session: one `ssh` stream per range, through the target's prefix. A
+ * range that runs to the end of the file, with nothing kept after its start (a fresh file, a resumed prefix), is
+ * written by ssh itself into the `.part` opened for appending: the bytes never pass through this process, and
+ * progress is the file's growth. Any other range is piped through here and written at its position.
+ */
+export class OpenSshLane implements Lane {
+  constructor(
+    private readonly session: OpenSshSession,
+    private readonly target: TargetRef,
+  ) {}
+
+  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal, written?: (position: number, length: number) => void): Promise<void> {
+    if (signal.aborted) throw new RemoteRunsError('cancelled', 'Download cancelled');
+    const line = wrapForTarget(this.target, rangeArgv(job.remotePath, job.start, job.end, job.size));
+    if (job.appendable && job.partPath && written) return this.direct(line, job, job.partPath, signal, written);
+    return this.piped(line, job, write, signal);
+  }
+
+  private async direct(line: string, job: RangeJob, part: string, signal: AbortSignal, written: (position: number, length: number) => void): Promise<void> {
+    let out: number;
+    try {
+      // Whatever lies past the range's start is not recorded as done (a cut-off stream's last bytes): drop it.
+      fs.truncateSync(part, job.start);
+      out = fs.openSync(part, 'a');
+    } catch (e) {
+      throw localError(e, `Cannot write ${part}`);
+    }
+    let reported = job.start;
+    const poll = (): void => {
+      const size = fs.fstatSync(out).size;
+      const top = Math.min(size, job.end);
+      if (top > reported) {
+        written(reported, top - reported);
+        reported = top;
+      }
+    };
+    try {
+      const child = this.session.run(line, out);
+      const timer = setInterval(poll, PROGRESS_POLL_MS);
+      // Also on a cancel or a failure: what ssh wrote so far is recorded, so the next attempt keeps it.
+      const { code, stderr } = await this.wait(child, signal).finally(() => {
+        clearInterval(timer);
+        poll();
+      });
+      const size = fs.fstatSync(out).size;
+      if (size > job.end) {
+        fs.ftruncateSync(out, job.end);
+        throw new RemoteRunsError('protocol', `The stream of ${job.remotePath} sent more bytes than asked for`);
+      }
+      if (code !== 0 && size < job.end) diskFullCheck(part, job.end - size);
+      this.check(job, code, stderr, size);
+    } finally {
+      fs.closeSync(out);
+    }
+  }
+
+  private async piped(line: string, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
+    const child = this.session.run(line, 'pipe');
+    let pos = job.start;
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    let failure: unknown;
+    const writes: Promise<void>[] = [];
+    let inFlight = 0;
+    const flush = (): void => {
+      if (pendingBytes === 0) return;
+      const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
+      pending = [];
+      pendingBytes = 0;
+      const at = pos;
+      pos += data.length;
+      if (pos > job.end) {
+        failure ??= new RemoteRunsError('protocol', `The stream of ${job.remotePath} sent more bytes than asked for`);
+        child.kill('SIGKILL');
+        return;
+      }
+      inFlight++;
+      if (inFlight > 2) child.stdout?.pause();
+      writes.push(
+        write(at, data).then(
+          () => {
+            if (--inFlight <= 2) child.stdout?.resume();
+          },
+          (e: unknown) => {
+            failure ??= e;
+            child.kill('SIGKILL');
+          },
+        ),
+      );
+    };
+    child.stdout?.on('data', (chunk: Buffer) => {
+      pending.push(chunk);
+      pendingBytes += chunk.length;
+      if (pendingBytes >= PIPE_COALESCE) flush();
+    });
+    const stdoutDone = new Promise<void>((resolve) => {
+      if (!child.stdout) return resolve();
+      child.stdout.once('close', resolve);
+    });
+    const { code, stderr } = await this.wait(child, signal);
+    await stdoutDone;
+    flush();
+    await Promise.all(writes);
+    if (failure) throw failure;
+    this.check(job, code, stderr, pos);
+  }
+
+  /** Wait for the stream's exit; a cancel kills it at once (ssh closes the channel, the remote reader stops). */
+  private wait(child: ChildProcess, signal: AbortSignal): Promise<{ code: number | null; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const err: Buffer[] = [];
+      let errBytes = 0;
+      child.stderr?.on('data', (b: Buffer) => {
+        if (errBytes < 64 * 1024) err.push(b);
+        errBytes += b.length;
+      });
+      const onAbort = (): void => {
+        child.kill('SIGKILL');
+        reject(new RemoteRunsError('cancelled', 'Download cancelled'));
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      child.once('error', (e) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(new RemoteRunsError('unreachable', `Cannot start ssh: ${e.message}`));
+      });
+      child.once('close', (code) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve({ code, stderr: Buffer.concat(err).toString('utf8') });
+      });
+    });
+  }
+
+  /** Turn the stream's end into success or the error it means. */
+  private check(job: RangeJob, code: number | null, stderr: string, end: number): void {
+    if (/No space left on device|Disk quota exceeded/i.test(stderr)) {
+      throw localError(Object.assign(new Error('no space left'), { code: 'ENOSPC' }), `Cannot write ${job.partPath ?? job.remotePath}`);
+    }
+    const ssh = classifySshFailure(stderr, code);
+    if (ssh) throw ssh;
+    if (code !== 0) {
+      const result = { stdout: Buffer.alloc(0), stderr: Buffer.from(stderr), code, truncated: false };
+      throw classifyTargetFailure(this.target, result) ?? commandFailed(`Streaming ${job.remotePath}`, result);
+    }
+    if (end < job.end) throw new RemoteRunsError('changed', `${job.remotePath} became shorter while it was downloaded (the remote file changed)`, { path: job.remotePath });
+  }
+
+  close(): void {
+    // The session is the download's: it is disposed there, once, after every lane.
+  }
+}
