@@ -328,6 +328,8 @@ function diskFullCheck(part: string, rest: number): void {
 
 /** How often a stream written straight to the file is measured for progress. */
 const PROGRESS_POLL_MS = 200;
+/** Flush a file written by ssh to disk every this many bytes while it arrives. */
+const FLUSH_EVERY = 64 << 20;
 /** Coalesce piped data into writes of this size. */
 const PIPE_COALESCE = 1 << 20;
 
@@ -360,12 +362,25 @@ export class OpenSshLane implements Lane {
       throw localError(e, `Cannot write ${part}`);
     }
     let reported = job.start;
+    // The finished file is flushed to disk before it is renamed (download.ts finish): flushing as it arrives, one
+    // fdatasync at a time in the background, overlaps that disk work with the network (0.6 s per GiB here at the end).
+    let flushed = job.start;
+    let flushing: Promise<void> | undefined;
     const poll = (): void => {
       const size = fs.fstatSync(out).size;
       const top = Math.min(size, job.end);
       if (top > reported) {
         written(reported, top - reported);
         reported = top;
+      }
+      if (!flushing && top - flushed >= FLUSH_EVERY) {
+        flushing = new Promise<void>((resolve) =>
+          fs.fdatasync(out, () => {
+            flushed = top;
+            flushing = undefined;
+            resolve();
+          }),
+        );
       }
     };
     try {
@@ -384,6 +399,7 @@ export class OpenSshLane implements Lane {
       if (code !== 0 && size < job.end) diskFullCheck(part, job.end - size);
       this.check(job, code, stderr, size);
     } finally {
+      await flushing;
       fs.closeSync(out);
     }
   }
