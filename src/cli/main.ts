@@ -34,7 +34,7 @@ ADDRESS is host, host/target or host/target/run (ls), or host/target/run/CHECKPO
 "host", "pct:<vmid>" or "docker:<name>" and CHECKPOINT a name (step_20000), a step (20000) or "latest".
 pull writes DIR/<run>/<checkpoint>/… (default DIR: the current folder), progress on stderr, the local path on
 stdout; --verify compares sha256 computed on both sides before the file is put in place. The bytes move through
-the system's OpenSSH client (ssh, logged in with the key this program unlocked, pinned to the host key it trusted)
+the system's OpenSSH client (ssh, logged in with the key or password this program already has, pinned to the host key it trusted)
 where it can, else through the built-in client; --client chooses ($REMOTE_RUNS_SSH names another ssh binary).
 eval starts the config's eval profile PROFILE on ADDRESS (as for pull), detached, and prints its id and log; with
 --follow it streams the log to stdout and exits with the eval's exit status. Profiles come from the config's

@@ -1,8 +1,8 @@
 /**
  * Downloads whose bytes move through the system's OpenSSH client (src/core/transfer/openssh.ts), against real sshd
  * servers: it logs in with what the pool already unlocked (one passphrase prompt in all, the user's own ssh-agent
- * proxied), through a jump host, trusting only the host keys the pool trusted (a changed key stops the download);
- * hosts it cannot serve (a password login, no `ssh`) fall back to ssh2 and say why; a disk that fills up mid-stream
+ * proxied, the password given to askpass), through a jump host, trusting only the host keys the pool trusted (a
+ * changed key stops the download); without `ssh` it falls back to ssh2 and says why; a disk that fills up mid-stream
  * is `disk-full` with the .part kept and resumable; nothing of the session (agent socket, config, master) outlives it.
  */
 import { after, before, describe, test } from 'node:test';
@@ -71,20 +71,36 @@ function remoteFile(name: string, bytes: number): { ckpt: Checkpoint; data: Buff
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
-/** This transfer's session folders (agent socket, config, control socket) left in the temp folder. */
-function sessionFolders(): string[] {
-  return fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('rr-ssh-'));
+/** Session folders (agent socket, config, control socket) in `dir`. */
+function sessionFolders(dir: string): string[] {
+  return fs.readdirSync(dir).filter((n) => n.startsWith('rr-ssh-'));
 }
 
-/** OpenSSH masters of ours still running (their command line names our config). */
-function masters(): string[] {
+/**
+ * Run `f` with the temp folder (where sessions put their folder) a fresh one of its own, so what other processes
+ * on this machine do in /tmp at the same time cannot count as ours.
+ */
+async function withOwnTmp<T>(f: (dir: string) => Promise<T>): Promise<T> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-own-tmp-'));
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = dir;
+  try {
+    return await f(dir);
+  } finally {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  }
+}
+
+/** OpenSSH masters of ours still running (their command line names our config), under `under` if given. */
+function masters(under = ''): string[] {
   return fs
     .readdirSync('/proc')
     .filter((n) => /^\d+$/.test(n))
     .flatMap((n) => {
       try {
         const cmd = fs.readFileSync(`/proc/${n}/cmdline`, 'utf8').split('\0');
-        return cmd[0].endsWith('ssh') && cmd.some((a) => /rr-ssh-[^/]+\/config$/.test(a)) ? [n] : [];
+        return cmd[0].endsWith('ssh') && cmd.some((a) => a.startsWith(under) && /rr-ssh-[^/]+\/config$/.test(a)) ? [n] : [];
       } catch {
         return [];
       }
@@ -99,21 +115,22 @@ describe('logging in as the pool did', () => {
   after(() => s?.stop());
 
   test('an encrypted key: one passphrase prompt in all, OpenSSH logs in once with the unlocked key, and leaves nothing behind', async () => {
-    const foldersBefore = sessionFolders();
     const prompter = new ScriptedPrompter({ passphrase: s.passphrase });
     const p = pool(prompter, knownHosts(s));
     const host: PoolHost = { name: 'enc', jumps: [], target: hop(s, 'enc', [s.encryptedKeyPath]) };
     const { ckpt, data } = remoteFile('enc', 24 * MiB + 3);
     const plan = await planDownload({ pool: p, host, target: HOST }, ckpt, { root: local, run: 'enc' });
     const logins = s.acceptedLogins();
-    const res = await download(plan, { client: 'openssh' });
-    assert.equal(res.client, 'openssh');
+    await withOwnTmp(async (tmp) => {
+      const res = await download(plan, { client: 'openssh' });
+      assert.equal(res.client, 'openssh');
+      assert.deepEqual(sessionFolders(tmp), [], 'agent socket, config and control socket removed');
+      await eventually(() => masters(tmp).length === 0, 'the OpenSSH master exited');
+    });
     assert.deepEqual(prompter.asked, ['passphrase'], 'asked once, by the shared connection');
     assert.equal(s.acceptedLogins() - logins, 1, 'one OpenSSH login (its master) for the whole download');
     assert.match(s.log(), /Accepted publickey for \S+ .*ED25519/);
     assert.equal(sha(fs.readFileSync(plan.files[0].localPath)), sha(data));
-    assert.deepEqual(sessionFolders(), foldersBefore, 'agent socket, config and control socket removed');
-    await eventually(() => masters().length === 0, 'the OpenSSH master exited');
   });
 
   test("the user's own ssh-agent: its key is offered through the private agent, and signs there", async () => {
@@ -135,23 +152,25 @@ describe('logging in as the pool did', () => {
     }
   });
 
-  test('a password login: auto falls back to ssh2 and says why; still one prompt; forcing OpenSSH fails with the reason', async () => {
+  test('a password login: one password prompt in all; OpenSSH gets the password the pool holds through askpass', async () => {
     const prompter = new ScriptedPrompter({ password: s.password });
     const p = pool(prompter, knownHosts(s));
     const host: PoolHost = { name: 'pw', jumps: [], target: hop(s, 'pw', []) };
     const { ckpt, data } = remoteFile('pw', 6 * MiB);
     const plan = await planDownload({ pool: p, host, target: HOST }, ckpt, { root: local, run: 'pw' });
-    const warned: string[] = [];
-    const res = await download(plan, { logger: { info() {}, warn: (m: string) => warned.push(m), error() {} } });
-    assert.equal(res.client, 'ssh2');
-    assert.match(res.clientNote ?? '', /no hop logs in with a key or an agent/);
-    assert.match(warned.join('\n'), /with ssh2 instead of OpenSSH/);
-    assert.deepEqual(prompter.asked, ['password']);
+    const accepted = (): number => (s.log().match(/Accepted password for /g) ?? []).length;
+    const failed = (): number => (s.log().match(/Failed (password|publickey) for /g) ?? []).length;
+    const [before, failedBefore] = [accepted(), failed()];
+    const res = await withOwnTmp(async (tmp) => {
+      const r = await download(plan, {});
+      await eventually(() => masters(tmp).length === 0, 'the OpenSSH master exited');
+      return r;
+    });
+    assert.equal(res.client, 'openssh', res.clientNote);
+    assert.deepEqual(prompter.asked, ['password'], 'asked once, by the shared connection');
+    assert.equal(accepted() - before, 1, "OpenSSH's master logged in with the password");
+    assert.equal(failed() - failedBefore, 0, 'no key was tried, nothing failed');
     assert.equal(sha(fs.readFileSync(plan.files[0].localPath)), sha(data));
-
-    const again = remoteFile('pw2', MiB);
-    const plan2 = await planDownload({ pool: p, host, target: HOST }, again.ckpt, { root: local, run: 'pw2' });
-    await rejectsWith(download(plan2, { client: 'openssh' }), 'bad-config');
   });
 
   test('no ssh binary: auto uses ssh2 and says so; forcing OpenSSH fails naming the path', async () => {
@@ -281,12 +300,15 @@ describe('faults on the OpenSSH stream', () => {
     const watch = setInterval(() => {
       if (fs.existsSync(part) && fs.statSync(part).size > 0) ac.abort();
     }, 2);
-    try {
-      await rejectsWith(download(plan, { client: 'openssh', signal: ac.signal }), 'cancelled');
-    } finally {
-      clearInterval(watch);
-    }
-    await eventually(() => masters().length === 0, 'the OpenSSH master exited');
+    await withOwnTmp(async (tmp) => {
+      try {
+        await rejectsWith(download(plan, { client: 'openssh', signal: ac.signal }), 'cancelled');
+      } finally {
+        clearInterval(watch);
+      }
+      await eventually(() => masters(tmp).length === 0, 'the OpenSSH master exited');
+      assert.deepEqual(sessionFolders(tmp), [], 'the session folder removed');
+    });
     assert.equal(fs.existsSync(plan.files[0].localPath), false);
     const kept = fs.statSync(part).size;
     assert.ok(kept > 0 && kept < size, `the .part is kept (${kept} bytes)`);

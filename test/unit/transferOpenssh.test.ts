@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { utils, type ParsedKey } from 'ssh2';
 import { buildConfig, classifySshFailure, configPath, OpenSshUnsupported } from '../../src/core/transfer/openssh';
 import { startPrivateAgent } from '../../src/core/ssh/agentServer';
+import { passwordPrompt, startAskpass } from '../../src/core/transfer/askpass';
 import type { ResolvedHop } from '../../src/core/ssh/types';
 
 const files = { knownHosts: '/tmp/s/known_hosts', agent: '/tmp/s/a/agent.sock', identities: ['/tmp/s/id_0.pub'], control: '/tmp/s/cm' };
@@ -175,4 +176,50 @@ test('agent: refuses to add, remove or sign with keys it does not hold; its fold
   }
   assert.equal(fs.existsSync(path.dirname(agent.socketPath)), false);
   fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test("askpass: answers a login's own password prompt once, nothing else; the program runs as OpenSSH runs it", async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-askpass-test-'));
+  fs.chmodSync(dir, 0o700);
+  const secret = "pa ss'wo\"rd $(x)";
+  const askpass = await startAskpass(dir, [{ user: 'trainer', hostname: '10.1.2.6', password: secret }]);
+  try {
+    const env = { ...process.env, ...askpass.env };
+    // Not the prompt of a login we hold: a key passphrase, another user, a one-time code.
+    for (const prompt of ["Enter passphrase for key '/root/.ssh/id_ed25519': ", "root@10.1.2.6's password: ", 'Verification code: ']) {
+      const r = await run(askpass.program, [prompt], { env });
+      assert.notEqual(r.status, 0, prompt);
+      assert.equal(r.stdout, '', prompt);
+    }
+    const ok = await run(askpass.program, [passwordPrompt('trainer', '10.1.2.6')], { env });
+    assert.equal(ok.status, 0, ok.stderr);
+    assert.equal(ok.stdout, `${secret}\n`);
+    // Asked again: the password was refused; answering again would only lock the account.
+    const again = await run(askpass.program, [passwordPrompt('trainer', '10.1.2.6')], { env });
+    assert.notEqual(again.status, 0);
+    assert.equal(again.stdout, '');
+    assert.equal(askpass.answered.get('trainer@10.1.2.6'), 1);
+    const regular = fs.readdirSync(dir).filter((f) => fs.statSync(path.join(dir, f)).isFile());
+    assert.ok(regular.length >= 2 && !regular.some((f) => fs.readFileSync(path.join(dir, f), 'utf8').includes(secret)), 'the password is in no file');
+  } finally {
+    askpass.dispose();
+  }
+  assert.deepEqual(fs.readdirSync(dir), []);
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('config: a password hop tries no key (no default key file, no passphrase to ask) and may ask, once', () => {
+  const cfg = buildConfig([hop('bastion'), hop('gpu1')], ['ssh-ed25519', 'ssh-ed25519'], { ...files, agent: files.agent }, [
+    { key: true, password: false },
+    { key: false, password: true },
+  ]);
+  assert.equal(option(cfg, 'rr-hop1', 'PubkeyAuthentication'), 'no');
+  assert.equal(option(cfg, 'rr-hop1', 'PreferredAuthentications'), 'password');
+  assert.equal(option(cfg, 'rr-hop0', 'PreferredAuthentications'), undefined);
+  assert.equal(option(cfg, '*', 'PreferredAuthentications'), 'publickey');
+  assert.equal(option(cfg, '*', 'BatchMode'), 'no');
+  assert.equal(option(cfg, '*', 'NumberOfPasswordPrompts'), '1');
+  const keysOnly = buildConfig([hop('gpu1')], ['ssh-ed25519'], { ...files, agent: undefined });
+  assert.equal(option(keysOnly, '*', 'BatchMode'), 'yes');
+  assert.equal(option(keysOnly, '*', 'IdentityAgent'), 'none');
 });

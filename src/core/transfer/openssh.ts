@@ -5,8 +5,9 @@
  * trusting exactly what the pool trusted:
  *
  * - **No second prompt.** A private agent (ssh/agentServer.ts) serves the keys the pool unlocked and the user's own
- *   agent's keys; `BatchMode` forbids every question; password and keyboard-interactive logins are never tried
- *   (those hosts keep the ssh2 lanes).
+ *   agent's keys; a password the pool holds is given to ssh's askpass (askpass.ts), for that login's prompt only;
+ *   every other question is refused (`BatchMode` where there is no password to give). Keyboard-interactive logins
+ *   (one-time codes) are never tried: those hosts keep the ssh2 lanes.
  * - **The same host keys.** A known_hosts written for this transfer holds only the key each hop presented to the
  *   pool's connection, under a `HostKeyAlias`; `StrictHostKeyChecking yes`: a different key is refused.
  * - **Nothing of the user's configuration is read** (`-F` our file): every option that matters is set here, and
@@ -15,8 +16,9 @@
  *   of one connection; it exits when the transfer ends, or by itself a minute after its last stream if this process
  *   dies first.
  *
- * Not available on Windows (the agent is a Unix socket), without an `ssh` binary, or when no hop can log in with a
- * key: `startOpenSsh` then rejects with `unsupported`, and the download uses the ssh2 lanes.
+ * Not available on Windows (the agent is a Unix socket), without an `ssh` binary, or when a hop logs in with neither
+ * a key, an agent nor a password the pool holds: `OpenSshSession.start` then rejects with OpenSshUnsupported, and
+ * the download uses the ssh2 lanes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -24,6 +26,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ParsedKey } from 'ssh2';
 import { startPrivateAgent, type PrivateAgent } from '../ssh/agentServer';
+import { startAskpass, type Askpass } from './askpass';
 import { keyTypeOfBlob } from '../ssh/knownHosts';
 import type { SiblingLogin } from '../ssh/pool';
 import type { ResolvedHop } from '../ssh/types';
@@ -48,6 +51,8 @@ export interface OpenSshOptions {
   sshPath?: string;
   /** Parent of the session's 0700 folder. Default: the OS temp folder. */
   dir?: string;
+  /** What runs the askpass program's script: this process's executable (node, or Electron run as node). */
+  runtime?: string;
   signal?: AbortSignal;
 }
 
@@ -84,7 +89,15 @@ export function hopAlias(i: number): string {
  * The ssh_config text for a login: one Host block per hop (ProxyJump to the previous one), then the options every
  * hop shares. Pure, for unit tests; throws OpenSshUnsupported for a value it cannot write safely.
  */
-export function buildConfig(hops: ResolvedHop[], hostKeyTypes: string[], files: { knownHosts: string; agent: string; identities: string[]; control: string }): string {
+export function buildConfig(
+  hops: ResolvedHop[],
+  hostKeyTypes: string[],
+  files: { knownHosts: string; agent: string | undefined; identities: string[]; control: string },
+  /** Per hop, how it logs in: a key (the agent) and/or the password the pool holds (through askpass). Default: keys. */
+  auth: readonly { key: boolean; password: boolean }[] = [],
+): string {
+  const how = (i: number): { key: boolean; password: boolean } => auth[i] ?? { key: true, password: false };
+  const anyPassword = hops.some((_, i) => how(i).password);
   const lines: string[] = ['# Written by Remote Runs for one transfer; removed when it ends.'];
   hops.forEach((hop, i) => {
     for (const [what, v] of [
@@ -104,6 +117,10 @@ export function buildConfig(hops: ResolvedHop[], hostKeyTypes: string[], files: 
       ...(i > 0 ? [`  ProxyJump ${hopAlias(i - 1)}`] : []),
       // Only the target's connection is shared; a jump hop's ssh must never take the target's master for its own.
       `  ControlPath ${last ? configPath(files.control) : 'none'}`,
+      // A hop without a key tries none (no default key file, no passphrase to ask for); one with a password the
+      // pool holds may use it after its keys.
+      ...(!how(i).key ? ['  PubkeyAuthentication no'] : []),
+      ...(how(i).password ? ['  PasswordAuthentication yes', `  PreferredAuthentications ${how(i).key ? 'publickey,password' : 'password'}`] : []),
     );
   });
   lines.push(
@@ -113,8 +130,10 @@ export function buildConfig(hops: ResolvedHop[], hostKeyTypes: string[], files: 
     '  StrictHostKeyChecking yes',
     '  UpdateHostKeys no',
     '  CheckHostIP no',
-    '  BatchMode yes',
-    `  IdentityAgent ${configPath(files.agent)}`,
+    // With a password to give, ssh must be allowed to ask (our askpass, which answers only that); else never.
+    `  BatchMode ${anyPassword ? 'no' : 'yes'}`,
+    ...(anyPassword ? ['  NumberOfPasswordPrompts 1'] : []),
+    `  IdentityAgent ${files.agent ? configPath(files.agent) : 'none'}`,
     '  IdentitiesOnly yes',
     ...files.identities.map((f) => `  IdentityFile ${configPath(f)}`),
     '  PreferredAuthentications publickey',
@@ -145,7 +164,8 @@ export class OpenSshSession {
   private constructor(
     private readonly sshPath: string,
     private readonly folder: string,
-    private readonly agent: PrivateAgent,
+    private readonly agent: PrivateAgent | undefined,
+    private readonly askpass: Askpass | undefined,
     private readonly env: NodeJS.ProcessEnv,
     /** The target's alias in the config. */
     private readonly target: string,
@@ -163,42 +183,57 @@ export class OpenSshSession {
       throw new OpenSshUnsupported('the connection has no verified host key for every hop');
     }
     const keys: ParsedKey[] = login.login.hops.flatMap((h) => [...h.keys.values()]);
-    const anyAgentHop = hops.some((h) => !h.identitiesOnly);
-    const upstream = login.agent && anyAgentHop ? login.agent : undefined;
-    if (keys.length === 0 && !upstream) throw new OpenSshUnsupported('no hop logs in with a key or an agent');
+    const upstream = login.agent && hops.some((h) => !h.identitiesOnly) ? login.agent : undefined;
+    const auth = hops.map((h, i) => ({
+      key: login.login.hops[i].keys.size > 0 || (upstream !== undefined && !h.identitiesOnly),
+      password: login.login.hops[i].password !== undefined,
+    }));
+    const stuck = auth.findIndex((a) => !a.key && !a.password);
+    if (stuck >= 0) throw new OpenSshUnsupported(`${hops[stuck].alias} logs in with neither a key, an agent nor a password the connection holds`);
 
     const folder = fs.mkdtempSync(path.join(options.dir ?? os.tmpdir(), 'rr-ssh-'));
     fs.chmodSync(folder, 0o700);
     let agent: PrivateAgent | undefined;
+    let askpass: Askpass | undefined;
     try {
-      agent = await startPrivateAgent({ keys, upstream, dir: folder });
-      if (agent.publicKeys.length === 0) throw new OpenSshUnsupported('no key to log in with (the agent holds none)');
-      const identities = agent.publicKeys.map((line, i) => {
-        const f = path.join(folder, `id_${i}.pub`);
-        fs.writeFileSync(f, line + '\n', { mode: 0o600 });
-        return f;
+      const identities: string[] = [];
+      if (auth.some((a) => a.key)) {
+        agent = await startPrivateAgent({ keys, upstream, dir: folder });
+        agent.publicKeys.forEach((line, i) => {
+          const f = path.join(folder, `id_${i}.pub`);
+          fs.writeFileSync(f, line + '\n', { mode: 0o600 });
+          identities.push(f);
+        });
+      }
+      const passwords = hops.flatMap((h, i) => {
+        const password = login.login.hops[i].password;
+        // OpenSSH names the host in its prompt by HostKeyAlias when one is set (sshconnect2.c, userauth_passwd).
+        return password !== undefined ? [{ user: h.user, hostname: hopAlias(i), password }] : [];
       });
+      if (passwords.length > 0) askpass = await startAskpass(folder, passwords, options.runtime);
       const types = login.hostKeys.map(keyTypeOfBlob);
       fs.writeFileSync(
         path.join(folder, 'known_hosts'),
         login.hostKeys.map((k, i) => `${hopAlias(i)} ${types[i]} ${k.toString('base64')}\n`).join(''),
         { mode: 0o600 },
       );
-      const config = buildConfig(hops, types, {
-        knownHosts: path.join(folder, 'known_hosts'),
-        agent: agent.socketPath,
-        identities,
-        control: path.join(folder, 'cm'),
-      });
+      const config = buildConfig(
+        hops,
+        types,
+        { knownHosts: path.join(folder, 'known_hosts'), agent: agent?.socketPath, identities, control: path.join(folder, 'cm') },
+        auth,
+      );
       fs.writeFileSync(path.join(folder, 'config'), config, { mode: 0o600 });
       const env: NodeJS.ProcessEnv = { ...process.env };
-      // Nothing may ask: no askpass window, no agent but ours.
+      // No agent but ours; no askpass but ours (which answers only the password prompts of these logins).
       for (const k of ['SSH_AUTH_SOCK', 'SSH_ASKPASS', 'SSH_ASKPASS_REQUIRE', 'DISPLAY']) delete env[k];
-      const session = new OpenSshSession(options.sshPath ?? 'ssh', folder, agent, env, hopAlias(hops.length - 1));
+      if (askpass) Object.assign(env, askpass.env, { DISPLAY: ':0' }); // DISPLAY: what OpenSSH before 8.4 needs to use askpass
+      const session = new OpenSshSession(options.sshPath ?? 'ssh', folder, agent, askpass, env, hopAlias(hops.length - 1));
       await session.startMaster(options.signal);
       return session;
     } catch (e) {
       agent?.dispose();
+      askpass?.dispose();
       fs.rmSync(folder, { recursive: true, force: true });
       throw e;
     }
@@ -211,7 +246,8 @@ export class OpenSshSession {
       const child = spawn(
         this.sshPath,
         ['-F', this.configFile, '-E', log, '-o', 'ControlMaster=yes', '-o', `ControlPersist=${CONTROL_PERSIST_S}`, '-N', '-f', '--', this.target],
-        { stdio: 'ignore', env: this.env },
+        // A session of its own: no terminal an older OpenSSH could ask on instead of our askpass.
+        { stdio: 'ignore', env: this.env, detached: true },
       );
       let settled = false;
       const done = (e?: Error): void => {
@@ -275,7 +311,8 @@ export class OpenSshSession {
         resolve();
       });
     });
-    this.agent.dispose();
+    this.agent?.dispose();
+    this.askpass?.dispose();
     fs.rmSync(this.folder, { recursive: true, force: true });
   }
 }
