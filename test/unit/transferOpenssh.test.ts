@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { utils, type ParsedKey } from 'ssh2';
-import { buildConfig, classifySshFailure, configPath, OpenSshUnsupported } from '../../src/core/transfer/openssh';
+import { buildConfig, classifySshFailure, configPath, OpenSshUnsupported, removeOrphanedSessions } from '../../src/core/transfer/openssh';
 import { startPrivateAgent } from '../../src/core/ssh/agentServer';
 import { passwordPrompt, startAskpass } from '../../src/core/transfer/askpass';
 import type { ResolvedHop } from '../../src/core/ssh/types';
@@ -222,4 +222,27 @@ test('config: a password hop tries no key (no default key file, no passphrase to
   const keysOnly = buildConfig([hop('gpu1')], ['ssh-ed25519'], { ...files, agent: undefined });
   assert.equal(option(keysOnly, '*', 'BatchMode'), 'yes');
   assert.equal(option(keysOnly, '*', 'IdentityAgent'), 'none');
+});
+
+test("orphaned session folders (their process gone) are removed; a live process's, or one without an owner, are kept", async () => {
+  const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-orphans-'));
+  try {
+    const dead = spawn(process.execPath, ['-e', '0']);
+    await new Promise((r) => dead.on('exit', r));
+    const make = (name: string, owner?: number): string => {
+      const d = path.join(parent, name);
+      fs.mkdirSync(d);
+      fs.writeFileSync(path.join(d, 'config'), 'Host rr-hop0\n');
+      if (owner !== undefined) fs.writeFileSync(path.join(d, 'owner'), String(owner));
+      return d;
+    };
+    make('rr-ssh-orphan', dead.pid);
+    make('rr-ssh-live', process.pid);
+    make('rr-ssh-unknown');
+    make('other-folder', dead.pid);
+    assert.equal(removeOrphanedSessions(parent), 1);
+    assert.deepEqual(fs.readdirSync(parent).sort(), ['other-folder', 'rr-ssh-live', 'rr-ssh-unknown']);
+  } finally {
+    fs.rmSync(parent, { recursive: true, force: true });
+  }
 });
