@@ -10,6 +10,7 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { OpenSSHAgent, type ParsedKey } from 'ssh2';
+import { listenPrivate } from '../util/privateSocket';
 
 export interface PrivateAgent {
   /** For OpenSSH's IdentityAgent (or SSH_AUTH_SOCK). */
@@ -58,11 +59,7 @@ export async function startPrivateAgent(options: AgentOptions): Promise<PrivateA
   const folder = fs.mkdtempSync(path.join(options.dir ?? os.tmpdir(), 'rr-agent-'));
   fs.chmodSync(folder, 0o700);
   const socketPath = path.join(folder, 'agent.sock');
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((sock) => {
-    sockets.add(sock);
-    sock.on('close', () => sockets.delete(sock));
-    sock.on('error', () => sock.destroy());
+  const server = await listenPrivate(socketPath, (sock) => {
     serveConnection(sock, async (req) => {
       if (req.type === SSH_AGENTC_REQUEST_IDENTITIES) {
         const body = [u32(offered.length), ...offered.flatMap((o) => [sshString(o.key.getPublicSSH()), sshString(Buffer.from(o.key.comment ?? ''))])];
@@ -90,14 +87,6 @@ export async function startPrivateAgent(options: AgentOptions): Promise<PrivateA
       return FAILURE;
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(socketPath, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  fs.chmodSync(socketPath, 0o600);
   let disposed = false;
   return {
     socketPath,
@@ -105,7 +94,6 @@ export async function startPrivateAgent(options: AgentOptions): Promise<PrivateA
     dispose() {
       if (disposed) return;
       disposed = true;
-      for (const s of sockets) s.destroy();
       server.close();
       fs.rmSync(folder, { recursive: true, force: true });
     },

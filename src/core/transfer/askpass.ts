@@ -8,8 +8,8 @@
  * never touches the disk and lives no longer than the transfer.
  */
 import * as fs from 'node:fs';
-import * as net from 'node:net';
 import * as path from 'node:path';
+import { listenPrivate } from '../util/privateSocket';
 
 export interface AskpassLogin {
   user: string;
@@ -60,11 +60,7 @@ export async function startAskpass(folder: string, logins: AskpassLogin[], runti
   fs.writeFileSync(program, `#!/bin/sh\nELECTRON_RUN_AS_NODE=1 exec ${q(runtime)} ${q(script)} "$1"\n`, { mode: 0o700 });
   const answered = new Map<string, number>();
   const byPrompt = new Map(logins.map((l) => [passwordPrompt(l.user, l.hostname), l]));
-  const sockets = new Set<net.Socket>();
-  const server = net.createServer((sock) => {
-    sockets.add(sock);
-    sock.on('close', () => sockets.delete(sock));
-    sock.on('error', () => sock.destroy());
+  const server = await listenPrivate(socketPath, (sock) => {
     const chunks: Buffer[] = [];
     let size = 0;
     sock.on('data', (d: Buffer) => {
@@ -81,14 +77,6 @@ export async function startAskpass(folder: string, logins: AskpassLogin[], runti
       sock.end(Buffer.concat([Buffer.from('+'), Buffer.from(login.password, 'utf8')]));
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(socketPath, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  fs.chmodSync(socketPath, 0o600);
   let disposed = false;
   return {
     program,
@@ -97,7 +85,6 @@ export async function startAskpass(folder: string, logins: AskpassLogin[], runti
     dispose() {
       if (disposed) return;
       disposed = true;
-      for (const s of sockets) s.destroy();
       server.close();
       for (const f of [socketPath, script, program]) fs.rmSync(f, { force: true });
     },
