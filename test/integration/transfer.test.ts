@@ -210,16 +210,21 @@ describe('resume', () => {
   for (const target of [HOST, DOCKER]) {
     test(`${target.kind}, ${client}: a connection killed mid-transfer (sshd child by pid) is retried and nothing it had is fetched again`, async () => {
       const file = path.posix.join(remoteBase(target), `kill-${target.kind}-${client}`, 'model_step_1.pt');
-      const data = randomBytes(160 * MiB);
+      // OpenSSH writes the .part itself at loopback speed, faster than this process looks: a file big enough that
+      // the kill lands mid-stream even when the machine is busy (checked below, not assumed).
+      const data = randomBytes((client === 'openssh' ? 512 : 160) * MiB);
       writeRemote(target, file, data);
       const src = source(target);
       const plan = await planDownload(src, checkpoint(target, file, false), { root: local, run: `kill-${target.kind}-${client}` });
       let killed = 0;
-      const res = await downloadUntil(plan, 0.3, () => {
+      let onDiskAtKill = 0;
+      const res = await downloadUntil(plan, 0.1, () => {
+        onDiskAtKill = fs.statSync(partPath(plan.files[0].localPath)).size;
         killed = host.sshd.killConnections();
       }, { client, segmentBytes: 16 * MiB });
       assert.equal(res.client, client);
       assert.ok(killed > 0, 'connections were killed');
+      if (client === 'openssh') assert.ok(onDiskAtKill < data.length, `the kill came mid-stream (${onDiskAtKill} of ${data.length} bytes on disk)`);
       assert.ok(res.retries >= 1, 'the download retried');
       assert.equal(res.bytesFetched, data.length, 'every byte crossed the network exactly once');
       assert.equal(sha(plan.files[0].localPath), createHash('sha256').update(data).digest('hex'));
