@@ -11,6 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { OpenSSHAgent, type ParsedKey } from 'ssh2';
 import { listenPrivate } from '../util/privateSocket';
+import { sshString, u32 } from './wire';
 
 export interface PrivateAgent {
   /** For OpenSSH's IdentityAgent (or SSH_AUTH_SOCK). */
@@ -159,12 +160,6 @@ class Reader {
   }
 }
 
-function u32(n: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32BE(n);
-  return b;
-}
-
 function identitiesOf(agent: OpenSSHAgent): Promise<ParsedKey[]> {
   return new Promise((resolve) =>
     agent.getIdentities((err, keys) => resolve(err || !keys ? [] : keys.filter((k): k is ParsedKey => typeof (k as ParsedKey).getPublicSSH === 'function'))),
@@ -182,9 +177,6 @@ export function sshSignature(key: ParsedKey, sig: Buffer): Buffer {
   return Buffer.concat(ints.map(sshString));
 }
 
-function sshString(b: Buffer): Buffer {
-  return Buffer.concat([u32(b.length), b]);
-}
 
 /** The INTEGERs of a DER SEQUENCE, as mpint bodies (two's complement, minimal: DER's own encoding already is). */
 function derIntegers(der: Buffer): Buffer[] | undefined {

@@ -7,6 +7,7 @@
  */
 import { createPrivateKey } from 'node:crypto';
 import type { ParsedKey } from 'ssh2';
+import { sshString, u32 } from '../ssh/wire';
 
 /** Parseable, unencrypted text of an unlocked key, or undefined for a key we cannot carry (it is then skipped). */
 export function keyToText(key: ParsedKey): string | undefined {
@@ -21,17 +22,7 @@ export function keyToText(key: ParsedKey): string | undefined {
 
 /** The openssh-key-v1 format (PROTOCOL.key in OpenSSH's sources), cipher and KDF "none". */
 function openSshEd25519(seed: Buffer, pub: Buffer, comment: string): string {
-  const str = (b: Buffer | string): Buffer => {
-    const data = typeof b === 'string' ? Buffer.from(b) : b;
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(data.length);
-    return Buffer.concat([len, data]);
-  };
-  const u32 = (n: number): Buffer => {
-    const b = Buffer.alloc(4);
-    b.writeUInt32BE(n);
-    return b;
-  };
+  const str = sshString;
   const type = 'ssh-ed25519';
   const pubBlob = Buffer.concat([str(type), str(pub)]);
   let priv = Buffer.concat([u32(0x5eed5eed), u32(0x5eed5eed), str(type), str(pub), str(Buffer.concat([seed, pub])), str(comment)]);
