@@ -14,6 +14,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { TestSshd } from './sshd';
 import { eventually } from './assertKind';
+import type { TcpProxy } from './tcpProxy';
+import type { DownloadProgress } from '../../src/core/transfer';
 
 /** Direct children of a process, from /proc. */
 function childrenOf(pid: number): number[] {
@@ -236,4 +238,71 @@ export async function changeHostKey(sshd: TestSshd): Promise<string> {
   process.kill(sshd.pid, 'SIGHUP');
   await eventually(() => (sshd.log().match(/Server listening on /g) ?? []).length > listening, 'sshd listening again after SIGHUP');
   return fs.readFileSync(`${keyFile}.pub`, 'utf8').trim().split(/\s+/).slice(0, 2).join(' ');
+}
+
+/** What {@link strikeMidDownload} saw when it struck. */
+export interface Strike {
+  /** Pass as the download's `onProgress`. */
+  onProgress(p: DownloadProgress): void;
+  /** Whether it struck. */
+  readonly struck: boolean;
+  /** Settles when the strike has run (and the gate opened again); await it before checking its effects. */
+  readonly done: Promise<void>;
+  /** Bytes of the download done when it struck. */
+  readonly bytesDoneAt: number;
+  /** Bytes the link had carried to the client since the strike was made, when it struck (protocol included). */
+  readonly linkBytesAt: number;
+}
+
+/**
+ * Strike (delete the checkpoint, kill the connection, fill the disk…) while a download through `link` is provably in
+ * flight: at the first progress report of the transfer past `fraction` of its bytes, the link's gate is closed (not
+ * one more byte reaches the client), the strike runs, and once it has, the gate opens again. `linkBytesAt` below the
+ * download's size proves the rest of the file had not left the server side yet (make the strike just before the
+ * download, and send nothing else over the link meanwhile); the test asserts that, so a miss says so instead of
+ * passing or failing by chance. The link should be rate-limited so that the rest takes seconds.
+ */
+export function strikeMidDownload(link: TcpProxy, fraction: number, strike: () => void | Promise<void>): Strike {
+  let struck = false;
+  let bytesDoneAt = 0;
+  let linkBytesAt = 0;
+  const linkBase = link.bytesDown;
+  let settle: (e?: unknown) => void = () => undefined;
+  const done = new Promise<void>((resolve, reject) => (settle = (e?: unknown) => (e === undefined ? resolve() : reject(e))));
+  done.catch(() => undefined); // a failed strike is reported to whoever awaits `done`, never as an unhandled rejection
+  return {
+    onProgress(p) {
+      if (struck || p.phase !== 'transfer' || p.bytesDone <= p.bytesTotal * fraction) return;
+      struck = true;
+      link.hold();
+      bytesDoneAt = p.bytesDone;
+      linkBytesAt = link.bytesDown - linkBase;
+      let result: void | Promise<void>;
+      try {
+        result = strike();
+      } catch (e) {
+        result = Promise.reject(e);
+      }
+      Promise.resolve(result).then(
+        () => {
+          link.release();
+          settle();
+        },
+        (e: unknown) => {
+          link.release();
+          settle(e ?? new Error('the strike failed'));
+        },
+      );
+    },
+    get struck() {
+      return struck;
+    },
+    done,
+    get bytesDoneAt() {
+      return bytesDoneAt;
+    },
+    get linkBytesAt() {
+      return linkBytesAt;
+    },
+  };
 }

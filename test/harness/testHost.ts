@@ -19,6 +19,7 @@ import {
 } from '../fixtures/generate';
 import type { HostConfig } from '../../src/core/types';
 import type { Prompter } from '../../src/core/ssh/types';
+import { startTcpProxy, type TcpProxy, type TcpProxyOptions } from './tcpProxy';
 
 export interface TestHost {
   sshd: TestSshd;
@@ -48,7 +49,19 @@ export interface TestHost {
   sshConfigFile: string;
   /** A host config for this server (key auth), named `name`. */
   hostConfig(name?: string, extra?: Partial<HostConfig>): HostConfig;
+  /**
+   * A link to this server that the test controls (a rate, a gate, a delay: test/harness/tcpProxy.ts), trusted in
+   * `knownHostsFile` like the server itself; `hostConfig` of the result reaches the server through it. Closed by
+   * `stop()` if not before.
+   */
+  throughProxy(options?: TcpProxyOptions): Promise<ProxiedHost>;
   stop(): Promise<void>;
+}
+
+/** The test server reached through a proxy of the test's own. */
+export interface ProxiedHost {
+  proxy: TcpProxy;
+  hostConfig(name?: string, extra?: Partial<HostConfig>): HostConfig;
 }
 
 /** The mount point the shims bind each container's /workspace onto (must exist on the test host). */
@@ -109,6 +122,16 @@ export async function startTestHost(options: SshdOptions = {}): Promise<TestHost
     `Host testbox\n  HostName 127.0.0.1\n  Port ${sshd.port}\n  User ${sshd.user}\n  IdentityFile ${sshd.clientKeyPath}\n  IdentitiesOnly yes\n`,
   );
 
+  const hostConfig = (name = 'testbox', extra: Partial<HostConfig> = {}, port = sshd.port): HostConfig => ({
+    name,
+    host: '127.0.0.1',
+    port,
+    user: sshd.user,
+    identityFile: sshd.clientKeyPath,
+    ...extra,
+  });
+  const proxies: TcpProxy[] = [];
+
   return {
     sshd,
     dir,
@@ -121,15 +144,15 @@ export async function startTestHost(options: SshdOptions = {}): Promise<TestHost
     clientHome,
     knownHostsFile,
     sshConfigFile,
-    hostConfig: (name = 'testbox', extra = {}) => ({
-      name,
-      host: '127.0.0.1',
-      port: sshd.port,
-      user: sshd.user,
-      identityFile: sshd.clientKeyPath,
-      ...extra,
-    }),
+    hostConfig: (name, extra) => hostConfig(name, extra),
+    throughProxy: async (options) => {
+      const proxy = await startTcpProxy(sshd.port, options);
+      proxies.push(proxy);
+      fs.appendFileSync(knownHostsFile, `${sshd.knownHostsLine.replace(/^\[127\.0\.0\.1\]:\d+ /, `[127.0.0.1]:${proxy.port} `)}\n`);
+      return { proxy, hostConfig: (name, extra) => hostConfig(name, extra, proxy.port) };
+    },
     stop: async () => {
+      await Promise.all(proxies.map((p) => p.close()));
       await sshd.stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },

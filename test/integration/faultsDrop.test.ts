@@ -29,7 +29,7 @@ import { toRunRef } from '../../src/extension/metrics/runRef';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
 import { eventually, rejectsWith } from '../harness/assertKind';
-import { freezeOurConnections, installGate, killOurConnections, type CommandGate } from '../harness/faults';
+import { freezeOurConnections, installGate, killOurConnections, strikeMidDownload, type CommandGate } from '../harness/faults';
 
 const PCT: TargetRef = { kind: 'pct', id: '200' };
 const MiB = 1 << 20;
@@ -39,7 +39,7 @@ let gate: CommandGate;
 let local: string;
 
 /** A fresh pool and the faces over it; keepalive short, so a frozen server is noticed within about a second. */
-function setup() {
+function setup(hostConfig: HostConfig = host.hostConfig('testbox')) {
   const pool = new ConnectionPool({
     prompter: new ScriptedPrompter(),
     logger: { info() {}, warn() {}, error() {} },
@@ -51,7 +51,7 @@ function setup() {
   });
   const states: StateChange[] = [];
   pool.onDidChangeState((s) => states.push(s));
-  const hosts: HostConfig[] = [host.hostConfig('testbox')];
+  const hosts: HostConfig[] = [hostConfig];
   const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   const resolved = dir.resolve(hosts[0]);
   const core = new RemoteRunsCore({ hosts: () => hosts, executorFor: (h): Executor => pool.executor(dir.resolve(h), { idempotent: true }) });
@@ -76,10 +76,20 @@ async function inject(fault: Fault, pool: ConnectionPool): Promise<() => void> {
     gate.open();
     return () => undefined;
   }
+  // Only keepalive can notice: we send nothing and the server answers nothing. Noticed is read from the pool's state
+  // events, not by polling its state: the pool reconnects at once for the operation in flight, and a poll could look
+  // only before and after the short moment it was not connected (it did, once in three runs, and waited in vain).
+  let noticed = false;
+  const sub = pool.onDidChangeState((s) => {
+    if (s.host === 'testbox' && s.state.kind !== 'connected') noticed = true;
+  });
   const frozen = freezeOurConnections(host.sshd);
-  assert.ok(frozen.count >= 1, 'a connection of ours was frozen');
-  // Only keepalive can notice: we send nothing and the server answers nothing.
-  await eventually(() => pool.getState('testbox').kind !== 'connected', 'keepalive noticed the frozen server');
+  try {
+    assert.ok(frozen.count >= 1, 'a connection of ours was frozen');
+    await eventually(() => noticed, 'keepalive noticed the frozen server');
+  } finally {
+    sub.dispose();
+  }
   gate.open();
   return () => frozen.kill();
 }
@@ -161,7 +171,11 @@ for (const fault of ['killed', 'frozen'] as const) {
     });
 
     test('a download: it resumes on a new connection and the bytes are exact', async () => {
-      const { pool, states, resolved } = setup();
+      // Through a 16 MiB/s link of the test's own, so the 48 MiB take three seconds and the trigger a third of the way
+      // in provably comes with ranges still to fetch (straight over loopback, the whole file could arrive before the
+      // first throttled progress report).
+      const link = await host.throughProxy({ rateBytesPerSec: 16 * MiB });
+      const { pool, states, resolved } = setup(link.hostConfig('testbox'));
       const remote = `/workspace/fault-dl-${fault}/model_step_7.pt`;
       const onDisk = path.join(host.containers.pct200.rootfs, remote);
       const data = randomBytes(48 * MiB);
@@ -173,28 +187,24 @@ for (const fault of ['killed', 'frozen'] as const) {
         const plan = await planDownload({ pool, host: resolved, target: PCT }, ckpt, { root: local, run: `dl-${fault}` });
         let cleanup: (() => void) | undefined;
         let injecting: Promise<void> | undefined;
-        // ssh2's own connection: the fault finds and hits it by its socket (OpenSSH's connection: transferOpenssh).
-        const res = await download(plan, {
-          client: 'ssh2',
-          concurrency: 1,
-          segmentBytes: 4 * MiB,
-          onProgress: (p) => {
-            // A third of the way in, the next range's command is held at the gate and the fault strikes.
-            if (!injecting && p.bytesDone > data.length / 3) {
-              gate.arm();
-              injecting = inject(fault, pool).then((c) => void (cleanup = c));
-            }
-          },
+        // A third of the way in, the next range's command is held at the gate and the fault strikes.
+        const strike = strikeMidDownload(link.proxy, 1 / 3, () => {
+          gate.arm();
+          injecting = inject(fault, pool).then((c) => void (cleanup = c));
         });
+        // ssh2's own connection: the fault finds and hits it by its socket (OpenSSH's connection: transferOpenssh).
+        const res = await download(plan, { client: 'ssh2', concurrency: 1, segmentBytes: 4 * MiB, onProgress: strike.onProgress });
         await injecting;
         cleanup?.();
-        assert.ok(injecting, 'the fault was injected mid-download');
+        assert.ok(strike.struck && injecting, 'the fault was injected mid-download');
+        assert.ok(strike.linkBytesAt < data.length, `the download was in flight: ${strike.linkBytesAt} bytes had crossed the link`);
         assert.ok(res.retries >= 1, 'the download retried after the fault');
         assert.equal(createHash('sha256').update(fs.readFileSync(plan.files[0].localPath)).digest('hex'), createHash('sha256').update(data).digest('hex'));
         lostThen(states, fault);
       } finally {
         gate.open();
         pool.dispose();
+        await link.proxy.close();
       }
     });
 

@@ -21,9 +21,9 @@ import { download, partPath, planDownload } from '../../src/core/transfer';
 import { RunFeed } from '../../src/extension/metrics/runFeed';
 import { toRunRef } from '../../src/extension/metrics/runRef';
 import { setContainerState } from '../shims/shimState';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, ScriptedPrompter, type ProxiedHost, type TestHost } from '../harness/testHost';
 import { rejectsWith } from '../harness/assertKind';
-import { smallDisk } from '../harness/faults';
+import { smallDisk, strikeMidDownload } from '../harness/faults';
 
 const HOST: TargetRef = { kind: 'host', id: '' };
 const PCT: TargetRef = { kind: 'pct', id: '200' };
@@ -56,6 +56,11 @@ after(async () => {
   fs.rmSync(local, { recursive: true, force: true });
 });
 
+/** The host directory for a link's host config (the pool resolves hosts through it). */
+function dirOf(link: ProxiedHost): HostDirectory {
+  return new HostDirectory({ hosts: () => [link.hostConfig('testbox')], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+}
+
 /** Where a remote path of a target is on this machine (the test host is local). */
 function onDisk(target: TargetRef, remotePath: string): string {
   return target.kind === 'host' ? remotePath : path.join(host.containers.pct200.rootfs, remotePath);
@@ -83,27 +88,26 @@ function writeCheckpoint(target: TargetRef, name: string, files: Record<string, 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 
 describe('a checkpoint deleted while it downloads', () => {
+  // Through a link of the test's own at 16 MiB/s, so 32 MiB take two seconds: the deletion comes at the first progress
+  // report past 4 MiB, with the link's gate closed, while most of the file provably has not left the server yet.
+  // (Straight over loopback, ssh2 fetched all 32 MiB before its first throttled progress report: the deletion then
+  // came after the download's last check, and the download rightly succeeded. A race in the test, not the product.)
+  let link: ProxiedHost;
+  before(async () => {
+    link = await host.throughProxy({ rateBytesPerSec: 16 * MiB });
+  });
+
   for (const client of ['openssh', 'ssh2'] as const)
   for (const target of [HOST, PCT]) {
     test(`${target.kind}, ${client}: path-missing, saying it disappeared; the .part is kept and no complete-looking file appears`, async () => {
       const { ckpt } = writeCheckpoint(target, `vanish-${target.kind}-${client}`, { 'model.pt': 32 });
-      const plan = await planDownload({ pool, host: resolved, target }, ckpt, { root: local, run: `vanish-${target.kind}-${client}` });
-      let deleted = false;
-      const e = await rejectsWith(
-        download(plan, {
-          client,
-          concurrency: 1,
-          segmentBytes: 2 * MiB,
-          onProgress: (p) => {
-            if (!deleted && p.bytesDone > 4 * MiB) {
-              deleted = true;
-              fs.rmSync(onDisk(target, ckpt.path), { recursive: true });
-            }
-          },
-        }),
-        'path-missing',
-      );
-      assert.ok(deleted, 'the checkpoint was deleted mid-download');
+      const source = { pool, host: dirOf(link).resolve(link.hostConfig('testbox')), target };
+      const plan = await planDownload(source, ckpt, { root: local, run: `vanish-${target.kind}-${client}` });
+      const strike = strikeMidDownload(link.proxy, 4 / 32, () => fs.rmSync(onDisk(target, ckpt.path), { recursive: true }));
+      const e = await rejectsWith(download(plan, { client, concurrency: 1, segmentBytes: 2 * MiB, onProgress: strike.onProgress }), 'path-missing');
+      await strike.done;
+      assert.ok(strike.struck, 'the checkpoint was deleted mid-download');
+      assert.ok(strike.linkBytesAt < 32 * MiB, `the download was in flight: ${strike.linkBytesAt} bytes had crossed the link`);
       assert.match(e.message, /(model\.pt disappeared while it was downloaded|vanish-[\w-]+ no longer exists on the remote side)/);
       const file = plan.files[0].localPath;
       assert.ok(fs.statSync(partPath(file)).size > 0, 'what arrived is kept in the .part');
@@ -215,30 +219,27 @@ describe('the local disk fills up during a download', () => {
       const before = new Map(listFiles(disk.dir).map((f) => [f, fs.readFileSync(f)]));
 
       const { ckpt, data } = writeCheckpoint(PCT, 'step_200', { 'model.pt': 12, 'optimizer.pt': 6 });
-      const plan = await planDownload({ pool, host: resolved, target: PCT }, ckpt, { root: disk.dir, run: 'filling' });
+      // Through a 16 MiB/s link of the test's own: the disk is filled at the first progress report of the transfer,
+      // with the link's gate closed, while most of the 18 MiB are provably still on the remote side.
+      const link = await host.throughProxy({ rateBytesPerSec: 16 * MiB });
+      const plan = await planDownload({ pool, host: dirOf(link).resolve(link.hostConfig('testbox')), target: PCT }, ckpt, { root: disk.dir, run: 'filling' });
       const filler = path.join(disk.dir, 'filler');
-      let filled = false;
+      // Another program takes the rest of the disk once the download is under way.
+      const strike = strikeMidDownload(link.proxy, 0, () => {
+        try {
+          fs.writeFileSync(filler, Buffer.alloc(24 * MiB));
+        } catch {
+          // ENOSPC for the filler too: the disk is full, which is the point
+        }
+      });
       const e = await rejectsWith(
-        download(plan, {
-          // Ranges over ssh2, the disk filled after the first: OpenSSH's stream is covered in transferOpenssh.
-          client: 'ssh2',
-          concurrency: 1,
-          segmentBytes: 2 * MiB,
-          onProgress: (p) => {
-            // Another program takes the rest of the disk once the download is under way.
-            if (!filled && p.bytesDone > 0) {
-              filled = true;
-              try {
-                fs.writeFileSync(filler, Buffer.alloc(24 * MiB));
-              } catch {
-                // ENOSPC for the filler too: the disk is full, which is the point
-              }
-            }
-          },
-        }),
+        // Ranges over ssh2, the disk filled after the first: OpenSSH's stream is covered in transferOpenssh.
+        download(plan, { client: 'ssh2', concurrency: 1, segmentBytes: 2 * MiB, onProgress: strike.onProgress }),
         'disk-full',
       );
-      assert.ok(filled, 'the disk filled mid-download');
+      await strike.done;
+      assert.ok(strike.struck, 'the disk filled mid-download');
+      assert.ok(strike.linkBytesAt < 18 * MiB, `the download was in flight: ${strike.linkBytesAt} bytes had crossed the link`);
       assert.match(e.message, /space|full/i);
       const parts = plan.files.filter((f) => fs.existsSync(partPath(f.localPath)));
       assert.ok(parts.length >= 1 && fs.statSync(partPath(parts[0].localPath)).size > 0, 'what was written is kept');

@@ -15,7 +15,8 @@ import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsError, type Checkpoint, type ErrorKind, type TargetRef } from '../../src/core/types';
 import { download, planDownload, partPath, partRecordPath, type DownloadOptions, type TransferSource } from '../../src/core/transfer';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, ScriptedPrompter, type ProxiedHost, type TestHost } from '../harness/testHost';
+import { strikeMidDownload } from '../harness/faults';
 import { eventually, rejectsWith } from '../harness/assertKind';
 
 const MiB = 1 << 20;
@@ -27,7 +28,8 @@ const HOST: TargetRef = { kind: 'host', id: '' };
 const PCT: TargetRef = { kind: 'pct', id: '200' };
 const DOCKER: TargetRef = { kind: 'docker', id: 'trainer' };
 
-function source(target: TargetRef): TransferSource {
+/** A fresh pool's source for `target`, to the test sshd or (with `link`) through a link of the test's own. */
+function source(target: TargetRef, link?: ProxiedHost): TransferSource {
   const pool = new ConnectionPool({
     prompter: new ScriptedPrompter(),
     logger: { info() {}, warn() {}, error() {} },
@@ -36,8 +38,9 @@ function source(target: TargetRef): TransferSource {
     backoffBaseMs: 50,
   });
   pools.push(pool);
-  const dir = new HostDirectory({ hosts: () => [host.hostConfig()], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
-  return { pool, host: dir.resolve(host.hostConfig()), target };
+  const config = link ? link.hostConfig() : host.hostConfig();
+  const dir = new HostDirectory({ hosts: () => [config], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+  return { pool, host: dir.resolve(config), target };
 }
 
 /** Where a remote path inside a target lives on this machine. */
@@ -174,35 +177,28 @@ describe('worker-thread lanes', () => {
 });
 
 describe('resume', () => {
+  // Every interruption here (a killed connection, a cancel) must come while the download is in flight. Over a link
+  // of the test's own at 64 MiB/s the rest of the file takes a second or more after the trigger, and the trigger
+  // holds the link's gate while it strikes; straight over loopback it raced the copy (OpenSSH wrote 160 MiB before a
+  // busy test looked, ssh2 could finish before its first throttled progress report).
+  let link: ProxiedHost;
+  before(async () => {
+    link = await host.throughProxy({ rateBytesPerSec: 64 * MiB });
+  });
+
   /**
-   * Start a download and call `interrupt` once a fraction of it is on disk: seen in progress reports, or sooner in
-   * the .part's own size (OpenSSH writes it directly, faster than progress is reported on loopback).
+   * Start a download through the link and call `interrupt` once `fraction` of it is done (test/harness/faults.ts's
+   * strikeMidDownload); asserts that it struck while most of the file had not crossed the link yet.
    */
   async function downloadUntil(plan: Awaited<ReturnType<typeof planDownload>>, fraction: number, interrupt: () => void, opts: DownloadOptions = {}) {
-    let fired = false;
-    const fire = (): void => {
-      if (fired) return;
-      fired = true;
-      clearInterval(watch);
-      interrupt();
-    };
-    const part = partPath(plan.files[0].localPath);
-    const watch = setInterval(() => {
-      try {
-        if (fs.statSync(part).size >= plan.files[0].bytes * fraction) fire();
-      } catch {
-        // not there yet
-      }
-    }, 2);
+    const total = plan.files.reduce((n, f) => n + f.bytes, 0);
+    const strike = strikeMidDownload(link.proxy, fraction, interrupt);
     try {
-      return await download(plan, {
-        ...opts,
-        onProgress: (p) => {
-          if (p.bytesDone >= p.bytesTotal * fraction) fire();
-        },
-      });
+      return await download(plan, { ...opts, onProgress: strike.onProgress });
     } finally {
-      clearInterval(watch);
+      await strike.done.catch(() => undefined);
+      assert.ok(strike.struck, 'the interruption came');
+      assert.ok(strike.linkBytesAt < total, `it came mid-transfer: ${strike.linkBytesAt} of ${total} bytes had crossed the link`);
     }
   }
 
@@ -210,11 +206,10 @@ describe('resume', () => {
   for (const target of [HOST, DOCKER]) {
     test(`${target.kind}, ${client}: a connection killed mid-transfer (sshd child by pid) is retried and nothing it had is fetched again`, async () => {
       const file = path.posix.join(remoteBase(target), `kill-${target.kind}-${client}`, 'model_step_1.pt');
-      // OpenSSH writes the .part itself at loopback speed, faster than this process looks: a file big enough that
-      // the kill lands mid-stream even when the machine is busy (checked below, not assumed).
-      const data = randomBytes((client === 'openssh' ? 512 : 160) * MiB);
+      // Two seconds over the link: the kill lands with most of it still to come (downloadUntil checks that).
+      const data = randomBytes(128 * MiB);
       writeRemote(target, file, data);
-      const src = source(target);
+      const src = source(target, link);
       const plan = await planDownload(src, checkpoint(target, file, false), { root: local, run: `kill-${target.kind}-${client}` });
       let killed = 0;
       let onDiskAtKill = 0;
@@ -235,7 +230,7 @@ describe('resume', () => {
     const file = path.posix.join(remoteBase(PCT), 'cancel', 'step_7', 'weights.bin');
     const data = randomBytes(96 * MiB);
     writeRemote(PCT, file, data);
-    const src = source(PCT);
+    const src = source(PCT, link);
     const ck = checkpoint(PCT, path.posix.dirname(file), true);
     const plan = await planDownload(src, ck, { root: local, run: 'cancel' });
     const ac = new AbortController();
@@ -275,7 +270,7 @@ describe('resume', () => {
     const file = path.posix.join(remoteBase(HOST), 'resume', 'ckpt_3.pt');
     const data = randomBytes(80 * MiB);
     writeRemote(HOST, file, data);
-    const src = source(HOST);
+    const src = source(HOST, link);
     const plan = await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'resume' });
     const ac = new AbortController();
     await rejectsWith(downloadUntil(plan, 0.4, () => ac.abort(), { signal: ac.signal }), 'cancelled');
@@ -292,7 +287,7 @@ describe('resume', () => {
   test('a remote file that changed between attempts is detected and fetched again from zero', async () => {
     const file = path.posix.join(remoteBase(DOCKER), 'changes', 'model_step_5.pt');
     writeRemote(DOCKER, file, randomBytes(48 * MiB));
-    const src = source(DOCKER);
+    const src = source(DOCKER, link);
     const ck = checkpoint(DOCKER, file, false);
     const plan = await planDownload(src, ck, { root: local, run: 'changes' });
     const ac = new AbortController();

@@ -19,7 +19,7 @@ import type { Checkpoint, TargetRef } from '../../src/core/types';
 import { download, partPath, planDownload, type TransferSource } from '../../src/core/transfer';
 import { startJumpPair, startSshd, type TestSshd } from '../harness/sshd';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
-import { changeHostKey, installGate, smallDisk, type CommandGate } from '../harness/faults';
+import { changeHostKey, installGate, smallDisk, strikeMidDownload, type CommandGate } from '../harness/faults';
 import { eventually, rejectsWith } from '../harness/assertKind';
 
 const MiB = 1 << 20;
@@ -287,25 +287,23 @@ describe('faults on the OpenSSH stream', () => {
   test('cancel while ssh streams: the ssh process and its master end at once, the .part continues next time', async () => {
     const remote = '/workspace/os-cancel/model_step_4.pt';
     const onDisk = path.join(host.containers.pct200.rootfs, remote);
-    const size = 1024 * MiB + 11;
+    const size = 256 * MiB + 11;
     fs.mkdirSync(path.dirname(onDisk), { recursive: true });
     fs.writeFileSync(onDisk, 'head');
     fs.truncateSync(onDisk, size);
     execFileSync('chmod', ['-R', 'a+rX', path.dirname(onDisk)]);
     const ckpt: Checkpoint = { name: 'model_step_4.pt', step: 4, layout: 'flat', path: remote, isDir: false, bytes: 0, mtime: 0, files: [], newest: true };
-    const plan = await planDownload(src, ckpt, { root: local, run: 'os-cancel' });
+    // Through a 64 MiB/s link of the test's own: the cancel comes at the first progress report of the stream, with
+    // most of the file provably still on the remote side (straight over loopback it raced ssh writing the .part).
+    const link = await host.throughProxy({ rateBytesPerSec: 64 * MiB });
+    const linked: TransferSource = { ...src, host: new HostDirectory({ hosts: () => [link.hostConfig()], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' }).resolve(link.hostConfig()) };
+    const plan = await planDownload(linked, ckpt, { root: local, run: 'os-cancel' });
     const part = partPath(plan.files[0].localPath);
     const ac = new AbortController();
-    // Cancel as soon as ssh has written anything into the .part.
-    const watch = setInterval(() => {
-      if (fs.existsSync(part) && fs.statSync(part).size > 0) ac.abort();
-    }, 2);
+    const strike = strikeMidDownload(link.proxy, 0, () => ac.abort());
     await withOwnTmp(async (tmp) => {
-      try {
-        await rejectsWith(download(plan, { client: 'openssh', signal: ac.signal }), 'cancelled');
-      } finally {
-        clearInterval(watch);
-      }
+      await rejectsWith(download(plan, { client: 'openssh', signal: ac.signal, onProgress: strike.onProgress }), 'cancelled');
+      assert.ok(strike.struck && strike.linkBytesAt < size, `cancelled mid-stream: ${strike.linkBytesAt} of ${size} bytes had crossed the link`);
       await eventually(() => masters(tmp).length === 0, 'the OpenSSH master exited');
       assert.deepEqual(sessionFolders(tmp), [], 'the session folder removed');
     });
