@@ -8,7 +8,8 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
+import { expandTreeRow, treeContextMenu } from './treeRows';
+import { pickQuickItem, quickPickStep } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
@@ -40,7 +41,6 @@ after(async () => {
   for (const d of [workspace, downloads]) if (d) rmSync(d, { recursive: true, force: true });
 });
 
-const row = (label: string) => treeRow(session, label);
 const expandRow = (label: string) => expandTreeRow(session, label);
 const contextMenu = (label: string, entry: RegExp) => treeContextMenu(session, label, entry);
 
@@ -76,18 +76,13 @@ test('Download Checkpoint… from the palette walks run → checkpoint with quic
   await withArtifactsOnFailure(session, 'download-palette', async () => {
     await session.page.keyboard.press('Escape');
     await session.runCommand('Remote Runs: Download Checkpoint…');
-    const widget = session.page.locator('.quick-input-widget');
-    const pick = async (label: string): Promise<void> => {
-      const item = widget.locator('.quick-input-list .monaco-list-row').filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${label}$`) }) }).first();
-      await item.waitFor({ state: 'visible', timeout: 30_000 });
-      await item.click();
-    };
-    // One host and one target: those steps are skipped; the run and the checkpoint are asked for.
-    await pick('dl-run');
-    await widget.locator('.quick-input-title', { hasText: 'checkpoint' }).waitFor({ timeout: 30_000 });
-    const rows = await widget.locator('.quick-input-list .monaco-list-row .label-name').allInnerTexts();
+    // One host and one target: those steps are skipped; the run and the checkpoint are asked for. Each step's rows
+    // are read once its title is that step's and they have stopped changing (never the previous step's rows).
+    assert.deepEqual(await quickPickStep(session, /^Download Checkpoint \(3\/4\): run$/), ['dl-run']);
+    await pickQuickItem(session, 'dl-run');
+    const rows = await quickPickStep(session, /^Download Checkpoint \(4\/4\): checkpoint$/);
     assert.deepEqual(rows.slice(0, 3), ['step_300', 'step_200', 'step_100'], 'newest first');
-    await pick('step_100');
+    await pickQuickItem(session, 'step_100');
     const file = path.join(downloads, 'dlbox', 'dl-run', 'step_100', 'checkpoint.pt');
     await waitForFile(file, CKPT_BYTES);
     await session.waitForNotification(/downloaded dl-run\/step_100/, 60_000);

@@ -11,7 +11,8 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
-import { metricsFrame } from './metricsView';
+import { hasMetricsFrame, metricsFrame } from './metricsView';
+import { act, hoverUntil, until as untilRead } from './ui';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
 
@@ -72,17 +73,8 @@ async function terminalTab(name: string): Promise<void> {
   await session.page.locator('.terminal-tabs-entry, .single-terminal-tab', { hasText: name }).first().waitFor({ timeout: 60_000 });
 }
 
-/** Polls `read` until it matches (the test's own timeout bounds the wait; no timing is asserted). */
-async function until(read: () => Promise<string>, match: RegExp, what: string, limitMs = 60_000): Promise<string> {
-  const deadline = Date.now() + limitMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    last = await read().catch(() => '');
-    if (match.test(last)) return last;
-    await session.page.waitForTimeout(250);
-  }
-  assert.fail(`${what}: ${match} not seen; last: ${JSON.stringify(last.slice(-500))}`);
-}
+/** Polls `read` until it matches (a guard against hanging; no timing is asserted). */
+const until = (read: () => Promise<string>, match: RegExp, what: string, limitMs = 60_000): Promise<string> => untilRead(session.page, read, match, what, limitMs);
 
 test('Evaluate from the checkpoint context menu: output in its terminal, result on the checkpoint in the tree', async () => {
   await withArtifactsOnFailure(session, 'eval-tree', async () => {
@@ -139,7 +131,7 @@ function rgb(css: string): number[] {
 test('the result is a point at the checkpoint\'s step on the metrics chart; hover shows profile, time and values; a new eval\'s result joins it', async () => {
   await withArtifactsOnFailure(session, 'eval-chart', async () => {
     const last = host.storySteps[host.storySteps.length - 1]!;
-    await contextMenu('story', /^Open Metrics$/);
+    await treeContextMenu(session, 'story', /^Open Metrics$/, { effect: () => hasMetricsFrame(session, 'panel') });
     const frame = await metricsFrame(session, 'panel', 60_000);
     // The eval metric is not in the training log: it gets a chart of its own, with one point.
     const section = frame.locator('section.metric[data-metric="acceptance_length"]');
@@ -159,9 +151,8 @@ test('the result is a point at the checkpoint\'s step on the metrics chart; hove
     assert.ok([r, g, b].every((v, i) => Math.abs(v! - want[i]!) <= 12), `point colour ${[r, g, b]} is the run's ${want}`);
 
     // Hover: profile, time and values.
-    await point.hover();
     const tip = section.locator('.eval-tip');
-    await tip.waitFor({ state: 'visible', timeout: 10_000 });
+    await hoverUntil(session.page, point, tip, 'the eval point\'s tooltip');
     const text = await tip.innerText();
     assert.match(text, new RegExp(`^eval acceptance · story · step_${last} \\(step ${last}\\)`));
     assert.match(text, /started \d{4}-\d\d-\d\d \d\d:\d\d · passed/);
@@ -178,23 +169,40 @@ test('the result is a point at the checkpoint\'s step on the metrics chart; hove
   });
 });
 
-/** The eval table's document (its webview's inner frame), once it shows a table. */
+/** The eval table's document (its webview's inner frame) if one shows a table now. */
+async function findEvalTable(): Promise<import('playwright-core').Frame | undefined> {
+  for (const f of session.page.frames()) {
+    if (await f.evaluate(() => document.querySelector('table[aria-label="Evals"]') !== null).catch(() => false)) return f;
+  }
+  return undefined;
+}
+
+/** The eval table's document, once it shows a table. */
 async function evalTableFrame(timeoutMs = 60_000): Promise<import('playwright-core').Frame> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    for (const f of session.page.frames()) {
-      if (await f.evaluate(() => document.querySelector('table[aria-label="Evals"]') !== null).catch(() => false)) return f;
-    }
+    const f = await findEvalTable();
+    if (f) return f;
     if (Date.now() > deadline) throw new Error('no eval table webview');
     await session.page.waitForTimeout(200);
   }
+}
+
+/** Clicks the table's copy button for `format` until the table says it copied that format. */
+async function copyAs(frame: import('playwright-core').Frame, format: 'csv' | 'markdown'): Promise<void> {
+  await act(session.page, {
+    what: `the eval table copied as ${format}`,
+    action: () => frame.locator(`button[data-format="${format}"]`).click(),
+    effect: () => frame.evaluate((f) => document.body.dataset.copied === f, format),
+    retryAfterMs: 10_000,
+  });
 }
 
 test('Show Eval Results from the run\'s context menu: step × metric table, copied as CSV and as Markdown', async () => {
   await withArtifactsOnFailure(session, 'eval-table', async () => {
     const [mid, last] = [host.storySteps[1]!, host.storySteps[host.storySteps.length - 1]!];
     await session.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: session.url });
-    await contextMenu('story', /^Show Eval Results$/);
+    await treeContextMenu(session, 'story', /^Show Eval Results$/, { effect: async () => (await findEvalTable()) !== undefined });
     const frame = await evalTableFrame();
     const header = await frame.locator('thead th').allInnerTexts();
     assert.deepEqual(header, ['step', 'checkpoint', 'profile', 'state', 'started', 'acceptance_length']);
@@ -204,15 +212,13 @@ test('Show Eval Results from the run\'s context menu: step × metric table, copi
       [String(last), `step_${last}`, 'acceptance', 'passed', '6.4'],
     ]);
 
-    await frame.locator('button[data-format="csv"]').click();
-    await frame.waitForFunction(() => document.body.dataset.copied === 'csv', undefined, { timeout: 15_000 });
+    await copyAs(frame, 'csv');
     const csv = await session.page.evaluate(() => navigator.clipboard.readText());
     const lines = csv.split('\r\n');
     assert.equal(lines[0], 'step,checkpoint,profile,state,started,acceptance_length');
     assert.match(lines[1]!, new RegExp(`^${mid},step_${mid},acceptance,passed,\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z,6\\.4$`));
 
-    await frame.locator('button[data-format="markdown"]').click();
-    await frame.waitForFunction(() => document.body.dataset.copied === 'markdown', undefined, { timeout: 15_000 });
+    await copyAs(frame, 'markdown');
     const md = await session.page.evaluate(() => navigator.clipboard.readText());
     assert.match(md, /^\| step \| checkpoint \| profile \| state \| started \| acceptance_length \|\n\| ---: \| --- \| --- \| --- \| --- \| ---: \|\n/);
     assert.match(md, new RegExp(`\\| ${last} \\| step_${last} \\| acceptance \\| passed \\| [^|]+ \\| 6\\.4 \\|\\n$`));
@@ -229,8 +235,7 @@ test('after a window reload a running eval re-attaches (log from the start); Sto
     await until(terminalText, /waiting/, 'the eval waiting before the reload');
     await until(() => row(ckpt).locator('.label-description').innerText(), /eval: running/, 'running state');
 
-    await session.runCommand('Developer: Reload Window');
-    await session.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
+    await session.reloadWindow();
     await session.openViewContainer('Remote Runs');
     await expandRow('evbox');
     await expandRow('host');

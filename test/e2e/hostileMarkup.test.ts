@@ -15,7 +15,8 @@ import { after, before, test } from 'node:test';
 import type { Frame } from 'playwright-core';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
-import { metricsFrame } from './metricsView';
+import { until as untilRead } from './ui';
+import { hasMetricsFrame, metricsFrame } from './metricsView';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
 
@@ -90,16 +91,7 @@ async function injected(frame: Frame | VSCodeSession['page']): Promise<{ element
   }));
 }
 
-async function until(read: () => Promise<string>, match: RegExp | string, what: string): Promise<string> {
-  const deadline = Date.now() + 60_000;
-  let last = '';
-  while (Date.now() < deadline) {
-    last = await read().catch(() => '');
-    if (typeof match === 'string' ? last.includes(match) : match.test(last)) return last;
-    await session.page.waitForTimeout(250);
-  }
-  assert.fail(`${what}: ${String(match)} not seen; last: ${JSON.stringify(last.slice(-400))}`);
-}
+const until = (read: () => Promise<string>, match: RegExp | string, what: string): Promise<string> => untilRead(session.page, read, match, what);
 
 test('the tree shows a run named <img …> as its text, and the workbench DOM gains no element', async () => {
   await withArtifactsOnFailure(session, 'markup-tree', async () => {
@@ -122,7 +114,7 @@ test('the tree shows a run named <img …> as its text, and the workbench DOM ga
 
 test('the metrics webview shows markup metric keys and the run name as text; no element injected, nothing ran', async () => {
   await withArtifactsOnFailure(session, 'markup-metrics', async () => {
-    await treeContextMenu(session, RUN, /^Open Metrics$/);
+    await treeContextMenu(session, RUN, /^Open Metrics$/, { effect: () => hasMetricsFrame(session, 'panel') });
     const frame = await metricsFrame(session, 'panel');
     const keys = await frame.locator('section.metric').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.metric));
     assert.deepEqual([...keys].sort(), [...KEYS].sort());

@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
+import { act } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
@@ -52,9 +53,15 @@ async function openFile(name: string): Promise<void> {
   await page.keyboard.press('Control+Shift+E');
   const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: name }).first();
   await row.waitFor({ timeout: 120_000 });
-  await row.dblclick();
   // Generous: on a loaded machine the workbench can take a while to draw; nothing here depends on speed.
-  await page.locator(`.tabs-container .tab.active[aria-label^="${name}"]`).waitFor({ timeout: 60_000 });
+  const tab = page.locator(`.tabs-container .tab.active[aria-label^="${name}"]`);
+  await act(page, {
+    what: `${name} open in the editor`,
+    action: async () => {
+      if (!(await tab.isVisible())) await row.dblclick();
+    },
+    effect: () => tab.isVisible(),
+  });
   await page.locator('.part.editor .monaco-editor .view-lines').first().waitFor({ timeout: 60_000 });
 }
 

@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Frame } from 'playwright-core';
+import { addRunFromPanel, drawnPixels, hasMetricsFrame, metricsFrame as findMetricsFrame } from './metricsView';
+import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
@@ -40,76 +42,15 @@ after(async () => {
   if (workspace) rmSync(workspace, { recursive: true, force: true });
 });
 
-const escape = (s: string): string => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-function row(label: string) {
-  return session.page
-    .locator('.part.sidebar .monaco-list-row[role=treeitem]')
-    .filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${escape(label)}$`) }) })
-    .first();
-}
-
-/** Expands a row; a click that lands while the tree redraws the row (a listing arriving) is tried again. */
-async function expandRow(label: string): Promise<void> {
-  const r = row(label);
-  for (let attempt = 1; ; attempt++) {
-    await r.waitFor({ state: 'visible', timeout: 30_000 });
-    if ((await r.getAttribute('aria-expanded')) !== 'true') await r.click();
-    try {
-      await session.page.waitForFunction(
-        (l) => Array.from(document.querySelectorAll('.part.sidebar .monaco-list-row[role=treeitem]'))
-          .some((e) => e.querySelector('.label-name')?.textContent === l && e.getAttribute('aria-expanded') === 'true'),
-        label,
-        { timeout: 20_000 },
-      );
-      return;
-    } catch (e) {
-      if (attempt >= 3) throw e;
-    }
-  }
-}
-
-/** Right-click a tree row and pick an entry of its context menu. */
-async function contextMenu(label: string, entry: string): Promise<void> {
-  await row(label).click({ button: 'right' });
-  const item = session.page.locator('.monaco-menu .action-item .action-label', { hasText: new RegExp(`^${escape(entry)}$`) }).first();
-  await item.waitFor({ state: 'visible', timeout: 15_000 });
-  await item.click();
-}
-
-/** The metrics webview's document (the inner frame holding our page) in this mode, once it has drawn a snapshot. */
-async function metricsFrame(mode: 'panel' | 'inline', timeoutMs = 45_000): Promise<Frame> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const errors: string[] = [];
-    for (const f of session.page.frames()) {
-      const s = await f.evaluate(() => ({ ready: document.body?.dataset.ready, mode: document.body?.dataset.mode, error: document.body?.dataset.error })).catch(() => undefined);
-      if (s?.error) errors.push(s.error);
-      if (s?.ready === 'true' && s.mode === mode) return f;
-    }
-    if (Date.now() > deadline) throw new Error(`no ${mode} metrics webview with data within ${timeoutMs} ms${errors.length ? `; webview errors: ${errors.join(' | ')}` : ''}`);
-    await session.page.waitForTimeout(200);
-  }
-}
-
-/** Non-transparent pixels per chart canvas, by metric. */
-async function drawnPixels(frame: Frame): Promise<Record<string, number>> {
-  return frame.evaluate(() => {
-    const out: Record<string, number> = {};
-    for (const section of Array.from(document.querySelectorAll<HTMLElement>("section.metric"))) {
-      const canvas = section.querySelector('canvas')!;
-      const data = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
-      let n = 0;
-      for (let i = 3; i < data.length; i += 4) if (data[i] > 0) n++;
-      out[section.dataset.metric ?? '?'] = n;
-    }
-    return out;
-  });
-}
+const row = (label: string) => treeRow(session, label);
+const expandRow = (label: string) => expandTreeRow(session, label);
+const openMetrics = (label: string) => treeContextMenu(session, label, /^Open Metrics$/, { effect: () => hasMetricsFrame(session, 'panel') });
 
 async function legendTexts(frame: Frame): Promise<string[]> {
   return frame.locator('.legend .legend-item').allInnerTexts();
 }
+
+const metricsFrame = (mode: 'panel' | 'inline', timeoutMs?: number): Promise<Frame> => findMetricsFrame(session, mode, timeoutMs);
 
 function pinnedStatus() {
   return session.page.locator('.part.statusbar .statusbar-item').filter({ hasText: /workspace · step/ }).first();
@@ -123,7 +64,7 @@ test('Open Metrics from the tree: one chart per metric, and the canvases draw', 
     await expandRow('docker:trainer');
     await row('flat-run').waitFor({ state: 'visible', timeout: 30_000 });
     await expandRow('pct:200');
-    await contextMenu('workspace', 'Open Metrics');
+    await openMetrics('workspace');
     const frame = await metricsFrame('panel');
     const metrics = await frame.locator('section.metric').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.metric));
     assert.deepEqual(metrics, ['loss', 'acc', 'lr', 'streak']);
@@ -157,13 +98,7 @@ test('a reference line is written to the workspace file and shown in the legend 
 test('Add run… adds a run from another container to the legend, in its own colour', async () => {
   await withArtifactsOnFailure(session, 'metrics-compare', async () => {
     const frame = await metricsFrame('panel');
-    await frame.locator('.toolbar button', { hasText: 'Add run…' }).click();
-    const input = session.page.locator('.quick-input-widget .quick-input-box input');
-    await input.waitFor({ state: 'visible', timeout: 15_000 });
-    await input.fill('flat-run');
-    const pick = session.page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'flat-run' }).first();
-    await pick.waitFor({ state: 'visible', timeout: 15_000 });
-    await pick.click();
+    await addRunFromPanel(session, frame, 'flat-run');
     await frame.locator('.legend .legend-item.run.compare').waitFor({ timeout: 30_000 });
     const legend = await legendTexts(frame);
     assert.ok(legend.some((t) => /flat-run/.test(t) && /compared/.test(t)), legend.join(' | '));
@@ -210,7 +145,7 @@ test('clicking a checkpoint marker selects that checkpoint in the tree, and the 
 
 test('the pinned run in the status bar and the inline view update as the remote log grows', async () => {
   await withArtifactsOnFailure(session, 'metrics-live', async () => {
-    await contextMenu('workspace', 'Pin Run');
+    await treeContextMenu(session, 'workspace', /^Pin Run$/);
     const item = pinnedStatus();
     await item.waitFor({ state: 'visible', timeout: 30_000 });
     assert.match(await item.innerText(), /workspace · step [\d,]+ · loss [\d.]+/);
@@ -235,9 +170,8 @@ test('the pinned run in the status bar and the inline view update as the remote 
 
 test('after a window reload the panel comes back with its compared run and reference line, and draws', async () => {
   await withArtifactsOnFailure(session, 'metrics-reload', async () => {
-    await session.runCommand('Developer: Reload Window');
-    await session.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
-    const frame = await metricsFrame('panel', 60_000);
+    await session.reloadWindow();
+    const frame = await metricsFrame('panel', 120_000);
     await frame.locator('.legend .legend-item.run.compare').waitFor({ timeout: 30_000 });
     const legend = await legendTexts(frame);
     assert.ok(legend.some((t) => /^workspace/.test(t)), legend.join(' | '));

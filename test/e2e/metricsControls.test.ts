@@ -20,6 +20,7 @@ import { emaSmooth } from '../../src/core/metrics';
 import type { SeriesChunk, ToWebview } from '../../src/shared/metricsProtocol';
 import { formatDiff, formatValue } from '../../src/webview/store';
 import { startTestHost, type TestHost } from '../harness/testHost';
+import { addRunFromPanel, hasMetricsFrame, metricsFrame } from './metricsView';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 
@@ -95,19 +96,7 @@ after(async () => {
 let frame: Frame;
 
 /** The panel's document (the inner frame holding our page), once it has drawn a snapshot. */
-async function panelFrame(timeoutMs = 60_000): Promise<Frame> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const errors: string[] = [];
-    for (const f of session.page.frames()) {
-      const s = await f.evaluate(() => ({ ready: document.body?.dataset.ready, mode: document.body?.dataset.mode, error: document.body?.dataset.error })).catch(() => undefined);
-      if (s?.error) errors.push(s.error);
-      if (s?.ready === 'true' && s.mode === 'panel') return f;
-    }
-    if (Date.now() > deadline) throw new Error(`no metrics panel with data within ${timeoutMs} ms${errors.length ? `; webview errors: ${errors.join(' | ')}` : ''}`);
-    await session.page.waitForTimeout(200);
-  }
-}
+const panelFrame = (timeoutMs = 60_000): Promise<Frame> => metricsFrame(session, 'panel', timeoutMs);
 
 type Snapshot = Extract<ToWebview, { type: 'snapshot' }>;
 
@@ -251,7 +240,7 @@ test('open the run: two charts, each with the smoothed curve over the raw curve 
     await expandTreeRow(session, 'testbox');
     await expandTreeRow(session, 'docker:trainer');
     await treeRow(session, 'controls-ref').waitFor({ state: 'visible', timeout: 30_000 });
-    await treeContextMenu(session, 'controls-run', /^Open Metrics$/);
+    await treeContextMenu(session, 'controls-run', /^Open Metrics$/, { effect: () => hasMetricsFrame(session, 'panel') });
     frame = await panelFrame();
     await recordSnapshots();
     assert.deepEqual(await frame.locator('section.metric').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.metric)), ['loss', 'acc']);
@@ -408,13 +397,7 @@ test('zoom: dragging across a chart asks for that range, which arrives decimated
 test('hover: exact values of every run at the cursor, the difference to the reference run and to a reference line', async () => {
   await withArtifactsOnFailure(session, 'controls-hover', async () => {
     // A second run (added from the tree's listing), made the reference run, and a reference line on loss.
-    await frame.locator('.toolbar button', { hasText: 'Add run…' }).click();
-    const input = session.page.locator('.quick-input-widget .quick-input-box input');
-    await input.waitFor({ state: 'visible', timeout: 15_000 });
-    await input.fill('controls-ref');
-    const pick = session.page.locator('.quick-input-list .monaco-list-row').filter({ hasText: 'controls-ref' }).first();
-    await pick.waitFor({ state: 'visible', timeout: 15_000 });
-    await pick.click();
+    await addRunFromPanel(session, frame, 'controls-ref');
     const refItem = frame.locator('.legend .legend-item.run').filter({ hasText: 'controls-ref' });
     await refItem.waitFor({ timeout: 30_000 });
     await refItem.locator('button', { hasText: '☆' }).click();

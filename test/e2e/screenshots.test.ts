@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { demoEvalProfile, startDemoHost, type DemoHost } from '../../src/demo/demoHost';
 import { demoSettings } from '../../src/demo/profile';
-import { drawnPixels, metricsFrame } from './metricsView';
+import { drawnPixels, hasMetricsFrame, metricsFrame } from './metricsView';
 import { REPO_ROOT } from './toolchain';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
@@ -56,7 +56,7 @@ test('the tree beside the live run\'s metrics panel, on the demo host', async ()
     await expandTreeRow(session, 'workspace');
     await session.page.locator('.part.sidebar .label-name', { hasText: /^step_\d+$/ }).first().waitFor({ state: 'visible', timeout: 30_000 });
 
-    await treeContextMenu(session, 'workspace', /^Open Metrics$/);
+    await treeContextMenu(session, 'workspace', /^Open Metrics$/, { effect: () => hasMetricsFrame(session, 'panel') });
     const frame = await metricsFrame(session, 'panel');
     assert.match(await frame.locator('.title').innerText(), /workspace — demo\/pct:200/);
     const metrics = await frame.locator('section.metric').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.metric));

@@ -8,6 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
+import { expandTreeRow, expectRow as expectTreeRow, rowLabels as treeRowLabels, rowText as treeRowText, treeRow, type Which } from './treeRows';
+import { act } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { startSshd, type TestSshd } from '../harness/sshd';
@@ -56,47 +58,11 @@ after(async () => {
   if (workspace) rmSync(workspace, { recursive: true, force: true });
 });
 
-/** Labels of the visible tree rows, in order. */
-async function rowLabels(): Promise<string[]> {
-  return session.page.locator('.part.sidebar .monaco-list-row[role=treeitem] .label-name').allInnerTexts();
-}
-
-/** The text (label + description) of the row whose label is exactly `label`. */
-async function rowText(label: string): Promise<string> {
-  const row = session.page
-    .locator('.part.sidebar .monaco-list-row[role=treeitem]')
-    .filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) })
-    .first();
-  await row.waitFor({ state: 'visible', timeout: 30_000 });
-  return row.innerText();
-}
-
-/** Expands the row labelled `label`; `which: 'last'` picks the lowest of several rows with that label. */
-async function expandRow(label: string, which: 'first' | 'last' = 'first'): Promise<void> {
-  const rows = session.page
-    .locator('.part.sidebar .monaco-list-row[role=treeitem]')
-    .filter({ has: session.page.locator('.label-name', { hasText: new RegExp(`^${label.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`) }) });
-  const row = which === 'first' ? rows.first() : rows.last();
-  await row.waitFor({ state: 'visible', timeout: 30_000 });
-  if ((await row.getAttribute('aria-expanded')) !== 'true') await row.click();
-  await session.page.waitForFunction((el) => el?.getAttribute('aria-expanded') === 'true', await row.elementHandle(), { timeout: 30_000 });
-}
-
-/** Waits until the row labelled `label` shows text matching `re` (descriptions update asynchronously). */
-async function expectRow(label: string, re: RegExp, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    last = await rowText(label);
-    if (re.test(last)) return;
-    await session.page.waitForTimeout(200);
-  }
-  assert.fail(`row ${label} never matched ${re}; last text: ${JSON.stringify(last)}`);
-}
-
-async function waitForRow(label: string): Promise<void> {
-  await rowText(label);
-}
+const rowLabels = (): Promise<string[]> => treeRowLabels(session);
+const rowText = (label: string): Promise<string> => treeRowText(session, label);
+const expandRow = (label: string, which: Which = 'first'): Promise<void> => expandTreeRow(session, label, which);
+const expectRow = (label: string, re: RegExp, limitMs?: number): Promise<string> => expectTreeRow(session, label, re, limitMs);
+const waitForRow = async (label: string): Promise<void> => void (await rowText(label));
 
 test('host → container → run → checkpoints, in step order with sizes', async () => {
   await withArtifactsOnFailure(session, 'tree-story', async () => {
@@ -164,10 +130,15 @@ test('Refresh from the palette re-lists and keeps the tree expanded', async () =
 test('an unknown host key is shown with its SHA256 fingerprint and, once trusted, appended to known_hosts', async () => {
   await withArtifactsOnFailure(session, 'tree-host-key', async () => {
     const fingerprint = execFileSync('ssh-keygen', ['-lf', '-'], { input: `${stranger.hostKeyPublic}\n`, encoding: 'utf8' }).split(' ')[1];
-    const row = session.page.locator('.part.sidebar .monaco-list-row[role=treeitem]').filter({ has: session.page.locator('.label-name', { hasText: /^newbox$/ }) });
-    await row.click();
+    const row = treeRow(session, 'newbox');
     const dialog = session.page.locator('.monaco-dialog-box');
-    await dialog.waitFor({ state: 'visible', timeout: 30_000 });
+    await act(session.page, {
+      what: 'the host key dialog for newbox',
+      action: async () => {
+        if (!(await dialog.isVisible())) await row.click();
+      },
+      effect: () => dialog.isVisible(),
+    });
     assert.ok((await dialog.innerText()).includes(fingerprint), 'the dialog shows the key fingerprint');
     assert.equal(readFileSync(host.knownHostsFile, 'utf8').includes(`:${stranger.port}]`), false, 'nothing written before the answer');
     await dialog.getByRole('button', { name: 'Trust and Connect' }).click();

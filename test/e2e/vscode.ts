@@ -11,6 +11,7 @@ import type { BrowserContext, Locator, Page } from 'playwright-core';
 import { launch } from './launch';
 import { REPO_ROOT } from './toolchain';
 import { extensionVsix } from './vsix';
+import { act, commandIdOf, commandRuns, escapeRegExp, quickInputState } from './ui';
 
 export { extensionVsix } from './vsix';
 export {
@@ -59,8 +60,13 @@ export interface VSCodeSession {
   treeItem(name: string): Locator;
   /** Expands the tree item and waits until it shows expanded. */
   expand(name: string): Promise<void>;
-  /** Runs a command by its palette title (e.g. "Remote Runs: Refresh") through F1. */
+  /**
+   * Runs a command by its palette title (e.g. "Remote Runs: Refresh") through F1; for our own commands, done once
+   * the extension logged it (a pick that missed is made again).
+   */
   runCommand(title: string): Promise<void>;
+  /** Developer: Reload Window, then waits until the new window's workbench is up. */
+  reloadWindow(): Promise<void>;
   /** The notification toasts currently shown. */
   notifications(): Promise<Notification[]>;
   /** Waits for a toast whose message matches, and returns it. */
@@ -140,18 +146,26 @@ function makeSession(base: SessionBase): VSCodeSession {
     return out;
   };
 
-  return {
+  const session: VSCodeSession = {
     ...base,
 
     async openViewContainer(title) {
       const iconSelector = `a.action-label[aria-label="${cssString(title)}"]`;
       const icon = page.locator(`.part.activitybar ${iconSelector}`);
       const item = page.locator('.part.activitybar li.action-item', { has: page.locator(iconSelector) });
-      await icon.waitFor({ state: 'visible', timeout: 30_000 });
-      // Clicking the icon of the open container closes the sidebar: only click when it is not the active one.
-      if (!((await item.getAttribute('class')) ?? '').split(/\s+/).includes('checked')) await icon.click();
-      await sidebar.locator('.composite.title').filter({ hasText: new RegExp(escapeRegExp(title), 'i') })
-        .waitFor({ state: 'visible', timeout: 15_000 });
+      const heading = sidebar.locator('.composite.title').filter({ hasText: new RegExp(escapeRegExp(title), 'i') });
+      // The icon appears once the extension's contributions are registered: on a loaded machine, well after the
+      // workbench (and after a reload, the old window's icon may still be on screen for a moment).
+      await icon.waitFor({ state: 'visible', timeout: 120_000 });
+      await act(page, {
+        what: `the ${title} view container open in the sidebar`,
+        action: async () => {
+          // Clicking the icon of the open container closes the sidebar: only click when it is not the active one.
+          if (!((await item.getAttribute('class')) ?? '').split(/\s+/).includes('checked')) await icon.click();
+        },
+        effect: () => heading.isVisible(),
+        describe: async () => `icon classes: ${await item.getAttribute('class')}`,
+      });
     },
 
     view(name) {
@@ -165,39 +179,68 @@ function makeSession(base: SessionBase): VSCodeSession {
 
     async expand(name) {
       const item = sidebar.getByRole('treeitem', { name, exact: true });
-      if ((await item.getAttribute('aria-expanded')) !== 'true') await item.click();
-      await page.waitForFunction(
-        (el) => el?.getAttribute('aria-expanded') === 'true',
-        await item.elementHandle(),
-        { timeout: 15_000 },
-      );
+      await item.waitFor({ state: 'visible', timeout: 60_000 });
+      const expanded = async (): Promise<boolean> => (await item.getAttribute('aria-expanded', { timeout: 5_000 })) === 'true';
+      await act(page, {
+        what: `the tree item ${name} expanded`,
+        action: async () => {
+          if (!(await expanded())) await item.click();
+        },
+        effect: expanded,
+      });
     },
 
     async runCommand(title) {
       const widget = page.locator('.quick-input-widget');
-      await page.keyboard.press('F1');
       const input = widget.locator('.quick-input-box input');
-      await input.waitFor({ state: 'visible' });
-      await input.fill(`>${title}`);
       // Pick the row whose label is exactly the title (others may contain it, e.g. "… Refresh All").
       const row = widget.locator('.quick-input-list .monaco-list-row')
         .filter({ has: page.locator('.label-name', { hasText: new RegExp(`^${escapeRegExp(title)}$`) }) })
         .first();
-      await row.waitFor({ state: 'visible', timeout: 15_000 });
-      await row.click();
-      // The palette is done when the widget closes, or when the command reused it for its own input or pick
-      // (Add Host, Download Checkpoint…): then it no longer holds the palette's `>` text.
-      await page.waitForFunction(
-        () => {
-          const w = document.querySelector('.quick-input-widget');
-          if (!w || w.getClientRects().length === 0 || getComputedStyle(w).display === 'none' || getComputedStyle(w).visibility === 'hidden') return true;
-          if (w.classList.contains('quick-input-widget-closing')) return true;
-          const box = w.querySelector<HTMLInputElement>('.quick-input-box input');
-          return !box || !box.value.startsWith('>');
+      const id = commandIdOf(title);
+      const before = id ? commandRuns(session, id) : 0;
+      // The palette is done when it closed, or when the command reused it for its own input or pick (Add Host,
+      // Download Checkpoint…): then it no longer holds the palette's `>` text. For our own commands the log says
+      // when the command ran, and a palette that closed without running it (a click that missed) is opened again.
+      const paletteDone = async (): Promise<boolean> => {
+        const q = await quickInputState(page);
+        return !q.visible || !q.value.startsWith('>');
+      };
+      const ran = (): boolean => (id ? commandRuns(session, id) > before : true);
+      let tries = 0;
+      await act(page, {
+        what: `${title} run from the palette`,
+        action: async () => {
+          // A retry only when the first try visibly did not take (never a second run of a command that ran).
+          if (tries++ > 0 && ran() && (await paletteDone())) return;
+          const q = await quickInputState(page);
+          if (!q.visible || !q.value.startsWith('>')) {
+            await page.keyboard.press('F1');
+            await input.waitFor({ state: 'visible', timeout: 30_000 });
+          }
+          await input.fill(`>${title}`);
+          await row.waitFor({ state: 'visible', timeout: 30_000 });
+          await row.click();
         },
-        undefined,
-        { timeout: 15_000 },
-      );
+        effect: async () => (await paletteDone()) && ran(),
+        describe: async () => `palette ${JSON.stringify(await quickInputState(page))}; command ${id ?? '(not ours)'} logged ${id ? commandRuns(session, id) - before : '?'} time(s)`,
+      });
+    },
+
+    async reloadWindow() {
+      // Mark this document: the reload is done when a new document (without the mark) shows a workbench. The command
+      // is given again if the old document is still there after a minute (a palette pick that did not take).
+      const isOld = (): Promise<boolean> => page.evaluate(() => (window as unknown as { __rrBeforeReload?: boolean }).__rrBeforeReload === true);
+      await page.evaluate(() => ((window as unknown as { __rrBeforeReload?: boolean }).__rrBeforeReload = true));
+      await act(page, {
+        what: 'the window reloaded (Developer: Reload Window)',
+        action: async () => {
+          if (await isOld().catch(() => false)) await session.runCommand('Developer: Reload Window');
+        },
+        effect: async () => !(await isOld()) && (await page.locator('.monaco-workbench .part.activitybar').isVisible()),
+        retryAfterMs: 60_000,
+        limitMs: 180_000,
+      });
     },
 
     notifications,
@@ -228,10 +271,7 @@ function makeSession(base: SessionBase): VSCodeSession {
       await page.screenshot({ path: path.join(dir, 'screenshot.png') }).catch(() => undefined);
     },
   };
-}
-
-function escapeRegExp(s: string): string {
-  return s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return session;
 }
 
 function cssString(s: string): string {
