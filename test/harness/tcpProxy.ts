@@ -4,7 +4,8 @@
  * - `rateBytesPerSec` caps each direction, so a transfer lasts long enough to be interrupted in its middle;
  * - `hold()` closes a gate on the server → client direction: nothing more reaches the client until `release()`, and
  *   `bytesDown` says how much had passed, so a test can prove that a download was still in flight when it struck
- *   (a gate, not a race against a fast copy);
+ *   (a gate, not a race against a fast copy); `hold('up')` holds what the client sends instead (`bytesFromClient`
+ *   counts what it sent all the same), so a request is provably unanswered when the server is killed;
  * - `delayMs` delays both directions (a long link, for benchmarks), with at most `maxBufferedBytes` queued per
  *   direction before the sending side is paused (TCP back-pressure, as a real link's buffers give).
  *
@@ -26,11 +27,13 @@ export interface TcpProxy {
   readonly port: number;
   /** Bytes forwarded server → client so far, over all connections. */
   readonly bytesDown: number;
+  /** Bytes received from clients so far (forwarded or held), over all connections. */
+  readonly bytesFromClient: number;
   /** Connections accepted so far. */
   readonly accepted: number;
-  /** Close the gate on the server → client direction of every connection, present and future. */
-  hold(): void;
-  /** Open it again. */
+  /** Close the gate on one direction (default: server → client) of every connection, present and future. */
+  hold(direction?: 'down' | 'up'): void;
+  /** Open both gates again. */
   release(): void;
   /** Stop listening and cut every connection. */
   close(): Promise<void>;
@@ -53,8 +56,12 @@ class Lane {
     private readonly opts: Required<TcpProxyOptions>,
     private readonly held: () => boolean,
     private readonly count: (n: number) => void,
+    private readonly received: (n: number) => void = () => undefined,
   ) {
-    src.on('data', (d: Buffer) => this.push(d));
+    src.on('data', (d: Buffer) => {
+      this.received(d.length);
+      this.push(d);
+    });
     src.on('end', () => {
       this.ended = true;
       this.flush();
@@ -115,10 +122,11 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
     delayMs: options.delayMs ?? 0,
     maxBufferedBytes: options.maxBufferedBytes ?? 4 * 1024 * 1024,
   };
-  let held = false;
+  const held = { down: false, up: false };
   let bytesDown = 0;
+  let bytesFromClient = 0;
+  const lanes = new Set<Lane>();
   let accepted = 0;
-  const downLanes = new Set<Lane>();
   const sockets = new Set<net.Socket>();
 
   const server = net.createServer((client) => {
@@ -129,14 +137,16 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
       sockets.add(s);
       s.on('close', () => sockets.delete(s));
     }
-    const up = new Lane(client, upstream, opts, () => false, () => undefined);
-    const down = new Lane(upstream, client, opts, () => held, (n) => (bytesDown += n));
-    downLanes.add(down);
+    const up = new Lane(client, upstream, opts, () => held.up, () => undefined, (n) => (bytesFromClient += n));
+    const down = new Lane(upstream, client, opts, () => held.down, (n) => (bytesDown += n));
+    lanes.add(up);
+    lanes.add(down);
     // Either side failing or closing without an end cuts the other: a dead server is a dead link.
     const cut = (): void => {
       up.dispose();
       down.dispose();
-      downLanes.delete(down);
+      lanes.delete(up);
+      lanes.delete(down);
       client.destroy();
       upstream.destroy();
     };
@@ -159,20 +169,24 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
     get bytesDown() {
       return bytesDown;
     },
+    get bytesFromClient() {
+      return bytesFromClient;
+    },
     get accepted() {
       return accepted;
     },
-    hold() {
-      held = true;
+    hold(direction = 'down') {
+      held[direction] = true;
     },
     release() {
-      held = false;
-      for (const l of downLanes) l.flush();
+      held.down = false;
+      held.up = false;
+      for (const l of lanes) l.flush();
     },
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
-        for (const l of downLanes) l.dispose();
+        for (const l of lanes) l.dispose();
         server.close(() => resolve());
       }),
   };

@@ -9,6 +9,7 @@
  * committed scripts, the build, the demo's start and stop from a clean folder) is all exercised.
  */
 import { after, before, test } from 'node:test';
+import { eventually } from '../harness/assertKind';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -89,12 +90,11 @@ test('fresh clone → install → npm run demo -- --headless → CLI ls → Ctrl
   const { code, signal } = await exited;
   // npm itself dies of the SIGINT (as in a terminal); the demo under it must have stopped cleanly first.
   assert.ok(code === 0 || signal === 'SIGINT', `npm: code ${code}, signal ${signal}\n${output}`);
-  for (let i = 0; i < 100 && !/Demo stopped/.test(output); i++) await new Promise((r) => setTimeout(r, 100));
+  // Generous waits (a loaded CI machine): they bound hanging, they measure nothing.
+  await eventually(() => /Demo stopped/.test(output), 'the demo says it stopped', 60_000).catch(() => undefined);
   assert.match(output, /Demo stopped; nothing of it is left running/);
-  // Give the group a moment to finish exiting, then nothing of it, nor of the demo machine, may remain.
-  for (let i = 0; i < 50 && (groupMembers(pgid).length > 0 || processesMentioning(tmp).length > 0); i++) {
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  // Give the group time to finish exiting, then nothing of it, nor of the demo machine, may remain.
+  await eventually(() => groupMembers(pgid).length === 0 && processesMentioning(tmp).length === 0, 'the group exited', 60_000).catch(() => undefined);
   assert.deepEqual(groupMembers(pgid), []);
   assert.deepEqual(processesMentioning(tmp), []);
   for (const pid of machinePids) assert.equal(fs.existsSync(`/proc/${pid}`), false, `demo machine process ${pid} still runs`);

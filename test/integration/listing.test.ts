@@ -13,7 +13,7 @@ import { RemoteRunsCore, runsOf } from '../../src/core/service';
 import { RemoteRunsError, type HostConfig, type RootListing, type ErrorKind } from '../../src/core/types';
 import { setContainerState, setDockerDaemon } from '../shims/shimState';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
-import { rejectsWith } from '../harness/assertKind';
+import { eventually, rejectsWith } from '../harness/assertKind';
 
 let host: TestHost;
 
@@ -236,13 +236,19 @@ describe('every empty or failed listing says which case it is', () => {
 
 describe('dropped connections', () => {
   test('a connection killed mid-listing is replaced and the listing completes', async () => {
-    const { core, pool } = makeCore([host.hostConfig('testbox', { runRoots: [host.paths.runs, host.paths.hostile] })]);
+    // Mid-listing for certain: through a link of the test's own whose client → server gate is closed once connected,
+    // the listing's request has left the client (the link received it) but not reached the server when the server is
+    // killed. (It used to sleep 5 ms and kill: before, during or after the listing, by chance.)
+    const link = await host.throughProxy();
+    const { core, pool } = makeCore([link.hostConfig('testbox', { runRoots: [host.paths.runs, host.paths.hostile] })]);
     await core.listTarget('testbox', { kind: 'host', id: '' }); // connected
     const loginsBefore = host.sshd.acceptedLogins();
+    link.proxy.hold('up');
+    const sent = link.proxy.bytesFromClient;
     const listing = core.listTarget('testbox', { kind: 'host', id: '' });
-    // Kill the server side of the connection while the command is in flight.
-    await new Promise((r) => setTimeout(r, 5));
+    await eventually(() => link.proxy.bytesFromClient > sent, 'the listing request left the client');
     const killed = host.sshd.killConnections();
+    link.proxy.release();
     assert.ok(killed >= 1);
     const result = await listing;
     assert.ok(runsOf(result).length >= 2);
