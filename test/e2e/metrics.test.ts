@@ -14,6 +14,7 @@ import { after, before, test } from 'node:test';
 import type { Frame } from 'playwright-core';
 import { addRunFromPanel, drawnPixels, hasMetricsFrame, metricsFrame as findMetricsFrame } from './metricsView';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
+import { act } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
@@ -126,20 +127,23 @@ test('clicking a checkpoint marker selects that checkpoint in the tree, and the 
   await withArtifactsOnFailure(session, 'metrics-checkpoint', async () => {
     const frame = await metricsFrame('panel');
     const marker = frame.locator('section.metric[data-metric="loss"] button.ckpt-marker[aria-label^="Checkpoint step_14000 "]');
-    await marker.click();
     const selected = session.page.locator('.part.sidebar .monaco-list-row[aria-selected="true"] .label-name');
-    await session.page.waitForFunction(
-      () => Array.from(document.querySelectorAll('.part.sidebar .monaco-list-row[aria-selected="true"] .label-name')).some((e) => e.textContent === 'step_14000'),
-      undefined,
-      { timeout: 30_000 },
-    );
+    await act(session.page, {
+      what: 'the tree selecting step_14000 after a click on its marker',
+      action: () => marker.click(),
+      effect: async () => (await selected.allInnerTexts()).includes('step_14000'),
+    });
     assert.deepEqual(await selected.allInnerTexts(), ['step_14000']);
     // The tree's selection comes back: that marker is highlighted, with the values at that step.
     await frame.locator('section.metric[data-metric="loss"] button.ckpt-marker.highlighted[aria-label^="Checkpoint step_14000 "]').waitFor({ timeout: 15_000 });
     assert.match(await frame.locator('section.metric[data-metric="loss"] .metric-readout').innerText(), /workspace @ 1\d{4}: [\d.]+/);
     // Selecting another checkpoint in the tree moves the highlight.
-    await row('step_18000').click();
-    await frame.locator('section.metric[data-metric="loss"] button.ckpt-marker.highlighted[aria-label^="Checkpoint step_18000 "]').waitFor({ timeout: 15_000 });
+    const highlighted = frame.locator('section.metric[data-metric="loss"] button.ckpt-marker.highlighted[aria-label^="Checkpoint step_18000 "]');
+    await act(session.page, {
+      what: 'the marker of step_18000 highlighted after selecting it in the tree',
+      action: () => row('step_18000').click(),
+      effect: async () => (await highlighted.count()) > 0,
+    });
   });
 });
 

@@ -22,6 +22,7 @@ import { formatDiff, formatValue } from '../../src/webview/store';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { addRunFromPanel, hasMetricsFrame, metricsFrame } from './metricsView';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
+import { act } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 
 let host: TestHost;
@@ -382,7 +383,13 @@ test('zoom: dragging across a chart asks for that range, which arrives decimated
     const reset = frame.locator('button', { hasText: 'Reset zoom' });
     assert.equal(await reset.isDisabled(), false);
     const seen2 = await snapshotCount();
-    await reset.click();
+    await act(session.page, {
+      what: 'the whole run sent again after Reset zoom',
+      action: async () => {
+        if (!(await reset.isDisabled())) await reset.click();
+      },
+      effect: () => frame.evaluate((n) => (window as unknown as { __rrSnapshots: { range: unknown }[] }).__rrSnapshots.slice(n).some((x) => x.range === null), seen2),
+    });
     const back = await nextSnapshot(seen2, (x) => x.range === null);
     // The whole run again, decimated (how many points depends on the plot's width, which the view reports anew).
     const whole = chunkOf(back, 'controls-run', 'loss');
@@ -400,8 +407,14 @@ test('hover: exact values of every run at the cursor, the difference to the refe
     await addRunFromPanel(session, frame, 'controls-ref');
     const refItem = frame.locator('.legend .legend-item.run').filter({ hasText: 'controls-ref' });
     await refItem.waitFor({ timeout: 30_000 });
-    await refItem.locator('button', { hasText: '☆' }).click();
-    await frame.locator('.legend .legend-item.run.reference', { hasText: 'controls-ref' }).waitFor({ timeout: 30_000 });
+    const isReference = frame.locator('.legend .legend-item.run.reference', { hasText: 'controls-ref' });
+    await act(session.page, {
+      what: 'controls-ref made the reference run',
+      action: async () => {
+        if ((await isReference.count()) === 0) await refItem.locator('button', { hasText: '☆' }).click();
+      },
+      effect: async () => (await isReference.count()) > 0,
+    });
     await frame.locator('.ref-form select').selectOption('loss');
     await frame.locator('.ref-form input[name=value]').fill('2.5');
     await frame.locator('.ref-form input[name=label]').fill('target');

@@ -141,7 +141,13 @@ test('an unknown host key is shown with its SHA256 fingerprint and, once trusted
     });
     assert.ok((await dialog.innerText()).includes(fingerprint), 'the dialog shows the key fingerprint');
     assert.equal(readFileSync(host.knownHostsFile, 'utf8').includes(`:${stranger.port}]`), false, 'nothing written before the answer');
-    await dialog.getByRole('button', { name: 'Trust and Connect' }).click();
+    await act(session.page, {
+      what: 'the host key dialog answered',
+      action: async () => {
+        if (await dialog.isVisible()) await dialog.getByRole('button', { name: 'Trust and Connect' }).click();
+      },
+      effect: async () => !(await dialog.isVisible()),
+    });
     await waitForRow('host');
     await expectRow('newbox', /connected/);
     const known = readFileSync(host.knownHostsFile, 'utf8');

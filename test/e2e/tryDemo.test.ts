@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { eventually } from '../harness/assertKind';
 import { expandTreeRow, treeRow } from './treeRows';
+import { act, commandRuns } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 
 let session: VSCodeSession;
@@ -47,7 +48,16 @@ test('with no hosts, the welcome view offers exactly Add Host, Use hosts from ~/
 test('"Try the demo host" starts the demo host: the tree shows it, its container pct:200 and the live run', async () => {
   await withArtifactsOnFailure(session, 'try-demo-start', async () => {
     const hosts = session.view('Hosts');
-    await hosts.getByRole('button', { name: 'Try the demo host' }).click();
+    // Done when the extension logged the command (a click that missed is made again; a command that ran, never).
+    const before = commandRuns(session, 'remoteRuns.tryDemoHost');
+    await act(session.page, {
+      what: 'Try the demo host run from the welcome view',
+      action: async () => {
+        if (commandRuns(session, 'remoteRuns.tryDemoHost') === before) await hosts.getByRole('button', { name: 'Try the demo host' }).click();
+      },
+      effect: async () => commandRuns(session, 'remoteRuns.tryDemoHost') > before,
+    });
+    await treeRow(session, 'demo').waitFor({ state: 'visible', timeout: 120_000 });
     await expandTreeRow(session, 'demo');
     await treeRow(session, 'pct:200').filter({ hasText: /running/ }).waitFor({ state: 'visible', timeout: 30_000 });
     await treeRow(session, 'docker:hf-finetune').waitFor({ state: 'visible' });
