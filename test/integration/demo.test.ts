@@ -9,7 +9,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
-import { Client, utils, type ConnectConfig } from 'ssh2';
+import { Client, type ConnectConfig } from 'ssh2';
+import { generateEd25519 } from '../../src/demo/keys';
 import { startDemoHost, type DemoHost } from '../../src/demo/demoHost';
 import { assertLoopbackBind, startDemoServer } from '../../src/demo/server';
 
@@ -81,7 +82,7 @@ describe('demo host: who gets in, and where it listens', () => {
     ok.end();
 
     const before = host.server.refusedLogins();
-    const other = utils.generateKeyPairSync('ed25519');
+    const other = generateEd25519();
     await assert.rejects(connect({ privateKey: other.private }), /authentication methods failed/i);
     await assert.rejects(connect({ password: 'root' }), /authentication methods failed/i);
     await assert.rejects(connect({}), /authentication methods failed|no authentication methods/i);
