@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { utils, type ParsedKey } from 'ssh2';
-import { buildConfig, classifySshFailure, configPath, OpenSshUnsupported, removeOrphanedSessions } from '../../src/core/transfer/openssh';
+import { buildConfig, classifySshFailure, configPath, OpenSshUnsupported, removeOrphanedSessions } from '../../src/core/transfer/opensshSession';
 import { startPrivateAgent } from '../../src/core/ssh/agentServer';
 import { passwordPrompt, startAskpass } from '../../src/core/transfer/askpass';
 import type { ResolvedHop } from '../../src/core/ssh/types';

@@ -11,7 +11,8 @@ import { runCommand } from '../remote';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
 import { delay } from '../util/delay';
 import { createLane, type Lane } from './lanes';
-import { OpenSshLane, OpenSshSession, OpenSshUnsupported } from './openssh';
+import { OpenSshLane } from './opensshLane';
+import { OpenSshSession, OpenSshUnsupported } from './opensshSession';
 import { localError } from './localErrors';
 import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
@@ -249,12 +250,6 @@ async function openSshFor(plan: DownloadPlan, hostKeys: Buffer[], options: Downl
   }
 }
 
-/** The last byte a file has on disk, by its record (0 when none). */
-function doneEnd(w: Work): number {
-  const r = w.done.toJSON();
-  return r.length > 0 ? r[r.length - 1][1] : 0;
-}
-
 /** Set up a file's `.part` state: keep the ranges of a matching sidecar, discard anything else. */
 async function prepare(file: PlanFile, index: number, fresh: boolean): Promise<Work> {
   await fs.mkdir(path.dirname(file.localPath), { recursive: true }).catch((e: unknown) => {
@@ -411,7 +406,6 @@ async function runAttempt(
             start: range[0],
             end: range[1],
             partPath: partPath(w.file.localPath),
-            appendable: range[1] === w.bytes && doneEnd(w) <= range[0],
           };
           await lane.fetch(
             job,

@@ -10,6 +10,7 @@ import { classifyTargetFailure, wrapForTarget } from '../targets';
 import { commandFailed } from '../remote';
 import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
 import { rangeArgv } from './remoteCommands';
+import { channelSource, runStream } from './stream';
 import type { TransportKind } from './types';
 
 /** Receives bytes at a file position; resolves when they are on disk (the lane waits, so memory stays bounded). */
@@ -23,11 +24,6 @@ export interface RangeJob {
   end: number;
   /** The local `.part` file the bytes go to (a lane in a worker thread writes it itself). */
   partPath?: string;
-  /**
-   * The range runs to the end of the file and nothing after its start is kept: a lane may truncate the `.part` to
-   * `start` and append (the OpenSSH lane has ssh write the file itself).
-   */
-  appendable?: boolean;
 }
 
 export interface Lane {
@@ -44,8 +40,6 @@ export interface Lane {
 const SFTP_CHUNK = 255 * 1024;
 /** SFTP reads in flight per lane. */
 const SFTP_IN_FLIGHT = 32;
-/** Coalesce stream data into writes of this size (one fs call per ssh packet of 32 KiB is costly). */
-const WRITE_COALESCE = 1 << 20;
 /**
  * Read buffers an SFTP lane keeps for reuse. A fresh 255 KiB buffer per read is 4096 large allocations per GiB,
  * and the collector's work for them showed as ~15% of the client's CPU time in bench/transfer.ts profiles.
@@ -91,84 +85,22 @@ class ExecLane implements Lane {
   }
 
   private pump(ch: ClientChannel, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      let pos = job.start;
-      let pending: Buffer[] = [];
-      let pendingBytes = 0;
-      let writing = 0;
-      let closed = false;
-      let failed = false;
-      let exit: { code: number | null; signal?: string } | undefined;
-      const stderr: Buffer[] = [];
-      const fail = (e: RemoteRunsError): void => {
-        if (failed) return;
-        failed = true;
-        signal.removeEventListener('abort', onAbort);
-        stopChannel(ch);
-        reject(e);
-      };
-      const onAbort = (): void => fail(new RemoteRunsError('cancelled', 'Download cancelled'));
-      signal.addEventListener('abort', onAbort, { once: true });
-      const flush = (): void => {
-        if (pendingBytes === 0) return;
-        const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
-        const at = pos;
-        pos += data.length;
-        pending = [];
-        pendingBytes = 0;
-        if (pos > job.end) return fail(new RemoteRunsError('protocol', `The stream of ${job.remotePath} sent more bytes than asked for`));
-        writing++;
-        if (writing > 2) ch.pause();
-        write(at, data).then(
-          () => {
-            writing--;
-            if (writing <= 2 && !closed) ch.resume();
-            settle();
-          },
-          (e: unknown) => fail(laneError(this.connection, e, `writing ${job.remotePath}`)),
-        );
-      };
-      const settle = (): void => {
-        if (failed || !closed || writing > 0) return;
-        signal.removeEventListener('abort', onAbort);
-        const result = { stdout: Buffer.alloc(0), stderr: Buffer.concat(stderr), code: exit?.code ?? null, signal: exit?.signal, truncated: false };
-        if (!exit) {
-          failed = true;
-          return reject(laneError(this.connection, new Error('the stream ended without an exit status'), `streaming ${job.remotePath}`));
-        }
-        if (exit.code !== 0) {
-          failed = true;
-          return reject(classifyTargetFailure(this.target, result) ?? commandFailed(`Streaming ${job.remotePath}`, result));
-        }
-        if (pos < job.end) {
-          failed = true;
-          // Short with the connection gone: the exit status arrived but the last bytes did not (a drop, retried);
-          // short on a live connection: the file really is shorter than when the download was planned.
-          if (this.connection.isClosed) return reject(laneError(this.connection, new Error('the stream ended early'), `streaming ${job.remotePath}`));
-          return reject(changedError(job.remotePath));
-        }
-        failed = true;
-        resolve();
-      };
-      ch.on('data', (chunk: Buffer) => {
-        if (failed) return;
-        pending.push(chunk);
-        pendingBytes += chunk.length;
-        if (pendingBytes >= WRITE_COALESCE) flush();
-      });
-      ch.stderr.on('data', (chunk: Buffer) => {
-        if (stderr.length < 64) stderr.push(chunk);
-      });
-      ch.on('exit', (code: number | null, sig?: string) => {
-        exit = typeof code === 'number' ? { code } : { code: null, signal: sig ?? undefined };
-      });
-      ch.on('close', () => {
-        if (failed) return;
-        flush();
-        closed = true;
-        settle();
-      });
+    const source = channelSource(ch, (end, short) => {
+      const result = { stdout: Buffer.alloc(0), stderr: Buffer.from(end.stderr), code: end.code, signal: end.signal, truncated: false };
+      // No exit status, or short with the connection gone: the last bytes did not arrive (a drop, retried). Short on
+      // a live connection: the file really is shorter than when the download was planned (the runner says so).
+      if (end.code === null && !end.signal) return laneError(this.connection, new Error('the stream ended without an exit status'), `streaming ${job.remotePath}`);
+      if (end.code !== 0) return classifyTargetFailure(this.target, result) ?? commandFailed(`Streaming ${job.remotePath}`, result);
+      if (short && this.connection.isClosed) return laneError(this.connection, new Error('the stream ended early'), `streaming ${job.remotePath}`);
+      return undefined;
     });
+    return runStream(source, job, async (pos, data) => {
+      try {
+        await write(pos, data);
+      } catch (e) {
+        throw laneError(this.connection, e, `writing ${job.remotePath}`);
+      }
+    }, signal);
   }
 
   close(): void {

@@ -30,12 +30,7 @@ import { startAskpass, type Askpass } from './askpass';
 import { keyTypeOfBlob } from '../ssh/knownHosts';
 import type { SiblingLogin } from '../ssh/pool';
 import type { ResolvedHop } from '../ssh/types';
-import { commandFailed } from '../remote';
-import { classifyTargetFailure, wrapForTarget } from '../targets';
-import { RemoteRunsError, type TargetRef } from '../types';
-import type { Lane, RangeJob, WriteFn } from './lanes';
-import { localError } from './localErrors';
-import { rangeArgv } from './remoteCommands';
+import { RemoteRunsError } from '../types';
 
 /** What is needed to reach a host as the pool does. */
 export interface OpenSshLogin {
@@ -281,13 +276,10 @@ export class OpenSshSession {
     });
   }
 
-  /**
-   * Run one remote command (a shell line, quoted by the caller) on the master connection. stdout goes to `stdout`
-   * (a file descriptor: the bytes never pass through this process) or a pipe; stderr is always a pipe.
-   */
-  run(line: string, stdout: number | 'pipe'): ChildProcess {
+  /** Run one remote command (a shell line, quoted by the caller) on the master connection; stdout and stderr are pipes. */
+  run(line: string): ChildProcess {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
-    const child = spawn(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', stdout, 'pipe'], env: this.env });
+    const child = spawn(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', 'pipe', 'pipe'], env: this.env });
     this.children.add(child);
     child.once('exit', () => this.children.delete(child));
     child.once('error', () => this.children.delete(child));
@@ -389,191 +381,3 @@ export function classifySshFailure(stderr: string, code: number | null): RemoteR
   return new RemoteRunsError('unreachable', `Connection lost (OpenSSH: ${line || 'exit 255'})`, { dropped: 'after-open' });
 }
 
-/**
- * ssh says nothing when writing its stdout fails: a full disk shows only as a stream that stopped short. When the
- * rest would not fit in what the file system has left, that is the reason, not the connection.
- */
-function diskFullCheck(part: string, rest: number): void {
-  let free: number;
-  try {
-    const st = fs.statfsSync(path.dirname(part));
-    free = st.bavail * st.bsize;
-  } catch {
-    return;
-  }
-  if (free < rest) throw localError(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }), `Cannot write ${part}`);
-}
-
-/** How often a stream written straight to the file is measured for progress. */
-const PROGRESS_POLL_MS = 200;
-/** Flush a file written by ssh to disk every this many bytes while it arrives. */
-const FLUSH_EVERY = 64 << 20;
-/** Coalesce piped data into writes of this size. */
-const PIPE_COALESCE = 1 << 20;
-
-/**
- * A lane whose bytes come through the OpenSSH session: one `ssh` stream per range, through the target's prefix. A
- * range that runs to the end of the file, with nothing kept after its start (a fresh file, a resumed prefix), is
- * written by ssh itself into the `.part` opened for appending: the bytes never pass through this process, and
- * progress is the file's growth. Any other range is piped through here and written at its position.
- */
-export class OpenSshLane implements Lane {
-  constructor(
-    private readonly session: OpenSshSession,
-    private readonly target: TargetRef,
-  ) {}
-
-  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal, written?: (position: number, length: number) => void): Promise<void> {
-    if (signal.aborted) throw new RemoteRunsError('cancelled', 'Download cancelled');
-    const line = wrapForTarget(this.target, rangeArgv(job.remotePath, job.start, job.end, job.size));
-    if (job.appendable && job.partPath && written) return this.direct(line, job, job.partPath, signal, written);
-    return this.piped(line, job, write, signal);
-  }
-
-  private async direct(line: string, job: RangeJob, part: string, signal: AbortSignal, written: (position: number, length: number) => void): Promise<void> {
-    let out: number;
-    try {
-      // Whatever lies past the range's start is not recorded as done (a cut-off stream's last bytes): drop it.
-      fs.truncateSync(part, job.start);
-      out = fs.openSync(part, 'a');
-    } catch (e) {
-      throw localError(e, `Cannot write ${part}`);
-    }
-    let reported = job.start;
-    // The finished file is flushed to disk before it is renamed (download.ts finish): flushing as it arrives, one
-    // fdatasync at a time in the background, overlaps that disk work with the network (0.6 s per GiB here at the end).
-    let flushed = job.start;
-    let flushing: Promise<void> | undefined;
-    const poll = (): void => {
-      const size = fs.fstatSync(out).size;
-      const top = Math.min(size, job.end);
-      if (top > reported) {
-        written(reported, top - reported);
-        reported = top;
-      }
-      if (!flushing && top - flushed >= FLUSH_EVERY) {
-        flushing = new Promise<void>((resolve) =>
-          fs.fdatasync(out, () => {
-            flushed = top;
-            flushing = undefined;
-            resolve();
-          }),
-        );
-      }
-    };
-    try {
-      const child = this.session.run(line, out);
-      const timer = setInterval(poll, PROGRESS_POLL_MS);
-      // Also on a cancel or a failure: what ssh wrote so far is recorded, so the next attempt keeps it.
-      const { code, stderr } = await this.wait(child, signal).finally(() => {
-        clearInterval(timer);
-        poll();
-      });
-      const size = fs.fstatSync(out).size;
-      if (size > job.end) {
-        fs.ftruncateSync(out, job.end);
-        throw new RemoteRunsError('protocol', `The stream of ${job.remotePath} sent more bytes than asked for`);
-      }
-      if (code !== 0 && size < job.end) diskFullCheck(part, job.end - size);
-      this.check(job, code, stderr, size);
-    } finally {
-      await flushing;
-      fs.closeSync(out);
-    }
-  }
-
-  private async piped(line: string, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
-    const child = this.session.run(line, 'pipe');
-    let pos = job.start;
-    let pending: Buffer[] = [];
-    let pendingBytes = 0;
-    let failure: unknown;
-    const writes: Promise<void>[] = [];
-    let inFlight = 0;
-    const flush = (): void => {
-      if (pendingBytes === 0) return;
-      const data = pending.length === 1 ? pending[0] : Buffer.concat(pending, pendingBytes);
-      pending = [];
-      pendingBytes = 0;
-      const at = pos;
-      pos += data.length;
-      if (pos > job.end) {
-        failure ??= new RemoteRunsError('protocol', `The stream of ${job.remotePath} sent more bytes than asked for`);
-        child.kill('SIGKILL');
-        return;
-      }
-      inFlight++;
-      if (inFlight > 2) child.stdout?.pause();
-      writes.push(
-        write(at, data).then(
-          () => {
-            if (--inFlight <= 2) child.stdout?.resume();
-          },
-          (e: unknown) => {
-            failure ??= e;
-            child.kill('SIGKILL');
-          },
-        ),
-      );
-    };
-    child.stdout?.on('data', (chunk: Buffer) => {
-      pending.push(chunk);
-      pendingBytes += chunk.length;
-      if (pendingBytes >= PIPE_COALESCE) flush();
-    });
-    const stdoutDone = new Promise<void>((resolve) => {
-      if (!child.stdout) return resolve();
-      child.stdout.once('close', resolve);
-    });
-    const { code, stderr } = await this.wait(child, signal);
-    await stdoutDone;
-    flush();
-    await Promise.all(writes);
-    if (failure) throw failure;
-    this.check(job, code, stderr, pos);
-  }
-
-  /** Wait for the stream's exit; a cancel kills it at once (ssh closes the channel, the remote reader stops). */
-  private wait(child: ChildProcess, signal: AbortSignal): Promise<{ code: number | null; stderr: string }> {
-    return new Promise((resolve, reject) => {
-      const err: Buffer[] = [];
-      let errBytes = 0;
-      child.stderr?.on('data', (b: Buffer) => {
-        if (errBytes < 64 * 1024) err.push(b);
-        errBytes += b.length;
-      });
-      const onAbort = (): void => {
-        child.kill('SIGKILL');
-        reject(new RemoteRunsError('cancelled', 'Download cancelled'));
-      };
-      if (signal.aborted) return onAbort();
-      signal.addEventListener('abort', onAbort, { once: true });
-      child.once('error', (e) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(new RemoteRunsError('unreachable', `Cannot start ssh: ${e.message}`));
-      });
-      child.once('close', (code) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve({ code, stderr: Buffer.concat(err).toString('utf8') });
-      });
-    });
-  }
-
-  /** Turn the stream's end into success or the error it means. */
-  private check(job: RangeJob, code: number | null, stderr: string, end: number): void {
-    if (/No space left on device|Disk quota exceeded/i.test(stderr)) {
-      throw localError(Object.assign(new Error('no space left'), { code: 'ENOSPC' }), `Cannot write ${job.partPath ?? job.remotePath}`);
-    }
-    const ssh = classifySshFailure(stderr, code);
-    if (ssh) throw ssh;
-    if (code !== 0) {
-      const result = { stdout: Buffer.alloc(0), stderr: Buffer.from(stderr), code, truncated: false };
-      throw classifyTargetFailure(this.target, result) ?? commandFailed(`Streaming ${job.remotePath}`, result);
-    }
-    if (end < job.end) throw new RemoteRunsError('changed', `${job.remotePath} became shorter while it was downloaded (the remote file changed)`, { path: job.remotePath });
-  }
-
-  close(): void {
-    // The session is the download's: it is disposed there, once, after every lane.
-  }
-}
