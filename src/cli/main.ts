@@ -2,7 +2,7 @@
  * `remote-runs`: the headless face of the same core the extension uses.
  *
  *   remote-runs ls ADDRESS [--json]
- *   remote-runs pull ADDRESS [--to DIR] [--verify]
+ *   remote-runs pull ADDRESS [--to DIR] [--verify] [--size-only] [--force]
  *   remote-runs eval PROFILE ADDRESS [--follow]
  *   common: [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
  *
@@ -27,13 +27,16 @@ import { parseEvalProfiles } from '../core/eval/profiles';
 import type { EvalProfile } from '../core/eval/types';
 
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
-       remote-runs pull ADDRESS [--to DIR] [--verify] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs pull ADDRESS [--to DIR] [--verify] [--size-only] [--force] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs eval PROFILE ADDRESS [--follow] [--to DIR] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
 
 ADDRESS is host, host/target or host/target/run (ls), or host/target/run/CHECKPOINT (pull), where target is
 "host", "pct:<vmid>" or "docker:<name>" and CHECKPOINT a name (step_20000), a step (20000) or "latest".
-pull writes DIR/<run>/<checkpoint>/… (default DIR: the current folder), progress on stderr, the local path on
-stdout; --verify compares sha256 computed on both sides before the file is put in place. The bytes move through
+pull writes DIR/<run>/<checkpoint>/… (default DIR: the current folder; its state in DIR/.remote-runs/), progress
+on stderr, the local path on stdout. Every byte is proven equal to the remote by SHA-256 computed on both sides
+before a file is put in place; --size-only checks the size only (faster, not verified); --verify also hashes files
+already downloaded again. A local file that differs is replaced only with --force or when a terminal can ask; one
+found identical by SHA-256 is kept. A second pull of the same checkpoint into DIR while one runs fails (busy). The bytes move through
 the system's OpenSSH client (ssh, logged in with the key or password this program already has, pinned to the host key it trusted)
 where it can, else through the built-in client; --client chooses ($REMOTE_RUNS_SSH names another ssh binary).
 eval starts the config's eval profile PROFILE on ADDRESS (as for pull), detached, and prints its id and log; with
@@ -64,6 +67,8 @@ export async function main(
         json: { type: 'boolean', default: false },
         to: { type: 'string' },
         verify: { type: 'boolean', default: false },
+        'size-only': { type: 'boolean', default: false },
+        force: { type: 'boolean', default: false },
         client: { type: 'string' },
         follow: { type: 'boolean', default: false },
         config: { type: 'string' },
@@ -117,6 +122,7 @@ export async function main(
     // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name.
     if (!hosts.configs().some((h) => h.name === addr.host)) hostsFromFile.push({ name: addr.host, host: addr.host });
     if (verb === 'pull') {
+      if (values['size-only'] && values.verify) throw new RemoteRunsError('bad-config', '--verify (hash again) and --size-only (no hashes) contradict each other');
       const client = values.client ?? 'auto';
       if (client !== 'auto' && client !== 'openssh' && client !== 'ssh2') {
         throw new RemoteRunsError('bad-config', `--client must be auto, openssh or ssh2, not ${JSON.stringify(client)}`);
@@ -124,7 +130,14 @@ export async function main(
       const local = await pullCommand(
         { core, pool, resolve: (name) => hosts.resolve(core.host(name)), stderr: io.stderr, stdin: io.stdin, signal },
         addr,
-        { to: path.resolve(values.to ?? '.'), verify: values.verify ? 'sha256' : 'size', client, sshPath: io.env.REMOTE_RUNS_SSH || undefined },
+        {
+          to: path.resolve(values.to ?? '.'),
+          verify: values['size-only'] ? 'size' : 'sha256',
+          recheck: values.verify,
+          force: values.force,
+          client,
+          sshPath: io.env.REMOTE_RUNS_SSH || undefined,
+        },
       );
       io.stdout.write(`${local}\n`);
       return 0;

@@ -2,7 +2,7 @@ import * as readline from 'node:readline';
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpoint } from '../core/service';
 import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
-import { download, planDownload, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice } from '../core/transfer';
+import { pullCheckpoint, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice } from '../core/transfer';
 import { RemoteRunsError, formatTarget } from '../core/types';
 import type { parseAddress } from '../core/address';
 import { formatBytes } from '../core/util/format';
@@ -17,13 +17,14 @@ export interface PullDeps {
 }
 
 /**
- * `remote-runs pull host/target/run/checkpoint|latest [--to DIR] [--verify]`: progress on stderr, the local path
- * on stdout. A local file that differs is replaced only when a terminal can ask and the answer is yes.
+ * `remote-runs pull host/target/run/checkpoint|latest [--to DIR] [--verify] [--size-only] [--force]`: progress on
+ * stderr, the local path on stdout. A local file that differs is replaced with --force, or when a terminal can ask
+ * and the answer is yes.
  */
 export async function pullCommand(
   deps: PullDeps,
   addr: ReturnType<typeof parseAddress>,
-  options: { to: string; verify: VerifyMode; client?: ClientChoice; sshPath?: string },
+  options: { to: string; verify: VerifyMode; recheck?: boolean; force?: boolean; client?: ClientChoice; sshPath?: string },
 ): Promise<string> {
   if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
     throw new RemoteRunsError('bad-address', 'pull needs host/target/run/checkpoint (a checkpoint name such as step_20000, a step, or "latest")');
@@ -31,34 +32,34 @@ export async function pullCommand(
   const { run } = await deps.core.findRun(addr.host, addr.target, addr.run, deps.signal);
   const checkpoint = pickCheckpoint(run, addr.checkpoint);
   const source = { pool: deps.pool, host: deps.resolve(addr.host), target: addr.target };
-  const plan = await planDownload(source, checkpoint, { root: options.to, run: run.name }, deps.signal);
   const where = `${addr.host}/${formatTarget(addr.target)}/${run.name}/${checkpoint.name}`;
-  if (plan.files.every((f) => f.state.kind === 'complete-verified')) {
-    deps.stderr.write(`${where}: already there (verified by ${plan.files.map((f) => (f.state.kind === 'complete-verified' ? f.state.verified : '')).find(Boolean)})\n`);
-  }
   const progress = progressPrinter(deps.stderr, where);
-  const result = await download(plan, {
+  const outcome = await pullCheckpoint(source, checkpoint, { root: options.to, run: run.name }, {
     signal: deps.signal,
     verify: options.verify,
+    recheck: options.recheck,
+    force: options.force,
     client: options.client,
     sshPath: options.sshPath,
+    holder: 'remote-runs pull',
     onProgress: progress.update,
     overwrite: (file) => askOverwrite(deps, file),
   });
   progress.done();
-  const declined = result.files.filter((f) => f.outcome === 'declined');
+  const { declined } = outcome;
   if (declined.length) {
-    throw new RemoteRunsError('exists', `Kept the local file${declined.length > 1 ? 's' : ''} that differ${declined.length > 1 ? '' : 's'}: ${declined.map((f) => f.localPath).join(', ')} (nothing was overwritten)`);
+    throw new RemoteRunsError(
+      'exists',
+      `Kept the local file${declined.length > 1 ? 's' : ''} that differ${declined.length > 1 ? '' : 's'} from the remote: ${declined.map((f) => f.localPath).join(', ')} (nothing was overwritten; --force replaces ${declined.length > 1 ? 'them' : 'it'})`,
+    );
   }
-  const resumed = result.files.reduce((n, f) => n + f.resumedBytes, 0);
-  const how = result.client === 'openssh' ? 'OpenSSH' : `the built-in client${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
-  deps.stderr.write(`${where}: ${formatBytes(result.bytesFetched)} fetched${resumed ? `, ${formatBytes(resumed)} resumed` : ''} by ${how}, verified by ${options.verify}\n`);
-  return result.localRoot;
+  deps.stderr.write(`${where}: ${outcome.summary}\n`);
+  return outcome.result.localRoot;
 }
 
 async function askOverwrite(deps: PullDeps, file: PlanFile): Promise<boolean> {
   if (!deps.stdin.isTTY) {
-    deps.stderr.write(`${file.localPath} exists and differs from the remote file; not replaced without a terminal to ask\n`);
+    deps.stderr.write(`${file.localPath} exists and differs from the remote file; not replaced without a terminal to ask (--force replaces it)\n`);
     return false;
   }
   const rl = readline.createInterface({ input: deps.stdin, output: deps.stderr });

@@ -119,9 +119,10 @@ export type LocalErrorKind = 'bad-address' | 'bad-config' | 'not-found' | 'cance
 
 /**
  * Error kinds of a download: the local disk filled up, the remote file changed while it was fetched, the checksums
- * disagree (the `.part` is kept), or the destination holds a different file the user did not agree to replace.
+ * disagree (the `.part` is kept), the destination holds a different file the user did not agree to replace, another
+ * process is downloading the same checkpoint, or a part of the destination path is a file.
  */
-export type TransferErrorKind = 'disk-full' | 'changed' | 'verify-failed' | 'exists';
+export type TransferErrorKind = 'disk-full' | 'changed' | 'verify-failed' | 'exists' | 'busy' | 'not-a-directory';
 
 export type ErrorKind = EmptyKind | LocalErrorKind | TransferErrorKind;
 

@@ -17,7 +17,7 @@ import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore, runsOf } from '../../src/core/service';
 import type { Executor } from '../../src/core/remote';
 import type { Checkpoint, HostConfig, TargetRef } from '../../src/core/types';
-import { download, partPath, planDownload } from '../../src/core/transfer';
+import { download, planDownload } from '../../src/core/transfer';
 import { RunFeed } from '../../src/extension/metrics/runFeed';
 import { toRunRef } from '../../src/extension/metrics/runRef';
 import { setContainerState } from '../shims/shimState';
@@ -110,7 +110,7 @@ describe('a checkpoint deleted while it downloads', () => {
       assert.ok(strike.linkBytesAt < 32 * MiB, `the download was in flight: ${strike.linkBytesAt} bytes had crossed the link`);
       assert.match(e.message, /(model\.pt disappeared while it was downloaded|vanish-[\w-]+ no longer exists on the remote side)/);
       const file = plan.files[0].localPath;
-      assert.ok(fs.statSync(partPath(file)).size > 0, 'what arrived is kept in the .part');
+      assert.ok(fs.statSync(plan.files[0].paths.part).size > 0, 'what arrived is kept in the .part');
       assert.equal(fs.existsSync(file), false, 'no file that looks complete');
     });
   }
@@ -241,8 +241,8 @@ describe('the local disk fills up during a download', () => {
       assert.ok(strike.struck, 'the disk filled mid-download');
       assert.ok(strike.linkBytesAt < 18 * MiB, `the download was in flight: ${strike.linkBytesAt} bytes had crossed the link`);
       assert.match(e.message, /space|full/i);
-      const parts = plan.files.filter((f) => fs.existsSync(partPath(f.localPath)));
-      assert.ok(parts.length >= 1 && fs.statSync(partPath(parts[0].localPath)).size > 0, 'what was written is kept');
+      const parts = plan.files.filter((f) => fs.existsSync(f.paths.part));
+      assert.ok(parts.length >= 1 && fs.statSync(parts[0].paths.part).size > 0, 'what was written is kept');
       for (const f of plan.files) assert.equal(fs.existsSync(f.localPath), false, `${f.relative}: no complete-looking file`);
       for (const [f, bytes] of before) assert.deepEqual(fs.readFileSync(f), bytes, `${f} untouched`);
       assert.deepEqual(listFiles(disk.dir).filter((f) => f.endsWith('.tmp')), [], 'no half-written temp files left behind');

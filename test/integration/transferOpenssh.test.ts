@@ -16,7 +16,7 @@ import { ConnectionPool, type PoolHost } from '../../src/core/ssh/pool';
 import type { ResolvedHop } from '../../src/core/ssh/types';
 import { HostDirectory } from '../../src/core/hosts';
 import type { Checkpoint, TargetRef } from '../../src/core/types';
-import { download, partPath, planDownload, type TransferSource } from '../../src/core/transfer';
+import { download, planDownload, type TransferSource } from '../../src/core/transfer';
 import { startJumpPair, startSshd, type TestSshd } from '../harness/sshd';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
 import { changeHostKey, installGate, smallDisk, strikeMidDownload, type CommandGate } from '../harness/faults';
@@ -267,7 +267,7 @@ describe('faults on the OpenSSH stream', () => {
       gate.open();
       const e = await rejectsWith(pending, 'disk-full');
       assert.match(e.message, /disk is full/);
-      const kept = fs.statSync(partPath(plan.files[0].localPath)).size;
+      const kept = fs.statSync(plan.files[0].paths.part).size;
       assert.ok(kept > 0 && kept < data.length, `what was written is kept (${kept} bytes)`);
       assert.equal(fs.existsSync(plan.files[0].localPath), false, 'no complete-looking file');
       assert.equal(fs.readFileSync(neighbour, 'utf8'), 'mine');
@@ -298,7 +298,7 @@ describe('faults on the OpenSSH stream', () => {
     const link = await host.throughProxy({ rateBytesPerSec: 64 * MiB });
     const linked: TransferSource = { ...src, host: new HostDirectory({ hosts: () => [link.hostConfig()], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' }).resolve(link.hostConfig()) };
     const plan = await planDownload(linked, ckpt, { root: local, run: 'os-cancel' });
-    const part = partPath(plan.files[0].localPath);
+    const part = plan.files[0].paths.part;
     const ac = new AbortController();
     const strike = strikeMidDownload(link.proxy, 0, () => ac.abort());
     await withOwnTmp(async (tmp) => {

@@ -3,9 +3,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { downloadRootFor, localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint } from '../../src/core/eval/localCheckpoint';
 import type { LocalState, PlanFile } from '../../src/core/transfer/types';
+import { filePaths } from '../../src/core/transfer/records';
 import { RemoteRunsError } from '../../src/core/types';
 
-const file = (relative: string, state: LocalState): PlanFile => ({ relative, remotePath: `/r/step_1/${relative}`, bytes: 10, mtime: 1, localPath: `/dl/run/step_1/${relative}`, state });
+const file = (relative: string, state: LocalState): PlanFile => ({ relative, remotePath: `/r/step_1/${relative}`, bytes: 10, mtime: 1, localPath: `/dl/run/step_1/${relative}`, paths: filePaths('/dl', `/dl/run/step_1/${relative}`), state });
 const plan = (...files: PlanFile[]) => ({ localRoot: '/dl/run/step_1', files });
 const done: LocalState = { kind: 'complete-verified', verified: 'size' };
 

@@ -11,7 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseStatRecords, rangeArgv, statCheckpointCommand } from '../../src/core/transfer/remoteCommands';
 import { localState, safeSegment } from '../../src/core/transfer/plan';
-import { doneRecordPath, partPath, partRecordPath, writeJsonAtomic } from '../../src/core/transfer/records';
+import { filePaths, writeJsonAtomic } from '../../src/core/transfer/records';
 import { shellJoin } from '../../src/core/shell/quote';
 import { HOSTILE_NAMES } from '../fixtures/generate';
 
@@ -61,31 +61,43 @@ test('a missing checkpoint is path-missing, not an empty list', () => {
   assert.throws(() => cmd.parse(result), (e: Error & { kind?: string }) => e.kind === 'path-missing');
 });
 
-test('local state: absent, partial from a matching sidecar, stale when the remote changed, differs without a record', async () => {
+test('local state (records in the root\'s state folder): absent, partial from a matching record, stale when the remote changed, differs without a record, legacy record beside the file', async () => {
   const remote = { bytes: 1000, mtime: 1_700_000_000_123.5 };
-  const file = path.join(tmp, 'state', 'model.pt');
+  const root = path.join(tmp, 'state');
+  const file = path.join(root, 'run', 'step_1', 'model.pt');
   fs.mkdirSync(path.dirname(file), { recursive: true });
-  assert.deepEqual(await localState(file, '/r/model.pt', remote), { kind: 'absent' });
+  const paths = filePaths(root, file);
+  assert.equal(paths.part, path.join(root, '.remote-runs', 'partial', 'run', 'step_1', 'model.pt.part'));
+  assert.equal(paths.doneRecord, path.join(root, '.remote-runs', 'done', 'run', 'step_1', 'model.pt.json'));
+  fs.mkdirSync(path.dirname(paths.part), { recursive: true });
+  fs.mkdirSync(path.dirname(paths.doneRecord), { recursive: true });
+  assert.deepEqual(await localState(paths, '/r/model.pt', remote), { kind: 'absent' });
 
-  fs.writeFileSync(partPath(file), Buffer.alloc(600));
-  await writeJsonAtomic(partRecordPath(file), { version: 1, remotePath: '/r/model.pt', remoteBytes: 1000, remoteMtime: remote.mtime, done: [[0, 300], [500, 900]] });
+  fs.writeFileSync(paths.part, Buffer.alloc(600));
+  await writeJsonAtomic(paths.partRecord, { version: 2, checked: [], remotePath: '/r/model.pt', remoteBytes: 1000, remoteMtime: remote.mtime, done: [[0, 300], [500, 900]] });
   // Only what the .part really reaches counts: [500, 900) is cut at its 600 bytes.
-  assert.deepEqual(await localState(file, '/r/model.pt', remote), { kind: 'partial', bytes: 400 });
-  assert.deepEqual(await localState(file, '/r/model.pt', { ...remote, mtime: remote.mtime + 1 }), { kind: 'stale-partial', bytes: 600 });
-  assert.deepEqual(await localState(file, '/r/other.pt', remote), { kind: 'stale-partial', bytes: 600 });
-  fs.writeFileSync(partRecordPath(file), '{not json');
-  assert.equal((await localState(file, '/r/model.pt', remote)).kind, 'stale-partial');
+  assert.deepEqual(await localState(paths, '/r/model.pt', remote), { kind: 'partial', bytes: 400 });
+  assert.deepEqual(await localState(paths, '/r/model.pt', { ...remote, mtime: remote.mtime + 1 }), { kind: 'stale-partial', bytes: 600 });
+  assert.deepEqual(await localState(paths, '/r/other.pt', remote), { kind: 'stale-partial', bytes: 600 });
+  fs.writeFileSync(paths.partRecord, '{not json');
+  assert.equal((await localState(paths, '/r/model.pt', remote)).kind, 'stale-partial');
 
   fs.writeFileSync(file, Buffer.alloc(1000));
-  assert.deepEqual(await localState(file, '/r/model.pt', remote), { kind: 'differs', reason: 'no-record', localBytes: 1000 });
+  assert.deepEqual(await localState(paths, '/r/model.pt', remote), { kind: 'differs', reason: 'no-record', localBytes: 1000 });
   const st = fs.statSync(file);
-  await writeJsonAtomic(doneRecordPath(file), {
+  // A record of an older version, beside the file, is still read.
+  await writeJsonAtomic(paths.legacyDoneRecord, {
     version: 1, remotePath: '/r/model.pt', remoteBytes: 1000, remoteMtime: remote.mtime, verified: 'sha256', sha256: 'ab', localBytes: 1000, localMtimeMs: st.mtimeMs,
   });
-  assert.deepEqual(await localState(file, '/r/model.pt', remote), { kind: 'complete-verified', verified: 'sha256', sha256: 'ab' });
-  assert.deepEqual(await localState(file, '/r/model.pt', { ...remote, bytes: 1001 }), { kind: 'differs', reason: 'remote-changed', localBytes: 1000 });
+  assert.deepEqual(await localState(paths, '/r/model.pt', remote), { kind: 'complete-verified', verified: 'sha256', sha256: 'ab' });
+  fs.renameSync(paths.legacyDoneRecord, paths.doneRecord);
+  assert.deepEqual(await localState(paths, '/r/model.pt', remote), { kind: 'complete-verified', verified: 'sha256', sha256: 'ab' });
+  assert.deepEqual(await localState(paths, '/r/model.pt', { ...remote, bytes: 1001 }), { kind: 'differs', reason: 'remote-changed', localBytes: 1000 });
   fs.utimesSync(file, new Date(), new Date(Date.now() + 10_000));
-  assert.deepEqual(await localState(file, '/r/model.pt', remote), { kind: 'differs', reason: 'local-changed', localBytes: 1000 });
+  assert.deepEqual(await localState(paths, '/r/model.pt', remote), { kind: 'differs', reason: 'local-changed', localBytes: 1000 });
+  // A file where a folder should be: nothing below it exists (the download then says not-a-directory).
+  fs.writeFileSync(path.join(root, 'blocker'), 'x');
+  assert.deepEqual(await localState(filePaths(root, path.join(root, 'blocker', 'a', 'model.pt')), '/r/model.pt', remote), { kind: 'absent' });
 });
 
 test('remote names become local path segments only when they are plain names', () => {

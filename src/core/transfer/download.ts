@@ -1,26 +1,39 @@
 /**
- * Carry out a DownloadPlan: byte ranges over several lanes into `NAME.part` files, a sidecar recording what is
- * written and which remote version it came from, automatic retries with backoff after a dropped connection,
- * verification (size always, SHA-256 on both sides on request), and only then a rename to the real name.
- * A file that looks complete is therefore always complete.
+ * Carry out a DownloadPlan: byte ranges over several lanes into `.part` files in the download root's state folder
+ * (records.ts), automatic retries with backoff after a dropped connection, verification, and only then a rename to
+ * the real name. A file that looks complete is therefore always complete, and by default proven equal to the remote.
+ *
+ * - **One writer.** The whole download holds the checkpoint's lock (lock.ts): a second download of the same
+ *   destination, in this process or another, fails at once with `busy`.
+ * - **Progress survives a kill.** A `.part`'s record is advanced only after its bytes are flushed, at least every
+ *   second and every 64 MiB, so a SIGKILL at any point refetches at most that much.
+ * - **Verified means compared.** Each stream carries the remote side's SHA-256 of the bytes it sent, matched
+ *   against the SHA-256 of the bytes written here; ranges not checked that way (resumed from an earlier run, read
+ *   over SFTP) are hashed on both sides before the rename. A range whose hashes differ is fetched again, once; then
+ *   the download fails with `verify-failed` naming both hashes. `verify: 'size'` skips the hashes (never called
+ *   verified).
  */
 import { promises as fs, type Stats } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runCommand } from '../remote';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
 import { delay } from '../util/delay';
-import { createLane, type Lane } from './lanes';
+import { createLane, type Lane, type RangeHashes } from './lanes';
+import { acquireLock, busyError, type DownloadLock } from './lock';
 import { OpenSshLane } from './opensshLane';
 import { OpenSshSession, OpenSshUnsupported } from './opensshSession';
 import { localError } from './localErrors';
 import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
+import { localState } from './plan';
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
-import { doneRecordPath, overwriteJsonInPlace, partPath, partRecordPath, readDoneRecord, readPartRecord, writeJsonAtomic, type DoneRecord, type PartRecord } from './records';
-import { sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
-import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, PlanFile, TransportKind } from './types';
+import { lockPath, overwriteJsonInPlace, readPartRecord, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type PartRecord } from './records';
+import { noHashTool, rangeSha256Command, sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
+import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, PlanFile, TransportKind, VerifyMode } from './types';
 
 /** One file being fetched, with its mutable transfer state. */
 interface Work {
@@ -29,19 +42,30 @@ interface Work {
   /** The remote version being fetched (may be newer than the plan's if it changed). */
   bytes: number;
   mtime: number;
+  /** Ranges written (in the page cache at least). */
   done: RangeSet;
+  /** Ranges of `done` proven equal to the remote by SHA-256 on both sides. */
+  checked: CheckedRange[];
   resumedBytes: number;
   refetchedBytes: number;
+  hashMismatches: number;
   handle?: Promise<fs.FileHandle>;
+  /** Bytes written since the record was last saved. */
+  unsaved: number;
   dirty: boolean;
+  saving?: Promise<void>;
+  resave: boolean;
   outcome: FileOutcome['outcome'];
+  replaced: boolean;
   sha256?: string;
   finished: boolean;
 }
 
-const SIDECAR_INTERVAL_MS = 1000;
-/** A .part's record is padded to a multiple of this, so a full disk can still take its updates (saveSidecar). */
-const SIDECAR_RESERVE_BYTES = 1024;
+const RECORD_INTERVAL_MS = 1000;
+/** The record is also advanced after this many bytes, so a kill on a fast link refetches at most this much. */
+const RECORD_EVERY_BYTES = 64 << 20;
+/** A .part's record is padded to a multiple of this, so a full disk can still take its updates (saveRecord). */
+const RECORD_RESERVE_BYTES = 4096;
 const PROGRESS_INTERVAL_MS = 200;
 /**
  * Below this many bytes to fetch, sibling lanes stay in this thread: a worker's start (loading its bundle, its own
@@ -56,39 +80,87 @@ const THREADS_MIN_BYTES = 64 << 20;
 const THREADS_MIN_CORES = 4;
 /** A remote file that keeps changing under us is reported instead of fetched forever. */
 const MAX_CHANGED_RESTARTS = 2;
+/** A file whose hashes disagree is fetched again this many times, then the download fails. */
+const MAX_HASH_REFETCHES = 1;
 
 /**
  * Download the files of a plan. Resolves with what happened to each file; rejects with RemoteRunsError:
- * `cancelled` (the `.part` files and their sidecars stay for the next call), `disk-full`, `verify-failed`
- * (the `.part` is kept), `changed`, or the connection and container kinds once retries are exhausted.
+ * `busy` (another download holds the destination), `cancelled` (the `.part` files and their records stay for the
+ * next call), `disk-full`, `verify-failed`, `changed`, `permission-denied`, `not-a-directory`, or the connection and
+ * container kinds once retries are exhausted.
  */
 export async function download(plan: DownloadPlan, options: DownloadOptions = {}): Promise<DownloadResult> {
+  throwIfCancelled(options.signal);
+  const lock = await acquireLock(lockPath(plan.root, plan.localRoot), `${plan.checkpoint.name} (into ${plan.localRoot})`, options.holder ?? `process ${process.pid}`);
+  const inner = new AbortController();
+  let lost: RemoteRunsError | undefined;
+  const onOuter = (): void => inner.abort();
+  options.signal?.addEventListener('abort', onOuter, { once: true });
+  lock.onLost(() => {
+    lost = busyError(lock.path, plan.checkpoint.name, undefined);
+    inner.abort();
+  });
+  try {
+    return await downloadLocked(plan, options, inner.signal, lock);
+  } catch (e) {
+    throw lost ?? e;
+  } finally {
+    options.signal?.removeEventListener('abort', onOuter);
+    await lock.release();
+  }
+}
+
+async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, signal: AbortSignal, _lock: DownloadLock): Promise<DownloadResult> {
   const { source } = plan;
-  const signal = options.signal;
   const transport: TransportKind = options.transport ?? (source.target.kind === 'host' ? 'sftp' : 'exec');
-  const verify = options.verify ?? 'size';
+  const verify: VerifyMode = options.verify ?? 'sha256';
   const outcomes: FileOutcome[] = [];
   const works: Work[] = [];
-  throwIfCancelled(signal);
 
-  for (const [i, file] of plan.files.entries()) {
+  for (const [i, planned] of plan.files.entries()) {
+    // The plan was made before the lock: what another download did meanwhile counts.
+    const file: PlanFile = { ...planned, state: await localState(planned.paths, planned.remotePath, planned) };
     const base = { relative: file.relative, localPath: file.localPath, resumedBytes: 0, refetchedBytes: 0 };
+    let replaced = false;
     if (file.state.kind === 'complete-verified') {
-      // Already here. Asked for a checksum it was not verified with: hash both sides rather than fetch again.
-      const sha256 = verify === 'sha256' && file.state.verified !== 'sha256' ? await verifyExisting(plan, file, signal) : file.state.sha256;
-      const verified = sha256 ? 'sha256' : file.state.verified;
-      outcomes.push({ ...base, outcome: 'already-complete', verified, ...(sha256 ? { sha256 } : {}) });
-      continue;
-    }
-    if (file.state.kind === 'differs') {
-      const ok = options.overwrite ? await options.overwrite(file) : false;
+      if (verify === 'sha256' && (options.recheck || file.state.verified !== 'sha256')) {
+        // Asked for a proof the record does not give: hash both sides rather than fetch again.
+        const same = await compareWhole(plan, file, signal);
+        if (same.equal) {
+          await updateDoneRecord(file, same.local);
+          outcomes.push({ ...base, outcome: 'already-complete', verified: 'sha256', sha256: same.local });
+          continue;
+        }
+        // Our own download, untouched since (size and mtime as we left them), but not the remote's bytes: replace it.
+        options.logger?.warn(`${file.localPath} was downloaded earlier but differs from the remote file (SHA-256 local ${same.local}, remote ${same.remote}); fetching it again`);
+        replaced = true;
+      } else {
+        const verified = file.state.verified;
+        outcomes.push({ ...base, outcome: 'already-complete', verified, ...(file.state.sha256 ? { sha256: file.state.sha256 } : {}) });
+        continue;
+      }
+    } else if (file.state.kind === 'differs') {
+      // The same size: maybe the same bytes (copied by hand, or downloaded by an older version). Hashing both sides
+      // is cheaper than fetching, and an identical file is never refused.
+      if (file.state.localBytes === file.bytes && file.state.reason !== 'not-a-file') {
+        const same = await compareWhole(plan, file, signal);
+        if (same.equal) {
+          await adoptIdentical(file, same.local);
+          outcomes.push({ ...base, outcome: 'identical', verified: 'sha256', sha256: same.local });
+          continue;
+        }
+      }
+      const ok = options.force || (options.overwrite ? await options.overwrite(file) : false);
       throwIfCancelled(signal);
       if (!ok) {
         outcomes.push({ ...base, outcome: 'declined' });
         continue;
       }
+      replaced = true;
     }
-    works.push(await prepare(file, i, options.fresh === true));
+    const w = await prepare(file, i, options.fresh === true);
+    w.replaced = replaced;
+    works.push(w);
   }
 
   await checkDiskSpace(works);
@@ -138,14 +210,22 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
           }
         }
         report(true);
-        const used = await runAttempt(plan, pendingWork, transport, options, clientState, signal, (w, n) => {
-          bytesFetched += n;
-          lastFile = w;
-          report(false);
-        });
-        lanesUsed = Math.max(lanesUsed, used);
+        let laneChanged: unknown;
+        try {
+          const used = await runAttempt(plan, pendingWork, transport, verify, options, clientState, signal, (w, n) => {
+            bytesFetched += n;
+            lastFile = w;
+            report(false);
+          });
+          lanesUsed = Math.max(lanesUsed, used);
+        } catch (e) {
+          // A stream that saw the file shorter or longer than listed: the stat below says whether it really changed.
+          if (!isRemoteRunsError(e) || e.kind !== 'changed' || signal.aborted) throw e;
+          laneChanged = e;
+        }
         // Everything is on disk: check the remote side did not change meanwhile, verify, and only then rename.
         const after = await statRemote(plan, signal);
+        let again = false;
         for (const w of pendingWork) {
           const st = after.get(w.file.relative);
           if (!st || st.bytes !== w.bytes || st.mtime !== w.mtime) {
@@ -154,17 +234,25 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
             }
             if (!st) throw new RemoteRunsError('path-missing', `${w.file.remotePath} disappeared while it was downloaded`, { path: w.file.remotePath });
             await restartFile(w, st);
+            again = true;
             continue;
           }
+          if (laneChanged) continue;
           lastFile = w;
           report(true, 'verify');
-          await finish(plan, w, verify, signal);
+          if (verify === 'sha256' && !(await checkRanges(plan, w, signal))) {
+            again = true;
+            continue;
+          }
+          await finish(w, verify);
         }
+        // The stream said the file changed but it did not (same size and mtime): that is the answer, not a retry.
+        if (laneChanged && !again) throw laneChanged;
       } catch (e) {
-        await Promise.all(works.map(saveSidecar));
+        await Promise.all(works.map(saveRecord));
         const err = isRemoteRunsError(e) ? e : new RemoteRunsError('protocol', e instanceof Error ? e.message : String(e));
-        if ((err.kind === 'changed' || err.kind === 'command-failed') && !signal?.aborted) await throwIfGone(plan, works, signal);
-        if (err.kind !== 'unreachable' || signal?.aborted || attempt >= (options.retries ?? 5)) throw signal?.aborted ? cancelled() : err;
+        if ((err.kind === 'changed' || err.kind === 'command-failed') && !signal.aborted) await throwIfGone(plan, works, signal);
+        if (err.kind !== 'unreachable' || signal.aborted || attempt >= (options.retries ?? 5)) throw signal.aborted ? cancelled() : err;
         retries++;
         await delay((options.backoffBaseMs ?? 500) * 2 ** attempt, signal, cancelled);
       }
@@ -180,8 +268,10 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
       outcome: w.outcome,
       verified: verify,
       ...(w.sha256 ? { sha256: w.sha256 } : {}),
+      ...(w.replaced ? { replaced: true } : {}),
       resumedBytes: w.resumedBytes,
       refetchedBytes: w.refetchedBytes,
+      ...(w.hashMismatches ? { hashMismatches: w.hashMismatches } : {}),
     });
   }
   const order = new Map(plan.files.map((f, i) => [f.relative, i]));
@@ -250,42 +340,76 @@ async function openSshFor(plan: DownloadPlan, hostKeys: Buffer[], options: Downl
   }
 }
 
-/** Set up a file's `.part` state: keep the ranges of a matching sidecar, discard anything else. */
+/** Set up a file's `.part` state: keep the ranges of a matching record, discard anything else. */
 async function prepare(file: PlanFile, index: number, fresh: boolean): Promise<Work> {
-  await fs.mkdir(path.dirname(file.localPath), { recursive: true }).catch((e: unknown) => {
-    throw localError(e, `Cannot create ${path.dirname(file.localPath)}`);
-  });
+  const { paths } = file;
+  for (const dir of [path.dirname(file.localPath), path.dirname(paths.part)]) {
+    await fs.mkdir(dir, { recursive: true }).catch((e: unknown) => {
+      throw localError(e, `Cannot create ${dir}`);
+    });
+  }
   const w: Work = {
     file,
     index,
     bytes: file.bytes,
     mtime: file.mtime,
     done: new RangeSet(),
+    checked: [],
     resumedBytes: 0,
     refetchedBytes: 0,
+    hashMismatches: 0,
+    unsaved: 0,
     dirty: true,
+    resave: false,
     outcome: 'downloaded',
+    replaced: false,
     finished: false,
   };
-  const partStat = await fs.stat(partPath(file.localPath)).catch(() => undefined);
-  const rec = partStat ? await readPartRecord(file.localPath) : undefined;
+  await adoptLegacyPart(file);
+  const partStat = await fs.stat(paths.part).catch(() => undefined);
+  const rec = partStat ? await readPartRecord(paths) : undefined;
   if (partStat && rec && !fresh && rec.remotePath === file.remotePath && rec.remoteBytes === file.bytes && rec.remoteMtime === file.mtime) {
     w.done = new RangeSet(rec.done.map(([s, e]) => [s, Math.min(e, partStat.size)] as const));
+    w.checked = rec.checked.filter((c) => w.done.contains(c.start, c.end));
     w.resumedBytes = w.done.total;
     if (w.resumedBytes > 0) w.outcome = 'resumed';
   } else if (partStat) {
     // A .part of another version (or no record of where it came from): those bytes are worth nothing.
     w.refetchedBytes += rec && rec.remoteBytes === file.bytes ? new RangeSet(rec.done).total : 0;
-    await fs.rm(partPath(file.localPath), { force: true });
+    await fs.rm(paths.part, { force: true });
   }
   return w;
+}
+
+/**
+ * Versions before the state folder kept `NAME.part` and `NAME.part.json` beside the file: move such a `.part` into the
+ * state folder with its ranges, none of them checked (they are hashed on both sides before the rename).
+ */
+async function adoptLegacyPart(file: PlanFile): Promise<void> {
+  const oldPart = `${file.localPath}.part`;
+  const oldRecord = `${file.localPath}.part.json`;
+  const text = await fs.readFile(oldRecord, 'utf8').catch(() => undefined);
+  if (text === undefined) return;
+  try {
+    const r = JSON.parse(text) as { version?: number; remotePath?: string; remoteBytes?: number; remoteMtime?: number; done?: ByteRange[] };
+    const exists = await fs.stat(file.paths.part).then(() => true, () => false);
+    if (r.version === 1 && r.remotePath === file.remotePath && Array.isArray(r.done) && !exists && (await fs.stat(oldPart).catch(() => undefined))) {
+      await fs.rename(oldPart, file.paths.part);
+      const rec: PartRecord = { version: 2, remotePath: file.remotePath, remoteBytes: Number(r.remoteBytes), remoteMtime: Number(r.remoteMtime), done: r.done, checked: [] };
+      await writeJsonAtomic(file.paths.partRecord, rec, RECORD_RESERVE_BYTES);
+    }
+  } catch {
+    // unreadable: dropped below
+  }
+  await fs.rm(oldPart, { force: true });
+  await fs.rm(oldRecord, { force: true });
 }
 
 /**
  * A file deleted under a range read shows up as a short or failed read (`changed`, `command-failed`): if it is gone
  * now, say that (`path-missing`) instead. Any other outcome of the check leaves the original error standing.
  */
-async function throwIfGone(plan: DownloadPlan, works: Work[], signal?: AbortSignal): Promise<void> {
+async function throwIfGone(plan: DownloadPlan, works: Work[], signal: AbortSignal): Promise<void> {
   let now: Map<string, RemoteFileStat>;
   try {
     now = await statRemote(plan, signal);
@@ -302,16 +426,18 @@ async function throwIfGone(plan: DownloadPlan, works: Work[], signal?: AbortSign
 
 /** The remote file changed: throw away what we have of it and fetch the new version from zero. */
 async function restartFile(w: Work, st: RemoteFileStat): Promise<void> {
+  await w.saving;
   w.refetchedBytes += w.done.total;
   w.resumedBytes = 0;
   w.outcome = 'downloaded';
   w.done = new RangeSet();
+  w.checked = [];
   w.bytes = st.bytes;
   w.mtime = st.mtime;
   w.dirty = true;
   await closeHandle(w);
-  await fs.rm(partPath(w.file.localPath), { force: true });
-  await saveSidecar(w);
+  await fs.rm(w.file.paths.part, { force: true });
+  await saveRecord(w);
 }
 
 async function statRemote(plan: DownloadPlan, signal?: AbortSignal): Promise<Map<string, RemoteFileStat>> {
@@ -331,32 +457,33 @@ async function runAttempt(
   plan: DownloadPlan,
   works: Work[],
   transport: TransportKind,
+  verify: VerifyMode,
   options: DownloadOptions,
   clientState: ClientState,
-  signal: AbortSignal | undefined,
+  signal: AbortSignal,
   onBytes: (w: Work, n: number) => void,
 ): Promise<number> {
   const { source } = plan;
   const stop = new AbortController();
   const onOuterAbort = (): void => stop.abort();
-  signal?.addEventListener('abort', onOuterAbort, { once: true });
+  signal.addEventListener('abort', onOuterAbort, { once: true });
   const lease = await source.pool.acquire(source.host, signal);
   let openssh: OpenSshSession | undefined;
   try {
     openssh = await openSshFor(plan, lease.connection.hostKeys, options, clientState, signal);
   } catch (e) {
-    signal?.removeEventListener('abort', onOuterAbort);
+    signal.removeEventListener('abort', onOuterAbort);
     lease.dispose();
     throw e;
   }
   clientState.used = openssh ? 'openssh' : 'ssh2';
   const lanes: Lane[] = [openssh ? new OpenSshLane(openssh, source.target) : createLane(transport, lease.connection, source.target, false)];
   // The record exists (with room to spare) before the first byte: a disk that fills up at once can still take it.
-  await Promise.all(works.map(saveSidecar));
-  const sidecarTimer = setInterval(() => void Promise.all(works.map(saveSidecar)), SIDECAR_INTERVAL_MS);
+  await Promise.all(works.map(saveRecord));
+  const recordTimer = setInterval(() => void Promise.all(works.map(saveRecord)), RECORD_INTERVAL_MS);
   try {
     const remaining = works.reduce((n, w) => n + (w.bytes - w.done.total), 0);
-    // OpenSSH: one stream per file (ssh writes it straight to the .part), files side by side on the one connection.
+    // OpenSSH: one stream per file, files side by side on the one connection.
     const wanted = openssh
       ? Math.max(1, Math.min(options.concurrency ?? 4, works.length))
       : Math.max(1, Math.min(options.concurrency ?? 4, Math.ceil(remaining / (8 << 20)) || 1));
@@ -398,16 +525,19 @@ async function runAttempt(
           const written = (pos: number, n: number): void => {
             w.done.add(pos, pos + n);
             w.dirty = true;
+            w.unsaved += n;
             onBytes(w, n);
+            if (w.unsaved >= RECORD_EVERY_BYTES) void saveRecord(w);
           };
           const job = {
             remotePath: w.file.remotePath,
             size: w.bytes,
             start: range[0],
             end: range[1],
-            partPath: partPath(w.file.localPath),
+            partPath: w.file.paths.part,
+            hash: verify === 'sha256',
           };
-          await lane.fetch(
+          const hashes = await lane.fetch(
             job,
             async (pos, data) => {
               try {
@@ -420,6 +550,7 @@ async function runAttempt(
             stop.signal,
             written,
           );
+          if (hashes) streamChecked(w, range, hashes);
         } catch (e) {
           failure ??= e;
           stop.abort();
@@ -437,48 +568,114 @@ async function runAttempt(
         await work(lane);
       }),
     ]);
-    if (signal?.aborted) throw cancelled();
+    if (signal.aborted) throw cancelled();
     if (failure) throw failure;
     return lanes.length;
   } finally {
-    clearInterval(sidecarTimer);
-    signal?.removeEventListener('abort', onOuterAbort);
+    clearInterval(recordTimer);
+    signal.removeEventListener('abort', onOuterAbort);
     for (const lane of lanes) lane.close();
     await openssh?.dispose();
     lease.dispose();
-    await Promise.all(works.map(saveSidecar));
+    await Promise.all(works.map(saveRecord));
   }
 }
 
-/** Verify a fully written `.part`, rename it to the real name and leave the record of what it is. */
-async function finish(plan: DownloadPlan, w: Work, verify: 'size' | 'sha256', signal?: AbortSignal): Promise<void> {
-  const part = partPath(w.file.localPath);
+/** A streamed range's two hashes: equal, the range is proven; different, it is dropped and fetched again (once). */
+function streamChecked(w: Work, [start, end]: ByteRange, hashes: RangeHashes): void {
+  if (hashes.remote === 'none') throw noHashTool();
+  if (hashes.remote === hashes.local) {
+    w.checked.push({ start, end, sha256: hashes.local });
+    w.dirty = true;
+    return;
+  }
+  mismatch(w, start, end, hashes.local, hashes.remote);
+}
+
+/** Forget a range whose hashes disagree, so the next attempt fetches it again; the second time, fail. */
+function mismatch(w: Work, start: number, end: number, local: string, remote: string): void {
+  w.hashMismatches++;
+  if (w.hashMismatches > MAX_HASH_REFETCHES) {
+    throw new RemoteRunsError(
+      'verify-failed',
+      `SHA-256 of ${w.file.relative} [${start}, ${end}) differs again after fetching it anew: remote ${remote}, local ${local}. ` +
+        'Something between the remote file and this disk changes the bytes; the .part is kept.',
+      { path: w.file.paths.part, remote, local, start, end },
+    );
+  }
+  w.done.remove(start, end);
+  w.checked = w.checked.filter((c) => c.end <= start || c.start >= end);
+  w.refetchedBytes += end - start;
+  w.dirty = true;
+}
+
+/**
+ * Prove every byte of a fully written `.part` equal to the remote: ranges not checked as they streamed (resumed from
+ * an earlier run, read over SFTP, cut short by a kill) are hashed on both sides now. False when a range disagreed
+ * and was dropped for the next attempt.
+ */
+async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal): Promise<boolean> {
+  const proven = new RangeSet(w.checked.map((c) => [c.start, c.end] as const));
+  const holes = proven.missing(w.bytes);
+  if (holes.length === 0) return true;
+  await closeHandle(w);
+  const { source } = plan;
+  const exec = source.pool.executor(source.host, { idempotent: true });
+  let ok = true;
+  for (const [start, end] of holes) {
+    const [remote, local] = await Promise.all([
+      runCommand(exec, source.target, rangeSha256Command(w.file.remotePath, start, end, w.bytes), signal),
+      sha256Range(w.file.paths.part, start, end, signal),
+    ]);
+    if (remote === local) {
+      w.checked.push({ start, end, sha256: local });
+      w.dirty = true;
+    } else {
+      mismatch(w, start, end, local, remote);
+      ok = false;
+    }
+  }
+  await saveRecord(w);
+  return ok;
+}
+
+/** SHA-256 of bytes [start, end) of a local file. */
+async function sha256Range(file: string, start: number, end: number, signal: AbortSignal): Promise<string> {
+  const hash = createHash('sha256');
+  const stream = createReadStream(file, { start, end: end - 1, highWaterMark: 1 << 20 });
+  try {
+    for await (const chunk of stream) {
+      if (signal.aborted) throw cancelled();
+      hash.update(chunk as Buffer);
+    }
+  } catch (e) {
+    throw isRemoteRunsError(e) ? e : localError(e, `Cannot read ${file} to verify it`);
+  } finally {
+    stream.destroy();
+  }
+  return hash.digest('hex');
+}
+
+/** Put a fully written, verified `.part` in place and leave the record of what it is. */
+async function finish(w: Work, verify: VerifyMode): Promise<void> {
+  const { paths } = w.file;
   await (await openPart(w)).sync().catch(() => undefined);
   await closeHandle(w);
-  const st = await fs.stat(part);
+  await w.saving;
+  const st = await fs.stat(paths.part);
   if (st.size !== w.bytes || !w.done.covers(w.bytes)) {
-    throw new RemoteRunsError('verify-failed', `${part} holds ${st.size} bytes, the remote file ${w.bytes}; the .part is kept`, { path: part });
+    throw new RemoteRunsError('verify-failed', `${paths.part} holds ${st.size} bytes, the remote file ${w.bytes}; the .part is kept`, { path: paths.part });
   }
   if (verify === 'sha256') {
-    const { source } = plan;
-    const [remote, local] = await Promise.all([
-      runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, sha256Command(w.file.remotePath), signal),
-      sha256File(part, signal),
-    ]);
-    if (remote !== local) {
-      throw new RemoteRunsError(
-        'verify-failed',
-        `SHA-256 of ${w.file.relative} differs: remote ${remote}, local ${local}. The .part is kept at ${part}; fetch again to replace it.`,
-        { path: part, remote, local },
-      );
-    }
-    w.sha256 = local;
+    // One range over the whole file is the whole file's SHA-256 (the usual case: one stream per file).
+    const whole = w.bytes === 0 ? EMPTY_SHA256 : w.checked.find((c) => c.start === 0 && c.end >= w.bytes)?.sha256;
+    if (whole) w.sha256 = whole;
   }
   // The record of what the file is goes down before the rename: on a disk that filled up meanwhile, failing to write
   // it leaves the verified .part (resumable, kept), never a file without its record (which would later need consent).
-  const final: Stats = await fs.stat(part);
+  const final: Stats = await fs.stat(paths.part);
   const rec: DoneRecord = {
-    version: 1,
+    version: 2,
     remotePath: w.file.remotePath,
     remoteBytes: w.bytes,
     remoteMtime: w.mtime,
@@ -488,39 +685,53 @@ async function finish(plan: DownloadPlan, w: Work, verify: 'size' | 'sha256', si
     localMtimeMs: final.mtimeMs,
   };
   try {
-    await writeJsonAtomic(doneRecordPath(w.file.localPath), rec);
-    await fs.rename(part, w.file.localPath);
+    await writeDoneRecord(paths, rec);
+    await fs.rename(paths.part, w.file.localPath);
   } catch (e) {
     throw localError(e, `Cannot finish ${w.file.localPath}`);
   }
-  await fs.rm(partRecordPath(w.file.localPath), { force: true });
   w.finished = true;
   w.dirty = false;
+  await fs.rm(paths.partRecord, { force: true });
 }
 
-/** SHA-256 of a finished local file against the remote one; the record then says it was checksum-verified. */
-async function verifyExisting(plan: DownloadPlan, file: PlanFile, signal?: AbortSignal): Promise<string> {
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+/** SHA-256 of a whole local file and of the remote one. */
+async function compareWhole(plan: DownloadPlan, file: PlanFile, signal: AbortSignal): Promise<{ equal: boolean; local: string; remote: string }> {
   const { source } = plan;
   const [remote, local] = await Promise.all([
     runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, sha256Command(file.remotePath), signal),
     sha256File(file.localPath, signal),
   ]);
-  if (remote !== local) {
-    throw new RemoteRunsError(
-      'verify-failed',
-      `${file.localPath} does not match the remote file (SHA-256 remote ${remote}, local ${local}); it was left as it is. Download it again to replace it.`,
-      { path: file.localPath, remote, local },
-    );
-  }
-  const rec = await readDoneRecord(file.localPath);
-  if (rec) await writeJsonAtomic(doneRecordPath(file.localPath), { ...rec, verified: 'sha256', sha256: local });
-  return local;
+  return { equal: remote === local, local, remote };
 }
+
+/** A complete file proven equal by hash: its record now says so. */
+async function updateDoneRecord(file: PlanFile, sha256: string): Promise<void> {
+  const st = await fs.stat(file.localPath);
+  const rec: DoneRecord = {
+    version: 2,
+    remotePath: file.remotePath,
+    remoteBytes: file.bytes,
+    remoteMtime: file.mtime,
+    verified: 'sha256',
+    sha256,
+    localBytes: st.size,
+    localMtimeMs: st.mtimeMs,
+  };
+  await writeDoneRecord(file.paths, rec).catch((e: unknown) => {
+    throw localError(e, `Cannot record ${file.localPath}`);
+  });
+}
+
+/** A local file found identical to the remote one (no record, or an outdated one): kept, and recorded as ours. */
+const adoptIdentical = updateDoneRecord;
 
 function openPart(w: Work): Promise<fs.FileHandle> {
   // One open per file even when several lanes start on it at once (a second would leak a descriptor).
   w.handle ??= (async () => {
-    const p = partPath(w.file.localPath);
+    const p = w.file.paths.part;
     try {
       // Never truncate: the bytes already there are the resume.
       return await fs.open(p, 'r+').catch((e: NodeJS.ErrnoException) => {
@@ -541,24 +752,50 @@ async function closeHandle(w: Work): Promise<void> {
   await h?.then((fh) => fh.close()).catch(() => undefined);
 }
 
-async function saveSidecar(w: Work): Promise<void> {
-  if (!w.dirty || w.finished) return;
-  w.dirty = false;
-  const rec: PartRecord = { version: 1, remotePath: w.file.remotePath, remoteBytes: w.bytes, remoteMtime: w.mtime, done: w.done.toJSON() };
-  // Written with room to spare: when the disk fills up, the record of what the .part holds is overwritten in the
-  // blocks it already has, so the .part stays resumable.
-  await writeJsonAtomic(partRecordPath(w.file.localPath), rec, SIDECAR_RESERVE_BYTES)
-    .catch(() => overwriteJsonInPlace(partRecordPath(w.file.localPath), rec))
-    .catch(() => {
-      w.dirty = true; // try again next time
-    });
+/**
+ * Advance a `.part`'s record to what is written: the bytes are flushed first, so the record never claims a range
+ * the disk does not hold (a kill, or a crash of the machine, loses at most what came after the last record). One
+ * save at a time per file; a request meanwhile saves again after it.
+ */
+function saveRecord(w: Work): Promise<void> {
+  if (w.finished || !w.dirty) return w.saving ?? Promise.resolve();
+  if (w.saving) {
+    w.resave = true;
+    return w.saving;
+  }
+  w.saving = (async () => {
+    do {
+      w.resave = false;
+      w.dirty = false;
+      const unsaved = w.unsaved;
+      const done = new RangeSet(w.done.toJSON());
+      const checked = w.checked.filter((c) => done.contains(c.start, c.end));
+      const fh = await w.handle?.catch(() => undefined);
+      await fh?.datasync().catch(() => undefined);
+      if (w.finished) return;
+      const rec: PartRecord = { version: 2, remotePath: w.file.remotePath, remoteBytes: w.bytes, remoteMtime: w.mtime, done: done.toJSON(), checked };
+      // Written with room to spare: when the disk fills up, the record of what the .part holds is overwritten in the
+      // blocks it already has, so the .part stays resumable.
+      const ok = await writeJsonAtomic(w.file.paths.partRecord, rec, RECORD_RESERVE_BYTES)
+        .catch(() => overwriteJsonInPlace(w.file.paths.partRecord, rec))
+        .then(
+          () => true,
+          () => false,
+        );
+      if (ok) w.unsaved = Math.max(0, w.unsaved - unsaved);
+      else w.dirty = true; // try again next time
+    } while (w.resave);
+  })().finally(() => {
+    w.saving = undefined;
+  });
+  return w.saving;
 }
 
 /** Refuse to start when the bytes still to fetch do not fit on the destination's file system. */
 async function checkDiskSpace(works: Work[]): Promise<void> {
   if (works.length === 0) return;
   const need = works.reduce((n, w) => n + (w.bytes - w.done.total), 0);
-  const dir = path.dirname(works[0].file.localPath);
+  const dir = path.dirname(works[0].file.paths.part);
   const st = await fs.statfs(dir);
   const free = st.bavail * st.bsize;
   if (need > free) {

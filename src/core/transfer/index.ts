@@ -7,7 +7,8 @@
 export { planDownload, buildPlan, localState, type PlanDestination } from './plan';
 export { download } from './download';
 export { RangeSet, splitRanges, type ByteRange } from './ranges';
-export { partPath, partRecordPath, doneRecordPath } from './records';
+export { filePaths, lockPath, STATE_DIR, type FilePaths } from './records';
+export { pullCheckpoint, verificationText, type PullOutcome } from './pull';
 export type {
   ClientChoice,
   DownloadOptions,

@@ -9,7 +9,7 @@ import { stopChannel, type SshConnection } from '../ssh/connection';
 import { classifyTargetFailure, wrapForTarget } from '../targets';
 import { commandFailed } from '../remote';
 import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
-import { rangeArgv } from './remoteCommands';
+import { hashedRangeArgv, rangeArgv } from './remoteCommands';
 import { channelSource, runStream } from './stream';
 import type { TransportKind } from './types';
 
@@ -24,6 +24,15 @@ export interface RangeJob {
   end: number;
   /** The local `.part` file the bytes go to (a lane in a worker thread writes it itself). */
   partPath?: string;
+  /** Stream with the remote side's SHA-256 of the bytes sent (hashedRangeArgv); a lane that cannot ignores it. */
+  hash?: boolean;
+}
+
+/** A streamed range's SHA-256, of the bytes written here and of the bytes the remote side sent. */
+export interface RangeHashes {
+  local: string;
+  /** The hex digest, or 'none' when the remote side has no SHA-256 tool. */
+  remote: string;
 }
 
 export interface Lane {
@@ -31,7 +40,7 @@ export interface Lane {
    * Fetch [start, end) of the file; rejects with RemoteRunsError. An in-process lane hands bytes to `write`; a lane
    * in another thread writes them itself and reports each written range to `written` instead.
    */
-  fetch(job: RangeJob, write: WriteFn, signal: AbortSignal, written?: (position: number, length: number) => void): Promise<void>;
+  fetch(job: RangeJob, write: WriteFn, signal: AbortSignal, written?: (position: number, length: number) => void): Promise<RangeHashes | undefined>;
   /** Stop whatever runs and release the lane's resources (closes a sibling connection). */
   close(): void;
 }
@@ -45,6 +54,11 @@ const SFTP_IN_FLIGHT = 32;
  * and the collector's work for them showed as ~15% of the client's CPU time in bench/transfer.ts profiles.
  */
 const SFTP_SPARE_BUFFERS = SFTP_IN_FLIGHT + 4;
+
+/** The remote command of a range: with its remote SHA-256 when the job asks for it. */
+export function rangeArgvOf(job: RangeJob): string[] {
+  return (job.hash ? hashedRangeArgv : rangeArgv)(job.remotePath, job.start, job.end, job.size);
+}
 
 export function createLane(kind: TransportKind, connection: SshConnection, target: TargetRef, ownsConnection: boolean): Lane {
   return kind === 'sftp' ? new SftpLane(connection, ownsConnection) : new ExecLane(connection, target, ownsConnection);
@@ -70,21 +84,21 @@ class ExecLane implements Lane {
     private readonly owns: boolean,
   ) {}
 
-  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
+  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<RangeHashes | undefined> {
     if (signal.aborted) throw new RemoteRunsError('cancelled', 'Download cancelled');
-    const line = wrapForTarget(this.target, rangeArgv(job.remotePath, job.start, job.end, job.size));
+    const line = wrapForTarget(this.target, rangeArgvOf(job));
     const ch = await this.connection.openExec(line).catch((e: unknown) => {
       throw laneError(this.connection, e, `opening a stream of ${job.remotePath}`);
     });
     this.channels.add(ch);
     try {
-      await this.pump(ch, job, write, signal);
+      return await this.pump(ch, job, write, signal);
     } finally {
       this.channels.delete(ch);
     }
   }
 
-  private pump(ch: ClientChannel, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
+  private pump(ch: ClientChannel, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<RangeHashes | undefined> {
     const source = channelSource(ch, (end, short) => {
       const result = { stdout: Buffer.alloc(0), stderr: Buffer.from(end.stderr), code: end.code, signal: end.signal, truncated: false };
       // No exit status, or short with the connection gone: the last bytes did not arrive (a drop, retried). Short on
@@ -147,7 +161,8 @@ class SftpLane implements Lane {
     return h;
   }
 
-  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
+  /** SFTP has no remote hash of a read: the download hashes the range on both sides afterwards. */
+  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<undefined> {
     if (signal.aborted) throw new RemoteRunsError('cancelled', 'Download cancelled');
     // ssh2 never answers a request sent on an SFTP session whose connection just died (an open or a read written
     // as the socket closed): without this, a lane waits forever after a drop (found by killing sshd mid-download).
@@ -160,6 +175,7 @@ class SftpLane implements Lane {
     if (this.connection.isClosed) onClosed?.();
     try {
       await Promise.race([this.read(job, write, signal), closed]);
+      return undefined;
     } finally {
       sub.dispose();
     }

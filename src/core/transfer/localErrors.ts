@@ -1,15 +1,25 @@
 /**
- * A failure of the local file system during a download, as the RemoteRunsError the user sees: a full disk says so
- * and that the bytes written are kept. Shared by the main thread and the transfer worker threads (which write too).
+ * A failure of the local file system during a download, as the RemoteRunsError the user sees, with the path: a full
+ * disk says so and that the bytes written are kept; a read-only file system or a folder not ours to write is a
+ * permission kind; a path where a part is a file is `not-a-directory`. Shared by the main thread and the transfer
+ * worker threads (which write too).
  */
 import { RemoteRunsError, isRemoteRunsError } from '../types';
 
-export function localError(e: unknown, what: string): RemoteRunsError {
+export function localError(e: unknown, what: string, where?: string): RemoteRunsError {
   if (isRemoteRunsError(e)) return e;
-  const code = (e as NodeJS.ErrnoException).code;
+  const err = e as NodeJS.ErrnoException;
+  const code = err.code;
+  const at = where ?? err.path;
+  const detail = { ...(code ? { code } : {}), ...(at ? { path: at } : {}) };
   if (code === 'ENOSPC' || code === 'EDQUOT') {
-    return new RemoteRunsError('disk-full', `${what}: the disk is full. What was written is kept; free some space and download again to continue.`, { code });
+    return new RemoteRunsError('disk-full', `${what}: the disk is full. What was written is kept; free some space and download again to continue.`, detail);
   }
-  if (code === 'EACCES' || code === 'EPERM') return new RemoteRunsError('permission-denied', `${what}: permission denied`, { code });
-  return new RemoteRunsError('protocol', `${what}: ${(e as Error).message}`, code ? { code } : {});
+  if (code === 'EROFS') return new RemoteRunsError('permission-denied', `${what}: ${at ?? 'the destination'} is on a read-only file system`, detail);
+  if (code === 'EACCES' || code === 'EPERM') return new RemoteRunsError('permission-denied', `${what}: permission denied${at ? ` (${at})` : ''}`, detail);
+  // mkdir -p over a file: ENOTDIR below it, EEXIST at it.
+  if (code === 'ENOTDIR' || (code === 'EEXIST' && err.syscall === 'mkdir')) {
+    return new RemoteRunsError('not-a-directory', `${what}: ${at ?? 'a part of the path'} is a file, not a folder`, detail);
+  }
+  return new RemoteRunsError('protocol', `${what}: ${err.message}`, detail);
 }

@@ -5,9 +5,8 @@
 import { commandFailed } from '../remote';
 import { classifyTargetFailure, wrapForTarget } from '../targets';
 import { RemoteRunsError, type TargetRef } from '../types';
-import type { Lane, RangeJob, WriteFn } from './lanes';
+import { rangeArgvOf, type Lane, type RangeHashes, type RangeJob, type WriteFn } from './lanes';
 import { classifySshFailure, type OpenSshSession } from './opensshSession';
-import { rangeArgv } from './remoteCommands';
 import { childSource, runStream, type StreamEnd } from './stream';
 
 /**
@@ -22,13 +21,13 @@ export class OpenSshLane implements Lane {
     private readonly target: TargetRef,
   ) {}
 
-  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
+  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<RangeHashes | undefined> {
     if (signal.aborted) throw new RemoteRunsError('cancelled', 'Download cancelled');
-    const line = wrapForTarget(this.target, rangeArgv(job.remotePath, job.start, job.end, job.size));
+    const line = wrapForTarget(this.target, rangeArgvOf(job));
     return this.piped(line, job, write, signal);
   }
 
-  private piped(line: string, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
+  private piped(line: string, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<RangeHashes | undefined> {
     const child = this.session.run(line);
     return runStream(childSource(child, (end) => this.failure(job, end)), job, write, signal);
   }

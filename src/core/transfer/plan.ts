@@ -6,7 +6,7 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import { runCommand } from '../remote';
 import { RemoteRunsError, type Checkpoint } from '../types';
-import { partPath, readDoneRecord, readPartRecord } from './records';
+import { filePaths, readDoneRecord, readPartRecord, type FilePaths } from './records';
 import { RangeSet } from './ranges';
 import { statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
 import type { DownloadPlan, LocalState, PlanFile, TransferSource } from './types';
@@ -35,41 +35,43 @@ export async function planDownload(
 
 /** The plan from a remote listing (separate so a refresh during download can reuse it). */
 export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, dest: PlanDestination, stats: RemoteFileStat[]): Promise<DownloadPlan> {
-  const runDir = path.join(path.resolve(dest.root), safeSegment(dest.run, 'run name'));
+  const root = path.resolve(dest.root);
+  const runDir = path.join(root, safeSegment(dest.run, 'run name'));
   const localRoot = path.join(runDir, safeSegment(checkpoint.name, 'checkpoint name'));
   const files: PlanFile[] = [];
   if (!checkpoint.isDir) {
     const st = stats.find((s) => s.relative === '');
     if (!st) throw new RemoteRunsError('path-missing', `${checkpoint.path} is no longer a file on the remote side`, { path: checkpoint.path });
-    files.push(await planFile(checkpoint.name, checkpoint.path, st, localRoot));
+    files.push(await planFile(root, checkpoint.name, checkpoint.path, st, localRoot));
   } else {
     for (const st of stats) {
       const parts = st.relative.split('/').map((p) => safeSegment(p, 'file name'));
-      files.push(await planFile(st.relative, path.posix.join(checkpoint.path, st.relative), st, path.join(localRoot, ...parts)));
+      files.push(await planFile(root, st.relative, path.posix.join(checkpoint.path, st.relative), st, path.join(localRoot, ...parts)));
     }
   }
   files.sort((a, b) => b.bytes - a.bytes || a.relative.localeCompare(b.relative));
-  return { source, checkpoint, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0) };
+  return { source, root, checkpoint, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0) };
 }
 
-async function planFile(relative: string, remotePath: string, st: RemoteFileStat, localPath: string): Promise<PlanFile> {
-  return { relative, remotePath, bytes: st.bytes, mtime: st.mtime, localPath, state: await localState(localPath, remotePath, st) };
+async function planFile(root: string, relative: string, remotePath: string, st: RemoteFileStat, localPath: string): Promise<PlanFile> {
+  const paths = filePaths(root, localPath);
+  return { relative, remotePath, bytes: st.bytes, mtime: st.mtime, localPath, paths, state: await localState(paths, remotePath, st) };
 }
 
 /** What the local side holds for one remote file. */
-export async function localState(localPath: string, remotePath: string, remote: { bytes: number; mtime: number }): Promise<LocalState> {
-  const existing = await statOrUndefined(localPath);
+export async function localState(paths: FilePaths, remotePath: string, remote: { bytes: number; mtime: number }): Promise<LocalState> {
+  const existing = await statOrUndefined(paths.local);
   if (existing) {
-    if (!existing.isFile()) return { kind: 'differs', reason: 'no-record', localBytes: 0 };
-    const rec = await readDoneRecord(localPath);
+    if (!existing.isFile()) return { kind: 'differs', reason: 'not-a-file', localBytes: 0 };
+    const rec = await readDoneRecord(paths);
     if (!rec || rec.remotePath !== remotePath) return { kind: 'differs', reason: 'no-record', localBytes: existing.size };
     if (existing.size !== rec.localBytes || existing.mtimeMs !== rec.localMtimeMs) return { kind: 'differs', reason: 'local-changed', localBytes: existing.size };
     if (rec.remoteBytes !== remote.bytes || rec.remoteMtime !== remote.mtime) return { kind: 'differs', reason: 'remote-changed', localBytes: existing.size };
     return { kind: 'complete-verified', verified: rec.verified, ...(rec.sha256 ? { sha256: rec.sha256 } : {}) };
   }
-  const part = await statOrUndefined(partPath(localPath));
+  const part = await statOrUndefined(paths.part);
   if (!part) return { kind: 'absent' };
-  const rec = await readPartRecord(localPath);
+  const rec = await readPartRecord(paths);
   if (!rec || rec.remoteBytes !== remote.bytes || rec.remoteMtime !== remote.mtime || rec.remotePath !== remotePath) {
     return { kind: 'stale-partial', bytes: part.size };
   }
@@ -90,7 +92,9 @@ async function statOrUndefined(p: string): Promise<import('node:fs').Stats | und
   try {
     return await fs.stat(p);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    const code = (e as NodeJS.ErrnoException).code;
+    // ENOTDIR: a part of the path is a file; the download says so when it creates the folders.
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
     throw new RemoteRunsError('permission-denied', `Cannot read ${p}: ${(e as Error).message}`);
   }
 }

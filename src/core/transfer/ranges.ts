@@ -38,6 +38,26 @@ export class RangeSet {
     this.items = out;
   }
 
+  /** Mark [start, end) as absent. */
+  remove(start: number, end: number): void {
+    if (!(end > start)) return;
+    const out: [number, number][] = [];
+    for (const [a, b] of this.items) {
+      if (b <= start || a >= end) out.push([a, b]);
+      else {
+        if (a < start) out.push([a, start]);
+        if (b > end) out.push([end, b]);
+      }
+    }
+    this.items = out;
+  }
+
+  /** True when [start, end) is covered. */
+  contains(start: number, end: number): boolean {
+    if (!(end > start)) return true;
+    return this.items.some(([a, b]) => a <= start && b >= end);
+  }
+
   /** Bytes covered. */
   get total(): number {
     return this.items.reduce((n, [a, b]) => n + (b - a), 0);

@@ -1,51 +1,118 @@
 /**
- * The small JSON files beside downloads. `NAME.part.json` says which remote file (size + mtime) the bytes of
- * `NAME.part` came from and which ranges are written, so a resume never mixes two versions of a file.
- * `.NAME.remote-runs.json` remembers what a finished file was fetched from and how it was verified, so a second
- * download can say "already there" without fetching, and a file the user changed is never taken as ours.
+ * The state of downloads, kept out of the checkpoints: one hidden folder `.remote-runs/` at the download root (the
+ * parent of the run folders), so a checkpoint folder holds exactly the files the remote has.
+ *
+ * - `partial/<run>/<checkpoint>/<file>.part`: the bytes of a file not yet complete; renamed into place when verified.
+ * - `partial/…/<file>.part.json`: which remote file (path, size, mtime) those bytes came from, which ranges are on
+ *   disk (advanced only after the bytes are flushed), and which of them are proven equal to the remote by a hash.
+ * - `done/<run>/<checkpoint>/<file>.json`: what a finished file was fetched from and how it was verified, so a second
+ *   download can say "already there" without fetching, and a file the user changed is never taken as ours.
+ * - `locks/<run>/<checkpoint>.lock`: the one process writing that checkpoint (lock.ts).
+ *
+ * Versions before this one kept `NAME.part`, `NAME.part.json` and `.NAME.remote-runs.json` beside the files: a done
+ * record found there is still read (and moved into the folder when the file is next touched).
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { ByteRange } from './ranges';
 import type { VerifyMode } from './types';
 
+/** The download state folder's name, at the download root. */
+export const STATE_DIR = '.remote-runs';
+
+/** A byte range whose SHA-256 was computed on both sides and matched. */
+export interface CheckedRange {
+  start: number;
+  end: number;
+  sha256: string;
+}
+
 export interface PartRecord {
-  version: 1;
+  version: 2;
   remotePath: string;
   remoteBytes: number;
   remoteMtime: number;
+  /** Ranges on disk (flushed before they are recorded). */
   done: ByteRange[];
+  /** Ranges of `done` proven equal to the remote. */
+  checked: CheckedRange[];
 }
 
 export interface DoneRecord {
-  version: 1;
+  version: 1 | 2;
   remotePath: string;
   remoteBytes: number;
   remoteMtime: number;
   verified: VerifyMode;
+  /** SHA-256 of the whole file, when known (one stream of it, or hashed whole on both sides). */
   sha256?: string;
   /** The local file as we left it: a change means someone else wrote it. */
   localBytes: number;
   localMtimeMs: number;
 }
 
-export const partPath = (localPath: string): string => `${localPath}.part`;
-export const partRecordPath = (localPath: string): string => `${localPath}.part.json`;
-export const doneRecordPath = (localPath: string): string => path.join(path.dirname(localPath), `.${path.basename(localPath)}.remote-runs.json`);
+/** Where the state of one downloaded file lives. */
+export interface FilePaths {
+  /** The file itself, in the checkpoint folder. */
+  local: string;
+  part: string;
+  partRecord: string;
+  doneRecord: string;
+  /** The done record of versions that kept it beside the file. */
+  legacyDoneRecord: string;
+}
 
-export async function readPartRecord(localPath: string): Promise<PartRecord | undefined> {
-  const r = await readJson(partRecordPath(localPath));
-  if (!r || r.version !== 1 || typeof r.remoteBytes !== 'number' || typeof r.remoteMtime !== 'number' || !Array.isArray(r.done)) return undefined;
+/** The state paths of `localPath`, a file under the download root `root`. */
+export function filePaths(root: string, localPath: string): FilePaths {
+  const key = path.relative(root, localPath);
+  if (key === '' || key.startsWith('..') || path.isAbsolute(key)) throw new Error(`${localPath} is not under the download root ${root}`);
+  const state = path.join(root, STATE_DIR);
+  return {
+    local: localPath,
+    part: path.join(state, 'partial', `${key}.part`),
+    partRecord: path.join(state, 'partial', `${key}.part.json`),
+    doneRecord: path.join(state, 'done', `${key}.json`),
+    legacyDoneRecord: path.join(path.dirname(localPath), `.${path.basename(localPath)}.remote-runs.json`),
+  };
+}
+
+/** The lock of one checkpoint's download (`localRoot`: its folder, or its file for a flat checkpoint). */
+export function lockPath(root: string, localRoot: string): string {
+  return path.join(root, STATE_DIR, 'locks', `${path.relative(root, localRoot)}.lock`);
+}
+
+export async function readPartRecord(paths: FilePaths): Promise<PartRecord | undefined> {
+  const r = await readJson(paths.partRecord);
+  if (!r || r.version !== 2 || typeof r.remoteBytes !== 'number' || typeof r.remoteMtime !== 'number' || !Array.isArray(r.done)) return undefined;
   const done = (r.done as unknown[]).filter(
     (x): x is [number, number] => Array.isArray(x) && x.length === 2 && x.every((n) => Number.isSafeInteger(n) && (n as number) >= 0),
   );
-  return { version: 1, remotePath: String(r.remotePath), remoteBytes: r.remoteBytes, remoteMtime: r.remoteMtime, done };
+  const checked = (Array.isArray(r.checked) ? (r.checked as unknown[]) : []).filter(
+    (x): x is CheckedRange =>
+      !!x &&
+      typeof x === 'object' &&
+      Number.isSafeInteger((x as CheckedRange).start) &&
+      Number.isSafeInteger((x as CheckedRange).end) &&
+      (x as CheckedRange).end > (x as CheckedRange).start &&
+      /^[0-9a-f]{64}$/.test(String((x as CheckedRange).sha256)),
+  );
+  return { version: 2, remotePath: String(r.remotePath), remoteBytes: r.remoteBytes, remoteMtime: r.remoteMtime, done, checked };
 }
 
-export async function readDoneRecord(localPath: string): Promise<DoneRecord | undefined> {
-  const r = await readJson(doneRecordPath(localPath));
-  if (!r || r.version !== 1 || typeof r.remoteBytes !== 'number' || typeof r.localMtimeMs !== 'number') return undefined;
-  return r as unknown as DoneRecord;
+export async function readDoneRecord(paths: FilePaths): Promise<DoneRecord | undefined> {
+  for (const file of [paths.doneRecord, paths.legacyDoneRecord]) {
+    const r = await readJson(file);
+    if (!r || (r.version !== 1 && r.version !== 2) || typeof r.remoteBytes !== 'number' || typeof r.localMtimeMs !== 'number') continue;
+    return r as unknown as DoneRecord;
+  }
+  return undefined;
+}
+
+/** Write a done record (in the state folder) and drop a legacy one beside the file. */
+export async function writeDoneRecord(paths: FilePaths, rec: DoneRecord): Promise<void> {
+  await fs.mkdir(path.dirname(paths.doneRecord), { recursive: true });
+  await writeJsonAtomic(paths.doneRecord, rec);
+  await fs.rm(paths.legacyDoneRecord, { force: true });
 }
 
 /**

@@ -6,10 +6,12 @@
  * exit is classified (ByteSource).
  */
 import type { ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import type { ClientChannel } from 'ssh2';
 import { stopChannel } from '../ssh/connection';
 import { RemoteRunsError } from '../types';
-import type { RangeJob, WriteFn } from './lanes';
+import type { RangeHashes, RangeJob, WriteFn } from './lanes';
+import { streamedSha256 } from './remoteCommands';
 
 /** How a stream ended, as its source saw it. */
 export interface StreamEnd {
@@ -41,9 +43,14 @@ const WRITE_COALESCE = 1 << 20;
 const MAX_WRITES = 2;
 const STDERR_KEEP = 64 * 1024;
 
-/** Receive [job.start, job.end) from `source` into `write`; rejects with RemoteRunsError. */
-export function runStream(source: ByteSource, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
+/**
+ * Receive [job.start, job.end) from `source` into `write`; rejects with RemoteRunsError. With `job.hash` (the remote
+ * command is hashedRangeArgv), resolves with the SHA-256 of the bytes handed to `write`, in order, and the one the
+ * remote side computed of what it sent.
+ */
+export function runStream(source: ByteSource, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<RangeHashes | undefined> {
+  return new Promise<RangeHashes | undefined>((resolve, reject) => {
+    const hash = job.hash ? createHash('sha256') : undefined;
     let pos = job.start;
     let pending: Buffer[] = [];
     let pendingBytes = 0;
@@ -67,7 +74,9 @@ export function runStream(source: ByteSource, job: RangeJob, write: WriteFn, sig
       pos += data.length;
       pending = [];
       pendingBytes = 0;
-      if (pos > job.end) return fail(new RemoteRunsError('protocol', `The stream of ${job.remotePath} sent more bytes than asked for`));
+      // More than the range: the file grew since it was listed (a `cat` of a whole file sends all it has).
+      if (pos > job.end) return fail(new RemoteRunsError('changed', `${job.remotePath} grew while it was downloaded (the remote file changed)`, { path: job.remotePath }));
+      hash?.update(data);
       writing++;
       if (writing > MAX_WRITES) source.pause();
       write(at, data).then(
@@ -87,7 +96,10 @@ export function runStream(source: ByteSource, job: RangeJob, write: WriteFn, sig
       signal.removeEventListener('abort', onAbort);
       if (err) return reject(err);
       if (short) return reject(new RemoteRunsError('changed', `${job.remotePath} became shorter while it was downloaded (the remote file changed)`, { path: job.remotePath }));
-      resolve();
+      if (!hash) return resolve(undefined);
+      const remote = streamedSha256(ended.stderr);
+      if (!remote) return reject(new RemoteRunsError('protocol', `The stream of ${job.remotePath} ended without the remote side's SHA-256`));
+      resolve({ local: hash.digest('hex'), remote });
     };
     source.start(
       (chunk) => {

@@ -78,7 +78,7 @@ async function runJob(lane: Lane, id: number, job: RangeJob & { partPath: string
       throw localError(e, `Cannot open ${job.partPath}`);
     });
     const file = fh;
-    await lane.fetch(
+    const hashes = await lane.fetch(
       job,
       async (position, data) => {
         writing++;
@@ -98,7 +98,7 @@ async function runJob(lane: Lane, id: number, job: RangeJob & { partPath: string
       stop.signal,
     );
     flush();
-    post({ type: 'done', id });
+    post({ type: 'done', id, ...(hashes ? { hashes } : {}) });
   } catch (e) {
     if (writing > 0) await new Promise<void>((r) => (idle = r));
     flush();

@@ -5,6 +5,7 @@
 import type { Logger } from '../ssh/connection';
 import type { ConnectionPool, PoolHost } from '../ssh/pool';
 import type { Checkpoint, TargetRef } from '../types';
+import type { FilePaths } from './records';
 
 /** Where the bytes come from: a host's pool entry and the target (bare host or container) holding the files. */
 export interface TransferSource {
@@ -24,7 +25,7 @@ export type LocalState =
   /** A `.part` of an older version of the remote file: it is discarded and the file fetched from zero. */
   | { kind: 'stale-partial'; bytes: number }
   /** The destination holds a file we cannot vouch for: replacing it needs the user's consent. */
-  | { kind: 'differs'; reason: 'no-record' | 'remote-changed' | 'local-changed'; localBytes: number };
+  | { kind: 'differs'; reason: 'no-record' | 'remote-changed' | 'local-changed' | 'not-a-file'; localBytes: number };
 
 export interface PlanFile {
   /** Path relative to the checkpoint (the file's name for a flat checkpoint). */
@@ -34,11 +35,15 @@ export interface PlanFile {
   /** Remote modification time, ms since the epoch (sub-millisecond precision kept). */
   mtime: number;
   localPath: string;
+  /** Where its partial bytes and records live (the state folder at the download root). */
+  paths: FilePaths;
   state: LocalState;
 }
 
 export interface DownloadPlan {
   source: TransferSource;
+  /** The download root: run folders below it, the state folder `.remote-runs/` in it. */
+  root: string;
   checkpoint: Checkpoint;
   /** The local folder (folder checkpoint) or file (flat checkpoint) the checkpoint lands in. */
   localRoot: string;
@@ -78,10 +83,20 @@ export type ClientChoice = 'auto' | 'openssh' | 'ssh2';
 export interface DownloadOptions {
   signal?: AbortSignal;
   onProgress?(p: DownloadProgress): void;
-  /** Default 'size'. 'sha256' hashes on both sides before the `.part` becomes the file. */
+  /**
+   * Default 'sha256': every byte is proven equal to the remote by SHA-256 on both sides (computed as the bytes
+   * stream; resumed bytes hashed again on both sides) before the `.part` becomes the file. 'size' checks the size
+   * only: an explicit choice, never reported as verified.
+   */
   verify?: VerifyMode;
-  /** Asked for each `differs` file; false (or no callback) keeps the local file and skips it. */
+  /** Hash files already complete on both sides again (the record's word is not taken). */
+  recheck?: boolean;
+  /** Replace local files that differ from the remote without asking. */
+  force?: boolean;
+  /** Asked for each `differs` file (unless `force`); false (or no callback) keeps the local file and skips it. */
   overwrite?(file: PlanFile): Promise<boolean>;
+  /** Who downloads, as the lock names it to a second download ("remote-runs pull", "VS Code window"). */
+  holder?: string;
   /** Parallel lanes (connections) moving byte ranges. Default 4. */
   concurrency?: number;
   /** For the ssh2 client. Default: SFTP on the bare host, exec streams in containers. */
@@ -111,13 +126,21 @@ export interface DownloadOptions {
 export interface FileOutcome {
   relative: string;
   localPath: string;
-  outcome: 'downloaded' | 'resumed' | 'already-complete' | 'declined';
+  /** `identical`: a local file with no (or an outdated) record, found equal to the remote by SHA-256 and kept. */
+  outcome: 'downloaded' | 'resumed' | 'already-complete' | 'identical' | 'declined';
+  /** A different local file was replaced (with consent, --force, or being our own corrupted download). */
+  replaced?: boolean;
   verified?: VerifyMode;
   sha256?: string;
   /** Bytes that were already on disk and kept. */
   resumedBytes: number;
-  /** Bytes fetched more than once (a stale `.part`, a file that changed during the transfer, lost in-flight data). */
+  /**
+   * Bytes fetched more than once (a stale `.part`, a file that changed during the transfer, lost in-flight data, a
+   * range whose hashes disagreed).
+   */
   refetchedBytes: number;
+  /** Ranges whose SHA-256 disagreed and were fetched again. */
+  hashMismatches?: number;
 }
 
 export interface DownloadResult {

@@ -10,7 +10,7 @@ import { Worker } from 'node:worker_threads';
 import type { Logger } from '../ssh/connection';
 import type { PoolHost, ConnectionPool } from '../ssh/pool';
 import { RemoteRunsError, type TargetRef } from '../types';
-import type { Lane, RangeJob, WriteFn } from './lanes';
+import type { Lane, RangeHashes, RangeJob, WriteFn } from './lanes';
 import { keyToText } from './workerKeys';
 import type { ErrorData, FromWorker, ToWorker, WorkerInit } from './workerProtocol';
 import type { TransportKind } from './types';
@@ -95,7 +95,7 @@ export function startWorkerLane(init: WorkerInit, signal: AbortSignal, logger?: 
 }
 
 interface PendingJob {
-  resolve(): void;
+  resolve(hashes: RangeHashes | undefined): void;
   reject(e: RemoteRunsError): void;
   written(position: number, length: number): void;
 }
@@ -114,11 +114,11 @@ class WorkerLane implements Lane {
     worker.on('exit', () => this.failAll(new RemoteRunsError('protocol', 'Transfer worker stopped')));
   }
 
-  fetch(job: RangeJob, _write: WriteFn, signal: AbortSignal, written?: (position: number, length: number) => void): Promise<void> {
+  fetch(job: RangeJob, _write: WriteFn, signal: AbortSignal, written?: (position: number, length: number) => void): Promise<RangeHashes | undefined> {
     if (signal.aborted || this.closed) return Promise.reject(new RemoteRunsError('cancelled', 'Download cancelled'));
     if (!job.partPath || !written) return Promise.reject(new RemoteRunsError('protocol', 'A worker lane needs the .part path and a written() callback'));
     const id = this.nextId++;
-    return new Promise<void>((resolve, reject) => {
+    return new Promise<RangeHashes | undefined>((resolve, reject) => {
       // Cancel stops the worker's channels at once rather than waiting for the range to end.
       const onAbort = (): void => this.close();
       signal.addEventListener('abort', onAbort, { once: true });
@@ -127,7 +127,7 @@ class WorkerLane implements Lane {
         this.jobs.delete(id);
       };
       this.jobs.set(id, {
-        resolve: () => (done(), resolve()),
+        resolve: (hashes) => (done(), resolve(hashes)),
         reject: (e) => (done(), reject(e)),
         written,
       });
@@ -159,7 +159,7 @@ class WorkerLane implements Lane {
         return;
       }
       case 'done':
-        return this.jobs.get(m.id)?.resolve();
+        return this.jobs.get(m.id)?.resolve(m.hashes);
       case 'error':
         return this.jobs.get(m.id)?.reject(toError(m.error));
       case 'log':

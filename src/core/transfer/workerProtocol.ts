@@ -5,7 +5,7 @@
 import type { ConnectOptions } from '../ssh/connection';
 import type { ResolvedHost } from '../ssh/types';
 import type { ErrorKind, TargetRef } from '../types';
-import type { RangeJob } from './lanes';
+import type { RangeHashes, RangeJob } from './lanes';
 import type { TransportKind } from './types';
 
 /** workerData: how to log in (never prompting) and what kind of lane to run. */
@@ -33,6 +33,6 @@ export type FromWorker =
   | { type: 'failed'; error: ErrorData }
   /** Ranges now on disk, as flat [position, length, position, length, …]. */
   | { type: 'wrote'; id: number; ranges: number[] }
-  | { type: 'done'; id: number }
+  | { type: 'done'; id: number; hashes?: RangeHashes }
   | { type: 'error'; id: number; error: ErrorData }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; message: string };

@@ -9,7 +9,7 @@ import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
 import { pickCheckpoint as checkpointOf } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
-import { download, planDownload, type DownloadPlan, type DownloadResult, type PlanFile, type VerifyMode, type ClientChoice } from '../../core/transfer';
+import { pullCheckpoint, verificationText, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
 import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
 import { formatBytes } from '../../core/util/format';
 import { CommandIds } from '../commandIds';
@@ -111,26 +111,19 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
   if (!root) return undefined;
   const hostConfig = deps.core.host(ref.hostName);
   const source = { pool: deps.pool, host: deps.hosts.resolve(hostConfig), target: ref.target };
-  const verify = config().get<VerifyMode>('verifyDownloads', 'size') === 'sha256' ? 'sha256' : 'size';
+  const verify: VerifyMode = config().get<string>('verifyDownloads', 'sha256') === 'size' ? 'size' : 'sha256';
   const label = `${ref.run.name}/${ref.checkpoint.name}`;
 
-  const plan: DownloadPlan = await planDownload(source, ref.checkpoint, { root, run: ref.run.name });
-  if (!fresh && plan.files.length > 0 && plan.files.every((f) => f.state.kind === 'complete-verified')) {
-    const how = plan.files[0].state.kind === 'complete-verified' ? plan.files[0].state.verified : 'size';
-    void afterDownload(`Remote Runs: ${label} is already there (verified by ${how}).`, plan.localRoot, ref);
-    return undefined;
-  }
-
-  let result: DownloadResult;
+  let outcome: PullOutcome;
   try {
-    result = await vscode.window.withProgress(
+    outcome = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Downloading ${label}`, cancellable: true },
       async (progress, token) => {
         const controller = new AbortController();
         const sub = token.onCancellationRequested(() => controller.abort());
         let reported = 0;
         try {
-          return await download(plan, {
+          return await pullCheckpoint(source, ref.checkpoint, { root, run: ref.run.name }, {
             signal: controller.signal,
             verify,
             fresh,
@@ -138,6 +131,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
             client: downloadClient(),
             sshPath: config().get<string>('sshPath', '').trim() || undefined,
             logger: deps.log,
+            holder: 'a VS Code window',
             overwrite: (file) => askOverwrite(file),
             onProgress: (p) => {
               const pct = p.bytesTotal > 0 ? (100 * p.bytesDone) / p.bytesTotal : 100;
@@ -170,13 +164,14 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
     }
     throw e;
   }
-  const declined = result.files.filter((f) => f.outcome === 'declined');
-  const resumed = result.files.reduce((n, f) => n + f.resumedBytes, 0);
+  const { result, declined, plan } = outcome;
   const client = result.client === 'openssh' ? 'OpenSSH' : `ssh2${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
-  deps.log.info(`download ${label}: ${result.bytesFetched} bytes fetched, ${resumed} resumed, ${result.lanes} lane(s) over ${result.transport} by ${client}, ${result.retries} retries`);
-  const summary = declined.length
-    ? `Remote Runs: ${label} downloaded, except ${declined.length} file(s) you kept.`
-    : `Remote Runs: downloaded ${label} (${formatBytes(plan.bytes)}${resumed ? `, ${formatBytes(resumed)} resumed` : ''}, verified by ${verify}).`;
+  deps.log.info(`download ${label}: ${result.bytesFetched} bytes fetched, ${outcome.resumedBytes} resumed, ${result.lanes} lane(s) over ${result.transport} by ${client}, ${result.retries} retries; ${outcome.summary}`);
+  const summary = outcome.alreadyThere
+    ? `Remote Runs: ${label} is ${outcome.summary}.`
+    : declined.length
+      ? `Remote Runs: ${label} downloaded, except ${declined.length} file(s) you kept.`
+      : `Remote Runs: downloaded ${label} (${formatBytes(plan.bytes)}${outcome.resumedBytes ? `, ${formatBytes(outcome.resumedBytes)} resumed` : ''}, ${verificationText(verify)}).`;
   void afterDownload(summary, result.localRoot, ref);
   return result;
 }

@@ -1,0 +1,179 @@
+/**
+ * One writer per checkpoint download, across processes (two CLIs, the CLI and a VS Code window, two windows): a
+ * lock file in the download root's state folder (records.ts), created with link(2) so exactly one process wins.
+ * It names its owner (pid, host, what it is, when it started), so a second download fails at once with `busy`
+ * saying who holds it.
+ *
+ * A lock whose owner is gone (killed with SIGKILL, a crashed extension host) is taken over: on the same machine when
+ * its pid no longer runs (or runs another program: Linux's process start time is compared), from another machine
+ * (a shared file system) when its owner stopped refreshing it. Taking over renames the stale file aside first and
+ * checks it was the one judged stale, so two processes taking over at once cannot both win; the owner also checks
+ * every few seconds that the lock is still its own and stops (`busy`) if not.
+ */
+import { promises as fs, readFileSync } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { RemoteRunsError } from '../types';
+import { localError } from './localErrors';
+
+export interface LockOwner {
+  pid: number;
+  host: string;
+  /** What holds it, for the message: "remote-runs pull", "VS Code window". */
+  what: string;
+  /** ISO time. */
+  since: string;
+  token: string;
+  /** Linux: the process's start time in clock ticks since boot (field 22 of /proc/PID/stat). */
+  procStart?: string;
+}
+
+export interface DownloadLock {
+  readonly path: string;
+  /** True while the lock file is still this owner's (checked by the heartbeat). */
+  readonly owned: boolean;
+  /** Called when the lock turns out to be someone else's (taken over while this process was stopped). */
+  onLost(f: () => void): void;
+  release(): Promise<void>;
+}
+
+/** How often the owner refreshes the lock's mtime and checks it is still its own. */
+const HEARTBEAT_MS = 3000;
+/** A lock from another machine not refreshed for this long is stale. */
+const FOREIGN_STALE_MS = 60_000;
+
+function procStart(pid: number): string | undefined {
+  if (process.platform !== 'linux') return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces: count fields after its closing one.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+  } catch {
+    return undefined;
+  }
+}
+
+function alive(owner: LockOwner): boolean {
+  try {
+    process.kill(owner.pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  // The pid runs; is it the same process? (A reused pid has another start time.)
+  const now = procStart(owner.pid);
+  return !(owner.procStart && now && now !== owner.procStart);
+}
+
+async function readOwner(file: string): Promise<{ owner?: LockOwner; mtimeMs: number } | undefined> {
+  try {
+    const [text, st] = await Promise.all([fs.readFile(file, 'utf8'), fs.stat(file)]);
+    let owner: LockOwner | undefined;
+    try {
+      const v = JSON.parse(text) as LockOwner;
+      if (Number.isSafeInteger(v.pid) && typeof v.token === 'string') owner = v;
+    } catch {
+      // torn or foreign: judged by age alone
+    }
+    return { owner, mtimeMs: st.mtimeMs };
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw e;
+  }
+}
+
+function isStale(held: { owner?: LockOwner; mtimeMs: number }): boolean {
+  const o = held.owner;
+  if (o && o.host === os.hostname()) return !alive(o);
+  return Date.now() - held.mtimeMs > FOREIGN_STALE_MS;
+}
+
+export function busyError(lockFile: string, what: string, o: LockOwner | undefined): RemoteRunsError {
+  const who = o ? `${o.what} (pid ${o.pid}${o.host !== os.hostname() ? ` on ${o.host}` : ''}, since ${o.since})` : 'another process';
+  return new RemoteRunsError('busy', `${what} is being downloaded by ${who}; wait for it to finish or stop it, then try again`, {
+    lock: lockFile,
+    ...(o ? { pid: o.pid, host: o.host } : {}),
+  });
+}
+
+function localLockError(e: unknown, file: string): RemoteRunsError {
+  return localError(e, `Cannot lock the download (${file})`);
+}
+
+/** Take the lock of one download, or fail at once with `busy` naming its holder. `what` names the checkpoint. */
+export async function acquireLock(file: string, what: string, holder: string): Promise<DownloadLock> {
+  const token = randomBytes(12).toString('hex');
+  const me: LockOwner = { pid: process.pid, host: os.hostname(), what: holder, since: new Date().toISOString(), token, ...(procStart(process.pid) ? { procStart: procStart(process.pid) } : {}) };
+  const tmp = `${file}.${token}.tmp`;
+  try {
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    await fs.writeFile(tmp, JSON.stringify(me));
+  } catch (e) {
+    throw localLockError(e, file);
+  }
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await fs.link(tmp, file);
+        break;
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw localLockError(e, file);
+      }
+      const held = await readOwner(file);
+      if (!held) continue; // released meanwhile
+      if (!isStale(held) || attempt >= 5) throw busyError(file, what, held.owner);
+      // Stale: move it aside, and make sure what moved is the stale one (not a lock someone just took over).
+      const aside = `${file}.${token}.stale`;
+      try {
+        await fs.rename(file, aside);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
+        throw localLockError(e, file);
+      }
+      const moved = await readOwner(aside);
+      if (moved?.owner?.token !== held.owner?.token) {
+        await fs.link(aside, file).catch(() => undefined);
+        await fs.rm(aside, { force: true });
+        throw busyError(file, what, moved?.owner);
+      }
+      await fs.rm(aside, { force: true });
+    }
+  } finally {
+    await fs.rm(tmp, { force: true });
+  }
+
+  let owned = true;
+  let released = false;
+  const lost: (() => void)[] = [];
+  const timer = setInterval(() => {
+    void (async () => {
+      const held = await readOwner(file).catch(() => undefined);
+      if (released) return;
+      if (held?.owner?.token !== token) {
+        owned = false;
+        clearInterval(timer);
+        for (const f of lost) f();
+        return;
+      }
+      const now = new Date();
+      await fs.utimes(file, now, now).catch(() => undefined);
+    })();
+  }, HEARTBEAT_MS);
+  timer.unref();
+  return {
+    path: file,
+    get owned() {
+      return owned;
+    },
+    onLost(f) {
+      lost.push(f);
+    },
+    async release() {
+      if (released) return;
+      released = true;
+      clearInterval(timer);
+      const held = await readOwner(file).catch(() => undefined);
+      if (held?.owner?.token === token) await fs.rm(file, { force: true });
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * The one download call of the CLI's `pull` and the extension's Download Checkpoint: plan (what is remote, what is
+ * already here), download (under the destination's lock), and the summary both faces show. The faces only ask
+ * (replace a file that differs?) and render progress.
+ */
+import type { Checkpoint } from '../types';
+import { formatBytes } from '../util/format';
+import { download } from './download';
+import { planDownload, type PlanDestination } from './plan';
+import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, TransferSource, VerifyMode } from './types';
+
+export interface PullOutcome {
+  plan: DownloadPlan;
+  result: DownloadResult;
+  /** Nothing was fetched: every file was already here (or found identical). */
+  alreadyThere: boolean;
+  /** Files that differ and were kept (the user said no, or nobody could be asked). */
+  declined: FileOutcome[];
+  resumedBytes: number;
+  /** One line for the user: what moved, by what, and how it was checked. */
+  summary: string;
+}
+
+/** How a download was checked, in words: "verified" only for a comparison of hashes. */
+export function verificationText(verify: VerifyMode): string {
+  return verify === 'sha256' ? 'verified by SHA-256 on both sides' : 'checked by size only (not verified)';
+}
+
+export async function pullCheckpoint(source: TransferSource, checkpoint: Checkpoint, dest: PlanDestination, options: DownloadOptions = {}): Promise<PullOutcome> {
+  const plan = await planDownload(source, checkpoint, dest, options.signal);
+  const result = await download(plan, options);
+  const verify = options.verify ?? 'sha256';
+  const declined = result.files.filter((f) => f.outcome === 'declined');
+  const resumedBytes = result.files.reduce((n, f) => n + f.resumedBytes, 0);
+  const kept = result.files.filter((f) => f.outcome === 'already-complete' || f.outcome === 'identical');
+  const alreadyThere = kept.length === result.files.length && result.files.length > 0;
+  const how = result.client === 'openssh' ? 'OpenSSH' : `the built-in client${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
+  const parts: string[] = [];
+  if (alreadyThere) {
+    const checks = new Set(kept.map((f) => f.verified ?? 'size'));
+    parts.push(`already there (${checks.has('size') && !checks.has('sha256') ? verificationText('size') : 'verified by SHA-256'})`);
+  } else {
+    parts.push(`${formatBytes(result.bytesFetched)} fetched${resumedBytes ? `, ${formatBytes(resumedBytes)} resumed` : ''} by ${how}, ${verificationText(verify)}`);
+  }
+  const identical = result.files.filter((f) => f.outcome === 'identical').length;
+  if (identical) parts.push(`${identical} local file${identical > 1 ? 's' : ''} found identical by SHA-256 and kept`);
+  const replaced = result.files.filter((f) => f.replaced).length;
+  if (replaced) parts.push(`${replaced} local file${replaced > 1 ? 's' : ''} that differed replaced`);
+  const mismatches = result.files.reduce((n, f) => n + (f.hashMismatches ?? 0), 0);
+  if (mismatches) parts.push(`${mismatches} range${mismatches > 1 ? 's' : ''} fetched again after a SHA-256 mismatch`);
+  return { plan, result, alreadyThere, declined, resumedBytes, summary: parts.join('; ') };
+}
