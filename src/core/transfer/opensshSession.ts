@@ -13,8 +13,13 @@
  * - **Nothing of the user's configuration is read** (`-F` our file): every option that matters is set here, and
  *   the hops are the pool's resolved ones (address, port, user, ProxyJump chain).
  * - **One login per transfer.** A ControlMaster (in the same 0700 folder) carries every file's stream as a channel
- *   of one connection; it exits when the transfer ends, or by itself a minute after its last stream if this process
- *   dies first.
+ *   of one connection. It runs in the foreground as this process's child (no `-f`, no ControlPersist), so its pid is
+ *   known, and it exits when the transfer ends.
+ * - **Nothing outlives its owner.** A lifeline (a small `sh` in a process group of its own, reading a pipe from this
+ *   process) holds the pids of the master and every stream; when the pipe closes (this process exited, was killed
+ *   with SIGKILL, or its whole process group was), it kills them all. The master's death ends the TCP connection, so
+ *   the server's sessions close too. A stream's stdout is a pipe into this process: an `ssh` whose reader is gone
+ *   dies at its next write, and never writes a file itself.
  *
  * Not available on Windows (the agent is a Unix socket), without an `ssh` binary, or when a hop logs in with neither
  * a key, an agent nor a password the pool holds: `OpenSshSession.start` then rejects with OpenSshUnsupported, and
@@ -58,8 +63,53 @@ export class OpenSshUnsupported extends Error {}
 const CIPHERS = 'aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr';
 /** Time for the master to connect and log in through every hop (a loaded machine, a far jump host). */
 const MASTER_TIMEOUT_MS = 60_000;
-/** The master's own exit after its last stream, should this process die without stopping it. */
-const CONTROL_PERSIST_S = 60;
+/** How often the master's control socket is looked for while it logs in. */
+const MASTER_POLL_MS = 25;
+
+/**
+ * The lifeline's script: each line read is the current list of pids; at end of input (its owner closed the pipe or
+ * died) it kills the last list. Plain POSIX sh: macOS and every Linux have it.
+ */
+const LIFELINE_SCRIPT = 'p=; while IFS= read -r l; do p=$l; done; [ -n "$p" ] && kill -KILL $p 2>/dev/null; exit 0';
+
+/** Kills a set of processes when this process goes away, however it goes. */
+export class Lifeline {
+  private readonly child: ChildProcess;
+  private readonly pids = new Set<number>();
+
+  constructor() {
+    // detached: a process group of its own, so a signal to ours (Ctrl-C, kill -9 -PGID) does not take it with us.
+    this.child = spawn('sh', ['-c', LIFELINE_SCRIPT], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+    this.child.on('error', () => undefined);
+    this.child.stdin?.on('error', () => undefined);
+    this.child.unref();
+    (this.child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  add(pid: number | undefined): void {
+    if (!pid) return;
+    this.pids.add(pid);
+    this.send();
+  }
+
+  remove(pid: number | undefined): void {
+    if (!pid || !this.pids.delete(pid)) return;
+    this.send();
+  }
+
+  private send(): void {
+    this.child.stdin?.write(`${[...this.pids].join(' ')}\n`);
+  }
+
+  /** Kill what is left and let the lifeline go. */
+  close(): void {
+    this.child.stdin?.end();
+  }
+}
 
 /** Values that go into the config unquoted: host names, users (no spaces, quotes, `%` tokens, `#` comments). */
 const PLAIN = /^[A-Za-z0-9._:@\[\]-]+$/;
@@ -155,6 +205,8 @@ export function buildConfig(
 export class OpenSshSession {
   private disposed = false;
   private readonly children = new Set<ChildProcess>();
+  private readonly lifeline = new Lifeline();
+  private master: ChildProcess | undefined;
 
   private constructor(
     private readonly sshPath: string,
@@ -227,7 +279,12 @@ export class OpenSshSession {
       for (const k of ['SSH_AUTH_SOCK', 'SSH_ASKPASS', 'SSH_ASKPASS_REQUIRE', 'DISPLAY']) delete env[k];
       if (askpass) Object.assign(env, askpass.env, { DISPLAY: ':0' }); // DISPLAY: what OpenSSH before 8.4 needs to use askpass
       const session = new OpenSshSession(options.sshPath ?? 'ssh', folder, agent, askpass, env, hopAlias(hops.length - 1));
-      await session.startMaster(options.signal);
+      try {
+        await session.startMaster(options.signal);
+      } catch (e) {
+        session.lifeline.close();
+        throw e;
+      }
       return session;
     } catch (e) {
       agent?.dispose();
@@ -239,39 +296,43 @@ export class OpenSshSession {
 
   private startMaster(signal?: AbortSignal): Promise<void> {
     const log = path.join(this.folder, 'master.log');
+    const socket = path.join(this.folder, 'cm');
     return new Promise<void>((resolve, reject) => {
-      // -f: in the background once logged in, so this process's exit status says whether the login worked.
+      // In the foreground, as our child: logged in once its control socket exists (ssh opens it after the login).
       const child = spawn(
         this.sshPath,
-        ['-F', this.configFile, '-E', log, '-o', 'ControlMaster=yes', '-o', `ControlPersist=${CONTROL_PERSIST_S}`, '-N', '-f', '--', this.target],
+        ['-F', this.configFile, '-E', log, '-o', 'ControlMaster=yes', '-o', 'ControlPersist=no', '-N', '--', this.target],
         // A session of its own: no terminal an older OpenSSH could ask on instead of our askpass.
         { stdio: 'ignore', env: this.env, detached: true },
       );
+      this.master = child;
+      this.lifeline.add(child.pid);
+      child.unref();
       let settled = false;
       const done = (e?: Error): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        clearInterval(poll);
         signal?.removeEventListener('abort', onAbort);
-        if (e) reject(e);
-        else resolve();
+        if (e) {
+          child.kill('SIGKILL');
+          reject(e);
+        } else resolve();
       };
-      const onAbort = (): void => {
-        child.kill('SIGKILL');
-        done(new RemoteRunsError('cancelled', 'Download cancelled'));
-      };
+      const onAbort = (): void => done(new RemoteRunsError('cancelled', 'Download cancelled'));
       signal?.addEventListener('abort', onAbort, { once: true });
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        done(new RemoteRunsError('unreachable', `OpenSSH did not log in within ${MASTER_TIMEOUT_MS / 1000} s`));
-      }, MASTER_TIMEOUT_MS);
+      const timer = setTimeout(() => done(new RemoteRunsError('unreachable', `OpenSSH did not log in within ${MASTER_TIMEOUT_MS / 1000} s`)), MASTER_TIMEOUT_MS);
+      const poll = setInterval(() => {
+        if (fs.existsSync(socket)) done();
+      }, MASTER_POLL_MS);
       child.once('error', (e: NodeJS.ErrnoException) =>
         done(e.code === 'ENOENT' ? new OpenSshUnsupported(`no OpenSSH client at ${this.sshPath}`) : new OpenSshUnsupported(`cannot start ${this.sshPath}: ${e.message}`)),
       );
       child.once('exit', (code) => {
-        if (code === 0) return done();
+        this.lifeline.remove(child.pid);
         const text = readTail(log);
-        done(classifySshFailure(text, code) ?? new RemoteRunsError('unreachable', `OpenSSH could not connect: ${firstLine(text) || `exit ${code}`}`));
+        done(classifySshFailure(text, code ?? 255) ?? new RemoteRunsError('unreachable', `OpenSSH could not connect: ${firstLine(text) || `exit ${code}`}`));
       });
     });
   }
@@ -281,8 +342,13 @@ export class OpenSshSession {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
     const child = spawn(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', 'pipe', 'pipe'], env: this.env });
     this.children.add(child);
-    child.once('exit', () => this.children.delete(child));
-    child.once('error', () => this.children.delete(child));
+    this.lifeline.add(child.pid);
+    const gone = (): void => {
+      this.children.delete(child);
+      this.lifeline.remove(child.pid);
+    };
+    child.once('exit', gone);
+    child.once('error', gone);
     return child;
   }
 
@@ -306,6 +372,8 @@ export class OpenSshSession {
         resolve();
       });
     });
+    if (this.master && this.master.exitCode === null && this.master.signalCode === null) this.master.kill('SIGKILL');
+    this.lifeline.close();
     this.agent?.dispose();
     this.askpass?.dispose();
     fs.rmSync(this.folder, { recursive: true, force: true });
