@@ -134,8 +134,9 @@ describe('remote-runs pull', () => {
     const remote = path.join(host.paths.runs, 'story', 'checkpoints', `step_${last}`, 'checkpoint.pt');
     assert.equal(fs.statSync(file).size, fs.statSync(remote).size);
     assert.equal(sha256(file), sha256(remote));
-    assert.ok(!fs.existsSync(`${file}.part`), 'no .part left behind');
-    assert.match(r.stderr, /verified by sha256/);
+    assert.ok(!fs.existsSync(`${file}.part`) && !fs.existsSync(path.join(to, '.remote-runs', 'partial', 'story', `step_${last}`, 'checkpoint.pt.part')), 'no .part left behind');
+    assert.deepEqual(fs.readdirSync(local), ['checkpoint.pt'], 'nothing beside the checkpoint file');
+    assert.match(r.stderr, /verified by SHA-256 on both sides/);
     const again = cli(['pull', 'dl/host/story/latest', '--to', to, '--config', config, '--known-hosts', host.knownHostsFile]);
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stderr, /already there/);

@@ -25,7 +25,7 @@ import { createLane, type Lane, type RangeHashes } from './lanes';
 import { acquireLock, busyError, type DownloadLock } from './lock';
 import { OpenSshLane } from './opensshLane';
 import { OpenSshSession, OpenSshUnsupported } from './opensshSession';
-import { localError } from './localErrors';
+import { localError, makeFolders } from './localErrors';
 import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
@@ -344,9 +344,7 @@ async function openSshFor(plan: DownloadPlan, hostKeys: Buffer[], options: Downl
 async function prepare(file: PlanFile, index: number, fresh: boolean): Promise<Work> {
   const { paths } = file;
   for (const dir of [path.dirname(file.localPath), path.dirname(paths.part)]) {
-    await fs.mkdir(dir, { recursive: true }).catch((e: unknown) => {
-      throw localError(e, `Cannot create ${dir}`);
-    });
+    await makeFolders(dir, `Cannot create ${dir}`);
   }
   const w: Work = {
     file,

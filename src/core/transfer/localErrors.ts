@@ -4,6 +4,8 @@
  * permission kind; a path where a part is a file is `not-a-directory`. Shared by the main thread and the transfer
  * worker threads (which write too).
  */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
 
 export function localError(e: unknown, what: string, where?: string): RemoteRunsError {
@@ -22,4 +24,32 @@ export function localError(e: unknown, what: string, where?: string): RemoteRuns
     return new RemoteRunsError('not-a-directory', `${what}: ${at ?? 'a part of the path'} is a file, not a folder`, detail);
   }
   return new RemoteRunsError('protocol', `${what}: ${err.message}`, detail);
+}
+
+/**
+ * `mkdir -p` whose failure names its real cause: Node's recursive mkdir reports ENOENT on a read-only file system,
+ * so on ENOENT the first missing folder is created alone, which fails with the true code (EROFS, EACCES, ENOTDIR).
+ */
+export async function makeFolders(dir: string, what: string): Promise<void> {
+  try {
+    await fs.mkdir(dir, { recursive: true });
+    return;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw localError(e, what, dir);
+    let missing = dir;
+    while (path.dirname(missing) !== missing && !(await exists(path.dirname(missing)))) missing = path.dirname(missing);
+    try {
+      await fs.mkdir(missing);
+    } catch (inner) {
+      throw localError(inner, what, missing);
+    }
+    throw localError(e, what, dir);
+  }
+}
+
+async function exists(p: string): Promise<boolean> {
+  return fs.stat(p).then(
+    () => true,
+    () => false,
+  );
 }

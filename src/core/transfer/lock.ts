@@ -15,7 +15,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { RemoteRunsError } from '../types';
-import { localError } from './localErrors';
+import { localError, makeFolders } from './localErrors';
 
 export interface LockOwner {
   pid: number;
@@ -106,7 +106,7 @@ export async function acquireLock(file: string, what: string, holder: string): P
   const me: LockOwner = { pid: process.pid, host: os.hostname(), what: holder, since: new Date().toISOString(), token, ...(procStart(process.pid) ? { procStart: procStart(process.pid) } : {}) };
   const tmp = `${file}.${token}.tmp`;
   try {
-    await fs.mkdir(path.dirname(file), { recursive: true });
+    await makeFolders(path.dirname(file), `Cannot write the download's state in ${path.dirname(path.dirname(path.dirname(file)))}`);
     await fs.writeFile(tmp, JSON.stringify(me));
   } catch (e) {
     throw localLockError(e, file);

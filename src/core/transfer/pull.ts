@@ -38,7 +38,7 @@ export async function pullCheckpoint(source: TransferSource, checkpoint: Checkpo
   const parts: string[] = [];
   if (alreadyThere) {
     const checks = new Set(kept.map((f) => f.verified ?? 'size'));
-    parts.push(`already there (${checks.has('size') && !checks.has('sha256') ? verificationText('size') : 'verified by SHA-256'})`);
+    parts.push(`already there (${checks.has('size') && !checks.has('sha256') ? verificationText('size') : 'verified by SHA-256'}), 0 B fetched`);
   } else {
     parts.push(`${formatBytes(result.bytesFetched)} fetched${resumedBytes ? `, ${formatBytes(resumedBytes)} resumed` : ''} by ${how}, ${verificationText(verify)}`);
   }
