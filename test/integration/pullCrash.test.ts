@@ -318,3 +318,54 @@ describe('a destination or a remote file that will not do', () => {
     assert.equal(fs.readFileSync(file, 'utf8'), 'x');
   });
 });
+
+describe('the checkpoint folder holds what the remote has', () => {
+  /** name → `file SIZE` | `link TEXT`, walking without following links. */
+  function listing(dir: string): Record<string, string> {
+    const out: Record<string, string> = {};
+    const walk = (rel: string): void => {
+      for (const name of fs.readdirSync(path.join(dir, rel))) {
+        const r = rel ? `${rel}/${name}` : name;
+        const st = fs.lstatSync(path.join(dir, r));
+        if (st.isSymbolicLink()) out[r] = `link ${fs.readlinkSync(path.join(dir, r))}`;
+        else if (st.isDirectory()) walk(r);
+        else out[r] = `file ${st.size}`;
+      }
+    };
+    walk('');
+    return out;
+  }
+
+  for (const [target, client] of [
+    ['host', 'openssh'],
+    ['pct:200', 'openssh'],
+    ['docker:trainer', 'ssh2'],
+  ] as const) {
+    test(`${target}, ${client}: names, sizes and symlinks equal the remote's; a link out of the checkpoint arrives as its file`, async () => {
+      const run = `listing-${target.replace(':', '-')}`;
+      const folder = writeRun(target, run, {
+        'model.safetensors': randomBytes(3 * MiB),
+        'config.json': Buffer.from('{"hidden_size": 8}\n'),
+        'sub/rng_state.pth': randomBytes(4096),
+        'empty.txt': Buffer.alloc(0),
+      });
+      // As the target sees them: relative links within the checkpoint, and one to a blob outside it (a HF cache).
+      fs.symlinkSync('model.safetensors', path.join(folder, 'link.safetensors'));
+      fs.symlinkSync('../config.json', path.join(folder, 'sub', 'config.json'));
+      const blob = path.join(runRoot(target).onDisk, run, 'blob-0123');
+      fs.writeFileSync(blob, randomBytes(5000));
+      fs.symlinkSync(path.posix.join(runRoot(target).remote, run, 'blob-0123'), path.join(folder, 'tokenizer.json'));
+      const to = fs.mkdtempSync(path.join(host.dir, 'to-'));
+      const r = await pull(target, run, to, [], client).done;
+      assert.equal(r.code, 0, r.stderr);
+      assert.match(r.stderr, /2 symlinks within the checkpoint kept as links/);
+      const expected = { ...listing(folder), 'tokenizer.json': 'file 5000' };
+      assert.deepEqual(listing(path.join(to, run, 'step_100')), expected);
+      assert.equal(sha(path.join(to, run, 'step_100', 'tokenizer.json')), sha(blob));
+      // Pulled again: everything is already there, links included.
+      const again = await pull(target, run, to, [], client).done;
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stderr, /already there/);
+    });
+  }
+});

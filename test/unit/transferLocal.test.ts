@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseStatRecords, rangeArgv, statCheckpointCommand } from '../../src/core/transfer/remoteCommands';
-import { localState, safeSegment } from '../../src/core/transfer/plan';
+import { linkWithin, localState, safeSegment } from '../../src/core/transfer/plan';
 import { filePaths, writeJsonAtomic } from '../../src/core/transfer/records';
 import { shellJoin } from '../../src/core/shell/quote';
 import { HOSTILE_NAMES } from '../fixtures/generate';
@@ -103,4 +103,35 @@ test('local state (records in the root\'s state folder): absent, partial from a 
 test('remote names become local path segments only when they are plain names', () => {
   for (const ok of HOSTILE_NAMES) assert.equal(safeSegment(ok, 'file name'), ok);
   for (const bad of ['', '.', '..', 'a/b', 'nul\0']) assert.throws(() => safeSegment(bad, 'file name'), /not a plain name/);
+});
+
+test('symlinks of a folder checkpoint: listed with their text; kept as links only when they name another file of it', () => {
+  const dir = path.join(tmp, 'links');
+  fs.mkdirSync(path.join(dir, 'sub'), { recursive: true });
+  fs.writeFileSync(path.join(dir, 'model.safetensors'), 'weights');
+  fs.symlinkSync('model.safetensors', path.join(dir, 'link\tname'));
+  fs.symlinkSync('../model.safetensors', path.join(dir, 'sub', 'up'));
+  fs.writeFileSync(path.join(tmp, 'outside-blob'), 'blob!');
+  fs.symlinkSync(path.join(tmp, 'outside-blob'), path.join(dir, 'abs'));
+  const cmd = statCheckpointCommand(dir);
+  const recs = cmd.parse({ stdout: execFileSync('sh', ['-c', shellJoin(cmd.argv)]), stderr: Buffer.alloc(0), code: 0, truncated: false });
+  const by = new Map(recs.map((r) => [r.relative, r]));
+  assert.deepEqual([...by.keys()].sort(), ['abs', 'link\tname', 'model.safetensors', 'sub/up']);
+  assert.equal(by.get('link\tname')?.link, 'model.safetensors');
+  assert.equal(by.get('link\tname')?.bytes, 7, "a link's size is its target's");
+  assert.equal(by.get('abs')?.link, path.join(tmp, 'outside-blob'));
+  assert.equal(by.get('model.safetensors')?.link, undefined);
+  const names = new Set(by.keys());
+  assert.equal(linkWithin('link\tname', 'model.safetensors', names), 'model.safetensors');
+  assert.equal(linkWithin('sub/up', '../model.safetensors', names), '../model.safetensors');
+  assert.equal(linkWithin('abs', path.join(tmp, 'outside-blob'), names), undefined, 'absolute: arrives as its file');
+  assert.equal(linkWithin('sub/up', '../../model.safetensors', names), undefined, 'out of the checkpoint');
+  assert.equal(linkWithin('a', 'missing', names), undefined, 'dangling within');
+  assert.equal(linkWithin('a', 'a', names), undefined, 'itself');
+  // A flat checkpoint that is itself a link is its own root: fetched as its file.
+  const flat = statCheckpointCommand(path.join(dir, 'link\tname'));
+  assert.deepEqual(flat.parse({ stdout: execFileSync('sh', ['-c', shellJoin(flat.argv)]), stderr: Buffer.alloc(0), code: 0, truncated: false }), [
+    { relative: '', bytes: 7, mtime: by.get('model.safetensors')!.mtime },
+  ]);
+  assert.throws(() => parseStatRecords(Buffer.from('Lname\0')), /Unexpected link record/);
 });

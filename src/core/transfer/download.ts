@@ -29,7 +29,7 @@ import { localError, makeFolders } from './localErrors';
 import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
-import { localState } from './plan';
+import { linkState, localState } from './plan';
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
 import { lockPath, overwriteJsonInPlace, readPartRecord, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type PartRecord } from './records';
 import { noHashTool, rangeSha256Command, sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
@@ -117,7 +117,12 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
   const outcomes: FileOutcome[] = [];
   const works: Work[] = [];
 
+  const links: PlanFile[] = [];
   for (const [i, planned] of plan.files.entries()) {
+    if (planned.symlink !== undefined) {
+      links.push(planned);
+      continue;
+    }
     // The plan was made before the lock: what another download did meanwhile counts.
     const file: PlanFile = { ...planned, state: await localState(planned.paths, planned.remotePath, planned) };
     const base = { relative: file.relative, localPath: file.localPath, resumedBytes: 0, refetchedBytes: 0 };
@@ -261,6 +266,9 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
     await Promise.all(works.map(closeHandle));
   }
 
+  // Links last: what they point to is in place by now.
+  for (const link of links) outcomes.push(await placeLink(link, verify, options, signal));
+
   for (const w of works) {
     outcomes.push({
       relative: w.file.relative,
@@ -286,6 +294,33 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
     client: clientState.used,
     ...(clientState.note ? { clientNote: clientState.note } : {}),
   };
+}
+
+/** Put a symlink of the checkpoint in place (made beside the .part files, renamed in: never half there). */
+async function placeLink(file: PlanFile, verify: VerifyMode, options: DownloadOptions, signal: AbortSignal): Promise<FileOutcome> {
+  const text = file.symlink!;
+  const base = { relative: file.relative, localPath: file.localPath, resumedBytes: 0, refetchedBytes: 0, symlink: text, verified: verify };
+  const state = await linkState(file.localPath, text);
+  if (state.kind === 'complete-verified') return { ...base, outcome: 'already-complete' };
+  let replaced = false;
+  if (state.kind === 'differs') {
+    const ok = options.force || (options.overwrite ? await options.overwrite({ ...file, state }) : false);
+    throwIfCancelled(signal);
+    if (!ok) return { ...base, outcome: 'declined' };
+    replaced = true;
+  }
+  const tmp = file.paths.part;
+  try {
+    await makeFolders(path.dirname(tmp), `Cannot create ${path.dirname(tmp)}`);
+    await makeFolders(path.dirname(file.localPath), `Cannot create ${path.dirname(file.localPath)}`);
+    await fs.rm(tmp, { force: true });
+    await fs.symlink(text, tmp);
+    await fs.rename(tmp, file.localPath);
+  } catch (e) {
+    await fs.rm(tmp, { force: true }).catch(() => undefined);
+    throw localError(e, `Cannot make the symlink ${file.localPath} -> ${text}`);
+  }
+  return { ...base, outcome: 'downloaded', ...(replaced ? { replaced: true } : {}) };
 }
 
 /** The client choice of one download, across its attempts. */

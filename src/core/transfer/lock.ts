@@ -6,9 +6,9 @@
  *
  * A lock whose owner is gone (killed with SIGKILL, a crashed extension host) is taken over: on the same machine when
  * its pid no longer runs (or runs another program: Linux's process start time is compared), from another machine
- * (a shared file system) when its owner stopped refreshing it. Taking over renames the stale file aside first and
- * checks it was the one judged stale, so two processes taking over at once cannot both win; the owner also checks
- * every few seconds that the lock is still its own and stops (`busy`) if not.
+ * (a shared file system) when its owner stopped refreshing it. A stale lock is removed under a mutex and only if it
+ * is still stale then, so two processes taking over at once cannot both win; the owner also checks every few seconds
+ * that the lock is still its own and stops (`busy`) if not.
  */
 import { promises as fs, readFileSync } from 'node:fs';
 import * as os from 'node:os';
@@ -100,6 +100,33 @@ function localLockError(e: unknown, file: string): RemoteRunsError {
   return localError(e, `Cannot lock the download (${file})`);
 }
 
+/** A takeover that has held its mutex this long died in it (the critical section takes milliseconds). */
+const TAKEOVER_STALE_MS = 10_000;
+
+/**
+ * Remove a stale lock, under a mutex (`FILE.takeover`, made with link(2) like the lock), and only if it is still
+ * stale once the mutex is held: of several processes finding the same stale lock, one removes it, and none can
+ * remove a lock another has just taken. The caller then competes for the lock again.
+ */
+async function takeOver(file: string, tmp: string): Promise<void> {
+  const mutex = `${file}.takeover`;
+  try {
+    await fs.link(tmp, mutex);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw localLockError(e, file);
+    const st = await fs.stat(mutex).catch(() => undefined);
+    if (st && Date.now() - st.mtimeMs > TAKEOVER_STALE_MS) await fs.rm(mutex, { force: true });
+    await new Promise((r) => setTimeout(r, 10 + Math.random() * 20));
+    return;
+  }
+  try {
+    const held = await readOwner(file);
+    if (held && isStale(held)) await fs.rm(file, { force: true });
+  } finally {
+    await fs.rm(mutex, { force: true });
+  }
+}
+
 /** Take the lock of one download, or fail at once with `busy` naming its holder. `what` names the checkpoint. */
 export async function acquireLock(file: string, what: string, holder: string): Promise<DownloadLock> {
   const token = randomBytes(12).toString('hex');
@@ -121,22 +148,8 @@ export async function acquireLock(file: string, what: string, holder: string): P
       }
       const held = await readOwner(file);
       if (!held) continue; // released meanwhile
-      if (!isStale(held) || attempt >= 5) throw busyError(file, what, held.owner);
-      // Stale: move it aside, and make sure what moved is the stale one (not a lock someone just took over).
-      const aside = `${file}.${token}.stale`;
-      try {
-        await fs.rename(file, aside);
-      } catch (e) {
-        if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
-        throw localLockError(e, file);
-      }
-      const moved = await readOwner(aside);
-      if (moved?.owner?.token !== held.owner?.token) {
-        await fs.link(aside, file).catch(() => undefined);
-        await fs.rm(aside, { force: true });
-        throw busyError(file, what, moved?.owner);
-      }
-      await fs.rm(aside, { force: true });
+      if (!isStale(held) || attempt >= 50) throw busyError(file, what, held.owner);
+      await takeOver(file, tmp);
     }
   } finally {
     await fs.rm(tmp, { force: true });

@@ -44,12 +44,29 @@ export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, 
     if (!st) throw new RemoteRunsError('path-missing', `${checkpoint.path} is no longer a file on the remote side`, { path: checkpoint.path });
     files.push(await planFile(root, checkpoint.name, checkpoint.path, st, localRoot));
   } else {
+    const names = new Set(stats.map((st) => st.relative));
     for (const st of stats) {
       const parts = st.relative.split('/').map((p) => safeSegment(p, 'file name'));
-      files.push(await planFile(root, st.relative, path.posix.join(checkpoint.path, st.relative), st, path.join(localRoot, ...parts)));
+      const localPath = path.join(localRoot, ...parts);
+      const link = st.link !== undefined ? linkWithin(st.relative, st.link, names) : undefined;
+      if (link !== undefined) {
+        files.push({
+          relative: st.relative,
+          remotePath: path.posix.join(checkpoint.path, st.relative),
+          bytes: 0,
+          mtime: st.mtime,
+          localPath,
+          paths: filePaths(root, localPath),
+          symlink: link,
+          state: await linkState(localPath, link),
+        });
+        continue;
+      }
+      files.push(await planFile(root, st.relative, path.posix.join(checkpoint.path, st.relative), st, localPath));
     }
   }
   files.sort((a, b) => b.bytes - a.bytes || a.relative.localeCompare(b.relative));
+  // The checkpoint's size is its bytes: a link kept as a link adds none.
   return { source, root, checkpoint, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0) };
 }
 
@@ -78,6 +95,32 @@ export async function localState(paths: FilePaths, remotePath: string, remote: {
   // Only ranges the file really reaches count (a record written before a crash may claim more).
   const done = new RangeSet(rec.done.map(([s, e]) => [s, Math.min(e, part.size)] as const));
   return { kind: 'partial', bytes: done.total };
+}
+
+/**
+ * A symlink's text when it arrives as a symlink: relative, and naming another file of the same checkpoint (it then
+ * resolves locally exactly as remotely). Any other link (absolute, or out of the checkpoint, like a Hugging Face
+ * cache's links into its blob store) is undefined: it arrives as the file it points to.
+ */
+export function linkWithin(relative: string, text: string, names: ReadonlySet<string>): string | undefined {
+  if (text.startsWith('/') || text.includes('\0')) return undefined;
+  const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(relative), text));
+  if (resolved === '..' || resolved.startsWith('../') || resolved === relative || !names.has(resolved)) return undefined;
+  return text;
+}
+
+/** What is local for a file that arrives as a symlink. */
+export async function linkState(localPath: string, text: string): Promise<LocalState> {
+  let st: import('node:fs').Stats;
+  try {
+    st = await fs.lstat(localPath);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { kind: 'absent' };
+    throw new RemoteRunsError('permission-denied', `Cannot read ${localPath}: ${(e as Error).message}`);
+  }
+  if (st.isSymbolicLink() && (await fs.readlink(localPath)) === text) return { kind: 'complete-verified', verified: 'sha256' };
+  return { kind: 'differs', reason: st.isFile() || st.isSymbolicLink() ? 'no-record' : 'not-a-file', localBytes: st.isFile() ? st.size : 0 };
 }
 
 /** A remote name used as one local path segment: never empty, `.`/`..`, or holding a separator or NUL. */

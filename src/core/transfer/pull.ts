@@ -37,7 +37,7 @@ export async function pullCheckpoint(source: TransferSource, checkpoint: Checkpo
   const how = result.client === 'openssh' ? 'OpenSSH' : `the built-in client${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
   const parts: string[] = [];
   if (alreadyThere) {
-    const checks = new Set(kept.map((f) => f.verified ?? 'size'));
+    const checks = new Set(kept.filter((f) => f.symlink === undefined).map((f) => f.verified ?? 'size'));
     parts.push(`already there (${checks.has('size') && !checks.has('sha256') ? verificationText('size') : 'verified by SHA-256'}), 0 B fetched`);
   } else {
     parts.push(`${formatBytes(result.bytesFetched)} fetched${resumedBytes ? `, ${formatBytes(resumedBytes)} resumed` : ''} by ${how}, ${verificationText(verify)}`);
@@ -46,6 +46,8 @@ export async function pullCheckpoint(source: TransferSource, checkpoint: Checkpo
   if (identical) parts.push(`${identical} local file${identical > 1 ? 's' : ''} found identical by SHA-256 and kept`);
   const replaced = result.files.filter((f) => f.replaced).length;
   if (replaced) parts.push(`${replaced} local file${replaced > 1 ? 's' : ''} that differed replaced`);
+  const symlinks = result.files.filter((f) => f.symlink !== undefined && f.outcome !== 'declined').length;
+  if (symlinks) parts.push(`${symlinks} symlink${symlinks > 1 ? 's' : ''} within the checkpoint kept as link${symlinks > 1 ? 's' : ''}`);
   const mismatches = result.files.reduce((n, f) => n + (f.hashMismatches ?? 0), 0);
   if (mismatches) parts.push(`${mismatches} range${mismatches > 1 ? 's' : ''} fetched again after a SHA-256 mismatch`);
   return { plan, result, alreadyThere, declined, resumedBytes, summary: parts.join('; ') };

@@ -13,15 +13,21 @@ export interface RemoteFileStat {
   bytes: number;
   /** ms since the epoch. */
   mtime: number;
+  /** The entry is a symbolic link with this text (its size and mtime are its target's). */
+  link?: string;
 }
 
 /**
- * Every regular file under a checkpoint (or the file itself), following symlinks (checkpoints of HF caches are
- * links into a blob store). One command for a whole folder.
+ * Every file under a checkpoint (or the file itself), following symlinks (checkpoints of HF caches are links into a
+ * blob store): `F size \t mtime \t relative \0` records. Then, for a folder, its symlinks as they are, without
+ * following: `L relative \0 text \0`, so a link to another file of the checkpoint can arrive as a link. One command.
  */
 export function statCheckpointCommand(checkpointPath: string): RemoteCommand<RemoteFileStat[]> {
+  const script =
+    'find -L "$1" -type f -printf "F%s\\t%T@\\t%P\\0" || exit; ' +
+    '[ -d "$1" ] || exit 0; find "$1" -type l -printf "L%P\\0%l\\0" 2>/dev/null; exit 0';
   return {
-    argv: ['find', '-L', checkpointPath, '-type', 'f', '-printf', '%s\\t%T@\\t%P\\0'],
+    argv: ['sh', '-c', script, 'sh', checkpointPath],
     describe: `List files of ${checkpointPath}`,
     parse(result) {
       if (result.code !== 0) {
@@ -35,11 +41,24 @@ export function statCheckpointCommand(checkpointPath: string): RemoteCommand<Rem
   };
 }
 
-/** Parse `size \t mtime \t relative \0` records (the relative path may itself hold tabs and newlines). */
+/**
+ * Parse the records of statCheckpointCommand (relative paths and link texts may hold tabs and newlines). Records
+ * without the `F` mark (`size \t mtime \t relative`) are read as files too.
+ */
 export function parseStatRecords(stdout: Buffer): RemoteFileStat[] {
   const out: RemoteFileStat[] = [];
-  for (const rec of stdout.toString('utf8').split('\0')) {
+  const links = new Map<string, string>();
+  const fields = stdout.toString('utf8').split('\0');
+  for (let i = 0; i < fields.length; i++) {
+    let rec = fields[i];
     if (rec === '') continue;
+    if (rec.startsWith('L')) {
+      const text = fields[++i];
+      if (text === undefined || text === '') throw new RemoteRunsError('protocol', `Unexpected link record from find: ${JSON.stringify(rec.slice(0, 80))}`);
+      links.set(rec.slice(1), text);
+      continue;
+    }
+    if (rec.startsWith('F')) rec = rec.slice(1);
     const t1 = rec.indexOf('\t');
     const t2 = rec.indexOf('\t', t1 + 1);
     if (t1 < 0 || t2 < 0) throw new RemoteRunsError('protocol', `Unexpected file record from find: ${JSON.stringify(rec.slice(0, 80))}`);
@@ -47,6 +66,10 @@ export function parseStatRecords(stdout: Buffer): RemoteFileStat[] {
     const mtime = Math.round(Number(rec.slice(t1 + 1, t2)) * 1e6) / 1e3;
     if (!Number.isSafeInteger(bytes) || !Number.isFinite(mtime)) throw new RemoteRunsError('protocol', `Unexpected file record from find: ${JSON.stringify(rec.slice(0, 80))}`);
     out.push({ relative: rec.slice(t2 + 1), bytes, mtime });
+  }
+  for (const f of out) {
+    const text = links.get(f.relative);
+    if (text !== undefined && f.relative !== '') f.link = text;
   }
   return out;
 }

@@ -37,6 +37,8 @@ export interface PlanFile {
   localPath: string;
   /** Where its partial bytes and records live (the state folder at the download root). */
   paths: FilePaths;
+  /** It arrives as a symlink with this text (a link to another file of the checkpoint); `bytes` is then 0. */
+  symlink?: string;
   state: LocalState;
 }
 
@@ -130,6 +132,8 @@ export interface FileOutcome {
   outcome: 'downloaded' | 'resumed' | 'already-complete' | 'identical' | 'declined';
   /** A different local file was replaced (with consent, --force, or being our own corrupted download). */
   replaced?: boolean;
+  /** It is a symlink with this text, as on the remote side. */
+  symlink?: string;
   verified?: VerifyMode;
   sha256?: string;
   /** Bytes that were already on disk and kept. */

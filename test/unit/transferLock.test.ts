@@ -1,0 +1,99 @@
+/**
+ * One writer per download destination (src/core/transfer/lock.ts): a live holder makes a second download fail with
+ * `busy` naming it; a dead one (SIGKILLed, or its pid now another process) is taken over; two takers of one stale
+ * lock never both win; a lock taken from under its holder is noticed.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { acquireLock } from '../../src/core/transfer/lock';
+import { isRemoteRunsError } from '../../src/core/types';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-lock-'));
+let n = 0;
+const fresh = (): string => path.join(tmp, `d${n++}`, 'locks', 'run', 'step_1.lock');
+
+async function busy(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (e) {
+    assert.ok(isRemoteRunsError(e) && e.kind === 'busy', String(e));
+    return e.message;
+  }
+  assert.fail('expected busy');
+}
+
+test('a live holder: the second taker fails at once with busy naming it; after release the lock is free', async () => {
+  const file = fresh();
+  const a = await acquireLock(file, 'step_1', 'remote-runs pull');
+  const msg = await busy(acquireLock(file, 'step_1', 'a VS Code window'));
+  assert.match(msg, new RegExp(`step_1 is being downloaded by remote-runs pull \\(pid ${process.pid}, since `));
+  await a.release();
+  assert.ok(!fs.existsSync(file));
+  const b = await acquireLock(file, 'step_1', 'x');
+  assert.ok(b.owned);
+  await b.release();
+});
+
+test('a holder killed with SIGKILL is taken over; a pid now running another program too', async () => {
+  const file = fresh();
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  // A process that ran and is gone.
+  const dead = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();
+  fs.writeFileSync(file, JSON.stringify({ pid: Number(dead), host: os.hostname(), what: 'remote-runs pull', since: 'then', token: 'old' }));
+  const a = await acquireLock(file, 'step_1', 'me');
+  assert.equal(JSON.parse(fs.readFileSync(file, 'utf8')).pid, process.pid);
+  await a.release();
+  // A pid that runs, but started at another time than the holder did: not the holder.
+  const other = spawn('sleep', ['30']);
+  try {
+    fs.writeFileSync(file, JSON.stringify({ pid: other.pid, host: os.hostname(), what: 'remote-runs pull', since: 'then', token: 'old', procStart: '1' }));
+    const b = await acquireLock(file, 'step_1', 'me');
+    await b.release();
+    // The same pid with its real start time (read by a lock it took itself) is live.
+    fs.writeFileSync(file, JSON.stringify({ pid: other.pid, host: os.hostname(), what: 'remote-runs pull', since: 'then', token: 'old' }));
+    await busy(acquireLock(file, 'step_1', 'me'));
+  } finally {
+    other.kill('SIGKILL');
+  }
+});
+
+test("another machine's lock is live while it is refreshed, stale after a minute without", async () => {
+  const file = fresh();
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, JSON.stringify({ pid: 1, host: 'elsewhere', what: 'remote-runs pull', since: 'then', token: 'x' }));
+  assert.match(await busy(acquireLock(file, 'step_1', 'me')), /pid 1 on elsewhere/);
+  const old = new Date(Date.now() - 120_000);
+  fs.utimesSync(file, old, old);
+  const a = await acquireLock(file, 'step_1', 'me');
+  await a.release();
+});
+
+test('many takers of one stale lock at once: exactly one wins', async () => {
+  for (let round = 0; round < 20; round++) {
+    const file = fresh();
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    fs.writeFileSync(file, JSON.stringify({ pid: 999_999_999, host: os.hostname(), what: 'x', since: 'then', token: 'stale' }));
+    const results = await Promise.allSettled(Array.from({ length: 6 }, () => acquireLock(file, 'step_1', 'me')));
+    const won = results.filter((r) => r.status === 'fulfilled');
+    assert.equal(won.length, 1, `round ${round}: ${results.map((r) => r.status).join(' ')}`);
+    for (const r of results) if (r.status === 'rejected') assert.ok(isRemoteRunsError(r.reason) && r.reason.kind === 'busy', String(r.reason));
+    await (won[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof acquireLock>>>).value.release();
+  }
+});
+
+test('a lock taken from under its holder is noticed by the holder', async () => {
+  const file = fresh();
+  const a = await acquireLock(file, 'step_1', 'me');
+  let lost = false;
+  a.onLost(() => (lost = true));
+  fs.writeFileSync(file, JSON.stringify({ pid: process.pid, host: os.hostname(), what: 'another', since: 'now', token: 'someone-else' }));
+  const until = Date.now() + 20_000;
+  while (!lost && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+  assert.ok(lost && !a.owned, 'the holder saw its lock go');
+  await a.release();
+  assert.ok(fs.existsSync(file), "releasing never removes another holder's lock");
+});
