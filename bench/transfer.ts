@@ -6,7 +6,11 @@
  * throughput ratios to scp; the CPU each side spent per GiB; then the bytes fetched again after the connection is
  * killed at 50%.
  *
- *   node --import tsx bench/transfer.ts [--size-mb 1024] [--rounds 3] [--lanes 4] [--native] [--only a,b,…]
+ *   node --import tsx bench/transfer.ts [--size-mb 1024] [--rounds 3] [--lanes 4] [--rtt-ms 0] [--native] [--only a,b,…]
+ *
+ * With `--rtt-ms N` every connection (scp's, ssh's and ours) goes through a user-space TCP proxy that delays both
+ * directions by N/2 ms, with a bounded buffer (test/harness/tcpProxy.ts): a link across buildings or continents,
+ * where one SSH channel's window, not the bandwidth, sets the speed. The kernel here has no netem.
  *
  * By default ssh2's native crypto binding is disabled, because the bundled extension ships without it
  * (esbuild.mjs marks it external); `--native` measures with it. The worker threads run a fresh esbuild bundle of
@@ -142,10 +146,14 @@ async function main(): Promise<void> {
   const size = arg('--size-mb', 1024) * MiB;
   const rounds = arg('--rounds', 3);
   const lanes = arg('--lanes', 4);
+  const rttMs = arg('--rtt-ms', 0);
   const onlyAt = process.argv.indexOf('--only');
   const only = onlyAt > 0 ? new Set(process.argv[onlyAt + 1].split(',')) : undefined;
   const loadStart = os.loadavg();
   const host = await startTestHost();
+  // 64 MiB in flight each way: far more than any window here, so the delay, not the proxy, bounds a channel.
+  const link = rttMs > 0 ? await host.throughProxy({ delayMs: rttMs / 2, maxBufferedBytes: 64 * MiB }) : undefined;
+  const port = link ? link.proxy.port : host.sshd.port;
   const local = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-bench-dl-'));
   try {
     // The worker threads run what the extension ships: a bundle, with ssh2's native binding external.
@@ -175,7 +183,7 @@ async function main(): Promise<void> {
     fs.chmodSync(ctDir, 0o755);
     execFileSync('cat', [bare], { stdio: ['ignore', 'ignore', 'inherit'] }); // into the page cache
 
-    const hostConfig = host.hostConfig();
+    const hostConfig = link ? link.hostConfig() : host.hostConfig();
     const dir = new HostDirectory({ hosts: () => [hostConfig], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
     const resolved = dir.resolve(hostConfig);
     const out = path.join(local, 'out.bin');
@@ -189,12 +197,12 @@ async function main(): Promise<void> {
         child.once('error', reject);
         child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited with ${code}`))));
       });
-    const scp = (): Promise<void> => run('scp', ['-q', ...sshOpts, '-P', String(host.sshd.port), `${host.sshd.user}@127.0.0.1:${bare}`, out], 'ignore');
+    const scp = (): Promise<void> => run('scp', ['-q', ...sshOpts, '-P', String(port), `${host.sshd.user}@127.0.0.1:${bare}`, out], 'ignore');
     /** OpenSSH's plainest stream: one channel, `cat` on the far side, the bytes to a file. */
     const sshCat = (remote: string[]) => async (): Promise<void> => {
       const fd = fs.openSync(out, 'w');
       try {
-        await run('ssh', [...sshOpts, '-p', String(host.sshd.port), `${host.sshd.user}@127.0.0.1`, ...remote], fd);
+        await run('ssh', [...sshOpts, '-p', String(port), `${host.sshd.user}@127.0.0.1`, ...remote], fd);
       } finally {
         fs.closeSync(fd);
       }
@@ -208,6 +216,7 @@ async function main(): Promise<void> {
       threads: boolean,
       interruptAt?: number,
       client: 'openssh' | 'ssh2' = 'ssh2',
+      verify: 'sha256' | 'size' = 'sha256',
     ): Promise<{ fetched: number; lanes: number; client: string }> => {
       const pool = new ConnectionPool({
         prompter: new ScriptedPrompter(),
@@ -222,6 +231,7 @@ async function main(): Promise<void> {
         let fired = false;
         const res = await download(plan, {
           client,
+          verify,
           transport,
           concurrency,
           threads,
@@ -233,7 +243,8 @@ async function main(): Promise<void> {
           },
         });
         fs.renameSync(res.files[0].localPath, out);
-        for (const f of fs.readdirSync(path.join(local, 'bench'))) fs.rmSync(path.join(local, 'bench', f));
+        fs.rmSync(path.join(local, 'bench'), { recursive: true, force: true });
+        fs.rmSync(path.join(local, '.remote-runs'), { recursive: true, force: true });
         if (res.client !== client) throw new Error(`asked for ${client}, the download used ${res.client}: ${res.clientNote ?? ''}`);
         return { fetched: res.bytesFetched, lanes: res.lanes, client: res.client };
       } finally {
@@ -246,13 +257,15 @@ async function main(): Promise<void> {
     const all: { key: string; name: string; run: () => Promise<unknown> }[] = [
       { key: 'scp', name: `scp -c ${gcm}`, run: scp },
       { key: 'sshcat', name: 'ssh -c aes128-gcm … cat', run: sshCat(['cat', bare]) },
-      { key: 'os', name: 'core host, OpenSSH (the default)', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh') },
+      { key: 'os', name: 'core host, OpenSSH, SHA-256 (default)', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh') },
+      { key: 'os1', name: 'core host, OpenSSH, 1 stream', run: () => core(HOST, 'exec', 1, false, undefined, 'openssh') },
+      { key: 'ossize', name: 'core host, OpenSSH, size only', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'size') },
       { key: 'sftp1', name: 'core host, sftp x1 (shared conn)', run: () => core(HOST, 'sftp', 1, true) },
       { key: 'sftpN', name: `core host, sftp x${lanes} threads`, run: () => core(HOST, 'sftp', lanes, true) },
       { key: 'sftpNmain', name: `core host, sftp x${lanes} one thread`, run: () => core(HOST, 'sftp', lanes, false) },
       { key: 'execN', name: `core host, exec x${lanes} threads`, run: () => core(HOST, 'exec', lanes, true) },
       { key: 'pctcat', name: 'ssh … pct exec 200 -- cat', run: sshCat(['pct', 'exec', '200', '--', 'cat', '/workspace/bench/big.bin']) },
-      { key: 'ospct', name: 'core pct:200, OpenSSH (the default)', run: () => core(PCT, 'exec', lanes, false, undefined, 'openssh') },
+      { key: 'ospct', name: 'core pct:200, OpenSSH, SHA-256 (default)', run: () => core(PCT, 'exec', lanes, false, undefined, 'openssh') },
       { key: 'pct1', name: 'core pct:200, exec x1 (shared conn)', run: () => core(PCT, 'exec', 1, true) },
       { key: 'pctN', name: `core pct:200, exec x${lanes} threads`, run: () => core(PCT, 'exec', lanes, true) },
     ];
@@ -293,7 +306,7 @@ async function main(): Promise<void> {
     const base = med('scp', (x) => x.s);
     const gib = size / GiB;
     console.log(
-      `\nPull of ${size / MiB} MiB, median of ${rounds} interleaved rounds; ssh2 native crypto binding: ${binding ? 'on' : 'off'}; ` +
+      `\nPull of ${size / MiB} MiB${rttMs > 0 ? ` through a ${rttMs} ms round-trip link` : ' over loopback'}, median of ${rounds} interleaved rounds; ssh2 native crypto binding: ${binding ? 'on' : 'off'}; ` +
         `${os.cpus().length} CPUs; load average ${loadStart.map((l) => l.toFixed(1)).join(' ')} at start, ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} at end`,
     );
     console.log('CPU s/GiB: "ours" is this process with its worker threads, "server" sshd and what it ran, "openssh" the local scp/ssh processes.');
@@ -327,7 +340,39 @@ async function main(): Promise<void> {
           `refetched ${fetched - size} bytes (${(((fetched - size) / size) * 100).toFixed(3)}%)`,
       );
     }
-    console.log(JSON.stringify({ bench: 'transfer', sizeBytes: size, rounds, lanes, binding, cpus: os.cpus().length, loadStart, loadEnd: os.loadavg(), methods: json, refetch }));
+    // A hard kill: the built CLI pulls, is killed with SIGKILL at 50%, and pulls again. What was on disk but not yet in
+    // the record is fetched twice: the figure the record's cadence (every second and 64 MiB) bounds.
+    let hardKill: { onDisk: number; recorded: number; refetched: number } | undefined;
+    if (!only || only.has('hardkill')) {
+      const cli = path.join(__dirname, '..', 'dist', 'cli.js');
+      if (!fs.existsSync(cli)) execFileSync(process.execPath, ['esbuild.mjs'], { cwd: path.join(__dirname, '..'), stdio: 'ignore' });
+      const runDir = path.join(host.dir, 'benchruns', 'benchrun', 'checkpoints', 'step_1');
+      fs.mkdirSync(runDir, { recursive: true });
+      fs.linkSync(bare, path.join(runDir, 'big.bin'));
+      execFileSync('chmod', ['-R', 'a+rX', path.join(host.dir, 'benchruns')]);
+      const cfg = path.join(local, 'cli-config.json');
+      fs.writeFileSync(cfg, JSON.stringify({ hosts: [{ ...hostConfig, name: 'bench', runRoots: [path.join(host.dir, 'benchruns')], targets: ['host'] }] }));
+      const to = path.join(local, 'hardkill');
+      const args = [cli, 'pull', 'bench/host/benchrun/latest', '--to', to, '--client', 'openssh', '--config', cfg, '--known-hosts', host.knownHostsFile];
+      const env = { PATH: process.env.PATH, HOME: host.clientHome };
+      const part = path.join(to, '.remote-runs', 'partial', 'benchrun', 'step_1', 'big.bin.part');
+      const child = spawn(process.execPath, args, { env, stdio: 'ignore' });
+      const exited = new Promise((r) => child.once('exit', r));
+      const sizeOf = (): number => (fs.existsSync(part) ? fs.statSync(part).size : 0);
+      while (sizeOf() < size / 2 && child.exitCode === null) await new Promise((r) => setTimeout(r, 5));
+      const onDisk = sizeOf();
+      child.kill('SIGKILL');
+      await exited;
+      const rec = JSON.parse(fs.readFileSync(`${part}.json`, 'utf8')) as { done: [number, number][] };
+      const recorded = rec.done.reduce((n, [a, b]) => n + (b - a), 0);
+      execFileSync(process.execPath, args, { env, stdio: 'ignore' });
+      if (execFileSync('sha256sum', [path.join(to, 'benchrun', 'step_1', 'big.bin')], { encoding: 'utf8' }).slice(0, 64) !== expected) throw new Error('hard kill: wrong bytes');
+      hardKill = { onDisk, recorded, refetched: Math.max(0, onDisk - recorded) };
+      console.log(
+        `Pull killed with SIGKILL at 50% (CLI, OpenSSH): ${onDisk} bytes on disk, ${recorded} recorded; the next pull fetched ${((onDisk - recorded) / MiB).toFixed(1)} MiB again and ended byte-equal`,
+      );
+    }
+    console.log(JSON.stringify({ bench: 'transfer', sizeBytes: size, rounds, lanes, rttMs, binding, cpus: os.cpus().length, loadStart, loadEnd: os.loadavg(), methods: json, refetch, hardKill }));
   } finally {
     delete process.env.REMOTE_RUNS_TRANSFER_WORKER;
     await host.stop();

@@ -4,7 +4,7 @@
  * bytes moved by the system's OpenSSH client (one extra login for the whole download).
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -65,8 +65,9 @@ test('right-click a checkpoint → Download: progress shows and the file lands u
     await session.waitForNotification(/Downloading dl-run\/step_300/, 30_000);
     const file = path.join(downloads, 'dlbox', 'dl-run', 'step_300', 'checkpoint.pt');
     await waitForFile(file, CKPT_BYTES);
-    await session.waitForNotification(/downloaded dl-run\/step_300/, 60_000);
+    await session.waitForNotification(/downloaded dl-run\/step_300 .*verified by SHA-256 on both sides/, 60_000);
     assert.ok(!existsSync(`${file}.part`));
+    assert.deepEqual(readdirSync(path.dirname(file)), ['checkpoint.pt'], 'the checkpoint folder holds what the remote has');
     // OpenSSH's one login (its master) carried the bytes; the built-in client would have opened one per extra lane.
     assert.equal(host.sshd.acceptedLogins() - logins, 1, 'one OpenSSH login for the download');
   });
@@ -93,7 +94,7 @@ test('downloading the same checkpoint again says it is already there instead of 
   await withArtifactsOnFailure(session, 'download-again', async () => {
     const logins = host.sshd.acceptedLogins();
     await contextMenu('step_300', /^Download Checkpoint…$/);
-    await session.waitForNotification(/step_300 is already there \(verified by size\)/, 30_000);
+    await session.waitForNotification(/step_300 is already there \(verified by SHA-256\)/, 30_000);
     assert.equal(host.sshd.acceptedLogins(), logins, 'no new connection for a check');
   });
 });

@@ -287,6 +287,37 @@ describe('resume', () => {
     assert.equal(sha(replan.files[0].localPath), createHash('sha256').update(data).digest('hex'));
   });
 
+  test('bytes that keep differing on this disk: fetched again once, then verify-failed naming both hashes; nothing renamed', async () => {
+    // SFTP ranges are proven at the end, by hashing the .part on disk and the same range on the remote side. A byte
+    // flipped in the .part each time the check is about to run stands for a disk (or something else) that changes
+    // what was written: the first mismatch fetches that range again, the second one fails.
+    const file = path.posix.join(remoteBase(HOST), 'rot', 'model.pt');
+    const data = randomBytes(6 * MiB);
+    writeRemote(HOST, file, data);
+    const src = source(HOST);
+    const plan = await planDownload(src, checkpoint(HOST, file, false), { root: local, run: 'rot' });
+    let flips = 0;
+    const err = await rejectsWith(
+      download(plan, {
+        client: 'ssh2',
+        transport: 'sftp',
+        onProgress: (p) => {
+          if (p.phase !== 'verify') return;
+          const fd = fs.openSync(plan.files[0].paths.part, 'r+');
+          fs.writeSync(fd, Buffer.from([data[3 * MiB] ^ 0x10]), 0, 1, 3 * MiB);
+          fs.closeSync(fd);
+          flips++;
+        },
+      }),
+      'verify-failed',
+    );
+    assert.equal(flips, 2, 'checked twice: once, and after fetching again');
+    const remote = createHash('sha256').update(data).digest('hex');
+    assert.match(err.message, new RegExp(`remote ${remote}, local [0-9a-f]{64}`));
+    assert.ok(!fs.existsSync(plan.files[0].localPath), 'nothing that looks complete');
+    assert.ok(fs.existsSync(plan.files[0].paths.part), 'the .part is kept');
+  });
+
   test('a remote file that changed between attempts is detected and fetched again from zero', async () => {
     const file = path.posix.join(remoteBase(DOCKER), 'changes', 'model_step_5.pt');
     writeRemote(DOCKER, file, randomBytes(48 * MiB));

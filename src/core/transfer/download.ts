@@ -78,6 +78,8 @@ const THREADS_MIN_BYTES = 64 << 20;
  * 0.66x, every thread's decryption competing with sshd and the others for the same two cores.
  */
 const THREADS_MIN_CORES = 4;
+/** The smallest range an OpenSSH stream is given (each costs a process on both sides, and a whole-file hash). */
+const OPENSSH_MIN_PIECE = 64 << 20;
 /** A remote file that keeps changing under us is reported instead of fetched forever. */
 const MAX_CHANGED_RESTARTS = 2;
 /** A file whose hashes disagree is fetched again this many times, then the download fails. */
@@ -101,7 +103,7 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
     inner.abort();
   });
   try {
-    return await downloadLocked(plan, options, inner.signal, lock);
+    return await downloadLocked(plan, options, inner.signal);
   } catch (e) {
     throw lost ?? e;
   } finally {
@@ -110,7 +112,7 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
   }
 }
 
-async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, signal: AbortSignal, _lock: DownloadLock): Promise<DownloadResult> {
+async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, signal: AbortSignal): Promise<DownloadResult> {
   const { source } = plan;
   const transport: TransportKind = options.transport ?? (source.target.kind === 'host' ? 'sftp' : 'exec');
   const verify: VerifyMode = options.verify ?? 'sha256';
@@ -516,9 +518,11 @@ async function runAttempt(
   const recordTimer = setInterval(() => void Promise.all(works.map(saveRecord)), RECORD_INTERVAL_MS);
   try {
     const remaining = works.reduce((n, w) => n + (w.bytes - w.done.total), 0);
-    // OpenSSH: one stream per file, files side by side on the one connection.
+    // OpenSSH: streams side by side on the one master connection, a big file cut into ranges of at least
+    // OPENSSH_MIN_PIECE. One channel carries at most its window per round trip (2 MiB for OpenSSH's sessions: ~40 MB/s
+    // at 50 ms), so over a long link the streams add up; over loopback they share the master's one decrypting process.
     const wanted = openssh
-      ? Math.max(1, Math.min(options.concurrency ?? 4, works.length))
+      ? Math.max(1, Math.min(options.concurrency ?? 4, Math.max(works.length, Math.ceil(remaining / OPENSSH_MIN_PIECE))))
       : Math.max(1, Math.min(options.concurrency ?? 4, Math.ceil(remaining / (8 << 20)) || 1));
     // Siblings reuse the pool's secrets and never prompt; a host that would need a prompt gets fewer lanes. Each
     // runs in a worker thread of its own (decrypting and writing off this thread, on another core), or here when
@@ -544,7 +548,7 @@ async function runAttempt(
       const missing = w.done.missing(w.bytes);
       const left = missing.reduce((n, [s, e]) => n + (e - s), 0);
       // Big pieces for exec (each costs a process through the container prefix), enough to keep every lane busy.
-      const piece = openssh ? Number.MAX_SAFE_INTEGER : (options.segmentBytes ?? Math.max(8 << 20, Math.ceil(left / (wanted * 2))));
+      const piece = options.segmentBytes ?? (openssh ? Math.max(OPENSSH_MIN_PIECE, Math.ceil(left / wanted)) : Math.max(8 << 20, Math.ceil(left / (wanted * 2))));
       for (const range of splitRanges(missing, piece)) queue.push({ w, range });
       if (w.bytes === 0) queue.push({ w, range: [0, 0] });
     }

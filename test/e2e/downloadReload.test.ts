@@ -1,0 +1,105 @@
+/**
+ * A download in a real VS Code when its window reloads (the extension host goes away mid-transfer, as in a crash):
+ * every `ssh` of that download ends, the partial file stays out of the checkpoint folder, and the next download
+ * resumes from it to the remote's bytes. Through a 16 MiB/s link of the test's own, so the reload lands mid-transfer.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { expandTreeRow, treeContextMenu } from './treeRows';
+import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { startTestHost, type ProxiedHost, type TestHost } from '../harness/testHost';
+
+const MiB = 1024 * 1024;
+const BYTES = 96 * MiB;
+let host: TestHost;
+let slow: ProxiedHost;
+let session: VSCodeSession;
+let workspace: string;
+let downloads: string;
+let data: Buffer;
+
+before(async () => {
+  host = await startTestHost();
+  slow = await host.throughProxy({ rateBytesPerSec: 16 * MiB });
+  const root = path.join(host.dir, 'slowruns');
+  data = randomBytes(BYTES);
+  mkdirSync(path.join(root, 'reload-run', 'checkpoints', 'step_1'), { recursive: true });
+  writeFileSync(path.join(root, 'reload-run', 'checkpoints', 'step_1', 'model.bin'), data);
+  execFileSync('chmod', ['-R', 'a+rX', root]);
+  workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-ws-'));
+  downloads = mkdtempSync(path.join(tmpdir(), 'rr-e2e-dl-'));
+  session = await startVSCode({
+    workspaceFolder: workspace,
+    settings: {
+      'remoteRuns.hosts': [slow.hostConfig('slowbox', { targets: ['host'], runRoots: [root] })],
+      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
+      'remoteRuns.useSshConfigHosts': false,
+      'remoteRuns.refreshIntervalSeconds': 0,
+      'remoteRuns.downloadDirectory': downloads,
+    },
+  });
+});
+
+after(async () => {
+  await session?.close();
+  await host?.stop();
+  for (const d of [workspace, downloads]) if (d) rmSync(d, { recursive: true, force: true });
+});
+
+/** Our `ssh` processes (a download's master and streams name their hosts rr-hopN), from /proc; zombies excluded. */
+function ourSsh(): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue;
+      if (path.basename(argv[0]) === 'ssh' && argv.some((a) => /^rr-hop\d+$/.test(a))) out.push(Number(name));
+    } catch {
+      // gone while we looked
+    }
+  }
+  return out;
+}
+
+async function openCheckpoint(): Promise<void> {
+  await session.openViewContainer('Remote Runs');
+  await expandTreeRow(session, 'slowbox');
+  await expandTreeRow(session, 'host');
+  await expandTreeRow(session, 'reload-run');
+}
+
+test('the window reloads while a download runs: no ssh is left behind, and the next download resumes to the same bytes', async () => {
+  await withArtifactsOnFailure(session, 'download-reload', async () => {
+    await openCheckpoint();
+    const before = ourSsh();
+    await treeContextMenu(session, 'step_1', /^Download Checkpoint…$/);
+    const part = path.join(downloads, 'slowbox', '.remote-runs', 'partial', 'reload-run', 'step_1', 'model.bin.part');
+    const size = (): number => (existsSync(part) ? statSync(part).size : 0);
+    const deadline = Date.now() + 120_000;
+    while (size() < 16 * MiB && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    assert.ok(size() >= 16 * MiB && size() < BYTES, `the download is in flight (${size()} bytes)`);
+    const running = ourSsh().filter((p) => !before.includes(p));
+    assert.ok(running.length >= 2, `the download runs through OpenSSH (its master and a stream): ${running.join(' ')}`);
+
+    await session.reloadWindow();
+    const gone = Date.now() + 60_000;
+    while (running.some((p) => ourSsh().includes(p)) && Date.now() < gone) await new Promise((r) => setTimeout(r, 200));
+    assert.deepEqual(running.filter((p) => ourSsh().includes(p)), [], 'no ssh of the reloaded window is left');
+    const local = path.join(downloads, 'slowbox', 'reload-run', 'step_1', 'model.bin');
+    assert.ok(size() > 0 && !existsSync(local), 'the partial file is kept; no complete-looking file');
+
+    await openCheckpoint();
+    await treeContextMenu(session, 'step_1', /^Download Checkpoint…$/);
+    // The resumed part is what was on disk at the reload, less at most what came after its last record.
+    await session.waitForNotification(/downloaded reload-run\/step_1 \(101 MB, [\d.]+ MB resumed, verified by SHA-256 on both sides\)/, 180_000);
+    assert.equal(createHash('sha256').update(readFileSync(local)).digest('hex'), createHash('sha256').update(data).digest('hex'));
+    assert.deepEqual(readdirSync(path.dirname(local)), ['model.bin'], 'the checkpoint folder holds what the remote has');
+  });
+});
