@@ -358,14 +358,18 @@ async function main(): Promise<void> {
       const part = path.join(to, '.remote-runs', 'partial', 'benchrun', 'step_1', 'big.bin.part');
       const child = spawn(process.execPath, args, { env, stdio: 'ignore' });
       const exited = new Promise((r) => child.once('exit', r));
-      const sizeOf = (): number => (fs.existsSync(part) ? fs.statSync(part).size : 0);
+      // Bytes written, not the file's size: ranges are written side by side, so the size jumps ahead.
+      const sizeOf = (): number => (fs.existsSync(part) ? fs.statSync(part).blocks * 512 : 0);
       while (sizeOf() < size / 2 && child.exitCode === null) await new Promise((r) => setTimeout(r, 5));
       const onDisk = sizeOf();
       child.kill('SIGKILL');
       await exited;
       const rec = JSON.parse(fs.readFileSync(`${part}.json`, 'utf8')) as { done: [number, number][] };
       const recorded = rec.done.reduce((n, [a, b]) => n + (b - a), 0);
-      execFileSync(process.execPath, args, { env, stdio: 'ignore' });
+      // Not execFileSync: the delaying proxy runs in this process and must keep running.
+      const again = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'inherit'] });
+      const code = await new Promise((r) => again.once('exit', r));
+      if (code !== 0) throw new Error(`hard kill: the pull after the kill exited with ${String(code)}`);
       if (execFileSync('sha256sum', [path.join(to, 'benchrun', 'step_1', 'big.bin')], { encoding: 'utf8' }).slice(0, 64) !== expected) throw new Error('hard kill: wrong bytes');
       hardKill = { onDisk, recorded, refetched: Math.max(0, onDisk - recorded) };
       console.log(

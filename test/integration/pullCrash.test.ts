@@ -107,9 +107,10 @@ function recordedBytes(recordFile: string): number {
   }
 }
 
+/** Bytes written to a file (its allocated blocks: ranges are written side by side, so its size runs ahead). */
 function sizeOf(file: string): number {
   try {
-    return fs.statSync(file).size;
+    return fs.statSync(file).blocks * 512;
   } catch {
     return 0;
   }

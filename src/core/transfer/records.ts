@@ -3,8 +3,8 @@
  * parent of the run folders), so a checkpoint folder holds exactly the files the remote has.
  *
  * - `partial/<run>/<checkpoint>/<file>.part`: the bytes of a file not yet complete; renamed into place when verified.
- * - `partial/…/<file>.part.json`: which remote file (path, size, mtime) those bytes came from, which ranges are on
- *   disk (advanced only after the bytes are flushed), and which of them are proven equal to the remote by a hash.
+ * - `partial/…/<file>.part.json`: which remote file (path, size, mtime) those bytes came from, which ranges are
+ *   written, and which of them were proven equal to the remote by a hash (informational: a resume proves them again).
  * - `done/<run>/<checkpoint>/<file>.json`: what a finished file was fetched from and how it was verified, so a second
  *   download can say "already there" without fetching, and a file the user changed is never taken as ours.
  * - `locks/<run>/<checkpoint>.lock`: the one process writing that checkpoint (lock.ts).
@@ -32,7 +32,7 @@ export interface PartRecord {
   remotePath: string;
   remoteBytes: number;
   remoteMtime: number;
-  /** Ranges on disk (flushed before they are recorded). */
+  /** Ranges written (a resume hashes them again on both sides). */
   done: ByteRange[];
   /** Ranges of `done` proven equal to the remote. */
   checked: CheckedRange[];
