@@ -38,3 +38,14 @@ test('results.jsonl round-trips and skips foreign lines', () => {
   assert.deepEqual(parseResultsFile(formatResultsFile(results) + 'garbage\n{"x": "y"}\n'), results);
   assert.deepEqual(parseResultsFile(''), []);
 });
+
+test('metric names that are Object.prototype names are metrics like any other (__proto__, constructor)', async () => {
+  const { latestValues } = await import('../../src/core/eval/table');
+  const json = parseResultLine('{"__proto__": 1.5, "constructor": 2, "toString": 3}')!;
+  assert.deepEqual(Object.entries(json), [['__proto__', 1.5], ['constructor', 2], ['toString', 3]]);
+  assert.equal(Object.getPrototypeOf(json), Object.prototype, 'the prototype is untouched');
+  const byPattern = parseResultLine('score 7', compileResultPattern('score (?<__proto__>\\d+)'))!;
+  assert.deepEqual(Object.entries(byPattern), [['__proto__', 7]]);
+  const latest = latestValues([json, JSON.parse('{"__proto__": 4}') as EvalResult]);
+  assert.deepEqual(Object.entries(latest), [['__proto__', 4], ['constructor', 2], ['toString', 3]]);
+});

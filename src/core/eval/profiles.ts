@@ -8,6 +8,7 @@ import { parseAddress } from '../address';
 import { checkTemplate } from './template';
 import { compileResultPattern } from './results';
 import type { EvalProfile, EvalWhere } from './types';
+import { put } from '../util/dict';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const WHERE_PATTERN = '^(target|local|[^/\\s]+/(host|pct:\\d+|docker:.+))$';
@@ -155,7 +156,7 @@ function parseProfile(entry: unknown): { profile: EvalProfile; unknown: string[]
       if (!ENV_NAME.test(k)) throw new FieldError(`env.${k}`, 'is not a valid environment variable name (letters, digits, _; not starting with a digit)');
       if (typeof v !== 'string') throw new FieldError(`env.${k}`, `must be a string, got ${describe(v)}`);
       checkTemplate(v, `env.${k}`, false);
-      profile.env[k] = v;
+      put(profile.env, k, v);
     }
   }
   if (e.resultPattern !== undefined) {

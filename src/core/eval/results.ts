@@ -6,6 +6,7 @@
  */
 import { RemoteRunsError } from '../types';
 import type { EvalResult } from './types';
+import { put } from '../util/dict';
 
 /** Compile a profile's resultPattern, or throw bad-config saying why it cannot be used. */
 export function compileResultPattern(pattern: string, field = 'resultPattern'): RegExp {
@@ -39,7 +40,7 @@ export function parseJsonResult(line: string): EvalResult | undefined {
   const result: EvalResult = {};
   for (const [k, v] of entries) {
     if (typeof v !== 'number' || !Number.isFinite(v)) return undefined;
-    result[k] = v;
+    put(result, k, v);
   }
   return result;
 }
@@ -56,7 +57,7 @@ export function parsePatternResult(line: string, pattern: RegExp): EvalResult | 
     if (t === '') continue;
     const n = Number(t);
     if (!Number.isFinite(n)) continue;
-    result[k] = n;
+    put(result, k, n);
     any = true;
   }
   return any ? result : undefined;

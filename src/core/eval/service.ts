@@ -25,6 +25,7 @@ import { toEvalRecords, type StopReport } from './records';
 import { followEval, type FollowEnd, type FollowOptions } from './follow';
 import { LocalExecutor } from './localExecutor';
 import type { EvalMeta, EvalPlace, EvalProfile, EvalRecord, EvalResult, EvalRunRef, EvalSubject, TemplateValues } from './types';
+import { put } from '../util/dict';
 
 const HOST: TargetRef = { kind: 'host', id: '' };
 
@@ -111,7 +112,7 @@ export class EvalService {
     const command = renderCommand(profile.command, values);
     const cwd = profile.cwd !== undefined ? renderLiteral(profile.cwd, values, 'cwd') : profile.where.kind === 'target' ? subject.run.path : '~';
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(profile.env ?? {})) env[k] = renderLiteral(v, values, `env.${k}`);
+    for (const [k, v] of Object.entries(profile.env ?? {})) put(env, k, renderLiteral(v, values, `env.${k}`));
     const sbatch = (profile.sbatch ?? []).map((o, i) => renderLiteral(o, values, `sbatch[${i}]`));
     if (profile.resultPattern) compileResultPattern(profile.resultPattern);
 

@@ -4,11 +4,12 @@
  * all use these.
  */
 import type { EvalRecord, EvalResult, EvalState } from './types';
+import { put } from '../util/dict';
 
 /** What an eval measured: the last value of each metric over its result lines (a later line wins). */
 export function latestValues(results: readonly EvalResult[]): EvalResult {
   const out: EvalResult = {};
-  for (const r of results) for (const [k, v] of Object.entries(r)) out[k] = v;
+  for (const r of results) for (const [k, v] of Object.entries(r)) put(out, k, v);
   return out;
 }
 

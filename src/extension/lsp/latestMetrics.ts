@@ -6,6 +6,7 @@ import type { RemoteCommand } from '../../core/remote';
 import { commandFailed } from '../../core/remote';
 import { parseJsonLine } from '../../core/metrics/jsonl';
 import { TIME_KEYS, X_KEYS } from '../../core/metrics/fields';
+import { put } from '../../core/util/dict';
 
 /** Bytes read from the end of the log: a few lines of a typical training log. */
 export const TAIL_BYTES = 16 * 1024;
@@ -42,7 +43,7 @@ export function lastValues(text: string, cut: boolean): LatestValues {
     for (const [k, v] of Object.entries(parsed as Record<string, unknown>)) {
       if (typeof v !== 'number' || !Number.isFinite(v)) continue;
       if (X_KEYS.includes(k)) step ??= v;
-      else if (!TIME_KEYS.includes(k)) values[k] = v;
+      else if (!TIME_KEYS.includes(k)) put(values, k, v);
     }
     return { ...(step !== undefined ? { step } : {}), values };
   }

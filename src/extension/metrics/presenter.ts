@@ -24,6 +24,7 @@ import type {
 } from '../../shared/metricsProtocol';
 import { runKeyOf, whereOf } from './runRef';
 import { SeriesTracker } from './seriesTracker';
+import { put } from '../../core/util/dict';
 
 /** What the presenter reads from a run's live feed (RunFeed implements it). */
 export interface FeedView {
@@ -261,7 +262,7 @@ export class MetricsPresenter {
   private header(run: PresenterRun): RunHeader {
     const latest: Record<string, number> = {};
     const all = run.feed.series();
-    for (const [key, s] of all) if (s.length) latest[key] = s.y[s.length - 1];
+    for (const [key, s] of all) if (s.length) put(latest, key, s.y[s.length - 1]);
     return {
       runKey: run.key,
       label: run.ref.runName,
