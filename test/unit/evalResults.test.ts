@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { compileResultPattern, formatResultsFile, parseResultLine, parseResults, parseResultsFile } from '../../src/core/eval/results';
 import { RemoteRunsError } from '../../src/core/types';
 import type { EvalResult } from '../../src/core/eval/types';
+import { latestValues } from '../../src/core/eval/table';
 
 test('a JSON object of numbers is a result; anything else is output', () => {
   assert.deepEqual(parseResultLine('{"acceptance_length": 3.41, "tokens_per_s": 812}'), { acceptance_length: 3.41, tokens_per_s: 812 });
@@ -39,8 +40,7 @@ test('results.jsonl round-trips and skips foreign lines', () => {
   assert.deepEqual(parseResultsFile(''), []);
 });
 
-test('metric names that are Object.prototype names are metrics like any other (__proto__, constructor)', async () => {
-  const { latestValues } = await import('../../src/core/eval/table');
+test('metric names that are Object.prototype names are metrics like any other (__proto__, constructor)', () => {
   const json = parseResultLine('{"__proto__": 1.5, "constructor": 2, "toString": 3}')!;
   assert.deepEqual(Object.entries(json), [['__proto__', 1.5], ['constructor', 2], ['toString', 3]]);
   assert.equal(Object.getPrototypeOf(json), Object.prototype, 'the prototype is untouched');
