@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, treeContextMenu } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { isRunning, recordedBytes } from '../harness/faults';
 import { startTestHost, type ProxiedHost, type TestHost } from '../harness/testHost';
 
 const MiB = 1024 * 1024;
@@ -58,8 +59,7 @@ function ourSsh(): number[] {
     if (!/^\d+$/.test(name)) continue;
     try {
       const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
-      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-      if (stat.slice(stat.lastIndexOf(')') + 2)[0] === 'Z') continue;
+      if (!isRunning(Number(name))) continue;
       if (path.basename(argv[0]) === 'ssh' && argv.some((a) => /^rr-hop\d+$/.test(a))) out.push(Number(name));
     } catch {
       // gone while we looked
@@ -84,14 +84,7 @@ test('the window reloads while a download runs: no ssh is left behind, and the n
     const size = (): number => (existsSync(part) ? statSync(part).blocks * 512 : 0);
     // Reloaded once the record holds at least 16 MiB (it advances every second and 32 MiB), so there is something
     // to resume, while most of the file is still on the way.
-    const recorded = (): number => {
-      try {
-        const rec = JSON.parse(readFileSync(`${part}.json`, 'utf8')) as { done: [number, number][] };
-        return rec.done.reduce((n, [a, b]) => n + (b - a), 0);
-      } catch {
-        return 0;
-      }
-    };
+    const recorded = (): number => recordedBytes(`${part}.json`);
     const deadline = Date.now() + 120_000;
     while (recorded() < 16 * MiB && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     assert.ok(recorded() >= 16 * MiB && size() < BYTES, `the download is in flight (${recorded()} bytes recorded, ${size()} written)`);

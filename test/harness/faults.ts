@@ -33,6 +33,26 @@ function childrenOf(pid: number): number[] {
   return out;
 }
 
+/** Whether a process still runs (a zombie waiting for its parent counts as gone). */
+export function isRunning(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Bytes a download's `.part` record (`….part.json`) says are written; 0 while there is none. */
+export function recordedBytes(recordFile: string): number {
+  try {
+    const rec = JSON.parse(fs.readFileSync(recordFile, 'utf8')) as { done: [number, number][] };
+    return rec.done.reduce((n, [s, e]) => n + (e - s), 0);
+  } catch {
+    return 0;
+  }
+}
+
 /** A process and everything under it, parents first. */
 export function processTree(pid: number): number[] {
   return [pid, ...childrenOf(pid).flatMap(processTree)];

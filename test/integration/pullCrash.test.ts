@@ -20,7 +20,7 @@ import * as path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { startTestHost, type ProxiedHost, type TestHost } from '../harness/testHost';
-import { processTree } from '../harness/faults';
+import { isRunning, processTree, recordedBytes } from '../harness/faults';
 import { eventually } from '../harness/assertKind';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -83,28 +83,9 @@ function pull(target: TargetName, run: string, to: string, extra: string[] = [],
   return { child, done };
 }
 
-/** A process that still runs (a zombie waiting for its parent counts as gone). */
-function running(pid: number): boolean {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
 function statePaths(to: string, run: string, file: string): { part: string; record: string } {
   const base = path.join(to, '.remote-runs', 'partial', run, 'step_100', file);
   return { part: `${base}.part`, record: `${base}.part.json` };
-}
-
-function recordedBytes(recordFile: string): number {
-  try {
-    const rec = JSON.parse(fs.readFileSync(recordFile, 'utf8')) as { done: [number, number][] };
-    return rec.done.reduce((n, [s, e]) => n + (e - s), 0);
-  } catch {
-    return 0;
-  }
 }
 
 /** Bytes written to a file (its allocated blocks: ranges are written side by side, so its size runs ahead). */
@@ -170,7 +151,7 @@ describe('a pull killed with SIGKILL, then pulled again', () => {
         assert.ok(crossed <= (SIZE - recorded) * 1.05 + 2 * MiB + (onDisk - recorded), `the pull after a kill fetched ${crossed} bytes with ${recorded} recorded`);
         recorded = recordedBytes(record);
         assert.ok(recorded >= onDisk - REFETCH_BOUND, `the record keeps up with the disk: ${recorded} recorded of ${onDisk} written`);
-        await eventually(() => tree.every((pid) => !running(pid)), `every process of the killed pull is gone (${tree.join(' ')})`, 30_000);
+        await eventually(() => tree.every((pid) => !isRunning(pid)), `every process of the killed pull is gone (${tree.join(' ')})`, 30_000);
         await eventually(() => host.sshd.connectionPids().length <= baseline, "the server's sessions of the killed pull close", 30_000);
         assert.ok(!fs.existsSync(path.join(to, run, 'step_100', 'model.safetensors')), 'no file that looks complete');
       }

@@ -14,8 +14,6 @@
  *   verified).
  */
 import { promises as fs, type Stats } from 'node:fs';
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runCommand } from '../remote';
@@ -666,7 +664,7 @@ async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal): Pr
   for (const [start, end] of holes) {
     const [remote, local] = await Promise.all([
       runCommand(exec, source.target, rangeSha256Command(w.file.remotePath, start, end, w.bytes), signal),
-      sha256Range(w.file.paths.part, start, end, signal),
+      sha256File(w.file.paths.part, signal, { start, end }),
     ]);
     if (remote === local) {
       w.checked.push({ start, end, sha256: local });
@@ -678,23 +676,6 @@ async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal): Pr
   }
   await saveRecord(w);
   return ok;
-}
-
-/** SHA-256 of bytes [start, end) of a local file. */
-async function sha256Range(file: string, start: number, end: number, signal: AbortSignal): Promise<string> {
-  const hash = createHash('sha256');
-  const stream = createReadStream(file, { start, end: end - 1, highWaterMark: 1 << 20 });
-  try {
-    for await (const chunk of stream) {
-      if (signal.aborted) throw cancelled();
-      hash.update(chunk as Buffer);
-    }
-  } catch (e) {
-    throw isRemoteRunsError(e) ? e : localError(e, `Cannot read ${file} to verify it`);
-  } finally {
-    stream.destroy();
-  }
-  return hash.digest('hex');
 }
 
 /** Put a fully written, verified `.part` in place and leave the record of what it is. */
