@@ -97,3 +97,55 @@ test('a lock taken from under its holder is noticed by the holder', async () => 
   await a.release();
   assert.ok(fs.existsSync(file), "releasing never removes another holder's lock");
 });
+
+test("a taker waits until the writers a dead holder left (its lifeline) are gone, and the record names the holder's", async () => {
+  const file = fresh();
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const dead = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();
+  fs.writeFileSync(file, JSON.stringify({ pid: Number(dead), host: os.hostname(), what: 'remote-runs pull', since: 'then', token: 'old' }));
+  // Still running, as a lifeline that is killing its streams would be.
+  const writer = spawn('sleep', ['30']);
+  fs.writeFileSync(`${file}.writers`, JSON.stringify({ pid: writer.pid, host: os.hostname() }));
+  let taken = false;
+  const pending = acquireLock(file, 'step_1', 'me').then((l) => {
+    taken = true;
+    return l;
+  });
+  try {
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(taken, false, 'not taken while a writer of the dead holder runs');
+    writer.kill('SIGKILL');
+    const lock = await pending;
+    assert.ok(lock.owned);
+    assert.ok(!fs.existsSync(`${file}.writers`), 'the record of the old writers is gone');
+    // The new holder names its own, and takes the name back.
+    const own = spawn('sleep', ['30']);
+    try {
+      await lock.writers(own.pid);
+      assert.equal(JSON.parse(fs.readFileSync(`${file}.writers`, 'utf8')).pid, own.pid);
+      await lock.writers(undefined);
+      assert.ok(!fs.existsSync(`${file}.writers`));
+    } finally {
+      own.kill('SIGKILL');
+    }
+    await lock.release();
+  } finally {
+    writer.kill('SIGKILL');
+  }
+});
+
+test('a writers record of another machine, or of a pid now running another program, is not waited for', async () => {
+  const file = fresh();
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const other = spawn('sleep', ['30']);
+  try {
+    fs.writeFileSync(`${file}.writers`, JSON.stringify({ pid: other.pid, host: os.hostname(), procStart: '1' }));
+    const a = await acquireLock(file, 'step_1', 'me');
+    await a.release();
+    fs.writeFileSync(`${file}.writers`, JSON.stringify({ pid: other.pid, host: 'elsewhere' }));
+    const b = await acquireLock(file, 'step_1', 'me');
+    await b.release();
+  } finally {
+    other.kill('SIGKILL');
+  }
+});

@@ -6,9 +6,12 @@
  * - **One writer.** The whole download holds the checkpoint's lock (lock.ts): a second download of the same
  *   destination, in this process or another, fails at once with `busy`.
  * - **Progress survives a kill.** A `.part`'s record is advanced as its bytes are written, every second and every
- *   64 MiB, so a SIGKILL at any point refetches at most that much. Resumed bytes are hashed again on both sides.
- * - **Verified means compared.** Each stream carries the remote side's SHA-256 of the bytes it sent, matched
- *   against the SHA-256 of the bytes written here; ranges not checked that way (resumed from an earlier run, read
+ *   32 MiB, so a SIGKILL at any point refetches at most that much. Resumed bytes are hashed again on both sides.
+ * - **Fast on every link.** Over OpenSSH, a file gets as many streams (byte ranges on channels of one login) as the
+ *   round trip needs: one over loopback or a LAN, written into the `.part` by ssh itself and read back here to be
+ *   counted and hashed; several over a long link, piped into this process, which writes them at their place.
+ * - **Verified means compared.** Each stream carries the remote side's SHA-256 of its range, matched against the
+ *   SHA-256 of the bytes written here; ranges not checked that way (resumed from an earlier run, read
  *   over SFTP) are hashed on both sides before the rename. A range whose hashes differ is fetched again, once; then
  *   the download fails with `verify-failed` naming both hashes. `verify: 'size'` skips the hashes (never called
  *   verified).
@@ -16,7 +19,7 @@
 import { promises as fs, type Stats } from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { runCommand } from '../remote';
+import { runCommand, type RemoteCommand } from '../remote';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
 import { delay } from '../util/delay';
 import { createLane, type Lane, type RangeHashes } from './lanes';
@@ -101,7 +104,7 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
     inner.abort();
   });
   try {
-    return await downloadLocked(plan, options, inner.signal);
+    return await downloadLocked(plan, options, inner.signal, lock);
   } catch (e) {
     throw lost ?? e;
   } finally {
@@ -110,7 +113,7 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
   }
 }
 
-async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, signal: AbortSignal): Promise<DownloadResult> {
+async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, signal: AbortSignal, lock: DownloadLock): Promise<DownloadResult> {
   const { source } = plan;
   const transport: TransportKind = options.transport ?? (source.target.kind === 'host' ? 'sftp' : 'exec');
   const verify: VerifyMode = options.verify ?? 'sha256';
@@ -173,7 +176,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
   let bytesFetched = 0;
   let retries = 0;
   let lanesUsed = 0;
-  const clientState: ClientState = { choice: options.client ?? 'auto', used: 'ssh2' };
+  const clientState: ClientState = { choice: options.client ?? 'auto', used: 'ssh2', lock };
   const meter = new SpeedMeter();
   const totalBytes = works.reduce((n, w) => n + w.bytes, 0);
   let lastFile = works[0];
@@ -329,6 +332,8 @@ interface ClientState {
   used: 'openssh' | 'ssh2';
   /** Why auto fell back to ssh2. */
   note?: string;
+  /** The download's lock, which names the OpenSSH session's lifeline while its streams may write. */
+  lock: DownloadLock;
 }
 
 /**
@@ -512,6 +517,16 @@ async function runAttempt(
     throw e;
   }
   clientState.used = openssh ? 'openssh' : 'ssh2';
+  if (openssh) {
+    try {
+      await clientState.lock.writers(openssh.lifelinePid);
+    } catch (e) {
+      signal.removeEventListener('abort', onOuterAbort);
+      await openssh.dispose();
+      lease.dispose();
+      throw e;
+    }
+  }
   const lanes: Lane[] = [openssh ? new OpenSshLane(openssh, source.target) : createLane(transport, lease.connection, source.target, false)];
   // The record exists (with room to spare) before the first byte: a disk that fills up at once can still take it.
   await Promise.all(works.map(saveRecord));
@@ -520,11 +535,16 @@ async function runAttempt(
     const remaining = works.reduce((n, w) => n + (w.bytes - w.done.total), 0);
     // OpenSSH: streams side by side on the one master connection, a big file cut into ranges of at least
     // OPENSSH_MIN_PIECE. One channel carries at most its window per round trip (2 MiB for OpenSSH's sessions: ~40 MB/s
-    // at 50 ms), so over a long link the streams add up; over loopback they share the master's one decrypting process.
-    // Channels of one login are cheap (no login, no thread): twice `concurrency` of them. On a 50 ms link 4 streams
-    // moved 2.5x scp's throughput, 8 moved 3.1x (bench/README.md).
+    // at 50 ms), so over a long link the streams add up; over loopback they only share the master's one decrypting
+    // process and cost CPU. Channels of one login are cheap (no login, no thread): up to twice `concurrency` of them.
+    // On a 50 ms link 4 streams moved 2.5x scp's throughput, 8 moved 3.1x (bench/README.md); how many a file gets
+    // follows from the round trip, measured here.
+    const maxStreams = 2 * (options.concurrency ?? 4);
+    const perFile = openssh
+      ? Math.max(1, Math.min(maxStreams, options.streamsPerFile ?? (remaining >= 2 * OPENSSH_MIN_PIECE ? streamsForRoundTrip(await roundTripMs(plan, signal)) : 1)))
+      : 0;
     const wanted = openssh
-      ? Math.max(1, Math.min(2 * (options.concurrency ?? 4), Math.max(works.length, Math.ceil(remaining / OPENSSH_MIN_PIECE))))
+      ? Math.max(1, Math.min(maxStreams, Math.max(works.length, works.reduce((n, w) => n + Math.min(perFile, Math.ceil((w.bytes - w.done.total) / OPENSSH_MIN_PIECE)), 0))))
       : Math.max(1, Math.min(options.concurrency ?? 4, Math.ceil(remaining / (8 << 20)) || 1));
     // Siblings reuse the pool's secrets and never prompt; a host that would need a prompt gets fewer lanes. Each
     // runs in a worker thread of its own (decrypting and writing off this thread, on another core), or here when
@@ -545,22 +565,31 @@ async function runAttempt(
       return c ? createLane(transport, c, source.target, true) : undefined;
     };
 
-    const queue: { w: Work; range: ByteRange }[] = [];
+    const queue: { w: Work; range: ByteRange; direct?: boolean }[] = [];
     for (const w of works) {
       const missing = w.done.missing(w.bytes);
       const left = missing.reduce((n, [s, e]) => n + (e - s), 0);
+      // One OpenSSH stream for the rest of a file (a single hole up to its end): ssh writes it into the .part itself.
+      if (openssh && perFile === 1 && !options.segmentBytes && missing.length === 1 && missing[0][1] === w.bytes) {
+        queue.push({ w, range: missing[0], direct: true });
+        continue;
+      }
       // Big pieces for exec (each costs a process through the container prefix), enough to keep every lane busy.
-      const piece = options.segmentBytes ?? (openssh ? Math.max(OPENSSH_MIN_PIECE, Math.ceil(left / wanted)) : Math.max(8 << 20, Math.ceil(left / (wanted * 2))));
+      const piece = options.segmentBytes ?? (openssh ? Math.max(OPENSSH_MIN_PIECE, Math.ceil(left / perFile)) : Math.max(8 << 20, Math.ceil(left / (wanted * 2))));
       for (const range of splitRanges(missing, piece)) queue.push({ w, range });
       if (w.bytes === 0) queue.push({ w, range: [0, 0] });
     }
     let failure: unknown;
     const work = async (lane: Lane): Promise<void> => {
       for (let job = queue.shift(); job && !stop.signal.aborted; job = queue.shift()) {
-        const { w, range } = job;
+        const { w, range, direct } = job;
         try {
           const fh = await openPart(w);
           if (range[1] === range[0]) continue;
+          // Appended to by the stream: nothing may follow its start (bytes there are not recorded, so none is lost).
+          if (direct) await fh.truncate(range[0]).catch((e: unknown) => {
+            throw localError(e, `Cannot write ${w.file.paths.part}`);
+          });
           const written = (pos: number, n: number): void => {
             w.done.add(pos, pos + n);
             w.dirty = true;
@@ -575,6 +604,7 @@ async function runAttempt(
             end: range[1],
             partPath: w.file.paths.part,
             hash: verify === 'sha256',
+            direct,
           };
           const hashes = await lane.fetch(
             job,
@@ -614,10 +644,42 @@ async function runAttempt(
     clearInterval(recordTimer);
     signal.removeEventListener('abort', onOuterAbort);
     for (const lane of lanes) lane.close();
-    await openssh?.dispose();
+    if (openssh) {
+      await openssh.dispose();
+      await clientState.lock.writers(undefined).catch(() => undefined);
+    }
     lease.dispose();
     await Promise.all(works.map(saveRecord));
   }
+}
+
+/**
+ * The round trip to the host, from two empty commands on the pool's connection (the faster one: a channel's open
+ * and its exec request each take one round trip, plus the remote shell's start).
+ */
+async function roundTripMs(plan: DownloadPlan, signal: AbortSignal): Promise<number> {
+  const exec = plan.source.pool.executor(plan.source.host, { idempotent: true });
+  let best = Infinity;
+  for (let i = 0; i < 2; i++) {
+    const t0 = performance.now();
+    await runCommand(exec, { kind: 'host', id: '' }, EMPTY_COMMAND, signal);
+    best = Math.min(best, performance.now() - t0);
+  }
+  return best / 2;
+}
+
+const EMPTY_COMMAND: RemoteCommand<void> = {
+  argv: ['true'],
+  describe: 'a round trip',
+  parse: () => undefined,
+};
+
+/**
+ * Streams a file needs for the link to carry ~400 MB/s: one channel moves at most its window (2 MiB) per round
+ * trip. Under ~5 ms (loopback, a LAN) that is one stream, which ssh writes into the file itself; at 50 ms, eight.
+ */
+export function streamsForRoundTrip(rttMs: number): number {
+  return Math.max(1, Math.ceil((400e6 * (rttMs / 1000)) / (2 << 20)));
 }
 
 /** A streamed range's two hashes: equal, the range is proven; different, it is dropped and fetched again (once). */

@@ -26,6 +26,12 @@ export interface RangeJob {
   partPath?: string;
   /** Stream with the remote side's SHA-256 of the bytes sent (hashedRangeArgv); a lane that cannot ignores it. */
   hash?: boolean;
+  /**
+   * The lane may have the remote command write the range straight into `partPath`, which then holds exactly `start`
+   * bytes (nothing after them), and report what is written through `written` instead of calling `write`. A lane that
+   * cannot ignores it.
+   */
+  direct?: boolean;
 }
 
 /** A streamed range's SHA-256, of the bytes written here and of the bytes the remote side sent. */

@@ -31,6 +31,12 @@ export interface LockOwner {
 
 export interface DownloadLock {
   readonly path: string;
+  /**
+   * Name the process that kills this download's writers if this one dies (an OpenSSH session's lifeline): a process
+   * that takes the lock over after a crash waits until it is gone, so nothing left of this download writes once the
+   * next one has started. undefined: no writer outside this process any more.
+   */
+  writers(pid: number | undefined): Promise<void>;
   /** True while the lock file is still this owner's (checked by the heartbeat). */
   readonly owned: boolean;
   /** Called when the lock turns out to be someone else's (taken over while this process was stopped). */
@@ -127,6 +133,48 @@ async function takeOver(file: string, tmp: string): Promise<void> {
   }
 }
 
+/** How long a new owner waits for an earlier owner's writers to be killed by its lifeline (it takes milliseconds). */
+const WRITERS_WAIT_MS = 10_000;
+
+interface WritersRecord {
+  pid: number;
+  host: string;
+  procStart?: string;
+}
+
+function writersFile(lockFile: string): string {
+  return `${lockFile}.writers`;
+}
+
+/**
+ * Before a new owner touches anything: wait until the writers an earlier owner left (its lifeline, which kills its
+ * `ssh` streams when that owner dies) are gone, or fail `busy` naming them.
+ */
+async function waitForWriters(lockFile: string, what: string): Promise<void> {
+  const file = writersFile(lockFile);
+  let rec: WritersRecord | undefined;
+  try {
+    const v = JSON.parse(await fs.readFile(file, 'utf8')) as WritersRecord;
+    if (Number.isSafeInteger(v.pid) && v.pid > 0 && v.host === os.hostname()) rec = v;
+  } catch {
+    // none (the usual case), or torn: nothing to wait for
+  }
+  if (rec) {
+    const owner: LockOwner = { pid: rec.pid, host: rec.host, what: 'an earlier download', since: '', token: '', ...(rec.procStart ? { procStart: rec.procStart } : {}) };
+    const until = Date.now() + WRITERS_WAIT_MS;
+    while (alive(owner)) {
+      if (Date.now() > until) {
+        throw new RemoteRunsError('busy', `${what}: the streams of an earlier download (their lifeline, pid ${rec.pid}) are still running; stop them, then try again`, {
+          lock: lockFile,
+          pid: rec.pid,
+        });
+      }
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  await fs.rm(file, { force: true });
+}
+
 /** Take the lock of one download, or fail at once with `busy` naming its holder. `what` names the checkpoint. */
 export async function acquireLock(file: string, what: string, holder: string): Promise<DownloadLock> {
   const token = randomBytes(12).toString('hex');
@@ -155,6 +203,13 @@ export async function acquireLock(file: string, what: string, holder: string): P
     await fs.rm(tmp, { force: true });
   }
 
+  try {
+    await waitForWriters(file, what);
+  } catch (e) {
+    await fs.rm(file, { force: true });
+    throw e;
+  }
+
   let owned = true;
   let released = false;
   const lost: (() => void)[] = [];
@@ -180,6 +235,22 @@ export async function acquireLock(file: string, what: string, holder: string): P
     },
     onLost(f) {
       lost.push(f);
+    },
+    async writers(pid) {
+      const wf = writersFile(file);
+      if (pid === undefined) {
+        await fs.rm(wf, { force: true });
+        return;
+      }
+      const rec: WritersRecord = { pid, host: os.hostname(), ...(procStart(pid) ? { procStart: procStart(pid) } : {}) };
+      const tmp = `${wf}.${token}.tmp`;
+      try {
+        await fs.writeFile(tmp, JSON.stringify(rec));
+        await fs.rename(tmp, wf);
+      } catch (e) {
+        await fs.rm(tmp, { force: true });
+        throw localLockError(e, file);
+      }
     },
     async release() {
       if (released) return;

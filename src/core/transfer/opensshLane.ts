@@ -2,18 +2,36 @@
  * The OpenSSH lane: byte ranges as `ssh` streams on an OpenSshSession's shared master connection (opensshSession.ts
  * says how that login is made), through the target's prefix.
  */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { commandFailed } from '../remote';
 import { classifyTargetFailure, wrapForTarget } from '../targets';
-import { RemoteRunsError, type TargetRef } from '../types';
+import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
 import { rangeArgvOf, type Lane, type RangeHashes, type RangeJob, type WriteFn } from './lanes';
 import { classifySshFailure, type OpenSshSession } from './opensshSession';
-import { childSource, runStream, type StreamEnd } from './stream';
+import { localError } from './localErrors';
+import { childSource, fileSource, runStream, type StreamEnd } from './stream';
 
 /**
- * A lane whose bytes come through the OpenSSH session: one `ssh` stream per range, through the target's prefix,
- * its stdout a pipe into this process, which writes the bytes at their position. ssh never writes the `.part`
- * itself: a stream whose owner died would otherwise go on appending to a file the next download resumes, and an
- * `ssh` whose reader is gone dies of the broken pipe at its next write.
+ * ssh cannot say why it stopped writing a file (the master closes the channel; the remote command fails or is cut
+ * off): when its file system has no room left, that is the reason (`disk-full`, like a write here would say).
+ */
+async function fullDisk(part: string, e: unknown): Promise<RemoteRunsError | undefined> {
+  if (isRemoteRunsError(e) && e.kind === 'cancelled') return undefined;
+  const st = await fs.promises.statfs(path.dirname(part)).catch(() => undefined);
+  if (!st || st.bavail * st.bsize >= FULL_BELOW_BYTES) return undefined;
+  return localError(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }), `Cannot write ${part}`, part);
+}
+
+/** Less room than this (an ssh packet and then some) counts as a full file system. */
+const FULL_BELOW_BYTES = 1 << 20;
+
+/**
+ * A lane whose bytes come through the OpenSSH session: one `ssh` stream per range, through the target's prefix.
+ * Its stdout is a pipe into this process, which writes the bytes at their position; or, for a `direct` job (the
+ * one stream of a file over a short link), the `.part` itself opened for appending, the bytes read back from it as
+ * they land (stream.ts fileSource). A writer whose owner died would otherwise go on appending to a file the next
+ * download resumes: the session's lifeline kills it, and the next owner of the lock waits until it is gone.
  */
 export class OpenSshLane implements Lane {
   constructor(
@@ -21,10 +39,32 @@ export class OpenSshLane implements Lane {
     private readonly target: TargetRef,
   ) {}
 
-  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<RangeHashes | undefined> {
+  async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal, written?: (position: number, length: number) => void): Promise<RangeHashes | undefined> {
     if (signal.aborted) throw new RemoteRunsError('cancelled', 'Download cancelled');
     const line = wrapForTarget(this.target, rangeArgvOf(job));
+    if (job.direct && job.partPath && written) return this.direct(line, job, job.partPath, written, signal);
     return this.piped(line, job, write, signal);
+  }
+
+  private direct(line: string, job: RangeJob, part: string, written: (position: number, length: number) => void, signal: AbortSignal): Promise<RangeHashes | undefined> {
+    let fd: number;
+    try {
+      fd = fs.openSync(part, 'a');
+    } catch (e) {
+      throw localError(e, `Cannot open ${part}`);
+    }
+    try {
+      const size = fs.fstatSync(fd).size;
+      if (size !== job.start) throw new RemoteRunsError('protocol', `${part} holds ${size} bytes where a stream from ${job.start} was to be appended`, { path: part });
+      const child = this.session.run(line, fd);
+      const source = fileSource(child, part, job.start, job.hash === true, (end) => this.failure(job, end));
+      return runStream(source, job, async (pos, data) => written(pos, data.length), signal, written).catch(async (e: unknown) => {
+        throw (await fullDisk(part, e)) ?? e;
+      });
+    } finally {
+      // The child has its own copy (or none, if it could not start).
+      fs.closeSync(fd);
+    }
   }
 
   private piped(line: string, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<RangeHashes | undefined> {

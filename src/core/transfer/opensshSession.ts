@@ -17,9 +17,10 @@
  *   known, and it exits when the transfer ends.
  * - **Nothing outlives its owner.** A lifeline (a small `sh` in a process group of its own, reading a pipe from this
  *   process) holds the pids of the master and every stream; when the pipe closes (this process exited, was killed
- *   with SIGKILL, or its whole process group was), it kills them all. The master's death ends the TCP connection, so
- *   the server's sessions close too. A stream's stdout is a pipe into this process: an `ssh` whose reader is gone
- *   dies at its next write, and never writes a file itself.
+ *   with SIGKILL, or its whole process group was), it kills them all and exits once they are gone. The master's death
+ *   ends the TCP connection, so the server's sessions close too. A stream's stdout is a pipe into this process, or
+ *   (one stream per file over a short link) the `.part` itself, which the master then writes: the download's lock
+ *   names the lifeline, and a process taking the lock over after a crash waits until it has exited (lock.ts).
  *
  * Not available on Windows (the agent is a Unix socket), without an `ssh` binary, or when a hop logs in with neither
  * a key, an agent nor a password the pool holds: `OpenSshSession.start` then rejects with OpenSshUnsupported, and
@@ -70,7 +71,11 @@ const MASTER_POLL_MS = 25;
  * The lifeline's script: each line read is the current list of pids; at end of input (its owner closed the pipe or
  * died) it kills the last list. Plain POSIX sh: macOS and every Linux have it.
  */
-const LIFELINE_SCRIPT = 'p=; while IFS= read -r l; do p=$l; done; [ -n "$p" ] && kill -KILL $p 2>/dev/null; exit 0';
+const LIFELINE_SCRIPT =
+  'p=; while IFS= read -r l; do p=$l; done; [ -n "$p" ] || exit 0; kill -KILL $p 2>/dev/null; ' +
+  // Then it stays until they are gone (reaped; 2 s at most), so a process waiting for the lifeline to exit (the
+  // lock's next owner) knows that nothing it killed still writes.
+  'n=0; while [ $n -lt 40 ]; do a=; for x in $p; do kill -0 $x 2>/dev/null && a=1; done; [ -z "$a" ] && exit 0; n=$((n+1)); sleep 0.05; done; exit 0';
 
 /** Kills a set of processes when this process goes away, however it goes. */
 export class Lifeline {
@@ -203,6 +208,11 @@ export function buildConfig(
 
 /** An OpenSSH login to one host: start remote commands on its shared master connection. */
 export class OpenSshSession {
+  /** The lifeline's pid: while it runs, a process of this session may still write. */
+  get lifelinePid(): number | undefined {
+    return this.lifeline.pid;
+  }
+
   private disposed = false;
   private readonly children = new Set<ChildProcess>();
   private readonly lifeline = new Lifeline();
@@ -337,10 +347,13 @@ export class OpenSshSession {
     });
   }
 
-  /** Run one remote command (a shell line, quoted by the caller) on the master connection; stdout and stderr are pipes. */
-  run(line: string): ChildProcess {
+  /**
+   * Run one remote command (a shell line, quoted by the caller) on the master connection; stdout and stderr are
+   * pipes, or stdout is the descriptor `stdout` (a file the stream writes itself: the master writes into it).
+   */
+  run(line: string, stdout?: number): ChildProcess {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
-    const child = spawn(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', 'pipe', 'pipe'], env: this.env });
+    const child = spawn(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', stdout ?? 'pipe', 'pipe'], env: this.env });
     this.children.add(child);
     this.lifeline.add(child.pid);
     const gone = (): void => {

@@ -109,15 +109,19 @@ const RANGE_FUNCTIONS =
   'else h() { cat >/dev/null; echo none; }; fi; ';
 
 /**
- * The range on stdout, as rangeArgv, and its SHA-256 as computed on the remote side of exactly the bytes sent: `tee`
- * writes the stream to stdout (fd 3) and, through fd 5, to the hash tool, whose result ends stderr as `rr-sha256 HEX`
- * (`rr-sha256 none` without a tool). tee's file is a pipe, never stdout itself: sshd may hand a command a socket,
- * which /dev/fd/N cannot reopen on Linux. The exit status is the reader's (a pipeline's would be the hash tool's),
- * carried out through fd 4.
+ * The range on stdout, as rangeArgv, and its SHA-256 computed on the remote side, ending stderr as `rr-sha256 HEX`
+ * (`rr-sha256 none` without a tool). The hash tool reads the range from the file itself, beside the reader that sends
+ * it (a whole file as its stdin, with no pipe at all): passing every byte through `tee` into the tool cost the remote
+ * side 1.5 CPU s/GiB more on the test host (4.75 against 3.26 for the whole stream). What it proves is what matters:
+ * the bytes written here equal the range as the remote file holds it. A file rewritten between the two reads gives a
+ * mismatch (fetched again) and a changed mtime (`changed`). The exit status is the reader's; a reader that fails (or
+ * is stopped) does not wait for the hash, which ends by itself once it has read the range.
  */
 const HASHED_RANGE_SCRIPT =
   RANGE_FUNCTIONS +
-  'exec 3>&1; rc=$( { { { r "$@"; echo $? >&4; } | tee /dev/fd/5 >&3; } 5>&1 | { printf "rr-sha256 %s\\n" "$(h)" >&2; }; } 4>&1 ); exit "${rc:-1}"';
+  'if [ "$4" = all ]; then { s=$(h < "$2"); printf "rr-sha256 %s\\n" "$s" >&2; } & ' +
+  'else { s=$(r "$@" | h); printf "rr-sha256 %s\\n" "$s" >&2; } & fi; ' +
+  'r "$@"; rc=$?; [ "$rc" != 0 ] || wait $!; exit "$rc"';
 
 /** The argv of a range streamed with its remote SHA-256 (HASHED_RANGE_SCRIPT). */
 export function hashedRangeArgv(file: string, start: number, end: number, size: number): string[] {

@@ -7,6 +7,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { promises as fs } from 'node:fs';
 import type { ClientChannel } from 'ssh2';
 import { stopChannel } from '../ssh/connection';
 import { RemoteRunsError } from '../types';
@@ -24,8 +25,11 @@ export interface StreamEnd {
 
 /** Where a stream's bytes come from. */
 export interface ByteSource {
-  /** Start delivering: `data` for each chunk of stdout, then `end` once stdout is closed and the exit is known. */
-  start(data: (chunk: Buffer) => void, end: (e: StreamEnd) => void, broken: (e: RemoteRunsError) => void): void;
+  /**
+   * Start delivering: `data` for each chunk of stdout, then `end` once stdout is closed and the exit is known. A
+   * number in place of a chunk: that many bytes were written to their place by the source itself, not read here.
+   */
+  start(data: (chunk: Buffer | number) => void, end: (e: StreamEnd) => void, broken: (e: RemoteRunsError) => void): void;
   pause(): void;
   resume(): void;
   /** Stop at once (the remote reader ends too). */
@@ -46,9 +50,15 @@ const STDERR_KEEP = 64 * 1024;
 /**
  * Receive [job.start, job.end) from `source` into `write`; rejects with RemoteRunsError. With `job.hash` (the remote
  * command is hashedRangeArgv), resolves with the SHA-256 of the bytes handed to `write`, in order, and the one the
- * remote side computed of what it sent.
+ * remote side computed of what it sent. Bytes the source wrote to their place itself are reported to `placed`.
  */
-export function runStream(source: ByteSource, job: RangeJob, write: WriteFn, signal: AbortSignal): Promise<RangeHashes | undefined> {
+export function runStream(
+  source: ByteSource,
+  job: RangeJob,
+  write: WriteFn,
+  signal: AbortSignal,
+  placed?: (position: number, length: number) => void,
+): Promise<RangeHashes | undefined> {
   return new Promise<RangeHashes | undefined>((resolve, reject) => {
     const hash = job.hash ? createHash('sha256') : undefined;
     let pos = job.start;
@@ -104,6 +114,16 @@ export function runStream(source: ByteSource, job: RangeJob, write: WriteFn, sig
     source.start(
       (chunk) => {
         if (settled) return;
+        if (typeof chunk === 'number') {
+          flush();
+          if (settled) return;
+          if (hash || !placed) return fail(new RemoteRunsError('protocol', `The stream of ${job.remotePath} wrote bytes that were not read back`));
+          const at = pos;
+          pos += chunk;
+          if (pos > job.end) return fail(new RemoteRunsError('changed', `${job.remotePath} grew while it was downloaded (the remote file changed)`, { path: job.remotePath }));
+          placed(at, chunk);
+          return;
+        }
         pending.push(chunk);
         pendingBytes += chunk.length;
         if (pendingBytes >= WRITE_COALESCE) flush();
@@ -170,6 +190,110 @@ export function childSource(child: ChildProcess, failure: (end: StreamEnd, short
     resume: () => child.stdout?.resume(),
     stop: () => {
       child.kill('SIGKILL');
+    },
+    failure,
+  };
+}
+
+/** Bytes read back per step while following a file a stream writes itself. */
+const FOLLOW_CHUNK = 4 << 20;
+/** How long the follower waits for more bytes once it has read all there are. */
+const FOLLOW_POLL_MS = 10;
+
+/**
+ * An `ssh` child that writes its range into the file itself (its stdout is the `.part`, opened for appending at the
+ * range's start; the master writes into it) as a byte source: what has been written is read back as the file grows
+ * (from the page cache), so the runner counts and hashes the bytes that are on disk. Passing every byte through this
+ * process as well costs more CPU than the link on loopback or a LAN (bench/README.md). The file's size is the
+ * count of bytes written: it is appended to by that one writer only (the download's lock; the lifeline kills the
+ * writer when this process dies, and the next owner waits for it, lock.ts).
+ */
+export function fileSource(
+  child: ChildProcess,
+  file: string,
+  start: number,
+  /** Read the bytes back (to hash them), or only follow the file's size. */
+  readBack: boolean,
+  failure: (end: StreamEnd, short: boolean) => RemoteRunsError | undefined,
+): ByteSource {
+  let paused = false;
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  const nap = (ms: number): Promise<void> =>
+    new Promise<void>((resolve) => {
+      const t = setTimeout(done, ms);
+      function done(): void {
+        clearTimeout(t);
+        wake = undefined;
+        resolve();
+      }
+      wake = done;
+    });
+  return {
+    start(data, end, broken) {
+      const err = stderrCollector();
+      let exit: StreamEnd | undefined;
+      child.stderr?.on('data', (b: Buffer) => err.add(b));
+      child.once('error', (e) => broken(new RemoteRunsError('unreachable', `Cannot start ssh: ${e.message}`)));
+      child.once('close', (code, sig) => {
+        exit = { code, ...(sig ? { signal: sig } : {}), stderr: err.text() };
+        wake?.();
+      });
+      void (async () => {
+        let fh: fs.FileHandle | undefined;
+        const spare = readBack ? Buffer.allocUnsafe(FOLLOW_CHUNK) : Buffer.alloc(0);
+        try {
+          fh = await fs.open(file, 'r');
+          let pos = start;
+          while (!stopped) {
+            if (paused) {
+              await nap(FOLLOW_POLL_MS);
+              continue;
+            }
+            // Taken before the size: once the writer has exited, the size read after it is final.
+            const finished = exit;
+            const { size } = await fh.stat();
+            if (size > pos && !readBack) {
+              data(size - pos);
+              pos = size;
+              continue;
+            }
+            if (size > pos) {
+              const n = Math.min(size - pos, FOLLOW_CHUNK);
+              const { bytesRead } = await fh.read(spare, 0, n, pos);
+              if (bytesRead > 0) {
+                pos += bytesRead;
+                // One buffer, read into again and again (fresh 4 MiB buffers cost page faults on every byte): a
+                // chunk of at least WRITE_COALESCE is hashed and handed on by the runner before `data` returns, and
+                // this source's bytes are never written again; a smaller one may wait for the next, so it is a copy.
+                data(bytesRead >= WRITE_COALESCE ? spare.subarray(0, bytesRead) : Buffer.from(spare.subarray(0, bytesRead)));
+                continue;
+              }
+            }
+            if (finished) {
+              end(finished);
+              return;
+            }
+            await nap(FOLLOW_POLL_MS);
+          }
+        } catch (e) {
+          if (!stopped) broken(new RemoteRunsError('protocol', `Reading back ${file} failed: ${e instanceof Error ? e.message : String(e)}`, { path: file }));
+        } finally {
+          await fh?.close().catch(() => undefined);
+        }
+      })();
+    },
+    pause: () => {
+      paused = true;
+    },
+    resume: () => {
+      paused = false;
+      wake?.();
+    },
+    stop: () => {
+      stopped = true;
+      child.kill('SIGKILL');
+      wake?.();
     },
     failure,
   };

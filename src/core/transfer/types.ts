@@ -116,6 +116,11 @@ export interface DownloadOptions {
   /** Bytes per work unit handed to a lane. Default: enough for two pieces per lane, at least 8 MiB. */
   segmentBytes?: number;
   /**
+   * OpenSSH: streams (byte ranges on channels of the one login) per big file. Default: from the link's round trip,
+   * measured before the transfer: one over loopback or a LAN (the file written by ssh itself), more over a long link.
+   */
+  streamsPerFile?: number;
+  /**
    * Run the sibling lanes (all but the one on the shared connection) in worker threads, so decrypting and writing
    * use more than one core. Default: when there are at least 64 MiB to fetch and 4 or more cores; false keeps every
    * lane in this thread.
