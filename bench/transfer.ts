@@ -50,9 +50,9 @@ function procCpu(pid: number | 'self'): { own: number; reaped: number } {
 }
 
 /**
- * CPU seconds of the OpenSSH masters our downloads start: they put themselves in the background (ssh -f), so they
- * are nobody's child here and their time is never reaped into ours. Found by their config path, sampled every
- * 100 ms like TreeCpu.
+ * CPU seconds of OpenSSH masters our downloads started that are not this process's children (an older download ran
+ * them in the background with ssh -f, so their time was never reaped into ours). Found by their config path,
+ * sampled every 100 ms like TreeCpu. Today's masters run in the foreground and are counted once reaped.
  */
 class MasterCpu {
   private readonly last = new Map<number, number>();
@@ -68,6 +68,9 @@ class MasterCpu {
       try {
         const cmd = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8');
         if (!/rr-ssh-[^/\0]+\/config\0/.test(cmd) || !cmd.includes('ControlMaster=yes')) continue;
+        // A master that is this process's child (the download runs it in the foreground) is counted once reaped.
+        const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
+        if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) continue;
         this.last.set(Number(name), procCpu(Number(name)).own);
       } catch {
         // exited while we looked
@@ -217,6 +220,7 @@ async function main(): Promise<void> {
       interruptAt?: number,
       client: 'openssh' | 'ssh2' = 'ssh2',
       verify: 'sha256' | 'size' = 'sha256',
+      streamsPerFile?: number,
     ): Promise<{ fetched: number; lanes: number; client: string }> => {
       const pool = new ConnectionPool({
         prompter: new ScriptedPrompter(),
@@ -235,6 +239,7 @@ async function main(): Promise<void> {
           transport,
           concurrency,
           threads,
+          ...(streamsPerFile ? { streamsPerFile } : {}),
           onProgress: (p) => {
             if (interruptAt !== undefined && !fired && p.bytesDone >= p.bytesTotal * interruptAt) {
               fired = true;
@@ -258,7 +263,8 @@ async function main(): Promise<void> {
       { key: 'scp', name: `scp -c ${gcm}`, run: scp },
       { key: 'sshcat', name: 'ssh -c aes128-gcm … cat', run: sshCat(['cat', bare]) },
       { key: 'os', name: 'core host, OpenSSH, SHA-256 (default)', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh') },
-      { key: 'os1', name: 'core host, OpenSSH, 1 stream', run: () => core(HOST, 'exec', 1, false, undefined, 'openssh') },
+      { key: 'os1', name: 'core host, OpenSSH, 1 stream', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', 1) },
+      { key: 'os8', name: 'core host, OpenSSH, 2 x lanes piped streams', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', 2 * lanes) },
       { key: 'ossize', name: 'core host, OpenSSH, size only', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'size') },
       { key: 'sftp1', name: 'core host, sftp x1 (shared conn)', run: () => core(HOST, 'sftp', 1, true) },
       { key: 'sftpN', name: `core host, sftp x${lanes} threads`, run: () => core(HOST, 'sftp', lanes, true) },
