@@ -2,9 +2,10 @@
  * A download in a real VS Code when its window reloads (the extension host goes away mid-transfer, as in a crash):
  * every `ssh` of that download ends, the partial file stays out of the checkpoint folder, and the next download
  * resumes from it to the remote's bytes. Through a 16 MiB/s link of the test's own, so the reload lands mid-transfer.
+ * And one writer across processes: the CLI pulling what the window is downloading is refused with `busy`.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,15 +24,24 @@ let session: VSCodeSession;
 let workspace: string;
 let downloads: string;
 let data: Buffer;
+let data2: Buffer;
+let root: string;
+let cliConfig: string;
+const CLI = path.join(__dirname, '..', '..', 'dist', 'cli.js');
 
 before(async () => {
   host = await startTestHost();
   slow = await host.throughProxy({ rateBytesPerSec: 16 * MiB });
-  const root = path.join(host.dir, 'slowruns');
+  root = path.join(host.dir, 'slowruns');
   data = randomBytes(BYTES);
   mkdirSync(path.join(root, 'reload-run', 'checkpoints', 'step_1'), { recursive: true });
   writeFileSync(path.join(root, 'reload-run', 'checkpoints', 'step_1', 'model.bin'), data);
+  data2 = randomBytes(64 * MiB);
+  mkdirSync(path.join(root, 'shared-run', 'checkpoints', 'step_2'), { recursive: true });
+  writeFileSync(path.join(root, 'shared-run', 'checkpoints', 'step_2', 'model.bin'), data2);
   execFileSync('chmod', ['-R', 'a+rX', root]);
+  cliConfig = path.join(host.dir, 'cli-config.json');
+  writeFileSync(cliConfig, JSON.stringify({ hosts: [slow.hostConfig('slowbox', { targets: ['host'], runRoots: [root] })] }));
   workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-ws-'));
   downloads = mkdtempSync(path.join(tmpdir(), 'rr-e2e-dl-'));
   session = await startVSCode({
@@ -104,5 +114,49 @@ test('the window reloads while a download runs: no ssh is left behind, and the n
     await session.waitForNotification(/downloaded reload-run\/step_1 \(101 MB, [\d.]+ MB resumed, verified by SHA-256 on both sides\)/, 180_000);
     assert.equal(createHash('sha256').update(readFileSync(local)).digest('hex'), createHash('sha256').update(data).digest('hex'));
     assert.deepEqual(readdirSync(path.dirname(local)), ['model.bin'], 'the checkpoint folder holds what the remote has');
+  });
+});
+
+/** The built CLI pulling the newest checkpoint of shared-run into the folder the window downloads to. */
+function cliPull(): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(
+      process.execPath,
+      [CLI, 'pull', 'slowbox/host/shared-run/latest', '--to', path.join(downloads, 'slowbox'), '--config', cliConfig, '--known-hosts', host.knownHostsFile],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+test('a CLI pull of the checkpoint a window is downloading fails at once with busy naming the window, never writes; afterwards it finds the file identical', async () => {
+  await withArtifactsOnFailure(session, 'download-busy', async () => {
+    await session.openViewContainer('Remote Runs');
+    await expandTreeRow(session, 'slowbox');
+    await expandTreeRow(session, 'host');
+    await expandTreeRow(session, 'shared-run');
+    await treeContextMenu(session, 'step_2', /^Download Checkpoint…$/);
+    const part = path.join(downloads, 'slowbox', '.remote-runs', 'partial', 'shared-run', 'step_2', 'model.bin.part');
+    const deadline = Date.now() + 120_000;
+    while (recordedBytes(`${part}.json`) < 8 * MiB && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    const local = path.join(downloads, 'slowbox', 'shared-run', 'step_2', 'model.bin');
+    assert.ok(recordedBytes(`${part}.json`) >= 8 * MiB && !existsSync(local), 'the window is downloading');
+
+    const busy = await cliPull();
+    assert.notEqual(busy.code, 0, `the CLI stops: ${busy.stderr}`);
+    assert.match(busy.stderr, /busy/);
+    assert.match(busy.stderr, /a VS Code window \(pid \d+/);
+
+    await session.waitForNotification(/downloaded shared-run\/step_2 \(67 MB, verified by SHA-256 on both sides\)/, 180_000);
+    const want = createHash('sha256').update(data2).digest('hex');
+    assert.equal(createHash('sha256').update(readFileSync(local)).digest('hex'), want, "the window's download is the remote file: the CLI wrote nothing");
+    const again = await cliPull();
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(createHash('sha256').update(readFileSync(local)).digest('hex'), want);
+    assert.deepEqual(readdirSync(path.dirname(local)), ['model.bin']);
   });
 });

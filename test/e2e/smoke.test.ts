@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { findToolchain } from './toolchain';
+import { userSettingsOf } from './settingsFile';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 
 let session: VSCodeSession;
@@ -65,7 +66,7 @@ test('"Remote Runs: Add Host" asks for the address, name and run roots, writes t
     await session.page.locator('.quick-input-widget .quick-input-title', { hasText: 'Add Host (3/3)' }).waitFor();
     await answer('/data/runs, ~/runs');
     await session.page.locator('.part.sidebar .monaco-list-row[role=treeitem] .label-name', { hasText: /^gpu box$/ }).waitFor({ state: 'visible', timeout: 30_000 });
-    const settings = JSON.parse(readFileSync(path.join(session.root, 'user-data', 'User', 'settings.json'), 'utf8'));
+    const settings = userSettingsOf(session.root);
     assert.deepEqual(settings['remoteRuns.hosts'], [
       { name: 'gpu box', host: 'gpu-box.internal', user: 'trainer', port: 2222, runRoots: ['/data/runs', '~/runs'] },
     ]);

@@ -12,6 +12,7 @@ import { after, before, test } from 'node:test';
 import { eventually } from '../harness/assertKind';
 import { expandTreeRow, treeRow } from './treeRows';
 import { act, commandRuns } from './ui';
+import { userSettingsOf } from './settingsFile';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 
 let session: VSCodeSession;
@@ -32,7 +33,7 @@ after(async () => {
 });
 
 function userSettings(): Record<string, unknown> {
-  return JSON.parse(readFileSync(path.join(session.root, 'user-data', 'User', 'settings.json'), 'utf8')) as Record<string, unknown>;
+  return userSettingsOf(session.root);
 }
 
 test('with no hosts, the welcome view offers exactly Add Host, Use hosts from ~/.ssh/config and Try the demo host', async () => {
