@@ -26,7 +26,7 @@ import type { Executor } from '../src/core/remote';
 import type { HostConfig, TargetRef } from '../src/core/types';
 import { FeedRegistry, RunFeed } from '../src/extension/metrics/runFeed';
 import { MetricsPresenter } from '../src/extension/metrics/presenter';
-import { runKeyOf, toRunRef } from '../src/extension/metrics/runRef';
+import { runKeyOf, toRunRef } from '../src/core/runRef';
 import type { RunRefWire, RunRole, ViewMode } from '../src/shared/metricsProtocol';
 import { startTestHost, ScriptedPrompter } from '../test/harness/testHost';
 import { heapAfterGc, mib, table } from './util';

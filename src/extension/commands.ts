@@ -3,7 +3,7 @@ import type { HostConfig, TargetRef } from '../core/types';
 import { RemoteRunsError } from '../core/types';
 import type { HostDirectory } from '../core/hosts';
 import { terminalSshArgs } from '../core/terminal';
-import type { TreeNode } from './tree/nodes';
+import type { TreeNode } from '../core/tree/nodes';
 import type { RunsTreeProvider } from './tree/treeProvider';
 import { CommandIds } from './commandIds';
 import { registerCommand } from './commandRunner';

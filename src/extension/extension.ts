@@ -13,7 +13,7 @@ import { channelLogger } from './log';
 import { VSCodePrompter } from './prompter';
 import { Settings } from './settings';
 import { RunsTreeProvider } from './tree/treeProvider';
-import type { TreeNode } from './tree/nodes';
+import type { TreeNode } from '../core/tree/nodes';
 import { registerCommands } from './commands';
 import { registerMetrics } from './metrics/register';
 import { registerDownloads } from './download/register';

@@ -14,7 +14,7 @@ import {
 } from 'vscode-languageserver';
 import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { parseTarget, type Checkpoint, type Run } from '../core/types';
-import { toRunRef } from '../extension/metrics/runRef';
+import { toRunRef } from '../core/runRef';
 import { LspCommands, formatPlace, type Place } from '../shared/lspProtocol';
 import type { RunRefWire } from '../shared/metricsProtocol';
 import type { Analysis } from './analysis';

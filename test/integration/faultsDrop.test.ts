@@ -25,7 +25,7 @@ import { download, planDownload } from '../../src/core/transfer';
 import { EvalService } from '../../src/core/eval/service';
 import { parseEvalProfile } from '../../src/core/eval/profiles';
 import { RunFeed } from '../../src/extension/metrics/runFeed';
-import { toRunRef } from '../../src/extension/metrics/runRef';
+import { toRunRef } from '../../src/core/runRef';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
 import { eventually, rejectsWith } from '../harness/assertKind';

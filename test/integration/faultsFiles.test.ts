@@ -19,7 +19,7 @@ import type { Executor } from '../../src/core/remote';
 import type { Checkpoint, HostConfig, TargetRef } from '../../src/core/types';
 import { download, planDownload } from '../../src/core/transfer';
 import { RunFeed } from '../../src/extension/metrics/runFeed';
-import { toRunRef } from '../../src/extension/metrics/runRef';
+import { toRunRef } from '../../src/core/runRef';
 import { setContainerState } from '../shims/shimState';
 import { startTestHost, ScriptedPrompter, type ProxiedHost, type TestHost } from '../harness/testHost';
 import { rejectsWith } from '../harness/assertKind';

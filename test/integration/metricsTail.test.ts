@@ -14,7 +14,7 @@ import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore, runsOf } from '../../src/core/service';
 import type { Executor } from '../../src/core/remote';
 import { RunFeed } from '../../src/extension/metrics/runFeed';
-import { toRunRef } from '../../src/extension/metrics/runRef';
+import { toRunRef } from '../../src/core/runRef';
 import { eventually } from '../harness/assertKind';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
 

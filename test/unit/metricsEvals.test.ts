@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { MetricsPresenter, type FeedView } from '../../src/extension/metrics/presenter';
 import { parseFromWebview } from '../../src/extension/metrics/validate';
 import type { EvalPointWire, RunRefWire } from '../../src/shared/metricsProtocol';
-import { runKeyOf } from '../../src/extension/metrics/runRef';
+import { runKeyOf } from '../../src/core/runRef';
 
 const ref = (name: string): RunRefWire => ({ hostName: 'box', target: { kind: 'host', id: '' }, runPath: `/runs/${name}`, runName: name, metrics: [], checkpoints: [] });
 /** A feed with no metrics yet (the presenter only reads it). */

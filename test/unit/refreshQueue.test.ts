@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RefreshQueue } from '../../src/extension/tree/refreshQueue';
+import { RefreshQueue } from '../../src/core/tree/refreshQueue';
 
 test('requests within the delay are coalesced into one batch', async () => {
   const batches: string[][] = [];

@@ -17,7 +17,7 @@ import { pickCheckpoint, quickPick, type Item } from '../pickCheckpoint';
 import { registerCommand } from '../commandRunner';
 import type { DisposableStore } from '../lifecycle';
 import type { Logger } from '../log';
-import type { TreeNode } from '../tree/nodes';
+import type { TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 
 export interface DownloadDeps {

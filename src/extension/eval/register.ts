@@ -33,7 +33,7 @@ import { CommandIds } from '../commandIds';
 import { registerCommand } from '../commandRunner';
 import type { DisposableStore } from '../lifecycle';
 import type { Logger } from '../log';
-import type { CheckpointNode, TreeNode } from '../tree/nodes';
+import type { CheckpointNode, TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { checkpointEvalText } from './decoration';
 import { EvalTerminal } from './evalTerminal';

@@ -17,7 +17,7 @@ import { registerCommand } from '../commandRunner';
 import type { DisposableStore } from '../lifecycle';
 import type { Logger } from '../log';
 import { revealCheckpoint } from '../metrics/treeGlue';
-import type { TreeNode } from '../tree/nodes';
+import type { TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { RemoteAnswers } from './answers';
 

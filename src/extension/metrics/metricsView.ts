@@ -9,7 +9,7 @@ import type { Logger } from '../log';
 import { MetricsPresenter, type PlateauSettings } from './presenter';
 import type { EvalSource, FeedRegistry } from './runFeed';
 import type { ReferenceStore } from './referenceStore';
-import { runKeyOf, whereOf } from './runRef';
+import { runKeyOf, whereOf } from '../../core/runRef';
 import { parseFromWebview } from './validate';
 
 export interface MetricsViewDeps {

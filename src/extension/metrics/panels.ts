@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import type { PanelRestoreState, RunRefWire } from '../../shared/metricsProtocol';
 import type { Logger } from '../log';
 import { MetricsView, type MetricsViewDeps } from './metricsView';
-import { runKeyOf } from './runRef';
+import { runKeyOf } from '../../core/runRef';
 import { parseRestoreState } from './validate';
 import { METRICS_PANEL_TYPE, setupWebview, webviewOptions } from './webviewSetup';
 

@@ -22,7 +22,7 @@ import type {
   ViewMode,
   XRange,
 } from '../../shared/metricsProtocol';
-import { runKeyOf, whereOf } from './runRef';
+import { runKeyOf, whereOf } from '../../core/runRef';
 import { SeriesTracker } from './seriesTracker';
 import { put } from '../../core/util/dict';
 

@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import type { RunRefWire } from '../../shared/metricsProtocol';
 import { CommandIds } from '../commandIds';
 import type { RunFeed, FeedRegistry } from './runFeed';
-import { runKeyOf, whereOf } from './runRef';
+import { runKeyOf, whereOf } from '../../core/runRef';
 import { pickStatusMetric, statusText } from './statusText';
 
 export class PinnedRunStatus implements vscode.Disposable {

@@ -5,9 +5,9 @@
 import * as vscode from 'vscode';
 import { RemoteRunsError, formatTarget } from '../../core/types';
 import type { RunRefWire } from '../../shared/metricsProtocol';
-import { childId, hostId, runId, targetId, type TreeNode } from '../tree/nodes';
+import { childId, hostId, runId, targetId, type TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
-import { runKeyOf, toRunRef } from './runRef';
+import { runKeyOf, toRunRef } from '../../core/runRef';
 
 /** The run a node is or belongs to (run or checkpoint); undefined for other nodes. */
 export function runRefOfNode(node: TreeNode | undefined): RunRefWire | undefined {

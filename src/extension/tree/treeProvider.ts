@@ -18,8 +18,8 @@ import {
   type StateNode,
   type TargetNode,
   type TreeNode,
-} from './nodes';
-import { RefreshQueue } from './refreshQueue';
+} from '../../core/tree/nodes';
+import { RefreshQueue } from '../../core/tree/refreshQueue';
 import type { Logger } from '../log';
 
 export interface HostEntry {

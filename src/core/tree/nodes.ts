@@ -3,8 +3,8 @@
  * plus qualifiers) drives the menus in package.json. Ids are stable across refreshes so VS Code keeps
  * expansion and selection.
  */
-import type { Checkpoint, CheckpointFile, ErrorKind, Run, Target, TargetRef } from '../../core/types';
-import { formatTarget } from '../../core/types';
+import type { Checkpoint, CheckpointFile, ErrorKind, Run, Target, TargetRef } from '../types';
+import { formatTarget } from '../types';
 
 interface Base {
   /** Stable id: the path from the host down, NUL-joined (names may contain anything else). */

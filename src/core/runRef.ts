@@ -1,8 +1,8 @@
 /** Run identities on the wire and their stable keys (the same ids the tree gives its run nodes). */
-import type { RunRefWire } from '../../shared/metricsProtocol';
-import type { Run, TargetRef } from '../../core/types';
-import { formatTarget } from '../../core/types';
-import { runId } from '../tree/nodes';
+import type { RunRefWire } from '../shared/metricsProtocol';
+import type { Run, TargetRef } from './types';
+import { formatTarget } from './types';
+import { runId } from './tree/nodes';
 
 /** The run as the protocol and a restored panel carry it. */
 export function toRunRef(hostName: string, target: TargetRef, run: Run): RunRefWire {
