@@ -1,0 +1,286 @@
+/**
+ * The model behind the hosts → targets → runs → checkpoints tree, without `vscode`: what each node's children are,
+ * the listing caches (per host and per target), one in-flight request per listing, the registry of nodes handed out
+ * (by id, for reveal and for commands given an id), and the refresh that re-lists through one debounced queue and
+ * reports only the nodes whose listing changed. The extension's tree provider renders these nodes; unit tests drive
+ * this model with a listing source of their own.
+ */
+import type { HostTargets } from '../service';
+import { emptyStateText } from '../emptyStates';
+import { formatTarget, isRemoteRunsError, RemoteRunsError, type TargetListing, type TargetRef } from '../types';
+import { Emitter, type Event } from '../util/event';
+import { childId, hostId, listingKey, runId, targetId, type CheckpointNode, type FileNode, type HostNode, type RunNode, type StateNode, type TargetNode, type TreeNode } from './nodes';
+import { RefreshQueue } from './refreshQueue';
+
+export interface HostEntry {
+  name: string;
+  source: 'settings' | 'ssh-config';
+}
+
+/** Where the model's listings come from (the core service, in the extension). */
+export interface TreeSource {
+  hosts(): HostEntry[];
+  listTargets(hostName: string): Promise<HostTargets>;
+  listTarget(hostName: string, target: TargetRef): Promise<TargetListing>;
+}
+
+type Result<T> = { ok: true; value: T; at: number } | { ok: false; error: RemoteRunsError; at: number };
+
+export class RunsTreeModel {
+  private readonly changeEmitter = new Emitter<TreeNode | undefined>();
+  /** A node whose children changed (undefined: everything). */
+  readonly onDidChange: Event<TreeNode | undefined> = this.changeEmitter.event;
+
+  private readonly targetsCache = new Map<string, Result<HostTargets>>();
+  private readonly listingCache = new Map<string, Result<TargetListing>>();
+  private readonly inflight = new Map<string, Promise<unknown>>();
+  /** Nodes handed out, by id. */
+  private readonly nodes = new Map<string, TreeNode>();
+  private readonly expanded = new Set<string>();
+  private readonly queue: RefreshQueue;
+
+  constructor(
+    private readonly source: TreeSource,
+    refreshDebounceMs = 150,
+  ) {
+    this.queue = new RefreshQueue((ids) => this.refreshNow(ids), refreshDebounceMs);
+  }
+
+  /** The children of a node (the hosts for undefined), each registered for nodeAt. */
+  async childrenOf(node?: TreeNode): Promise<TreeNode[]> {
+    const children = await this.computeChildren(node);
+    for (const c of children) this.nodes.set(c.id, c);
+    return children;
+  }
+
+  /** The node last handed out with this id. */
+  nodeAt(id: string): TreeNode | undefined {
+    return this.nodes.get(id);
+  }
+
+  /** Every run node handed out so far (for pickers that offer "a run from the tree"). */
+  knownRuns(): RunNode[] {
+    return [...this.nodes.values()].filter((n): n is RunNode => n.type === 'run');
+  }
+
+  /** What the view shows open (for the timed refresh of what is expanded). */
+  setExpanded(id: string, open: boolean): void {
+    if (open) this.expanded.add(id);
+    else this.expanded.delete(id);
+  }
+
+  /** Ask for a refresh of a node's scope (or everything); coalesced by the queue. */
+  refresh(node?: TreeNode): void {
+    this.queue.push(node ? scopeOf(node).id : '');
+  }
+
+  /** Refresh everything that is expanded (the timer's job). */
+  refreshExpanded(): void {
+    for (const id of this.expanded) {
+      const node = this.nodes.get(id);
+      if (node && (node.type === 'host' || node.type === 'target')) this.queue.push(node.id);
+    }
+  }
+
+  /** Resolves once the queue has drained (for commands that must wait for fresh data). */
+  whenIdle(): Promise<void> {
+    return this.queue.whenIdle();
+  }
+
+  /** Report a node as changed without re-listing (its decorations changed). */
+  redraw(node?: TreeNode): void {
+    this.changeEmitter.fire(node);
+  }
+
+  dispose(): void {
+    this.queue.dispose();
+    this.changeEmitter.dispose();
+  }
+
+  private async computeChildren(node?: TreeNode): Promise<TreeNode[]> {
+    if (!node) {
+      return this.source.hosts().map((h): HostNode => ({ type: 'host', id: hostId(h.name), hostName: h.name, source: h.source }));
+    }
+    switch (node.type) {
+      case 'host':
+        return this.hostChildren(node);
+      case 'target':
+        return this.targetChildren(node);
+      case 'run':
+        // Ascending step order, as numbers (step_9000 before step_10000); the newest is marked.
+        return node.run.checkpoints.map((c): CheckpointNode => ({
+          type: 'checkpoint',
+          id: childId(node, 'c', c.path),
+          parent: node,
+          hostName: node.hostName,
+          target: node.target,
+          run: node.run,
+          checkpoint: c,
+        }));
+      case 'checkpoint':
+        return node.checkpoint.files.map((f): FileNode => ({
+          type: 'file',
+          id: childId(node, 'f', f.path),
+          parent: node,
+          hostName: node.hostName,
+          target: node.target,
+          file: f,
+        }));
+      default:
+        return [];
+    }
+  }
+
+  private async hostChildren(node: HostNode): Promise<TreeNode[]> {
+    const result = await this.loadTargets(node.hostName);
+    if (!result.ok) return [errorNode(node, result.error)];
+    const targets = result.value.targets.map((t): TargetNode => ({
+      type: 'target',
+      id: targetId(node.hostName, t),
+      parent: node,
+      hostName: node.hostName,
+      target: t,
+    }));
+    const problems = result.value.problems.map(
+      (p, i): StateNode => ({ type: 'state', id: childId(node, 'p', String(i)), parent: node, kind: 'command-failed', label: p, message: p, seen: [], scope: node }),
+    );
+    return [...targets, ...problems];
+  }
+
+  private async targetChildren(node: TargetNode): Promise<TreeNode[]> {
+    if (node.target.state === 'stopped') {
+      const text = emptyStateText('container-stopped');
+      return [{ type: 'state', id: childId(node, 's', 'stopped'), parent: node, kind: 'container-stopped', label: text.title, message: `${formatTarget(node.target)} is stopped. ${text.hint}`, seen: [], scope: node }];
+    }
+    const result = await this.loadListing(node.hostName, node.target);
+    if (!result.ok) return [errorNode(node, result.error)];
+    const out: TreeNode[] = [];
+    const states: TreeNode[] = [];
+    for (const root of result.value.roots) {
+      if (root.state === 'ok') {
+        for (const run of root.runs) {
+          out.push({ type: 'run', id: runId(node.hostName, node.target, run.path), parent: node, hostName: node.hostName, target: node.target, run });
+        }
+        if (root.truncated) {
+          states.push({ type: 'state', id: childId(node, 'trunc', root.root), parent: node, kind: 'command-failed', label: `${root.root}: listing cut short`, message: `${root.path} holds more entries than one listing reads; some runs may be missing.`, seen: [], scope: node });
+        }
+        if (root.unreadable) {
+          // Runs were found, but the walk could not enter everything (a folder the user cannot read, a symlink loop).
+          const n = root.unreadable.count;
+          states.push({ type: 'state', id: childId(node, 'unread', root.root), parent: node, kind: 'permission-denied', label: `${root.root}: ${n} place${n === 1 ? '' : 's'} could not be read`, message: root.unreadable.messages.join('\n'), seen: [], scope: node });
+        }
+      } else {
+        const text = emptyStateText(root.state);
+        states.push({
+          type: 'state',
+          id: childId(node, 's', root.root),
+          parent: node,
+          kind: root.state,
+          label: `${root.root}: ${text.title}`,
+          message: root.message,
+          seen: root.seen,
+          scope: node,
+        });
+      }
+    }
+    return [...out, ...states];
+  }
+
+  private loadTargets(hostName: string): Promise<Result<HostTargets>> {
+    const cached = this.targetsCache.get(hostName);
+    if (cached) return Promise.resolve(cached);
+    return this.once(`targets:${hostName}`, async () => {
+      const r = await capture(() => this.source.listTargets(hostName));
+      this.targetsCache.set(hostName, r);
+      return r;
+    });
+  }
+
+  private loadListing(hostName: string, target: TargetRef): Promise<Result<TargetListing>> {
+    const key = listingKey(hostName, target);
+    const cached = this.listingCache.get(key);
+    if (cached) return Promise.resolve(cached);
+    return this.once(`listing:${key}`, async () => {
+      const r = await capture(() => this.source.listTarget(hostName, target));
+      this.listingCache.set(key, r);
+      return r;
+    });
+  }
+
+  /** Share one in-flight request per key. */
+  private once<T>(key: string, f: () => Promise<T>): Promise<T> {
+    const existing = this.inflight.get(key) as Promise<T> | undefined;
+    if (existing) return existing;
+    const p = f().finally(() => this.inflight.delete(key));
+    this.inflight.set(key, p);
+    return p;
+  }
+
+  private async refreshNow(ids: Set<string>): Promise<void> {
+    if (ids.has('')) {
+      this.targetsCache.clear();
+      this.listingCache.clear();
+      this.changeEmitter.fire(undefined);
+      return;
+    }
+    await Promise.all(
+      [...ids].map(async (id) => {
+        const node = this.nodes.get(id);
+        if (!node) return;
+        if (node.type === 'host') {
+          const before = this.targetsCache.get(node.hostName);
+          this.targetsCache.delete(node.hostName);
+          const after = await this.loadTargets(node.hostName);
+          if (!sameResult(before, after)) {
+            // Targets changed: their listings may be stale too.
+            for (const key of [...this.listingCache.keys()]) if (key.startsWith(`${node.id}\u0000`)) this.listingCache.delete(key);
+            this.changeEmitter.fire(node);
+          }
+        } else if (node.type === 'target') {
+          const key = listingKey(node.hostName, node.target);
+          const before = this.listingCache.get(key);
+          this.listingCache.delete(key);
+          const after = await this.loadListing(node.hostName, node.target);
+          if (!sameResult(before, after)) this.changeEmitter.fire(node);
+        }
+      }),
+    );
+  }
+}
+
+function errorNode(parent: HostNode | TargetNode, error: RemoteRunsError): StateNode {
+  const text = emptyStateText(error.kind);
+  return { type: 'state', id: childId(parent, 'e', error.kind), parent, kind: error.kind, label: text.title, message: error.message, seen: [], scope: parent };
+}
+
+/** The host or target whose listing a node comes from. */
+export function scopeOf(node: TreeNode): HostNode | TargetNode {
+  let n: TreeNode | undefined = node;
+  while (n) {
+    if (n.type === 'state' && n.scope) return n.scope;
+    if (n.type === 'host' || n.type === 'target') return n;
+    n = n.parent;
+  }
+  throw new Error('node without a host');
+}
+
+async function capture<T>(f: () => Promise<T>): Promise<Result<T>> {
+  try {
+    return { ok: true, value: await f(), at: Date.now() };
+  } catch (e) {
+    const error = isRemoteRunsError(e) ? e : new RemoteRunsError('command-failed', e instanceof Error ? e.message : String(e));
+    return { ok: false, error, at: Date.now() };
+  }
+}
+
+function sameResult<T>(a: Result<T> | undefined, b: Result<T>): boolean {
+  if (!a || a.ok !== b.ok) return false;
+  if (a.ok && b.ok) return stableJson(a.value) === stableJson(b.value);
+  if (!a.ok && !b.ok) return a.error.kind === b.error.kind && a.error.message === b.error.message;
+  return false;
+}
+
+function stableJson(v: unknown): string {
+  // Listings carry the remote clock, which changes every time; compare the content only.
+  return JSON.stringify(v, (k, val) => (k === 'remoteNow' ? undefined : val));
+}

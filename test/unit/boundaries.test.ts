@@ -1,0 +1,73 @@
+/**
+ * The code's rooms and their doors, checked on every test run: the core never imports `vscode` or the extension
+ * (so it runs in the CLI, the language server and plain node tests); the language server and the CLI import neither
+ * `vscode` nor extension code; the webview imports no node-side code. Every import form counts: `from '…'`,
+ * `import('…')`, `require('…')`, `export … from '…'`.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+
+const SRC = path.join(__dirname, '..', '..', 'src');
+
+function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) out.push(...filesUnder(p));
+    else if (/\.(ts|tsx|mts|cts)$/.test(e.name)) out.push(p);
+  }
+  return out;
+}
+
+/** Every module specifier a file names. */
+export function specifiers(text: string): string[] {
+  const out: string[] = [];
+  const re = /(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)(['"])([^'"\n]+)\1/gm;
+  for (let m = re.exec(text); m; m = re.exec(text)) out.push(m[2]);
+  return out;
+}
+
+/** The room (top folder under src/) a relative specifier lands in, or the package name. */
+function destination(file: string, spec: string): string {
+  if (!spec.startsWith('.')) return spec.startsWith('node:') ? 'node' : spec.split('/')[0];
+  const rel = path.relative(SRC, path.resolve(path.dirname(file), spec));
+  return rel.startsWith('..') ? `outside src (${rel})` : `src/${rel.split(path.sep)[0]}`;
+}
+
+const RULES: { room: string; forbidden: string[] }[] = [
+  { room: 'core', forbidden: ['vscode', 'src/extension', 'src/webview', 'src/cli', 'src/lsp'] },
+  { room: 'lsp', forbidden: ['vscode', 'src/extension', 'src/webview'] },
+  { room: 'cli', forbidden: ['vscode', 'src/extension', 'src/webview'] },
+  { room: 'shared', forbidden: ['vscode', 'src/extension', 'src/core', 'src/cli', 'src/lsp'] },
+  { room: 'webview', forbidden: ['vscode', 'src/extension', 'src/core', 'src/cli', 'src/lsp', 'node', 'ssh2'] },
+];
+
+test('the specifier reader sees every import form', () => {
+  const text = [
+    "import * as vscode from 'vscode';",
+    'import type { A } from "../extension/x";',
+    "export { b } from './b';",
+    "const c = await import('../cli/c');",
+    "const d = require('node:fs');",
+    "import './side-effect';",
+  ].join('\n');
+  assert.deepEqual(specifiers(text), ['vscode', '../extension/x', './b', '../cli/c', 'node:fs', './side-effect']);
+});
+
+for (const rule of RULES) {
+  test(`src/${rule.room} imports none of: ${rule.forbidden.join(', ')}`, () => {
+    const dir = path.join(SRC, rule.room);
+    const files = filesUnder(dir);
+    assert.ok(files.length > 0, `src/${rule.room} has files`);
+    const breaches: string[] = [];
+    for (const f of files) {
+      for (const spec of specifiers(fs.readFileSync(f, 'utf8'))) {
+        const to = destination(f, spec);
+        if (rule.forbidden.includes(to)) breaches.push(`${path.relative(SRC, f)} imports ${spec}`);
+      }
+    }
+    assert.deepEqual(breaches, []);
+  });
+}

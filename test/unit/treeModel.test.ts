@@ -1,0 +1,192 @@
+/**
+ * The tree's model (core/tree/model.ts), without VS Code: the nodes each level holds, one request per listing, the
+ * listing's states as nodes, and the refresh that re-lists and reports only what changed. The listing source is the
+ * test's own; the listings are built in the core's types (the integration and e2e suites list a real sshd).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RunsTreeModel, scopeOf, type TreeSource } from '../../src/core/tree/model';
+import { hostId, runId, targetId, type TreeNode } from '../../src/core/tree/nodes';
+import { RemoteRunsError, type Checkpoint, type Run, type Target, type TargetListing, type TargetRef } from '../../src/core/types';
+import type { HostTargets } from '../../src/core/service';
+
+const HOST: Target = { kind: 'host', id: '', label: 'host', state: 'running' };
+const PCT: Target = { kind: 'pct', id: '200', label: 'trainer', state: 'running' };
+const STOPPED: Target = { kind: 'docker', id: 'old', label: 'old', state: 'stopped' };
+
+function checkpoint(step: number, newest = false): Checkpoint {
+  return {
+    name: `step_${step}`,
+    step,
+    layout: 'step_N',
+    path: `/runs/a/checkpoints/step_${step}`,
+    isDir: true,
+    bytes: 10,
+    mtime: 1,
+    files: [{ name: 'model.pt', path: `/runs/a/checkpoints/step_${step}/model.pt`, bytes: 10, mtime: 1 }],
+    newest,
+  };
+}
+
+function run(name: string, steps: number[]): Run {
+  return { name, path: `/runs/${name}`, metrics: [], checkpoints: steps.map((s, i) => checkpoint(s, i === steps.length - 1)), metricsMtime: 0, live: false };
+}
+
+/** A scripted source: counts its calls; listings can be replaced between refreshes. */
+function source(): TreeSource & { calls: Map<string, number>; listing: Map<string, TargetListing | Error>; targets: HostTargets | Error; gate?: Promise<void> } {
+  const calls = new Map<string, number>();
+  const count = (k: string): void => void calls.set(k, (calls.get(k) ?? 0) + 1);
+  const s = {
+    calls,
+    listing: new Map<string, TargetListing | Error>(),
+    targets: { targets: [HOST, PCT, STOPPED], problems: ['docker: permission denied'] } as HostTargets | Error,
+    gate: undefined as Promise<void> | undefined,
+    hosts: () => [{ name: 'gpu1', source: 'settings' as const }],
+    async listTargets(h: string) {
+      count(`targets:${h}`);
+      if (s.targets instanceof Error) throw s.targets;
+      return s.targets;
+    },
+    async listTarget(h: string, t: TargetRef) {
+      count(`listing:${h}:${t.kind}:${t.id}`);
+      await s.gate;
+      const l = s.listing.get(`${t.kind}:${t.id}`);
+      if (!l) throw new RemoteRunsError('unreachable', 'no such listing');
+      if (l instanceof Error) throw l;
+      return l;
+    },
+  };
+  return s;
+}
+
+function listing(target: TargetRef, runs: Run[], remoteNow = 1): TargetListing {
+  return { target, remoteNow, roots: [{ root: '/runs', path: '/runs', state: 'ok', runs, truncated: false }] };
+}
+
+async function walk(model: RunsTreeModel): Promise<{ host: TreeNode; targets: TreeNode[] }> {
+  const [host] = await model.childrenOf();
+  return { host, targets: await model.childrenOf(host) };
+}
+
+test('each level: hosts, targets with the runtime problems, runs with the roots that said why, checkpoints, files', async () => {
+  const src = source();
+  src.listing.set('host:', {
+    target: HOST,
+    remoteNow: 1,
+    roots: [
+      { root: '/runs', path: '/runs', state: 'ok', runs: [run('a', [100, 200])], truncated: true, unreadable: { count: 2, messages: ['find: /runs/x: Permission denied'] } },
+      { root: '~/gone', path: '/home/u/gone', state: 'path-missing', message: '~/gone does not exist', seen: [], truncated: false },
+    ],
+  });
+  const model = new RunsTreeModel(src, 10);
+  const { host, targets } = await walk(model);
+  assert.equal(host.id, hostId('gpu1'));
+  assert.deepEqual(
+    targets.map((t) => (t.type === 'target' ? `${t.type}:${t.target.kind}` : `${t.type}:${t.type === 'state' ? t.label : ''}`)),
+    ['target:host', 'target:pct', 'target:docker', 'state:docker: permission denied'],
+  );
+  assert.equal(targets[0].id, targetId('gpu1', HOST));
+
+  const under = await model.childrenOf(targets[0]);
+  assert.deepEqual(
+    under.map((n) => (n.type === 'state' ? `${n.kind}: ${n.label.split(': ')[0]}` : `${n.type}: ${n.type === 'run' ? n.run.name : ''}`)),
+    ['run: a', 'command-failed: /runs', 'permission-denied: /runs', 'path-missing: ~/gone'],
+  );
+  assert.deepEqual(
+    under.slice(1, 3).map((n) => (n.type === 'state' ? n.label : '')),
+    ['/runs: listing cut short', '/runs: 2 places could not be read'],
+  );
+  assert.equal(under[3].type === 'state' && under[3].message, '~/gone does not exist');
+  const stopped = await model.childrenOf(targets[2]);
+  assert.equal(stopped.length, 1);
+  assert.equal(stopped[0].type === 'state' && stopped[0].kind, 'container-stopped');
+  assert.equal(src.calls.get('listing:gpu1:docker:old'), undefined, 'a stopped container is not listed');
+
+  const runNode = under[0];
+  assert.equal(runNode.id, runId('gpu1', HOST, '/runs/a'));
+  const cks = await model.childrenOf(runNode);
+  assert.deepEqual(cks.map((c) => (c.type === 'checkpoint' ? c.checkpoint.name : '')), ['step_100', 'step_200']);
+  const files = await model.childrenOf(cks[1]);
+  assert.deepEqual(files.map((f) => (f.type === 'file' ? f.file.name : '')), ['model.pt']);
+  assert.equal(model.nodeAt(files[0].id), files[0], 'every node handed out can be found by id');
+  assert.equal(scopeOf(files[0]).id, targets[0].id, "a file's listing is its target's");
+  assert.deepEqual(model.knownRuns().map((r) => r.run.name), ['a']);
+  model.dispose();
+});
+
+test('a failed listing is one state node of its kind; two views asking at once cost one request', async () => {
+  const src = source();
+  src.listing.set('pct:200', new RemoteRunsError('container-stopped', 'CT 200 is not running'));
+  let open!: () => void;
+  src.gate = new Promise<void>((r) => (open = r));
+  const model = new RunsTreeModel(src, 10);
+  const { targets } = await walk(model);
+  const both = Promise.all([model.childrenOf(targets[1]), model.childrenOf(targets[1])]);
+  open();
+  const [a, b] = await both;
+  assert.equal(src.calls.get('listing:gpu1:pct:200'), 1);
+  assert.deepEqual(a, b);
+  assert.equal(a.length, 1);
+  assert.ok(a[0].type === 'state' && a[0].kind === 'container-stopped' && a[0].message === 'CT 200 is not running');
+  // Cached: asking again lists nothing.
+  await model.childrenOf(targets[1]);
+  assert.equal(src.calls.get('listing:gpu1:pct:200'), 1);
+  model.dispose();
+});
+
+test('a refresh re-lists and reports a node only when its listing changed (the remote clock alone is no change)', async () => {
+  const src = source();
+  src.listing.set('host:', listing(HOST, [run('a', [100])], 1));
+  const model = new RunsTreeModel(src, 5);
+  const changed: (string | undefined)[] = [];
+  model.onDidChange((n) => changed.push(n?.id));
+  const { targets } = await walk(model);
+  await model.childrenOf(targets[0]);
+
+  src.listing.set('host:', listing(HOST, [run('a', [100])], 999));
+  model.refresh(targets[0]);
+  await model.whenIdle();
+  assert.equal(src.calls.get('listing:gpu1:host:'), 2);
+  assert.deepEqual(changed, [], 'same runs, later clock: nothing to redraw');
+
+  src.listing.set('host:', listing(HOST, [run('a', [100, 200])], 1000));
+  const runNode = (await model.childrenOf(targets[0]))[0];
+  model.refresh(runNode); // a run refreshes its target's listing
+  await model.whenIdle();
+  assert.deepEqual(changed, [targets[0].id]);
+  const again = await model.childrenOf(targets[0]);
+  assert.equal(again[0].type === 'run' && again[0].run.checkpoints.length, 2);
+
+  model.refresh();
+  await model.whenIdle();
+  assert.deepEqual(changed, [targets[0].id, undefined], 'a refresh of everything clears the caches and redraws all');
+  model.dispose();
+});
+
+test('the timed refresh re-lists only what is expanded; host targets changing drop their listings', async () => {
+  const src = source();
+  src.listing.set('host:', listing(HOST, [run('a', [1])]));
+  src.listing.set('pct:200', listing(PCT, [run('b', [1])]));
+  const model = new RunsTreeModel(src, 5);
+  const { host, targets } = await walk(model);
+  await model.childrenOf(targets[0]);
+  await model.childrenOf(targets[1]);
+  model.setExpanded(targets[1].id, true);
+  model.setExpanded(targets[0].id, true);
+  model.setExpanded(targets[0].id, false);
+  model.refreshExpanded();
+  await model.whenIdle();
+  assert.equal(src.calls.get('listing:gpu1:host:'), 1, 'collapsed: not listed again');
+  assert.equal(src.calls.get('listing:gpu1:pct:200'), 2, 'expanded: listed again');
+
+  const changed: (string | undefined)[] = [];
+  model.onDidChange((n) => changed.push(n?.id));
+  src.targets = { targets: [HOST], problems: [] };
+  model.refresh(host);
+  await model.whenIdle();
+  assert.deepEqual(changed, [host.id]);
+  assert.deepEqual((await model.childrenOf(host)).map((t) => t.id), [targets[0].id]);
+  await model.childrenOf(targets[0]);
+  assert.equal(src.calls.get('listing:gpu1:host:'), 2, "the host's targets changed: their listings are fetched anew");
+  model.dispose();
+});
