@@ -1,6 +1,6 @@
 import type { RemoteRunsCore } from '../core/service';
 import { runsOf } from '../core/service';
-import { RemoteRunsError, formatTarget, type RootListing, type Run, type RootEmptyKind } from '../core/types';
+import { RemoteRunsError, formatTarget, latestCheckpoint, type RootListing, type Run, type RootEmptyKind } from '../core/types';
 import { emptyStateText } from '../core/emptyStates';
 import { formatAge, formatBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
@@ -18,7 +18,16 @@ export function runJson(run: Run): unknown {
     path: run.path,
     live: run.live,
     metrics: run.metrics,
-    checkpoints: run.checkpoints.map((c) => ({ name: c.name, step: c.step, path: c.path, bytes: c.bytes, mtime: c.mtime })),
+    checkpoints: run.checkpoints.map((c) => ({
+      name: c.name,
+      step: c.step,
+      path: c.path,
+      bytes: c.bytes,
+      mtime: c.mtime,
+      ...(c.incomplete ? { incomplete: c.incomplete } : {}),
+    })),
+    // What `latest` names: the newest complete checkpoint (null when none is complete yet).
+    latest: latestCheckpoint(run)?.name ?? null,
   };
 }
 
@@ -63,7 +72,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
         continue;
       }
       for (const r of root.runs) {
-        const newest = r.checkpoints[r.checkpoints.length - 1];
+        const newest = latestCheckpoint(r);
         lines.push(`${r.name}\t${r.path}\t${r.checkpoints.length} checkpoints${newest ? `, latest step ${newest.step} (${formatAge(newest.mtime, now)})` : ''}${r.live ? ', live' : ''}`);
       }
       if (root.truncated) lines.push(`${root.root}: listing cut short (too many entries)`);
@@ -78,7 +87,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
   }
   const lines = [`${run.name}  ${run.path}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.join(', ') || 'none'}`];
   for (const c of run.checkpoints) {
-    lines.push(`${String(c.step).padStart(10)}  ${c.name.padEnd(28)} ${formatBytes(c.bytes).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}`);
+    lines.push(`${String(c.step).padStart(10)}  ${c.name.padEnd(28)} ${formatBytes(c.bytes).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${c.incomplete ? `  incomplete: ${c.incomplete}` : ''}`);
   }
   if (run.checkpoints.length === 0) lines.push('no checkpoints in this run (it was recognised by its metrics log)');
   return { json: { run: runJson(run) }, text: `${lines.join('\n')}\n`, exitCode: 0 };

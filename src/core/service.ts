@@ -7,6 +7,7 @@ import {
   DEFAULT_RUN_ROOTS,
   RemoteRunsError,
   formatTarget,
+  latestCheckpoint,
   parseTarget,
   type HostConfig,
   type Checkpoint,
@@ -104,14 +105,24 @@ export class RemoteRunsCore {
 }
 
 /**
- * A checkpoint of a run by name (`step_20000`), by step (`20000`), or `latest` (the highest step).
+ * A checkpoint of a run by name (`step_20000`), by step (`20000`), or `latest` (the complete one with the highest
+ * step: one still being written is never `latest`).
  * `not-found` errors name what is there.
  */
 export function pickCheckpoint(run: Run, which: string): Checkpoint {
   if (run.checkpoints.length === 0) {
     throw new RemoteRunsError('not-found', `Run ${JSON.stringify(run.name)} at ${run.path} has no checkpoints yet`);
   }
-  if (which === 'latest') return run.checkpoints[run.checkpoints.length - 1];
+  if (which === 'latest') {
+    const latest = latestCheckpoint(run);
+    if (latest) return latest;
+    const last = run.checkpoints[run.checkpoints.length - 1];
+    throw new RemoteRunsError(
+      'not-found',
+      `Run ${JSON.stringify(run.name)} has no complete checkpoint yet: ${last.name} ${last.incomplete ?? 'is incomplete'} (name it to take it anyway)`,
+      { seen: run.checkpoints.map((c) => c.name).slice(-8) },
+    );
+  }
   const found =
     run.checkpoints.find((c) => c.name === which) ?? (/^\d+$/.test(which) ? run.checkpoints.find((c) => c.step === Number(which)) : undefined);
   if (!found) {

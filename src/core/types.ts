@@ -73,8 +73,18 @@ export interface Checkpoint {
   mtime: number;
   /** Files of a folder checkpoint (empty for a flat file). */
   files: CheckpointFile[];
-  /** True on the checkpoint with the highest step in its run. */
+  /** True on the complete checkpoint with the highest step in its run (the one `latest` names). */
   newest: boolean;
+  /**
+   * Why the checkpoint is not complete yet, when its listing shows it (checkpointLayout.ts incompleteReason): it is
+   * still listed, marked, and never `latest`.
+   */
+  incomplete?: string;
+}
+
+/** The checkpoint `latest` names: the complete one with the highest step (undefined when none is complete). */
+export function latestCheckpoint(run: Pick<Run, 'checkpoints'>): Checkpoint | undefined {
+  return run.checkpoints.find((c) => c.newest);
 }
 
 export interface Run {

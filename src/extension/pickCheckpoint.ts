@@ -6,7 +6,8 @@ import * as vscode from 'vscode';
 import type { HostDirectory } from '../core/hosts';
 import type { RemoteRunsCore } from '../core/service';
 import { runsOf } from '../core/service';
-import { RemoteRunsError, formatTarget, type Checkpoint, type Run, type TargetRef } from '../core/types';
+import { RemoteRunsError, formatTarget, latestCheckpoint, type Checkpoint, type Run, type TargetRef } from '../core/types';
+import { pickCheckpoint as checkpointOf } from '../core/service';
 import { formatAge, formatBytes } from '../core/util/format';
 
 export interface PickedCheckpoint {
@@ -53,16 +54,17 @@ export async function pickCheckpoint(
   const run = await quickPick(
     `${title} (3/4): run`,
     runs.map((r) => {
-      const newest = r.checkpoints[r.checkpoints.length - 1]!;
-      return { label: r.name, description: `${r.checkpoints.length} checkpoints · latest step ${newest.step} · ${formatAge(newest.mtime, now)}${r.live ? ' · live' : ''}`, detail: r.path, value: r };
+      const newest = latestCheckpoint(r);
+      const latest = newest ? `latest step ${newest.step} · ${formatAge(newest.mtime, now)}` : 'no complete checkpoint yet';
+      return { label: r.name, description: `${r.checkpoints.length} checkpoints · ${latest}${r.live ? ' · live' : ''}`, detail: r.path, value: r };
     }),
     'Pick a run',
   );
   if (!run) return undefined;
-  if (opts.latestOnly) return { hostName, target, run, checkpoint: run.checkpoints[run.checkpoints.length - 1]! };
+  if (opts.latestOnly) return { hostName, target, run, checkpoint: checkpointOf(run, 'latest') };
   const checkpoint = await quickPick(
     `${title} (4/4): checkpoint`,
-    [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `step ${c.step} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}`, value: c })),
+    [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `step ${c.step} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}${c.incomplete ? ` · incomplete: ${c.incomplete}` : ''}`, value: c })),
     'Pick a checkpoint (newest first)',
   );
   return checkpoint ? { hostName, target, run, checkpoint } : undefined;

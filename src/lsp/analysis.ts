@@ -5,7 +5,7 @@
  */
 import { findRuns } from '../core/discovery/runTree';
 import { parseCheckpointName } from '../core/discovery/checkpointLayout';
-import type { Checkpoint, Run } from '../core/types';
+import { latestCheckpoint, type Checkpoint, type Run } from '../core/types';
 import type { Place, RemoteEntry } from '../shared/lspProtocol';
 import { hasGlob, splitGlob } from './glob';
 import { childrenOf, entryAt, globMatches, pathOf, sizeOf, type ListingView } from './listingView';
@@ -156,7 +156,7 @@ function latestNear(view: ListingView, dir: string, lastSegment: string): Latest
   const run =
     runs.filter((r) => d === r.path || d.startsWith(`${r.path}/`)).sort((a, b) => b.path.length - a.path.length)[0] ??
     (runs.filter((r) => r.path.startsWith(`${d}/`)).length === 1 ? runs.find((r) => r.path.startsWith(`${d}/`)) : undefined);
-  const checkpoint = run?.checkpoints[run.checkpoints.length - 1];
+  const checkpoint = run ? latestCheckpoint(run) : undefined;
   if (!run || !checkpoint) return undefined;
   const file = checkpoint.files.find((f) => !f.name.includes('/') && (hasGlob(lastSegment) ? globLike(lastSegment, f.name) : f.name === lastSegment));
   return { run, checkpoint, replacement: file ? file.path : checkpoint.path };

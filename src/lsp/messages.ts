@@ -3,6 +3,7 @@
  * matches nothing always says what is there instead, and why it is empty, never just "not found".
  */
 import { formatAge, formatBytes } from '../core/util/format';
+import { latestCheckpoint } from '../core/types';
 import { parseCheckpointName } from '../core/discovery/checkpointLayout';
 import { formatPlace } from '../shared/lspProtocol';
 import type { Analysis, Found } from './analysis';
@@ -120,7 +121,7 @@ function existsHover(a: Extract<Analysis, { kind: 'exists' }>, where: string): s
   }
   if (ctx && ctx.run.path === e.path) {
     const r = ctx.run;
-    const newest = r.checkpoints[r.checkpoints.length - 1];
+    const newest = latestCheckpoint(r);
     out.push(`**run** \`${r.name}\` on ${where}${r.live ? ' · ● live' : ''} · ${r.checkpoints.length} checkpoint${r.checkpoints.length === 1 ? '' : 's'}`);
     if (newest) out.push('', `latest step ${newest.step}: \`${newest.name}\` · ${formatBytes(newest.bytes)} · ${formatAge(newest.mtime, a.remoteNow)}`);
     out.push('', `metrics: ${r.metrics.length ? r.metrics.map((m) => `\`${m.slice(r.path.length + 1)}\``).join(', ') : 'none found'}`);

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { isMetricsLog, parseCheckpointName } from '../../src/core/discovery/checkpointLayout';
+import { incompleteReason, isMetricsLog, parseCheckpointName } from '../../src/core/discovery/checkpointLayout';
 
 test('checkpoint folders in every supported layout', () => {
   const cases: Array<[string, number, string]> = [
@@ -99,4 +99,20 @@ test('a dataset split jsonl is a log only inside logs/', () => {
   assert.equal(isMetricsLog('val.jsonl', 'run'), false);
   assert.equal(isMetricsLog('metrics.jsonl', 'run'), true);
   assert.equal(isMetricsLog('train_log.jsonl', 'run'), true);
+});
+
+test('a folder checkpoint still being written says why; a finished one says nothing', () => {
+  const f = (...names: string[]) => names.map((name) => ({ name, bytes: 10 }));
+  assert.equal(incompleteReason(f('checkpoint.pt', 'optimizer.pt')), undefined);
+  assert.equal(incompleteReason([]), 'holds no files yet');
+  assert.equal(incompleteReason(f('checkpoint.pt.tmp')), 'checkpoint.pt.tmp is still being written');
+  assert.equal(incompleteReason(f('model.safetensors', 'sub/optimizer.pt.partial')), 'sub/optimizer.pt.partial is still being written');
+  // torch.distributed.checkpoint: shards, and .metadata written last (as .metadata.tmp, then renamed).
+  assert.equal(incompleteReason(f('__0_0.distcp', '__1_0.distcp', '.metadata')), undefined);
+  assert.match(incompleteReason(f('__0_0.distcp', '__1_0.distcp')) ?? '', /without their \.metadata/);
+  assert.match(incompleteReason(f('__0_0.distcp', '.metadata.tmp')) ?? '', /\.metadata\.tmp is still being written/);
+  // Hugging Face shards: all of them, or which are there.
+  assert.equal(incompleteReason(f('model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json')), undefined);
+  assert.equal(incompleteReason(f('model-00001-of-00003.safetensors', 'model-00003-of-00003.safetensors')), '2 of 3 shards of model.safetensors are there');
+  assert.equal(incompleteReason(f('pytorch_model-00001-of-00002.bin')), '1 of 2 shards of pytorch_model.bin are there');
 });

@@ -6,6 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { listRunsCommand } from '../../src/core/discovery/listScript';
+import { pickCheckpoint } from '../../src/core/service';
 import { LIVE_WINDOW_MS, RemoteRunsError, type RootListing } from '../../src/core/types';
 import type { ExecResult } from '../../src/core/remote';
 
@@ -183,4 +184,30 @@ test("the extension's own .remote-runs folder (eval records with results.jsonl) 
     .end(0).done();
   const runs = ok(parse(['/w'], r.result()).roots[0]);
   assert.deepEqual(runs.map((x) => x.path), ['/w/story']);
+});
+
+test('a checkpoint still being written is listed and marked, and the newest complete one is latest (the story: step_22000 holding only checkpoint.pt.tmp)', () => {
+  const r = new Records().root(0, 'ok', '/w').dir('checkpoints');
+  for (const s of [10000, 20000, 21000]) r.dir(`checkpoints/step_${s}`).file(`checkpoints/step_${s}/checkpoint.pt`);
+  r.dir('checkpoints/step_22000').file('checkpoints/step_22000/checkpoint.pt.tmp');
+  r.dir('checkpoints/step_23000'); // created, nothing in it yet
+  const runs = ok(parse(['/w'], r.end(0).done().result()).roots[0]);
+  const cks = runs[0].checkpoints;
+  assert.deepEqual(cks.map((c) => [c.step, c.newest, c.incomplete ?? null]), [
+    [10000, false, null],
+    [20000, false, null],
+    [21000, true, null],
+    [22000, false, 'checkpoint.pt.tmp is still being written'],
+    [23000, false, 'holds no files yet'],
+  ]);
+  assert.equal(pickCheckpoint(runs[0], 'latest').name, 'step_21000');
+  assert.equal(pickCheckpoint(runs[0], '22000').name, 'step_22000', 'named, an incomplete checkpoint can still be taken');
+
+  const only = new Records().root(0, 'ok', '/v').dir('checkpoints').dir('checkpoints/step_5').file('checkpoints/step_5/model.safetensors.tmp');
+  const lone = ok(parse(['/v'], only.end(0).done().result()).roots[0])[0];
+  assert.equal(lone.checkpoints[0].newest, false);
+  assert.throws(
+    () => pickCheckpoint(lone, 'latest'),
+    (e: unknown) => e instanceof RemoteRunsError && e.kind === 'not-found' && /no complete checkpoint yet: step_5 model\.safetensors\.tmp is still being written/.test(e.message),
+  );
 });

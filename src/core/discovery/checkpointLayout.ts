@@ -70,6 +70,48 @@ function stepFromStem(stem: string): number | undefined {
   return last === undefined ? undefined : Number(last);
 }
 
+/**
+ * Names of files a writer has not finished: a checkpoint folder holding one is still being written. `.tmp` is what
+ * torch.distributed.checkpoint's FileSystemWriter writes `.metadata` as before renaming it (and what most atomic
+ * writers do); `.partial`, `.incomplete`, `.temp` and `.part` are the other spellings in use.
+ */
+const TEMPORARY_FILE = /\.(tmp|temp|partial|incomplete|part)$/i;
+/** Hugging Face shards: `model-00001-of-00004.safetensors`, `pytorch_model-00002-of-00003.bin` (transformers' save_pretrained). */
+const SHARD = /^(.*)-(\d+)-of-(\d+)\.(safetensors|bin)$/i;
+
+/**
+ * Why a folder checkpoint is not complete, from the names and sizes of its files (relative to the folder), or
+ * undefined when nothing says so:
+ * - no file at all yet;
+ * - a temporary file (TEMPORARY_FILE) anywhere in it;
+ * - torch.distributed.checkpoint shards (`__R_N.distcp`) without the `.metadata` the coordinator writes last;
+ * - Hugging Face shards `X-K-of-N` with fewer than N of them present.
+ */
+export function incompleteReason(files: readonly { name: string; bytes: number }[]): string | undefined {
+  if (files.length === 0) return 'holds no files yet';
+  const temp = files.find((f) => TEMPORARY_FILE.test(f.name));
+  if (temp) return `${temp.name} is still being written`;
+  const base = (n: string): string => n.slice(n.lastIndexOf('/') + 1);
+  if (files.some((f) => /\.distcp$/i.test(f.name)) && !files.some((f) => base(f.name) === '.metadata')) {
+    return 'torch.distributed.checkpoint shards without their .metadata (written last)';
+  }
+  const sets = new Map<string, { of: number; have: Set<number> }>();
+  for (const f of files) {
+    const m = SHARD.exec(f.name);
+    if (!m) continue;
+    const key = `${m[1]}.${m[4].toLowerCase()}`;
+    const of = Number(m[3]);
+    const set = sets.get(key) ?? { of, have: new Set<number>() };
+    set.of = Math.max(set.of, of);
+    set.have.add(Number(m[2]));
+    sets.set(key, set);
+  }
+  for (const [key, set] of sets) {
+    if (set.have.size < set.of) return `${set.have.size} of ${set.of} shards of ${key.slice(key.lastIndexOf('/') + 1)} are there`;
+  }
+  return undefined;
+}
+
 /** Where a metrics log candidate sits: in the run folder itself, or in its `logs/` folder. */
 export type MetricsPlace = 'run' | 'logs';
 

@@ -10,7 +10,7 @@
  * `trainer_state.json` (that file holds the whole `log_history`).
  */
 import { LIVE_WINDOW_MS, type Checkpoint, type CheckpointFile, type Run } from '../types';
-import { CHECKPOINT_CONTAINERS, LOG_CONTAINERS, isMetricsLog, parseCheckpointName } from './checkpointLayout';
+import { CHECKPOINT_CONTAINERS, LOG_CONTAINERS, incompleteReason, isMetricsLog, parseCheckpointName } from './checkpointLayout';
 
 /** One listed entry: `type` as find's %y (f file, d folder, l broken link…), mtime in ms. */
 export interface Entry {
@@ -110,7 +110,9 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number): { ru
   if (checkpoints.length === 0 && logs.length === 0) return undefined;
 
   checkpoints.sort((a, b) => a.step - b.step || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  if (checkpoints.length > 0) checkpoints[checkpoints.length - 1].newest = true;
+  // `latest` is the newest complete checkpoint: one still being written is listed, marked, and passed over.
+  const newest = [...checkpoints].reverse().find((c) => c.incomplete === undefined);
+  if (newest) newest.newest = true;
   const metrics = logs.map((l) => absolute(l.rel));
   let metricsMtime = Math.max(0, ...logs.map((l) => l.mtime));
   if (logs.length === 0) {
@@ -139,6 +141,7 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string): Checkpoint
     const parsed = parseCheckpointName(child.name, child.type === 'd');
     if (!parsed) continue;
     const files = child.type === 'd' ? filesUnder(child, '', absolute) : [];
+    const incomplete = child.type === 'd' ? incompleteReason(files) : undefined;
     out.push({
       name: child.name,
       step: parsed.step,
@@ -149,6 +152,7 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string): Checkpoint
       mtime: Math.max(child.mtime, ...files.map((f) => f.mtime)),
       files,
       newest: false,
+      ...(incomplete ? { incomplete } : {}),
     });
   }
   return out;

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { RemoteRunsCore } from '../../core/service';
-import { formatTarget } from '../../core/types';
+import { formatTarget, latestCheckpoint } from '../../core/types';
 import type { ConnectionState } from '../../core/ssh/types';
 import { emptyStateText } from '../../core/emptyStates';
 import { formatAge, formatBytes } from '../../core/util/format';
@@ -161,7 +161,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const run = node.run;
     const item = new vscode.TreeItem(run.name, run.checkpoints.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
-    const newest = run.checkpoints[run.checkpoints.length - 1];
+    const newest = latestCheckpoint(run);
     const parts = [run.live ? '● live' : '', `${run.checkpoints.length} checkpoint${run.checkpoints.length === 1 ? '' : 's'}`, newest ? `latest step ${newest.step}` : ''];
     item.description = parts.filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(run.live ? 'pulse' : 'beaker');
@@ -178,9 +178,9 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const item = new vscode.TreeItem(c.name, c.isDir && c.files.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const now = Date.now();
-    item.description = [formatBytes(c.bytes), formatAge(c.mtime, now), c.newest ? 'newest' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
-    item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.isDir ? 'folder' : 'file-binary');
-    item.tooltip = `${c.path}\nstep ${c.step} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}`;
+    item.description = [formatBytes(c.bytes), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
+    item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
+    item.tooltip = `${c.path}\nstep ${c.step} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
     item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}`;
     return item;
   }

@@ -1,0 +1,86 @@
+/**
+ * Checkpoints still being written, as the real writers leave them (test/fixtures/real/make_dcp.py: torch 2.13.0+cpu's
+ * torch.distributed.checkpoint and safetensors 0.8.0), listed over the real test sshd by the built CLI: each is
+ * listed and marked with why, and `latest` is the newest complete one, which is what `pull …/latest` fetches.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { createHash } from 'node:crypto';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { startTestHost, type TestHost } from '../harness/testHost';
+
+const ROOT = path.join(__dirname, '..', '..');
+const CLI = path.join(ROOT, 'dist', 'cli.js');
+const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'real', 'out');
+let host: TestHost;
+let config: string;
+let runDir: string;
+
+function cli(args: string[]): { code: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args, '--config', config, '--known-hosts', host.knownHostsFile], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH, HOME: host.clientHome },
+    input: '',
+    timeout: 120_000,
+  });
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
+
+before(async () => {
+  if (!fs.existsSync(CLI)) execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: 'ignore' });
+  host = await startTestHost();
+  const root = path.join(host.dir, 'writing');
+  runDir = path.join(root, 'dcp-run');
+  const ck = path.join(runDir, 'checkpoints');
+  fs.mkdirSync(ck, { recursive: true });
+  fs.cpSync(path.join(FIXTURES, 'dcp_step_1000'), path.join(ck, 'step_1000'), { recursive: true });
+  fs.cpSync(path.join(FIXTURES, 'hf_step_2000'), path.join(ck, 'step_2000'), { recursive: true });
+  fs.cpSync(path.join(FIXTURES, 'dcp_step_3000'), path.join(ck, 'step_3000'), { recursive: true });
+  // torch.save through an atomic writer: the bytes go to a temporary name first.
+  fs.mkdirSync(path.join(ck, 'step_4000'));
+  fs.writeFileSync(path.join(ck, 'step_4000', 'checkpoint.pt.tmp'), Buffer.alloc(4096, 7));
+  fs.mkdirSync(path.join(ck, 'step_5000')); // made, nothing written yet
+  execFileSync('chmod', ['-R', 'a+rX', root]);
+  config = path.join(host.dir, 'writing-config.json');
+  fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('w', { runRoots: [root], targets: ['host'] })] }));
+});
+
+after(async () => {
+  await host?.stop();
+});
+
+test('checkpoints still being written are listed with why, and latest is the newest complete one', () => {
+  const r = cli(['ls', 'w/host/dcp-run', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const run = JSON.parse(r.stdout).run as { latest: string | null; checkpoints: { name: string; incomplete?: string }[] };
+  assert.deepEqual(
+    run.checkpoints.map((c) => [c.name, c.incomplete ?? null]),
+    [
+      ['step_1000', null],
+      ['step_2000', '1 of 2 shards of model.safetensors are there'],
+      ['step_3000', 'torch.distributed.checkpoint shards without their .metadata (written last)'],
+      ['step_4000', 'checkpoint.pt.tmp is still being written'],
+      ['step_5000', 'holds no files yet'],
+    ],
+  );
+  assert.equal(run.latest, 'step_1000');
+  const text = cli(['ls', 'w/host/dcp-run']);
+  assert.equal(text.code, 0, text.stderr);
+  assert.match(text.stdout, /step_1000 .* newest/);
+  assert.match(text.stdout, /step_4000 .* incomplete: checkpoint\.pt\.tmp is still being written/);
+});
+
+test('pull …/latest fetches the newest complete checkpoint, byte for byte; an incomplete one is taken only by name', () => {
+  const to = fs.mkdtempSync(path.join(host.dir, 'pull-'));
+  const r = cli(['pull', 'w/host/dcp-run/latest', '--to', to]);
+  assert.equal(r.code, 0, r.stderr);
+  const local = path.join(to, 'dcp-run', 'step_1000');
+  const sha = (p: string): string => createHash('sha256').update(fs.readFileSync(p)).digest('hex');
+  for (const f of ['.metadata', '__0_0.distcp']) assert.equal(sha(path.join(local, f)), sha(path.join(runDir, 'checkpoints', 'step_1000', f)));
+  assert.deepEqual(fs.readdirSync(path.join(to, 'dcp-run')), ['step_1000']);
+  const named = cli(['pull', 'w/host/dcp-run/step_3000', '--to', to]);
+  assert.equal(named.code, 0, named.stderr);
+  assert.deepEqual(fs.readdirSync(path.join(local, '..', 'step_3000')), ['__0_0.distcp']);
+});
