@@ -56,6 +56,7 @@ export type CheckpointLayout =
   | 'checkpoint-N'
   | 'global_stepN'
   | 'ckpt_N'
+  | 'iter_N'
   | 'lightning'
   | 'flat';
 

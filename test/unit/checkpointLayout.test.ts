@@ -116,3 +116,13 @@ test('a folder checkpoint still being written says why; a finished one says noth
   assert.equal(incompleteReason(f('model-00001-of-00003.safetensors', 'model-00003-of-00003.safetensors')), '2 of 3 shards of model.safetensors are there');
   assert.equal(incompleteReason(f('pytorch_model-00001-of-00002.bin')), '1 of 2 shards of pytorch_model.bin are there');
 });
+
+test('Megatron-LM iteration folders and fairseq mid-epoch files, as their savers name them', () => {
+  // megatron/training/checkpointing.py get_checkpoint_name: 'iter_{:07d}'.format(iteration)
+  assert.deepEqual(parseCheckpointName('iter_0001000', true), { step: 1000, layout: 'iter_N' });
+  assert.deepEqual(parseCheckpointName('iter_0000000', true), { step: 0, layout: 'iter_N' });
+  assert.equal(parseCheckpointName('iter_0001000_tmp', true), undefined, 'a staging folder is no checkpoint');
+  // fairseq/checkpoint_utils.py save_checkpoint: checkpoint_{epoch}_{updates}{suffix}.pt
+  assert.deepEqual(parseCheckpointName('checkpoint_3_12000.pt', false), { step: 12000, layout: 'flat' });
+  assert.deepEqual(parseCheckpointName('checkpoint_3_12000-shard0.pt', false), { step: 12000, layout: 'flat' });
+});

@@ -26,9 +26,17 @@ const FOLDER_PATTERNS: ReadonlyArray<readonly [RegExp, CheckpointLayout]> = [
   [/^checkpoint[-_](\d+)$/i, 'checkpoint-N'],
   [/^global[_-]?step[_-]?(\d+)$/i, 'global_stepN'],
   [/^ckpt[_-]?(\d+)$/i, 'ckpt_N'],
+  // Megatron-LM: `iter_{:07d}` (megatron/training/checkpointing.py, get_checkpoint_name), holding mp_rank_XX/
+  // model_optim_rng.pt, beside latest_checkpointed_iteration.txt. Its `iter_…_tmp` staging folders are no checkpoint.
+  [/^iter_(\d+)$/, 'iter_N'],
 ];
 
 const CHECKPOINT_FILE_EXT = /\.(pt|pth|safetensors|bin|ckpt)$/i;
+/**
+ * fairseq's mid-epoch saves, `checkpoint_{epoch}_{updates}{suffix}.pt` (fairseq/checkpoint_utils.py,
+ * save_checkpoint): the step is the update count, not the epoch.
+ */
+const FAIRSEQ_UPDATES = /^checkpoint_(\d+)_(\d+)(?:[-_.][^/]*)?\.pt$/i;
 /** Lightning's default `epoch=E-step=S.ckpt`, also with a `-v1` suffix from a name clash. */
 const LIGHTNING = /^epoch=(\d+)-step=(\d+)(?:-v\d+)?\.ckpt$/i;
 /** A number that follows a step-like word: `model_step_500`, `step=300`, `iter1000`, `checkpoint_12000`. */
@@ -48,6 +56,8 @@ export function parseCheckpointName(name: string, isDir: boolean): ParsedCheckpo
     }
     return undefined;
   }
+  const fairseq = FAIRSEQ_UPDATES.exec(name);
+  if (fairseq) return { step: Number(fairseq[2]), layout: 'flat' };
   const lightning = LIGHTNING.exec(name);
   if (lightning) return { step: Number(lightning[2]), layout: 'lightning' };
   if (!CHECKPOINT_FILE_EXT.test(name) || NOT_A_CHECKPOINT.test(name)) return undefined;

@@ -212,7 +212,7 @@ function toRootListing(root: string, r: RootRecord, maxEntries: number, now: num
       state: 'no-checkpoints',
       message:
         `${path} holds ${count} entr${count === 1 ? 'y' : 'ies'} but no run was recognised: no step_N, checkpoint-N, ` +
-        `global_stepN or ckpt_N folders, no checkpoint files with a step number, no metrics log${note}`,
+        `global_stepN, ckpt_N or iter_N folders, no checkpoint files with a step number, no metrics log${note}`,
     };
   }
   return { root, path, state: 'ok', runs, truncated, ...extra };

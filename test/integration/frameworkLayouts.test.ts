@@ -1,5 +1,7 @@
 /**
- * Checkpoints still being written, as the real writers leave them (test/fixtures/real/make_dcp.py: torch 2.13.0+cpu's
+ * Layouts of the frameworks people train with, listed over the real test sshd by the built CLI. Megatron-LM's and
+ * fairseq's are written as their savers name them (cited beside the patterns in checkpointLayout.ts). Checkpoints
+ * still being written, as the real writers leave them (test/fixtures/real/make_dcp.py: torch 2.13.0+cpu's
  * torch.distributed.checkpoint and safetensors 0.8.0), listed over the real test sshd by the built CLI: each is
  * listed and marked with why, and `latest` is the newest complete one, which is what `pull …/latest` fetches.
  */
@@ -42,6 +44,15 @@ before(async () => {
   fs.mkdirSync(path.join(ck, 'step_4000'));
   fs.writeFileSync(path.join(ck, 'step_4000', 'checkpoint.pt.tmp'), Buffer.alloc(4096, 7));
   fs.mkdirSync(path.join(ck, 'step_5000')); // made, nothing written yet
+  // Megatron-LM: iter_{:07d}/mp_rank_00/model_optim_rng.pt and the tracker file; a staging folder of a later save.
+  for (const it of ['0001000', '0002000', '0003000_tmp']) {
+    fs.mkdirSync(path.join(root, 'megatron-run', `iter_${it}`, 'mp_rank_00'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'megatron-run', `iter_${it}`, 'mp_rank_00', 'model_optim_rng.pt'), Buffer.alloc(2048, 1));
+  }
+  fs.writeFileSync(path.join(root, 'megatron-run', 'latest_checkpointed_iteration.txt'), '2000');
+  // fairseq: mid-epoch saves checkpoint_{epoch}_{updates}.pt.
+  fs.mkdirSync(path.join(root, 'fairseq-run', 'checkpoints'), { recursive: true });
+  for (const n of ['checkpoint_1_500.pt', 'checkpoint_2_1000.pt']) fs.writeFileSync(path.join(root, 'fairseq-run', 'checkpoints', n), Buffer.alloc(1024, 2));
   execFileSync('chmod', ['-R', 'a+rX', root]);
   config = path.join(host.dir, 'writing-config.json');
   fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('w', { runRoots: [root], targets: ['host'] })] }));
@@ -83,4 +94,21 @@ test('pull …/latest fetches the newest complete checkpoint, byte for byte; an 
   const named = cli(['pull', 'w/host/dcp-run/step_3000', '--to', to]);
   assert.equal(named.code, 0, named.stderr);
   assert.deepEqual(fs.readdirSync(path.join(local, '..', 'step_3000')), ['__0_0.distcp']);
+});
+
+test('Megatron-LM iteration folders and fairseq update counts are runs with the right steps', () => {
+  const mega = cli(['ls', 'w/host/megatron-run', '--json']);
+  assert.equal(mega.code, 0, mega.stderr);
+  const m = JSON.parse(mega.stdout).run as { latest: string; checkpoints: { name: string; step: number; bytes: number }[] };
+  assert.deepEqual(m.checkpoints.map((c) => [c.name, c.step, c.bytes]), [
+    ['iter_0001000', 1000, 2048],
+    ['iter_0002000', 2000, 2048],
+  ]);
+  assert.equal(m.latest, 'iter_0002000');
+  const fair = cli(['ls', 'w/host/fairseq-run', '--json']);
+  assert.equal(fair.code, 0, fair.stderr);
+  assert.deepEqual((JSON.parse(fair.stdout).run as { checkpoints: { name: string; step: number }[] }).checkpoints.map((c) => [c.name, c.step]), [
+    ['checkpoint_1_500.pt', 500],
+    ['checkpoint_2_1000.pt', 1000],
+  ]);
 });
