@@ -57,6 +57,7 @@ export type CheckpointLayout =
   | 'global_stepN'
   | 'ckpt_N'
   | 'iter_N'
+  | 'orbax'
   | 'lightning'
   | 'flat';
 

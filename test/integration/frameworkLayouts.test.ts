@@ -53,6 +53,13 @@ before(async () => {
   // fairseq: mid-epoch saves checkpoint_{epoch}_{updates}.pt.
   fs.mkdirSync(path.join(root, 'fairseq-run', 'checkpoints'), { recursive: true });
   for (const n of ['checkpoint_1_500.pt', 'checkpoint_2_1000.pt']) fs.writeFileSync(path.join(root, 'fairseq-run', 'checkpoints', n), Buffer.alloc(1024, 2));
+  // Orbax CheckpointManager output (test/fixtures/real/make_orbax.py), and seed folders named by bare numbers that
+  // hold runs of their own.
+  fs.cpSync(path.join(FIXTURES, 'orbax'), path.join(root, 'orbax-run'), { recursive: true });
+  for (const seed of ['0', '1']) {
+    fs.mkdirSync(path.join(root, 'seeds', seed, 'checkpoints', 'step_10'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'seeds', seed, 'checkpoints', 'step_10', 'model.pt'), 'x');
+  }
   execFileSync('chmod', ['-R', 'a+rX', root]);
   config = path.join(host.dir, 'writing-config.json');
   fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('w', { runRoots: [root], targets: ['host'] })] }));
@@ -111,4 +118,20 @@ test('Megatron-LM iteration folders and fairseq update counts are runs with the 
     ['checkpoint_1_500.pt', 500],
     ['checkpoint_2_1000.pt', 1000],
   ]);
+});
+
+test("Orbax's step folders are checkpoints, its temporary folder an incomplete one; bare-number seed folders stay runs", () => {
+  const r = cli(['ls', 'w/host/orbax-run', '--json']);
+  assert.equal(r.code, 0, r.stderr);
+  const run = JSON.parse(r.stdout).run as { latest: string; checkpoints: { name: string; step: number; incomplete?: string }[] };
+  assert.deepEqual(run.checkpoints.map((c) => [c.name, c.step, c.incomplete ?? null]), [
+    ['100', 100, null],
+    ['200', 200, null],
+    ['300.orbax-checkpoint-tmp-1764590400', 300, 'Orbax is still writing it (a temporary folder until the save is renamed)'],
+  ]);
+  assert.equal(run.latest, '200');
+  const all = cli(['ls', 'w/host', '--json']);
+  assert.equal(all.code, 0, all.stderr);
+  const names = (JSON.parse(all.stdout) as { runs: { name: string; path: string }[] }).runs.map((x) => x.path.split('/').slice(-2).join('/'));
+  assert.ok(names.includes('seeds/0') && names.includes('seeds/1'), `the seed runs are listed: ${names.join(', ')}`);
 });

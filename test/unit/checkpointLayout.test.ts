@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { incompleteReason, isMetricsLog, parseCheckpointName } from '../../src/core/discovery/checkpointLayout';
+import { incompleteReason, isMetricsLog, orbaxStep, parseCheckpointName } from '../../src/core/discovery/checkpointLayout';
 
 test('checkpoint folders in every supported layout', () => {
   const cases: Array<[string, number, string]> = [
@@ -125,4 +125,16 @@ test('Megatron-LM iteration folders and fairseq mid-epoch files, as their savers
   // fairseq/checkpoint_utils.py save_checkpoint: checkpoint_{epoch}_{updates}{suffix}.pt
   assert.deepEqual(parseCheckpointName('checkpoint_3_12000.pt', false), { step: 12000, layout: 'flat' });
   assert.deepEqual(parseCheckpointName('checkpoint_3_12000-shard0.pt', false), { step: 12000, layout: 'flat' });
+});
+
+test("Orbax step folders are bare numbers holding Orbax's marker files; a bare number alone is not one", () => {
+  assert.deepEqual(orbaxStep('1000', ['_CHECKPOINT_METADATA', 'default']), { step: 1000, layout: 'orbax' });
+  assert.deepEqual(orbaxStep('7', ['commit_success.txt', 'state']), { step: 7, layout: 'orbax' });
+  assert.equal(orbaxStep('0', ['checkpoints', 'logs']), undefined, 'a seed folder');
+  assert.equal(orbaxStep('step_5', ['_CHECKPOINT_METADATA']), undefined);
+  assert.deepEqual(orbaxStep('300.orbax-checkpoint-tmp-1764590400', ['default']), {
+    step: 300,
+    layout: 'orbax',
+    incomplete: 'Orbax is still writing it (a temporary folder until the save is renamed)',
+  });
 });

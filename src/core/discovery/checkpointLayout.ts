@@ -122,6 +122,20 @@ export function incompleteReason(files: readonly { name: string; bytes: number }
   return undefined;
 }
 
+/**
+ * Orbax's CheckpointManager names a step's folder by the bare step (`1000/`) and writes `_CHECKPOINT_METADATA`
+ * (orbax/checkpoint/_src/metadata/checkpoint.py) and `commit_success.txt` (orbax/checkpoint/_src/path/
+ * atomicity_types.py) into it; a save in progress is `1000.orbax-checkpoint-tmp-<n>` (orbax/checkpoint/_src/path/
+ * step.py) until renamed. A bare number alone is no checkpoint (seed folders are named `0`, `1`…): the marker files
+ * decide. `childNames` are the names directly inside the folder.
+ */
+export function orbaxStep(name: string, childNames: readonly string[]): (ParsedCheckpointName & { incomplete?: string }) | undefined {
+  const tmp = /^(\d+)\.orbax-checkpoint-tmp-\d+$/.exec(name);
+  if (tmp) return { step: Number(tmp[1]), layout: 'orbax', incomplete: 'Orbax is still writing it (a temporary folder until the save is renamed)' };
+  if (!/^\d+$/.test(name)) return undefined;
+  return childNames.includes('_CHECKPOINT_METADATA') || childNames.includes('commit_success.txt') ? { step: Number(name), layout: 'orbax' } : undefined;
+}
+
 /** Where a metrics log candidate sits: in the run folder itself, or in its `logs/` folder. */
 export type MetricsPlace = 'run' | 'logs';
 

@@ -10,7 +10,7 @@
  * `trainer_state.json` (that file holds the whole `log_history`).
  */
 import { LIVE_WINDOW_MS, type Checkpoint, type CheckpointFile, type Run } from '../types';
-import { CHECKPOINT_CONTAINERS, LOG_CONTAINERS, incompleteReason, isMetricsLog, parseCheckpointName } from './checkpointLayout';
+import { CHECKPOINT_CONTAINERS, LOG_CONTAINERS, incompleteReason, isMetricsLog, orbaxStep, parseCheckpointName, type ParsedCheckpointName } from './checkpointLayout';
 
 /** One listed entry: `type` as find's %y (f file, d folder, l broken link…), mtime in ms. */
 export interface Entry {
@@ -43,7 +43,7 @@ export function findRuns(rootPath: string, entries: readonly Entry[], now: numbe
     if (found) runs.push(found.run);
     for (const child of node.children.values()) {
       if (child.type !== 'd' || found?.claimed.has(child)) continue;
-      if (parseCheckpointName(child.name, true)) continue; // a checkpoint folder is never a run of its own
+      if (checkpointName(child)) continue; // a checkpoint folder is never a run of its own
       if (child.name === OWN_FOLDER) continue; // our eval records (results.jsonl looks like a metrics log) are no run
       visit(child);
     }
@@ -138,10 +138,10 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string): Checkpoint
   const out: Checkpoint[] = [];
   for (const child of dir.children.values()) {
     if (child.type !== 'd' && child.type !== 'f') continue;
-    const parsed = parseCheckpointName(child.name, child.type === 'd');
+    const parsed = checkpointName(child);
     if (!parsed) continue;
     const files = child.type === 'd' ? filesUnder(child, '', absolute) : [];
-    const incomplete = child.type === 'd' ? incompleteReason(files) : undefined;
+    const incomplete = parsed.incomplete ?? (child.type === 'd' ? incompleteReason(files) : undefined);
     out.push({
       name: child.name,
       step: parsed.step,
@@ -156,6 +156,14 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string): Checkpoint
     });
   }
   return out;
+}
+
+/** A checkpoint by its name, or (Orbax's bare step folders) by its name and the files it holds. */
+function checkpointName(node: Node): (ParsedCheckpointName & { incomplete?: string }) | undefined {
+  if (node.type !== 'd' && node.type !== 'f') return undefined;
+  const byName = parseCheckpointName(node.name, node.type === 'd');
+  if (byName || node.type !== 'd') return byName;
+  return orbaxStep(node.name, [...node.children.keys()]);
 }
 
 /** Every file below a checkpoint folder; names are relative to the folder (`model/pytorch_model.bin`). */
