@@ -47,8 +47,9 @@ export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: 
       `No eval profile ${JSON.stringify(profileName)} in the config's "evalProfiles" (${known.length ? `known: ${known.join(', ')}` : 'none are configured'})`,
     );
   }
-  const { run } = await deps.core.findRun(addr.host, addr.target, addr.run, deps.signal);
-  const checkpoint = pickCheckpoint(run, addr.checkpoint);
+  const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
+  const { run } = found;
+  const checkpoint = pickCheckpoint(run, found.checkpoint ?? addr.checkpoint);
   const subject: EvalSubject = {
     host: addr.host,
     target: addr.target,

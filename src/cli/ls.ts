@@ -55,9 +55,9 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
       exitCode: 0,
     };
   }
-  const listing = await core.listTarget(addr.host, addr.target);
-  const runs = runsOf(listing);
   if (addr.run === undefined) {
+    const listing = await core.listTarget(addr.host, addr.target);
+    const runs = runsOf(listing);
     if (runs.length === 0) {
       const states = listing.roots.filter((r): r is Exclude<RootListing, { state: 'ok' }> => r.state !== 'ok');
       const kind = ROOT_PRIORITY.find((k) => states.some((s) => s.state === k)) ?? 'empty';
@@ -81,10 +81,8 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
     }
     return { json: { runs: runs.map(runJson), roots: listing.roots.map(rootJson) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
   }
-  const run = runs.find((r) => r.name === addr.run);
-  if (!run) {
-    throw new RemoteRunsError('not-found', `No run named ${JSON.stringify(addr.run)} on ${addr.host}/${formatTarget(addr.target)}${runs.length ? ` (runs: ${runs.map((r) => r.name).join(', ')})` : ''}`);
-  }
+  // The run by its name or more of its path; a last part that is none of that may name one of its checkpoints.
+  const { run, listing } = await core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run], 'optional');
   const lines = [`${run.name}  ${run.path}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.join(', ') || 'none'}`];
   for (const c of run.checkpoints) {
     lines.push(`${String(c.step).padStart(10)}  ${c.name.padEnd(28)} ${formatBytes(c.bytes).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${c.incomplete ? `  incomplete: ${c.incomplete}` : ''}`);

@@ -29,8 +29,9 @@ export async function pullCommand(
   if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
     throw new RemoteRunsError('bad-address', 'pull needs host/target/run/checkpoint (a checkpoint name such as step_20000, a step, or "latest")');
   }
-  const { run } = await deps.core.findRun(addr.host, addr.target, addr.run, deps.signal);
-  const checkpoint = pickCheckpoint(run, addr.checkpoint);
+  const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
+  const { run } = found;
+  const checkpoint = pickCheckpoint(run, found.checkpoint ?? addr.checkpoint);
   const source = { pool: deps.pool, host: deps.resolve(addr.host), target: addr.target };
   const where = `${addr.host}/${formatTarget(addr.target)}/${run.name}/${checkpoint.name}`;
   const progress = progressPrinter(deps.stderr, where);

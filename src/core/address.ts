@@ -1,17 +1,24 @@
 /**
  * CLI addresses: `host`, `host/target`, `host/target/run`, `host/target/run/checkpoint`, where target is
- * spelled `host`, `pct:200` or `docker:name` (see parseTarget). The host part is a configured host's name.
+ * spelled `host`, `pct:200` or `docker:name` (see parseTarget). The host part is a configured host's name. A run's
+ * name may be a path (`expA/seed1`: a run is named by its shortest unique path below its root), so what follows the
+ * target is kept as `segments`, and which of them are the run and which the checkpoint is decided against the
+ * listing (service.ts resolveRun).
  */
 import { RemoteRunsError, formatTarget, parseTarget, type TargetRef } from './types';
 
 export interface Address {
   host: string;
   target?: TargetRef;
+  /** The third part (the run, when its name holds no `/`). */
   run?: string;
+  /** The fourth part (the checkpoint, when the run's name holds no `/`). */
   checkpoint?: string;
+  /** Every part after the target. */
+  segments?: string[];
 }
 
-const FORMS = 'host[/target[/run[/checkpoint]]], e.g. gpu1/pct:200/llama-7b/step_1000 (target: host, pct:<vmid> or docker:<name>)';
+const FORMS = 'host[/target[/run[/checkpoint]]], e.g. gpu1/pct:200/llama-7b/step_1000 or gpu1/host/expA/seed1/latest (target: host, pct:<vmid> or docker:<name>)';
 
 /**
  * Parse a CLI address. Run and checkpoint names may hold anything but `/` (spaces, quotes, unicode…);
@@ -24,14 +31,12 @@ export function parseAddress(s: string): Address {
   const text = s.endsWith('/') ? s.slice(0, -1) : s;
   if (text === '') throw bad('it is empty');
   const parts = text.split('/');
-  if (parts.length > 4) {
-    throw bad(`it has ${parts.length} parts, at most 4 are possible (run names cannot contain "/")`);
-  }
-  const labels = ['host', 'target', 'run', 'checkpoint'];
+  const labels = ['host', 'target'];
   parts.forEach((p, i) => {
-    if (p === '') throw bad(`the ${labels[i]} part is empty`);
+    const label = labels[i] ?? 'run or checkpoint';
+    if (p === '') throw bad(`the ${label} part is empty`);
     // `.` and `..` would walk out of the run directory once joined into a path.
-    if (i >= 2 && (p === '.' || p === '..')) throw bad(`"${p}" is not a ${labels[i]} name`);
+    if (i >= 2 && (p === '.' || p === '..')) throw bad(`"${p}" is not a ${label} name`);
   });
   const [host, targetSpec, run, checkpoint] = parts;
   const address: Address = { host };
@@ -45,6 +50,7 @@ export function parseAddress(s: string): Address {
   }
   if (run !== undefined) address.run = run;
   if (checkpoint !== undefined) address.checkpoint = checkpoint;
+  if (parts.length > 2) address.segments = parts.slice(2);
   return address;
 }
 
@@ -53,7 +59,8 @@ export function formatAddress(a: Address): string {
   const parts = [a.host];
   if (a.target) {
     parts.push(formatTarget(a.target));
-    if (a.run !== undefined) {
+    if (a.segments) parts.push(...a.segments);
+    else if (a.run !== undefined) {
       parts.push(a.run);
       if (a.checkpoint !== undefined) parts.push(a.checkpoint);
     }

@@ -87,6 +87,54 @@ export class RemoteRunsCore {
     return { target, roots: result.roots, remoteNow: result.remoteNow };
   }
 
+  /**
+   * The run (and checkpoint) that the parts of an address after the target name: the run by its name (its shortest
+   * unique path, `expA/seed1`) or by more of its path below the root, then at most one part for the checkpoint
+   * (`checkpoint: 'required'`: exactly one; `'optional'`: one or none; `'none'`: none). `not-found` names the runs
+   * there; `ambiguous` lists every run the parts could mean.
+   */
+  async resolveRun(
+    hostName: string,
+    target: TargetRef,
+    segments: readonly string[],
+    checkpoint: 'required' | 'optional' | 'none',
+    signal?: AbortSignal,
+  ): Promise<{ run: Run; listing: TargetListing; checkpoint?: string }> {
+    const listing = await this.listTarget(hostName, target, signal);
+    const runs = runsOf(listing);
+    const found = new Map<Run, string | undefined>();
+    const readings: string[] = [];
+    for (let cut = segments.length; cut >= 1; cut--) {
+      const rest = segments.length - cut;
+      if (rest > 1 || (rest === 1 && checkpoint === 'none') || (rest === 0 && checkpoint === 'required')) continue;
+      const name = segments.slice(0, cut).join('/');
+      for (const r of runs) {
+        if (r.name !== name && !r.path.endsWith(`/${name}`)) continue;
+        if (found.has(r)) continue;
+        found.set(r, rest === 1 ? segments[cut] : undefined);
+        readings.push(`${r.name} (${r.path})${rest === 1 ? ` checkpoint ${segments[cut]}` : ''}`);
+      }
+      // The whole path naming a run wins over a shorter run with a checkpoint only when nothing else matches.
+      if (found.size > 0 && checkpoint !== 'optional') break;
+    }
+    const where = `${hostName}/${formatTarget(target)}`;
+    if (found.size === 0) {
+      const wanted = checkpoint === 'required' ? segments.slice(0, -1).join('/') : segments.join('/');
+      throw new RemoteRunsError(
+        'not-found',
+        `No run named ${JSON.stringify(wanted)} on ${where}` + (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => r.name).join(', ')})` : ''),
+        { seen: runs.slice(0, 10).map((r) => r.name) },
+      );
+    }
+    if (found.size > 1) {
+      throw new RemoteRunsError('ambiguous', `${segments.join('/')} on ${where} could mean ${found.size} things: ${readings.join('; ')}. Give more of the run's path.`, {
+        candidates: [...found.keys()].map((r) => r.name),
+      });
+    }
+    const [[run, ck]] = [...found];
+    return { run, listing, ...(ck !== undefined ? { checkpoint: ck } : {}) };
+  }
+
   /** One run by name within a target's listing, or a `not-found` error naming the runs that exist. */
   async findRun(hostName: string, target: TargetRef, runName: string, signal?: AbortSignal): Promise<{ run: Run; listing: TargetListing }> {
     const listing = await this.listTarget(hostName, target, signal);

@@ -127,7 +127,7 @@ export type EmptyKind =
 export type RootEmptyKind = 'path-missing' | 'permission-denied' | 'not-a-directory' | 'empty' | 'no-checkpoints';
 
 /** Error kinds that are not about what is on the remote side, but about our own input or state. */
-export type LocalErrorKind = 'bad-address' | 'bad-config' | 'not-found' | 'cancelled' | 'timeout' | 'protocol';
+export type LocalErrorKind = 'bad-address' | 'bad-config' | 'not-found' | 'ambiguous' | 'cancelled' | 'timeout' | 'protocol';
 
 /**
  * Error kinds of a download: the local disk filled up, the remote file changed while it was fetched, the checksums

@@ -60,6 +60,11 @@ before(async () => {
     fs.mkdirSync(path.join(root, 'seeds', seed, 'checkpoints', 'step_10'), { recursive: true });
     fs.writeFileSync(path.join(root, 'seeds', seed, 'checkpoints', 'step_10', 'model.pt'), 'x');
   }
+  // Two runs with the same last folder name.
+  for (const exp of ['expA', 'expB']) {
+    fs.mkdirSync(path.join(root, 'exps', exp, 'seed1', 'checkpoints', 'step_1'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'exps', exp, 'seed1', 'checkpoints', 'step_1', 'model.pt'), `weights of ${exp}`);
+  }
   execFileSync('chmod', ['-R', 'a+rX', root]);
   config = path.join(host.dir, 'writing-config.json');
   fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('w', { runRoots: [root], targets: ['host'] })] }));
@@ -134,4 +139,29 @@ test("Orbax's step folders are checkpoints, its temporary folder an incomplete o
   assert.equal(all.code, 0, all.stderr);
   const names = (JSON.parse(all.stdout) as { runs: { name: string; path: string }[] }).runs.map((x) => x.path.split('/').slice(-2).join('/'));
   assert.ok(names.includes('seeds/0') && names.includes('seeds/1'), `the seed runs are listed: ${names.join(', ')}`);
+});
+
+test('runs with the same folder name are told apart by their path: listed, addressed, pulled into their own folders; a short name that fits both is ambiguous', () => {
+  const all = cli(['ls', 'w/host', '--json']);
+  assert.equal(all.code, 0, all.stderr);
+  const names = (JSON.parse(all.stdout) as { runs: { name: string }[] }).runs.map((r) => r.name);
+  assert.ok(names.includes('expA/seed1') && names.includes('expB/seed1'), names.join(', '));
+  const one = cli(['ls', 'w/host/expB/seed1', '--json']);
+  assert.equal(one.code, 0, one.stderr);
+  assert.match((JSON.parse(one.stdout) as { run: { path: string } }).run.path, /\/exps\/expB\/seed1$/);
+
+  const to = fs.mkdtempSync(path.join(host.dir, 'pull-'));
+  const both = cli(['pull', 'w/host/seed1/latest', '--to', to, '--json']);
+  assert.equal(both.code, 2, both.stdout + both.stderr);
+  const err = JSON.parse(both.stdout || both.stderr) as { error: { kind: string; message: string } };
+  assert.equal(err.error.kind, 'ambiguous');
+  assert.match(err.error.message, /expA\/seed1.*expB\/seed1/);
+  assert.deepEqual(fs.readdirSync(to), [], 'nothing pulled');
+
+  const b = cli(['pull', 'w/host/expB/seed1/latest', '--to', to]);
+  assert.equal(b.code, 0, b.stderr);
+  assert.equal(fs.readFileSync(path.join(to, 'expB', 'seed1', 'step_1', 'model.pt'), 'utf8'), 'weights of expB');
+  const a = cli(['pull', 'w/host/expA/seed1/1', '--to', to]);
+  assert.equal(a.code, 0, a.stderr);
+  assert.equal(fs.readFileSync(path.join(to, 'expA', 'seed1', 'step_1', 'model.pt'), 'utf8'), 'weights of expA');
 });

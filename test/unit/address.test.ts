@@ -30,13 +30,20 @@ describe('parseAddress', () => {
   });
 
   test('host/target/run and host/target/run/checkpoint', () => {
-    assert.deepEqual(parseAddress('gpu1/pct:200/llama-7b'), { host: 'gpu1', target: { kind: 'pct', id: '200' }, run: 'llama-7b' });
+    assert.deepEqual(parseAddress('gpu1/pct:200/llama-7b'), { host: 'gpu1', target: { kind: 'pct', id: '200' }, run: 'llama-7b', segments: ['llama-7b'] });
     assert.deepEqual(parseAddress('gpu1/pct:200/llama-7b/step_1000'), {
       host: 'gpu1',
       target: { kind: 'pct', id: '200' },
       run: 'llama-7b',
       checkpoint: 'step_1000',
+      segments: ['llama-7b', 'step_1000'],
     });
+  });
+
+  test('a run named by a path: every part after the target is kept, to be matched against the listing', () => {
+    const a = parseAddress('gpu1/host/expA/seed1/latest');
+    assert.deepEqual(a.segments, ['expA', 'seed1', 'latest']);
+    assert.equal(formatAddress(a), 'gpu1/host/expA/seed1/latest');
   });
 
   test('run and checkpoint names may hold anything but "/"', () => {
@@ -48,7 +55,7 @@ describe('parseAddress', () => {
 
   test('one trailing slash is allowed', () => {
     assert.deepEqual(parseAddress('gpu1/'), { host: 'gpu1' });
-    assert.deepEqual(parseAddress('gpu1/host/run/'), { host: 'gpu1', target: { kind: 'host', id: '' }, run: 'run' });
+    assert.deepEqual(parseAddress('gpu1/host/run/'), { host: 'gpu1', target: { kind: 'host', id: '' }, run: 'run', segments: ['run'] });
   });
 
   test('errors say what is wrong', () => {
@@ -56,15 +63,15 @@ describe('parseAddress', () => {
     rejects('/', /it is empty/);
     rejects('/pct:200', /the host part is empty/);
     rejects('gpu1//run', /the target part is empty/);
-    rejects('gpu1/host//ckpt', /the run part is empty/);
+    rejects('gpu1/host//ckpt', /the run or checkpoint part is empty/);
     rejects('gpu1//', /the target part is empty/);
-    rejects('gpu1/host/a/b/c', /5 parts, at most 4.*run names cannot contain "\/"/);
     rejects('gpu1/lxc:200', /Not a target: "lxc:200"/);
     rejects('gpu1/pct:abc', /Proxmox container id is a number/);
     rejects('gpu1/200', /did you mean pct:200\?/);
     rejects('gpu1/docker:', /Not a target/);
-    rejects('gpu1/host/../etc', /"\.\." is not a run name/);
-    rejects('gpu1/host/run/.', /"\." is not a checkpoint name/);
+    rejects('gpu1/host/../etc', /"\.\." is not a run or checkpoint name/);
+    rejects('gpu1/host/run/.', /"\." is not a run or checkpoint name/);
+    rejects('gpu1/host/a/../b/c', /"\.\." is not a run or checkpoint name/);
     rejects('gpu1/host/a\0b', /NUL/);
   });
 });
@@ -86,7 +93,7 @@ describe('formatAddress', () => {
     fc.assert(
       fc.property(part, target, part, part, (host, t, run, checkpoint) => {
         const a = { host, target: t, run, checkpoint };
-        assert.deepEqual(parseAddress(formatAddress(a)), a);
+        assert.deepEqual(parseAddress(formatAddress(a)), { ...a, segments: [run, checkpoint] });
       }),
     );
   });

@@ -211,3 +211,40 @@ test('a checkpoint still being written is listed and marked, and the newest comp
     (e: unknown) => e instanceof RemoteRunsError && e.kind === 'not-found' && /no complete checkpoint yet: step_5 model\.safetensors\.tmp is still being written/.test(e.message),
   );
 });
+
+test('a run is named by its shortest path below the root that no other run ends with', () => {
+  const r = new Records().root(0, 'ok', '/runs');
+  const run = (rel: string): void => void r.dir(rel).dir(`${rel}/checkpoints`).dir(`${rel}/checkpoints/step_1`).file(`${rel}/checkpoints/step_1/m.pt`);
+  run('expA/seed1');
+  run('expB/seed1');
+  run('solo');
+  run('outputs/2026-11-30/12-00-00');
+  run('outputs/2026-12-01/12-00-00');
+  run('outputs/2026-12-01/13-30-00');
+  // torchtitan: <dump_folder>/checkpoint/step-N; the run is the dump folder.
+  r.dir('titan/llama3_8b').dir('titan/llama3_8b/checkpoint').dir('titan/llama3_8b/checkpoint/step-100').file('titan/llama3_8b/checkpoint/step-100/.metadata');
+  r.file('titan/llama3_8b/checkpoint/step-100/__0_0.distcp');
+  const runs = ok(parse(['/runs'], r.end(0).done().result()).roots[0]);
+  assert.deepEqual(runs.map((x) => [x.name, x.path]), [
+    ['expA/seed1', '/runs/expA/seed1'],
+    ['expB/seed1', '/runs/expB/seed1'],
+    ['2026-11-30/12-00-00', '/runs/outputs/2026-11-30/12-00-00'],
+    ['2026-12-01/12-00-00', '/runs/outputs/2026-12-01/12-00-00'],
+    ['13-30-00', '/runs/outputs/2026-12-01/13-30-00'],
+    ['solo', '/runs/solo'],
+    ['llama3_8b', '/runs/titan/llama3_8b'],
+  ]);
+  assert.deepEqual(runs[6].checkpoints.map((c) => [c.name, c.step, c.incomplete ?? null]), [['step-100', 100, null]]);
+});
+
+test('a checkpoint folder at the walk depth (its files not listed) is not called empty: what it holds is unknown', () => {
+  // Default depth 5: root/a/b/c/checkpoints/step_1 is listed, nothing inside it is.
+  const r = new Records().root(0, 'ok', '/w').dir('a').dir('a/b').dir('a/b/c').dir('a/b/c/checkpoints').dir('a/b/c/checkpoints/step_1');
+  r.dir('x').dir('x/checkpoints').dir('x/checkpoints/step_2'); // depth 3, truly empty
+  const runs = ok(parse(['/w'], r.end(0).done().result()).roots[0]);
+  const deep = runs.find((x) => x.name === 'c')!;
+  assert.equal(deep.checkpoints[0].incomplete, undefined);
+  assert.equal(deep.checkpoints[0].newest, true);
+  const shallow = runs.find((x) => x.name === 'x')!;
+  assert.equal(shallow.checkpoints[0].incomplete, 'holds no files yet');
+});

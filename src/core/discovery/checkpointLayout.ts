@@ -155,7 +155,10 @@ export function isMetricsLog(name: string, place: MetricsPlace = 'logs'): boolea
   return name.startsWith('events.out.tfevents.');
 }
 
-/** Folder names under a run that hold its checkpoints. */
-export const CHECKPOINT_CONTAINERS: readonly string[] = ['checkpoints', 'ckpt', 'ckpts'];
+/**
+ * Folder names under a run that hold its checkpoints. `checkpoint` is torchtitan's (`<dump_folder>/checkpoint/
+ * step-N`, torchtitan/components/checkpoint.py, _create_checkpoint_id): its run is the dump folder.
+ */
+export const CHECKPOINT_CONTAINERS: readonly string[] = ['checkpoints', 'checkpoint', 'ckpt', 'ckpts'];
 /** Folder names under a run that hold its metrics logs. */
 export const LOG_CONTAINERS: readonly string[] = ['logs'];

@@ -23,10 +23,12 @@ export function parseListOutput(
   roots: readonly string[],
   maxEntries: number,
   describe: string,
+  /** The walk's depth: a folder this deep was listed, its contents were not. */
+  maxDepth = Infinity,
 ): { roots: RootListing[]; remoteNow: number } {
   if (result.code !== 0) throw commandFailed(describe, result);
   try {
-    return parseRecords(result, roots, maxEntries);
+    return parseRecords(result, roots, maxEntries, maxDepth);
   } catch (e) {
     if (isRemoteRunsError(e)) throw e;
     throw protocol(`could not read the listing (${e instanceof Error ? e.message : String(e)})`);
@@ -37,6 +39,7 @@ function parseRecords(
   result: ExecResult,
   roots: readonly string[],
   maxEntries: number,
+  maxDepth: number,
 ): { roots: RootListing[]; remoteNow: number } {
   const start = result.stdout.indexOf(MAGIC);
   if (start < 0) {
@@ -112,7 +115,7 @@ function parseRecords(
   const now = remoteNow;
   const listings = records.map((r, index) => {
     const cut = !r.ended; // the byte cap fell inside this root
-    return toRootListing(roots[index], r, maxEntries, now, cut);
+    return toRootListing(roots[index], r, maxEntries, now, cut, maxDepth);
   });
   return { roots: listings, remoteNow: now };
 }
@@ -177,7 +180,7 @@ function toEntry(f: string[]): Entry {
   return { type, bytes, mtime: Math.round(secs * 1000), rel };
 }
 
-function toRootListing(root: string, r: RootRecord, maxEntries: number, now: number, cut: boolean): RootListing {
+function toRootListing(root: string, r: RootRecord, maxEntries: number, now: number, cut: boolean, maxDepth: number): RootListing {
   const path = r.path;
   const base = { root, path, truncated: false, seen: [] as string[] };
   switch (r.status) {
@@ -196,7 +199,7 @@ function toRootListing(root: string, r: RootRecord, maxEntries: number, now: num
   if (entries.length === 0) {
     return { ...base, ...extra, truncated, state: 'empty', message: `${path} is an empty directory${note}` };
   }
-  const runs = findRuns(path, entries, now);
+  const runs = findRuns(path, entries, now, maxDepth);
   if (runs.length === 0) {
     const seen = entries
       .filter((e) => !e.rel.includes('/'))

@@ -119,7 +119,7 @@ export function listRunsCommand(
     describe,
     // Far above what LIMIT entries per root print, so the executor's cut only trips on a broken remote.
     maxOutputBytes: 64 * 1024 * 1024,
-    parse: (result) => parseListOutput(result, roots, maxEntries, describe),
+    parse: (result) => parseListOutput(result, roots, maxEntries, describe, maxDepth),
   };
 }
 

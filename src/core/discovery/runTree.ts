@@ -34,12 +34,14 @@ interface Node {
 /** The folder the extension keeps beside a run (`.remote-runs/evals/…`); it never holds runs. */
 const OWN_FOLDER = '.remote-runs';
 
-export function findRuns(rootPath: string, entries: readonly Entry[], now: number): Run[] {
+export function findRuns(rootPath: string, entries: readonly Entry[], now: number, maxDepth = Infinity): Run[] {
   const root = buildTree(entries);
-  const runs: Run[] = [];
   const absolute = (rel: string): string => (rel === '' ? rootPath : rootPath === '/' ? `/${rel}` : `${rootPath}/${rel}`);
+  // A folder at the walk's depth was listed, its contents were not: what it holds is unknown, not "nothing".
+  const unseen = (n: Node): boolean => n.type === 'd' && n.rel.split('/').length >= maxDepth;
+  const runs: Run[] = [];
   const visit = (node: Node): void => {
-    const found = asRun(node, absolute, now);
+    const found = asRun(node, absolute, now, unseen);
     if (found) runs.push(found.run);
     for (const child of node.children.values()) {
       if (child.type !== 'd' || found?.claimed.has(child)) continue;
@@ -49,8 +51,34 @@ export function findRuns(rootPath: string, entries: readonly Entry[], now: numbe
     }
   };
   visit(root);
-  if (runs.length > 0 && runs[0].path === rootPath) runs[0].name = baseName(rootPath);
+  nameRuns(runs, rootPath);
   return runs.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/**
+ * A run is named by its shortest path below the root that no other run's path ends with: `seed1` while it is the only
+ * one, `expA/seed1` beside `expB/seed1`, Hydra's `2026-11-30/12-00-00` beside the same time on another day. The root
+ * itself, when it is a run, is named by its folder's name.
+ */
+function nameRuns(runs: Run[], rootPath: string): void {
+  const prefix = rootPath === '/' ? '/' : `${rootPath}/`;
+  const rels = runs.map((r) => (r.path === rootPath ? [] : r.path.slice(prefix.length).split('/')));
+  const rootName = rels.some((r) => r.length === 0) ? baseName(rootPath) : undefined;
+  runs.forEach((run, i) => {
+    const own = rels[i];
+    if (own.length === 0) {
+      run.name = baseName(rootPath);
+      return;
+    }
+    for (let k = 1; k <= own.length; k++) {
+      const suffix = own.slice(-k).join('/');
+      const clash = suffix === rootName || rels.some((other, j) => j !== i && other.length >= k && other.slice(-k).join('/') === suffix);
+      if (!clash || k === own.length) {
+        run.name = suffix;
+        return;
+      }
+    }
+  });
 }
 
 function buildTree(entries: readonly Entry[]): Node {
@@ -83,13 +111,13 @@ function buildTree(entries: readonly Entry[]): Node {
   return root;
 }
 
-function asRun(node: Node, absolute: (rel: string) => string, now: number): { run: Run; claimed: Set<Node> } | undefined {
+function asRun(node: Node, absolute: (rel: string) => string, now: number, unseen: (n: Node) => boolean): { run: Run; claimed: Set<Node> } | undefined {
   const claimed = new Set<Node>();
-  const checkpoints = checkpointsIn(node, absolute);
+  const checkpoints = checkpointsIn(node, absolute, unseen);
   for (const name of CHECKPOINT_CONTAINERS) {
     const container = node.children.get(name);
     if (container?.type !== 'd') continue;
-    const inside = checkpointsIn(container, absolute);
+    const inside = checkpointsIn(container, absolute, unseen);
     if (inside.length > 0) {
       checkpoints.push(...inside);
       claimed.add(container);
@@ -134,14 +162,15 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number): { ru
   return { run, claimed };
 }
 
-function checkpointsIn(dir: Node, absolute: (rel: string) => string): Checkpoint[] {
+function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n: Node) => boolean): Checkpoint[] {
   const out: Checkpoint[] = [];
   for (const child of dir.children.values()) {
     if (child.type !== 'd' && child.type !== 'f') continue;
     const parsed = checkpointName(child);
     if (!parsed) continue;
     const files = child.type === 'd' ? filesUnder(child, '', absolute) : [];
-    const incomplete = parsed.incomplete ?? (child.type === 'd' ? incompleteReason(files) : undefined);
+    // Below the walk's depth nothing can be told from the files: not marked (their sizes are not known either).
+    const incomplete = parsed.incomplete ?? (child.type === 'd' && !reachesDepth(child, unseen) ? incompleteReason(files) : undefined);
     out.push({
       name: child.name,
       step: parsed.step,
@@ -156,6 +185,13 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string): Checkpoint
     });
   }
   return out;
+}
+
+/** True when a folder, or one below it, lies at the walk's depth (its contents were not listed). */
+function reachesDepth(node: Node, unseen: (n: Node) => boolean): boolean {
+  if (unseen(node)) return true;
+  for (const c of node.children.values()) if (c.type === 'd' && reachesDepth(c, unseen)) return true;
+  return false;
 }
 
 /** A checkpoint by its name, or (Orbax's bare step folders) by its name and the files it holds. */

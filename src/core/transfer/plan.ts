@@ -36,7 +36,8 @@ export async function planDownload(
 /** The plan from a remote listing (separate so a refresh during download can reuse it). */
 export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, dest: PlanDestination, stats: RemoteFileStat[]): Promise<DownloadPlan> {
   const root = path.resolve(dest.root);
-  const runDir = path.join(root, safeSegment(dest.run, 'run name'));
+  // A run's name may be a path below its root (`expA/seed1`): one folder per part, each checked.
+  const runDir = path.join(root, ...dest.run.split('/').map((p) => safeSegment(p, 'run name')));
   const localRoot = path.join(runDir, safeSegment(checkpoint.name, 'checkpoint name'));
   const files: PlanFile[] = [];
   if (!checkpoint.isDir) {
