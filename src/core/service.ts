@@ -171,8 +171,15 @@ export function pickCheckpoint(run: Run, which: string): Checkpoint {
       { seen: run.checkpoints.map((c) => c.name).slice(-8) },
     );
   }
-  const found =
-    run.checkpoints.find((c) => c.name === which) ?? (/^\d+$/.test(which) ? run.checkpoints.find((c) => c.step === Number(which)) : undefined);
+  const byName = run.checkpoints.find((c) => c.name === which);
+  const byStep = !byName && /^\d+$/.test(which) ? run.checkpoints.filter((c) => c.step === Number(which)) : [];
+  if (byStep.length > 1) {
+    const names = byStep.map((c) => c.name);
+    throw new RemoteRunsError('ambiguous', `Step ${which} of run ${JSON.stringify(run.name)} is ${byStep.length} checkpoints: ${names.join(', ')}; name the one you mean`, {
+      candidates: names,
+    });
+  }
+  const found = byName ?? byStep[0];
   if (!found) {
     const names = run.checkpoints.map((c) => c.name);
     throw new RemoteRunsError(

@@ -248,3 +248,14 @@ test('a checkpoint folder at the walk depth (its files not listed) is not called
   const shallow = runs.find((x) => x.name === 'x')!;
   assert.equal(shallow.checkpoints[0].incomplete, 'holds no files yet');
 });
+
+test('a step that two checkpoints share is ambiguous by number, and each is taken by its name', () => {
+  const r = new Records().root(0, 'ok', '/w').dir('checkpoints').dir('checkpoints/step_300').file('checkpoints/step_300/m.pt').file('checkpoints/epoch=2-step=300.ckpt');
+  const run = ok(parse(['/w'], r.end(0).done().result()).roots[0])[0];
+  assert.throws(
+    () => pickCheckpoint(run, '300'),
+    (e: unknown) => e instanceof RemoteRunsError && e.kind === 'ambiguous' && /epoch=2-step=300\.ckpt, step_300|step_300, epoch=2-step=300\.ckpt/.test(e.message),
+  );
+  assert.equal(pickCheckpoint(run, 'step_300').name, 'step_300');
+  assert.equal(pickCheckpoint(run, 'epoch=2-step=300.ckpt').name, 'epoch=2-step=300.ckpt');
+});
