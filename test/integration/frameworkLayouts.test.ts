@@ -15,7 +15,7 @@ import { startTestHost, type TestHost } from '../harness/testHost';
 
 const ROOT = path.join(__dirname, '..', '..');
 const CLI = path.join(ROOT, 'dist', 'cli.js');
-const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'real', 'out');
+const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'real', 'written');
 let host: TestHost;
 let config: string;
 let runDir: string;
