@@ -60,7 +60,8 @@ function procStart(pid: number): string | undefined {
   }
 }
 
-function alive(owner: LockOwner): boolean {
+/** Whether a process runs, and is the same process (a reused pid has another start time). */
+function alive(owner: { pid: number; procStart?: string }): boolean {
   try {
     process.kill(owner.pid, 0);
   } catch (e) {
@@ -160,9 +161,8 @@ async function waitForWriters(lockFile: string, what: string): Promise<void> {
     // none (the usual case), or torn: nothing to wait for
   }
   if (rec) {
-    const owner: LockOwner = { pid: rec.pid, host: rec.host, what: 'an earlier download', since: '', token: '', ...(rec.procStart ? { procStart: rec.procStart } : {}) };
     const until = Date.now() + WRITERS_WAIT_MS;
-    while (alive(owner)) {
+    while (alive(rec)) {
       if (Date.now() > until) {
         throw new RemoteRunsError('busy', `${what}: the streams of an earlier download (their lifeline, pid ${rec.pid}) are still running; stop them, then try again`, {
           lock: lockFile,
@@ -242,7 +242,8 @@ export async function acquireLock(file: string, what: string, holder: string): P
         await fs.rm(wf, { force: true });
         return;
       }
-      const rec: WritersRecord = { pid, host: os.hostname(), ...(procStart(pid) ? { procStart: procStart(pid) } : {}) };
+      const start = procStart(pid);
+      const rec: WritersRecord = { pid, host: os.hostname(), ...(start ? { procStart: start } : {}) };
       const tmp = `${wf}.${token}.tmp`;
       try {
         await fs.writeFile(tmp, JSON.stringify(rec));
