@@ -3,32 +3,26 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { spawnSync, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { startTestHost, type TestHost } from '../harness/testHost';
+import { ensureBuiltCli, runBuiltCli } from '../harness/builtCli';
 
-const ROOT = path.join(__dirname, '..', '..');
-const CLI = path.join(ROOT, 'dist', 'cli.js');
 let host: TestHost;
 let config: string;
 
 function cli(args: string[]): { code: number; stdout: string; stderr: string; json: any } {
-  const r = spawnSync(process.execPath, [CLI, ...args], {
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH, HOME: host.clientHome },
-    input: '', // no terminal: nothing can be asked
-    timeout: 60_000,
-  });
+  const r = runBuiltCli(args, host.clientHome, 60_000);
   let json: unknown;
   try {
     json = JSON.parse(r.stdout);
   } catch {
     json = undefined;
   }
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr, json };
+  return { ...r, json };
 }
 
 before(async () => {
-  if (!fs.existsSync(CLI)) execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: 'ignore' });
+  ensureBuiltCli();
   host = await startTestHost();
   config = path.join(host.dir, 'config.json');
   fs.writeFileSync(

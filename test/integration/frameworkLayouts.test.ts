@@ -10,28 +10,21 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { ROOT, ensureBuiltCli, runBuiltCli, type CliResult } from '../harness/builtCli';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
-const ROOT = path.join(__dirname, '..', '..');
-const CLI = path.join(ROOT, 'dist', 'cli.js');
 const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'real', 'written');
 let host: TestHost;
 let config: string;
 let runDir: string;
 
-function cli(args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [CLI, ...args, '--config', config, '--known-hosts', host.knownHostsFile], {
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH, HOME: host.clientHome },
-    input: '',
-    timeout: 120_000,
-  });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+function cli(args: string[]): CliResult {
+  return runBuiltCli([...args, '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
 }
 
 before(async () => {
-  if (!fs.existsSync(CLI)) execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: 'ignore' });
+  ensureBuiltCli();
   host = await startTestHost();
   const root = path.join(host.dir, 'writing');
   runDir = path.join(root, 'dcp-run');

@@ -8,7 +8,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
+import { ensureBuiltCli, runBuiltCli } from '../harness/builtCli';
 import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore, runsOf } from '../../src/core/service';
@@ -16,8 +17,6 @@ import type { HostConfig, RootListing, TargetListing } from '../../src/core/type
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
 import { writeStoryRun, writeSymlinkLoop, writeManyFiles } from '../fixtures/generate';
 
-const ROOT = path.join(__dirname, '..', '..');
-const CLI = path.join(ROOT, 'dist', 'cli.js');
 const HOST = { kind: 'host' as const, id: '' };
 let host: TestHost;
 const roots = { bytes: '', long: '', many: '', loop: '', partial: '' };
@@ -48,17 +47,11 @@ async function list(root: string): Promise<{ listing: TargetListing; root: RootL
 function cliLs(root: string, json: boolean): { code: number; stdout: string; stderr: string } {
   const config = path.join(host.dir, `cli-${path.basename(root)}.json`);
   fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('box', { runRoots: [root], targets: ['host'] })] }));
-  const r = spawnSync(process.execPath, [CLI, 'ls', 'box/host', ...(json ? ['--json'] : []), '--config', config, '--known-hosts', host.knownHostsFile], {
-    encoding: 'utf8',
-    env: { PATH: process.env.PATH, HOME: host.clientHome },
-    input: '',
-    timeout: 120_000,
-  });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+  return runBuiltCli(['ls', 'box/host', ...(json ? ['--json'] : []), '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
 }
 
 before(async () => {
-  if (!fs.existsSync(CLI)) execFileSync(process.execPath, ['esbuild.mjs'], { cwd: ROOT, stdio: 'ignore' });
+  ensureBuiltCli();
   host = await startTestHost();
   for (const k of Object.keys(roots) as (keyof typeof roots)[]) {
     roots[k] = path.join(host.dir, `hostile-${k}`);
