@@ -230,7 +230,7 @@ async function main(): Promise<void> {
       });
       try {
         const remote = target.kind === 'host' ? bare : '/workspace/bench/big.bin';
-        const ck = { name: 'big.bin', step: 1, layout: 'flat' as const, path: remote, isDir: false, bytes: size, mtime: 0, files: [], newest: true };
+        const ck = { name: 'big.bin', kind: 'step' as const, step: 1, layout: 'flat' as const, path: remote, isDir: false, bytes: size, mtime: 0, files: [], newest: true };
         const plan = await planDownload({ pool, host: resolved, target }, ck, { root: local, run: 'bench' });
         let fired = false;
         const res = await download(plan, {

@@ -1,7 +1,7 @@
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpoint } from '../core/service';
 import type { parseAddress } from '../core/address';
-import { RemoteRunsError, formatTarget, isRemoteRunsError } from '../core/types';
+import { RemoteRunsError, evalStep, formatTarget, isRemoteRunsError } from '../core/types';
 import type { EvalService } from '../core/eval/service';
 import type { EvalPlace, EvalProfile, EvalSubject } from '../core/eval/types';
 import { localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint } from '../core/eval/localCheckpoint';
@@ -54,7 +54,7 @@ export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: 
     host: addr.host,
     target: addr.target,
     run: { name: run.name, path: run.path },
-    checkpoint: { path: checkpoint.path, step: checkpoint.step },
+    checkpoint: { path: checkpoint.path, step: evalStep(checkpoint) },
   };
   if (usesLocalCheckpoint(profile) && deps.downloads) {
     // The checkpoint as `pull --to DIR` left it: every file complete and verified, or a clear "pull it first".

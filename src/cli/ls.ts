@@ -1,6 +1,6 @@
 import type { RemoteRunsCore } from '../core/service';
 import { runsOf } from '../core/service';
-import { RemoteRunsError, formatTarget, latestCheckpoint, type RootListing, type Run, type RootEmptyKind } from '../core/types';
+import { RemoteRunsError, checkpointLabel, formatTarget, latestCheckpoint, latestPhrase, type RootListing, type Run, type RootEmptyKind } from '../core/types';
 import { emptyStateText } from '../core/emptyStates';
 import { formatAge, formatBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
@@ -20,14 +20,21 @@ export function runJson(run: Run): unknown {
     metrics: run.metrics,
     checkpoints: run.checkpoints.map((c) => ({
       name: c.name,
+      kind: c.kind,
       step: c.step,
+      ...(c.epoch !== undefined ? { epoch: c.epoch } : {}),
+      ...(c.save !== undefined ? { save: c.save } : {}),
+      ...(c.alias ? { alias: c.alias } : {}),
       path: c.path,
       bytes: c.bytes,
       mtime: c.mtime,
+      ...(c.kind === 'final' ? { files: c.files.map((f) => f.name) } : {}),
       ...(c.incomplete ? { incomplete: c.incomplete } : {}),
+      ...(c.pointedBy ? { pointedBy: c.pointedBy } : {}),
     })),
     // What `latest` names: the newest complete checkpoint (null when none is complete yet).
     latest: latestCheckpoint(run)?.name ?? null,
+    ...(run.pointers ? { pointers: run.pointers } : {}),
   };
 }
 
@@ -73,7 +80,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
       }
       for (const r of root.runs) {
         const newest = latestCheckpoint(r);
-        lines.push(`${r.name}\t${r.path}\t${r.checkpoints.length} checkpoints${newest ? `, latest step ${newest.step} (${formatAge(newest.mtime, now)})` : ''}${r.live ? ', live' : ''}`);
+        lines.push(`${r.name}\t${r.path}\t${r.checkpoints.length} checkpoints${newest ? `, ${latestPhrase(newest)} (${formatAge(newest.mtime, now)})` : ''}${r.live ? ', live' : ''}`);
       }
       if (root.truncated) lines.push(`${root.root}: listing cut short (too many entries)`);
       // Runs were found, but not everywhere: say where the walk could not go (an unreadable folder, a symlink loop).
@@ -85,8 +92,15 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
   const { run, listing } = await core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run], 'optional');
   const lines = [`${run.name}  ${run.path}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.join(', ') || 'none'}`];
   for (const c of run.checkpoints) {
-    lines.push(`${String(c.step).padStart(10)}  ${c.name.padEnd(28)} ${formatBytes(c.bytes).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${c.incomplete ? `  incomplete: ${c.incomplete}` : ''}`);
+    // The first column is the step; a checkpoint without one says what it is instead.
+    const first = c.kind === 'step' ? String(c.step) : '-';
+    const what = c.kind === 'step' ? '' : `  ${checkpointLabel(c)}`;
+    const pointed = c.pointedBy ? `  named by ${c.pointedBy.join(', ')}` : '';
+    lines.push(
+      `${first.padStart(10)}  ${c.name.padEnd(28)} ${formatBytes(c.bytes).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${what}${pointed}${c.incomplete ? `  incomplete: ${c.incomplete}` : ''}`,
+    );
   }
+  for (const p of run.pointers ?? []) if (p.note) lines.push(`note: ${p.note}`);
   if (run.checkpoints.length === 0) lines.push('no checkpoints in this run (it was recognised by its metrics log)');
   return { json: { run: runJson(run) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
 }

@@ -1,6 +1,6 @@
 import * as readline from 'node:readline';
 import type { RemoteRunsCore } from '../core/service';
-import { pickCheckpoint } from '../core/service';
+import { pickCheckpointWithNote } from '../core/service';
 import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
 import { pullCheckpoint, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice } from '../core/transfer';
 import { RemoteRunsError, formatTarget } from '../core/types';
@@ -27,11 +27,12 @@ export async function pullCommand(
   options: { to: string; verify: VerifyMode; recheck?: boolean; force?: boolean; client?: ClientChoice; sshPath?: string },
 ): Promise<string> {
   if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
-    throw new RemoteRunsError('bad-address', 'pull needs host/target/run/checkpoint (a checkpoint name such as step_20000, a step, or "latest")');
+    throw new RemoteRunsError('bad-address', 'pull needs host/target/run/checkpoint (a checkpoint name such as step_20000 or last.ckpt, a step, last/best, final, or "latest")');
   }
   const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
   const { run } = found;
-  const checkpoint = pickCheckpoint(run, found.checkpoint ?? addr.checkpoint);
+  const { checkpoint, note } = pickCheckpointWithNote(run, found.checkpoint ?? addr.checkpoint);
+  if (note) deps.stderr.write(`${note}\n`);
   const source = { pool: deps.pool, host: deps.resolve(addr.host), target: addr.target };
   const where = `${addr.host}/${formatTarget(addr.target)}/${run.name}/${checkpoint.name}`;
   const progress = progressPrinter(deps.stderr, where);

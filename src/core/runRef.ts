@@ -12,7 +12,9 @@ export function toRunRef(hostName: string, target: TargetRef, run: Run): RunRefW
     runPath: run.path,
     runName: run.name,
     metrics: [...run.metrics],
-    checkpoints: run.checkpoints.map((c) => ({ step: c.step, name: c.name, path: c.path })),
+    // The chart marks checkpoints on its step axis: one without a step (an alias, final weights, an epoch- or
+    // save-numbered one) has no place there and is shown in the tree instead.
+    checkpoints: run.checkpoints.flatMap((c) => (c.step !== null ? [{ step: c.step, name: c.name, path: c.path }] : [])),
   };
 }
 

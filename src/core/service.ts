@@ -7,6 +7,7 @@ import {
   DEFAULT_RUN_ROOTS,
   RemoteRunsError,
   formatTarget,
+  checkpointLabel,
   latestCheckpoint,
   parseTarget,
   type HostConfig,
@@ -153,42 +154,79 @@ export class RemoteRunsCore {
 }
 
 /**
- * A checkpoint of a run by name (`step_20000`), by step (`20000`), or `latest` (the complete one with the highest
- * step: one still being written is never `latest`).
+ * A checkpoint of a run by
+ * - its name (`step_20000`, `last.ckpt`, `final`);
+ * - `latest` (latestCheckpoint: the complete step checkpoint with the highest step; one still being written never
+ *   is; only final weights: those);
+ * - a step (`20000`): the step checkpoint of that step. Two of them (`step_300/` beside `epoch=2-step=300.ckpt`, or
+ *   Lightning's `-v1` of a second fit) are `ambiguous`, naming both, unless exactly one is complete: that one is the
+ *   clear choice, and the note says why. Aliases holding that step are not counted: they name the same save;
+ * - an alias's short name: `last`, `best` (the role of `last.ckpt`, `checkpoint_best.pt`…), when one alias has it.
+ * An alias that is a symlink to a listed checkpoint gives that checkpoint (the note says so): the save it points to,
+ * under its own name, not a second copy of it.
  * `not-found` errors name what is there.
  */
-export function pickCheckpoint(run: Run, which: string): Checkpoint {
+export function pickCheckpointWithNote(run: Run, which: string): { checkpoint: Checkpoint; note?: string } {
   if (run.checkpoints.length === 0) {
     throw new RemoteRunsError('not-found', `Run ${JSON.stringify(run.name)} at ${run.path} has no checkpoints yet`);
   }
+  const names = run.checkpoints.map((c) => c.name);
+  const followAlias = (c: Checkpoint): { checkpoint: Checkpoint; note?: string } => {
+    const to = c.alias?.of !== undefined ? run.checkpoints.find((x) => x.name === c.alias?.of && x !== c) : undefined;
+    return to ? { checkpoint: to, note: `${c.name} is a symlink to ${to.name}: taking ${to.name}` } : { checkpoint: c };
+  };
   if (which === 'latest') {
     const latest = latestCheckpoint(run);
-    if (latest) return latest;
-    const last = run.checkpoints[run.checkpoints.length - 1];
+    if (latest) return { checkpoint: latest };
+    const last = [...run.checkpoints].reverse().find((c) => c.kind !== 'alias') ?? run.checkpoints[run.checkpoints.length - 1];
     throw new RemoteRunsError(
       'not-found',
       `Run ${JSON.stringify(run.name)} has no complete checkpoint yet: ${last.name} ${last.incomplete ?? 'is incomplete'} (name it to take it anyway)`,
-      { seen: run.checkpoints.map((c) => c.name).slice(-8) },
-    );
-  }
-  const byName = run.checkpoints.find((c) => c.name === which);
-  const byStep = !byName && /^\d+$/.test(which) ? run.checkpoints.filter((c) => c.step === Number(which)) : [];
-  if (byStep.length > 1) {
-    const names = byStep.map((c) => c.name);
-    throw new RemoteRunsError('ambiguous', `Step ${which} of run ${JSON.stringify(run.name)} is ${byStep.length} checkpoints: ${names.join(', ')}; name the one you mean`, {
-      candidates: names,
-    });
-  }
-  const found = byName ?? byStep[0];
-  if (!found) {
-    const names = run.checkpoints.map((c) => c.name);
-    throw new RemoteRunsError(
-      'not-found',
-      `No checkpoint ${JSON.stringify(which)} in run ${JSON.stringify(run.name)} (there: ${names.slice(-8).join(', ')}${names.length > 8 ? ', …' : ''}; or "latest")`,
       { seen: names.slice(-8) },
     );
   }
-  return found;
+  const byName = run.checkpoints.find((c) => c.name === which);
+  if (byName) return followAlias(byName);
+  if (/^\d+$/.test(which)) {
+    const byStep = run.checkpoints.filter((c) => c.kind === 'step' && c.step === Number(which));
+    if (byStep.length === 1) return { checkpoint: byStep[0] };
+    if (byStep.length > 1) {
+      const complete = byStep.filter((c) => c.incomplete === undefined);
+      if (complete.length === 1) {
+        const others = byStep.filter((c) => c !== complete[0]).map((c) => `${c.name} (${c.incomplete})`);
+        return { checkpoint: complete[0], note: `step ${which} is also ${others.join(', ')}: taking ${complete[0].name}, the only complete one` };
+      }
+      const both = byStep.map((c) => c.name);
+      throw new RemoteRunsError('ambiguous', `Step ${which} of run ${JSON.stringify(run.name)} is ${byStep.length} checkpoints: ${both.join(', ')}; name the one you mean`, {
+        candidates: both,
+      });
+    }
+    // No step checkpoint has it; say what does carry that number instead of taking it silently.
+    const others = run.checkpoints.filter((c) => (c.kind === 'epoch' && c.epoch === Number(which)) || (c.kind === 'save' && c.save === Number(which)) || c.alias?.step === Number(which));
+    if (others.length > 0) {
+      throw new RemoteRunsError(
+        'not-found',
+        `No checkpoint of run ${JSON.stringify(run.name)} is at step ${which}; the number is in ${others.map((c) => `${c.name} (${checkpointLabel(c)})`).join(', ')}: name it to take it`,
+        { seen: others.map((c) => c.name) },
+      );
+    }
+  }
+  const byRole = run.checkpoints.filter((c) => c.alias?.role === which);
+  if (byRole.length === 1) return followAlias(byRole[0]);
+  if (byRole.length > 1) {
+    const all = byRole.map((c) => c.name);
+    throw new RemoteRunsError('ambiguous', `${which} in run ${JSON.stringify(run.name)} is ${byRole.length} checkpoints: ${all.join(', ')}; name the one you mean`, { candidates: all });
+  }
+  throw new RemoteRunsError(
+    'not-found',
+    `No checkpoint ${JSON.stringify(which)} in run ${JSON.stringify(run.name)} (there: ${names.slice(-8).join(', ')}${names.length > 8 ? ', …' : ''}; or "latest")`,
+    { seen: names.slice(-8) },
+  );
+}
+
+/** pickCheckpointWithNote without the note (callers that have nowhere to say it). */
+export function pickCheckpoint(run: Run, which: string): Checkpoint {
+  return pickCheckpointWithNote(run, which).checkpoint;
 }
 
 /** All runs of a listing across its roots, in root order. */

@@ -59,34 +59,139 @@ export type CheckpointLayout =
   | 'iter_N'
   | 'orbax'
   | 'lightning'
+  | 'accelerate'
+  | 'composer'
+  | 'keras'
+  | 'hf-final'
   | 'flat';
 
+/**
+ * What a checkpoint is, which says how its number reads:
+ * - `step`: saved during training at `step` (a training step, update or iteration);
+ * - `epoch`: its name gives only an epoch (`epoch`; fairseq's `checkpoint3.pt`, Keras' `model.03-….keras`), `step` null;
+ * - `save`: its number counts saves, not steps (`save`; accelerate's `checkpoints/checkpoint_2` is the third save),
+ *   `step` null;
+ * - `alias`: a name for another save (`last.ckpt`, `checkpoint_best.pt`, Composer's `latest-rank0.pt`): see `alias`;
+ * - `final`: the weights a finished run leaves without a step (Hugging Face `save_pretrained` output in the run
+ *   folder, `model_final.pth`), `step` null.
+ */
+export type CheckpointKind = 'step' | 'epoch' | 'save' | 'alias' | 'final';
+
+/** What an alias names, as far as the listing can tell. */
+export interface CheckpointAlias {
+  /** `last`, `best` or `latest`: the role its writer gives it. */
+  role: 'last' | 'best' | 'latest';
+  /** The checkpoint it is a link to (its name), when it is a symlink to one listed beside it. */
+  of?: string;
+  /** The step it holds, when known (from the link's target, or from its own name: NeMo's `…step=2000…-last.ckpt`). */
+  step?: number;
+  /**
+   * How `of`/`step` are known: `symlink` (its target), `name` (its own name says the step), or `unknown` (a copy:
+   * Lightning's `save_last=True`, fairseq's checkpoint_best/last.pt are written as separate files, and which save
+   * they hold is only inside them).
+   */
+  how: 'symlink' | 'name' | 'unknown';
+}
+
 export interface Checkpoint {
-  /** The entry's own name, e.g. `step_10000` or `model_step_500.pt`. */
+  /** The entry's own name, e.g. `step_10000` or `model_step_500.pt`; `final` for step-less final weights. */
   name: string;
-  /** The parsed step; null only for a flat file with no number (not listed as a checkpoint then). */
-  step: number;
+  kind: CheckpointKind;
+  /** The training step, for `kind: 'step'`; null for every other kind (what their number counts is said there). */
+  step: number | null;
+  /** The epoch, when the name gives one (Lightning's `epoch=E-step=S`, fairseq's `checkpoint{E}.pt`). */
+  epoch?: number;
+  /** For `kind: 'save'`: the save's number as its writer counts (accelerate starts at 0). */
+  save?: number;
+  /** For `kind: 'alias'`. */
+  alias?: CheckpointAlias;
   layout: CheckpointLayout;
-  /** Absolute remote path (inside the target). */
+  /** Absolute remote path (inside the target); for `final`, the run folder holding the files. */
   path: string;
   isDir: boolean;
   /** Total size in bytes: a folder's is the sum of its files. */
   bytes: number;
   mtime: number;
-  /** Files of a folder checkpoint (empty for a flat file). */
+  /**
+   * Files of a folder checkpoint (empty for a flat file). For `final` these are the files of the final weights
+   * only, relative to `path` (the run folder also holds other things that a download of `final` leaves alone).
+   */
   files: CheckpointFile[];
-  /** True on the complete checkpoint with the highest step in its run (the one `latest` names). */
+  /** True on the checkpoint `latest` names (latestCheckpoint below says which). */
   newest: boolean;
   /**
    * Why the checkpoint is not complete yet, when its listing shows it (checkpointLayout.ts incompleteReason): it is
    * still listed, marked, and never `latest`.
    */
   incomplete?: string;
+  /**
+   * A pointer the framework itself keeps that names this checkpoint: DeepSpeed's `latest` file, Megatron-LM's
+   * `latest_checkpointed_iteration.txt`, a `latest`/`last`/`best` symlink to a folder.
+   */
+  pointedBy?: string[];
 }
 
-/** The checkpoint `latest` names: the complete one with the highest step (undefined when none is complete). */
+/** A pointer file the run's framework keeps (DeepSpeed `latest`, Megatron `latest_checkpointed_iteration.txt`). */
+export interface FrameworkPointer {
+  /** The file's name. */
+  file: string;
+  /** What it says (its contents, trimmed). */
+  says: string;
+  /** The listed checkpoint it names, if any. */
+  checkpoint?: string;
+  /** Set when it disagrees with our `latest` or names nothing listed: said, never silently followed or dropped. */
+  note?: string;
+}
+
+/**
+ * The checkpoint `latest` names: the complete step checkpoint with the highest step; in a run without one, the
+ * highest complete epoch or save; in a run with only final weights, those (a finished Hugging Face run). Aliases are
+ * never `latest` themselves (they are names for saves). Undefined when nothing is complete.
+ */
 export function latestCheckpoint(run: Pick<Run, 'checkpoints'>): Checkpoint | undefined {
   return run.checkpoints.find((c) => c.newest);
+}
+
+/** The number a checkpoint sorts by within its kind: its step, epoch or save number (aliases: the step they hold). */
+export function checkpointOrder(c: Checkpoint): number {
+  return c.step ?? (c.kind === 'epoch' ? c.epoch : undefined) ?? c.save ?? c.alias?.step ?? -1;
+}
+
+/**
+ * The step an eval of this checkpoint is recorded under (eval records, ids and tables are keyed by step): its own, or
+ * the one an alias is known to hold. A checkpoint without a known step (final weights, an epoch- or save-numbered
+ * one, an alias copy) fails with `bad-address` saying so, rather than being recorded under a made-up step.
+ */
+export function evalStep(c: Checkpoint): number {
+  const step = c.step ?? c.alias?.step;
+  if (step !== undefined) return step;
+  throw new RemoteRunsError('bad-address', `${c.name} is ${checkpointLabel(c)}: evals are recorded by step, and this checkpoint has none; evaluate a step checkpoint`);
+}
+
+/** What `latest` is, in a run's summary: `latest step 30`, or `latest final (final weights (no step))`. */
+export function latestPhrase(c: Checkpoint): string {
+  return c.kind === 'step' ? `latest step ${c.step}` : `latest ${c.name} (${checkpointLabel(c)})`;
+}
+
+/** How a checkpoint is shown in one short phrase: `step 500`, `epoch 3`, `save 2 (counts saves, not steps)`, `last → step 30`, `final weights`. */
+export function checkpointLabel(c: Checkpoint): string {
+  switch (c.kind) {
+    case 'step':
+      return `step ${c.step}`;
+    case 'epoch':
+      return `epoch ${c.epoch} (no step in the name)`;
+    case 'save':
+      return `save ${c.save} (counts saves, not steps)`;
+    case 'final':
+      return 'final weights (no step)';
+    case 'alias': {
+      const a = c.alias;
+      if (!a) return 'alias';
+      if (a.of) return `${a.role} → ${a.of}${a.step !== undefined ? ` (step ${a.step})` : ''}`;
+      if (a.step !== undefined) return `${a.role}, step ${a.step}`;
+      return `${a.role} (which save it holds is inside the file)`;
+    }
+  }
 }
 
 export interface Run {
@@ -95,8 +200,13 @@ export interface Run {
   path: string;
   /** Absolute remote paths of metrics logs found. */
   metrics: string[];
-  /** Sorted by step, ascending, as numbers. */
+  /**
+   * Step checkpoints by step (ascending, as numbers), then epoch-only ones by epoch, then saves by number, then
+   * aliases, then the final weights.
+   */
   checkpoints: Checkpoint[];
+  /** Pointer files of its framework (DeepSpeed `latest`, Megatron `latest_checkpointed_iteration.txt`). */
+  pointers?: FrameworkPointer[];
   /** Newest mtime among the metrics logs, ms since epoch; 0 when there are none. */
   metricsMtime: number;
   /** A metrics log changed within LIVE_WINDOW_MS of the listing's remote clock. */

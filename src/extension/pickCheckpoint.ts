@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import type { HostDirectory } from '../core/hosts';
 import type { RemoteRunsCore } from '../core/service';
 import { runsOf } from '../core/service';
-import { RemoteRunsError, formatTarget, latestCheckpoint, type Checkpoint, type Run, type TargetRef } from '../core/types';
+import { RemoteRunsError, checkpointLabel, formatTarget, latestCheckpoint, latestPhrase, type Checkpoint, type Run, type TargetRef } from '../core/types';
 import { pickCheckpoint as checkpointOf } from '../core/service';
 import { formatAge, formatBytes } from '../core/util/format';
 
@@ -55,7 +55,7 @@ export async function pickCheckpoint(
     `${title} (3/4): run`,
     runs.map((r) => {
       const newest = latestCheckpoint(r);
-      const latest = newest ? `latest step ${newest.step} · ${formatAge(newest.mtime, now)}` : 'no complete checkpoint yet';
+      const latest = newest ? `${latestPhrase(newest)} · ${formatAge(newest.mtime, now)}` : 'no complete checkpoint yet';
       return { label: r.name, description: `${r.checkpoints.length} checkpoints · ${latest}${r.live ? ' · live' : ''}`, detail: r.path, value: r };
     }),
     'Pick a run',
@@ -64,7 +64,7 @@ export async function pickCheckpoint(
   if (opts.latestOnly) return { hostName, target, run, checkpoint: checkpointOf(run, 'latest') };
   const checkpoint = await quickPick(
     `${title} (4/4): checkpoint`,
-    [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `step ${c.step} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}${c.incomplete ? ` · incomplete: ${c.incomplete}` : ''}`, value: c })),
+    [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `${checkpointLabel(c)} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}${c.incomplete ? ` · incomplete: ${c.incomplete}` : ''}`, value: c })),
     'Pick a checkpoint (newest first)',
   );
   return checkpoint ? { hostName, target, run, checkpoint } : undefined;

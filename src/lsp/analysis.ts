@@ -177,7 +177,7 @@ export function checkpointFolders(entries: readonly Found[]): (Found & { step: n
   return entries
     .flatMap((e) => {
       const parsed = e.type === 'd' ? parseCheckpointName(e.name, true) : undefined;
-      return parsed ? [{ ...e, step: parsed.step }] : [];
+      return parsed?.step != null ? [{ ...e, step: parsed.step }] : [];
     })
     .sort((a, b) => b.step - a.step);
 }

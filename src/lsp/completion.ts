@@ -44,7 +44,7 @@ export async function completionsAt(deps: AnalysisDeps, doc: TextDocument, offse
   return found
     .filter((f) => f.name.startsWith(prefix) && (!f.name.startsWith('.') || prefix.startsWith('.')))
     .map((f): CompletionItem => {
-      const step = f.type === 'd' ? parseCheckpointName(f.name, true)?.step : undefined;
+      const step = f.type === 'd' ? (parseCheckpointName(f.name, true)?.step ?? undefined) : undefined;
       const folder = f.type === 'd';
       return {
         label: f.name,

@@ -3,7 +3,7 @@
  * matches nothing always says what is there instead, and why it is empty, never just "not found".
  */
 import { formatAge, formatBytes } from '../core/util/format';
-import { latestCheckpoint } from '../core/types';
+import { checkpointLabel, latestCheckpoint, latestPhrase } from '../core/types';
 import { parseCheckpointName } from '../core/discovery/checkpointLayout';
 import { formatPlace } from '../shared/lspProtocol';
 import type { Analysis, Found } from './analysis';
@@ -115,7 +115,7 @@ function existsHover(a: Extract<Analysis, { kind: 'exists' }>, where: string): s
   const out: string[] = [];
   if (ctx?.checkpoint && ctx.checkpoint.path === e.path) {
     const c = ctx.checkpoint;
-    out.push(`**checkpoint** \`${c.name}\` (step ${c.step}${c.newest ? ', newest' : ''}) of run \`${ctx.run.name}\` on ${where} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, a.remoteNow)}`);
+    out.push(`**checkpoint** \`${c.name}\` (${checkpointLabel(c)}${c.newest ? ', newest' : ''}) of run \`${ctx.run.name}\` on ${where} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, a.remoteNow)}`);
     if (c.files.length) out.push('', ...c.files.slice(0, 12).map((f) => `- \`${f.name}\` — ${formatBytes(f.bytes)}`));
     return out.join('\n');
   }
@@ -135,7 +135,7 @@ function existsHover(a: Extract<Analysis, { kind: 'exists' }>, where: string): s
   } else {
     out.push(`**file** \`${e.path}\` on ${where} · ${formatBytes(e.bytes)} · modified ${formatAge(e.mtime, a.remoteNow)}`);
   }
-  if (ctx?.checkpoint) out.push('', `in checkpoint \`${ctx.checkpoint.name}\` (step ${ctx.checkpoint.step}${ctx.checkpoint.newest ? ', newest' : ''}) of run \`${ctx.run.name}\``);
+  if (ctx?.checkpoint) out.push('', `in checkpoint \`${ctx.checkpoint.name}\` (${checkpointLabel(ctx.checkpoint)}${ctx.checkpoint.newest ? ', newest' : ''}) of run \`${ctx.run.name}\``);
   else if (ctx) out.push('', `in run \`${ctx.run.name}\``);
   return out.join('\n');
 }

@@ -27,7 +27,7 @@ import { terminalSshArgs } from '../../src/core/terminal';
 import { parseSshConfig, resolveHost } from '../../src/core/ssh/sshConfig';
 import { EvalService } from '../../src/core/eval/service';
 import { parseEvalProfile } from '../../src/core/eval/profiles';
-import { RemoteRunsError, type HostConfig, type Run, type TargetRef } from '../../src/core/types';
+import { RemoteRunsError, evalStep, type HostConfig, type Run, type TargetRef } from '../../src/core/types';
 import { addDockerContainer } from '../shims/shimState';
 import { TEST_USER, ensureTestUser } from '../harness/sshd';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
@@ -240,7 +240,7 @@ describe('evals and terminals', () => {
     });
     for (const r of runs) {
       const ck = r.checkpoints[0];
-      const started = await evals.start(profile, { host: 'box', target: HOST, run: { name: r.name, path: r.path }, checkpoint: { path: ck.path, step: ck.step } });
+      const started = await evals.start(profile, { host: 'box', target: HOST, run: { name: r.name, path: r.path }, checkpoint: { path: ck.path, step: evalStep(ck) } });
       const end = await evals.follow(started.place, started.id, started.meta, { pollMs: 100 });
       assert.equal(end.state, "passed", r.name);
       const log = fs.readFileSync(path.join(r.path, '.remote-runs', 'evals', started.id, 'log'), 'utf8');

@@ -35,7 +35,7 @@ before(async () => {
   fs.writeFileSync(path.join(ckpt, 'config.json'), '{"layers": 2}\n');
   execFileSync('chown', ['-R', `${TEST_USER}:${TEST_USER}`, runPath]);
   checkpoint = {
-    name: 'step_700', step: 700, layout: 'step_N', path: ckpt, isDir: true, bytes: 0, mtime: 0, newest: true,
+    name: 'step_700', kind: 'step' as const, step: 700, layout: 'step_N', path: ckpt, isDir: true, bytes: 0, mtime: 0, newest: true,
     files: [],
   } as Checkpoint;
 });

@@ -128,7 +128,7 @@ for (const fault of ['killed', 'frozen'] as const) {
         try {
           const run = runsOf(await listing).find((r) => r.path === '/workspace');
           assert.ok(run, 'the story run is listed');
-          assert.deepEqual(run.checkpoints.map((c) => c.step).sort((a, b) => a - b), host.storySteps);
+          assert.deepEqual(run.checkpoints.map((c) => c.step ?? -1).sort((a, b) => a - b), host.storySteps);
         } finally {
           cleanup();
         }
@@ -182,7 +182,7 @@ for (const fault of ['killed', 'frozen'] as const) {
       fs.mkdirSync(path.dirname(onDisk), { recursive: true });
       fs.writeFileSync(onDisk, data);
       execFileSync('chmod', ['-R', 'a+rX', path.dirname(onDisk)]);
-      const ckpt: Checkpoint = { name: 'model_step_7.pt', step: 7, layout: 'flat', path: remote, isDir: false, bytes: 0, mtime: 0, files: [], newest: true };
+      const ckpt: Checkpoint = { name: 'model_step_7.pt', kind: 'step' as const, step: 7, layout: 'flat', path: remote, isDir: false, bytes: 0, mtime: 0, files: [], newest: true };
       try {
         const plan = await planDownload({ pool, host: resolved, target: PCT }, ckpt, { root: local, run: `dl-${fault}` });
         let cleanup: (() => void) | undefined;

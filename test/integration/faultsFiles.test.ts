@@ -81,7 +81,7 @@ function writeCheckpoint(target: TargetRef, name: string, files: Record<string, 
     fs.writeFileSync(onDisk(target, `${folder}/${rel}`), buf);
   }
   execFileSync('chmod', ['-R', 'a+rX', onDisk(target, folder)]);
-  const ckpt: Checkpoint = { name, step: 1, layout: 'step_N', path: folder, isDir: true, bytes: 0, mtime: 0, files: [], newest: true };
+  const ckpt: Checkpoint = { name, kind: 'step' as const, step: 1, layout: 'step_N', path: folder, isDir: true, bytes: 0, mtime: 0, files: [], newest: true };
   return { ckpt, data };
 }
 

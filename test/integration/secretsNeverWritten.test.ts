@@ -20,7 +20,7 @@ import { listRunsCommand } from '../../src/core/discovery/listScript';
 import { download, planDownload } from '../../src/core/transfer';
 import { EvalService } from '../../src/core/eval/service';
 import { parseEvalProfile } from '../../src/core/eval/profiles';
-import { RemoteRunsError, type TargetRef } from '../../src/core/types';
+import { RemoteRunsError, evalStep, type TargetRef } from '../../src/core/types';
 import { startSshd, TEST_USER, type TestSshd } from '../harness/sshd';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
@@ -157,7 +157,7 @@ describe('sessions with secrets', () => {
       const plan = await planDownload({ pool, host: poolHost, target: HOST }, ck, { root: downloads, run: `${name}-${story.name}` });
       await download(plan, { verify: 'sha256' });
       const evals = new EvalService({ executorFor: (_n, { idempotent }) => pool.executor(poolHost, { idempotent }), localStateDir: evalState });
-      const started = await evals.start(parseEvalProfile({ name: 'probe', command: 'echo "{\\"acc\\": 1}"' }), { host: name, target: HOST, run: { name: story.name, path: story.path }, checkpoint: { path: ck.path, step: ck.step } });
+      const started = await evals.start(parseEvalProfile({ name: 'probe', command: 'echo "{\\"acc\\": 1}"' }), { host: name, target: HOST, run: { name: story.name, path: story.path }, checkpoint: { path: ck.path, step: evalStep(ck) } });
       const end = await evals.follow(started.place, started.id, started.meta, { pollMs: 100 });
       assert.equal(end.state, 'passed');
       assert.deepEqual(prompter.asked, expectAsked, `${name}: asked ${prompter.asked.join(', ')}`);

@@ -68,7 +68,7 @@ function writeRemote(target: TargetRef, remotePath: string, data: Buffer | { spa
 
 function checkpoint(target: TargetRef, remotePath: string, isDir: boolean): Checkpoint {
   const name = path.posix.basename(remotePath);
-  return { name, step: 1, layout: isDir ? 'step_N' : 'flat', path: remotePath, isDir, bytes: 0, mtime: 0, files: [], newest: true };
+  return { name, kind: 'step' as const, step: 1, layout: isDir ? 'step_N' : 'flat', path: remotePath, isDir, bytes: 0, mtime: 0, files: [], newest: true };
 }
 
 function sha(file: string): string {

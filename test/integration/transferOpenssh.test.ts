@@ -66,7 +66,7 @@ function remoteFile(name: string, bytes: number): { ckpt: Checkpoint; data: Buff
   const data = randomBytes(bytes);
   const file = path.join(dir, 'model_step_5.pt');
   fs.writeFileSync(file, data, { mode: 0o644 });
-  return { data, ckpt: { name: 'model_step_5.pt', step: 5, layout: 'flat', path: file, isDir: false, bytes: 0, mtime: 0, files: [], newest: true } };
+  return { data, ckpt: { name: 'model_step_5.pt', kind: 'step' as const, step: 5, layout: 'flat', path: file, isDir: false, bytes: 0, mtime: 0, files: [], newest: true } };
 }
 
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
@@ -253,7 +253,7 @@ describe('faults on the OpenSSH stream', () => {
       fs.mkdirSync(path.dirname(onDisk), { recursive: true });
       fs.writeFileSync(onDisk, data);
       execFileSync('chmod', ['-R', 'a+rX', path.dirname(onDisk)]);
-      const ckpt: Checkpoint = { name: 'model_step_3.pt', step: 3, layout: 'flat', path: remote, isDir: false, bytes: 0, mtime: 0, files: [], newest: true };
+      const ckpt: Checkpoint = { name: 'model_step_3.pt', kind: 'step' as const, step: 3, layout: 'flat', path: remote, isDir: false, bytes: 0, mtime: 0, files: [], newest: true };
       const plan = await planDownload(src, ckpt, { root: disk.dir, run: 'filling' });
       const neighbour = path.join(disk.dir, 'notes.txt');
       fs.writeFileSync(neighbour, 'mine');
@@ -292,7 +292,7 @@ describe('faults on the OpenSSH stream', () => {
     fs.writeFileSync(onDisk, 'head');
     fs.truncateSync(onDisk, size);
     execFileSync('chmod', ['-R', 'a+rX', path.dirname(onDisk)]);
-    const ckpt: Checkpoint = { name: 'model_step_4.pt', step: 4, layout: 'flat', path: remote, isDir: false, bytes: 0, mtime: 0, files: [], newest: true };
+    const ckpt: Checkpoint = { name: 'model_step_4.pt', kind: 'step' as const, step: 4, layout: 'flat', path: remote, isDir: false, bytes: 0, mtime: 0, files: [], newest: true };
     // Through a 64 MiB/s link of the test's own: the cancel comes at the first progress report of the stream, with
     // most of the file provably still on the remote side (straight over loopback it raced ssh writing the .part).
     const link = await host.throughProxy({ rateBytesPerSec: 64 * MiB });

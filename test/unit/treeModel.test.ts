@@ -17,6 +17,7 @@ const STOPPED: Target = { kind: 'docker', id: 'old', label: 'old', state: 'stopp
 function checkpoint(step: number, newest = false): Checkpoint {
   return {
     name: `step_${step}`,
+    kind: 'step',
     step,
     layout: 'step_N',
     path: `/runs/a/checkpoints/step_${step}`,

@@ -6,73 +6,141 @@
  * - A checkpoint FOLDER (`step_N`, `checkpoint-N`, `global_stepN`, `ckpt_N`) is one checkpoint; the files inside
  *   it (`checkpoint.pt`, `model.safetensors`, `optimizer.pt`, shards…) are that folder's files, never
  *   checkpoints of their own. The parser does not call `parseCheckpointName` below a checkpoint folder.
- * - A checkpoint FILE needs a step number in its name. The number following step/iter/it/checkpoint/ckpt wins;
- *   otherwise the last number standing on its own (`weights_0300.pt`), never one glued to letters
- *   (`resnet50.pt`, `llama3.pt`) nor part of a decimal (`val_loss=0.25`). Files with no such number
- *   (`model.safetensors`, `last.ckpt`, `final.pt`) are not checkpoints: a listing without any says
- *   `no-checkpoints` and shows their names.
+ * - A checkpoint FILE with a step number in its name is a step checkpoint. The number following
+ *   step/iter/it/checkpoint/ckpt wins; otherwise the last number standing on its own (`weights_0300.pt`), never one
+ *   glued to letters (`resnet50.pt`, `llama3.pt`) nor part of a decimal (`val_loss=0.25`).
+ * - Names a framework gives that are NOT steps say what their number counts instead (CheckpointKind): fairseq's
+ *   `checkpoint3.pt` is epoch 3, Keras' `model.03-0.51.keras` epoch 3, accelerate's `checkpoint_2/` the third save.
+ * - `last`/`best`/`latest` names (`last.ckpt`, `last-v1.ckpt`, `checkpoint_best.pt`, `latest-rank0.pt`, NeMo's
+ *   `…step=2000…-last.ckpt`) are aliases: listed, addressable by name, beside the step they hold when known.
+ * - `final` names (`model_final.pth`, `final.pt`) are final weights; so is the Hugging Face `save_pretrained` output
+ *   in a run folder (finalWeightFiles below). Other files with no number (`model.pt`) are not checkpoints: a listing
+ *   without any says `no-checkpoints` and shows their names.
  * - Files that sit next to checkpoints but are not one (`optimizer_0.pt`, `rng_state_3.pth`,
  *   `model-00001-of-00004.safetensors`, DeepSpeed `mp_rank_00_model_states.pt`) are refused by name.
  */
-import type { CheckpointLayout } from '../types';
+import type { CheckpointAlias, CheckpointKind, CheckpointLayout } from '../types';
 
 export interface ParsedCheckpointName {
-  step: number;
+  kind: CheckpointKind;
+  /** The training step (kind `step`), null otherwise. */
+  step: number | null;
+  epoch?: number;
+  save?: number;
+  alias?: CheckpointAlias;
   layout: CheckpointLayout;
 }
 
 const FOLDER_PATTERNS: ReadonlyArray<readonly [RegExp, CheckpointLayout]> = [
   [/^step[_-]?(\d+)$/i, 'step_N'],
+  // transformers Trainer: f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}" with PREFIX_CHECKPOINT_DIR = "checkpoint"
+  // (transformers/trainer.py, _save_checkpoint; trainer_utils.py). `checkpoint_N` folders are accelerate's when they
+  // hold its random_states_N.pkl (accelerateSave below), a step otherwise.
   [/^checkpoint[-_](\d+)$/i, 'checkpoint-N'],
+  // DeepSpeed: tag = f"global_step{self.global_steps}" (deepspeed/runtime/engine.py, save_checkpoint).
   [/^global[_-]?step[_-]?(\d+)$/i, 'global_stepN'],
   [/^ckpt[_-]?(\d+)$/i, 'ckpt_N'],
   // Megatron-LM: `iter_{:07d}` (megatron/training/checkpointing.py, get_checkpoint_name), holding mp_rank_XX/
   // model_optim_rng.pt, beside latest_checkpointed_iteration.txt. Its `iter_…_tmp` staging folders are no checkpoint.
   [/^iter_(\d+)$/, 'iter_N'],
 ];
+/** MosaicML Composer's sharded (FSDP) saves are folders named like its files without the rank: `ep1-ba20`. */
+const COMPOSER_FOLDER = /^ep(\d+)-ba(\d+)$/;
 
-const CHECKPOINT_FILE_EXT = /\.(pt|pth|safetensors|bin|ckpt)$/i;
+const CHECKPOINT_FILE_EXT = /\.(pt|pth|safetensors|bin|ckpt|keras|weights\.h5|pth\.tar|pt\.tar)$/i;
 /**
  * fairseq's mid-epoch saves, `checkpoint_{epoch}_{updates}{suffix}.pt` (fairseq/checkpoint_utils.py,
  * save_checkpoint): the step is the update count, not the epoch.
  */
 const FAIRSEQ_UPDATES = /^checkpoint_(\d+)_(\d+)(?:[-_.][^/]*)?\.pt$/i;
+/**
+ * fairseq's end-of-epoch saves, `checkpoint{epoch}{suffix}.pt` (same function): the number is the epoch, the update
+ * count is only inside the file. The suffix is the trainer's checkpoint_suffix (`-shard0`, `-rank-1`).
+ */
+const FAIRSEQ_EPOCH = /^checkpoint(\d+)(?:-[^/]*)?\.pt$/i;
 /** Lightning's default `epoch=E-step=S.ckpt`, also with a `-v1` suffix from a name clash. */
 const LIGHTNING = /^epoch=(\d+)-step=(\d+)(?:-v\d+)?\.ckpt$/i;
+/**
+ * MosaicML Composer's default save_filename 'ep{epoch}-ba{batch}-rank{rank}.pt' (composer/trainer/trainer.py,
+ * Trainer.__init__; composer/callbacks/checkpoint_saver.py): the batch count is the step.
+ */
+const COMPOSER = /^ep(\d+)-ba(\d+)-rank(\d+)\.pt(?:\.tar)?$/i;
+/**
+ * `last`/`best`/`latest` as a word of the name: Lightning's CHECKPOINT_NAME_LAST = "last" (+ `-v{n}` from
+ * STARTING_VERSION = 1 on a clash, lightning/pytorch/callbacks/model_checkpoint.py), NeMo's `<name>-last.ckpt`
+ * (nemo/utils/callbacks/nemo_model_checkpoint.py skips `-last.ckpt` among its top-k), fairseq's checkpoint_best.pt,
+ * checkpoint_last.pt and checkpoint.best_<metric>_<value>.pt (fairseq/checkpoint_utils.py, save_checkpoint: copies of
+ * the save just written), Composer's save_latest_filename 'latest-rank{rank}.pt' (a symlink), Keras' `best.keras`
+ * from save_best_only, timm-style `model_best.pth.tar`.
+ */
+const ALIAS_WORD = /(?:^|[-_.])(best|last|latest)(?=$|[-_.])/i;
+/** Folders named as an alias: `checkpoint-best`, `checkpoint_last`, `best_checkpoint`, `last_model`. */
+const ALIAS_FOLDER = /^(?:(?:checkpoint|ckpt)[-_](best|last|latest)|(best|last|latest)[-_](?:checkpoint|ckpt|model))$/i;
+/** `final` as a word of the name: detectron2's `model_final.pth`, `final.pt`, `final_model.safetensors`. */
+const FINAL_WORD = /(?:^|[-_.])final(?=$|[-_.])/i;
 /** A number that follows a step-like word: `model_step_500`, `step=300`, `iter1000`, `checkpoint_12000`. */
 const KEYWORD_NUMBER = /(?:^|[^a-z])(?:step|iter|it|checkpoint|ckpt)[_=-]?(\d+)(?![\d.]*\d)/gi;
 /** Names that are a checkpoint's companions or shards, not a checkpoint. */
 const NOT_A_CHECKPOINT = /(rng_state|optim|scheduler|scaler|mp_rank|pp_rank|zero_|\d+-of-\d+|training_args|tokenizer)/i;
 
+const step = (n: number, layout: CheckpointLayout, epoch?: number): ParsedCheckpointName => ({ kind: 'step', step: n, layout, ...(epoch !== undefined ? { epoch } : {}) });
+
 /**
  * Recognise a checkpoint by its entry name. `isDir` tells folder layouts from flat files.
- * Returns undefined for anything that is not a checkpoint. Steps are numbers, never strings.
+ * Returns undefined for anything that is not a checkpoint. Numbers are numbers, never strings.
  */
 export function parseCheckpointName(name: string, isDir: boolean): ParsedCheckpointName | undefined {
   if (isDir) {
     for (const [pattern, layout] of FOLDER_PATTERNS) {
       const m = pattern.exec(name);
-      if (m) return { step: Number(m[1]), layout };
+      if (m) return step(Number(m[1]), layout);
     }
+    const composer = COMPOSER_FOLDER.exec(name);
+    if (composer) return step(Number(composer[2]), 'composer', Number(composer[1]));
+    const alias = ALIAS_FOLDER.exec(name);
+    if (alias) return { kind: 'alias', step: null, layout: 'flat', alias: { role: (alias[1] ?? alias[2]).toLowerCase() as CheckpointAlias['role'], how: 'unknown' } };
     return undefined;
   }
   const fairseq = FAIRSEQ_UPDATES.exec(name);
-  if (fairseq) return { step: Number(fairseq[2]), layout: 'flat' };
+  if (fairseq) return step(Number(fairseq[2]), 'flat', Number(fairseq[1]));
+  const fairseqEpoch = FAIRSEQ_EPOCH.exec(name);
+  if (fairseqEpoch) return { kind: 'epoch', step: null, epoch: Number(fairseqEpoch[1]), layout: 'flat' };
   const lightning = LIGHTNING.exec(name);
-  if (lightning) return { step: Number(lightning[2]), layout: 'lightning' };
+  if (lightning) return step(Number(lightning[2]), 'lightning', Number(lightning[1]));
+  const composer = COMPOSER.exec(name);
+  if (composer) return step(Number(composer[2]), 'composer', Number(composer[1]));
   if (!CHECKPOINT_FILE_EXT.test(name) || NOT_A_CHECKPOINT.test(name)) return undefined;
   const stem = name.replace(CHECKPOINT_FILE_EXT, '');
-  const step = stepFromStem(stem);
-  if (step === undefined) return undefined;
-  // Lightning names with custom fields (`epoch=3-val_loss=0.25.ckpt`) keep their layout for the UI's icon.
-  const layout: CheckpointLayout = /\.ckpt$/i.test(name) && /(^|[-_])epoch=\d+/i.test(stem) ? 'lightning' : 'flat';
-  return { step, layout };
+  const isLightning = /\.ckpt$/i.test(name);
+  const isKeras = /\.(keras|weights\.h5)$/i.test(name);
+  const layout: CheckpointLayout = isKeras ? 'keras' : isLightning && /(^|[-_])epoch=\d+/i.test(stem) ? 'lightning' : 'flat';
+  const alias = ALIAS_WORD.exec(stem);
+  if (alias) {
+    const role = alias[1].toLowerCase() as CheckpointAlias['role'];
+    const held = keywordNumber(stem);
+    return { kind: 'alias', step: null, layout, alias: held !== undefined ? { role, step: held, how: 'name' } : { role, how: 'unknown' } };
+  }
+  if (FINAL_WORD.test(stem)) return { kind: 'final', step: null, layout };
+  const epochWord = /(?:^|[^a-z])epoch[_=-]?(\d+)(?![\d.]*\d)/i.exec(stem);
+  const keyword = keywordNumber(stem);
+  if (keyword !== undefined) return step(keyword, layout, epochWord ? Number(epochWord[1]) : undefined);
+  // Keras' ModelCheckpoint formats its filepath with epoch (1-based) and the logs (keras/src/callbacks/
+  // model_checkpoint.py, _get_file_path): a bare number in a .keras name is the epoch, as in its docs' examples.
+  const bare = lastStandingNumber(stem);
+  if (isKeras || epochWord) {
+    const epoch = epochWord ? Number(epochWord[1]) : bare;
+    return epoch === undefined ? undefined : { kind: 'epoch', step: null, epoch, layout };
+  }
+  return bare === undefined ? undefined : step(bare, layout);
 }
 
-function stepFromStem(stem: string): number | undefined {
+function keywordNumber(stem: string): number | undefined {
   let keyword: string | undefined;
   for (const m of stem.matchAll(KEYWORD_NUMBER)) keyword = m[1];
-  if (keyword !== undefined) return Number(keyword);
+  return keyword === undefined ? undefined : Number(keyword);
+}
+
+function lastStandingNumber(stem: string): number | undefined {
   // Drop decimals first so `loss=0.25` gives no 25; then numbers must stand alone between separators.
   const withoutDecimals = stem.replace(/\d+\.\d+/g, ' ');
   let last: string | undefined;
@@ -81,11 +149,80 @@ function stepFromStem(stem: string): number | undefined {
 }
 
 /**
+ * accelerate's save_state with automatic_checkpoint_naming writes `<project_dir>/checkpoints/checkpoint_{save_iteration}`
+ * (accelerate/accelerator.py, save_state), and in it `random_states_{process_index}.pkl` (RNG_STATE_NAME =
+ * "random_states", accelerate/utils/constants.py). Its number counts saves (0, 1, 2…), not training steps: said as
+ * such, never shown as a step. `childNames` are the names directly inside the folder.
+ */
+export function accelerateSave(name: string, childNames: readonly string[]): ParsedCheckpointName | undefined {
+  const m = /^checkpoint_(\d+)$/.exec(name);
+  if (!m || !childNames.some((c) => /^random_states_\d+\.pkl$/.test(c))) return undefined;
+  return { kind: 'save', step: null, save: Number(m[1]), layout: 'accelerate' };
+}
+
+/**
+ * The Hugging Face `save_pretrained` files of final weights (transformers/utils/__init__.py: WEIGHTS_NAME
+ * "pytorch_model.bin", WEIGHTS_INDEX_NAME, SAFE_WEIGHTS_NAME "model.safetensors", SAFE_WEIGHTS_INDEX_NAME; shards
+ * `model-00001-of-00002.safetensors`; PEFT's adapter_model.*), and the companions a `save_model` writes beside them.
+ * A run folder holding weights by these names, outside any checkpoint folder, holds its final weights: that is what
+ * `Trainer.save_model()` at the end of training leaves (no step anywhere in the names).
+ */
+const FINAL_WEIGHTS = /^(?:(?:model|pytorch_model|adapter_model)(?:-\d+-of-\d+)?\.(?:safetensors|bin)|(?:model\.safetensors|pytorch_model\.bin)\.index\.json)$/;
+const FINAL_COMPANIONS = new Set([
+  'config.json',
+  'generation_config.json',
+  'adapter_config.json',
+  'training_args.bin',
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'added_tokens.json',
+  'vocab.json',
+  'vocab.txt',
+  'merges.txt',
+  'tokenizer.model',
+  'spiece.model',
+  'chat_template.jinja',
+  'preprocessor_config.json',
+]);
+
+/** Which of a folder's own file names are final weights with their companions (empty when no weights are there). */
+export function finalWeightFiles(names: readonly string[]): string[] {
+  if (!names.some((n) => FINAL_WEIGHTS.test(n))) return [];
+  return names.filter((n) => FINAL_WEIGHTS.test(n) || FINAL_COMPANIONS.has(n));
+}
+
+/**
+ * The pointer files frameworks keep beside their checkpoints, whose contents name the one they consider latest:
+ * DeepSpeed's `latest` (the tag, `global_step500`: deepspeed/runtime/engine.py, save_checkpoint writes it when
+ * save_latest) and Megatron-LM's `latest_checkpointed_iteration.txt` (the iteration, `1000`, or `release`:
+ * megatron/training/checkpointing.py, get_checkpoint_tracker_filename). Returns which checkpoint name the text means,
+ * as a predicate over listed names.
+ */
+export function pointerNames(file: string, text: string): ((checkpointName: string) => boolean) | undefined {
+  const says = text.trim();
+  if (file === 'latest') return says && !says.includes('/') ? (n) => n === says : undefined;
+  if (file === 'latest_checkpointed_iteration.txt') {
+    if (!/^\d+$/.test(says)) return says === 'release' ? (n) => n === 'release' : undefined;
+    return (n) => n === `iter_${says.padStart(7, '0')}`;
+  }
+  return undefined;
+}
+
+/**
  * Names of files a writer has not finished: a checkpoint folder holding one is still being written. `.tmp` is what
  * torch.distributed.checkpoint's FileSystemWriter writes `.metadata` as before renaming it (and what most atomic
  * writers do); `.partial`, `.incomplete`, `.temp` and `.part` are the other spellings in use.
  */
-const TEMPORARY_FILE = /\.(tmp|temp|partial|incomplete|part)$/i;
+export const TEMPORARY_FILE = /\.(tmp|temp|partial|incomplete|part)$/i;
+/**
+ * NeMo marks a save in progress with a file beside it: the checkpoint's path without `.ckpt`/`.nemo`/`-EMA` plus
+ * UNFINISHED_CHECKPOINT_SUFFIX "-unfinished" (nemo/utils/callbacks/nemo_model_checkpoint.py,
+ * format_checkpoint_unfinished_marker_path); it is removed when the save is finalized.
+ */
+export function unfinishedMarker(checkpointName: string): string {
+  return `${checkpointName.replace(/\.(nemo|ckpt)$/i, '').replace(/-EMA$/, '')}-unfinished`;
+}
 /** Hugging Face shards: `model-00001-of-00004.safetensors`, `pytorch_model-00002-of-00003.bin` (transformers' save_pretrained). */
 const SHARD = /^(.*)-(\d+)-of-(\d+)\.(safetensors|bin)$/i;
 
@@ -119,6 +256,15 @@ export function incompleteReason(files: readonly { name: string; bytes: number }
   for (const [key, set] of sets) {
     if (set.have.size < set.of) return `${set.have.size} of ${set.of} shards of ${key.slice(key.lastIndexOf('/') + 1)} are there`;
   }
+  // An index (`model.safetensors.index.json`) is written with its shards; with none of them beside it they are not
+  // there yet. Which shards an index names is only inside it: shards named other than `-K-of-N` cannot be checked
+  // from a listing of names (reading checkpoint headers remotely is a later issue).
+  for (const f of files) {
+    const m = /^(.*)\.(safetensors|bin)\.index\.json$/i.exec(f.name);
+    if (m && !sets.has(`${m[1]}.${m[2].toLowerCase()}`) && !files.some((g) => g !== f && g.name.startsWith(`${m[1]}`) && g.name.toLowerCase().endsWith(`.${m[2].toLowerCase()}`))) {
+      return `${base(f.name)} names shards, none of them is there`;
+    }
+  }
   return undefined;
 }
 
@@ -131,9 +277,9 @@ export function incompleteReason(files: readonly { name: string; bytes: number }
  */
 export function orbaxStep(name: string, childNames: readonly string[]): (ParsedCheckpointName & { incomplete?: string }) | undefined {
   const tmp = /^(\d+)\.orbax-checkpoint-tmp-\d+$/.exec(name);
-  if (tmp) return { step: Number(tmp[1]), layout: 'orbax', incomplete: 'Orbax is still writing it (a temporary folder until the save is renamed)' };
+  if (tmp) return { kind: 'step', step: Number(tmp[1]), layout: 'orbax', incomplete: 'Orbax is still writing it (a temporary folder until the save is renamed)' };
   if (!/^\d+$/.test(name)) return undefined;
-  return childNames.includes('_CHECKPOINT_METADATA') || childNames.includes('commit_success.txt') ? { step: Number(name), layout: 'orbax' } : undefined;
+  return childNames.includes('_CHECKPOINT_METADATA') || childNames.includes('commit_success.txt') ? { kind: 'step', step: Number(name), layout: 'orbax' } : undefined;
 }
 
 /** Where a metrics log candidate sits: in the run folder itself, or in its `logs/` folder. */

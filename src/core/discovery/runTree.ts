@@ -9,8 +9,21 @@
  * other subfolders are. A Hugging Face run without a log of its own uses its newest checkpoint's
  * `trainer_state.json` (that file holds the whole `log_history`).
  */
-import { LIVE_WINDOW_MS, type Checkpoint, type CheckpointFile, type Run } from '../types';
-import { CHECKPOINT_CONTAINERS, LOG_CONTAINERS, incompleteReason, isMetricsLog, orbaxStep, parseCheckpointName, type ParsedCheckpointName } from './checkpointLayout';
+import { LIVE_WINDOW_MS, checkpointOrder, type Checkpoint, type CheckpointFile, type CheckpointKind, type FrameworkPointer, type Run } from '../types';
+import {
+  CHECKPOINT_CONTAINERS,
+  LOG_CONTAINERS,
+  TEMPORARY_FILE,
+  accelerateSave,
+  finalWeightFiles,
+  incompleteReason,
+  isMetricsLog,
+  orbaxStep,
+  parseCheckpointName,
+  pointerNames,
+  unfinishedMarker,
+  type ParsedCheckpointName,
+} from './checkpointLayout';
 
 /** One listed entry: `type` as find's %y (f file, d folder, l broken link…), mtime in ms. */
 export interface Entry {
@@ -19,6 +32,10 @@ export interface Entry {
   mtime: number;
   /** Path relative to the root, `/`-separated, never empty. */
   rel: string;
+  /** For a symlink: its target exactly as readlink prints it (`type` stays the followed type: find runs with -L). */
+  link?: string;
+  /** For small pointer files (`latest`, `latest_checkpointed_iteration.txt`, `checkpoint`): their contents. */
+  text?: string;
 }
 
 interface Node {
@@ -27,6 +44,8 @@ interface Node {
   type: string;
   bytes: number;
   mtime: number;
+  link?: string;
+  text?: string;
   children: Map<string, Node>;
 }
 
@@ -45,7 +64,7 @@ export function findRuns(rootPath: string, entries: readonly Entry[], now: numbe
     if (found) runs.push(found.run);
     for (const child of node.children.values()) {
       if (child.type !== 'd' || found?.claimed.has(child)) continue;
-      if (checkpointName(child)) continue; // a checkpoint folder is never a run of its own
+      if (checkpointName(child) || linkedAlias(child)) continue; // a checkpoint folder (or a link to one) is never a run of its own
       if (child.name === OWN_FOLDER) continue; // our eval records (results.jsonl looks like a metrics log) are no run
       visit(child);
     }
@@ -100,11 +119,12 @@ function buildTree(entries: readonly Entry[]): Node {
     const parent = folder(slash < 0 ? '' : e.rel.slice(0, slash));
     const name = e.rel.slice(slash + 1);
     const existing = parent.children.get(name);
+    const extra = { ...(e.link !== undefined ? { link: e.link } : {}), ...(e.text !== undefined ? { text: e.text } : {}) };
     if (existing) {
-      Object.assign(existing, { type: e.type, bytes: e.bytes, mtime: e.mtime });
+      Object.assign(existing, { type: e.type, bytes: e.bytes, mtime: e.mtime }, extra);
       continue;
     }
-    const node: Node = { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, children: new Map() };
+    const node: Node = { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, ...extra, children: new Map() };
     parent.children.set(name, node);
     byRel.set(e.rel, node);
   }
@@ -114,6 +134,7 @@ function buildTree(entries: readonly Entry[]): Node {
 function asRun(node: Node, absolute: (rel: string) => string, now: number, unseen: (n: Node) => boolean): { run: Run; claimed: Set<Node> } | undefined {
   const claimed = new Set<Node>();
   const checkpoints = checkpointsIn(node, absolute, unseen);
+  const places = [node];
   for (const name of CHECKPOINT_CONTAINERS) {
     const container = node.children.get(name);
     if (container?.type !== 'd') continue;
@@ -121,8 +142,11 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
     if (inside.length > 0) {
       checkpoints.push(...inside);
       claimed.add(container);
+      places.push(container);
     }
   }
+  const final = finalWeightsOf(node, absolute, unseen);
+  if (final) checkpoints.push(final);
   const logs: Node[] = [...node.children.values()].filter((c) => c.type === 'f' && isMetricsLog(c.name, 'run'));
   for (const name of LOG_CONTAINERS) {
     const container = node.children.get(name);
@@ -137,10 +161,9 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
   }
   if (checkpoints.length === 0 && logs.length === 0) return undefined;
 
-  checkpoints.sort((a, b) => a.step - b.step || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  // `latest` is the newest complete checkpoint: one still being written is listed, marked, and passed over.
-  const newest = [...checkpoints].reverse().find((c) => c.incomplete === undefined);
-  if (newest) newest.newest = true;
+  sortCheckpoints(checkpoints);
+  markNewest(checkpoints);
+  const pointers = pointersOf(places, checkpoints);
   const metrics = logs.map((l) => absolute(l.rel));
   let metricsMtime = Math.max(0, ...logs.map((l) => l.mtime));
   if (logs.length === 0) {
@@ -158,22 +181,121 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
     checkpoints,
     metricsMtime,
     live: metricsMtime > 0 && now - metricsMtime <= LIVE_WINDOW_MS,
+    ...(pointers.length > 0 ? { pointers } : {}),
   };
   return { run, claimed };
 }
 
+const KIND_ORDER: Record<CheckpointKind, number> = { step: 0, epoch: 1, save: 2, alias: 3, final: 4 };
+
+/** Steps by step, then epochs, saves, aliases, the final weights; names break ties. */
+export function sortCheckpoints(checkpoints: Checkpoint[]): void {
+  checkpoints.sort(
+    (a, b) => KIND_ORDER[a.kind] - KIND_ORDER[b.kind] || checkpointOrder(a) - checkpointOrder(b) || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0),
+  );
+}
+
+/**
+ * Mark the one `latest` names: the complete step checkpoint with the highest step; without any, the highest
+ * complete epoch, then save; a run with none of those but final weights (a finished Hugging Face run's
+ * `save_model` output) names those. One still being written is listed, marked, and passed over; aliases never are
+ * `latest` (they name a save that is listed itself, or a copy of one).
+ */
+export function markNewest(checkpoints: Checkpoint[]): void {
+  for (const c of checkpoints) c.newest = false;
+  for (const kind of ['step', 'epoch', 'save', 'final'] as const) {
+    const candidates = checkpoints.filter((c) => c.kind === kind && c.incomplete === undefined);
+    if (candidates.length === 0) continue;
+    candidates.reduce((best, c) => (checkpointOrder(c) > checkpointOrder(best) || (checkpointOrder(c) === checkpointOrder(best) && c.mtime > best.mtime) ? c : best)).newest = true;
+    return;
+  }
+}
+
+/**
+ * The step-less final weights in the run folder itself (finalWeightFiles), as the run's checkpoint `final`: its files
+ * are those weights and their companions only, never the run's other folders.
+ */
+function finalWeightsOf(node: Node, absolute: (rel: string) => string, unseen: (n: Node) => boolean): Checkpoint | undefined {
+  const own = [...node.children.values()].filter((c) => c.type === 'f');
+  const names = new Set(finalWeightFiles(own.map((c) => c.name)));
+  if (names.size === 0) return undefined;
+  const files: CheckpointFile[] = own
+    .filter((c) => names.has(c.name))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map((c) => ({ name: c.name, path: absolute(c.rel), bytes: c.bytes, mtime: c.mtime }));
+  const incomplete = unseen(node) ? undefined : incompleteReason(files);
+  return {
+    name: 'final',
+    kind: 'final',
+    step: null,
+    layout: 'hf-final',
+    path: absolute(node.rel),
+    isDir: true,
+    bytes: files.reduce((n, f) => n + f.bytes, 0),
+    mtime: Math.max(...files.map((f) => f.mtime)),
+    files,
+    newest: false,
+    ...(incomplete ? { incomplete } : {}),
+  };
+}
+
+/** DeepSpeed's `latest` and Megatron-LM's tracker file beside the checkpoints: what they name, and where that disagrees with us. */
+function pointersOf(places: readonly Node[], checkpoints: Checkpoint[]): FrameworkPointer[] {
+  const out: FrameworkPointer[] = [];
+  const ours = checkpoints.find((c) => c.newest);
+  for (const place of places) {
+    for (const file of ['latest', 'latest_checkpointed_iteration.txt']) {
+      const n = place.children.get(file);
+      if (n?.type !== 'f' || n.link !== undefined) continue;
+      const who = file === 'latest' ? "DeepSpeed's latest file" : "Megatron-LM's latest_checkpointed_iteration.txt";
+      if (n.text === undefined) {
+        out.push({ file, says: '', note: `${who} is there, its contents were not in the listing` });
+        continue;
+      }
+      const says = n.text.trim();
+      const means = pointerNames(file, says);
+      const named = means ? checkpoints.find((c) => c.kind !== 'alias' && means(c.name)) : undefined;
+      if (!named) {
+        out.push({ file, says, note: `${who} names ${JSON.stringify(says)}, which is not among the checkpoints listed` });
+        continue;
+      }
+      (named.pointedBy ??= []).push(file);
+      const note =
+        named.incomplete !== undefined
+          ? `${who} names ${named.name}, which looks incomplete here (${named.incomplete})`
+          : ours && ours !== named
+            ? `${who} names ${named.name}; the newest complete checkpoint listed is ${ours.name}`
+            : undefined;
+      out.push({ file, says, checkpoint: named.name, ...(note ? { note } : {}) });
+    }
+  }
+  return out;
+}
+
 function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n: Node) => boolean): Checkpoint[] {
   const out: Checkpoint[] = [];
+  const links = new Map<Checkpoint, string>();
   for (const child of dir.children.values()) {
     if (child.type !== 'd' && child.type !== 'f') continue;
-    const parsed = checkpointName(child);
+    // A file under a temporary name (`epoch=0-step=10.ckpt.tmp`) is the checkpoint it will be, still being written.
+    const temp = child.type === 'f' && TEMPORARY_FILE.test(child.name);
+    const parsed = checkpointName(child) ?? (temp ? parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) : undefined) ?? linkedAlias(child);
     if (!parsed) continue;
     const files = child.type === 'd' ? filesUnder(child, '', absolute) : [];
+    const marker = unfinishedMarker(child.name);
     // Below the walk's depth nothing can be told from the files: not marked (their sizes are not known either).
-    const incomplete = parsed.incomplete ?? (child.type === 'd' && !reachesDepth(child, unseen) ? incompleteReason(files) : undefined);
-    out.push({
+    const incomplete: string | undefined =
+      ('incomplete' in parsed && typeof parsed.incomplete === 'string' ? parsed.incomplete : undefined) ??
+      (temp ? `${child.name} is a temporary name: still being written` : undefined) ??
+      (dir.children.get(marker)?.type === 'f' ? `NeMo's ${marker} marker is beside it (removed when the save is finished)` : undefined) ??
+      (child.type === 'd' && !reachesDepth(child, unseen) ? incompleteReason(files) : undefined);
+    const ck: Checkpoint = {
       name: child.name,
+      kind: parsed.kind,
       step: parsed.step,
+      ...(parsed.epoch !== undefined ? { epoch: parsed.epoch } : {}),
+      ...(parsed.save !== undefined ? { save: parsed.save } : {}),
+      ...(parsed.alias ? { alias: { ...parsed.alias } } : {}),
       layout: parsed.layout,
       path: absolute(child.rel),
       isDir: child.type === 'd',
@@ -182,9 +304,39 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
       files,
       newest: false,
       ...(incomplete ? { incomplete } : {}),
-    });
+    };
+    out.push(ck);
+    if (child.link !== undefined && ck.kind === 'alias') links.set(ck, child.link);
+  }
+  // A `last`/`best`/`latest` symlink (Lightning's save_last="link": os.symlink(relpath(filepath, dirname(linkpath)),
+  // linkpath) in model_checkpoint.py _link_checkpoint; Composer's latest-rank{rank}.pt) names the save it points to.
+  for (const [alias, link] of links) {
+    const dirPath = absolute(dir.rel);
+    const target = link.startsWith('/') ? normalize(link) : normalize(`${dirPath}/${link}`);
+    const to = out.find((c) => c !== alias && c.path === target);
+    if (!to || !alias.alias) continue;
+    alias.alias = { role: alias.alias.role, of: to.name, ...(to.step !== null ? { step: to.step } : alias.alias.step !== undefined ? { step: alias.alias.step } : {}), how: 'symlink' };
+    (to.pointedBy ??= []).push(alias.name);
   }
   return out;
+}
+
+/** A symlink named `latest`, `last` or `best` (any extension) is an alias whatever it points to; resolved above. */
+function linkedAlias(node: Node): ParsedCheckpointName | undefined {
+  if (node.link === undefined) return undefined;
+  const m = /^(latest|last|best)(?:\.[a-z.]+)?$/i.exec(node.name);
+  return m ? { kind: 'alias', step: null, layout: 'flat', alias: { role: m[1].toLowerCase() as 'latest' | 'last' | 'best', how: 'unknown' } } : undefined;
+}
+
+/** `a/./b/../c` → `a/c`, on remote (POSIX) paths. */
+function normalize(p: string): string {
+  const out: string[] = [];
+  for (const part of p.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') out.pop();
+    else out.push(part);
+  }
+  return `/${out.join('/')}`;
 }
 
 /** True when a folder, or one below it, lies at the walk's depth (its contents were not listed). */
@@ -197,9 +349,9 @@ function reachesDepth(node: Node, unseen: (n: Node) => boolean): boolean {
 /** A checkpoint by its name, or (Orbax's bare step folders) by its name and the files it holds. */
 function checkpointName(node: Node): (ParsedCheckpointName & { incomplete?: string }) | undefined {
   if (node.type !== 'd' && node.type !== 'f') return undefined;
-  const byName = parseCheckpointName(node.name, node.type === 'd');
-  if (byName || node.type !== 'd') return byName;
-  return orbaxStep(node.name, [...node.children.keys()]);
+  if (node.type !== 'd') return parseCheckpointName(node.name, false);
+  const children = [...node.children.keys()];
+  return accelerateSave(node.name, children) ?? parseCheckpointName(node.name, true) ?? orbaxStep(node.name, children);
 }
 
 /** Every file below a checkpoint folder; names are relative to the folder (`model/pytorch_model.bin`). */

@@ -45,6 +45,9 @@ export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, 
     if (!st) throw new RemoteRunsError('path-missing', `${checkpoint.path} is no longer a file on the remote side`, { path: checkpoint.path });
     files.push(await planFile(root, checkpoint.name, checkpoint.path, st, localRoot));
   } else {
+    // Final weights live in the run folder beside everything else of the run: only their own files are theirs.
+    const own = checkpoint.kind === 'final' ? new Set(checkpoint.files.map((f) => f.name)) : undefined;
+    if (own) stats = stats.filter((st) => own.has(st.relative));
     const names = new Set(stats.map((st) => st.relative));
     for (const st of stats) {
       const parts = st.relative.split('/').map((p) => safeSegment(p, 'file name'));

@@ -28,7 +28,7 @@ import { isRemoteRunsError } from '../../core/types';
 import { pickRun, runRefOfArg } from '../metrics/treeGlue';
 import { EvalTablePanels } from './evalTableView';
 import { evalRunOf, type EvalResultsHub } from './resultsHub';
-import { RemoteRunsError, formatTarget, type TargetRef } from '../../core/types';
+import { RemoteRunsError, evalStep, formatTarget, type TargetRef } from '../../core/types';
 import { CommandIds } from '../commandIds';
 import { registerCommand } from '../commandRunner';
 import type { DisposableStore } from '../lifecycle';
@@ -81,7 +81,7 @@ function subjectOf(node: Pick<CheckpointNode, 'hostName' | 'target' | 'run' | 'c
     host: node.hostName,
     target: node.target,
     run: { name: node.run.name, path: node.run.path },
-    checkpoint: { path: node.checkpoint.path, step: node.checkpoint.step },
+    checkpoint: { path: node.checkpoint.path, step: evalStep(node.checkpoint) },
   };
 }
 

@@ -1,6 +1,6 @@
 import * as vscode from 'vscode';
 import type { RemoteRunsCore } from '../../core/service';
-import { formatTarget, latestCheckpoint } from '../../core/types';
+import { checkpointLabel, formatTarget, latestCheckpoint, latestPhrase } from '../../core/types';
 import type { ConnectionState } from '../../core/ssh/types';
 import { emptyStateText } from '../../core/emptyStates';
 import { formatAge, formatBytes } from '../../core/util/format';
@@ -162,13 +162,14 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const item = new vscode.TreeItem(run.name, run.checkpoints.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const newest = latestCheckpoint(run);
-    const parts = [run.live ? '● live' : '', `${run.checkpoints.length} checkpoint${run.checkpoints.length === 1 ? '' : 's'}`, newest ? `latest step ${newest.step}` : ''];
+    const parts = [run.live ? '● live' : '', `${run.checkpoints.length} checkpoint${run.checkpoints.length === 1 ? '' : 's'}`, newest ? latestPhrase(newest) : ''];
     item.description = parts.filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(run.live ? 'pulse' : 'beaker');
     item.tooltip = new vscode.MarkdownString();
     item.tooltip.appendText(`${run.path}\n`);
     item.tooltip.appendText(`Metrics: ${run.metrics.length ? run.metrics.join(', ') : 'none found'}\n`);
-    if (run.live) item.tooltip.appendText('Live: a metrics log changed in the last two minutes');
+    if (run.live) item.tooltip.appendText('Live: a metrics log changed in the last two minutes\n');
+    for (const p of run.pointers ?? []) item.tooltip.appendText(`${p.file}: ${p.note ?? `names ${p.checkpoint}`}\n`);
     item.contextValue = `run${run.live ? '.live' : ''}`;
     return item;
   }
@@ -178,9 +179,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const item = new vscode.TreeItem(c.name, c.isDir && c.files.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const now = Date.now();
-    item.description = [formatBytes(c.bytes), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
+    const what = c.kind === 'step' ? '' : checkpointLabel(c);
+    item.description = [what, formatBytes(c.bytes), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
-    item.tooltip = `${c.path}\nstep ${c.step} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
+    item.tooltip = `${c.path}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
     item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}`;
     return item;
   }
