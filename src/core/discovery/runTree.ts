@@ -19,6 +19,10 @@ export interface Entry {
   mtime: number;
   /** Path relative to the root, `/`-separated, never empty. */
   rel: string;
+  /** A symlink's target as readlink prints it (`type` is then the type of what it points to, or `l` when dangling). */
+  link?: string;
+  /** A small pointer file's contents (DeepSpeed `latest`, Megatron `latest_checkpointed_iteration.txt`, TF `checkpoint`). */
+  text?: string;
 }
 
 interface Node {
