@@ -14,7 +14,7 @@ const NOW_S = 1_750_000_000;
 
 /** Builds the script's output: records of NUL-terminated fields after the magic. */
 class Records {
-  private parts: string[] = ['\0@rr-list@1\0'];
+  private parts: string[] = ['\0@rr-list@2\0'];
   constructor(now = NOW_S) {
     this.rec('T', String(now));
   }
@@ -26,10 +26,10 @@ class Records {
     return this.rec('R', String(index), status, path);
   }
   file(rel: string, bytes = 100, mtimeS = NOW_S - 3600): this {
-    return this.rec('E', 'f', String(bytes), `${mtimeS}.5000000000`, rel);
+    return this.rec('E', 'f', String(bytes), `${mtimeS}.5000000000`, rel, '');
   }
   dir(rel: string, mtimeS = NOW_S - 3600): this {
-    return this.rec('E', 'd', '4096', `${mtimeS}.0000000000`, rel);
+    return this.rec('E', 'd', '4096', `${mtimeS}.0000000000`, rel, '');
   }
   end(index: number, errors = '0'): this {
     return this.rec('X', String(index), errors);
@@ -70,8 +70,8 @@ test('output without the marker is a protocol error, a failed script is command-
 test('malformed records are protocol errors', () => {
   const base = () => new Records().root(0, 'ok', '/w');
   throwsKind(() => parse(['/w'], base().rec('Q', 'x').end(0).done().result()), 'protocol');
-  throwsKind(() => parse(['/w'], base().rec('E', 'f', 'many', '1.0', 'a').end(0).done().result()), 'protocol');
-  throwsKind(() => parse(['/w'], base().rec('E', 'f', '1', '1.0', '../etc/passwd').end(0).done().result()), 'protocol');
+  throwsKind(() => parse(['/w'], base().rec('E', 'f', 'many', '1.0', 'a', '').end(0).done().result()), 'protocol');
+  throwsKind(() => parse(['/w'], base().rec('E', 'f', '1', '1.0', '../etc/passwd', '').end(0).done().result()), 'protocol');
   throwsKind(() => parse(['/w'], new Records().root(0, 'weird', '/w').done().result()), 'protocol');
   throwsKind(() => parse(['/w'], new Records().root(1, 'ok', '/w').end(1).done().result()), 'protocol');
   throwsKind(() => parse(['/w'], new Records().file('a').done().result()), 'protocol');
@@ -161,7 +161,7 @@ test('any run name the filesystem allows comes back byte-identical', () => {
 test('garbage after the marker only ever throws RemoteRunsError', () => {
   fc.assert(
     fc.property(fc.uint8Array({ maxLength: 300 }), fc.boolean(), (bytes, truncated) => {
-      const stdout = Buffer.concat([Buffer.from('\0@rr-list@1\0T\x00123\0'), Buffer.from(bytes)]);
+      const stdout = Buffer.concat([Buffer.from('\0@rr-list@2\0T\x00123\0'), Buffer.from(bytes)]);
       try {
         parse(['/a', '/b'], { stdout, stderr: Buffer.alloc(0), code: 0, truncated });
       } catch (e) {

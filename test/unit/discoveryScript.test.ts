@@ -247,7 +247,7 @@ test('busybox (no find -printf, no head -z) lists the same runs as GNU find', ()
   const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
   assert.ok(busybox, 'busybox is not installed: apt-get install -y busybox');
   const bb = dir('busybox-bin');
-  for (const applet of ['sh', 'find', 'head', 'xargs', 'stat', 'tr', 'awk', 'date']) fs.symlinkSync(busybox, path.join(bb, applet));
+  for (const applet of ['sh', 'find', 'head', 'xargs', 'stat', 'tr', 'awk', 'date', 'readlink']) fs.symlinkSync(busybox, path.join(bb, applet));
   const root = dir('bb-tree');
   writeStoryRun(path.join(root, 'story'), { checkpointBytes: 3 * 1024 ** 3 });
   writeHfRun(path.join(root, 'hf'));
@@ -263,4 +263,45 @@ test('busybox (no find -printf, no head -z) lists the same runs as GNU find', ()
   assert.deepEqual(viaBusybox.roots.map(shape), viaGnu.roots.map(shape));
   assert.equal(viaBusybox.roots[0].unreadable, undefined);
   assert.equal(fs.existsSync(path.join(root, 'CANARY')), false);
+});
+
+/** The E records of a raw listing as [rel, type, extra], for the fields the runs do not show. */
+function rawEntries(stdout: Buffer): Map<string, [string, string]> {
+  const fields = stdout.toString('utf8').split('\0');
+  const out = new Map<string, [string, string]>();
+  for (let i = 0; i < fields.length; i++) if (fields[i] === 'E') out.set(fields[i + 4], [fields[i + 1], fields[i + 5]]);
+  return out;
+}
+
+test('symlinks carry their target and small pointer files their text, with GNU find and with busybox', () => {
+  const root = dir('links');
+  const ck = path.join(root, 'run', 'checkpoints');
+  fs.mkdirSync(path.join(ck, 'global_step500'), { recursive: true });
+  fs.writeFileSync(path.join(ck, 'global_step500', 'mp_rank_00_model_states.pt'), 'x');
+  fs.symlinkSync('global_step500', path.join(ck, 'latest_link'));
+  fs.symlinkSync('gone', path.join(ck, 'dangling'));
+  fs.writeFileSync(path.join(ck, 'latest'), 'global_step500'); // DeepSpeed's pointer (runtime/engine.py, save_checkpoint)
+  fs.writeFileSync(path.join(ck, 'latest_checkpointed_iteration.txt'), '1000\n'); // Megatron-LM's
+  fs.writeFileSync(path.join(ck, 'checkpoint'), Buffer.concat([Buffer.from('model_checkpoint_path: "ckpt-3"'), Buffer.from([0]), Buffer.from('x')]));
+  fs.writeFileSync(path.join(root, 'run', 'big', ), 'y'.repeat(300));
+  const cmd = listRunsCommand([root]);
+  const gnu = spawnSync(cmd.argv[0], cmd.argv.slice(1), { cwd: tmp });
+  const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
+  assert.ok(busybox, 'busybox is not installed: apt-get install -y busybox');
+  const bb = dir('busybox-bin-links');
+  for (const applet of ['sh', 'find', 'head', 'xargs', 'stat', 'tr', 'awk', 'date', 'readlink']) fs.symlinkSync(busybox, path.join(bb, applet));
+  const viaBusybox = spawnSync(path.join(bb, 'sh'), cmd.argv.slice(1), { env: { PATH: bb, HOME: tmp }, cwd: root });
+  for (const [name, out] of [['GNU', gnu.stdout], ['busybox', viaBusybox.stdout]] as const) {
+    const e = rawEntries(out);
+    assert.deepEqual(e.get('run/checkpoints/latest_link'), ['d', 'Kglobal_step500'], name);
+    assert.deepEqual(e.get('run/checkpoints/dangling'), ['l', 'Kgone'], name);
+    assert.deepEqual(e.get('run/checkpoints/latest'), ['f', 'Cglobal_step500'], name);
+    assert.deepEqual(e.get('run/checkpoints/latest_checkpointed_iteration.txt'), ['f', 'C1000\n'], name);
+    assert.deepEqual(e.get('run/checkpoints/checkpoint'), ['f', 'Cmodel_checkpoint_path: "ckpt-3"x'], `${name}: NULs are dropped`);
+    assert.deepEqual(e.get('run/big'), ['f', ''], name);
+    assert.deepEqual(e.get('run/checkpoints/global_step500'), ['d', ''], name);
+    // The listing still parses, and the run is there.
+    const parsed = cmd.parse({ stdout: out, stderr: Buffer.alloc(0), code: 0, truncated: false });
+    assert.deepEqual(only(parsed.roots[0]).map((r) => r.name), ['run'], name);
+  }
 });

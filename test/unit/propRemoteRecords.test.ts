@@ -39,7 +39,7 @@ const segment = fc.oneof(
 const rel = fc.array(segment, { minLength: 1, maxLength: 6 }).map((p) => p.join('/'));
 const field = fc.oneof(fc.string({ unit: 'binary', maxLength: 8 }).map((s) => s.replace(/\0/g, '')), fc.constantFrom('0', '-1', '1e400', 'NaN', '', '4096', '1700000000.5'));
 const record = fc.oneof(
-  fc.tuple(fc.constantFrom('f', 'd', 'l', 'o', 'ff', ''), fc.oneof(field, fc.nat().map(String)), fc.oneof(field, fc.constant('1750000000.1')), rel).map((f) => ['E', ...f]),
+  fc.tuple(fc.constantFrom('f', 'd', 'l', 'o', 'ff', ''), fc.oneof(field, fc.nat().map(String)), fc.oneof(field, fc.constant('1750000000.1')), rel, fc.constantFrom('', 'Kstep_5', 'C1000\n', 'Xbad')).map((f) => ['E', ...f]),
   fc.tuple(fc.constantFrom('0', '1', '2', 'x'), fc.constantFrom('ok', 'missing', 'notdir', 'denied', 'bogus'), fc.oneof(fc.constant('/w'), field)).map((f) => ['R', ...f]),
   fc.tuple(fc.constantFrom('0', '1', '5'), fc.oneof(field, fc.constant('2\nfind: a: Permission denied\nfind: loop'))).map((f) => ['X', ...f]),
   fc.oneof(field, fc.constant('1750000000')).map((t) => ['T', t]),
@@ -69,7 +69,7 @@ test('run listing: any record stream, cut anywhere, parses to listings or Remote
       fc.constantFrom(0, 0, 0, 1, null),
       (goodStart, records, cutAt, truncated, maxEntries, code) => {
         const start = goodStart ? [['T', '1750000000'], ['R', '0', 'ok', '/w']] : [];
-        const text = '\0@rr-list@1\0' + [...start, ...records].map((r) => r.map((f) => `${f}\0`).join('')).join('');
+        const text = '\0@rr-list@2\0' + [...start, ...records].map((r) => r.map((f) => `${f}\0`).join('')).join('');
         const full = Buffer.from(text, 'utf8');
         const stdout = truncated ? full.subarray(0, cutAt % (full.length + 1)) : full;
         const entries = records.filter((r) => r[0] === 'E').length;
@@ -88,8 +88,8 @@ test('run listing: any record stream, cut anywhere, parses to listings or Remote
 
 test('run listing: a tree nested thousands of folders deep (parents missing) is an error or a listing, not a stack overflow escaping', () => {
   const deep = Array.from({ length: 20_000 }, () => 'a').join('/') + '/step_1';
-  const fields = ['T', '1750000000', 'R', '0', 'ok', '/w', 'E', 'd', '4096', '1750000000', deep, 'X', '0', '0', 'Z'];
-  const text = '\0@rr-list@1\0' + fields.map((f) => `${f}\0`).join('');
+  const fields = ['T', '1750000000', 'R', '0', 'ok', '/w', 'E', 'd', '4096', '1750000000', deep, '', 'X', '0', '0', 'Z'];
+  const text = '\0@rr-list@2\0' + fields.map((f) => `${f}\0`).join('');
   typedOnly('parseListOutput', () => listRunsCommand(['/w'], { maxEntries: 10 }).parse(result(Buffer.from(text))));
 });
 
@@ -234,13 +234,13 @@ test('run listing: folders whose names differ in any bytes (UTF-8 or not) stay d
   fc.assert(
     fc.property(fc.uniqueArray(nameBytes, { minLength: 1, maxLength: 6, selector: (b) => b.toString('hex') }), (names) => {
       const usable = names.filter((n) => n.toString('latin1') !== '.' && n.toString('latin1') !== '..');
-      const parts: Buffer[] = [Buffer.from('\0@rr-list@1\0')];
+      const parts: Buffer[] = [Buffer.from('\0@rr-list@2\0')];
       const rec = (...f: (string | Buffer)[]): void => void parts.push(...f.flatMap((x) => [Buffer.from(x), Buffer.from([0])]));
       rec('T', '1');
       rec('R', '0', 'ok', '/w');
       for (const n of usable) {
-        rec('E', 'd', '0', '1', n);
-        rec('E', 'f', '5', '1', Buffer.concat([n, Buffer.from('/model_step_3.pt')]));
+        rec('E', 'd', '0', '1', n, Buffer.alloc(0));
+        rec('E', 'f', '5', '1', Buffer.concat([n, Buffer.from('/model_step_3.pt')]), Buffer.alloc(0));
       }
       rec('X', '0', '0');
       rec('Z');

@@ -7,7 +7,7 @@ import { commandFailed, type ExecResult } from '../remote';
 import { RemoteRunsError, isRemoteRunsError, type RootListing, type Unreadable } from '../types';
 import { findRuns, type Entry } from './runTree';
 
-const MAGIC = Buffer.from('\0@rr-list@1\0', 'latin1');
+import { LIST_MAGIC as MAGIC } from './listScript';
 
 interface RootRecord {
   status: string;
@@ -79,7 +79,7 @@ function parseRecords(
         break;
       }
       case 'E': {
-        const f = take(4);
+        const f = take(5);
         if (!f) break reading; // cut inside a record: the end check below decides
         const current = records[records.length - 1];
         if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
@@ -168,7 +168,7 @@ function utf8SequenceLength(b: Buffer, i: number): number {
 }
 
 function toEntry(f: string[]): Entry {
-  const [type, size, mtime, rel] = f;
+  const [type, size, mtime, rel, extra] = f;
   const bytes = Number(size);
   const secs = Number(mtime);
   if (!/^[a-zA-Z]$/.test(type) || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs) || rel === '') {
@@ -177,7 +177,11 @@ function toEntry(f: string[]): Entry {
   if (rel.startsWith('/') || rel.split('/').some((part) => part === '' || part === '..')) {
     throw protocol(`bad entry path ${JSON.stringify(rel.slice(0, 80))}`);
   }
-  return { type, bytes, mtime: Math.round(secs * 1000), rel };
+  const entry: Entry = { type, bytes, mtime: Math.round(secs * 1000), rel };
+  if (extra.startsWith('K')) entry.link = extra.slice(1);
+  else if (extra.startsWith('C')) entry.text = extra.slice(1);
+  else if (extra !== '') throw protocol(`bad entry detail ${JSON.stringify(extra.slice(0, 40))}`);
+  return entry;
 }
 
 function toRootListing(root: string, r: RootRecord, maxEntries: number, now: number, cut: boolean, maxDepth: number): RootListing {

@@ -4,10 +4,13 @@
  * part of the script and needs no quoting beyond the runner's one shellJoin.
  *
  * Output protocol (parsed by listParse.ts): NUL-terminated fields, each record led by a tag field.
- *   `\0@rr-list@1\0`                         magic; rc-file noise before it is skipped
+ *   `\0@rr-list@2\0`                         magic; rc-file noise before it is skipped
  *   `T\0<epoch seconds>\0`                   the remote clock
  *   `R\0<index>\0<status>\0<path>\0`         a root: status ok | missing | notdir | denied; path with ~ expanded
- *   `E\0<type>\0<bytes>\0<mtime>\0<rel>\0`   an entry under the last ok root (find -printf %y %s %T@ %P)
+ *   `E\0<type>\0<bytes>\0<mtime>\0<rel>\0<extra>\0`
+ *                                           an entry under the last ok root (find -printf %y %s %T@ %P); extra is
+ *                                           empty, `K<target>` for a symlink (readlink's text; type is the followed
+ *                                           one) or `C<text>` for a small pointer file (its first 256 bytes, no NULs)
  *   `X\0<index>\0<find errors>\0`            end of an ok root: "count\nfirst error\n…" (at most 3 lines)
  *   `Z\0`                                    end of output
  * Each ok root prints at most LIMIT+1 entries; the parser treats LIMIT+1 as "truncated" and drops the extra.
@@ -24,6 +27,9 @@ import { parseListOutput } from './listParse';
 export const DEFAULT_MAX_ENTRIES = 40_000;
 /** root/run/checkpoints/step_N/file is depth 4; one more level for checkpoint folders with subfolders. */
 export const DEFAULT_MAX_DEPTH = 5;
+
+/** The first bytes of the script's output; anything before them (rc-file noise) is skipped. */
+export const LIST_MAGIC = Buffer.from('\0@rr-list@2\0', 'latin1');
 
 /** `${` cannot be written inside String.raw; the script's parameter expansions interpolate it. */
 const P = '${';
@@ -43,23 +49,37 @@ const P = '${';
 export const LIST_SCRIPT = String.raw`
 exec 3>&1
 depth=$1; limit=$2; shift 2
-fields=$(( (limit + 1) * 5 ))
-printf '\0@rr-list@1\0T\0%s\0' "$(date +%s)"
+fields=$(( (limit + 1) * 6 ))
+printf '\0@rr-list@2\0T\0%s\0' "$(date +%s)"
 if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; else gnu=0; fi
+# Pointer files: the name a framework writes its own "latest" into (DeepSpeed's latest, Megatron-LM's
+# latest_checkpointed_iteration.txt, TensorFlow/Keras' checkpoint); read when small (NULs dropped).
+pointers='-name latest -o -name latest_checkpointed_iteration.txt -o -name checkpoint'
 prune='-name .git -o -name node_modules -o -name __pycache__ -o -name .venv -o -name venv -o -name .cache -o -name .ipynb_checkpoints -o -name .remote-runs'
 walk() {
   if [ "$gnu" = 1 ]; then
     # Pruned folders are still printed (so a root holding only .git is not "empty"), just not entered.
-    find -L "$1" -mindepth 1 -maxdepth "$depth" \( $prune \) -prune -printf 'E\0%y\0%s\0%T@\0%P\0' -o -printf 'E\0%y\0%s\0%T@\0%P\0' | head -z -n "$fields"
+    # Under -L, %y is the followed type and %l is empty; -xtype l still tells a link, readlink gives its target.
+    # find flushes its own output before each -exec, so a K or C record always follows its E.
+    find -L "$1" -mindepth 1 -maxdepth "$depth" \( $prune \) -prune -printf 'E\0%y\0%s\0%T@\0%P\0\0' \
+      -o -xtype l -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
+      -o -type f \( $pointers \) -size -257c -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \
+      -o -printf 'E\0%y\0%s\0%T@\0%P\0\0' | head -z -n "$fields"
   else
     # No symlinks followed here: busybox find -L does not detect loops. The root is entered with cd, so a
     # symlinked root still works.
     (cd "$1" && find . -mindepth 1 -maxdepth "$depth" \( $prune \) -prune -print0 -o -print0) | xargs -0 -r sh -c '
       cd "$1" || exit 0; shift
       for f do
-        if [ -L "$f" ]; then t=l; elif [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; else t=o; fi
-        set -- $(stat -c "%s %Y" "$f" 2>/dev/null || echo "0 0")
+        # The followed type, as GNU find -L gives it; a link that leads nowhere is l.
+        if [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; elif [ -L "$f" ]; then t=l; else t=o; fi
+        set -- $(stat -L -c "%s %Y" "$f" 2>/dev/null || stat -c "%s %Y" "$f" 2>/dev/null || echo "0 0")
         printf "E\0%s\0%s\0%s\0%s\0" "$t" "$1" "$2" "${P}f#./}"
+        if [ -L "$f" ]; then printf "K%s" "$(readlink "$f")"
+        elif [ "$t" = f ] && [ "$1" -le 256 ]; then
+          case ${P}f##*/} in latest|latest_checkpointed_iteration.txt|checkpoint) printf C; head -c 256 "$f" | tr -d "\0" ;; esac
+        fi
+        printf "\0"
       done' sh "$1" | tr '\0\n' '\n\0' | head -n "$fields" | tr '\0\n' '\n\0'
     # busybox head has no -z: NULs and newlines swap places around it, so it counts fields.
   fi

@@ -32,9 +32,9 @@ export interface Entry {
   mtime: number;
   /** Path relative to the root, `/`-separated, never empty. */
   rel: string;
-  /** For a symlink: its target exactly as readlink prints it (`type` stays the followed type: find runs with -L). */
+  /** A symlink's target as readlink prints it (`type` is then the type of what it points to, or `l` when dangling). */
   link?: string;
-  /** For small pointer files (`latest`, `latest_checkpointed_iteration.txt`, `checkpoint`): their contents. */
+  /** A small pointer file's contents (DeepSpeed `latest`, Megatron `latest_checkpointed_iteration.txt`, TF `checkpoint`). */
   text?: string;
 }
 

@@ -5,7 +5,7 @@
  */
 import type { RemoteCommand } from '../../core/remote';
 import { commandFailed } from '../../core/remote';
-import { LIST_SCRIPT } from '../../core/discovery/listScript';
+import { LIST_MAGIC as MAGIC, LIST_SCRIPT } from '../../core/discovery/listScript';
 import { RemoteRunsError } from '../../core/types';
 import type { ListState, RemoteEntry } from '../../shared/lspProtocol';
 
@@ -25,7 +25,6 @@ export interface ListedPaths {
 /** Entries per listed path before it says `truncated` (the tree's own bound). */
 export const MAX_ENTRIES = 40_000;
 
-const MAGIC = Buffer.from('\0@rr-list@1\0', 'latin1');
 const STATES: Record<string, ListState> = { ok: 'ok', missing: 'path-missing', notdir: 'not-a-directory', denied: 'permission-denied' };
 
 /** List each of `paths` `depth` levels deep, in one command. */
@@ -65,7 +64,7 @@ export function parseListedPaths(stdout: Buffer, paths: readonly string[], maxEn
       if (Number(index) !== out.length || !state || out.length >= paths.length) throw protocol(`bad root record ${JSON.stringify(index)}`);
       out.push({ path: paths[out.length], resolved, state, entries: [], truncated: false, ended: state !== 'ok' });
     } else if (tag === 'E') {
-      const [type, size, mtime, rel] = fields.slice(i, (i += 4));
+      const [type, size, mtime, rel] = fields.slice(i, (i += 5));
       const current = out[out.length - 1];
       if (!current || current.ended || rel === undefined) throw protocol('an entry outside any root');
       if (current.entries.length >= maxEntries) current.truncated = true;
