@@ -88,6 +88,8 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
     }
     return { json: { runs: runs.map(runJson), roots: listing.roots.map(rootJson) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
   }
+  // One listing only: the CLI cannot tell a checkpoint still growing under its final name (the tree can, from its
+  // previous listing: core/discovery/growing.ts); what the names and files say is all it marks.
   // The run by its name or more of its path; a last part that is none of that may name one of its checkpoints.
   const { run, listing } = await core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run], 'optional');
   const lines = [`${run.name}  ${run.path}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.join(', ') || 'none'}`];

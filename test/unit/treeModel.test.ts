@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RunsTreeModel, scopeOf, type TreeSource } from '../../src/core/tree/model';
 import { hostId, runId, targetId, type TreeNode } from '../../src/core/tree/nodes';
-import { RemoteRunsError, type Checkpoint, type Run, type Target, type TargetListing, type TargetRef } from '../../src/core/types';
+import { RemoteRunsError, latestCheckpoint, type Checkpoint, type Run, type Target, type TargetListing, type TargetRef } from '../../src/core/types';
+import { GROWING_WINDOW_MS, markGrowing } from '../../src/core/discovery/growing';
 import type { HostTargets } from '../../src/core/service';
 
 const HOST: Target = { kind: 'host', id: '', label: 'host', state: 'running' };
@@ -190,4 +191,46 @@ test('the timed refresh re-lists only what is expanded; host targets changing dr
   await model.childrenOf(targets[0]);
   assert.equal(src.calls.get('listing:gpu1:host:'), 2, "the host's targets changed: their listings are fetched anew");
   model.dispose();
+});
+
+test('a checkpoint whose bytes grew since the listing taken shortly before is still being written: marked, never latest', async () => {
+  const src = source();
+  src.listing.set('host:', listing(HOST, [run('a', [100, 200])], 1_000));
+  const model = new RunsTreeModel(src, 5);
+  const { targets } = await walk(model);
+  await model.childrenOf(targets[0]);
+
+  const grown = run('a', [100, 200]);
+  grown.checkpoints[1].bytes = 4096; // step_200 is being written straight to its final name
+  src.listing.set('host:', listing(HOST, [grown], 31_000));
+  model.refresh(targets[0]);
+  await model.whenIdle();
+  const [runNode] = await model.childrenOf(targets[0]);
+  assert.ok(runNode.type === 'run');
+  const step200 = runNode.run.checkpoints[1];
+  assert.equal(step200.incomplete, 'still being written: grew from 10 B to 4.1 KB since the last listing');
+  assert.equal(latestCheckpoint(runNode.run)?.name, 'step_100', 'latest passes over it');
+
+  // The next listing sees it unchanged: complete again, latest again.
+  const settled = run('a', [100, 200]);
+  settled.checkpoints[1].bytes = 4096;
+  src.listing.set('host:', listing(HOST, [settled], 61_000));
+  model.refresh(targets[0]);
+  await model.whenIdle();
+  const [after] = await model.childrenOf(targets[0]);
+  assert.ok(after.type === 'run');
+  assert.equal(after.run.checkpoints[1].incomplete, undefined);
+  assert.equal(latestCheckpoint(after.run)?.name, 'step_200');
+  model.dispose();
+});
+
+test('markGrowing: listings far apart, or the first one, say nothing about growth', () => {
+  const a = listing(HOST, [run('a', [100])], 1_000);
+  const b = run('a', [100]);
+  b.checkpoints[0].bytes = 99;
+  assert.equal(markGrowing(undefined, listing(HOST, [b], 2_000)).roots[0].state === 'ok' && b.checkpoints[0].incomplete, undefined);
+  markGrowing(a, listing(HOST, [b], 1_000 + GROWING_WINDOW_MS + 1));
+  assert.equal(b.checkpoints[0].incomplete, undefined, 'a run resumed an hour later is no write in progress');
+  markGrowing(a, listing(HOST, [b], 2_000));
+  assert.match(b.checkpoints[0].incomplete ?? '', /grew from 10 B to 99 B/);
 });

@@ -11,6 +11,7 @@ import { formatTarget, isRemoteRunsError, RemoteRunsError, type TargetListing, t
 import { Emitter, type Event } from '../util/event';
 import { childId, hostId, listingKey, runId, targetId, type CheckpointNode, type FileNode, type HostNode, type RunNode, type StateNode, type TargetNode, type TreeNode } from './nodes';
 import { RefreshQueue } from './refreshQueue';
+import { markGrowing } from '../discovery/growing';
 
 export interface HostEntry {
   name: string;
@@ -33,6 +34,8 @@ export class RunsTreeModel {
 
   private readonly targetsCache = new Map<string, Result<HostTargets>>();
   private readonly listingCache = new Map<string, Result<TargetListing>>();
+  /** The last listing each target gave (kept across refreshes): a checkpoint that grew since is still being written. */
+  private readonly previousListing = new Map<string, TargetListing>();
   private readonly inflight = new Map<string, Promise<unknown>>();
   /** Nodes handed out, by id. */
   private readonly nodes = new Map<string, TreeNode>();
@@ -202,6 +205,10 @@ export class RunsTreeModel {
     if (cached) return Promise.resolve(cached);
     return this.once(`listing:${key}`, async () => {
       const r = await capture(() => this.source.listTarget(hostName, target));
+      if (r.ok) {
+        markGrowing(this.previousListing.get(key), r.value);
+        this.previousListing.set(key, r.value);
+      }
       this.listingCache.set(key, r);
       return r;
     });
