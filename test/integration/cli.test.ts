@@ -60,7 +60,8 @@ describe('remote-runs ls', () => {
     assert.deepEqual(run.metrics, ['/workspace/logs/train.jsonl']);
     assert.deepEqual(run.checkpoints.map((c: { step: number }) => c.step), host.storySteps);
     for (const c of run.checkpoints) {
-      assert.deepEqual(Object.keys(c).sort(), ['bytes', 'mtime', 'name', 'path', 'step']);
+      assert.deepEqual(Object.keys(c).sort(), ['bytes', 'kind', 'mtime', 'name', 'path', 'step']);
+      assert.equal(c.kind, 'step');
       assert.equal(c.bytes, 3 * 1024 ** 3);
       assert.ok(c.mtime > Date.now() - 24 * 3600_000 && c.mtime <= Date.now() + 60_000);
     }
