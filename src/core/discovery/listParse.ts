@@ -83,11 +83,11 @@ function parseRecords(
         break;
       }
       case 'E': {
-        const f = take(5);
-        if (!f) break reading; // cut inside a record: the end check below decides
+        if (i + 5 > fields.length) break reading; // cut inside a record: the end check below decides
         const current = records[records.length - 1];
         if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
-        current.entries.push(toEntry(f, current.prefix));
+        current.entries.push(toEntry(fields, i, current.prefix));
+        i += 5;
         break;
       }
       case 'P': {
@@ -142,8 +142,15 @@ function parseRecords(
   return { roots: listings, remoteNow: now };
 }
 
-/** Split on NUL; a trailing field without its NUL (cut output) is dropped. */
+/**
+ * Split on NUL; a trailing field without its NUL (cut output) is dropped. The whole output is decoded at once (one
+ * native call) unless it holds bytes that are not UTF-8, which are then decoded field by field (decodeName).
+ */
 function splitFields(buf: Buffer): string[] {
+  const end = buf.lastIndexOf(0);
+  if (end < 0) return [];
+  const text = buf.toString('utf8', 0, end);
+  if (!text.includes('\ufffd')) return text.split('\0');
   const out: string[] = [];
   let from = 0;
   for (;;) {
@@ -189,23 +196,34 @@ function utf8SequenceLength(b: Buffer, i: number): number {
   return 0;
 }
 
-/** An entry record; `prefix` (fair mode) is the root's folder it lies below. */
-function toEntry(f: string[], prefix: string): Entry {
-  const [type, size, mtime, rawRel, extra] = f;
+/** The entry record whose fields start at `fields[i]`; `prefix` (fair mode) is the root's folder it lies below. */
+function toEntry(fields: readonly string[], i: number, prefix: string): Entry {
+  const type = fields[i];
+  const size = fields[i + 1];
+  const mtime = fields[i + 2];
+  const rawRel = fields[i + 3];
+  const extra = fields[i + 4];
   const rel = prefix === '' ? rawRel : `${prefix}/${rawRel}`;
   const bytes = Number(size);
   const secs = Number(mtime);
-  if (!/^[a-zA-Z]$/.test(type) || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs) || rawRel === '') {
-    throw protocol(`bad entry ${JSON.stringify(f.join(' ').slice(0, 80))}`);
+  const t = type.length === 1 ? type.charCodeAt(0) | 0x20 : 0; // one ASCII letter, either case
+  if (t < 0x61 || t > 0x7a || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs) || rawRel === '') {
+    throw protocol(`bad entry ${JSON.stringify(fields.slice(i, i + 4).join(' ').slice(0, 80))}`);
   }
-  if (rel.startsWith('/') || rel.split('/').some((part) => part === '' || part === '..')) {
-    throw protocol(`bad entry path ${JSON.stringify(rel.slice(0, 80))}`);
-  }
+  if (!safeRel(rel)) throw protocol(`bad entry path ${JSON.stringify(rel.slice(0, 80))}`);
   const entry: Entry = { type, bytes, mtime: Math.round(secs * 1000), rel };
-  if (extra.startsWith('K')) entry.link = extra.slice(1);
-  else if (extra.startsWith('C')) entry.text = extra.slice(1);
-  else if (extra !== '') throw protocol(`bad entry detail ${JSON.stringify(extra.slice(0, 40))}`);
+  if (extra === '') return entry;
+  if (extra.charCodeAt(0) === 0x4b /* K */) entry.link = extra.slice(1);
+  else if (extra.charCodeAt(0) === 0x43 /* C */) entry.text = extra.slice(1);
+  else throw protocol(`bad entry detail ${JSON.stringify(extra.slice(0, 40))}`);
   return entry;
+}
+
+/** Relative, `/`-separated, no empty part and no `..` part (the same as splitting on `/`, without the arrays). */
+function safeRel(rel: string): boolean {
+  if (rel === '' || rel.charCodeAt(0) === 0x2f || rel.charCodeAt(rel.length - 1) === 0x2f || rel.includes('//')) return false;
+  if (!rel.includes('..')) return true;
+  return rel !== '..' && !rel.startsWith('../') && !rel.endsWith('/..') && !rel.includes('/../');
 }
 
 function toRootListing(root: string, r: RootRecord, maxEntries: number, now: number, cut: boolean, maxDepth: number): RootListing {

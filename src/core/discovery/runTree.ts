@@ -31,8 +31,14 @@ interface Node {
   type: string;
   bytes: number;
   mtime: number;
+  /** Levels below the root (a child of the root is 1). */
+  depth: number;
+  /** NO_CHILDREN (shared, never written) until something is put below the node. */
   children: Map<string, Node>;
 }
+
+/** The children of a node nothing was listed under: one shared empty map instead of one per file. */
+const NO_CHILDREN: ReadonlyMap<string, Node> = new Map();
 
 /** Find the runs under one root. `rootPath` is absolute; `now` is the remote clock in ms. */
 /** The folder the extension keeps beside a run (`.remote-runs/evals/…`); it never holds runs. */
@@ -42,7 +48,7 @@ export function findRuns(rootPath: string, entries: readonly Entry[], now: numbe
   const root = buildTree(entries);
   const absolute = (rel: string): string => (rel === '' ? rootPath : rootPath === '/' ? `/${rel}` : `${rootPath}/${rel}`);
   // A folder at the walk's depth was listed, its contents were not: what it holds is unknown, not "nothing".
-  const unseen = (n: Node): boolean => n.type === 'd' && n.rel.split('/').length >= maxDepth;
+  const unseen = (n: Node): boolean => n.type === 'd' && n.depth >= maxDepth;
   const runs: Run[] = [];
   const visit = (node: Node): void => {
     const found = asRun(node, absolute, now, unseen);
@@ -86,31 +92,38 @@ function nameRuns(runs: Run[], rootPath: string): void {
 }
 
 function buildTree(entries: readonly Entry[]): Node {
-  const root: Node = { name: '', rel: '', type: 'd', bytes: 0, mtime: 0, children: new Map() };
+  const root: Node = { name: '', rel: '', type: 'd', bytes: 0, mtime: 0, depth: 0, children: new Map() };
   const byRel = new Map<string, Node>([['', root]]);
+  const childrenOf = (node: Node): Map<string, Node> => {
+    if (node.children === NO_CHILDREN) node.children = new Map();
+    return node.children;
+  };
   const folder = (rel: string): Node => {
     const existing = byRel.get(rel);
     if (existing) return existing;
     // Parents come before children in find's order; this covers a parent lost to truncation.
     const slash = rel.lastIndexOf('/');
     const parent = folder(slash < 0 ? '' : rel.slice(0, slash));
-    const node: Node = { name: rel.slice(slash + 1), rel, type: 'd', bytes: 0, mtime: 0, children: new Map() };
-    parent.children.set(node.name, node);
+    const node: Node = { name: rel.slice(slash + 1), rel, type: 'd', bytes: 0, mtime: 0, depth: parent.depth + 1, children: NO_CHILDREN as Map<string, Node> };
+    childrenOf(parent).set(node.name, node);
     byRel.set(rel, node);
     return node;
   };
   for (const e of entries) {
     const slash = e.rel.lastIndexOf('/');
     const parent = folder(slash < 0 ? '' : e.rel.slice(0, slash));
-    const name = e.rel.slice(slash + 1);
+    const name = slash < 0 ? e.rel : e.rel.slice(slash + 1);
     const existing = parent.children.get(name);
     if (existing) {
-      Object.assign(existing, { type: e.type, bytes: e.bytes, mtime: e.mtime });
+      existing.type = e.type;
+      existing.bytes = e.bytes;
+      existing.mtime = e.mtime;
       continue;
     }
-    const node: Node = { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, children: new Map() };
-    parent.children.set(name, node);
-    byRel.set(e.rel, node);
+    const node: Node = { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: parent.depth + 1, children: NO_CHILDREN as Map<string, Node> };
+    childrenOf(parent).set(name, node);
+    // Only folders are ever looked up as parents.
+    if (e.type !== 'f') byRel.set(e.rel, node);
   }
   return root;
 }
