@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Executor, ExecResult } from '../../src/core/remote';
-import { FeedRegistry, RunFeed } from '../../src/extension/metrics/runFeed';
+import { FeedRegistry, RunFeed } from '../../src/core/metrics/runFeed';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
 
 /** Runs command lines with the local sh, as sshd would run them with the login shell. */

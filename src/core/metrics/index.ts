@@ -1,7 +1,8 @@
 /**
  * The metrics core: parsing metrics logs (JSONL, CSV, trainer_state.json, TensorBoard event files) into
  * memory-bounded series, following them while a run writes them, and the pure math the curve views need
- * (smoothing, decimation, plateau detection). No I/O, no `vscode`.
+ * (smoothing, decimation, plateau detection). No `vscode`; the only I/O is RunFeed's, through the Executor it is
+ * given.
  */
 export { Series, RunMetrics, describeSkipped, type Segment, type BadLocation, type RecordUnit } from './series';
 export { Float64Column } from './column';
@@ -37,3 +38,4 @@ export { MetricsFollower, type FollowUpdate } from './follow';
 export { emaSmooth } from './smooth';
 export { decimateMinMax, type DecimateInput, type DecimateRange, type DecimatedSeries } from './decimate';
 export { detectPlateau, metricDirection, type MetricDirection, type PlateauOptions, type PlateauResult } from './plateau';
+export { RunFeed, FeedRegistry, type RunFeedOptions, type EvalSource } from './runFeed';

@@ -16,7 +16,7 @@ import { InlineMetricsView } from './inlineView';
 import type { MetricsViewDeps } from './metricsView';
 import { MetricsPanels } from './panels';
 import { ReferenceStore } from './referenceStore';
-import { FeedRegistry, RunFeed, type EvalSource } from './runFeed';
+import { FeedRegistry, RunFeed, type EvalSource } from '../../core/metrics/runFeed';
 import { runKeyOf } from '../../core/runRef';
 import { PinnedRunStatus } from './statusBar';
 import { pickRun, revealCheckpoint, runRefOfArg, runRefOfNode, selectedStepOf } from './treeGlue';

@@ -2,13 +2,17 @@
  * The live tail of one run: a MetricsFollower per metrics log of the run, polled through the host's shared
  * executor one command at a time (again at once while a backlog remains), with a timer between rounds that
  * never lets two rounds overlap. Views (panels, the inline view, the status bar) share one feed per run
- * through FeedRegistry. No `vscode` here, so integration tests drive it against a real sshd.
+ * through FeedRegistry. No `vscode` here, so integration tests drive it against a real sshd and the CLI can
+ * follow a run headless: a RunRefWire (target, run path, metrics paths), an executor, then `pollNow()` /
+ * `start()`, `onDidChange`, `series()`.
  */
-import { MetricsFollower, describeSkipped, detectFormat, type Series } from '../../core/metrics';
-import { runCommand, type Executor } from '../../core/remote';
-import { isRemoteRunsError, type TargetRef } from '../../core/types';
-import { Emitter, type Event } from '../../core/util/event';
-import type { Disposable } from '../../core/util/event';
+import { MetricsFollower } from './follow';
+import { detectFormat } from './format';
+import { describeSkipped, type Series } from './series';
+import { runCommand, type Executor } from '../remote';
+import { isRemoteRunsError, type TargetRef } from '../types';
+import { Emitter, type Event } from '../util/event';
+import type { Disposable } from '../util/event';
 import type { EvalPointWire, RunRefWire } from '../../shared/metricsProtocol';
 
 /**
