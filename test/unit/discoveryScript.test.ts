@@ -280,6 +280,7 @@ test('symlinks carry their target and small pointer files their text, with GNU f
   fs.writeFileSync(path.join(ck, 'global_step500', 'mp_rank_00_model_states.pt'), 'x');
   fs.symlinkSync('global_step500', path.join(ck, 'latest_link'));
   fs.symlinkSync('gone', path.join(ck, 'dangling'));
+  fs.symlinkSync('gone', path.join(ck, 'best_dangling'));
   fs.writeFileSync(path.join(ck, 'latest'), 'global_step500'); // DeepSpeed's pointer (runtime/engine.py, save_checkpoint)
   fs.writeFileSync(path.join(ck, 'latest_checkpointed_iteration.txt'), '1000\n'); // Megatron-LM's
   fs.writeFileSync(path.join(ck, 'checkpoint'), Buffer.concat([Buffer.from('model_checkpoint_path: "ckpt-3"'), Buffer.from([0]), Buffer.from('x')]));
@@ -294,7 +295,9 @@ test('symlinks carry their target and small pointer files their text, with GNU f
   for (const [name, out] of [['GNU', gnu.stdout], ['busybox', viaBusybox.stdout]] as const) {
     const e = rawEntries(out);
     assert.deepEqual(e.get('run/checkpoints/latest_link'), ['d', 'Kglobal_step500'], name);
-    assert.deepEqual(e.get('run/checkpoints/dangling'), ['l', 'Kgone'], name);
+    assert.deepEqual(e.get('run/checkpoints/best_dangling'), ['l', 'Kgone'], name);
+    // Only names an alias can have (latest*, last*, best*) pay for the extra stat that tells a link.
+    assert.deepEqual(e.get('run/checkpoints/dangling'), ['l', ''], name);
     assert.deepEqual(e.get('run/checkpoints/latest'), ['f', 'Cglobal_step500'], name);
     assert.deepEqual(e.get('run/checkpoints/latest_checkpointed_iteration.txt'), ['f', 'C1000\n'], name);
     assert.deepEqual(e.get('run/checkpoints/checkpoint'), ['f', 'Cmodel_checkpoint_path: "ckpt-3"x'], `${name}: NULs are dropped`);

@@ -60,15 +60,20 @@ if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; follow=-L; else gn
 pointers='-name latest -o -name latest_checkpointed_iteration.txt -o -name checkpoint'
 prunenames='.git node_modules __pycache__ .venv venv .cache .ipynb_checkpoints .remote-runs'
 prune=; for x in $prunenames; do prune="$prune${P}prune:+ -o }-name $x"; done
+# One cheap test of the first letter before the eight names: it halves the walk's cost on a large tree.
+prune="-name [._nv]* ( $prune )"
 # walk DIR MINDEPTH MAXDEPTH CAP: entries below DIR (paths relative to it), at most CAP of them.
 walk() {
+  # $prune and $pointers are split into words but never globbed ([._nv]* is find's pattern, not the shell's).
+  set -f
   if [ "$gnu" = 1 ]; then
     # Pruned folders are still printed (so a root holding only .git is not "empty"), just not entered.
-    # Under -L, %y is the followed type and %l is empty; -xtype l still tells a link, readlink gives its target.
+    # Under -L, %y is the followed type and %l is empty; -xtype l still tells a link (one more stat per entry, a
+    # quarter of the walk: so only for names an alias can have, latest*/last*/best*), readlink gives its target.
     # find flushes its own output before each -exec, so a K or C record always follows its E.
     find -L "$1" -mindepth "$2" -maxdepth "$3" \( $prune \) -prune -printf 'E\0%y\0%s\0%T@\0%P\0\0' \
-      -o -xtype l -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
-      -o -type f \( $pointers \) -size -257c -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \
+      -o -name '[lLbB]*' -xtype l -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
+      -o -type f -size -257c \( $pointers \) -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \
       -o -printf 'E\0%y\0%s\0%T@\0%P\0\0' | head -z -n "$(($4 * 6))"
   else
     # No symlinks followed here: busybox find -L does not detect loops. The root is entered with cd, so a
@@ -80,7 +85,7 @@ walk() {
         if [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; elif [ -L "$f" ]; then t=l; else t=o; fi
         set -- $(stat -L -c "%s %Y" "$f" 2>/dev/null || stat -c "%s %Y" "$f" 2>/dev/null || echo "0 0")
         printf "E\0%s\0%s\0%s\0%s\0" "$t" "$1" "$2" "${P}f#./}"
-        if [ -L "$f" ]; then printf "K%s" "$(readlink "$f")"
+        if [ -L "$f" ]; then case ${P}f##*/} in [lLbB]*) printf "K%s" "$(readlink "$f")" ;; esac
         elif [ "$t" = f ] && [ "$1" -le 256 ]; then
           case ${P}f##*/} in latest|latest_checkpointed_iteration.txt|checkpoint) printf C; head -c 256 "$f" | tr -d "\0" ;; esac
         fi
@@ -88,6 +93,7 @@ walk() {
       done' sh "$1" | tr '\0\n' '\n\0' | head -n "$(($4 * 6))" | tr '\0\n' '\n\0'
     # busybox head has no -z: NULs and newlines swap places around it, so it counts fields.
   fi
+  set +f
 }
 # fair ROOT: the listing of a root whose plain walk was cut short, in a form that does not depend on directory
 # order. The root's own entries come first (one budget entry each); what is left is shared among its folders by
@@ -109,7 +115,7 @@ fair() {
     k=$((k + 1))
     [ -d "$c" ] || continue
     case " $prunenames " in *" $c "*) continue ;; esac
-    s=$(find $follow "./$c" -mindepth 1 -maxdepth $((depth - 1)) \( $prune \) -prune -print -o -print 2>/dev/null | head -n $((left + 1)) | wc -l)
+    s=$(set -f; find $follow "./$c" -mindepth 1 -maxdepth $((depth - 1)) \( $prune \) -prune -print -o -print 2>/dev/null | head -n $((left + 1)) | wc -l)
     echo "$s $k"
   done | sort -n | awk -v left="$left" '{ s[NR] = $1; k[NR] = $2 } END { for (j = 1; j <= NR; j++) { share = int(left / (NR - j + 1)); a = s[j] < share ? s[j] : share; left -= a; print k[j], a, s[j] } }')
   # Only numbers reach eval: a folder's index among the root's entries, its share and its size.
