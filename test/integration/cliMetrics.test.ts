@@ -67,7 +67,7 @@ describe('remote-runs metrics', () => {
     const b = JSON.parse(cli(['metrics', 'box/host/expB/seed1', '--json']).stdout);
     assert.equal(a.run.name, 'expA/seed1');
     assert.equal(b.run.name, 'expB/seed1');
-    const loss = (j: { series: { name: string }[] }) => j.series.find((s) => s.name === 'loss');
+    const loss = (j: { series: { name: string; first?: unknown }[] }) => j.series.find((s) => s.name === 'loss');
     assert.deepEqual(loss(a), { name: 'loss', points: 12, first: { step: 10, value: 0.1 }, last: { step: 60, value: 1 / 61 }, segments: 2 });
     assert.deepEqual(loss(b)?.first, { step: 10, value: 1 });
   });
