@@ -101,3 +101,77 @@ test('FeedRegistry: one feed per run shared by its users, disposed with the last
   assert.equal(created.length, 2);
   registry.dispose();
 });
+
+test("x: the feed says which column is x, and the user's pick re-reads the logs with another one", async () => {
+  const dir = tmpRun();
+  try {
+    const log = path.join(dir, 'history.csv');
+    fs.writeFileSync(log, 'epoch,lr,loss\n0,0.1,2\n1,0.05,1\n');
+    const feed = new RunFeed(refOf(dir, [log]), { executor: () => localSh, intervalMs: () => 1e9 });
+    await feed.pollNow();
+    assert.equal(feed.xAxis, 'epoch');
+    assert.deepEqual([...feed.series().keys()], ['lr', 'loss']);
+    assert.deepEqual(feed.xChoices(), ['epoch', 'lr', 'loss']);
+    let changes = 0;
+    feed.onDidChange(() => changes++);
+    const before = feed.revision;
+    feed.setXPick('lr');
+    assert.ok(changes > 0 && feed.revision > before, 'a pick is a change the views hear of');
+    await feed.pollNow();
+    assert.equal(feed.xPick, 'lr');
+    assert.equal(feed.xAxis, 'lr');
+    assert.deepEqual([...feed.series().get('loss')!.x], [0.1, 0.05]);
+    assert.deepEqual([...feed.series().keys()], ['epoch', 'loss']);
+    feed.setXPick('tokens');
+    await feed.pollNow();
+    assert.equal(feed.xAxis, 'line number (no "tokens" in this log)');
+    feed.setXPick(undefined);
+    await feed.pollNow();
+    assert.equal(feed.xAxis, 'epoch');
+    feed.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a log that holds no numbers at all is said to be no metrics log', async () => {
+  const dir = tmpRun();
+  try {
+    const log = path.join(dir, 'training.log');
+    fs.writeFileSync(log, 'starting training\nepoch one done\n');
+    const feed = new RunFeed(refOf(dir, [log]), { executor: () => localSh, intervalMs: () => 1e9 });
+    await feed.pollNow();
+    assert.match(feed.skipped ?? '', /^training\.log: no numeric values in 1 line: not a metrics log$/);
+    feed.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a checkpoint-only Hugging Face run follows the newest checkpoint; the old data stays until the new file parsed', async () => {
+  const dir = tmpRun();
+  try {
+    const state = (steps: number[]) => JSON.stringify({ log_history: steps.map((step) => ({ step, loss: 1 / step })) });
+    const ck = (n: number) => path.join(dir, `checkpoint-${n}`, 'trainer_state.json');
+    fs.mkdirSync(path.dirname(ck(5)));
+    fs.writeFileSync(ck(5), state([1, 5]));
+    const feed = new RunFeed(refOf(dir, [ck(5)]), { executor: () => localSh, intervalMs: () => 1e9 });
+    await feed.pollNow();
+    assert.equal(feed.series().get('loss')!.length, 2);
+    // checkpoint-10 appears (half-written first: not JSON yet), then checkpoint-5 is rotated away.
+    fs.mkdirSync(path.dirname(ck(10)));
+    fs.writeFileSync(ck(10), '{"log_history": [');
+    await feed.pollNow();
+    assert.deepEqual(feed.paths, [ck(5)], 'a newer file that does not parse yet does not replace the one that does');
+    assert.equal(feed.series().get('loss')!.length, 2);
+    fs.writeFileSync(ck(10), state([1, 5, 10]));
+    fs.rmSync(path.dirname(ck(5)), { recursive: true });
+    assert.equal(await feed.pollNow(), true);
+    assert.deepEqual(feed.paths, [ck(10)]);
+    assert.equal(feed.series().get('loss')!.length, 3);
+    assert.equal(feed.status, 'following');
+    feed.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -108,3 +108,11 @@ test('status bar text: chosen metric, else a loss, else the first; codicon synta
   assert.equal(statusText('run', undefined, undefined, undefined), '$(pulse) run');
   assert.doesNotMatch(statusText('$(alert) x', 1, '$(bug)', 1).slice(10), /\$\(/);
 });
+
+test('setXColumn: a run key and a column name, or null for the logs own choice; anything else dropped', () => {
+  assert.deepEqual(parseFromWebview({ type: 'setXColumn', runKey: 'r', key: 'epoch', extra: 1 }), { type: 'setXColumn', runKey: 'r', key: 'epoch' });
+  assert.deepEqual(parseFromWebview({ type: 'setXColumn', runKey: 'r', key: null }), { type: 'setXColumn', runKey: 'r', key: null });
+  for (const bad of [{ type: 'setXColumn', runKey: 'r' }, { type: 'setXColumn', runKey: 'r', key: '' }, { type: 'setXColumn', runKey: 1, key: 'x' }, { type: 'setXColumn', key: 'x' }]) {
+    assert.equal(parseFromWebview(bad), undefined, JSON.stringify(bad));
+  }
+});

@@ -184,7 +184,7 @@ export class RunFeed {
   get skipped(): string | undefined {
     const parts = this.followers
       .map((f) => {
-        const noNumbers = f.metrics.records > 0 && f.metrics.series.size === 0 && f.format !== 'tfevents' ? `no numeric values in ${f.metrics.records} ${f.metrics.unit}s: not a metrics log` : undefined;
+        const noNumbers = f.metrics.records > 0 && f.metrics.series.size === 0 && f.format !== 'tfevents' ? `no numeric values in ${f.metrics.records} ${f.metrics.unit}${f.metrics.records === 1 ? '' : 's'}: not a metrics log` : undefined;
         const d = [describeSkipped(f.metrics), noNumbers].filter((x) => x !== undefined).join('; ') || undefined;
         return d ? (this.followers.length > 1 || noNumbers ? `${baseName(f.path)}: ${d}` : d) : undefined;
       })
