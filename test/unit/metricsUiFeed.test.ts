@@ -175,3 +175,46 @@ test('a checkpoint-only Hugging Face run follows the newest checkpoint; the old 
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+const WRITTEN = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'metrics');
+
+test('a resumed run: the new event file a re-listing finds is added to the feed, and the curve continues', async () => {
+  const dir = tmpRun();
+  try {
+    const src = path.join(WRITTEN, 'torch_tb', 'resumed');
+    const files = fs.readdirSync(src).filter((f) => f.startsWith('events.')).sort();
+    assert.equal(files.length, 2);
+    fs.copyFileSync(path.join(src, files[0]), path.join(dir, files[0]));
+    const registry = new FeedRegistry((ref) => new RunFeed(ref, { executor: () => localSh, intervalMs: () => 1e9 }));
+    const { feed, release } = registry.acquire('k', refOf(dir, [path.join(dir, files[0])]));
+    await feed.pollNow();
+    assert.equal(feed.series().get('train/loss')!.length, 50);
+    fs.copyFileSync(path.join(src, files[1]), path.join(dir, files[1]));
+    registry.refresh((key) => (key === 'k' ? refOf(dir, files.map((f) => path.join(dir, f))) : undefined));
+    await feed.pollNow();
+    const s = feed.series().get('train/loss')!;
+    assert.equal(s.length, 100);
+    assert.equal(s.segments.length, 1, 'a resume is one curve');
+    assert.deepEqual([s.x[0], s.x[99]], [0, 99]);
+    release();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('11 event files of a restarted run: all followed, older files polled less often, nothing lost over many rounds', async () => {
+  const src = path.join(WRITTEN, 'restarted', 'run');
+  const files = fs.readdirSync(src).filter((f) => f.startsWith('events.')).map((f) => path.join(src, f));
+  let commands = 0;
+  const counting: Executor = { exec: (line, opts) => (commands++, localSh.exec(line, opts)) };
+  const feed = new RunFeed(refOf(src, files), { executor: () => counting, intervalMs: () => 1e9 });
+  await feed.pollNow();
+  const first = commands;
+  assert.equal(first, 11, 'the first round reads every file');
+  assert.equal(feed.series().get('loss')!.length, 330);
+  assert.equal(feed.series().get('loss')!.segments.length, 11);
+  for (let i = 0; i < 20; i++) await feed.pollNow();
+  assert.ok(commands - first < 20 * 11, `settled files are not read every round (${commands - first} reads in 20 rounds)`);
+  assert.equal(feed.series().get('loss')!.length, 330);
+  feed.dispose();
+});

@@ -104,6 +104,26 @@ export class RunFeed {
     return this.followers.map((f) => f.path);
   }
 
+  /**
+   * The run was listed again: follow the metrics logs among `paths` that are new (a restarted run's new event
+   * file, a log that appeared). A log no longer listed is still followed (its data stays; a read of a file that
+   * is gone says `missing`). A Hugging Face checkpoint-only run finds its newest checkpoint itself. True when a
+   * log was added; the next round reads it.
+   */
+  addMetrics(paths: readonly string[]): boolean {
+    if (this.hfOutputDir !== undefined) return false;
+    const known = new Set(this.paths);
+    const added = paths.filter((p) => !known.has(p)).map((p) => this.follower(p)).filter((f): f is MetricsFollower => f !== undefined);
+    if (added.length === 0) return false;
+    this.replaced();
+    this.followers = [...this.followers, ...added];
+    this.merged = new RunSeries(this.followers);
+    if (this.statusText.startsWith('no ')) this.statusText = 'loading…';
+    this.changed.fire();
+    if (!this.stopped) this.schedule(0);
+    return true;
+  }
+
   /** The user's x column, or undefined when each log chooses its own (step, …, epoch). */
   get xPick(): string | undefined {
     return this.xPickKey;
@@ -373,6 +393,17 @@ export class FeedRegistry {
         }
       },
     };
+  }
+
+  /**
+   * After the runs were listed again: each feed follows the new metrics logs of its run (`lookup` gives a run's
+   * current ref by its key, undefined when it is not listed now).
+   */
+  refresh(lookup: (key: string) => RunRefWire | undefined): void {
+    for (const [key, { feed }] of this.feeds) {
+      const ref = lookup(key);
+      if (ref) feed.addMetrics(ref.metrics);
+    }
   }
 
   /** Poll every feed now (after a Refresh). */
