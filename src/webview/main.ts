@@ -6,6 +6,7 @@
  * ever set as text.
  */
 import type { FromWebview, PanelRestoreState, ToWebview, ValueRow } from '../shared/metricsProtocol';
+import { xLabel } from '../shared/xLabel';
 import { MetricChart, type ChartHost, type UiState } from './metricChart';
 import { MetricsStore, evalMetricKeys, formatValue, type XMode } from './store';
 import { readTheme, runColor, type Theme } from './theme';
@@ -274,7 +275,7 @@ if (mode === 'panel') {
 function renderHeader(): void {
   titleEl.textContent = store.title;
   const p = store.primary;
-  latestEl.textContent = p?.latestStep !== undefined ? `step ${formatValue(p.latestStep)}` : '';
+  latestEl.textContent = p?.latestStep !== undefined ? `${xLabel(p.xAxis)} ${formatValue(p.latestStep)}` : '';
   const statuses: string[] = [];
   for (const run of store.runs) {
     if (run.status !== 'following') statuses.push(`${run.label}: ${run.status}`);
