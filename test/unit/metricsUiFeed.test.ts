@@ -218,3 +218,24 @@ test('11 event files of a restarted run: all followed, older files polled less o
   assert.equal(feed.series().get('loss')!.length, 330);
   feed.dispose();
 });
+
+test("an MLflow run: keys logged later and nested below the listing's depth are found by the feed", async () => {
+  const dir = tmpRun();
+  try {
+    const metrics = path.join(dir, 'metrics');
+    fs.mkdirSync(path.join(metrics, 'eval', 'per_class'), { recursive: true });
+    fs.writeFileSync(path.join(metrics, 'loss'), '1750000000000 0.5 0\n1750000001000 0.25 1\n');
+    fs.writeFileSync(path.join(metrics, 'eval', 'per_class', 'cat'), '1750000000000 0.9 1\n');
+    const feed = new RunFeed(refOf(dir, [path.join(metrics, 'loss')]), { executor: () => localSh, intervalMs: () => 1e9 });
+    await feed.pollNow();
+    assert.deepEqual([...feed.series().keys()].sort(), ['eval/per_class/cat', 'loss']);
+    fs.writeFileSync(path.join(metrics, 'lr'), '1750000002000 0.001 2\n');
+    assert.equal(await feed.pollNow(), true);
+    assert.deepEqual([...feed.series().get('lr')!.x], [2]);
+    assert.equal(feed.status, 'following');
+    assert.equal(feed.xAxis, 'step');
+    feed.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -55,6 +55,11 @@ export class RunFeed {
   private xPickKey: string | undefined;
   /** The folder whose `checkpoint-N/trainer_state.json` is the run's log, when that is its only log. */
   private readonly hfOutputDir: string | undefined;
+  /**
+   * An MLflow run's `metrics/` folder: listed every round, since a key first logged later is a new file, and a
+   * nested key (`a/b/c`) may lie below the depth the run listing walks.
+   */
+  private readonly mlflowMetricsDir: string | undefined;
   /** Followers read whole and not the newest of their folder: polled only every SETTLED_EVERY rounds. */
   private readonly settled = new WeakSet<MetricsFollower>();
   private readonly changed = new Emitter<void>();
@@ -76,6 +81,8 @@ export class RunFeed {
     this.xPickKey = options.xPick;
     const hf = ref.metrics.length === 1 ? HF_STATE.exec(ref.metrics[0]) : null;
     this.hfOutputDir = hf ? hf[1] : undefined;
+    const mlflow = `${ref.runPath === '/' ? '' : ref.runPath}/metrics`;
+    this.mlflowMetricsDir = ref.metrics.some((p) => detectFormat(p, ref.runPath) === 'mlflow') ? mlflow : undefined;
     this.build(ref.metrics);
     if (this.followers.length === 0) {
       this.statusText = ref.metrics.length ? `no readable metrics log among ${ref.metrics.join(', ')}` : 'no metrics logs found in this run';
@@ -110,7 +117,7 @@ export class RunFeed {
    * is gone says `missing`). A Hugging Face checkpoint-only run finds its newest checkpoint itself. True when a
    * log was added; the next round reads it.
    */
-  addMetrics(paths: readonly string[]): boolean {
+  addMetrics(paths: readonly string[], poll = true): boolean {
     if (this.hfOutputDir !== undefined) return false;
     const known = new Set(this.paths);
     const added = paths.filter((p) => !known.has(p)).map((p) => this.follower(p)).filter((f): f is MetricsFollower => f !== undefined);
@@ -119,8 +126,10 @@ export class RunFeed {
     this.followers = [...this.followers, ...added];
     this.merged = new RunSeries(this.followers);
     if (this.statusText.startsWith('no ')) this.statusText = 'loading…';
-    this.changed.fire();
-    if (!this.stopped) this.schedule(0);
+    if (poll) {
+      this.changed.fire();
+      if (!this.stopped) this.schedule(0);
+    }
     return true;
   }
 
@@ -275,6 +284,15 @@ export class RunFeed {
         problems.push(`looking for newer checkpoints: ${message}`);
       }
     }
+    if (this.mlflowMetricsDir !== undefined) {
+      try {
+        const files = await runCommand(this.options.executor(), target, filesUnderCommand(this.mlflowMetricsDir), abort.signal);
+        if (this.addMetrics(files, false)) changed = true;
+      } catch (e) {
+        const message = isRemoteRunsError(e) ? `${e.kind}: ${e.message}` : e instanceof Error ? e.message : String(e);
+        problems.push(`looking for new MLflow metrics: ${message}`);
+      }
+    }
     const newest = newestPerFolder(this.followers);
     for (const f of [...this.followers]) {
       if (this.settled.has(f) && this.rounds % SETTLED_EVERY !== 0) continue;
@@ -345,6 +363,24 @@ export function newestStateCommand(dir: string): RemoteCommand<string | undefine
         if (m && (!best || Number(m[1]) > best.step)) best = { step: Number(m[1]), name: line };
       }
       return best ? `${dir === '/' ? '' : dir}/${best.name}` : undefined;
+    },
+  };
+}
+
+/** Every file below `dir` (absolute paths), for an MLflow run's `metrics/`; none when it does not exist. */
+export function filesUnderCommand(dir: string): RemoteCommand<string[]> {
+  const describe = `list the files below ${dir}`;
+  return {
+    argv: ['sh', '-c', '[ -d "$1" ] || exit 0; find "$1" -type f -print0', 'sh', dir],
+    describe,
+    maxOutputBytes: 8 * 1024 * 1024,
+    parse: (result) => {
+      if (result.code !== 0) throw commandFailed(describe, result);
+      return result.stdout
+        .toString('utf8')
+        .split('\0')
+        .filter((p) => p.startsWith(`${dir}/`))
+        .sort();
     },
   };
 }
