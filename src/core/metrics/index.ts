@@ -4,7 +4,7 @@
  * (smoothing, decimation, plateau detection). No `vscode`; the only I/O is RunFeed's, through the Executor it is
  * given.
  */
-export { Series, RunMetrics, describeSkipped, type Segment, type BadLocation, type RecordUnit } from './series';
+export { Series, RunMetrics, describeSkipped, describeX, type Segment, type BadLocation, type RecordUnit } from './series';
 export { Float64Column } from './column';
 export type { MetricsFormat, MetricsParser } from './parser';
 export { detectFormat, createParser, tailModeOf, unitOf } from './format';
@@ -13,7 +13,8 @@ export { MAX_LINE_BYTES } from './lines';
 export { CsvParser } from './csv';
 export { TrainerStateParser, parseTrainerState } from './trainerState';
 export { TfEventsParser } from './tfevents';
-export { X_KEYS, TIME_KEYS, toTimeMs } from './fields';
+export { X_KEYS, FALLBACK_X_KEYS, ALL_X_KEYS, TIME_KEYS, toTimeMs } from './fields';
+export { MlflowMetricParser, mlflowKeyOf } from './mlflow';
 export { crc32c, maskCrc } from './crc32c';
 export {
   decideTail,

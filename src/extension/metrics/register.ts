@@ -55,6 +55,15 @@ export function registerMetrics(deps: MetricsDeps): void {
     ),
   );
   const references = store.register(new ReferenceStore(log));
+  // A re-listing (a restarted run's new event file, a log that appeared) reaches the feeds of the runs shown.
+  store.register(
+    tree.onDidChangeTreeData(() =>
+      feeds.refresh((key) => {
+        const node = tree.knownRuns().find((n) => n.id === key);
+        return node ? runRefOfNode(node) : undefined;
+      }),
+    ),
+  );
 
   let panels: MetricsPanels | undefined;
   const viewDeps: MetricsViewDeps = {
