@@ -27,7 +27,7 @@ import { HostDirectory } from '../src/core/hosts';
 import { RemoteRunsCore } from '../src/core/service';
 import type { RunRefWire } from '../src/shared/metricsProtocol';
 import { DEFAULT_TAIL_COMPRESS_ABOVE } from '../src/core/metrics';
-import { RunFeed } from '../src/extension/metrics/runFeed';
+import { RunFeed } from '../src/core/metrics/runFeed';
 import { MetricsPresenter } from '../src/extension/metrics/presenter';
 import { startTestHost, ScriptedPrompter } from '../test/harness/testHost';
 import { heapAfterGc, mib, ms, stats, table } from './util';

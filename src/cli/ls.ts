@@ -2,6 +2,8 @@ import type { RemoteRunsCore } from '../core/service';
 import { runsOf } from '../core/service';
 import { RemoteRunsError, checkpointLabel, formatTarget, latestCheckpoint, latestPhrase, type RootListing, type Run, type RootEmptyKind } from '../core/types';
 import { emptyStateText } from '../core/emptyStates';
+import { cutShortText } from '../core/discovery/listParse';
+import { DEFAULT_MAX_ENTRIES } from '../core/discovery/listScript';
 import { formatAge, formatBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
 
@@ -39,9 +41,11 @@ export function runJson(run: Run): unknown {
 }
 
 function rootJson(r: RootListing): unknown {
+  // `truncated`: the listing of this root was cut short; `tooLarge`: the folders listed only in part (rel to the root).
+  const cut = { truncated: r.truncated, ...(r.tooLarge ? { tooLarge: r.tooLarge } : {}) };
   return r.state === 'ok'
-    ? { root: r.root, path: r.path, state: 'ok', runs: r.runs.length, truncated: r.truncated, ...(r.unreadable ? { unreadable: r.unreadable } : {}) }
-    : { root: r.root, path: r.path, state: r.state, message: r.message, seen: r.seen };
+    ? { root: r.root, path: r.path, state: 'ok', runs: r.runs.length, ...cut, ...(r.unreadable ? { unreadable: r.unreadable } : {}) }
+    : { root: r.root, path: r.path, state: r.state, message: r.message, seen: r.seen, ...cut };
 }
 
 // When no root holds a run, the failure names the most telling case; the message names every root's own.
@@ -68,7 +72,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
     if (runs.length === 0) {
       const states = listing.roots.filter((r): r is Exclude<RootListing, { state: 'ok' }> => r.state !== 'ok');
       const kind = ROOT_PRIORITY.find((k) => states.some((s) => s.state === k)) ?? 'empty';
-      const message = `No runs on ${addr.host}/${formatTarget(addr.target)}: ${states.map((s) => `${s.root}: ${emptyStateText(s.state).title.toLowerCase()}${s.seen.length ? ` (saw ${s.seen.join(', ')})` : ''}`).join('; ')}`;
+      const message = `No runs on ${addr.host}/${formatTarget(addr.target)}: ${states.map((s) => `${s.root}: ${emptyStateText(s.state).title.toLowerCase()}${s.seen.length ? ` (saw ${s.seen.join(', ')})` : ''}${s.truncated ? ` (${cutShortText(s.path, s.tooLarge ?? [], DEFAULT_MAX_ENTRIES)})` : ''}`).join('; ')}`;
       throw new RemoteRunsError(kind, message, { seen: states.flatMap((s) => s.seen) });
     }
     const now = listing.remoteNow;
@@ -82,7 +86,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
         const newest = latestCheckpoint(r);
         lines.push(`${r.name}\t${r.path}\t${r.checkpoints.length} checkpoints${newest ? `, ${latestPhrase(newest)} (${formatAge(newest.mtime, now)})` : ''}${r.live ? ', live' : ''}`);
       }
-      if (root.truncated) lines.push(`${root.root}: listing cut short (too many entries)`);
+      if (root.truncated) lines.push(`${root.root}: ${cutShortText(root.path, root.tooLarge ?? [], DEFAULT_MAX_ENTRIES)}`);
       // Runs were found, but not everywhere: say where the walk could not go (an unreadable folder, a symlink loop).
       if (root.unreadable) lines.push(`${root.root}: ${unreadableText(root.unreadable)}`);
     }

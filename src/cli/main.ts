@@ -4,6 +4,7 @@
  *   remote-runs ls ADDRESS [--json]
  *   remote-runs pull ADDRESS [--to DIR] [--verify] [--size-only] [--force]
  *   remote-runs eval PROFILE ADDRESS [--follow]
+ *   remote-runs metrics ADDRESS [--json|--csv] [--follow]
  *   common: [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
  *
  * Exit codes: 0 ok, 2 a typed failure (the kind is printed), 1 a usage error.
@@ -22,6 +23,7 @@ import { TerminalPrompter } from './prompter';
 import { lsCommand } from './ls';
 import { pullCommand } from './pull';
 import { evalCommand } from './eval';
+import { metricsCommand } from './metrics';
 import { EvalService } from '../core/eval/service';
 import { parseEvalProfiles } from '../core/eval/profiles';
 import type { EvalProfile } from '../core/eval/types';
@@ -29,6 +31,7 @@ import type { EvalProfile } from '../core/eval/types';
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs pull ADDRESS [--to DIR] [--verify] [--size-only] [--force] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs eval PROFILE ADDRESS [--follow] [--to DIR] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs metrics ADDRESS [--json|--csv] [--follow] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
 
 ADDRESS is host, host/target or host/target/run (ls), or host/target/run/CHECKPOINT (pull), where target is
 "host", "pct:<vmid>" or "docker:<name>" and CHECKPOINT a name (step_20000), a step (20000) or "latest".
@@ -43,6 +46,9 @@ eval starts the config's eval profile PROFILE on ADDRESS (as for pull), detached
 --follow it streams the log to stdout and exits with the eval's exit status. Profiles come from the config's
 "evalProfiles" array (same schema as the remoteRuns.evalProfiles setting); a profile using \${localCheckpoint}
 gets the checkpoint as pull --to DIR downloaded it (pull it first).
+metrics prints each series of the run at host/target/run: its name, point count, first and last (step, value);
+--csv prints every point (series,step,value,time), --json a summary object; --follow then prints new points as
+they arrive (text and CSV rows, or one JSON object per point with --json) until Ctrl-C.
 Hosts come from --config (JSON {"hosts": [...]}, same schema as the remoteRuns.hosts setting; default
 $REMOTE_RUNS_CONFIG or ~/.config/remote-runs/config.json) and from the Host entries of ~/.ssh/config.`;
 
@@ -65,6 +71,7 @@ export async function main(
       allowPositionals: true,
       options: {
         json: { type: 'boolean', default: false },
+        csv: { type: 'boolean', default: false },
         to: { type: 'string' },
         verify: { type: 'boolean', default: false },
         'size-only': { type: 'boolean', default: false },
@@ -89,7 +96,7 @@ export async function main(
     (values.help ? io.stdout : io.stderr).write(`${USAGE}\n`);
     return values.help ? 0 : 1;
   }
-  if ((verb !== 'ls' && verb !== 'pull' && verb !== 'eval') || !address || positionals.length > (verb === 'eval' ? 3 : 2)) {
+  if ((verb !== 'ls' && verb !== 'pull' && verb !== 'eval' && verb !== 'metrics') || !address || positionals.length > (verb === 'eval' ? 3 : 2)) {
     io.stderr.write(`${USAGE}\n`);
     return 1;
   }
@@ -141,6 +148,20 @@ export async function main(
       );
       io.stdout.write(`${local}\n`);
       return 0;
+    }
+    if (verb === 'metrics') {
+      if (values.json && values.csv) throw new RemoteRunsError('bad-config', '--json and --csv are two output formats: choose one');
+      return await metricsCommand(
+        {
+          core,
+          executor: (name) => pool.executor(hosts.resolve(core.host(name)), { idempotent: true }),
+          stdout: io.stdout,
+          stderr: io.stderr,
+          signal,
+        },
+        addr,
+        { format: values.json ? 'json' : values.csv ? 'csv' : 'text', follow: values.follow },
+      );
     }
     if (verb === 'eval') {
       const evals = new EvalService({

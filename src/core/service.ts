@@ -18,7 +18,8 @@ import {
   type TargetRef,
 } from './types';
 import { runCommand, type Executor } from './remote';
-import { listRunsCommand } from './discovery/listScript';
+import { DEFAULT_MAX_ENTRIES, listRunsCommand } from './discovery/listScript';
+import { cutShortText } from './discovery/listParse';
 import { discoverTargetsCommand } from './discovery/targetsDiscovery';
 
 export interface HostTargets {
@@ -85,7 +86,14 @@ export class RemoteRunsCore {
     const exec = this.options.executorFor(host);
     const roots = this.runRoots(host);
     const result = await runCommand(exec, target, listRunsCommand(roots, { maxEntries: this.options.maxEntries }), signal);
-    return { target, roots: result.roots, remoteNow: result.remoteNow };
+    // A root whose walk hit the budget is listed again with the budget shared among its folders (a second round trip,
+    // only then): what survives no longer depends on directory order, and the folders that were too large are named.
+    const cut = result.roots.map((r, i) => (r.truncated && r.state !== 'path-missing' && r.state !== 'not-a-directory' && r.state !== 'permission-denied' ? i : -1)).filter((i) => i >= 0);
+    if (cut.length === 0) return { target, roots: result.roots, remoteNow: result.remoteNow };
+    const fair = await runCommand(exec, target, listRunsCommand(cut.map((i) => roots[i]), { maxEntries: this.options.maxEntries, mode: 'fair' }), signal);
+    const merged = [...result.roots];
+    cut.forEach((index, k) => (merged[index] = fair.roots[k]));
+    return { target, roots: merged, remoteNow: result.remoteNow };
   }
 
   /**
@@ -123,7 +131,7 @@ export class RemoteRunsCore {
       const wanted = checkpoint === 'required' ? segments.slice(0, -1).join('/') : segments.join('/');
       throw new RemoteRunsError(
         'not-found',
-        `No run named ${JSON.stringify(wanted)} on ${where}` + (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => r.name).join(', ')})` : ''),
+        `No run named ${JSON.stringify(wanted)} on ${where}` + (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => r.name).join(', ')})` : '') + partialNote(listing, this.options.maxEntries),
         { seen: runs.slice(0, 10).map((r) => r.name) },
       );
     }
@@ -145,12 +153,19 @@ export class RemoteRunsCore {
       throw new RemoteRunsError(
         'not-found',
         `No run named ${JSON.stringify(runName)} on ${hostName}/${formatTarget(target)}` +
-          (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => r.name).join(', ')})` : ''),
+          (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => r.name).join(', ')})` : '') +
+          partialNote(listing, this.options.maxEntries),
         { seen: runs.slice(0, 10).map((r) => r.name) },
       );
     }
     return { run, listing };
   }
+}
+
+/** When a root was listed only in part, a run not found may be in the part that was not: say where. */
+function partialNote(listing: TargetListing, maxEntries = DEFAULT_MAX_ENTRIES): string {
+  const cut = listing.roots.filter((r) => r.truncated);
+  return cut.length ? `; ${cut.map((r) => `${r.root}: ${cutShortText(r.path, r.tooLarge ?? [], maxEntries)}`).join('; ')}` : '';
 }
 
 /**

@@ -267,7 +267,7 @@ export function isRemoteRunsError(e: unknown): e is RemoteRunsError {
 
 /** What one run root held: runs, or exactly one reason it holds none. */
 export type RootListing =
-  | { root: string; path: string; state: 'ok'; runs: Run[]; truncated: boolean; unreadable?: Unreadable }
+  | { root: string; path: string; state: 'ok'; runs: Run[]; truncated: boolean; tooLarge?: TooLarge[]; unreadable?: Unreadable }
   | {
       root: string;
       /** The absolute path the root resolved to (~ expanded) where known. */
@@ -277,8 +277,21 @@ export type RootListing =
       /** For `no-checkpoints`: up to five entry names that were there. */
       seen: string[];
       truncated: boolean;
+      tooLarge?: TooLarge[];
       unreadable?: Unreadable;
     };
+
+/**
+ * A folder under a root that held more entries than the listing's budget let it show: only part of it was listed,
+ * so runs inside it may be missing. `rel` is relative to the root ('' for the root itself); `entries` is the count
+ * seen.
+ */
+export interface TooLarge {
+  rel: string;
+  entries: number;
+  /** `entries` is a lower bound: the count stopped there. */
+  more?: boolean;
+}
 
 /** Places under a root the walk could not enter (permission, symlink loop): how many, and the first messages. */
 export interface Unreadable {

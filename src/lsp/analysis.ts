@@ -7,7 +7,7 @@ import { findRuns } from '../core/discovery/runTree';
 import { parseCheckpointName } from '../core/discovery/checkpointLayout';
 import { latestCheckpoint, type Checkpoint, type Run } from '../core/types';
 import type { Place, RemoteEntry } from '../shared/lspProtocol';
-import { hasGlob, splitGlob } from './glob';
+import { hasGlob, matchSegment, splitGlob } from './glob';
 import { childrenOf, entryAt, globMatches, pathOf, sizeOf, type ListingView } from './listingView';
 import type { RemoteIndex } from './remoteIndex';
 
@@ -158,13 +158,8 @@ function latestNear(view: ListingView, dir: string, lastSegment: string): Latest
     (runs.filter((r) => r.path.startsWith(`${d}/`)).length === 1 ? runs.find((r) => r.path.startsWith(`${d}/`)) : undefined);
   const checkpoint = run ? latestCheckpoint(run) : undefined;
   if (!run || !checkpoint) return undefined;
-  const file = checkpoint.files.find((f) => !f.name.includes('/') && (hasGlob(lastSegment) ? globLike(lastSegment, f.name) : f.name === lastSegment));
+  const file = checkpoint.files.find((f) => !f.name.includes('/') && (hasGlob(lastSegment) ? matchSegment(lastSegment, f.name) : f.name === lastSegment));
   return { run, checkpoint, replacement: file ? file.path : checkpoint.path };
-}
-
-function globLike(segment: string, name: string): boolean {
-  const re = new RegExp(`^${segment.replace(/[.+^${}()|\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`);
-  return re.test(name);
 }
 
 function foundOf(view: ListingView, e: RemoteEntry): Found {

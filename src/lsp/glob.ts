@@ -1,13 +1,13 @@
 /**
  * POSIX shell globs as the remote shell would expand them, matched here against a listing instead: `*`, `?`,
  * `[abc]`, `[!abc]`, each within one path segment (no globstar: `**` is `*`). A leading `.` is only matched by a
- * pattern that starts with `.` (as sh does).
+ * pattern that starts with `.` (as sh does). The matching itself is the filesystem dialect of the one wildcard
+ * matcher (src/core/util/wildcard.ts); this file splits paths into its segments.
  */
+import { hasGlob, matchGlobSegment } from '../core/util/wildcard';
 
 /** Does this path hold a glob character the shell would expand? */
-export function hasGlob(path: string): boolean {
-  return /[*?[]/.test(path);
-}
+export { hasGlob };
 
 /** The folder before the first segment with a glob, and the segments from there (`/a/b/*.pt` → `/a/b`, [`*.pt`]). */
 export function splitGlob(path: string): { dir: string; segments: string[] } {
@@ -19,33 +19,9 @@ export function splitGlob(path: string): { dir: string; segments: string[] } {
   return { dir, segments: parts.slice(first).filter((s) => s !== '') };
 }
 
-/** One glob segment as an anchored regular expression. */
-export function segmentRegExp(segment: string): RegExp {
-  let re = '';
-  for (let i = 0; i < segment.length; i++) {
-    const c = segment[i];
-    if (c === '*') re += '[^/]*';
-    else if (c === '?') re += '[^/]';
-    else if (c === '[') {
-      const close = segment.indexOf(']', i + 2);
-      if (close < 0) {
-        re += '\\[';
-        continue;
-      }
-      let body = segment.slice(i + 1, close);
-      const negate = body.startsWith('!') || body.startsWith('^');
-      if (negate) body = body.slice(1);
-      re += `[${negate ? '^' : ''}${body.replace(/[\\\]^]/g, '\\$&')}]`;
-      i = close;
-    } else re += c.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
-  }
-  return new RegExp(`^${re}$`);
-}
-
 /** Does `name` (one segment) match the glob segment? Hidden names need a pattern that starts with `.`. */
 export function matchSegment(segment: string, name: string): boolean {
-  if (name.startsWith('.') && !segment.startsWith('.')) return false;
-  return segmentRegExp(segment).test(name);
+  return matchGlobSegment(segment, name);
 }
 
 /** Does a relative path (`a/b/c`) match the glob segments, one segment each? */

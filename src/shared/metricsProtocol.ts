@@ -87,6 +87,12 @@ export interface RunHeader {
   /** Latest value per metric key (of the last point), for the inline header and status lines. */
   latest: Record<string, number>;
   plateaus: PlateauHint[];
+  /** What the x of the run's points is (`step`, `epoch`, `line number`, or per log); shown when not `step`. */
+  xAxis?: string;
+  /** Columns of the run's text logs the user can choose as x instead (setXColumn). */
+  xChoices?: string[];
+  /** The column chosen as x; null while each log uses its own (null, not absent: updates are merged). */
+  xPick?: string | null;
 }
 
 export interface RunSnapshot extends RunHeader {
@@ -177,6 +183,8 @@ export type FromWebview =
   | { type: 'selectCheckpoint'; step: number }
   | { type: 'addRun' }
   | { type: 'removeRun'; runKey: string }
+  /** Use this column as the x of the run's text logs; null: each log's own choice again. */
+  | { type: 'setXColumn'; runKey: string; key: string | null }
   | { type: 'setReferenceRun'; runKey: string | null }
   | { type: 'addReferenceLine'; metric: string; value: number; label: string; source: string }
   | { type: 'removeReferenceLine'; id: string }

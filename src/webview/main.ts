@@ -6,6 +6,7 @@
  * ever set as text.
  */
 import type { FromWebview, PanelRestoreState, ToWebview, ValueRow } from '../shared/metricsProtocol';
+import { xLabel } from '../shared/xLabel';
 import { MetricChart, type ChartHost, type UiState } from './metricChart';
 import { MetricsStore, evalMetricKeys, formatValue, type XMode } from './store';
 import { readTheme, runColor, type Theme } from './theme';
@@ -171,6 +172,40 @@ xModeSelect.addEventListener('change', () => {
   redrawAll(true);
 });
 
+// Which column of the primary run's text logs is x (Keras' `epoch`, SB3's `time/total_timesteps`, any other):
+// the extension re-reads the logs with it (setXColumn); '' is each log's own choice.
+const xColumnSelect = h('select');
+xColumnSelect.setAttribute('aria-label', 'X column');
+xColumnSelect.title = 'The column of the run\'s logs used as x (event files and MLflow metrics always use their step)';
+let xColumnOptions = '';
+xColumnSelect.addEventListener('change', () => {
+  const p = store.primary;
+  if (p) post({ type: 'setXColumn', runKey: p.runKey, key: xColumnSelect.value === '' ? null : xColumnSelect.value });
+});
+
+function renderXColumn(): void {
+  const p = store.primary;
+  const choices = p?.xChoices ?? [];
+  const own = (p?.xPick ?? null) === null ? (p?.xAxis ?? 'step') : 'own choice';
+  const signature = JSON.stringify([own, choices, p?.xPick ?? null]);
+  if (signature !== xColumnOptions) {
+    xColumnOptions = signature;
+    xColumnSelect.replaceChildren();
+    const first = h('option');
+    first.value = '';
+    first.textContent = `Log's own (${own})`;
+    xColumnSelect.append(first);
+    for (const c of p?.xPick && !choices.includes(p.xPick) ? [p.xPick, ...choices] : choices) {
+      const o = h('option');
+      o.value = c;
+      o.textContent = c;
+      xColumnSelect.append(o);
+    }
+  }
+  xColumnSelect.value = p?.xPick ?? '';
+  xColumnSelect.disabled = choices.length === 0 && (p?.xPick ?? null) === null;
+}
+
 const resetZoom = button('Reset zoom', () => {
   zoomRange = null;
   sendView();
@@ -225,6 +260,7 @@ if (mode === 'panel') {
     labelled('Smoothing', smoothingInput, smoothingValue),
     labelled('Log y', logYInput),
     labelled('X', xModeSelect),
+    labelled('X column', xColumnSelect),
     resetZoom,
     button('Add run…', () => post({ type: 'addRun' }), 'Compare with another run'),
     button('Eval results', () => post({ type: 'showEvalTable' }), 'Open the table of this run\'s evals (copy as CSV or Markdown)'),
@@ -239,16 +275,18 @@ if (mode === 'panel') {
 function renderHeader(): void {
   titleEl.textContent = store.title;
   const p = store.primary;
-  latestEl.textContent = p?.latestStep !== undefined ? `step ${formatValue(p.latestStep)}` : '';
+  latestEl.textContent = p?.latestStep !== undefined ? `${xLabel(p.xAxis)} ${formatValue(p.latestStep)}` : '';
   const statuses: string[] = [];
   for (const run of store.runs) {
     if (run.status !== 'following') statuses.push(`${run.label}: ${run.status}`);
     if (run.skipped) statuses.push(`${run.label}: ${run.skipped}`);
+    if (run.xAxis !== undefined && run.xAxis !== 'step') statuses.push(`${run.label}: x: ${run.xAxis}`);
     if (ui.xMode !== 'step' && run.series.size > 0 && !store.hasTime(run)) statuses.push(`${run.label}: no time field in its log, so nothing on a time axis`);
   }
   statusEl.textContent = statuses.join('\n');
   statusEl.hidden = statuses.length === 0;
   resetZoom.disabled = store.range === null;
+  renderXColumn();
 }
 
 function renderLegend(): void {

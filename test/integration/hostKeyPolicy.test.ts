@@ -15,8 +15,8 @@ import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { startJumpPair, startSshd, type TestSshd } from '../harness/sshd';
-import { SshConnection, type Logger } from '../../src/core/ssh/connection';
-import type { HostKeyInfo, Prompter, ResolvedHop } from '../../src/core/ssh/types';
+import { SshConnection } from '../../src/core/ssh/connection';
+import type { HostKeyInfo, Logger, Prompter, ResolvedHop } from '../../src/core/ssh/types';
 import { rejectsWith } from '../harness/assertKind';
 
 const home = mkdtempSync(path.join(tmpdir(), 'rr-hostkeys-'));

@@ -10,9 +10,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { startJumpPair, startSshd, type TestSshd } from '../harness/sshd';
-import { SshConnection, type Logger } from '../../src/core/ssh/connection';
+import { SshConnection } from '../../src/core/ssh/connection';
 import { ConnectionPool, type PoolHost, type StateChange } from '../../src/core/ssh/pool';
-import type { HostKeyInfo, Prompter, ResolvedHop } from '../../src/core/ssh/types';
+import type { HostKeyInfo, Logger, Prompter, ResolvedHop } from '../../src/core/ssh/types';
 import { RemoteRunsError } from '../../src/core/types';
 import { rejectsWith } from '../harness/assertKind';
 

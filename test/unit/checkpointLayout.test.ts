@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { accelerateSave, finalWeightFiles, incompleteReason, isMetricsLog, orbaxStep, parseCheckpointName, pointerNames, unfinishedMarker } from '../../src/core/discovery/checkpointLayout';
+import { accelerateSave, finalWeightFiles, incompleteReason, isExtraMetricsLog, isMetricsLog, orbaxStep, parseCheckpointName, pointerNames, unfinishedMarker } from '../../src/core/discovery/checkpointLayout';
 
 test('checkpoint folders in every supported layout', () => {
   const cases: Array<[string, number, string]> = [
@@ -87,8 +87,20 @@ test('metrics logs', () => {
   for (const name of ['train.jsonl', 'metrics.jsonl', 'metrics.csv', 'metrics_val.csv', 'progress.csv', 'log.csv', 'log_train.csv', 'trainer_state.json', 'events.out.tfevents.1712345678.host.1234.0']) {
     assert.equal(isMetricsLog(name), true, name);
   }
-  for (const name of ['data.csv', 'results.csv', 'config.json', 'train.json', 'events.out', 'README.md']) {
-    assert.equal(isMetricsLog(name), false, name);
+  for (const name of ['data.csv', 'results.csv', 'config.json', 'train.json', 'events.out', 'README.md', 'training.log', 'history.csv']) {
+    assert.equal(isMetricsLog(name, 'run'), false, name);
+  }
+  for (const name of ['data.csv', 'train.csv', 'predictions.csv', 'config.json', 'events.out', 'README.md', 'train.log']) {
+    assert.equal(isMetricsLog(name, 'logs'), false, name);
+  }
+});
+
+test('other CSVs and Keras training.log are logs inside logs/, and beside a run only (isExtraMetricsLog)', () => {
+  for (const name of ['history.csv', 'results.csv', 'training.log', 'keras_log.csv']) assert.equal(isMetricsLog(name, 'logs'), true, name);
+  for (const name of ['history.csv', 'results.csv', 'training.log']) assert.equal(isExtraMetricsLog(name), true, name);
+  // Dataset names stay data; names isMetricsLog already takes are not "extra".
+  for (const name of ['train.csv', 'val.csv', 'test_1.csv', 'predictions.csv', 'metrics.csv', 'progress.csv', 'train.log', 'run.txt']) {
+    assert.equal(isExtraMetricsLog(name), false, name);
   }
 });
 

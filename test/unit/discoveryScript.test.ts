@@ -280,6 +280,7 @@ test('symlinks carry their target and small pointer files their text, with GNU f
   fs.writeFileSync(path.join(ck, 'global_step500', 'mp_rank_00_model_states.pt'), 'x');
   fs.symlinkSync('global_step500', path.join(ck, 'latest_link'));
   fs.symlinkSync('gone', path.join(ck, 'dangling'));
+  fs.symlinkSync('gone', path.join(ck, 'best_dangling'));
   fs.writeFileSync(path.join(ck, 'latest'), 'global_step500'); // DeepSpeed's pointer (runtime/engine.py, save_checkpoint)
   fs.writeFileSync(path.join(ck, 'latest_checkpointed_iteration.txt'), '1000\n'); // Megatron-LM's
   fs.writeFileSync(path.join(ck, 'checkpoint'), Buffer.concat([Buffer.from('model_checkpoint_path: "ckpt-3"'), Buffer.from([0]), Buffer.from('x')]));
@@ -294,7 +295,9 @@ test('symlinks carry their target and small pointer files their text, with GNU f
   for (const [name, out] of [['GNU', gnu.stdout], ['busybox', viaBusybox.stdout]] as const) {
     const e = rawEntries(out);
     assert.deepEqual(e.get('run/checkpoints/latest_link'), ['d', 'Kglobal_step500'], name);
-    assert.deepEqual(e.get('run/checkpoints/dangling'), ['l', 'Kgone'], name);
+    assert.deepEqual(e.get('run/checkpoints/best_dangling'), ['l', 'Kgone'], name);
+    // Only names an alias can have (latest*, last*, best*) pay for the extra stat that tells a link.
+    assert.deepEqual(e.get('run/checkpoints/dangling'), ['l', ''], name);
     assert.deepEqual(e.get('run/checkpoints/latest'), ['f', 'Cglobal_step500'], name);
     assert.deepEqual(e.get('run/checkpoints/latest_checkpointed_iteration.txt'), ['f', 'C1000\n'], name);
     assert.deepEqual(e.get('run/checkpoints/checkpoint'), ['f', 'Cmodel_checkpoint_path: "ckpt-3"x'], `${name}: NULs are dropped`);
@@ -304,4 +307,65 @@ test('symlinks carry their target and small pointer files their text, with GNU f
     const parsed = cmd.parse({ stdout: out, stderr: Buffer.alloc(0), code: 0, truncated: false });
     assert.deepEqual(only(parsed.roots[0]).map((r) => r.name), ['run'], name);
   }
+});
+
+/** The plain listing, and when it was cut short the fair one, as RemoteRunsCore.listTarget does. */
+function listLikeCore(roots: string[], opts: RunOptions = {}): RootListing[] {
+  const plain = list(roots, opts).roots;
+  return plain.map((r, i) => (r.truncated ? list([roots[i]], { ...opts, mode: 'fair' }).roots[0] : r));
+}
+
+test('a huge dataset folder beside runs never hides them, whatever the names sort to; the folder is named', () => {
+  for (const [data, runA, runZ] of [
+    ['aaa_dataset', 'mmm_run', 'zzz_run'],
+    ['zzz_dataset', 'aaa_run', 'mmm_run'],
+  ]) {
+    const root = dir(`budget-${data}`);
+    fs.mkdirSync(path.join(root, data));
+    for (let i = 0; i < 1500; i++) fs.writeFileSync(path.join(root, data, `sample_${i}.txt`), '');
+    for (const run of [runA, runZ]) writeStoryRun(path.join(root, run), { checkpointBytes: 10 });
+    const plain = list([root], { maxEntries: 500 }).roots[0];
+    assert.equal(plain.truncated, true, 'the plain walk hits the budget');
+    const [fair] = listLikeCore([root], { maxEntries: 500 });
+    assert.deepEqual(only(fair).map((r) => r.name), [runA, runZ].sort(), data);
+    for (const r of only(fair)) assert.equal(r.checkpoints.length, 7, `${data}: ${r.name} has every checkpoint`);
+    assert.equal(fair.truncated, true);
+    assert.equal(fair.tooLarge?.length, 1);
+    assert.equal(fair.tooLarge?.[0].rel, data);
+    assert.ok((fair.tooLarge?.[0].entries ?? 0) > 400, JSON.stringify(fair.tooLarge));
+  }
+});
+
+test('fair listing: a root with nothing but a huge folder says no run was recognised AND that it was listed in part', () => {
+  const root = dir('budget-only-data');
+  writeManyFiles(root, 800);
+  const [fair] = listLikeCore([root], { maxEntries: 300 });
+  assert.equal(fair.state, 'no-checkpoints');
+  assert.equal(fair.truncated, true);
+  assert.match('message' in fair ? fair.message : '', /listed in part, runs inside may be missing: .*\/data \(over \d+ entries\)/);
+});
+
+test('fair listing: a root holding more entries directly than the budget names the root itself', () => {
+  const root = dir('budget-flat');
+  for (let i = 0; i < 400; i++) fs.writeFileSync(path.join(root, `f${i}`), '');
+  const [fair] = listLikeCore([root], { maxEntries: 300 });
+  assert.deepEqual(fair.tooLarge, [{ rel: '', entries: 400 }]);
+});
+
+test('fair listing with busybox finds the same runs and names the same folder', () => {
+  const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
+  assert.ok(busybox, 'busybox is not installed: apt-get install -y busybox');
+  const bb = dir('busybox-bin-fair');
+  for (const applet of ['sh', 'find', 'head', 'xargs', 'stat', 'tr', 'awk', 'date', 'readlink', 'sort', 'wc']) fs.symlinkSync(busybox, path.join(bb, applet));
+  const root = dir('budget-busybox');
+  fs.mkdirSync(path.join(root, 'aaa_dataset'));
+  for (let i = 0; i < 700; i++) fs.writeFileSync(path.join(root, 'aaa_dataset', `s${i}`), '');
+  writeStoryRun(path.join(root, 'zzz_run'), { checkpointBytes: 10 });
+  const cmd = listRunsCommand([root], { maxEntries: 300, mode: 'fair' });
+  const r = spawnSync(path.join(bb, 'sh'), cmd.argv.slice(1), { env: { PATH: bb, HOME: tmp }, cwd: root });
+  const viaBusybox = cmd.parse({ stdout: r.stdout, stderr: r.stderr, code: r.status, truncated: false }).roots[0];
+  assert.deepEqual(only(viaBusybox).map((x) => [x.name, x.checkpoints.length]), [['zzz_run', 7]]);
+  assert.equal(viaBusybox.tooLarge?.[0].rel, 'aaa_dataset');
+  const viaGnu = list([root], { maxEntries: 300, mode: 'fair' }).roots[0];
+  assert.deepEqual(viaGnu.tooLarge, viaBusybox.tooLarge);
 });

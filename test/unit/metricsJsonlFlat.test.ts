@@ -29,6 +29,7 @@ function seen(m: RunMetrics): string {
       return { x: [...s.x].map(num), y: [...s.y].map(num), t: s.time ? [...s.time].map(num) : null, segments: s.segments };
     }),
     records: m.records,
+    x: [m.xKey ?? null, m.xMissing],
     bad: [m.badLines, m.badValues, m.firstBadLine, m.firstBadValue],
   });
 }
@@ -120,7 +121,7 @@ test('the first bad line is still located after many fast lines, and its byte of
 
 /** Arbitrary flat-ish lines: mostly number fields (written the ways loggers write them), sometimes not. */
 const key = fc.oneof(
-  fc.constantFrom('step', 'global_step', 'iter', '_step', 'time', 'timestamp', 'loss', 'acc', 'lr', 'eval/acc', 'é', '0', '12', 'a"b', 'a\\b'),
+  fc.constantFrom('step', 'global_step', 'iter', '_step', 'epoch', 'timesteps', 'time/total_timesteps', 'time', 'timestamp', 'loss', 'acc', 'lr', 'eval/acc', 'é', '0', '12', 'a"b', 'a\\b'),
   fc.string({ minLength: 0, maxLength: 4 }),
 );
 const numberText = fc.oneof(

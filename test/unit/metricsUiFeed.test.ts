@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Executor, ExecResult } from '../../src/core/remote';
-import { FeedRegistry, RunFeed } from '../../src/extension/metrics/runFeed';
+import { FeedRegistry, RunFeed } from '../../src/core/metrics/runFeed';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
 
 /** Runs command lines with the local sh, as sshd would run them with the login shell. */
@@ -100,4 +100,142 @@ test('FeedRegistry: one feed per run shared by its users, disposed with the last
   assert.notEqual(d.feed, a.feed, 'a new feed after the last release');
   assert.equal(created.length, 2);
   registry.dispose();
+});
+
+test("x: the feed says which column is x, and the user's pick re-reads the logs with another one", async () => {
+  const dir = tmpRun();
+  try {
+    const log = path.join(dir, 'history.csv');
+    fs.writeFileSync(log, 'epoch,lr,loss\n0,0.1,2\n1,0.05,1\n');
+    const feed = new RunFeed(refOf(dir, [log]), { executor: () => localSh, intervalMs: () => 1e9 });
+    await feed.pollNow();
+    assert.equal(feed.xAxis, 'epoch');
+    assert.deepEqual([...feed.series().keys()], ['lr', 'loss']);
+    assert.deepEqual(feed.xChoices(), ['epoch', 'lr', 'loss']);
+    let changes = 0;
+    feed.onDidChange(() => changes++);
+    const before = feed.revision;
+    feed.setXPick('lr');
+    assert.ok(changes > 0 && feed.revision > before, 'a pick is a change the views hear of');
+    await feed.pollNow();
+    assert.equal(feed.xPick, 'lr');
+    assert.equal(feed.xAxis, 'lr');
+    assert.deepEqual([...feed.series().get('loss')!.x], [0.1, 0.05]);
+    assert.deepEqual([...feed.series().keys()], ['epoch', 'loss']);
+    feed.setXPick('tokens');
+    await feed.pollNow();
+    assert.equal(feed.xAxis, 'line number (no "tokens" in this log)');
+    feed.setXPick(undefined);
+    await feed.pollNow();
+    assert.equal(feed.xAxis, 'epoch');
+    feed.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a log that holds no numbers at all is said to be no metrics log', async () => {
+  const dir = tmpRun();
+  try {
+    const log = path.join(dir, 'training.log');
+    fs.writeFileSync(log, 'starting training\nepoch one done\n');
+    const feed = new RunFeed(refOf(dir, [log]), { executor: () => localSh, intervalMs: () => 1e9 });
+    await feed.pollNow();
+    assert.match(feed.skipped ?? '', /^training\.log: no numeric values in 1 line: not a metrics log$/);
+    feed.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a checkpoint-only Hugging Face run follows the newest checkpoint; the old data stays until the new file parsed', async () => {
+  const dir = tmpRun();
+  try {
+    const state = (steps: number[]) => JSON.stringify({ log_history: steps.map((step) => ({ step, loss: 1 / step })) });
+    const ck = (n: number) => path.join(dir, `checkpoint-${n}`, 'trainer_state.json');
+    fs.mkdirSync(path.dirname(ck(5)));
+    fs.writeFileSync(ck(5), state([1, 5]));
+    const feed = new RunFeed(refOf(dir, [ck(5)]), { executor: () => localSh, intervalMs: () => 1e9 });
+    await feed.pollNow();
+    assert.equal(feed.series().get('loss')!.length, 2);
+    // checkpoint-10 appears (half-written first: not JSON yet), then checkpoint-5 is rotated away.
+    fs.mkdirSync(path.dirname(ck(10)));
+    fs.writeFileSync(ck(10), '{"log_history": [');
+    await feed.pollNow();
+    assert.deepEqual(feed.paths, [ck(5)], 'a newer file that does not parse yet does not replace the one that does');
+    assert.equal(feed.series().get('loss')!.length, 2);
+    fs.writeFileSync(ck(10), state([1, 5, 10]));
+    fs.rmSync(path.dirname(ck(5)), { recursive: true });
+    assert.equal(await feed.pollNow(), true);
+    assert.deepEqual(feed.paths, [ck(10)]);
+    assert.equal(feed.series().get('loss')!.length, 3);
+    assert.equal(feed.status, 'following');
+    feed.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+const WRITTEN = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'metrics');
+
+test('a resumed run: the new event file a re-listing finds is added to the feed, and the curve continues', async () => {
+  const dir = tmpRun();
+  try {
+    const src = path.join(WRITTEN, 'torch_tb', 'resumed');
+    const files = fs.readdirSync(src).filter((f) => f.startsWith('events.')).sort();
+    assert.equal(files.length, 2);
+    fs.copyFileSync(path.join(src, files[0]), path.join(dir, files[0]));
+    const registry = new FeedRegistry((ref) => new RunFeed(ref, { executor: () => localSh, intervalMs: () => 1e9 }));
+    const { feed, release } = registry.acquire('k', refOf(dir, [path.join(dir, files[0])]));
+    await feed.pollNow();
+    assert.equal(feed.series().get('train/loss')!.length, 50);
+    fs.copyFileSync(path.join(src, files[1]), path.join(dir, files[1]));
+    registry.refresh((key) => (key === 'k' ? refOf(dir, files.map((f) => path.join(dir, f))) : undefined));
+    await feed.pollNow();
+    const s = feed.series().get('train/loss')!;
+    assert.equal(s.length, 100);
+    assert.equal(s.segments.length, 1, 'a resume is one curve');
+    assert.deepEqual([s.x[0], s.x[99]], [0, 99]);
+    release();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('11 event files of a restarted run: all followed, older files polled less often, nothing lost over many rounds', async () => {
+  const src = path.join(WRITTEN, 'restarted', 'run');
+  const files = fs.readdirSync(src).filter((f) => f.startsWith('events.')).map((f) => path.join(src, f));
+  let commands = 0;
+  const counting: Executor = { exec: (line, opts) => (commands++, localSh.exec(line, opts)) };
+  const feed = new RunFeed(refOf(src, files), { executor: () => counting, intervalMs: () => 1e9 });
+  await feed.pollNow();
+  const first = commands;
+  assert.equal(first, 11, 'the first round reads every file');
+  assert.equal(feed.series().get('loss')!.length, 330);
+  assert.equal(feed.series().get('loss')!.segments.length, 11);
+  for (let i = 0; i < 20; i++) await feed.pollNow();
+  assert.ok(commands - first < 20 * 11, `settled files are not read every round (${commands - first} reads in 20 rounds)`);
+  assert.equal(feed.series().get('loss')!.length, 330);
+  feed.dispose();
+});
+
+test("an MLflow run: keys logged later and nested below the listing's depth are found by the feed", async () => {
+  const dir = tmpRun();
+  try {
+    const metrics = path.join(dir, 'metrics');
+    fs.mkdirSync(path.join(metrics, 'eval', 'per_class'), { recursive: true });
+    fs.writeFileSync(path.join(metrics, 'loss'), '1750000000000 0.5 0\n1750000001000 0.25 1\n');
+    fs.writeFileSync(path.join(metrics, 'eval', 'per_class', 'cat'), '1750000000000 0.9 1\n');
+    const feed = new RunFeed(refOf(dir, [path.join(metrics, 'loss')]), { executor: () => localSh, intervalMs: () => 1e9 });
+    await feed.pollNow();
+    assert.deepEqual([...feed.series().keys()].sort(), ['eval/per_class/cat', 'loss']);
+    fs.writeFileSync(path.join(metrics, 'lr'), '1750000002000 0.001 2\n');
+    assert.equal(await feed.pollNow(), true);
+    assert.deepEqual([...feed.series().get('lr')!.x], [2]);
+    assert.equal(feed.status, 'following');
+    assert.equal(feed.xAxis, 'step');
+    feed.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });

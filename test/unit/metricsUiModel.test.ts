@@ -202,3 +202,29 @@ test('a message is never stale: replace after a reset of the run (new Series obj
   const loss = u.runs[0].series[0];
   assert.deepEqual([loss.mode, loss.y], ['replace', [7]]);
 });
+
+test("presenter: the run header says what x is, offers the feed's x columns, and null for no pick", () => {
+  const a = feedFrom(['{"epoch": 1, "loss": 2.0}']);
+  let pick: string | undefined;
+  const feed: FeedView = {
+    series: a.feed.series,
+    get revision() { return a.feed.revision; },
+    status: 'following',
+    skipped: undefined,
+    badLines: 0,
+    latestStep: a.feed.latestStep,
+    xAxis: 'epoch',
+    get xPick() { return pick; },
+    xChoices: () => ['epoch', 'loss'],
+    setXPick: (k: string | undefined) => { pick = k; },
+  };
+  const p = new MetricsPresenter({ plateau: () => ({ window: 1000, fraction: 0.01 }), now: () => 0 });
+  p.addRun(ref('a'), 'primary', feed);
+  p.setView(300, null, 0, []);
+  const run = p.snapshot('panel', 'a')!.runs[0];
+  assert.equal(run.xAxis, 'epoch');
+  assert.deepEqual(run.xChoices, ['epoch', 'loss']);
+  assert.equal(run.xPick, null);
+  pick = 'loss';
+  assert.equal(p.snapshot('panel', 'a')!.runs[0].xPick, 'loss');
+});

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { parseFromWebview, parseRestoreState } from '../../src/extension/metrics/validate';
 import { parseReferences, serializeReferences, withLineAdded, withLineRemoved } from '../../src/extension/metrics/references';
 import { contentSecurityPolicy, metricsHtml } from '../../src/extension/metrics/html';
-import { pickStatusMetric, statusText } from '../../src/extension/metrics/statusText';
+import { pickStatusMetric, statusText, xLabel } from '../../src/extension/metrics/statusText';
 
 test('well-formed messages come through typed, with extra fields dropped', () => {
   assert.deepEqual(parseFromWebview({ type: 'ready', width: 412.7, evil: 1 }), { type: 'ready', width: 412 });
@@ -107,4 +107,21 @@ test('status bar text: chosen metric, else a loss, else the first; codicon synta
   assert.equal(statusText('run', 23760, 'loss', 0.912345), '$(pulse) run · step 23,760 · loss 0.9123');
   assert.equal(statusText('run', undefined, undefined, undefined), '$(pulse) run');
   assert.doesNotMatch(statusText('$(alert) x', 1, '$(bug)', 1).slice(10), /\$\(/);
+});
+
+test('setXColumn: a run key and a column name, or null for the logs own choice; anything else dropped', () => {
+  assert.deepEqual(parseFromWebview({ type: 'setXColumn', runKey: 'r', key: 'epoch', extra: 1 }), { type: 'setXColumn', runKey: 'r', key: 'epoch' });
+  assert.deepEqual(parseFromWebview({ type: 'setXColumn', runKey: 'r', key: null }), { type: 'setXColumn', runKey: 'r', key: null });
+  for (const bad of [{ type: 'setXColumn', runKey: 'r' }, { type: 'setXColumn', runKey: 'r', key: '' }, { type: 'setXColumn', runKey: 1, key: 'x' }, { type: 'setXColumn', key: 'x' }]) {
+    assert.equal(parseFromWebview(bad), undefined, JSON.stringify(bad));
+  }
+});
+
+test('status bar text names the x of the run: epoch, line, or x when its logs differ', () => {
+  assert.equal(statusText('r', 12, 'loss', 0.5, 'epoch'), '$(pulse) r · epoch 12 · loss 0.5');
+  assert.equal(statusText('r', 12, undefined, undefined, 'step'), '$(pulse) r · step 12');
+  assert.equal(statusText('r', 12, undefined, undefined), '$(pulse) r · step 12');
+  assert.equal(xLabel('line number'), 'line');
+  assert.equal(xLabel('epoch (history.csv), step (event files)'), 'x');
+  assert.equal(xLabel('time/total_timesteps'), 'time/total_timesteps');
 });

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { createParser, crc32c, maskCrc, parseTailOutput, type MetricsFormat } from '../../src/core/metrics';
+import { MlflowMetricParser, RunMetrics, createParser, crc32c, maskCrc, parseTailOutput, type MetricsFormat } from '../../src/core/metrics';
 import { RemoteRunsError } from '../../src/core/types';
 
 const RUNS = 150;
@@ -245,8 +245,30 @@ test('tfevents: framed records of generated protobuf, garbage and corrupt frames
 
 test('every format: random bytes, cut anywhere, never throw and stay linear', () => {
   fc.assert(
-    fc.property(fc.constantFrom<MetricsFormat>('jsonl', 'csv', 'trainer-state', 'tfevents'), fc.uint8Array({ maxLength: 600 }), cuts, fc.boolean(), (format, bytes, c, end) => {
+    fc.property(fc.constantFrom<MetricsFormat>('jsonl', 'csv', 'trainer-state', 'tfevents', 'mlflow'), fc.uint8Array({ maxLength: 600 }), cuts, fc.boolean(), (format, bytes, c, end) => {
       checkBounded(format, bytes, c, end);
+    }),
+    { numRuns: RUNS * 2 },
+  );
+});
+
+test('MLflow metric files: near-valid lines, cut anywhere, never throw, stay linear, and every point is finite', () => {
+  const num = fc.oneof(fc.integer().map(String), fc.double().map(String), fc.constantFrom('nan', 'inf', '-inf', '1e400', '', '0x10', '١٢'));
+  const line = fc.oneof(
+    fc.tuple(num, num, num).map((p) => p.join(' ')),
+    fc.tuple(num, num).map((p) => p.join(' ')),
+    fc.array(num, { maxLength: 5 }).map((p) => p.join(' ')),
+    fc.string({ unit: 'binary', maxLength: 30 }),
+  );
+  fc.assert(
+    fc.property(fc.array(line, { maxLength: 30 }), cuts, fc.boolean(), (lines, c, end) => {
+      const bytes = new TextEncoder().encode(lines.join('\n'));
+      checkBounded('mlflow', bytes, c, end);
+      const m = new RunMetrics();
+      const p = new MlflowMetricParser(m, 'k');
+      for (const part of chunk(bytes, c)) p.push(part);
+      if (end) p.end();
+      for (const s of m.series.values()) for (let i = 0; i < s.length; i++) assert.ok(Number.isFinite(s.x[i]) && Number.isFinite(s.y[i]));
     }),
     { numRuns: RUNS * 2 },
   );

@@ -289,16 +289,34 @@ export type MetricsPlace = 'run' | 'logs';
 const DATASET_JSONL = /^((train|val|valid|validation|test|dev|eval|data|dataset)([-_.]?\d+)?|(shard|part)[-_.]?\d+)\.jsonl$/i;
 
 /**
- * Is this file a metrics log? `*.jsonl`, `metrics*.csv`, `progress.csv`, `log*.csv`, `trainer_state.json`
- * (Hugging Face), `events.out.tfevents.*` (TensorBoard). Other CSV files are data, not logs.
+ * Is this file a metrics log that makes its folder a run? `*.jsonl`, `metrics*.csv`, `progress.csv`
+ * (Stable-Baselines3's, stable_baselines3/common/logger.py `make_output_format("csv", …)` →
+ * `progress.csv`), `log*.csv`, `trainer_state.json` (Hugging Face), `events.out.tfevents.*` (TensorBoard).
  * In the run folder itself (place `run`) a jsonl named like a dataset split (`train.jsonl`, `val.jsonl`)
- * is not taken for a log; inside `logs/` every jsonl is one (the story's `logs/train.jsonl`).
+ * is not taken for a log; inside `logs/` every jsonl is one (the story's `logs/train.jsonl`), and so is every
+ * CSV not named like a dataset, and Keras' `training.log` (isExtraMetricsLog).
  */
 export function isMetricsLog(name: string, place: MetricsPlace = 'logs'): boolean {
   if (/\.jsonl$/i.test(name)) return place === 'logs' || !DATASET_JSONL.test(name);
   if (/^(metrics[^/]*|progress|log[^/]*)\.csv$/i.test(name)) return true;
   if (name === 'trainer_state.json') return true;
+  if (place === 'logs' && isExtraMetricsLog(name)) return true;
   return name.startsWith('events.out.tfevents.');
+}
+
+/** Dataset files by their names, which a run folder holds beside its logs. */
+const DATASET_CSV = /^((train|val|valid|validation|test|dev|eval|data|dataset|labels?|predictions?|submission)([-_.]?\d+)?|(shard|part)[-_.]?\d+)\.csv$/i;
+
+/**
+ * A log that is taken only in a folder that is a run for other reasons (it has checkpoints or a metrics log),
+ * since the name alone does not say it is one: any other CSV (Keras' `CSVLogger(filename)` writes whatever it is
+ * given, e.g. `history.csv`), except dataset-like names (`train.csv`, `predictions.csv`), and Keras'
+ * documented `training.log` (keras/src/callbacks/csv_logger.py, the docstring's `CSVLogger('training.log')`),
+ * which is CSV. The parser says out loud when such a file has no numbers after all (a plain text log).
+ */
+export function isExtraMetricsLog(name: string): boolean {
+  if (name === 'training.log') return true;
+  return /\.csv$/i.test(name) && !DATASET_CSV.test(name) && !isMetricsLog(name, 'run');
 }
 
 /**
@@ -308,3 +326,24 @@ export function isMetricsLog(name: string, place: MetricsPlace = 'logs'): boolea
 export const CHECKPOINT_CONTAINERS: readonly string[] = ['checkpoints', 'checkpoint', 'ckpt', 'ckpts'];
 /** Folder names under a run that hold its metrics logs. */
 export const LOG_CONTAINERS: readonly string[] = ['logs'];
+/**
+ * Folder names under a folder that is a run for other reasons (it has checkpoints) that hold its TensorBoard
+ * logs: Hugging Face Trainer's `logging_dir` defaults to `<output_dir>/runs/<%b%d_%H-%M-%S>_<host>`
+ * (transformers/integrations/integration_utils.py, `default_logdir`, used by `TensorBoardCallback`). Not on its own: torch's SummaryWriter() writes the same
+ * `runs/<date>_<host>/` for every new experiment, which TensorBoard shows as separate runs, and so do we.
+ */
+export const RUN_LOG_CONTAINERS: readonly string[] = ['runs'];
+/**
+ * Sub-folders of a TensorBoard logdir written per split, each a TensorBoard run of its own: Keras' TensorBoard
+ * callback writes `<log_dir>/train/` and `<log_dir>/validation/` (keras/src/callbacks/tensorboard.py,
+ * `_train_dir`, `_val_dir`). A folder holding such sub-folders with event files is one run.
+ */
+export const SPLIT_FOLDERS: readonly string[] = ['train', 'validation', 'val', 'eval', 'test'];
+/**
+ * MLflow's file store: a run is `<mlruns>/<experiment_id>/<run_id>/` holding `meta.yaml` and `metrics/<key>`
+ * (one file per key; a key with `/` is a nested path), beside `params/`, `tags/`, `artifacts/`
+ * (mlflow/store/tracking/file_store.py: `_get_run_dir`, `_get_metric_path`, `META_DATA_FILE_NAME`).
+ */
+export const MLFLOW_META = 'meta.yaml';
+export const MLFLOW_METRICS = 'metrics';
+export const MLFLOW_RUN_FOLDERS: readonly string[] = ['metrics', 'params', 'tags', 'artifacts'];

@@ -4,7 +4,7 @@
  * ('protocol'), never in another exception.
  */
 import { commandFailed, type ExecResult } from '../remote';
-import { RemoteRunsError, isRemoteRunsError, type RootListing, type Unreadable } from '../types';
+import { RemoteRunsError, isRemoteRunsError, type RootListing, type TooLarge, type Unreadable } from '../types';
 import { findRuns, type Entry } from './runTree';
 
 import { LIST_MAGIC as MAGIC } from './listScript';
@@ -15,6 +15,10 @@ interface RootRecord {
   entries: Entry[];
   errors: string;
   ended: boolean;
+  /** Fair mode: the folder the entries being read are below ('' for the root). */
+  prefix: string;
+  /** Fair mode: folders listed only in part (B records). */
+  tooLarge: TooLarge[];
 }
 
 /** Parse the list script's result for `roots` (in the order they were passed). */
@@ -75,15 +79,33 @@ function parseRecords(
           throw protocol(`root record ${JSON.stringify(f[0])} out of order`);
         }
         if (!['ok', 'missing', 'notdir', 'denied'].includes(f[1])) throw protocol(`unknown root status ${JSON.stringify(f[1])}`);
-        records.push({ status: f[1], path: f[2], entries: [], errors: '', ended: f[1] !== 'ok' });
+        records.push({ status: f[1], path: f[2], entries: [], errors: '', ended: f[1] !== 'ok', prefix: '', tooLarge: [] });
         break;
       }
       case 'E': {
-        const f = take(5);
-        if (!f) break reading; // cut inside a record: the end check below decides
+        if (i + 5 > fields.length) break reading; // cut inside a record: the end check below decides
         const current = records[records.length - 1];
         if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
-        current.entries.push(toEntry(f));
+        current.entries.push(toEntry(fields, i, current.prefix));
+        i += 5;
+        break;
+      }
+      case 'P': {
+        const f = take(1);
+        if (!f) break reading;
+        const current = records[records.length - 1];
+        if (!current || current.status !== 'ok' || current.ended) throw protocol('a folder record outside any root');
+        if (f[0].includes('/') || f[0] === '.' || f[0] === '..') throw protocol(`bad folder record ${JSON.stringify(f[0].slice(0, 80))}`);
+        current.prefix = f[0];
+        break;
+      }
+      case 'B': {
+        const f = take(2);
+        if (!f) break reading;
+        const current = records[records.length - 1];
+        const m = /^(\d+)(\+?)$/.exec(f[1]);
+        if (!current || current.status !== 'ok' || current.ended || !m || f[0].split('/').some((p) => p === '..' || p === '.')) throw protocol('a bad too-large record');
+        current.tooLarge.push({ rel: f[0], entries: Number(m[1]), ...(m[2] ? { more: true } : {}) });
         break;
       }
       case 'X': {
@@ -120,8 +142,15 @@ function parseRecords(
   return { roots: listings, remoteNow: now };
 }
 
-/** Split on NUL; a trailing field without its NUL (cut output) is dropped. */
+/**
+ * Split on NUL; a trailing field without its NUL (cut output) is dropped. The whole output is decoded at once (one
+ * native call) unless it holds bytes that are not UTF-8, which are then decoded field by field (decodeName).
+ */
 function splitFields(buf: Buffer): string[] {
+  const end = buf.lastIndexOf(0);
+  if (end < 0) return [];
+  const text = buf.toString('utf8', 0, end);
+  if (!text.includes('\ufffd')) return text.split('\0');
   const out: string[] = [];
   let from = 0;
   for (;;) {
@@ -167,21 +196,34 @@ function utf8SequenceLength(b: Buffer, i: number): number {
   return 0;
 }
 
-function toEntry(f: string[]): Entry {
-  const [type, size, mtime, rel, extra] = f;
+/** The entry record whose fields start at `fields[i]`; `prefix` (fair mode) is the root's folder it lies below. */
+function toEntry(fields: readonly string[], i: number, prefix: string): Entry {
+  const type = fields[i];
+  const size = fields[i + 1];
+  const mtime = fields[i + 2];
+  const rawRel = fields[i + 3];
+  const extra = fields[i + 4];
+  const rel = prefix === '' ? rawRel : `${prefix}/${rawRel}`;
   const bytes = Number(size);
   const secs = Number(mtime);
-  if (!/^[a-zA-Z]$/.test(type) || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs) || rel === '') {
-    throw protocol(`bad entry ${JSON.stringify(f.join(' ').slice(0, 80))}`);
+  const t = type.length === 1 ? type.charCodeAt(0) | 0x20 : 0; // one ASCII letter, either case
+  if (t < 0x61 || t > 0x7a || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs) || rawRel === '') {
+    throw protocol(`bad entry ${JSON.stringify(fields.slice(i, i + 4).join(' ').slice(0, 80))}`);
   }
-  if (rel.startsWith('/') || rel.split('/').some((part) => part === '' || part === '..')) {
-    throw protocol(`bad entry path ${JSON.stringify(rel.slice(0, 80))}`);
-  }
+  if (!safeRel(rel)) throw protocol(`bad entry path ${JSON.stringify(rel.slice(0, 80))}`);
   const entry: Entry = { type, bytes, mtime: Math.round(secs * 1000), rel };
-  if (extra.startsWith('K')) entry.link = extra.slice(1);
-  else if (extra.startsWith('C')) entry.text = extra.slice(1);
-  else if (extra !== '') throw protocol(`bad entry detail ${JSON.stringify(extra.slice(0, 40))}`);
+  if (extra === '') return entry;
+  if (extra.charCodeAt(0) === 0x4b /* K */) entry.link = extra.slice(1);
+  else if (extra.charCodeAt(0) === 0x43 /* C */) entry.text = extra.slice(1);
+  else throw protocol(`bad entry detail ${JSON.stringify(extra.slice(0, 40))}`);
   return entry;
+}
+
+/** Relative, `/`-separated, no empty part and no `..` part (the same as splitting on `/`, without the arrays). */
+function safeRel(rel: string): boolean {
+  if (rel === '' || rel.charCodeAt(0) === 0x2f || rel.charCodeAt(rel.length - 1) === 0x2f || rel.includes('//')) return false;
+  if (!rel.includes('..')) return true;
+  return rel !== '..' && !rel.startsWith('../') && !rel.endsWith('/..') && !rel.includes('/../');
 }
 
 function toRootListing(root: string, r: RootRecord, maxEntries: number, now: number, cut: boolean, maxDepth: number): RootListing {
@@ -195,11 +237,12 @@ function toRootListing(root: string, r: RootRecord, maxEntries: number, now: num
     case 'denied':
       return { ...base, state: 'permission-denied', message: `${path} cannot be read by this user (permission denied)` };
   }
-  const truncated = cut || r.entries.length > maxEntries;
+  const truncated = cut || r.entries.length > maxEntries || r.tooLarge.length > 0;
   const entries = r.entries.length > maxEntries ? r.entries.slice(0, maxEntries) : r.entries;
   const unreadable = parseErrors(r.errors);
-  const extra = unreadable ? { unreadable } : {};
-  const note = unreadable ? ` (${unreadable.count} place${unreadable.count === 1 ? '' : 's'} could not be read: ${unreadable.messages[0] ?? ''})` : '';
+  const extra = { ...(unreadable ? { unreadable } : {}), ...(r.tooLarge.length ? { tooLarge: r.tooLarge } : {}) };
+  const cutNote = truncated ? ` (${cutShortText(path, r.tooLarge, maxEntries)})` : '';
+  const note = (unreadable ? ` (${unreadable.count} place${unreadable.count === 1 ? '' : 's'} could not be read: ${unreadable.messages[0] ?? ''})` : '') + cutNote;
   if (entries.length === 0) {
     return { ...base, ...extra, truncated, state: 'empty', message: `${path} is an empty directory${note}` };
   }
@@ -223,6 +266,17 @@ function toRootListing(root: string, r: RootRecord, maxEntries: number, now: num
     };
   }
   return { root, path, state: 'ok', runs, truncated, ...extra };
+}
+
+/**
+ * What a cut-short listing says: which folders were too large, or (a plain listing, before the fair one replaced it)
+ * that the walk stopped at its budget.
+ */
+export function cutShortText(path: string, tooLarge: readonly TooLarge[], maxEntries: number): string {
+  if (tooLarge.length === 0) return `the listing stopped after ${maxEntries.toLocaleString('en-US')} entries; some runs may be missing`;
+  const shown = tooLarge.slice(0, 3).map((t) => `${t.rel === '' ? path : `${path === '/' ? '' : path}/${t.rel}`} (${t.more ? 'over ' : ''}${t.entries.toLocaleString('en-US')} entries)`);
+  const more = tooLarge.length > 3 ? ` and ${tooLarge.length - 3} more` : '';
+  return `listed in part, runs inside may be missing: ${shown.join(', ')}${more}`;
 }
 
 function parseErrors(text: string): Unreadable | undefined {

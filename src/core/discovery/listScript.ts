@@ -11,6 +11,10 @@
  *                                           an entry under the last ok root (find -printf %y %s %T@ %P); extra is
  *                                           empty, `K<target>` for a symlink (readlink's text; type is the followed
  *                                           one) or `C<text>` for a small pointer file (its first 256 bytes, no NULs)
+ *   `P\0<name>\0`                           (fair mode) the entries that follow are below the root's folder NAME
+ *                                           (their rel is relative to it); an empty NAME ends that
+ *   `B\0<rel>\0<count>\0`                    (fair mode) folder REL holds COUNT entries (`N+`: more than N), more than its share: only
+ *                                           part of it was listed (rel empty: the root itself)
  *   `X\0<index>\0<find errors>\0`            end of an ok root: "count\nfirst error\n…" (at most 3 lines)
  *   `Z\0`                                    end of output
  * Each ok root prints at most LIMIT+1 entries; the parser treats LIMIT+1 as "truncated" and drops the extra.
@@ -48,41 +52,89 @@ const P = '${';
  */
 export const LIST_SCRIPT = String.raw`
 exec 3>&1
-depth=$1; limit=$2; shift 2
-fields=$(( (limit + 1) * 6 ))
+mode=$1; depth=$2; limit=$3; shift 3
 printf '\0@rr-list@2\0T\0%s\0' "$(date +%s)"
-if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; else gnu=0; fi
+if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; follow=-L; else gnu=0; follow=; fi
 # Pointer files: the name a framework writes its own "latest" into (DeepSpeed's latest, Megatron-LM's
 # latest_checkpointed_iteration.txt, TensorFlow/Keras' checkpoint); read when small (NULs dropped).
 pointers='-name latest -o -name latest_checkpointed_iteration.txt -o -name checkpoint'
-prune='-name .git -o -name node_modules -o -name __pycache__ -o -name .venv -o -name venv -o -name .cache -o -name .ipynb_checkpoints -o -name .remote-runs'
+prunenames='.git node_modules __pycache__ .venv venv .cache .ipynb_checkpoints .remote-runs'
+prune=; for x in $prunenames; do prune="$prune${P}prune:+ -o }-name $x"; done
+# One cheap test of the first letter before the eight names: it halves the walk's cost on a large tree.
+prune="-name [._nv]* ( $prune )"
+# walk DIR MINDEPTH MAXDEPTH CAP: entries below DIR (paths relative to it), at most CAP of them.
 walk() {
+  # $prune and $pointers are split into words but never globbed ([._nv]* is find's pattern, not the shell's).
+  set -f
   if [ "$gnu" = 1 ]; then
     # Pruned folders are still printed (so a root holding only .git is not "empty"), just not entered.
-    # Under -L, %y is the followed type and %l is empty; -xtype l still tells a link, readlink gives its target.
+    # Under -L, %y is the followed type and %l is empty; -xtype l still tells a link (one more stat per entry, a
+    # quarter of the walk: so only for names an alias can have, latest*/last*/best*), readlink gives its target.
     # find flushes its own output before each -exec, so a K or C record always follows its E.
-    find -L "$1" -mindepth 1 -maxdepth "$depth" \( $prune \) -prune -printf 'E\0%y\0%s\0%T@\0%P\0\0' \
-      -o -xtype l -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
-      -o -type f \( $pointers \) -size -257c -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \
-      -o -printf 'E\0%y\0%s\0%T@\0%P\0\0' | head -z -n "$fields"
+    find -L "$1" -mindepth "$2" -maxdepth "$3" \( $prune \) -prune -printf 'E\0%y\0%s\0%T@\0%P\0\0' \
+      -o -name '[lLbB]*' -xtype l -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
+      -o -type f -size -257c \( $pointers \) -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \
+      -o -printf 'E\0%y\0%s\0%T@\0%P\0\0' | head -z -n "$(($4 * 6))"
   else
     # No symlinks followed here: busybox find -L does not detect loops. The root is entered with cd, so a
     # symlinked root still works.
-    (cd "$1" && find . -mindepth 1 -maxdepth "$depth" \( $prune \) -prune -print0 -o -print0) | xargs -0 -r sh -c '
+    (cd "$1" && find . -mindepth "$2" -maxdepth "$3" \( $prune \) -prune -print0 -o -print0) | xargs -0 -r sh -c '
       cd "$1" || exit 0; shift
       for f do
         # The followed type, as GNU find -L gives it; a link that leads nowhere is l.
         if [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; elif [ -L "$f" ]; then t=l; else t=o; fi
         set -- $(stat -L -c "%s %Y" "$f" 2>/dev/null || stat -c "%s %Y" "$f" 2>/dev/null || echo "0 0")
         printf "E\0%s\0%s\0%s\0%s\0" "$t" "$1" "$2" "${P}f#./}"
-        if [ -L "$f" ]; then printf "K%s" "$(readlink "$f")"
+        if [ -L "$f" ]; then case ${P}f##*/} in [lLbB]*) printf "K%s" "$(readlink "$f")" ;; esac
         elif [ "$t" = f ] && [ "$1" -le 256 ]; then
           case ${P}f##*/} in latest|latest_checkpointed_iteration.txt|checkpoint) printf C; head -c 256 "$f" | tr -d "\0" ;; esac
         fi
         printf "\0"
-      done' sh "$1" | tr '\0\n' '\n\0' | head -n "$fields" | tr '\0\n' '\n\0'
+      done' sh "$1" | tr '\0\n' '\n\0' | head -n "$(($4 * 6))" | tr '\0\n' '\n\0'
     # busybox head has no -z: NULs and newlines swap places around it, so it counts fields.
   fi
+  set +f
+}
+# fair ROOT: the listing of a root whose plain walk was cut short, in a form that does not depend on directory
+# order. The root's own entries come first (one budget entry each); what is left is shared among its folders by
+# water-filling their sizes (counted up to the budget, in the same walk): a folder needing less than an equal share
+# gets all it needs, the others an equal share of the rest. Each folder's entries follow a P record naming it; a
+# folder that got less than it holds is named in a B record with the count seen ("N+": at least N).
+fair() {
+  cd "$1" || return 0
+  n=0
+  for c in * .[!.]* ..?*; do { [ -e "$c" ] || [ -L "$c" ]; } && n=$((n + 1)); done
+  walk "$1" 1 1 "$limit"
+  if [ "$n" -gt "$limit" ]; then printf 'B\0\0%s\0' "$n"; return 0; fi
+  # left is not changed below: the counts are capped at left + 1, which B records write as "left+" (at least).
+  left=$((limit - n))
+  [ "$depth" -gt 1 ] || return 0
+  k=0
+  shares=$(for c in * .[!.]* ..?*; do
+    { [ -e "$c" ] || [ -L "$c" ]; } || continue
+    k=$((k + 1))
+    [ -d "$c" ] || continue
+    case " $prunenames " in *" $c "*) continue ;; esac
+    s=$(set -f; find $follow "./$c" -mindepth 1 -maxdepth $((depth - 1)) \( $prune \) -prune -print -o -print 2>/dev/null | head -n $((left + 1)) | wc -l)
+    echo "$s $k"
+  done | sort -n | awk -v left="$left" '{ s[NR] = $1; k[NR] = $2 } END { for (j = 1; j <= NR; j++) { share = int(left / (NR - j + 1)); a = s[j] < share ? s[j] : share; left -= a; print k[j], a, s[j] } }')
+  # Only numbers reach eval: a folder's index among the root's entries, its share and its size.
+  for x in $shares; do
+    case $x in *[!0-9]*) return 0 ;; esac
+  done
+  set -- $shares
+  while [ $# -ge 3 ]; do eval "a_$1=$2 s_$1=$3"; shift 3; done
+  k=0
+  for c in * .[!.]* ..?*; do
+    { [ -e "$c" ] || [ -L "$c" ]; } || continue
+    k=$((k + 1))
+    eval "a=\$a_$k s=\$s_$k"
+    [ -n "$a" ] || continue
+    printf 'P\0%s\0' "$c"
+    [ "$a" -gt 0 ] && walk "$PWD/$c" 1 $((depth - 1)) "$a"
+    if [ "$a" -lt "$s" ]; then [ "$s" -gt "$left" ] && s="$left+"; printf 'B\0%s\0%s\0' "$c" "$s"; fi
+  done
+  printf 'P\0\0'
 }
 i=0
 for r in "$@"; do
@@ -107,7 +159,8 @@ for r in "$@"; do
     printf 'R\0%s\0denied\0%s\0' "$i" "$p"
   else
     printf 'R\0%s\0ok\0%s\0' "$i" "$p"
-    errs=$( { walk "$p" 2>&4 >&3; } 4>&1 | awk '/Broken pipe|write error|terminated by signal 13/ { next } { n++; if (n <= 3) s = s "\n" $0 } END { printf "%d%s", n, s }' )
+    if [ "$mode" = fair ]; then run='( fair "$p" )'; else run='walk "$p" 1 "$depth" $((limit + 1))'; fi
+    errs=$( { eval "$run" 2>&4 >&3; } 4>&1 | awk '/Broken pipe|write error|terminated by signal 13/ { next } { n++; if (n <= 3) s = s "\n" $0 } END { printf "%d%s", n, s }' )
     printf 'X\0%s\0%s\0' "$i" "$errs"
   fi
   i=$((i + 1))
@@ -121,6 +174,11 @@ export interface ListOptions {
   maxEntries?: number;
   /** How deep below each root the walk goes (default 5). */
   maxDepth?: number;
+  /**
+   * `fair`: list each root with the budget shared among its folders (the script's `fair`), for roots whose plain
+   * listing came back cut short; slower (a counting walk per folder), and independent of directory order.
+   */
+  mode?: 'list' | 'fair';
 }
 
 /**
@@ -135,7 +193,7 @@ export function listRunsCommand(
   const maxDepth = positiveInt(opts.maxDepth, DEFAULT_MAX_DEPTH);
   const describe = `list runs in ${roots.join(', ')}`;
   return {
-    argv: ['sh', '-c', LIST_SCRIPT, 'sh', String(maxDepth), String(maxEntries), ...roots],
+    argv: ['sh', '-c', LIST_SCRIPT, 'sh', opts.mode ?? 'list', String(maxDepth), String(maxEntries), ...roots],
     describe,
     // Far above what LIMIT entries per root print, so the executor's cut only trips on a broken remote.
     maxOutputBytes: 64 * 1024 * 1024,

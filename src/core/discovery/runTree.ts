@@ -8,6 +8,22 @@
  * folders and the `checkpoints/` and `logs/` folders it drew from are never searched for further runs, its
  * other subfolders are. A Hugging Face run without a log of its own uses its newest checkpoint's
  * `trainer_state.json` (that file holds the whole `log_history`).
+ *
+ * Metrics logs, and which folders with event files are series of a run rather than runs of their own:
+ * - A folder holding event files itself is a TensorBoard logdir, and every sub-folder below it whose logs are
+ *   only event files (and that holds no checkpoints) is part of that run: `add_scalars` writes
+ *   `<logdir>/<main_tag>_<tag>/`, `add_hparams` `<logdir>/<time>/`, and TensorBoard shows them beside the
+ *   logdir's own curves. Their series are named as TensorBoard names them (src/core/metrics/runSeries.ts).
+ *   Without event files of its own, sibling logdirs (`expA/`, `expB/`) stay runs of their own.
+ * - A folder with no event files of its own whose split sub-folders (SPLIT_FOLDERS: Keras' `train/`,
+ *   `validation/`) hold them is one run, those splits its series.
+ * - A folder that is a run for other reasons (it has checkpoints) takes its `runs/<x>/` event folders
+ *   (RUN_LOG_CONTAINERS: Hugging Face Trainer's `runs/<date>_<host>/`) and, in itself, any other CSV and Keras'
+ *   `training.log` (isExtraMetricsLog). Inside `logs/` every CSV and `training.log` is a log.
+ * - MLflow's file store: a folder holding `meta.yaml` and `metrics/` is a run (`mlruns/<exp>/<run_id>/`); every
+ *   file below `metrics/` is one metric (its path there is the key), and `metrics/`, `params/`, `tags/` and
+ *   `artifacts/` are never runs of their own (checkpoints directly in `artifacts/` are the run's).
+ * Lightning's `lightning_logs/version_N/` (metrics.csv, event files, checkpoints/) is a run by the first rules.
  */
 import { LIVE_WINDOW_MS, checkpointOrder, type Checkpoint, type CheckpointFile, type CheckpointKind, type FrameworkPointer, type Run } from '../types';
 import {
@@ -24,6 +40,7 @@ import {
   unfinishedMarker,
   type ParsedCheckpointName,
 } from './checkpointLayout';
+import { MLFLOW_META, MLFLOW_METRICS, MLFLOW_RUN_FOLDERS, RUN_LOG_CONTAINERS, SPLIT_FOLDERS, isExtraMetricsLog } from './checkpointLayout';
 
 /** One listed entry: `type` as find's %y (f file, d folder, l broken link…), mtime in ms. */
 export interface Entry {
@@ -46,8 +63,14 @@ interface Node {
   mtime: number;
   link?: string;
   text?: string;
+  /** Levels below the root (a child of the root is 1). */
+  depth: number;
+  /** NO_CHILDREN (shared, never written) until something is put below the node. */
   children: Map<string, Node>;
 }
+
+/** The children of a node nothing was listed under: one shared empty map instead of one per file. */
+const NO_CHILDREN: ReadonlyMap<string, Node> = new Map();
 
 /** Find the runs under one root. `rootPath` is absolute; `now` is the remote clock in ms. */
 /** The folder the extension keeps beside a run (`.remote-runs/evals/…`); it never holds runs. */
@@ -57,7 +80,7 @@ export function findRuns(rootPath: string, entries: readonly Entry[], now: numbe
   const root = buildTree(entries);
   const absolute = (rel: string): string => (rel === '' ? rootPath : rootPath === '/' ? `/${rel}` : `${rootPath}/${rel}`);
   // A folder at the walk's depth was listed, its contents were not: what it holds is unknown, not "nothing".
-  const unseen = (n: Node): boolean => n.type === 'd' && n.rel.split('/').length >= maxDepth;
+  const unseen = (n: Node): boolean => n.type === 'd' && n.depth >= maxDepth;
   const runs: Run[] = [];
   const visit = (node: Node): void => {
     const found = asRun(node, absolute, now, unseen);
@@ -101,32 +124,40 @@ function nameRuns(runs: Run[], rootPath: string): void {
 }
 
 function buildTree(entries: readonly Entry[]): Node {
-  const root: Node = { name: '', rel: '', type: 'd', bytes: 0, mtime: 0, children: new Map() };
+  const root: Node = { name: '', rel: '', type: 'd', bytes: 0, mtime: 0, depth: 0, children: new Map() };
   const byRel = new Map<string, Node>([['', root]]);
+  const childrenOf = (node: Node): Map<string, Node> => {
+    if (node.children === NO_CHILDREN) node.children = new Map();
+    return node.children;
+  };
   const folder = (rel: string): Node => {
     const existing = byRel.get(rel);
     if (existing) return existing;
     // Parents come before children in find's order; this covers a parent lost to truncation.
     const slash = rel.lastIndexOf('/');
     const parent = folder(slash < 0 ? '' : rel.slice(0, slash));
-    const node: Node = { name: rel.slice(slash + 1), rel, type: 'd', bytes: 0, mtime: 0, children: new Map() };
-    parent.children.set(node.name, node);
+    const node: Node = { name: rel.slice(slash + 1), rel, type: 'd', bytes: 0, mtime: 0, depth: parent.depth + 1, children: NO_CHILDREN as Map<string, Node> };
+    childrenOf(parent).set(node.name, node);
     byRel.set(rel, node);
     return node;
   };
   for (const e of entries) {
     const slash = e.rel.lastIndexOf('/');
     const parent = folder(slash < 0 ? '' : e.rel.slice(0, slash));
-    const name = e.rel.slice(slash + 1);
+    const name = slash < 0 ? e.rel : e.rel.slice(slash + 1);
     const existing = parent.children.get(name);
     const extra = { ...(e.link !== undefined ? { link: e.link } : {}), ...(e.text !== undefined ? { text: e.text } : {}) };
     if (existing) {
-      Object.assign(existing, { type: e.type, bytes: e.bytes, mtime: e.mtime }, extra);
+      existing.type = e.type;
+      existing.bytes = e.bytes;
+      existing.mtime = e.mtime;
+      Object.assign(existing, extra);
       continue;
     }
-    const node: Node = { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, ...extra, children: new Map() };
-    parent.children.set(name, node);
-    byRel.set(e.rel, node);
+    const node: Node = { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, ...extra, depth: parent.depth + 1, children: NO_CHILDREN as Map<string, Node> };
+    childrenOf(parent).set(name, node);
+    // Only folders are ever looked up as parents.
+    if (e.type !== 'f') byRel.set(e.rel, node);
   }
   return root;
 }
@@ -158,6 +189,13 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
       logs.push(...inside);
       claimed.add(container);
     }
+  }
+  metricsLogs(node, checkpoints.length > 0 || logs.length > 0, logs, claimed);
+  const mlflow = mlflowRun(node, claimed);
+  if (mlflow) {
+    logs.push(...mlflow);
+    const artifacts = node.children.get('artifacts');
+    if (artifacts?.type === 'd') checkpoints.push(...checkpointsIn(artifacts, absolute, unseen));
   }
   if (checkpoints.length === 0 && logs.length === 0) return undefined;
 
@@ -270,6 +308,74 @@ function pointersOf(places: readonly Node[], checkpoints: Checkpoint[]): Framewo
     }
   }
   return out;
+}
+
+const isEventFile = (n: Node): boolean => n.type === 'f' && n.name.startsWith('events.out.tfevents.');
+
+/**
+ * The metrics rules beyond a folder's own logs and its `logs/` (see the file comment): event sub-folders of a
+ * TensorBoard logdir, split sub-folders, a run's `runs/<x>/` and its other CSVs. Adds to `logs` and `claimed`.
+ */
+function metricsLogs(node: Node, isRun: boolean, logs: Node[], claimed: Set<Node>): void {
+  const take = (dir: Node): void => {
+    const files = eventSubtree(dir);
+    if (!files) return;
+    logs.push(...files);
+    claimed.add(dir);
+  };
+  const ownEvents = [...node.children.values()].some(isEventFile);
+  const splits = SPLIT_FOLDERS.map((n) => node.children.get(n)).filter((c): c is Node => c?.type === 'd' && [...c.children.values()].some(isEventFile));
+  for (const child of node.children.values()) {
+    if (child.type !== 'd' || claimed.has(child) || checkpointName(child)) continue;
+    if (ownEvents || splits.includes(child)) take(child);
+  }
+  if (isRun || ownEvents || splits.length > 0) {
+    for (const name of RUN_LOG_CONTAINERS) {
+      const container = node.children.get(name);
+      if (container?.type === 'd' && !claimed.has(container)) take(container);
+    }
+    for (const c of node.children.values()) if (c.type === 'f' && isExtraMetricsLog(c.name) && !logs.includes(c)) logs.push(c);
+  }
+}
+
+/**
+ * The event files of a folder and the folders below it (a few levels), when its metrics logs are only event
+ * files and it holds no checkpoints; undefined otherwise (it is a run of its own, or not a log folder).
+ */
+function eventSubtree(dir: Node): Node[] | undefined {
+  const out: Node[] = [];
+  let other = false;
+  const walk = (d: Node, depth: number): void => {
+    for (const c of d.children.values()) {
+      if (checkpointName(c) || (c.type === 'd' && CHECKPOINT_CONTAINERS.includes(c.name))) other = true;
+      else if (c.type === 'f') {
+        if (isEventFile(c)) out.push(c);
+        else if (isMetricsLog(c.name, 'run') || c.name === MLFLOW_META) other = true;
+      } else if (c.type === 'd' && depth < 3) walk(c, depth + 1);
+    }
+  };
+  walk(dir, 0);
+  return out.length > 0 && !other ? out : undefined;
+}
+
+/** An MLflow run folder's metric files (every file below `metrics/`), claiming its MLflow folders. */
+function mlflowRun(node: Node, claimed: Set<Node>): Node[] | undefined {
+  const meta = node.children.get(MLFLOW_META);
+  const metrics = node.children.get(MLFLOW_METRICS);
+  if (meta?.type !== 'f' || metrics?.type !== 'd') return undefined;
+  const files: Node[] = [];
+  const walk = (dir: Node): void => {
+    for (const c of dir.children.values()) {
+      if (c.type === 'f') files.push(c);
+      else if (c.type === 'd') walk(c);
+    }
+  };
+  walk(metrics);
+  for (const name of MLFLOW_RUN_FOLDERS) {
+    const c = node.children.get(name);
+    if (c?.type === 'd') claimed.add(c);
+  }
+  return files;
 }
 
 function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n: Node) => boolean): Checkpoint[] {

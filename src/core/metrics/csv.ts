@@ -2,7 +2,9 @@
  * CSV metrics logs with a header row (pandas, Lightning's CSVLogger, hand-written loggers), read incrementally
  * as RFC 4180: quoted fields may hold commas, doubled quotes and newlines; CRLF or LF line ends.
  *
- * - Each column except the x and time columns (chosen from X_KEYS / TIME_KEYS by header name) is a metric.
+ * - Each column except the x and time columns is a metric. x is the user's pick (RunMetrics.xPick), else the first
+ *   of X_KEYS, else of FALLBACK_X_KEYS (`epoch` for Keras' CSVLogger, `time/total_timesteps` for
+ *   Stable-Baselines3's progress.csv), by header name; without one, x is the line number. Time is from TIME_KEYS.
  * - Empty cells are skipped silently (loggers leave cells empty for metrics not logged at that step).
  * - A row with a different number of fields than the header is skipped and counted; a row repeating the header
  *   (a resumed run appending to the same file writes it again) is skipped silently; a value that is not a
@@ -14,7 +16,7 @@
  */
 import type { MetricsParser } from './parser';
 import type { RunMetrics } from './series';
-import { X_KEYS, TIME_KEYS, excerpt, isAxisKey, judgeValue, parseDecimal, toTimeMs } from './fields';
+import { FALLBACK_X_KEYS, X_KEYS, TIME_KEYS, excerpt, isAxisKey, judgeValue, parseDecimal, toTimeMs } from './fields';
 import { MAX_LINE_BYTES } from './lines';
 
 const enum State {
@@ -180,8 +182,13 @@ export class CsvParser implements MetricsParser {
       const v = parseDecimal(fields[this.xCol]);
       if (v !== undefined && Number.isFinite(v)) x = v;
     }
-    if (x !== undefined) this.lastX = x;
-    else x = this.lastX ?? line;
+    if (x !== undefined) {
+      this.lastX = x;
+      this.metrics.noteX(header[this.xCol]);
+    } else {
+      x = this.lastX ?? line;
+      this.metrics.xMissing++;
+    }
     const t = this.timeCol >= 0 ? toTimeMs(fields[this.timeCol]) : NaN;
     for (let i = 0; i < header.length; i++) {
       const key = header[i];
@@ -199,9 +206,12 @@ export class CsvParser implements MetricsParser {
   private setHeader(fields: string[]): void {
     this.header = fields.map((f) => f.trim());
     const lower = this.header.map((h) => h.toLowerCase());
-    this.xCol = firstIndex(lower, X_KEYS);
+    // The user's pick alone; else a step-like column; else a fallback one (`epoch`, SB3's `time/total_timesteps`).
+    const pick = this.metrics.xPick;
+    this.xCol = pick !== undefined ? this.header.indexOf(pick) : firstIndex(lower, X_KEYS);
+    if (pick === undefined && this.xCol < 0) this.xCol = firstIndex(lower, FALLBACK_X_KEYS);
     this.timeCol = firstIndex(lower, TIME_KEYS);
-    this.notMetric = lower.map((h) => h === '' || isAxisKey(h));
+    this.notMetric = lower.map((h, i) => h === '' || isAxisKey(h) || i === this.xCol);
   }
 }
 

@@ -5,12 +5,36 @@
 import type { RunMetrics } from './series';
 
 /** Candidate x-axis fields, most preferred first. They are never plotted as metrics themselves. */
-export const X_KEYS: readonly string[] = ['step', 'global_step', 'iteration', 'iter', '_step'];
+export const X_KEYS: readonly string[] = ['step', 'global_step', 'iter', 'iteration', '_step'];
+/**
+ * x-axis fields taken only by a log that has none of X_KEYS, most preferred first: environment steps
+ * (Stable-Baselines3's progress.csv writes `time/total_timesteps`: stable_baselines3/common/base_class.py,
+ * `_dump_logs` → `self.logger.record("time/total_timesteps", self.num_timesteps)`), then epochs (Keras'
+ * CSVLogger writes an `epoch` column and no step). Unlike X_KEYS they are metrics in a log whose x is a step
+ * (`epoch` beside `step` is worth a curve); only the one that is the x of a line is not plotted for that line.
+ */
+export const FALLBACK_X_KEYS: readonly string[] = ['timesteps', 'time/total_timesteps', 'total_timesteps', 'epoch'];
+/** Every x candidate in order: what a log's x is chosen from when the user has not picked one. */
+export const ALL_X_KEYS: readonly string[] = [...X_KEYS, ...FALLBACK_X_KEYS];
 /** Candidate wall-time fields, most preferred first. Never plotted as metrics either. */
 export const TIME_KEYS: readonly string[] = ['time', 'timestamp', 'wall_time', '_timestamp'];
 
 const X_KEY_SET = new Set(X_KEYS);
 const TIME_KEY_SET = new Set(TIME_KEYS);
+
+/**
+ * The x of one record (a parsed JSON object, a trainer_state entry): the user's pick alone when there is one;
+ * else the first of X_KEYS the record has as a finite number; else, while the log has not used one of X_KEYS
+ * (RunMetrics.fallbackXAllowed), the first of FALLBACK_X_KEYS. Undefined when none applies.
+ */
+export function chooseX(metrics: RunMetrics, record: Record<string, unknown>): { key: string; x: number } | undefined {
+  const candidates = metrics.xPick !== undefined ? [metrics.xPick] : metrics.fallbackXAllowed ? ALL_X_KEYS : X_KEYS;
+  for (const key of candidates) {
+    const v = record[key];
+    if (typeof v === 'number' && Number.isFinite(v)) return { key, x: v };
+  }
+  return undefined;
+}
 
 /** Is this top-level field the x axis or the clock rather than a metric? */
 export function isAxisKey(key: string): boolean {

@@ -47,6 +47,10 @@ export interface FollowerOptions {
   maxBytes?: number;
   /** Reads of at least this many bytes come gzip-compressed where the remote side can (default 0: never). */
   compressAbove?: number;
+  /** The metric key of a one-metric file (MLflow's `metrics/<key>`). */
+  key?: string;
+  /** The user's choice of x column (RunMetrics.xPick). */
+  xPick?: string;
 }
 
 export class MetricsFollower {
@@ -57,6 +61,7 @@ export class MetricsFollower {
 
   private readonly maxBytes: number;
   private readonly compressAbove: number;
+  private readonly key: string | undefined;
 
   /** `options` as a number is the cap on bytes per read (the older signature). */
   constructor(
@@ -67,9 +72,10 @@ export class MetricsFollower {
     const o = typeof options === 'number' ? { maxBytes: options } : options;
     this.maxBytes = o.maxBytes ?? DEFAULT_TAIL_MAX_BYTES;
     this.compressAbove = o.compressAbove ?? DEFAULT_TAIL_COMPRESS_ABOVE;
-    this.metrics = new RunMetrics(unitOf(format));
+    this.key = o.key;
+    this.metrics = new RunMetrics(unitOf(format), o.xPick);
     this.mode = tailModeOf(format);
-    this.parser = createParser(format, this.metrics);
+    this.parser = createParser(format, this.metrics, this.key);
   }
 
   /** What the last poll saw, for status lines (undefined before the first). */
@@ -154,7 +160,7 @@ export class MetricsFollower {
         if (step.reset) {
           // A whole-file parser replaces the data itself once the new text parses; until then the old curve stays.
           if (this.mode === 'append') this.metrics.reset();
-          this.parser = createParser(this.format, this.metrics);
+          this.parser = createParser(this.format, this.metrics, this.key);
         }
         if (step.data.length > 0) this.parser.push(step.data);
         if (step.complete) this.parser.end();

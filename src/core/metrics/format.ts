@@ -1,6 +1,7 @@
 /** Which parser reads which file, and how each format is followed while a run writes it. */
 import { CsvParser } from './csv';
 import { JsonlParser } from './jsonl';
+import { MlflowMetricParser } from './mlflow';
 import type { MetricsFormat, MetricsParser } from './parser';
 import { RunMetrics } from './series';
 import { TfEventsParser } from './tfevents';
@@ -8,15 +9,18 @@ import { TrainerStateParser } from './trainerState';
 
 /**
  * The format of a metrics log, by file name (the same names discovery's isMetricsLog accepts, and `.ndjson`):
- * `*.jsonl`, `*.ndjson` → jsonl; `*.csv` → csv; `trainer_state.json` → trainer-state;
- * `events.out.tfevents.*` → tfevents. Undefined for anything else.
+ * `*.jsonl`, `*.ndjson` → jsonl; `*.csv` and Keras' `training.log` (CSVLogger's documented name) → csv;
+ * `trainer_state.json` → trainer-state; `events.out.tfevents.*` → tfevents; any other file below
+ * `<runPath>/metrics/` → mlflow (discovery lists such files only for an MLflow run, a folder with `meta.yaml`).
+ * Undefined for anything else.
  */
-export function detectFormat(path: string): MetricsFormat | undefined {
+export function detectFormat(path: string, runPath?: string): MetricsFormat | undefined {
   const name = path.slice(path.lastIndexOf('/') + 1);
   if (/\.(jsonl|ndjson)$/i.test(name)) return 'jsonl';
-  if (/\.csv$/i.test(name)) return 'csv';
+  if (/\.csv$/i.test(name) || name === 'training.log') return 'csv';
   if (name === 'trainer_state.json') return 'trainer-state';
   if (name.startsWith('events.out.tfevents.')) return 'tfevents';
+  if (runPath !== undefined && path.startsWith(`${runPath === '/' ? '' : runPath}/metrics/`)) return 'mlflow';
   return undefined;
 }
 
@@ -28,8 +32,11 @@ export function tailModeOf(format: MetricsFormat): 'append' | 'whole' {
   return format === 'trainer-state' ? 'whole' : 'append';
 }
 
-/** A fresh incremental parser writing into `metrics` (a new RunMetrics when none is given). */
-export function createParser(format: MetricsFormat, metrics?: RunMetrics): MetricsParser {
+/**
+ * A fresh incremental parser writing into `metrics` (a new RunMetrics when none is given). `key` names the one
+ * metric of an MLflow metric file (see mlflowKeyOf); other formats carry their keys inside.
+ */
+export function createParser(format: MetricsFormat, metrics?: RunMetrics, key = 'value'): MetricsParser {
   switch (format) {
     case 'jsonl':
       return new JsonlParser(metrics ?? new RunMetrics('line'));
@@ -39,6 +46,8 @@ export function createParser(format: MetricsFormat, metrics?: RunMetrics): Metri
       return new TrainerStateParser(metrics ?? new RunMetrics('entry'));
     case 'tfevents':
       return new TfEventsParser(metrics ?? new RunMetrics('record'));
+    case 'mlflow':
+      return new MlflowMetricParser(metrics ?? new RunMetrics('line'), key);
   }
 }
 

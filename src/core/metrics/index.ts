@@ -1,9 +1,10 @@
 /**
  * The metrics core: parsing metrics logs (JSONL, CSV, trainer_state.json, TensorBoard event files) into
  * memory-bounded series, following them while a run writes them, and the pure math the curve views need
- * (smoothing, decimation, plateau detection). No I/O, no `vscode`.
+ * (smoothing, decimation, plateau detection). No `vscode`; the only I/O is RunFeed's, through the Executor it is
+ * given.
  */
-export { Series, RunMetrics, describeSkipped, type Segment, type BadLocation, type RecordUnit } from './series';
+export { Series, RunMetrics, describeSkipped, describeX, type Segment, type BadLocation, type RecordUnit } from './series';
 export { Float64Column } from './column';
 export type { MetricsFormat, MetricsParser } from './parser';
 export { detectFormat, createParser, tailModeOf, unitOf } from './format';
@@ -12,7 +13,8 @@ export { MAX_LINE_BYTES } from './lines';
 export { CsvParser } from './csv';
 export { TrainerStateParser, parseTrainerState } from './trainerState';
 export { TfEventsParser } from './tfevents';
-export { X_KEYS, TIME_KEYS, toTimeMs } from './fields';
+export { X_KEYS, FALLBACK_X_KEYS, ALL_X_KEYS, TIME_KEYS, toTimeMs } from './fields';
+export { MlflowMetricParser, mlflowKeyOf } from './mlflow';
 export { crc32c, maskCrc } from './crc32c';
 export {
   decideTail,
@@ -37,3 +39,4 @@ export { MetricsFollower, type FollowUpdate } from './follow';
 export { emaSmooth } from './smooth';
 export { decimateMinMax, type DecimateInput, type DecimateRange, type DecimatedSeries } from './decimate';
 export { detectPlateau, metricDirection, type MetricDirection, type PlateauOptions, type PlateauResult } from './plateau';
+export { RunFeed, FeedRegistry, type RunFeedOptions, type EvalSource } from './runFeed';

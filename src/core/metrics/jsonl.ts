@@ -2,8 +2,10 @@
  * JSON Lines metrics logs: one object per line, e.g. `{"step": 100, "loss": 0.52, "eval": {"acc": 0.8}}`.
  *
  * - Numeric fields become series; nested objects are flattened with `/` (`eval/acc`).
- * - x is the first of X_KEYS the line has; a line without one takes the last x seen in this file, or its own
- *   line number when the file has none at all. Wall time comes from TIME_KEYS.
+ * - x is the first of X_KEYS the line has, else (while no line of the file had one of X_KEYS) the first of
+ *   FALLBACK_X_KEYS (`epoch`…), or the user's pick alone (RunMetrics.xPick); a line without one takes the last
+ *   x seen in this file, or its own line number when the file has none at all. RunMetrics.xKey says which.
+ *   Wall time comes from TIME_KEYS.
  * - A line that is not JSON, or is JSON but not an object (an array, a number), is skipped and counted.
  * - Python's `json.dumps` writes bare `NaN` / `Infinity`, which is not JSON: such a line is still read, and
  *   those values alone are skipped and counted (see judgeValue for the full value policy).
@@ -12,7 +14,7 @@
 import { LineSplitter, stripBom } from './lines';
 import type { MetricsParser } from './parser';
 import type { RunMetrics } from './series';
-import { X_KEYS, TIME_KEYS, excerpt, isAxisKey, judgeValue, toTimeMs } from './fields';
+import { TIME_KEYS, chooseX, excerpt, isAxisKey, judgeValue, toTimeMs } from './fields';
 import { FlatLineScanner } from './jsonlFlat';
 
 /** Nesting deeper than this is not a metric layout; deeper objects are ignored. */
@@ -75,16 +77,15 @@ export class JsonlParser implements MetricsParser {
     }
     this.metrics.records++;
     const obj = value as Record<string, unknown>;
-    let x: number | undefined;
-    for (const k of X_KEYS) {
-      const v = obj[k];
-      if (typeof v === 'number' && Number.isFinite(v)) {
-        x = v;
-        break;
-      }
+    const chosen = chooseX(this.metrics, obj);
+    let x: number;
+    if (chosen) {
+      x = this.lastX = chosen.x;
+      this.metrics.noteX(chosen.key);
+    } else {
+      x = this.lastX ?? lineNo;
+      this.metrics.xMissing++;
     }
-    if (x !== undefined) this.lastX = x;
-    else x = this.lastX ?? lineNo;
     let t = NaN;
     for (const k of TIME_KEYS) {
       if (k in obj) {
@@ -92,7 +93,7 @@ export class JsonlParser implements MetricsParser {
         if (!Number.isNaN(t)) break;
       }
     }
-    this.walk(obj, '', 0, x, t, lineNo, byteOffset, text);
+    this.walk(obj, '', 0, x, t, lineNo, byteOffset, text, chosen?.key);
   }
 
   private walk(
@@ -104,9 +105,10 @@ export class JsonlParser implements MetricsParser {
     lineNo: number,
     byteOffset: number,
     text: string,
+    xKey?: string,
   ): void {
     for (const k of Object.keys(obj)) {
-      if (depth === 0 && isAxisKey(k)) continue;
+      if (depth === 0 && (isAxisKey(k) || k === xKey)) continue;
       const key = prefix === '' ? k : `${prefix}/${k}`;
       const v = obj[k];
       if (v !== null && typeof v === 'object' && !Array.isArray(v)) {

@@ -10,15 +10,17 @@
  * as before. The result for an accepted line is identical to the general path's: same keys in the same
  * order, same x and time, same values (numbers are converted exactly; see readNumber).
  */
-import { TIME_KEYS, X_KEYS, toTimeMs } from './fields';
+import { ALL_X_KEYS, TIME_KEYS, X_KEYS, isAxisKey, toTimeMs } from './fields';
 import type { RunMetrics, Series } from './series';
 
 /** One key seen at one position of the line, remembered for the next line (logs repeat their layout). */
 interface Slot {
   bytes: Uint8Array;
   name: string;
-  /** Index in X_KEYS, or -1. */
+  /** Index among the x candidates (ALL_X_KEYS, or the user's pick alone), or -1. */
   xRank: number;
+  /** One of X_KEYS or TIME_KEYS: never a metric. */
+  axis: boolean;
   /** Index in TIME_KEYS, or -1. */
   timeRank: number;
   /** The metric's series, cached for RunMetrics generation `generation`. */
@@ -62,7 +64,11 @@ export class FlatLineScanner {
   /** Where readNumber stopped. */
   private pos = 0;
 
-  constructor(private readonly metrics: RunMetrics) {}
+  private readonly candidates: readonly string[];
+
+  constructor(private readonly metrics: RunMetrics) {
+    this.candidates = metrics.xPick !== undefined ? [metrics.xPick] : ALL_X_KEYS;
+  }
 
   /**
    * Read `buf[start, end)` (one line without its newline) into the metrics if it is a flat object of finite
@@ -129,7 +135,9 @@ export class FlatLineScanner {
     const slots = this.lineSlots;
     const values = this.values;
     let x: number | undefined;
-    let xRank = X_COUNT;
+    // The same choice as fields.ts chooseX: fallback keys (`epoch`) only while the log has used no step-like one.
+    let xRank = m.xPick !== undefined || m.fallbackXAllowed ? this.candidates.length : X_COUNT;
+    let xSlot = -1;
     let t = NaN;
     let tRank = TIME_COUNT;
     for (let k = 0; k < n; k++) {
@@ -137,19 +145,22 @@ export class FlatLineScanner {
       if (s.xRank >= 0 && s.xRank < xRank) {
         xRank = s.xRank;
         x = values[k];
+        xSlot = k;
       } else if (s.timeRank >= 0 && s.timeRank < tRank) {
         tRank = s.timeRank;
         t = values[k];
       }
     }
     this.lineX = x;
+    if (xSlot >= 0) m.noteX(slots[xSlot].name);
+    else m.xMissing++;
     const px = x ?? lastX ?? lineNo;
     const time = tRank < TIME_COUNT ? toTimeMs(t) : NaN;
     m.records++;
     let added = false;
     for (let k = 0; k < n; k++) {
       const s = slots[k];
-      if (s.xRank >= 0 || s.timeRank >= 0) continue;
+      if (s.axis || k === xSlot) continue;
       let series = s.series;
       if (series === undefined || s.generation !== m.generation) {
         series = s.series = m.seriesFor(s.name);
@@ -182,7 +193,8 @@ export class FlatLineScanner {
     const slot: Slot = {
       bytes: buf.slice(ks, ke),
       name,
-      xRank: X_KEYS.indexOf(name),
+      xRank: this.candidates.indexOf(name),
+      axis: isAxisKey(name),
       timeRank: TIME_KEYS.indexOf(name),
       series: undefined,
       generation: -1,

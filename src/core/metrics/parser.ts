@@ -1,7 +1,7 @@
 /** The one incremental interface every metrics log parser implements. */
 import type { RunMetrics } from './series';
 
-export type MetricsFormat = 'jsonl' | 'csv' | 'trainer-state' | 'tfevents';
+export type MetricsFormat = 'jsonl' | 'csv' | 'trainer-state' | 'tfevents' | 'mlflow';
 
 export interface MetricsParser {
   readonly format: MetricsFormat;

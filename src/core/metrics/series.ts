@@ -4,6 +4,12 @@
  * appending to the same log; drawing a line back to the old step would be wrong).
  */
 import { Float64Column } from './column';
+import { X_KEYS } from './fields';
+
+const STEP_LIKE = new Set(X_KEYS);
+function isStepLike(key: string): boolean {
+  return STEP_LIKE.has(key);
+}
 
 /** One monotonic stretch of a series: indices `[start, end)`. x never decreases inside a segment. */
 export interface Segment {
@@ -108,7 +114,36 @@ export class RunMetrics {
   /** Grows on every reset, so a parser caching Series objects knows they are gone. */
   generation = 0;
 
-  constructor(readonly unit: RecordUnit = 'line') {}
+  /**
+   * The key the x of this log's points came from (`step`, `global_step`, `time/total_timesteps`, `epoch`, …);
+   * undefined while no record had one, and then x is each record's line (entry) number. See describeX.
+   */
+  xKey: string | undefined;
+  /** Records that had no x of their own and took the previous record's x, or their line number. */
+  xMissing = 0;
+
+  /**
+   * `xPick` is the user's choice of x column: the only x candidate, wherever it is found. Undefined: the
+   * parsers choose by X_KEYS, then FALLBACK_X_KEYS (fields.ts). Kept across reset().
+   */
+  constructor(
+    readonly unit: RecordUnit = 'line',
+    readonly xPick?: string,
+  ) {}
+
+  /** A record took its x from `key`. A step-like key replaces a fallback one (`epoch`) seen before it. */
+  noteX(key: string): void {
+    if (this.xKey === key) return;
+    if (this.xKey === undefined || (!isStepLike(this.xKey) && isStepLike(key))) {
+      this.xKey = key;
+      this.revision++;
+    }
+  }
+
+  /** May a fallback x key (`epoch`…) be a record's x? Not once a step-like key has been one in this log. */
+  get fallbackXAllowed(): boolean {
+    return this.xKey === undefined || !isStepLike(this.xKey);
+  }
 
   has(key: string): boolean {
     return this.series.has(key);
@@ -161,6 +196,8 @@ export class RunMetrics {
     this.badValues = 0;
     this.firstBadLine = undefined;
     this.firstBadValue = undefined;
+    this.xKey = undefined;
+    this.xMissing = 0;
     this.revision++;
     this.generation++;
   }
@@ -194,4 +231,16 @@ export function describeSkipped(m: RunMetrics): string | undefined {
 function where(unit: RecordUnit, loc: BadLocation): string {
   const byte = loc.byteOffset !== undefined ? `, byte ${loc.byteOffset}` : '';
   return `at ${unit} ${loc.line}${byte}: ${loc.reason}${loc.excerpt ? `: ${loc.excerpt}` : ''}`;
+}
+
+/**
+ * What the x axis of a log is, for a status line: `step`, `epoch`, `time/total_timesteps`, or `line number`
+ * (no record had an x field), with the user's pick named when the log does not have it. Undefined before the
+ * first record.
+ */
+export function describeX(m: RunMetrics): string | undefined {
+  if (m.xKey !== undefined) return m.xKey;
+  if (m.records === 0) return undefined;
+  if (m.xPick !== undefined) return `${m.unit} number (no ${JSON.stringify(m.xPick)} in this log)`;
+  return `${m.unit} number`;
 }

@@ -131,6 +131,7 @@ export class TfEventsParser implements MetricsParser {
       return;
     }
     this.metrics.records++;
+    if (event.scalars.length > 0) this.metrics.noteX('step');
     for (const o of event.otherTags) this.remember(o.tag, o.plugin, o.dataClass);
     const t = event.wallTime * 1000;
     for (const v of event.scalars) {

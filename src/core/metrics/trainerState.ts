@@ -70,7 +70,10 @@ export function parseTrainerState(text: string, metrics: RunMetrics): void {
     metrics.records++;
     const e = entry as Record<string, unknown>;
     const step = e.step;
-    const x = typeof step === 'number' && Number.isFinite(step) ? (lastX = step) : (lastX ?? n);
+    const hasStep = typeof step === 'number' && Number.isFinite(step);
+    if (hasStep) metrics.noteX('step');
+    else metrics.xMissing++;
+    const x = hasStep ? (lastX = step) : (lastX ?? n);
     for (const [key, v] of Object.entries(e)) {
       if (key === 'step') continue;
       const verdict = judgeValue(metrics, key, v);

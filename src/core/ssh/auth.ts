@@ -10,8 +10,7 @@
  */
 import { promises as fs } from 'node:fs';
 import { utils, type AnyAuthMethod, type AuthHandlerMiddleware, type AuthenticationType, type ParsedKey } from 'ssh2';
-import type { Prompter, ResolvedHop } from './types';
-import type { Logger } from './connection';
+import type { Logger, Prompter, ResolvedHop } from './types';
 
 /** How many times OpenSSH asks for a passphrase or password before moving on (NumberOfPasswordPrompts). */
 export const PROMPT_TRIES = 3;

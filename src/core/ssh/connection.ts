@@ -1,40 +1,24 @@
 /**
- * One SSH connection to a ResolvedHost (through its jump hosts), as an Executor. Each hop is host-key-checked
- * against known_hosts and authenticated like the target; every failure becomes a RemoteRunsError whose kind says
- * which of unreachable / auth-failed / host-key-unknown / host-key-mismatch it was, and whose message names the hop.
- *
- * We create the TCP socket ourselves with TCP_NODELAY: ssh2 never sets it, and without it every small packet
- * waits ~40 ms behind Nagle and delayed ACKs.
+ * One SSH connection to a ResolvedHost (through its jump hosts), as an Executor: the channels it offers (exec,
+ * sftp, streamed commands, forwards, shells) and how it reports its end. Each hop is dialled by hops.ts,
+ * host-key-checked by hostKeyPolicy.ts and authenticated by auth.ts; every failure becomes a RemoteRunsError whose
+ * kind says which of unreachable / auth-failed / host-key-unknown / host-key-mismatch it was, and whose message
+ * names the hop.
  *
  * This folder never imports `vscode`.
  */
-import * as net from 'node:net';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import type { Duplex } from 'node:stream';
-import { Client, type ClientChannel, type ConnectConfig, type SFTPWrapper } from 'ssh2';
+import type { ClientChannel, Client, SFTPWrapper } from 'ssh2';
 import { RemoteRunsError } from '../types';
 import type { ExecOptions, ExecResult, Executor } from '../remote';
 import { Emitter, type Event } from '../util/event';
-import { makeAuthHandler, SecretStore, type AuthTrace } from './auth';
-import {
-  appendKnownHost,
-  checkHostKey,
-  fingerprintSha256,
-  keyTypeOfBlob,
-  knownHostsLine,
-  knownHostsName,
-  knownKeyTypes,
-  readKnownHostsFiles,
-} from './knownHosts';
-import type { Prompter, ResolvedHop, ResolvedHost } from './types';
-
-/** Where the SSH layer reports what it does. Never given a secret. */
-export interface Logger {
-  info(msg: string): void;
-  warn(msg: string): void;
-  error(msg: string): void;
-}
+import { SecretStore } from './auth';
+import { stopChannel } from './channels';
+import { socketReason } from './clientErrors';
+import type { OpenHop } from './handshake';
+import { defaultKnownHostsFiles } from './hostKeyPolicy';
+import { describeHop, dialHops, type HopContext } from './hops';
+import { silentHop } from './keepalive';
+import type { Logger, Prompter, ResolvedHop, ResolvedHost } from './types';
 
 export interface ConnectOptions {
   prompter: Prompter;
@@ -52,17 +36,6 @@ export interface ConnectOptions {
   /** Unanswered keepalives before the connection is declared dead. Default 3. */
   keepaliveCountMax?: number;
   signal?: AbortSignal;
-}
-
-/** OpenSSH's default UserKnownHostsFile and GlobalKnownHostsFile. */
-export function defaultKnownHostsFiles(): string[] {
-  const home = os.homedir();
-  return [
-    path.join(home, '.ssh', 'known_hosts'),
-    path.join(home, '.ssh', 'known_hosts2'),
-    '/etc/ssh/ssh_known_hosts',
-    '/etc/ssh/ssh_known_hosts2',
-  ];
 }
 
 /** Why a connection closed: `error` is undefined when we closed it ourselves. */
@@ -90,13 +63,18 @@ export class SshConnection implements Executor {
   private readonly closedHops = new Set<number>();
   private sftpSession: Promise<SFTPWrapper> | undefined;
 
+  /** One client per hop, nearest first; the last is the target. */
+  private readonly clients: Client[];
+  private readonly trustedHostKeys: Buffer[];
+
   private constructor(
     readonly host: ResolvedHost,
-    /** One client per hop, nearest first; the last is the target. */
-    private readonly clients: Client[],
+    hops: OpenHop[],
     private readonly logger: Logger,
     keepaliveIntervalMs: number,
   ) {
+    const clients = (this.clients = hops.map((h) => h.client));
+    this.trustedHostKeys = hops.map((h) => h.hostKey);
     const hopAt = (i: number): ResolvedHop => (i === clients.length - 1 ? host.target : host.jumps[i]);
     clients.forEach((client, i) => {
       const hop = hopAt(i);
@@ -104,7 +82,7 @@ export class SshConnection implements Executor {
         if (this.closingOnPurpose) return; // resets while we hang up are expected
         const timeout = e.level === 'client-timeout';
         const blamed = timeout ? silentHop(clients, i, keepaliveIntervalMs) : i;
-        const reason = timeout ? `no answer to keepalives (${e.message})` : (SOCKET_REASONS[(e as NodeJS.ErrnoException).code ?? ''] ?? e.message);
+        const reason = timeout ? `no answer to keepalives (${e.message})` : socketReason((e as NodeJS.ErrnoException).code, e.message);
         this.lastError ??= new RemoteRunsError('unreachable', `Connection to ${describeHop(host, blamed)} lost: ${reason}`, { hop: hopAt(blamed).alias });
         logger.warn(`SSH ${hop.alias}: ${e.message}`);
       });
@@ -114,8 +92,6 @@ export class SshConnection implements Executor {
 
   /** Connect through every hop, checking host keys and authenticating each. */
   static async connect(host: ResolvedHost, options: ConnectOptions): Promise<SshConnection> {
-    const hops = [...host.jumps, host.target];
-    const clients: Client[] = [];
     const ctx: HopContext = {
       prompter: options.prompter,
       logger: options.logger,
@@ -127,20 +103,9 @@ export class SshConnection implements Executor {
       keepaliveCountMax: options.keepaliveCountMax ?? 3,
       signal: options.signal,
     };
-    try {
-      for (let i = 0; i < hops.length; i++) {
-        const where = describeHop(host, i);
-        throwIfAborted(ctx.signal);
-        const sock =
-          i === 0 ? await tcpConnect(hops[i], ctx, where) : await forwardThrough(clients[i - 1], hops[i - 1], hops[i], ctx, where);
-        clients.push(await openHop(hops[i], sock, ctx, where));
-      }
-    } catch (e) {
-      for (const c of clients.reverse()) c.end();
-      throw e;
-    }
+    const hops = await dialHops(host, ctx);
     options.logger.info(`Connected to ${describeHop(host, hops.length - 1)}`);
-    return new SshConnection(host, clients, options.logger, ctx.keepaliveIntervalMs);
+    return new SshConnection(host, hops, options.logger, ctx.keepaliveIntervalMs);
   }
 
   /** True from the moment any hop's client closed (the close event follows a turn later, see hopClosed). */
@@ -153,7 +118,7 @@ export class SshConnection implements Executor {
    * a second client (OpenSSH, for a transfer) must find again, pinned, so it trusts no more than this connection did.
    */
   get hostKeys(): Buffer[] {
-    return this.clients.map((c) => verifiedHostKey.get(c) ?? Buffer.alloc(0));
+    return [...this.trustedHostKeys];
   }
 
   /** Channels open right now (exec, sftp, forwards, shells). */
@@ -422,379 +387,5 @@ export class SshConnection implements Executor {
     }
     const base = ev.error ?? new RemoteRunsError('unreachable', `Connection to ${this.host.target.alias} lost${cause instanceof Error ? `: ${cause.message}` : ''}`);
     return new RemoteRunsError('unreachable', base.message, { ...base.detail, dropped });
-  }
-}
-
-/** The ssh2 internals `Channel.signal` uses; see stopChannel for why we call them directly. */
-interface ChannelInternals {
-  type?: string;
-  outgoing?: { id: number; state: string };
-  _client?: { _protocol?: { signal(id: number, name: string): void } };
-}
-
-/**
- * Stop a running command: send SIGTERM to its process group (sshd's "signal" request does killpg on the session),
- * then close the channel. Closing alone is not enough: sshd keeps a session open until its command exits, and a
- * command that does not write (sleep, a blocked `pct exec`) never notices the closed pipes. ssh2's own
- * `signal()` refuses once stdin is ended, which we do right after starting every command, so go one level down.
- */
-export function stopChannel(ch: ClientChannel): void {
-  const c = ch as unknown as ChannelInternals;
-  try {
-    // After EOF ('eof') a channel request is still valid SSH; only a closing channel is not.
-    const state = c.outgoing?.state;
-    if (c.type === 'session' && (state === 'open' || state === 'eof')) c._client?._protocol?.signal(c.outgoing!.id, 'TERM');
-  } catch {
-    // channel already closing
-  }
-  ch.close();
-}
-
-interface HopContext {
-  prompter: Prompter;
-  logger: Logger;
-  knownHostsFiles: string[];
-  secrets: SecretStore;
-  agent: string | undefined;
-  timeoutMs: number;
-  keepaliveIntervalMs: number;
-  keepaliveCountMax: number;
-  signal?: AbortSignal;
-}
-
-/** "gpu1", "jump host bastion (hop 1 of 2, for gpu1)", or "gpu1 (via bastion)": every message names the hop. */
-function describeHop(host: ResolvedHost, i: number): string {
-  const hops = [...host.jumps, host.target];
-  if (hops.length === 1) return host.target.alias;
-  if (i < host.jumps.length) return `jump host ${hops[i].alias} (hop ${i + 1} of ${hops.length}, for ${host.target.alias})`;
-  return `${host.target.alias} (via ${host.jumps.map((j) => j.alias).join(', ')})`;
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw new RemoteRunsError('cancelled', 'Connection attempt cancelled');
-}
-
-const SOCKET_REASONS: Record<string, string> = {
-  ECONNREFUSED: 'connection refused',
-  ECONNRESET: 'connection reset',
-  ETIMEDOUT: 'connection timed out',
-  EHOSTUNREACH: 'no route to host',
-  ENETUNREACH: 'network unreachable',
-  ENOTFOUND: 'host name not found (DNS)',
-  EAI_AGAIN: 'host name lookup failed (DNS)',
-};
-
-/** Open the first hop's TCP socket with TCP_NODELAY. */
-function tcpConnect(hop: ResolvedHop, ctx: HopContext, where: string): Promise<net.Socket> {
-  return new Promise((resolve, reject) => {
-    const sock = net.connect({ host: hop.hostname, port: hop.port, noDelay: true });
-    const fail = (reason: string, code?: string): void => {
-      cleanup();
-      sock.destroy();
-      reject(
-        new RemoteRunsError('unreachable', `Cannot reach ${where} at ${hop.hostname}:${hop.port}: ${reason}`, {
-          hop: hop.alias,
-          ...(code ? { code } : {}),
-        }),
-      );
-    };
-    const onError = (e: NodeJS.ErrnoException): void => fail(SOCKET_REASONS[e.code ?? ''] ?? e.message, e.code);
-    const onAbort = (): void => {
-      cleanup();
-      sock.destroy();
-      reject(new RemoteRunsError('cancelled', 'Connection attempt cancelled'));
-    };
-    const timer = setTimeout(() => fail(`no answer within ${ctx.timeoutMs / 1000} s`, 'ETIMEDOUT'), ctx.timeoutMs);
-    const cleanup = (): void => {
-      clearTimeout(timer);
-      sock.off('error', onError);
-      ctx.signal?.removeEventListener('abort', onAbort);
-    };
-    sock.once('error', onError);
-    sock.once('connect', () => {
-      cleanup();
-      resolve(sock);
-    });
-    ctx.signal?.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** Open a direct-tcpip channel from the previous hop to this one (what `ssh -J` does with `-W`). */
-function forwardThrough(prev: Client, prevHop: ResolvedHop, hop: ResolvedHop, ctx: HopContext, where: string): Promise<Duplex> {
-  return new Promise((resolve, reject) => {
-    let done = false;
-    const timer = setTimeout(() => {
-      done = true;
-      reject(new RemoteRunsError('unreachable', `Cannot reach ${where}: jump host ${prevHop.alias} did not open a connection to ${hop.hostname}:${hop.port} within ${ctx.timeoutMs / 1000} s`, { hop: hop.alias }));
-    }, ctx.timeoutMs);
-    prev.forwardOut('127.0.0.1', 0, hop.hostname, hop.port, (err, ch) => {
-      clearTimeout(timer);
-      if (done) {
-        ch?.close();
-        return;
-      }
-      if (err) {
-        return reject(
-          new RemoteRunsError('unreachable', `Cannot reach ${where}: jump host ${prevHop.alias} could not connect to ${hop.hostname}:${hop.port}: ${err.message.replace(/^\(SSH\) /, '')}`, {
-            hop: hop.alias,
-          }),
-        );
-      }
-      resolve(ch);
-    });
-  });
-}
-
-/** A timer that does not run while a person is answering a prompt. */
-class Watchdog {
-  private timer: NodeJS.Timeout | undefined;
-  private paused = 0;
-  private stopped = false;
-
-  constructor(
-    private readonly ms: number,
-    private readonly onFire: () => void,
-  ) {
-    this.start();
-  }
-
-  private start(): void {
-    if (this.ms > 0 && !this.stopped) this.timer = setTimeout(() => this.onFire(), this.ms);
-  }
-
-  /** Run `work` with the watchdog paused; it restarts from zero afterwards. */
-  async pausedFor<T>(work: () => Promise<T>): Promise<T> {
-    if (this.paused++ === 0) clearTimeout(this.timer);
-    try {
-      return await work();
-    } finally {
-      if (--this.paused === 0) this.start();
-    }
-  }
-
-  stop(): void {
-    this.stopped = true;
-    clearTimeout(this.timer);
-  }
-}
-
-/** The prompter, with the handshake watchdog paused while each question is open. */
-function pausingPrompter(p: Prompter, wd: Watchdog): Prompter {
-  return {
-    confirmHostKey: (info) => wd.pausedFor(() => p.confirmHostKey(info)),
-    passphrase: (keyPath) => wd.pausedFor(() => p.passphrase(keyPath)),
-    password: (user, host) => wd.pausedFor(() => p.password(user, host)),
-    keyboardInteractive: (user, host, name, instructions, prompts) =>
-      wd.pausedFor(() => p.keyboardInteractive(user, host, name, instructions, prompts)),
-  };
-}
-
-/** ssh2's host key algorithm names for a known_hosts key type. */
-function algorithmsForKeyType(keyType: string): string[] {
-  return keyType === 'ssh-rsa' ? ['rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'] : [keyType];
-}
-
-const DEFAULT_HOST_KEY_ALGORITHMS = [
-  'ssh-ed25519',
-  'ecdsa-sha2-nistp256',
-  'ecdsa-sha2-nistp384',
-  'ecdsa-sha2-nistp521',
-  'rsa-sha2-512',
-  'rsa-sha2-256',
-  'ssh-rsa',
-];
-
-/** Key exchange, host key check and authentication for one hop over an already open stream. */
-async function openHop(hop: ResolvedHop, sock: Duplex, ctx: HopContext, where: string): Promise<Client> {
-  const knownFiles = await readKnownHostsFiles(ctx.knownHostsFiles);
-  // Like OpenSSH, ask first for the key types we already know for this host, so a server with several host
-  // keys presents the one known_hosts can vouch for rather than an "unknown" one.
-  const preferred = knownKeyTypes(knownFiles, hop.hostname, hop.port)
-    .flatMap(algorithmsForKeyType)
-    .filter((a) => DEFAULT_HOST_KEY_ALGORITHMS.includes(a));
-  const serverHostKey = [...new Set([...preferred, ...DEFAULT_HOST_KEY_ALGORITHMS])];
-
-  const client = new Client();
-  return new Promise<Client>((resolve, reject) => {
-    let failure: RemoteRunsError | undefined;
-    let done = false;
-    const finish = (err?: RemoteRunsError): void => {
-      if (done) return;
-      done = true;
-      watchdog.stop();
-      ctx.signal?.removeEventListener('abort', onAbort);
-      client.off('ready', onReady);
-      client.off('close', onClose);
-      if (err) {
-        client.destroy();
-        reject(err);
-      } else {
-        countDataAsAlive(client, sock, ctx.keepaliveIntervalMs);
-        resolve(client);
-      }
-    };
-    const watchdog = new Watchdog(ctx.timeoutMs, () => {
-      failure ??= new RemoteRunsError('unreachable', `Cannot reach ${where}: no answer within ${ctx.timeoutMs / 1000} s during the SSH handshake`, {
-        hop: hop.alias,
-      });
-      finish(failure);
-    });
-    const onAbort = (): void => finish(new RemoteRunsError('cancelled', 'Connection attempt cancelled'));
-    ctx.signal?.addEventListener('abort', onAbort, { once: true });
-    const prompter = pausingPrompter(ctx.prompter, watchdog);
-    const { handler, trace } = makeAuthHandler({ hop, prompter, logger: ctx.logger, secrets: ctx.secrets.for(hop), agent: ctx.agent });
-
-    const hostVerifier = (key: Buffer, verify: (ok: boolean) => void): void => {
-      verifyHostKey(hop, key, ctx, prompter, where).then(
-        () => {
-          verifiedHostKey.set(client, key);
-          verify(true);
-        },
-        (e: unknown) => {
-          failure ??= e instanceof RemoteRunsError ? e : new RemoteRunsError('host-key-unknown', `Host key check for ${where} failed: ${String(e)}`);
-          verify(false);
-        },
-      );
-    };
-    const onReady = (): void => finish();
-    const onClose = (): void =>
-      finish(failure ?? new RemoteRunsError('unreachable', `Cannot reach ${where}: the connection closed during the SSH handshake`, { hop: hop.alias }));
-    client.on('error', (e: Error & { level?: string }) => {
-      failure ??= mapClientError(e, hop, trace, where);
-      finish(failure);
-    });
-    client.once('ready', onReady);
-    client.once('close', onClose);
-
-    const config: ConnectConfig = {
-      sock: sock as ConnectConfig['sock'],
-      username: hop.user,
-      hostVerifier,
-      authHandler: handler,
-      readyTimeout: 0, // our Watchdog instead: ssh2's would also count the time a person spends typing
-      keepaliveInterval: ctx.keepaliveIntervalMs,
-      keepaliveCountMax: ctx.keepaliveCountMax,
-      algorithms: { serverHostKey: serverHostKey as NonNullable<ConnectConfig['algorithms']>['serverHostKey'] },
-    };
-    try {
-      client.connect(config);
-    } catch (e) {
-      finish(new RemoteRunsError('protocol', `Cannot connect to ${where}: ${e instanceof Error ? e.message : String(e)}`));
-    }
-  });
-}
-
-/**
- * ssh2 counts only answers to its keepalive pings, so a connection busy streaming a big listing or a download on a
- * loaded machine (each answer queued behind megabytes of data) is declared dead while data keeps arriving. OpenSSH's
- * ServerAliveInterval takes any packet from the server as a sign of life: do the same, by restarting ssh2's
- * keepalive timer when bytes arrive (at most every half interval). A frozen server sends nothing: still caught.
- */
-function countDataAsAlive(client: Client, sock: Duplex, intervalMs: number): void {
-  const reset = (client as unknown as { _resetKA?: () => void })._resetKA;
-  const seen = { at: Date.now() };
-  lastHeard.set(client, seen);
-  if (intervalMs <= 0 || typeof reset !== 'function') return;
-  const every = intervalMs / 2;
-  let last = Date.now();
-  // Attached after ssh2 resumed the socket (on ready), so this listener does not change how the socket flows.
-  sock.on('data', () => {
-    const now = (seen.at = Date.now());
-    if (now - last < every) return;
-    last = now;
-    reset();
-  });
-}
-
-/** The host key each hop's client presented and we trusted (known_hosts or the user's yes). */
-const verifiedHostKey = new WeakMap<Client, Buffer>();
-
-/** When each hop's client last received bytes (keepalive answers included). */
-const lastHeard = new WeakMap<Client, { at: number }>();
-
-/**
- * The hop to blame when hop `i` stopped answering keepalives: the nearest one that has been silent as long. A frozen
- * jump host silences every hop behind it too, and which of their keepalives runs out first is chance.
- */
-function silentHop(clients: Client[], i: number, intervalMs: number): number {
-  const now = Date.now();
-  for (let j = 0; j < i; j++) {
-    const heard = lastHeard.get(clients[j])?.at;
-    if (heard !== undefined && now - heard > 1.5 * intervalMs) return j;
-  }
-  return i;
-}
-
-/** known_hosts decision for one presented host key; resolves when trusted, rejects with the reason otherwise. */
-async function verifyHostKey(hop: ResolvedHop, key: Buffer, ctx: HopContext, prompter: Prompter, where: string): Promise<void> {
-  const keyType = keyTypeOfBlob(key);
-  const fingerprint = fingerprintSha256(key);
-  // Read again: another connection may have just added this host.
-  const files = await readKnownHostsFiles(ctx.knownHostsFiles);
-  const r = checkHostKey(files, hop.hostname, hop.port, keyType, key);
-  const name = knownHostsName(hop.hostname, hop.port);
-  switch (r.status) {
-    case 'match':
-      return;
-    case 'revoked':
-      throw new RemoteRunsError(
-        'host-key-mismatch',
-        `The ${keyType} host key of ${where} (${fingerprint}) is marked @revoked in ${r.file} line ${r.line}; refusing to connect.`,
-        { hop: hop.alias, file: r.file, line: r.line, fingerprint, keyType },
-      );
-    case 'mismatch':
-      throw new RemoteRunsError(
-        'host-key-mismatch',
-        `The ${keyType} host key of ${where} has changed (now ${fingerprint}); the known key is in ${r.file} line ${r.line}. ` +
-          `Someone could be intercepting the connection, or the host was reinstalled. If you trust the new key, remove that line ` +
-          `(ssh-keygen -R '${name}' -f '${r.file}').`,
-        { hop: hop.alias, file: r.file, line: r.line, fingerprint, keyType },
-      );
-    case 'unknown': {
-      if (r.otherTypes.length > 0) {
-        ctx.logger.warn(
-          `${where} presents a ${keyType} key not in known_hosts, but keys of other types are known for it: ` +
-            r.otherTypes.map((o) => `${o.keyType} at ${o.file}:${o.line}`).join(', '),
-        );
-      }
-      const file = ctx.knownHostsFiles[0];
-      const trusted = await prompter.confirmHostKey({ hostPattern: name, hostname: hop.hostname, port: hop.port, keyType, fingerprint, knownHostsFile: file });
-      if (!trusted) {
-        throw new RemoteRunsError('host-key-unknown', `The host key of ${where} (${keyType} ${fingerprint}) is not in known_hosts and was not accepted.`, {
-          hop: hop.alias,
-          fingerprint,
-          keyType,
-          file,
-        });
-      }
-      await appendKnownHost(file, knownHostsLine(hop.hostname, hop.port, keyType, key));
-      ctx.logger.info(`Added ${name} ${keyType} ${fingerprint} to ${file}`);
-      return;
-    }
-  }
-}
-
-/** ssh2 reports failures as Errors with a `level`; turn them into our kinds. */
-function mapClientError(e: Error & { level?: string; code?: string }, hop: ResolvedHop, trace: AuthTrace | undefined, where: string): RemoteRunsError {
-  switch (e.level) {
-    case 'client-authentication': {
-      const accepts = trace?.serverMethods.length ? ` The server accepts: ${trace.serverMethods.join(', ')}.` : '';
-      const tried = trace ? ` Tried: ${trace.tried.filter((t) => t !== 'none').join(', ') || 'nothing usable'}.` : '';
-      return new RemoteRunsError('auth-failed', `Authentication as ${hop.user} on ${where} failed.${accepts}${tried}`, {
-        hop: hop.alias,
-        user: hop.user,
-        ...(trace ? { tried: trace.tried, serverMethods: trace.serverMethods } : {}),
-      });
-    }
-    case 'client-timeout':
-      return new RemoteRunsError('unreachable', `${where} stopped answering (${e.message})`, { hop: hop.alias, code: 'timeout' });
-    case 'client-socket': {
-      const reason = SOCKET_REASONS[e.code ?? ''] ?? e.message;
-      return new RemoteRunsError('unreachable', `Connection to ${where} failed: ${reason}`, { hop: hop.alias, ...(e.code ? { code: e.code } : {}) });
-    }
-    case 'handshake':
-      return new RemoteRunsError('protocol', `SSH handshake with ${where} failed: ${e.message}`, { hop: hop.alias });
-    default:
-      return new RemoteRunsError('unreachable', `Connection to ${where} failed: ${e.message}`, { hop: hop.alias });
   }
 }

@@ -1,13 +1,14 @@
 /**
  * OpenSSH known_hosts, read the way `ssh` reads it: plain and `[host]:port` names, hashed `|1|salt|hash` names,
- * `*`/`?` wildcards with `!` negation, `@revoked` lines (refuse) and `@cert-authority` lines (ignored: we only
- * see plain host keys). Pure functions over file texts, plus the two small file operations the connection needs.
+ * `*`/`?` wildcards with `!` negation (OpenSSH's match_hostname, in ../util/wildcard), `@revoked` lines (refuse)
+ * and `@cert-authority` lines (ignored: we only see plain host keys). Pure functions over file texts, plus the two small file operations the connection needs.
  *
  * This folder never imports `vscode`.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { matchHostname } from '../util/wildcard';
 
 /** One known_hosts file's content, with the path used in messages. */
 export interface KnownHostsFile {
@@ -150,20 +151,13 @@ function parseKnownHosts(file: KnownHostsFile): Entry[] {
 }
 
 /**
- * OpenSSH's match_hostname over a known_hosts host field: a hashed name matches by HMAC-SHA1; otherwise a
- * comma list of patterns, where any matching `!pattern` vetoes the line and one positive match is needed.
+ * Does a known_hosts host field name this host? A hashed name (`|1|salt|hash`) matches by HMAC-SHA1; anything else
+ * is a comma list of OpenSSH patterns, where a matching `!pattern` vetoes the line and one positive match is
+ * needed: hostfile.c asks match_hostname for exactly 1.
  */
 function hostMatches(field: string, name: string): boolean {
   if (field.startsWith('|1|')) return hashedMatches(field, name);
-  let positive = false;
-  for (const raw of field.split(',')) {
-    const negated = raw.startsWith('!');
-    const pattern = negated ? raw.slice(1) : raw;
-    if (!globMatches(pattern.toLowerCase(), name.toLowerCase())) continue;
-    if (negated) return false;
-    positive = true;
-  }
-  return positive;
+  return matchHostname(name, field) === 1;
 }
 
 function hashedMatches(field: string, name: string): boolean {
@@ -174,28 +168,4 @@ function hashedMatches(field: string, name: string): boolean {
   if (salt.length !== 20 || want.length !== 20) return false;
   const got = createHmac('sha1', salt).update(name).digest();
   return timingSafeEqual(got, want);
-}
-
-/** `*` any run, `?` one character; everything else literal. */
-function globMatches(pattern: string, text: string): boolean {
-  let p = 0;
-  let t = 0;
-  let starP = -1;
-  let starT = 0;
-  while (t < text.length) {
-    if (p < pattern.length && (pattern[p] === '?' || pattern[p] === text[t])) {
-      p++;
-      t++;
-    } else if (p < pattern.length && pattern[p] === '*') {
-      starP = p++;
-      starT = t;
-    } else if (starP >= 0) {
-      p = starP + 1;
-      t = ++starT;
-    } else {
-      return false;
-    }
-  }
-  while (p < pattern.length && pattern[p] === '*') p++;
-  return p === pattern.length;
 }

@@ -12,8 +12,8 @@ import { RemoteRunsError, isRemoteRunsError } from '../types';
 import type { ExecOptions, ExecResult, Executor } from '../remote';
 import { Emitter, type Disposable, type Event } from '../util/event';
 import { SecretStore } from './auth';
-import { SshConnection, type ConnectOptions, type Logger } from './connection';
-import type { ConnectionState, Prompter, ResolvedHost } from './types';
+import { SshConnection, type ConnectOptions } from './connection';
+import type { ConnectionState, Logger, Prompter, ResolvedHost } from './types';
 import type { ParsedKey } from 'ssh2';
 
 /** A resolved host plus the name it is known by (the pool key). */

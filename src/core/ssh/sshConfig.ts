@@ -20,6 +20,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { RemoteRunsError, type HostConfig } from '../types';
+import { globSegmentMatcher, hasGlob, hasWildcard, matchHostname, matchPattern, matchPatternList } from '../util/wildcard';
 import type { ResolvedHop, ResolvedHost } from './types';
 
 /** The condition a config line is under. */
@@ -331,30 +332,13 @@ function parseFlag(s: string): boolean | undefined {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// Patterns
+// Patterns (the OpenSSH dialect of ../util/wildcard: `*`, `?`, `!`, comma lists for Match)
 
-/** OpenSSH's match_pattern: `*` and `?` wildcards, whole string. */
-function matchPattern(value: string, pattern: string): boolean {
-  const re = pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
-  return new RegExp(`^${re}$`, 's').test(value);
-}
-
-/** OpenSSH's match_pattern_list: 1 on a positive match, -1 when a negated entry matches, 0 otherwise. */
-function matchPatternList(value: string, list: string, lower: boolean): -1 | 0 | 1 {
-  let got: 0 | 1 = 0;
-  for (let p of list.split(',')) {
-    const negated = p.startsWith('!');
-    if (negated) p = p.slice(1);
-    if (lower) p = p.toLowerCase();
-    if (matchPattern(value, p)) {
-      if (negated) return -1;
-      got = 1;
-    }
-  }
-  return got;
-}
-
-/** A Host line applies when some pattern matches the alias and no negated one does (case-sensitive, as ssh). */
+/**
+ * A Host line applies when some pattern matches the alias and no negated one does (case-sensitive, as ssh). Each
+ * argument is one pattern, not a comma list: readconf.c calls match_pattern per argument for Host, and
+ * match_pattern_list only for Match criteria.
+ */
 function hostLineMatches(alias: string, patterns: readonly string[]): boolean {
   let matched = false;
   for (const p of patterns) {
@@ -389,10 +373,10 @@ function conditionHolds(c: SshCondition, ctx: MatchContext): boolean {
             r = true;
             break;
           case 'host':
-            r = matchPatternList(ctx.hostname().toLowerCase(), k.patterns, true) === 1;
+            r = matchHostname(ctx.hostname().toLowerCase(), k.patterns) === 1;
             break;
           case 'originalhost':
-            r = matchPatternList(ctx.alias.toLowerCase(), k.patterns, true) === 1;
+            r = matchHostname(ctx.alias.toLowerCase(), k.patterns) === 1;
             break;
           case 'user':
             r = matchPatternList(ctx.user(), k.patterns, false) === 1;
@@ -411,7 +395,7 @@ export function configuredHostAliases(config: SshConfig): string[] {
   const seen = new Set<string>();
   for (const patterns of config.hostPatterns) {
     for (const p of patterns) {
-      if (!p.startsWith('!') && !/[*?]/.test(p)) seen.add(p);
+      if (!p.startsWith('!') && !hasWildcard(p)) seen.add(p);
     }
   }
   return [...seen];
@@ -697,14 +681,18 @@ function expandTilde(value: string, home: string, localUser?: string): string {
 // ---------------------------------------------------------------------------------------------------------
 // Include globbing (Node 20 has no fs.globSync)
 
-/** Files matching an absolute glob (`*`, `?`, `[…]` within path segments), sorted like glob(3). */
+/**
+ * Files matching an absolute glob, sorted like glob(3), which is what OpenSSH hands Include to: unlike Host
+ * patterns, this is the filesystem dialect of ../util/wildcard (`*` and `?` within one path segment, `[…]`
+ * classes, a leading `.` matched only literally).
+ */
 function readGlob(pattern: string): { path: string; text: string }[] {
   const segments = pattern.split('/').filter((s) => s !== '');
   let dirs = ['/'];
   for (const seg of segments) {
     const next: string[] = [];
     for (const dir of dirs) {
-      if (!/[*?[]/.test(seg)) {
+      if (!hasGlob(seg)) {
         next.push(path.join(dir, seg));
         continue;
       }
@@ -714,10 +702,9 @@ function readGlob(pattern: string): { path: string; text: string }[] {
       } catch {
         continue;
       }
-      const re = globSegment(seg);
+      const matches = globSegmentMatcher(seg);
       for (const n of names.sort()) {
-        if (n.startsWith('.') && !seg.startsWith('.')) continue;
-        if (re.test(n)) next.push(path.join(dir, n));
+        if (matches(n)) next.push(path.join(dir, n));
       }
     }
     dirs = next;
@@ -734,24 +721,4 @@ function readGlob(pattern: string): { path: string; text: string }[] {
     out.push({ path: p, text: fs.readFileSync(p, 'utf8') });
   }
   return out;
-}
-
-function globSegment(seg: string): RegExp {
-  let re = '';
-  for (let i = 0; i < seg.length; i++) {
-    const c = seg[i];
-    if (c === '*') re += '.*';
-    else if (c === '?') re += '.';
-    else if (c === '[') {
-      const end = seg.indexOf(']', i + 2);
-      if (end < 0) re += '\\[';
-      else {
-        let body = seg.slice(i + 1, end);
-        if (body.startsWith('!')) body = '^' + body.slice(1);
-        re += `[${body.replace(/\\/g, '\\\\')}]`;
-        i = end;
-      }
-    } else re += c.replace(/[.+^${}()|\\\]]/g, '\\$&');
-  }
-  return new RegExp(`^${re}$`, 's');
 }

@@ -3,6 +3,13 @@
  * the CLI with a terminal (or refuses when there is no TTY), tests with scripted answers.
  */
 
+/** Where the SSH layer reports what it does. Never given a secret. */
+export interface Logger {
+  info(msg: string): void;
+  warn(msg: string): void;
+  error(msg: string): void;
+}
+
 /** One hop (or the final destination) after ~/.ssh/config resolution, as OpenSSH would connect. */
 export interface ResolvedHop {
   /** The name the user wrote (alias), used in messages and as the pool key part. */

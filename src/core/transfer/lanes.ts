@@ -5,7 +5,8 @@
  * a worker thread of its own (workerLane.ts) running one of these lanes.
  */
 import type { ClientChannel, SFTPWrapper } from 'ssh2';
-import { stopChannel, type SshConnection } from '../ssh/connection';
+import { stopChannel } from '../ssh/channels';
+import type { SshConnection } from '../ssh/connection';
 import { classifyTargetFailure, wrapForTarget } from '../targets';
 import { commandFailed } from '../remote';
 import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';

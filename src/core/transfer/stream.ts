@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import type { ClientChannel } from 'ssh2';
-import { stopChannel } from '../ssh/connection';
+import { stopChannel } from '../ssh/channels';
 import { RemoteRunsError } from '../types';
 import type { RangeHashes, RangeJob, WriteFn } from './lanes';
 import { streamedSha256 } from './remoteCommands';

@@ -2,7 +2,7 @@
  * The contract of a checkpoint download: a plan (what is remote, what is already local) and the options and
  * result of carrying it out. The extension turns progress into a VS Code notification, the CLI into stderr lines.
  */
-import type { Logger } from '../ssh/connection';
+import type { Logger } from '../ssh/types';
 import type { ConnectionPool, PoolHost } from '../ssh/pool';
 import type { Checkpoint, TargetRef } from '../types';
 import type { FilePaths } from './records';

@@ -7,7 +7,7 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import type { Logger } from '../ssh/connection';
+import type { Logger } from '../ssh/types';
 import type { PoolHost, ConnectionPool } from '../ssh/pool';
 import { RemoteRunsError, type TargetRef } from '../types';
 import type { Lane, RangeHashes, RangeJob, WriteFn } from './lanes';

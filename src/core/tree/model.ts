@@ -7,6 +7,8 @@
  */
 import type { HostTargets } from '../service';
 import { emptyStateText } from '../emptyStates';
+import { cutShortText } from '../discovery/listParse';
+import { DEFAULT_MAX_ENTRIES } from '../discovery/listScript';
 import { formatTarget, isRemoteRunsError, RemoteRunsError, type TargetListing, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
 import { childId, hostId, listingKey, runId, targetId, type CheckpointNode, type FileNode, type HostNode, type RunNode, type StateNode, type TargetNode, type TreeNode } from './nodes';
@@ -165,7 +167,9 @@ export class RunsTreeModel {
           out.push({ type: 'run', id: runId(node.hostName, node.target, run.path), parent: node, hostName: node.hostName, target: node.target, run });
         }
         if (root.truncated) {
-          states.push({ type: 'state', id: childId(node, 'trunc', root.root), parent: node, kind: 'command-failed', label: `${root.root}: listing cut short`, message: `${root.path} holds more entries than one listing reads; some runs may be missing.`, seen: [], scope: node });
+          const parts = root.tooLarge ?? [];
+          const label = parts.length ? `${root.root}: listed in part (${parts.map((t) => (t.rel === '' ? 'the root' : t.rel)).slice(0, 2).join(', ')}${parts.length > 2 ? '…' : ''} too large)` : `${root.root}: listing cut short`;
+          states.push({ type: 'state', id: childId(node, 'trunc', root.root), parent: node, kind: 'command-failed', label, message: `${cutShortText(root.path, parts, DEFAULT_MAX_ENTRIES)}.`, seen: parts.map((t) => t.rel), scope: node });
         }
         if (root.unreadable) {
           // Runs were found, but the walk could not enter everything (a folder the user cannot read, a symlink loop).

@@ -31,7 +31,7 @@ const STATES: Record<string, ListState> = { ok: 'ok', missing: 'path-missing', n
 export function listPathsCommand(paths: readonly string[], depth: number, maxEntries = MAX_ENTRIES): RemoteCommand<ListedPaths> {
   const describe = `list ${paths.join(', ')}`;
   return {
-    argv: ['sh', '-c', LIST_SCRIPT, 'sh', String(Math.max(1, Math.floor(depth))), String(maxEntries), ...paths],
+    argv: ['sh', '-c', LIST_SCRIPT, 'sh', 'list', String(Math.max(1, Math.floor(depth))), String(maxEntries), ...paths],
     describe,
     maxOutputBytes: 64 * 1024 * 1024,
     parse: (result) => {

@@ -7,7 +7,7 @@ import type * as vscode from 'vscode';
 import type { RunRefWire, RunRole, ToWebview, ViewMode } from '../../shared/metricsProtocol';
 import type { Logger } from '../log';
 import { MetricsPresenter, type PlateauSettings } from './presenter';
-import type { EvalSource, FeedRegistry } from './runFeed';
+import type { EvalSource, FeedRegistry } from '../../core/metrics/runFeed';
 import type { ReferenceStore } from './referenceStore';
 import { runKeyOf, whereOf } from '../../core/runRef';
 import { parseFromWebview } from './validate';
@@ -179,6 +179,16 @@ export class MetricsView implements vscode.Disposable {
             this.sendSnapshot();
           }
           break;
+        case 'setXColumn': {
+          const run = this.presenter.runs.find((r) => r.key === msg.runKey);
+          if (!run?.feed.setXPick) break;
+          run.feed.setXPick(msg.key ?? undefined);
+          // The logs are read again with the new x: the charts are redrawn whole (a column that became the x
+          // is no longer a series).
+          await run.feed.pollNow?.();
+          this.sendSnapshot();
+          break;
+        }
         case 'setReferenceRun':
           if (this.presenter.setReferenceRun(msg.runKey)) this.sendSnapshot();
           break;

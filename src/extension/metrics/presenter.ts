@@ -34,7 +34,17 @@ export interface FeedView {
   readonly skipped: string | undefined;
   readonly badLines: number;
   latestStep(): number | undefined;
+  /** What x is (RunFeed.xAxis). */
+  readonly xAxis?: string;
+  /** The user's x column, and the columns there are to choose from (RunFeed). */
+  readonly xPick?: string;
+  xChoices?(): string[];
+  setXPick?(key: string | undefined): void;
+  pollNow?(): Promise<boolean>;
 }
+
+/** Columns offered as x at most (a log with hundreds of columns is not a menu). */
+const MAX_X_CHOICES = 64;
 
 export interface PresenterRun {
   key: string;
@@ -275,6 +285,9 @@ export class MetricsPresenter {
       latestStep: run.feed.latestStep(),
       latest,
       plateaus: run.role === 'primary' ? this.plateaus(run, all) : [],
+      ...(run.feed.xAxis !== undefined ? { xAxis: run.feed.xAxis } : {}),
+      ...(run.feed.xChoices ? { xChoices: run.feed.xChoices().slice(0, MAX_X_CHOICES) } : {}),
+      ...(run.feed.setXPick ? { xPick: run.feed.xPick ?? null } : {}),
     };
   }
 

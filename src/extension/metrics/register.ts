@@ -16,7 +16,7 @@ import { InlineMetricsView } from './inlineView';
 import type { MetricsViewDeps } from './metricsView';
 import { MetricsPanels } from './panels';
 import { ReferenceStore } from './referenceStore';
-import { FeedRegistry, RunFeed, type EvalSource } from './runFeed';
+import { FeedRegistry, RunFeed, type EvalSource } from '../../core/metrics/runFeed';
 import { runKeyOf } from '../../core/runRef';
 import { PinnedRunStatus } from './statusBar';
 import { pickRun, revealCheckpoint, runRefOfArg, runRefOfNode, selectedStepOf } from './treeGlue';
@@ -55,6 +55,15 @@ export function registerMetrics(deps: MetricsDeps): void {
     ),
   );
   const references = store.register(new ReferenceStore(log));
+  // A re-listing (a restarted run's new event file, a log that appeared) reaches the feeds of the runs shown.
+  store.register(
+    tree.onDidChangeTreeData(() =>
+      feeds.refresh((key) => {
+        const node = tree.knownRuns().find((n) => n.id === key);
+        return node ? runRefOfNode(node) : undefined;
+      }),
+    ),
+  );
 
   let panels: MetricsPanels | undefined;
   const viewDeps: MetricsViewDeps = {

@@ -1,4 +1,7 @@
 /** The pinned run's status-bar text. Pure, so it is unit-tested. */
+import { xLabel } from '../../shared/xLabel';
+
+export { xLabel };
 
 /**
  * The metric to show: the configured key when the run has it, else the first key that looks like a loss
@@ -9,10 +12,14 @@ export function pickStatusMetric(keys: readonly string[], configured: string): s
   return keys.find((k) => /(^|[/_.-])loss$/i.test(k)) ?? keys[0];
 }
 
-/** `$(pulse) run · step 23,760 · loss 0.9123` (fewer parts while data is missing). */
-export function statusText(runName: string, step: number | undefined, metric: string | undefined, value: number | undefined): string {
+/**
+ * `$(pulse) run · step 23,760 · loss 0.9123` (fewer parts while data is missing); `epoch 12` when the run's x is
+ * its epoch (`xAxis`, RunFeed.xAxis).
+ */
+export function statusText(runName: string, step: number | undefined, metric: string | undefined, value: number | undefined, xAxis?: string): string {
   const parts = [`$(pulse) ${runName.replace(/\$\(/g, '$\u200b(')}`];
-  if (step !== undefined) parts.push(`step ${step.toLocaleString('en-US')}`);
+  if (step !== undefined) parts.push(`${xLabel(xAxis).replace(/\$\(/g, '$\u200b(')} ${step.toLocaleString('en-US')}`);
   if (metric !== undefined && value !== undefined) parts.push(`${metric.replace(/\$\(/g, '$\u200b(')} ${Number(value.toPrecision(4))}`);
   return parts.join(' · ');
 }
+

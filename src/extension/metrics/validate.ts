@@ -66,6 +66,8 @@ export function parseFromWebview(msg: unknown): FromWebview | undefined {
       return msg.format === 'csv' || msg.format === 'markdown' ? { type: 'copyEvalTable', format: msg.format } : undefined;
     case 'removeRun':
       return text(msg.runKey) ? { type: 'removeRun', runKey: msg.runKey } : undefined;
+    case 'setXColumn':
+      return text(msg.runKey) && (msg.key === null || (text(msg.key) && msg.key.length > 0)) ? { type: 'setXColumn', runKey: msg.runKey, key: msg.key } : undefined;
     case 'setReferenceRun':
       return msg.runKey === null || text(msg.runKey) ? { type: 'setReferenceRun', runKey: msg.runKey } : undefined;
     case 'addReferenceLine': {

@@ -1,0 +1,153 @@
+/**
+ * `remote-runs metrics ADDRESS [--json|--csv] [--follow]`: a run's curves, headless, through the same RunFeed the
+ * metrics panels use (same parsers, same series names, same handling of resumed runs and half-written lines).
+ *
+ * - text: one line per series: name, point count, first and last (step, value);
+ * - `--json`: `{"run":{…},"series":[{"name","points","first":{"step","value"},"last":{…},"segments"}],"status","skipped"}`;
+ * - `--csv`: every point, `series,step,value,time` (time: ISO 8601 where the log has one);
+ * - `--follow`: after that, new points as they arrive (text: `series step value` lines, `--csv`: CSV rows,
+ *   `--json`: one JSON object per point per line) until Ctrl-C. A series that starts over (the log was rewritten)
+ *   is said on stderr and printed again from its start.
+ * Values are printed exactly as parsed (the shortest text that reads back as the same double).
+ */
+import type { RemoteRunsCore } from '../core/service';
+import type { Executor } from '../core/remote';
+import { RemoteRunsError, type TargetRef } from '../core/types';
+import { RunFeed, type Series } from '../core/metrics';
+import type { parseAddress } from '../core/address';
+import type { RunRefWire } from '../shared/metricsProtocol';
+
+export interface MetricsCliDeps {
+  core: RemoteRunsCore;
+  executor(host: string): Executor;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  signal: AbortSignal;
+  /** Between polls while following. Default 2000 ms. */
+  pollMs?: number;
+}
+
+export type MetricsFormatOption = 'text' | 'json' | 'csv';
+
+export async function metricsCommand(
+  deps: MetricsCliDeps,
+  addr: ReturnType<typeof parseAddress>,
+  options: { format: MetricsFormatOption; follow: boolean },
+): Promise<number> {
+  if (!addr.target || addr.run === undefined) {
+    throw new RemoteRunsError('bad-address', 'metrics needs host/target/run (a run by its name, e.g. kpro6/pct:200/expA/seed1)');
+  }
+  const target: TargetRef = addr.target;
+  const { run } = await deps.core.resolveRun(addr.host, target, addr.segments ?? [addr.run], 'none', deps.signal);
+  if (run.metrics.length === 0) {
+    throw new RemoteRunsError('not-found', `Run ${JSON.stringify(run.name)} at ${run.path} has no metrics log (it was recognised by its checkpoints)`);
+  }
+  const ref: RunRefWire = {
+    hostName: addr.host,
+    target: { kind: target.kind, id: target.id },
+    runPath: run.path,
+    runName: run.name,
+    metrics: run.metrics,
+    checkpoints: [],
+  };
+  const feed = new RunFeed(ref, { executor: () => deps.executor(addr.host), intervalMs: () => deps.pollMs ?? 2000 });
+  const onAbort = (): void => feed.stop();
+  deps.signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    await feed.pollNow();
+    if (deps.signal.aborted) throw new RemoteRunsError('cancelled', 'cancelled');
+    const series = feed.series();
+    const problem = feed.status !== 'following' ? feed.status : undefined;
+    if (series.size === 0 && problem) throw new RemoteRunsError('command-failed', `Could not read the metrics of ${run.name}: ${problem}`);
+    if (problem) deps.stderr.write(`remote-runs: some metrics logs could not be read: ${problem}\n`);
+    const skipped = feed.skipped;
+    if (skipped) deps.stderr.write(`remote-runs: skipped in ${run.name}: ${skipped}\n`);
+    const printed = new Map<string, number>();
+    if (options.format === 'json' && !options.follow) {
+      deps.stdout.write(`${JSON.stringify({ run: { name: run.name, path: run.path, metrics: run.metrics }, series: [...series].map(([name, s]) => summaryJson(name, s)), status: feed.status, ...(skipped ? { skipped } : {}) })}\n`);
+    } else if (options.format === 'text') {
+      deps.stdout.write(summaryText(series));
+      for (const [name, s] of series) printed.set(name, s.length);
+    }
+    if (options.format === 'csv') deps.stdout.write('series,step,value,time\n');
+    if (options.format !== 'text' && (options.follow || options.format === 'csv')) printNew(series, printed, options.format, deps);
+    if (!options.follow) return 0;
+
+    while (!deps.signal.aborted) {
+      await delay(deps.pollMs ?? 2000, deps.signal);
+      if (deps.signal.aborted) break;
+      const before = feed.status;
+      await feed.pollNow();
+      if (feed.status !== before) deps.stderr.write(`remote-runs: ${feed.status}\n`);
+      printNew(feed.series(), printed, options.format, deps);
+    }
+    return 0;
+  } finally {
+    deps.signal.removeEventListener('abort', onAbort);
+    feed.dispose();
+  }
+}
+
+/** Print every point not printed yet; a series shorter than what was printed started over and is printed again. */
+function printNew(series: Map<string, Series>, printed: Map<string, number>, format: MetricsFormatOption, deps: MetricsCliDeps): void {
+  const out: string[] = [];
+  for (const [name, s] of series) {
+    let from = printed.get(name) ?? 0;
+    if (s.length < from) {
+      deps.stderr.write(`remote-runs: ${name} started over (its log was rewritten); printing it again from its start\n`);
+      from = 0;
+    }
+    const x = s.x;
+    const y = s.y;
+    const t = s.time;
+    for (let i = from; i < s.length; i++) {
+      const time = t && !Number.isNaN(t[i]) ? new Date(t[i]).toISOString() : '';
+      if (format === 'csv') out.push(`${csvField(name)},${x[i]},${y[i]},${time}`);
+      else if (format === 'json') out.push(JSON.stringify({ series: name, step: x[i], value: y[i], ...(time ? { time } : {}) }));
+      else out.push(`${name}\t${x[i]}\t${y[i]}`);
+    }
+    printed.set(name, s.length);
+  }
+  if (out.length) deps.stdout.write(`${out.join('\n')}\n`);
+}
+
+function summaryJson(name: string, s: Series): unknown {
+  const n = s.length;
+  return {
+    name,
+    points: n,
+    first: n ? { step: s.x[0], value: s.y[0] } : null,
+    last: n ? { step: s.x[n - 1], value: s.y[n - 1] } : null,
+    // More than one: the step went back (a resumed run); each segment is one stretch of rising steps.
+    segments: s.segments.length,
+  };
+}
+
+function summaryText(series: Map<string, Series>): string {
+  if (series.size === 0) return 'no points yet\n';
+  const rows = [...series].map(([name, s]) => {
+    const n = s.length;
+    const resumed = s.segments.length > 1 ? `  (${s.segments.length} segments: resumed)` : '';
+    return [name, String(n), n ? `${s.x[0]}: ${s.y[0]}` : '-', n ? `${s.x[n - 1]}: ${s.y[n - 1]}` : '-', resumed] as const;
+  });
+  const w = (k: 0 | 1 | 2): number => Math.max(...rows.map((r) => r[k].length), ['series', 'points', 'first step: value'][k].length);
+  const head = `${'series'.padEnd(w(0))}  ${'points'.padStart(w(1))}  ${'first step: value'.padEnd(w(2))}  last step: value`;
+  return `${[head, ...rows.map((r) => `${r[0].padEnd(w(0))}  ${r[1].padStart(w(1))}  ${r[2].padEnd(w(2))}  ${r[3]}${r[4]}`)].join('\n')}\n`;
+}
+
+/** A CSV field: quoted when it holds a comma, quote or line break (RFC 4180). */
+function csvField(s: string): string {
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,454 @@
+/**
+ * The live tail of one run: a MetricsFollower per metrics log of the run, polled through the host's shared
+ * executor one command at a time (again at once while a backlog remains), with a timer between rounds that
+ * never lets two rounds overlap. Views (panels, the inline view, the status bar) share one feed per run
+ * through FeedRegistry. Every log of the run is followed, however many (no cap: a run restarted 10 times has
+ * 10 event files, and all their steps are shown); event files that are no longer written to (an older file of
+ * a folder whose newer file exists) are polled once every SETTLED_EVERY rounds after they were read whole. How
+ * the logs' series are merged and named: runSeries.ts. A Hugging Face run whose only log is a checkpoint's
+ * `trainer_state.json` follows the newest checkpoint's as checkpoints appear and rotate (see newestStateCommand). No `vscode` here, so integration tests drive it against a real sshd and the CLI can
+ * follow a run headless: a RunRefWire (target, run path, metrics paths), an executor, then `pollNow()` /
+ * `start()`, `onDidChange`, `series()`.
+ */
+import { MetricsFollower } from './follow';
+import { detectFormat } from './format';
+import { mlflowKeyOf } from './mlflow';
+import { RunSeries, compareEventFiles } from './runSeries';
+import { describeSkipped, describeX, type Series } from './series';
+import { commandFailed, runCommand, type Executor, type RemoteCommand } from '../remote';
+import { isRemoteRunsError, type TargetRef } from '../types';
+import { Emitter, type Event } from '../util/event';
+import type { Disposable } from '../util/event';
+import type { EvalPointWire, RunRefWire } from '../../shared/metricsProtocol';
+
+/**
+ * The other feed a view shows: a run's evals (the eval feature's results hub implements it). Watching a run asks
+ * for its evals to be listed; the listener gets them at once when known, and again whenever they change (an eval
+ * started, finished, or was found on the remote).
+ */
+export interface EvalSource {
+  watch(ref: RunRefWire, listener: (evals: EvalPointWire[]) => void): Disposable;
+}
+
+/** An event file that a newer file of its folder has replaced is read again once every this many rounds. */
+const SETTLED_EVERY = 8;
+/** `<dir>/checkpoint-<N>/trainer_state.json`: Hugging Face Trainer's `_save_checkpoint` (transformers/trainer.py). */
+const HF_STATE = /^(.*)\/checkpoint-(\d+)\/trainer_state\.json$/;
+
+export interface RunFeedOptions {
+  /** The host's executor, asked for anew each round (the pool reconnects behind it). */
+  executor(): Executor;
+  /** Pause between rounds. */
+  intervalMs(): number;
+  log?: (message: string) => void;
+  /** Cap on bytes per remote read (default the core's DEFAULT_TAIL_MAX_BYTES); a bigger backlog takes several. */
+  maxBytesPerRead?: number;
+  /** Reads of at least this many bytes come gzip-compressed where the remote has gzip (default 0: never; for slow links). */
+  compressAbove?: number;
+  /** The x column to use instead of the logs' own choice (RunMetrics.xPick); can be changed with setXPick. */
+  xPick?: string;
+}
+
+export class RunFeed {
+  private followers: MetricsFollower[] = [];
+  private merged = new RunSeries([]);
+  private xPickKey: string | undefined;
+  /** The folder whose `checkpoint-N/trainer_state.json` is the run's log, when that is its only log. */
+  private readonly hfOutputDir: string | undefined;
+  /**
+   * An MLflow run's `metrics/` folder: listed every round, since a key first logged later is a new file, and a
+   * nested key (`a/b/c`) may lie below the depth the run listing walks.
+   */
+  private readonly mlflowMetricsDir: string | undefined;
+  /** Followers read whole and not the newest of their folder: polled only every SETTLED_EVERY rounds. */
+  private readonly settled = new WeakSet<MetricsFollower>();
+  private readonly changed = new Emitter<void>();
+  /** Fired after every round in which any metric changed, and after each read of a backlog that takes several. */
+  readonly onDidChange: Event<void> = this.changed.event;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private running: Promise<boolean> | undefined;
+  /** Not polling on a timer (pollNow still works). */
+  private stopped = true;
+  private abort = new AbortController();
+  private statusText = 'loading…';
+  private rounds = 0;
+  private revisionBase = 0;
+
+  constructor(
+    readonly ref: RunRefWire,
+    private readonly options: RunFeedOptions,
+  ) {
+    this.xPickKey = options.xPick;
+    const hf = ref.metrics.length === 1 ? HF_STATE.exec(ref.metrics[0]) : null;
+    this.hfOutputDir = hf ? hf[1] : undefined;
+    const mlflow = `${ref.runPath === '/' ? '' : ref.runPath}/metrics`;
+    this.mlflowMetricsDir = ref.metrics.some((p) => detectFormat(p, ref.runPath) === 'mlflow') ? mlflow : undefined;
+    this.build(ref.metrics);
+    if (this.followers.length === 0) {
+      this.statusText = ref.metrics.length ? `no readable metrics log among ${ref.metrics.join(', ')}` : 'no metrics logs found in this run';
+    }
+  }
+
+  private follower(path: string): MetricsFollower | undefined {
+    const format = detectFormat(path, this.ref.runPath);
+    if (!format) return undefined;
+    return new MetricsFollower(path, format, {
+      maxBytes: this.options.maxBytesPerRead,
+      compressAbove: this.options.compressAbove,
+      key: format === 'mlflow' ? mlflowKeyOf(path, this.ref.runPath) : undefined,
+      xPick: this.xPickKey,
+    });
+  }
+
+  private build(paths: readonly string[]): void {
+    this.replaced();
+    this.followers = paths.map((p) => this.follower(p)).filter((f): f is MetricsFollower => f !== undefined);
+    this.merged = new RunSeries(this.followers);
+  }
+
+  /** The metrics logs followed now (a Hugging Face run's moves to its newest checkpoint). */
+  get paths(): string[] {
+    return this.followers.map((f) => f.path);
+  }
+
+  /**
+   * The run was listed again: follow the metrics logs among `paths` that are new (a restarted run's new event
+   * file, a log that appeared). A log no longer listed is still followed (its data stays; a read of a file that
+   * is gone says `missing`). A Hugging Face checkpoint-only run finds its newest checkpoint itself. True when a
+   * log was added; the next round reads it.
+   */
+  addMetrics(paths: readonly string[], poll = true): boolean {
+    if (this.hfOutputDir !== undefined) return false;
+    const known = new Set(this.paths);
+    const added = paths.filter((p) => !known.has(p)).map((p) => this.follower(p)).filter((f): f is MetricsFollower => f !== undefined);
+    if (added.length === 0) return false;
+    this.replaced();
+    this.followers = [...this.followers, ...added];
+    this.merged = new RunSeries(this.followers);
+    if (this.statusText.startsWith('no ')) this.statusText = 'loading…';
+    if (poll) {
+      this.changed.fire();
+      if (!this.stopped) this.schedule(0);
+    }
+    return true;
+  }
+
+  /** The user's x column, or undefined when each log chooses its own (step, …, epoch). */
+  get xPick(): string | undefined {
+    return this.xPickKey;
+  }
+
+  /**
+   * Use `key` as the x of every text log of the run (undefined: back to each log's own choice). The logs are
+   * read again from the start; event files and MLflow metrics always have their step and are not affected.
+   */
+  setXPick(key: string | undefined): void {
+    if (key === this.xPickKey) return;
+    this.xPickKey = key;
+    this.abort.abort();
+    this.build(this.paths);
+    this.changed.fire();
+    if (!this.stopped) this.schedule(0);
+  }
+
+  /**
+   * What x is, for the status line: the one x field every log uses (`step`, `epoch`, `line number`), else each
+   * x with its logs: `epoch (history.csv, training.log), step (event files)`. Undefined before any data.
+   */
+  get xAxis(): string | undefined {
+    const byX = new Map<string, Set<string>>();
+    for (const f of this.followers) {
+      const x = describeX(f.metrics);
+      if (x === undefined) continue;
+      let files = byX.get(x);
+      if (!files) byX.set(x, (files = new Set()));
+      files.add(f.format === 'tfevents' ? 'event files' : f.format === 'mlflow' ? 'MLflow metrics' : baseName(f.path));
+    }
+    if (byX.size <= 1) return [...byX.keys()][0];
+    return [...byX].map(([x, files]) => `${x} (${[...files].join(', ')})`).join(', ');
+  }
+
+  /**
+   * Columns the user can choose as x: the text logs' numeric keys and the x fields they use (event files and
+   * MLflow metrics are always by step).
+   */
+  xChoices(): string[] {
+    const out = new Set<string>();
+    for (const f of this.followers) {
+      if (f.format === 'tfevents' || f.format === 'mlflow') continue;
+      if (f.metrics.xKey !== undefined) out.add(f.metrics.xKey);
+      for (const k of f.metrics.keys()) out.add(k);
+    }
+    return [...out];
+  }
+
+  /** `following`, `loading…`, or what went wrong on the last round. Remote text: show it as text. */
+  get status(): string {
+    return this.statusText;
+  }
+
+  /** Completed polling rounds. */
+  get roundCount(): number {
+    return this.rounds;
+  }
+
+  /** Moves whenever any data (or bad-line count) changed, and when the followed logs were replaced. */
+  get revision(): number {
+    return this.revisionBase + this.followers.reduce((sum, f) => sum + f.metrics.revision, 0);
+  }
+
+  /** The followers are about to be replaced: the revision must still only grow. */
+  private replaced(): void {
+    this.revisionBase = this.revision + 1;
+  }
+
+  get badLines(): number {
+    return this.followers.reduce((sum, f) => sum + f.metrics.badLines + f.metrics.badValues, 0);
+  }
+
+  /**
+   * What was skipped and where the first one was, per file; and a log that was read but gave no numbers at
+   * all (a `training.log` that is a text log, a CSV of names), which is not a metrics log after all.
+   */
+  get skipped(): string | undefined {
+    const parts = this.followers
+      .map((f) => {
+        const noNumbers = f.metrics.records > 0 && f.metrics.series.size === 0 && f.format !== 'tfevents' ? `no numeric values in ${f.metrics.records} ${f.metrics.unit}${f.metrics.records === 1 ? '' : 's'}: not a metrics log` : undefined;
+        const d = [describeSkipped(f.metrics), noNumbers].filter((x) => x !== undefined).join('; ') || undefined;
+        return d ? (this.followers.length > 1 || noNumbers ? `${baseName(f.path)}: ${d}` : d) : undefined;
+      })
+      .filter((d): d is string => d !== undefined);
+    return parts.length ? parts.join(' · ') : undefined;
+  }
+
+  /**
+   * Every series of the run by name: the event files of a folder merged in writing order, sub-folders named as
+   * TensorBoard names them, a key two other logs share kept apart as `file:key` (runSeries.ts).
+   */
+  series(): Map<string, Series> {
+    return this.merged.series();
+  }
+
+  /** Highest step of any series (the run's progress). */
+  latestStep(): number | undefined {
+    let best: number | undefined;
+    for (const s of this.series().values()) if (s.length && (best === undefined || s.lastX > best)) best = s.lastX;
+    return best;
+  }
+
+  /** Start polling (first round at once). */
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.schedule(0);
+  }
+
+  /** Stop the timer and cancel a round in flight (its ssh channel is closed). */
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.abort.abort();
+  }
+
+  dispose(): void {
+    this.stop();
+    this.changed.dispose();
+  }
+
+  /** Poll now (coalesced with a round in progress); resolves to whether anything changed. */
+  pollNow(): Promise<boolean> {
+    this.running ??= this.round().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.pollNow().finally(() => this.schedule(this.options.intervalMs()));
+    }, ms);
+  }
+
+  private async round(): Promise<boolean> {
+    const target: TargetRef = this.ref.target;
+    let changed = false;
+    const problems: string[] = [];
+    const abort = (this.abort = new AbortController());
+    if (this.hfOutputDir !== undefined) {
+      try {
+        changed = (await this.followNewestCheckpoint(target, abort.signal)) || changed;
+      } catch (e) {
+        const message = isRemoteRunsError(e) ? `${e.kind}: ${e.message}` : e instanceof Error ? e.message : String(e);
+        problems.push(`looking for newer checkpoints: ${message}`);
+      }
+    }
+    if (this.mlflowMetricsDir !== undefined) {
+      try {
+        const files = await runCommand(this.options.executor(), target, filesUnderCommand(this.mlflowMetricsDir), abort.signal);
+        if (this.addMetrics(files, false)) changed = true;
+      } catch (e) {
+        const message = isRemoteRunsError(e) ? `${e.kind}: ${e.message}` : e instanceof Error ? e.message : String(e);
+        problems.push(`looking for new MLflow metrics: ${message}`);
+      }
+    }
+    const newest = newestPerFolder(this.followers);
+    for (const f of [...this.followers]) {
+      if (this.settled.has(f) && this.rounds % SETTLED_EVERY !== 0) continue;
+      try {
+        // A backlog bigger than one read comes in several reads with the next ones already on their way while
+        // one is parsed, so transfer and parsing overlap; it is shown as it arrives, not only once all is read.
+        const u = await f.catchUp((command) => runCommand(this.options.executor(), target, command, abort.signal), {
+          signal: abort.signal,
+          onChunk: (chunk) => {
+            if (chunk.changed) this.changed.fire();
+          },
+        });
+        changed ||= u.changed;
+        if (u.status !== 'ok') problems.push(`${u.status}: ${f.path}`);
+        if (u.status === 'ok' && !u.more && f.format === 'tfevents' && !newest.has(f)) this.settled.add(f);
+        else this.settled.delete(f);
+      } catch (e) {
+        const message = isRemoteRunsError(e) ? `${e.kind}: ${e.message}` : e instanceof Error ? e.message : String(e);
+        problems.push(message);
+        this.options.log?.(`metrics ${f.path}: ${message}`);
+      }
+      if (abort.signal.aborted) break;
+    }
+    const before = this.statusText;
+    if (this.followers.length) this.statusText = problems.length ? problems.join('; ') : 'following';
+    this.rounds++;
+    if (changed || before !== this.statusText) this.changed.fire();
+    return changed;
+  }
+
+  /**
+   * A Hugging Face run followed through `checkpoint-N/trainer_state.json`: the Trainer writes a new checkpoint
+   * (with the whole log_history so far) at every save and deletes the oldest beyond `save_total_limit`, so the
+   * file to follow is the newest checkpoint's. When a newer one exists, it is read, and it replaces the one
+   * followed until now once it parsed (the curve never goes blank in between). True when that changed the data.
+   */
+  private async followNewestCheckpoint(target: TargetRef, signal: AbortSignal): Promise<boolean> {
+    const newest = await runCommand(this.options.executor(), target, newestStateCommand(this.hfOutputDir!), signal);
+    const current = this.followers[0];
+    if (newest === undefined || current?.path === newest) return false;
+    const next = this.follower(newest);
+    if (!next) return false;
+    const u = await next.catchUp((command) => runCommand(this.options.executor(), target, command, signal), { signal });
+    if (u.status !== 'ok' || next.metrics.records === 0) return false;
+    this.options.log?.(`metrics: following ${newest} (newest checkpoint) instead of ${current?.path ?? 'nothing'}`);
+    this.replaced();
+    this.followers = [next];
+    this.merged = new RunSeries(this.followers);
+    return true;
+  }
+}
+
+/**
+ * The newest `checkpoint-<N>/trainer_state.json` in `dir` (highest N), or undefined when there is none. The
+ * folder is given as an argument (never put into the script text).
+ */
+export function newestStateCommand(dir: string): RemoteCommand<string | undefined> {
+  const describe = `look for checkpoint-*/trainer_state.json in ${dir}`;
+  return {
+    argv: ['sh', '-c', 'cd -- "$1" || exit 3; for f in checkpoint-*/trainer_state.json; do [ -f "$f" ] && printf "%s\\n" "$f"; done; exit 0', 'sh', dir],
+    describe,
+    maxOutputBytes: 1024 * 1024,
+    parse: (result) => {
+      if (result.code !== 0) throw commandFailed(describe, result);
+      let best: { step: number; name: string } | undefined;
+      for (const line of result.stdout.toString('utf8').split('\n')) {
+        const m = /^checkpoint-(\d+)\/trainer_state\.json$/.exec(line);
+        if (m && (!best || Number(m[1]) > best.step)) best = { step: Number(m[1]), name: line };
+      }
+      return best ? `${dir === '/' ? '' : dir}/${best.name}` : undefined;
+    },
+  };
+}
+
+/** Every file below `dir` (absolute paths), for an MLflow run's `metrics/`; none when it does not exist. */
+export function filesUnderCommand(dir: string): RemoteCommand<string[]> {
+  const describe = `list the files below ${dir}`;
+  return {
+    argv: ['sh', '-c', '[ -d "$1" ] || exit 0; find "$1" -type f -print0', 'sh', dir],
+    describe,
+    maxOutputBytes: 8 * 1024 * 1024,
+    parse: (result) => {
+      if (result.code !== 0) throw commandFailed(describe, result);
+      return result.stdout
+        .toString('utf8')
+        .split('\0')
+        .filter((p) => p.startsWith(`${dir}/`))
+        .sort();
+    },
+  };
+}
+
+/** The newest event file of each folder (the one a writer still appends to). */
+function newestPerFolder(followers: readonly MetricsFollower[]): Set<MetricsFollower> {
+  const best = new Map<string, MetricsFollower>();
+  for (const f of followers) {
+    if (f.format !== 'tfevents') continue;
+    const folder = f.path.slice(0, f.path.lastIndexOf('/'));
+    const b = best.get(folder);
+    if (!b || compareEventFiles(b.path, f.path) < 0) best.set(folder, f);
+  }
+  return new Set(best.values());
+}
+
+function baseName(p: string): string {
+  return p.slice(p.lastIndexOf('/') + 1);
+}
+
+/** Feeds shared by every view of a run, started on first use and stopped when the last user lets go. */
+export class FeedRegistry {
+  private readonly feeds = new Map<string, { feed: RunFeed; users: number }>();
+
+  constructor(private readonly create: (ref: RunRefWire) => RunFeed) {}
+
+  /** The run's feed (started), and the function to call when done with it. */
+  acquire(key: string, ref: RunRefWire): { feed: RunFeed; release(): void } {
+    let entry = this.feeds.get(key);
+    if (!entry) {
+      entry = { feed: this.create(ref), users: 0 };
+      this.feeds.set(key, entry);
+      entry.feed.start();
+    }
+    entry.users++;
+    let released = false;
+    const e = entry;
+    return {
+      feed: entry.feed,
+      release: () => {
+        if (released) return;
+        released = true;
+        if (--e.users === 0) {
+          e.feed.dispose();
+          if (this.feeds.get(key) === e) this.feeds.delete(key);
+        }
+      },
+    };
+  }
+
+  /**
+   * After the runs were listed again: each feed follows the new metrics logs of its run (`lookup` gives a run's
+   * current ref by its key, undefined when it is not listed now).
+   */
+  refresh(lookup: (key: string) => RunRefWire | undefined): void {
+    for (const [key, { feed }] of this.feeds) {
+      const ref = lookup(key);
+      if (ref) feed.addMetrics(ref.metrics);
+    }
+  }
+
+  /** Poll every feed now (after a Refresh). */
+  pollAll(): void {
+    for (const { feed } of this.feeds.values()) void feed.pollNow();
+  }
+
+  dispose(): void {
+    for (const { feed } of this.feeds.values()) feed.dispose();
+    this.feeds.clear();
+  }
+}

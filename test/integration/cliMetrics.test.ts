@@ -1,0 +1,133 @@
+/**
+ * `remote-runs metrics` (issue 15, item 6): a run's curves headless, from the built CLI against the real test sshd,
+ * read by the same RunFeed the panels use. Summary, JSON, every point as CSV, and --follow printing points appended
+ * while it runs, until SIGINT.
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { execFileSync, spawn } from 'node:child_process';
+import { startTestHost, type TestHost } from '../harness/testHost';
+import { CLI, ensureBuiltCli, runBuiltCli } from '../harness/builtCli';
+
+let host: TestHost;
+let config: string;
+let root: string;
+
+function cli(args: string[]): { code: number; stdout: string; stderr: string } {
+  return runBuiltCli([...args, '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome, 60_000);
+}
+
+const line = (step: number, loss: number, extra: Record<string, number> = {}): string => `${JSON.stringify({ step, loss, ...extra })}\n`;
+
+before(async () => {
+  ensureBuiltCli();
+  host = await startTestHost();
+  root = path.join(host.dir, 'metrics-cli');
+  // expA/seed1 and expB/seed1: two runs with the same last folder, addressed by their unique paths.
+  for (const [exp, scale] of [['expA', 1], ['expB', 10]] as const) {
+    const run = path.join(root, exp, 'seed1');
+    fs.mkdirSync(path.join(run, 'logs'), { recursive: true });
+    let text = '';
+    for (let s = 10; s <= 100; s += 10) text += line(s, scale / s, s % 20 === 0 ? { 'eval/acc': s / 1000 } : {});
+    // A resume from step 50: the step goes back, one more segment.
+    for (let s = 50; s <= 60; s += 10) text += line(s, scale / (s + 1));
+    text += '{"step": 70, "loss": 0.'; // half-written last line: not a point, not an error
+    fs.writeFileSync(path.join(run, 'logs', 'train.jsonl'), text);
+  }
+  const live = path.join(root, 'live');
+  fs.mkdirSync(live, { recursive: true });
+  fs.writeFileSync(path.join(live, 'metrics.jsonl'), line(1, 0.5));
+  const weightsOnly = path.join(root, 'weights-only', 'checkpoints', 'step_5');
+  fs.mkdirSync(weightsOnly, { recursive: true });
+  fs.writeFileSync(path.join(weightsOnly, 'model.pt'), 'x');
+  execFileSync('chmod', ['-R', 'a+rwX', root]);
+  config = path.join(host.dir, 'metrics-cli.json');
+  fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('box', { runRoots: [root], targets: ['host'] })] }));
+});
+after(async () => {
+  await host?.stop();
+});
+
+describe('remote-runs metrics', () => {
+  test('text: each series with its point count and first and last (step, value); the resume is said', () => {
+    const r = cli(['metrics', 'box/host/expA/seed1']);
+    assert.equal(r.code, 0, r.stderr);
+    const rows = r.stdout.trim().split('\n');
+    assert.match(rows[0], /^series\s+points\s+first step: value\s+last step: value$/);
+    const loss = rows.find((l) => l.startsWith('loss '));
+    assert.ok(loss, r.stdout);
+    assert.match(loss, /^loss\s+12\s+10: 0\.1\s+60: 0\.01639344262295082\s+\(2 segments: resumed\)$/);
+    assert.match(rows.find((l) => l.startsWith('eval/acc')) ?? '', /^eval\/acc\s+5\s+20: 0\.02\s+100: 0\.1$/);
+  });
+
+  test('--json: the same facts as an object; the other seed1 is its own run', () => {
+    const a = JSON.parse(cli(['metrics', 'box/host/expA/seed1', '--json']).stdout);
+    const b = JSON.parse(cli(['metrics', 'box/host/expB/seed1', '--json']).stdout);
+    assert.equal(a.run.name, 'expA/seed1');
+    assert.equal(b.run.name, 'expB/seed1');
+    const loss = (j: { series: { name: string; first?: unknown }[] }) => j.series.find((s) => s.name === 'loss');
+    assert.deepEqual(loss(a), { name: 'loss', points: 12, first: { step: 10, value: 0.1 }, last: { step: 60, value: 1 / 61 }, segments: 2 });
+    assert.deepEqual(loss(b)?.first, { step: 10, value: 1 });
+  });
+
+  test('--csv: every point, exactly as logged, in file order', () => {
+    const r = cli(['metrics', 'box/host/expA/seed1', '--csv']);
+    assert.equal(r.code, 0, r.stderr);
+    const rows = r.stdout.trim().split('\n');
+    assert.equal(rows[0], 'series,step,value,time');
+    const loss = rows.filter((l) => l.startsWith('loss,')).map((l) => l.split(','));
+    assert.deepEqual(
+      loss.map((f) => [Number(f[1]), Number(f[2])]),
+      [10, 20, 30, 40, 50, 60, 70, 80, 90, 100].map((s) => [s, 1 / s]).concat([50, 60].map((s) => [s, 1 / (s + 1)])),
+    );
+    assert.equal(rows.filter((l) => l.startsWith('eval/acc,')).length, 5);
+  });
+
+  test('an ambiguous or unknown run, and a run without a metrics log, fail with their kinds', () => {
+    const amb = cli(['metrics', 'box/host/seed1']);
+    assert.equal(amb.code, 2);
+    assert.match(amb.stderr, /ambiguous: .*expA\/seed1.*expB\/seed1/);
+    const none = cli(['metrics', 'box/host/weights-only']);
+    assert.equal(none.code, 2);
+    assert.match(none.stderr, /not-found: Run "weights-only" .* has no metrics log/);
+    const both = cli(['metrics', 'box/host/live', '--json', '--csv']);
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /bad-config: --json and --csv/);
+  });
+
+  test('--follow prints what is there, then each point appended while it runs, until SIGINT (exit 0)', { timeout: 120_000 }, async () => {
+    const child = spawn(process.execPath, [CLI, 'metrics', 'box/host/live', '--follow', '--csv', '--config', config, '--known-hosts', host.knownHostsFile], {
+      env: { PATH: process.env.PATH, HOME: host.clientHome },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const waitFor = async (re: RegExp): Promise<void> => {
+      const deadline = Date.now() + 60_000;
+      while (!re.test(out)) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${re} in ${JSON.stringify(out)} (stderr ${JSON.stringify(err)})`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    try {
+      await waitFor(/^loss,1,0\.5,$/m);
+      const log = path.join(root, 'live', 'metrics.jsonl');
+      fs.appendFileSync(log, line(2, 0.25) + line(3, 0.125));
+      await waitFor(/^loss,3,0\.125,$/m);
+      fs.appendFileSync(log, '{"step": 4, "lo'); // half a line: held back until its end arrives
+      await new Promise((r) => setTimeout(r, 3000));
+      fs.appendFileSync(log, 'ss": 0.0625}\n');
+      await waitFor(/^loss,4,0\.0625,$/m);
+    } finally {
+      child.kill('SIGINT');
+    }
+    assert.equal(await exited, 0, err);
+    const rows = out.trim().split('\n');
+    assert.deepEqual(rows, ['series,step,value,time', 'loss,1,0.5,', 'loss,2,0.25,', 'loss,3,0.125,', 'loss,4,0.0625,'], 'every point exactly once');
+  });
+});

@@ -1,0 +1,123 @@
+/**
+ * The reading rules for the writers' layouts: x falls back through step-like keys to timesteps and epoch (and
+ * says which), the user's x pick, MLflow metric files, and how a run's event files merge and are named
+ * (runSeries.ts).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { CsvParser, JsonlParser, MlflowMetricParser, RunMetrics, describeX, mlflowKeyOf, detectFormat } from '../../src/core/metrics';
+import { JsonlParser as J } from '../../src/core/metrics/jsonl';
+import { commonFolder, compareEventFiles, eventSeriesName } from '../../src/core/metrics/runSeries';
+
+const enc = (s: string) => new TextEncoder().encode(s);
+const points = (m: RunMetrics, key: string) => {
+  const s = m.get(key)!;
+  return [...s.x].map((x, i) => [x, s.y[i]]);
+};
+
+test("Keras' CSVLogger (epoch, no step): x is epoch, and epoch is not a series", () => {
+  const m = new RunMetrics();
+  const p = new CsvParser(m);
+  p.push(enc('epoch,accuracy,loss,val_loss\n0,0.5,1.2,1.3\n1,0.6,0.9,1.0\n'));
+  assert.equal(m.xKey, 'epoch');
+  assert.equal(describeX(m), 'epoch');
+  assert.deepEqual(m.keys(), ['accuracy', 'loss', 'val_loss']);
+  assert.deepEqual(points(m, 'loss'), [[0, 1.2], [1, 0.9]]);
+});
+
+test("Stable-Baselines3's progress.csv: x is time/total_timesteps", () => {
+  const m = new RunMetrics();
+  new CsvParser(m).push(enc('time/fps,time/iterations,time/total_timesteps,rollout/ep_rew_mean\n100,1,2048,10.5\n98,2,4096,12\n'));
+  assert.equal(m.xKey, 'time/total_timesteps');
+  assert.deepEqual(points(m, 'rollout/ep_rew_mean'), [[2048, 10.5], [4096, 12]]);
+  assert.ok(m.has('time/iterations'));
+});
+
+test('a step column wins over epoch, and epoch is then a series of its own', () => {
+  const m = new RunMetrics();
+  new CsvParser(m).push(enc('epoch,step,loss\n0,10,1\n0,20,0.5\n'));
+  assert.equal(m.xKey, 'step');
+  assert.deepEqual(points(m, 'epoch'), [[10, 0], [20, 0]]);
+});
+
+test('no x column at all: line numbers, and describeX says so', () => {
+  const m = new RunMetrics();
+  new CsvParser(m).push(enc('a,b\n1,2\n3,4\n'));
+  assert.equal(m.xKey, undefined);
+  assert.equal(describeX(m), 'line number');
+  assert.deepEqual(points(m, 'a'), [[2, 1], [3, 3]]);
+});
+
+test('epoch-only JSONL takes epoch as x on both the fast path and the general one', () => {
+  for (const flatFastPath of [true, false]) {
+    const m = new RunMetrics();
+    const p = new J(m, { flatFastPath });
+    p.push(enc('{"epoch": 1, "loss": 0.9}\n{"epoch": 2, "loss": 0.7, "note": "x"}\n'));
+    assert.equal(m.xKey, 'epoch', String(flatFastPath));
+    assert.deepEqual(m.keys(), ['loss']);
+    assert.deepEqual(points(m, 'loss'), [[1, 0.9], [2, 0.7]]);
+  }
+});
+
+test('JSONL: once a line had a step, a later epoch-only line takes the last step, not its epoch', () => {
+  const m = new RunMetrics();
+  new JsonlParser(m).push(enc('{"step": 100, "loss": 1, "epoch": 0}\n{"epoch": 1, "val_loss": 2}\n'));
+  assert.equal(m.xKey, 'step');
+  assert.deepEqual(points(m, 'val_loss'), [[100, 2]]);
+  assert.deepEqual(points(m, 'epoch'), [[100, 0], [100, 1]]);
+});
+
+test("the user's x pick is the only x: other columns are series, a log without it uses line numbers", () => {
+  const m = new RunMetrics('line', 'epoch');
+  new CsvParser(m).push(enc('step,epoch,loss\n10,0,1\n20,1,0.5\n'));
+  assert.equal(m.xKey, 'epoch');
+  assert.deepEqual(points(m, 'loss'), [[0, 1], [1, 0.5]]);
+  const j = new RunMetrics('line', 'tokens');
+  new JsonlParser(j).push(enc('{"step": 1, "loss": 2}\n'));
+  assert.equal(describeX(j), 'line number (no "tokens" in this log)');
+});
+
+test('MLflow metric files: "timestamp value step", two-field lines are step 0, bad lines counted', () => {
+  const m = new RunMetrics();
+  const p = new MlflowMetricParser(m, 'train/loss');
+  p.push(enc('1750000000000 0.5 0\n1750000001000 0.25 10\n1750000002000 nan 20\nnot a line\n1750000003000 0.125\n17500000040'));
+  p.end();
+  // The unterminated last line does not parse: cut off mid-write, dropped without counting.
+  assert.deepEqual(points(m, 'train/loss'), [[0, 0.5], [10, 0.25], [0, 0.125]]);
+  assert.equal(m.get('train/loss')!.time![1], 1750000001000);
+  assert.equal(m.badValues, 1);
+  assert.equal(m.badLines, 1);
+  assert.equal(m.xKey, 'step');
+  assert.equal(m.get('train/loss')!.segments.length, 2, 'a two-field line at step 0 after step 10 is a new segment');
+});
+
+test('MLflow keys and format come from the run path', () => {
+  assert.equal(mlflowKeyOf('/m/0/abc/metrics/train/loss', '/m/0/abc'), 'train/loss');
+  assert.equal(mlflowKeyOf('/x/metrics/runs/abc/metrics/acc', '/x/metrics/runs/abc'), 'acc');
+  assert.equal(detectFormat('/m/0/abc/metrics/train/loss', '/m/0/abc'), 'mlflow');
+  assert.equal(detectFormat('/m/0/abc/metrics/train/loss'), undefined);
+  assert.equal(detectFormat('/k/training.log'), 'csv');
+  assert.equal(detectFormat('/k/history.csv'), 'csv');
+});
+
+test('event files sort by the creation time in their names, then by name', () => {
+  const names = ['events.out.tfevents.1750000100.h.1.10', 'events.out.tfevents.999999999.h.9.0', 'events.out.tfevents.1750000100.h.1.9', 'events.out.tfevents.x'];
+  assert.deepEqual([...names].sort(compareEventFiles), [
+    'events.out.tfevents.999999999.h.9.0',
+    'events.out.tfevents.1750000100.h.1.9',
+    'events.out.tfevents.1750000100.h.1.10',
+    'events.out.tfevents.x',
+  ]);
+});
+
+test('series names: the home tag as is, add_scalars folders as main/sub, other folders as folder/tag', () => {
+  assert.equal(commonFolder(['/r/tb', '/r/tb/loss_cmp_train']), '/r/tb');
+  assert.equal(commonFolder(['/r/logs/train', '/r/logs/validation']), '/r/logs');
+  assert.equal(eventSeriesName('/r/tb', '/r/tb', 'loss'), 'loss');
+  assert.equal(eventSeriesName('/r/tb', '/r/tb/loss_cmp_train', 'loss_cmp'), 'loss_cmp/train');
+  assert.equal(eventSeriesName('/r/tb', '/r/tb/loss_cmp/train', 'loss_cmp'), 'loss_cmp/train', 'tensorboardX nests main_tag/tag');
+  assert.equal(eventSeriesName('/r/tb', '/r/tb/a/b/val', 'a/b'), 'a/b/val');
+  assert.equal(eventSeriesName('/r/tb', '/r/tb/a_b_val', 'a/b'), 'a/b/val');
+  assert.equal(eventSeriesName('/r/logs', '/r/logs/validation', 'epoch_loss'), 'validation/epoch_loss');
+  assert.equal(eventSeriesName('/r/tb', '/r/tb/1750000000.5', 'hparam/acc'), '1750000000.5/hparam/acc');
+});
