@@ -179,6 +179,7 @@ test('Composer ep{E}-ba{B}-rank{R}.pt: the batch count is the step; final names 
   assert.deepEqual(parseCheckpointName('ep2-ba300', true), { kind: 'step', step: 300, epoch: 2, layout: 'composer' });
   assert.deepEqual(parseCheckpointName('model_final.pth', false), { kind: 'final', step: null, layout: 'flat' });
   assert.deepEqual(parseCheckpointName('final.pt', false), { kind: 'final', step: null, layout: 'flat' });
+  assert.deepEqual(parseCheckpointName('model_final_step_100.pt', false), { kind: 'step', step: 100, layout: 'flat' }, 'a step in the name wins');
   // keras/src/callbacks/model_checkpoint.py formats the path with epoch + 1: `model.03-0.50.keras` is epoch 3.
   assert.deepEqual(parseCheckpointName('model.03-0.50.keras', false), { kind: 'epoch', step: null, epoch: 3, layout: 'keras' });
   assert.deepEqual(parseCheckpointName('ckpt_step_40.weights.h5', false), { kind: 'step', step: 40, layout: 'keras' });

@@ -120,9 +120,10 @@ export function parseCheckpointName(name: string, isDir: boolean): ParsedCheckpo
     const held = keywordNumber(stem);
     return { kind: 'alias', step: null, layout, alias: held !== undefined ? { role, step: held, how: 'name' } : { role, how: 'unknown' } };
   }
-  if (FINAL_WORD.test(stem)) return { kind: 'final', step: null, layout };
-  const epochWord = /(?:^|[^a-z])epoch[_=-]?(\d+)(?![\d.]*\d)/i.exec(stem);
   const keyword = keywordNumber(stem);
+  // `final` with no step in the name: the weights a run ends with (`model_final_step_100.pt` is step 100).
+  if (FINAL_WORD.test(stem) && keyword === undefined) return { kind: 'final', step: null, layout };
+  const epochWord = /(?:^|[^a-z])epoch[_=-]?(\d+)(?![\d.]*\d)/i.exec(stem);
   if (keyword !== undefined) return step(keyword, layout, epochWord ? Number(epochWord[1]) : undefined);
   // Keras' ModelCheckpoint formats its filepath with epoch (1-based) and the logs (keras/src/callbacks/
   // model_checkpoint.py, _get_file_path): a bare number in a .keras name is the epoch, as in its docs' examples.
