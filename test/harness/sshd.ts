@@ -259,26 +259,37 @@ function freePort(): Promise<number> {
   });
 }
 
-/** Start sshd and wait until it listens (its "Server listening" line), or report why it did not. */
+/**
+ * Start sshd and wait until it listens (its "Server listening" line), or report why it did not. sshd logs to a file
+ * (-E), not to a pipe: a test that blocks the event loop (a synchronous CLI run) cannot fill a pipe sshd then blocks
+ * on, which stopped sshd answering after a few dozen logins.
+ */
 function launch(configPath: string): Promise<{ child: ChildProcess; logText: () => string } | { error: string }> {
+  const logPath = path.join(path.dirname(configPath), `sshd-${path.basename(configPath)}.log`);
+  writeFileSync(logPath, '');
+  const logText = (): string => {
+    try {
+      return readFileSync(logPath, 'utf8');
+    } catch {
+      return '';
+    }
+  };
   return new Promise((resolve) => {
-    const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', configPath], { stdio: ['ignore', 'ignore', 'pipe'] });
-    let log = '';
+    const child = spawn('/usr/sbin/sshd', ['-D', '-E', logPath, '-f', configPath], { stdio: ['ignore', 'ignore', 'ignore'] });
     let settled = false;
-    const timer = setTimeout(() => finish({ error: `no "Server listening" line within 10 s:\n${log}` }), 10_000);
+    const timer = setTimeout(() => finish({ error: `no "Server listening" line within 10 s:\n${logText()}` }), 10_000);
+    const poll = setInterval(() => {
+      if (/Server listening on /.test(logText())) finish({ child, logText });
+    }, 25);
     const finish = (r: { child: ChildProcess; logText: () => string } | { error: string }): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearInterval(poll);
       if ('error' in r && child.exitCode === null) child.kill('SIGKILL');
       resolve(r);
     };
-    child.stderr!.setEncoding('utf8');
-    child.stderr!.on('data', (chunk: string) => {
-      log += chunk;
-      if (/Server listening on /.test(log)) finish({ child, logText: () => log });
-    });
-    child.once('exit', (code, signal) => finish({ error: `sshd exited (${code ?? signal}):\n${log}` }));
+    child.once('exit', (code, signal) => finish({ error: `sshd exited (${code ?? signal}):\n${logText()}` }));
     child.once('error', (e) => finish({ error: e.message }));
   });
 }
