@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { ConnectionPool } from '../src/core/ssh/pool';
 import { HostDirectory } from '../src/core/hosts';
 import { RemoteRunsCore, runsOf } from '../src/core/service';
-import { listRunsCommand } from '../src/core/discovery/listScript';
+import { DEFAULT_MAX_DEPTH, listRunsCommand } from '../src/core/discovery/listScript';
 import { wrapForTarget } from '../src/core/targets';
 import type { ExecResult } from '../src/core/remote';
 import type { HostConfig, TargetListing, TargetRef } from '../src/core/types';
@@ -61,7 +61,7 @@ const VMID = String(posInt(args.vmid, 'vmid'));
 const ENTRIES = RUNS * (1 + 1 + 2 * CKPTS + 2);
 /** Above the tree's size, so ours lists all of it as `find` does (the default cap is reported separately). */
 const MAX_ENTRIES = ENTRIES + 1000;
-const MAX_DEPTH = 5;
+const MAX_DEPTH = DEFAULT_MAX_DEPTH;
 
 /** The same walk the list script does (GNU find: follow symlinks, same depth, same record format). */
 function findArgv(root: string): string[] {

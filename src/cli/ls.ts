@@ -4,7 +4,7 @@ import { RemoteRunsError, checkpointLabel, formatTarget, latestCheckpoint, lates
 import { emptyStateText } from '../core/emptyStates';
 import { cutShortText } from '../core/discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../core/discovery/listScript';
-import { formatAge, formatBytes } from '../core/util/format';
+import { formatAge, formatBytes, formatCheckpointBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
 
 export interface CommandOutput {
@@ -32,6 +32,8 @@ export function runJson(run: Run): unknown {
       mtime: c.mtime,
       ...(c.kind === 'final' ? { files: c.files.map((f) => f.name) } : {}),
       ...(c.incomplete ? { incomplete: c.incomplete } : {}),
+      // bytes counts only the files the listing saw (the folder reaches the walk's depth).
+      ...(c.partialSize ? { partialSize: true } : {}),
       ...(c.pointedBy ? { pointedBy: c.pointedBy } : {}),
     })),
     // What `latest` names: the newest complete checkpoint (null when none is complete yet).
@@ -103,7 +105,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
     const what = c.kind === 'step' ? '' : `  ${checkpointLabel(c)}`;
     const pointed = c.pointedBy ? `  named by ${c.pointedBy.join(', ')}` : '';
     lines.push(
-      `${first.padStart(10)}  ${c.name.padEnd(28)} ${formatBytes(c.bytes).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${what}${pointed}${c.incomplete ? `  incomplete: ${c.incomplete}` : ''}`,
+      `${first.padStart(10)}  ${c.name.padEnd(28)} ${formatCheckpointBytes(c).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${what}${pointed}${c.incomplete ? `  incomplete: ${c.incomplete}` : ''}`,
     );
   }
   for (const p of run.pointers ?? []) if (p.note) lines.push(`note: ${p.note}`);

@@ -125,6 +125,11 @@ export interface Checkpoint {
    */
   incomplete?: string;
   /**
+   * The folder reaches the listing's depth: files below it were not listed, so `bytes` counts only those that were
+   * (shown as "≥ size") and completeness cannot be told.
+   */
+  partialSize?: true;
+  /**
    * A pointer the framework itself keeps that names this checkpoint: DeepSpeed's `latest` file, Megatron-LM's
    * `latest_checkpointed_iteration.txt`, a `latest`/`last`/`best` symlink to a folder.
    */

@@ -8,7 +8,7 @@ import type { RemoteRunsCore } from '../core/service';
 import { runsOf } from '../core/service';
 import { RemoteRunsError, checkpointLabel, formatTarget, latestCheckpoint, latestPhrase, type Checkpoint, type Run, type TargetRef } from '../core/types';
 import { pickCheckpoint as checkpointOf } from '../core/service';
-import { formatAge, formatBytes } from '../core/util/format';
+import { formatAge, formatBytes, formatCheckpointBytes } from '../core/util/format';
 
 export interface PickedCheckpoint {
   hostName: string;
@@ -64,7 +64,7 @@ export async function pickCheckpoint(
   if (opts.latestOnly) return { hostName, target, run, checkpoint: checkpointOf(run, 'latest') };
   const checkpoint = await quickPick(
     `${title} (4/4): checkpoint`,
-    [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `${checkpointLabel(c)} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}${c.incomplete ? ` · incomplete: ${c.incomplete}` : ''}`, value: c })),
+    [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `${checkpointLabel(c)} · ${formatCheckpointBytes(c)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}${c.incomplete ? ` · incomplete: ${c.incomplete}` : ''}`, value: c })),
     'Pick a checkpoint (newest first)',
   );
   return checkpoint ? { hostName, target, run, checkpoint } : undefined;

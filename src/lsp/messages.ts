@@ -2,7 +2,7 @@
  * The words of the language server: diagnostic messages and hover text for an analysis. A reference that
  * matches nothing always says what is there instead, and why it is empty, never just "not found".
  */
-import { formatAge, formatBytes } from '../core/util/format';
+import { formatAge, formatBytes, formatCheckpointBytes } from '../core/util/format';
 import { checkpointLabel, latestCheckpoint, latestPhrase } from '../core/types';
 import { parseCheckpointName } from '../core/discovery/checkpointLayout';
 import { formatPlace } from '../shared/lspProtocol';
@@ -115,7 +115,7 @@ function existsHover(a: Extract<Analysis, { kind: 'exists' }>, where: string): s
   const out: string[] = [];
   if (ctx?.checkpoint && ctx.checkpoint.path === e.path) {
     const c = ctx.checkpoint;
-    out.push(`**checkpoint** \`${c.name}\` (${checkpointLabel(c)}${c.newest ? ', newest' : ''}) of run \`${ctx.run.name}\` on ${where} · ${formatBytes(c.bytes)} · ${formatAge(c.mtime, a.remoteNow)}`);
+    out.push(`**checkpoint** \`${c.name}\` (${checkpointLabel(c)}${c.newest ? ', newest' : ''}) of run \`${ctx.run.name}\` on ${where} · ${formatCheckpointBytes(c)} · ${formatAge(c.mtime, a.remoteNow)}`);
     if (c.files.length) out.push('', ...c.files.slice(0, 12).map((f) => `- \`${f.name}\` — ${formatBytes(f.bytes)}`));
     return out.join('\n');
   }
@@ -123,7 +123,7 @@ function existsHover(a: Extract<Analysis, { kind: 'exists' }>, where: string): s
     const r = ctx.run;
     const newest = latestCheckpoint(r);
     out.push(`**run** \`${r.name}\` on ${where}${r.live ? ' · ● live' : ''} · ${r.checkpoints.length} checkpoint${r.checkpoints.length === 1 ? '' : 's'}`);
-    if (newest) out.push('', `latest step ${newest.step}: \`${newest.name}\` · ${formatBytes(newest.bytes)} · ${formatAge(newest.mtime, a.remoteNow)}`);
+    if (newest) out.push('', `latest step ${newest.step}: \`${newest.name}\` · ${formatCheckpointBytes(newest)} · ${formatAge(newest.mtime, a.remoteNow)}`);
     out.push('', `metrics: ${r.metrics.length ? r.metrics.map((m) => `\`${m.slice(r.path.length + 1)}\``).join(', ') : 'none found'}`);
     return out.join('\n');
   }

@@ -238,15 +238,24 @@ test('a run is named by its shortest path below the root that no other run ends 
 });
 
 test('a checkpoint folder at the walk depth (its files not listed) is not called empty: what it holds is unknown', () => {
-  // Default depth 5: root/a/b/c/checkpoints/step_1 is listed, nothing inside it is.
-  const r = new Records().root(0, 'ok', '/w').dir('a').dir('a/b').dir('a/b/c').dir('a/b/c/checkpoints').dir('a/b/c/checkpoints/step_1');
+  // Default depth 7: root/a/b/c/d/e/checkpoints/step_1 is listed, nothing inside it is.
+  const r = new Records().root(0, 'ok', '/w').dir('a').dir('a/b').dir('a/b/c').dir('a/b/c/d').dir('a/b/c/d/e').dir('a/b/c/d/e/checkpoints').dir('a/b/c/d/e/checkpoints/step_1');
+  // Hydra-like: a checkpoint folder whose files are listed, but one subfolder of it is at the depth.
+  r.dir('h').dir('h/1').dir('h/1/2').dir('h/1/2/checkpoints').dir('h/1/2/checkpoints/iter_5').file('h/1/2/checkpoints/iter_5/meta.json', 10).dir('h/1/2/checkpoints/iter_5/mp_rank_00').dir('h/1/2/checkpoints/iter_5/mp_rank_00/x');
   r.dir('x').dir('x/checkpoints').dir('x/checkpoints/step_2'); // depth 3, truly empty
+  r.dir('y').dir('y/checkpoints').dir('y/checkpoints/step_3').file('y/checkpoints/step_3/m.pt', 123); // all seen
   const runs = ok(parse(['/w'], r.end(0).done().result()).roots[0]);
-  const deep = runs.find((x) => x.name === 'c')!;
+  const deep = runs.find((x) => x.name === 'e')!;
   assert.equal(deep.checkpoints[0].incomplete, undefined);
   assert.equal(deep.checkpoints[0].newest, true);
+  assert.equal(deep.checkpoints[0].partialSize, true, 'its size is a lower bound');
+  const hydra = runs.find((x) => x.name === '2')!;
+  assert.deepEqual([hydra.checkpoints[0].bytes, hydra.checkpoints[0].partialSize], [10, true]);
   const shallow = runs.find((x) => x.name === 'x')!;
   assert.equal(shallow.checkpoints[0].incomplete, 'holds no files yet');
+  assert.equal(shallow.checkpoints[0].partialSize, undefined);
+  const whole = runs.find((x) => x.name === 'y')!;
+  assert.deepEqual([whole.checkpoints[0].bytes, whole.checkpoints[0].partialSize], [123, undefined]);
 });
 
 test('a step that two checkpoints share is ambiguous by number, and each is taken by its name', () => {

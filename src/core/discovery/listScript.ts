@@ -29,8 +29,12 @@ import { parseListOutput } from './listParse';
  * millions of files still cannot hang the tree.
  */
 export const DEFAULT_MAX_ENTRIES = 40_000;
-/** root/run/checkpoints/step_N/file is depth 4; one more level for checkpoint folders with subfolders. */
-export const DEFAULT_MAX_DEPTH = 5;
+/**
+ * root/run/checkpoints/step_N/file is depth 4; Hydra's outputs/DATE/TIME/ under the root adds 2 and Megatron's
+ * iter_N/mp_rank_00/ one more: 7. A checkpoint folder reaching it is listed with `partialSize` (its size is a lower
+ * bound), never as empty.
+ */
+export const DEFAULT_MAX_DEPTH = 7;
 
 /** The first bytes of the script's output; anything before them (rc-file noise) is skipped. */
 export const LIST_MAGIC = Buffer.from('\0@rr-list@2\0', 'latin1');
@@ -172,7 +176,7 @@ exit 0
 export interface ListOptions {
   /** Entries printed per root before the listing says `truncated` (default 10,000). */
   maxEntries?: number;
-  /** How deep below each root the walk goes (default 5). */
+  /** How deep below each root the walk goes (default DEFAULT_MAX_DEPTH). */
   maxDepth?: number;
   /**
    * `fair`: list each root with the budget shared among its folders (the script's `fair`), for roots whose plain

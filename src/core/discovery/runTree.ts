@@ -389,12 +389,13 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
     if (!parsed) continue;
     const files = child.type === 'd' ? filesUnder(child, '', absolute) : [];
     const marker = unfinishedMarker(child.name);
+    const deep = child.type === 'd' && reachesDepth(child, unseen);
     // Below the walk's depth nothing can be told from the files: not marked (their sizes are not known either).
     const incomplete: string | undefined =
       ('incomplete' in parsed && typeof parsed.incomplete === 'string' ? parsed.incomplete : undefined) ??
       (temp ? `${child.name} is a temporary name: still being written` : undefined) ??
       (dir.children.get(marker)?.type === 'f' ? `NeMo's ${marker} marker is beside it (removed when the save is finished)` : undefined) ??
-      (child.type === 'd' && !reachesDepth(child, unseen) ? incompleteReason(files) : undefined);
+      (child.type === 'd' && !deep ? incompleteReason(files) : undefined);
     const ck: Checkpoint = {
       name: child.name,
       kind: parsed.kind,
@@ -410,6 +411,7 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
       files,
       newest: false,
       ...(incomplete ? { incomplete } : {}),
+      ...(deep ? { partialSize: true as const } : {}),
     };
     out.push(ck);
     if (child.link !== undefined && ck.kind === 'alias') links.set(ck, child.link);
