@@ -25,3 +25,13 @@ export function userSettingsOf(root: string): Record<string, unknown> {
 export function machineSettingsFileOf(root: string): string {
   return path.join(root, 'user-data', 'Machine', 'settings.json');
 }
+
+/** The remote (Machine) settings of a test VS Code, parsed; `{}` while VS Code has written none. */
+export function machineSettingsOf(root: string): Record<string, unknown> {
+  try {
+    return readSettingsFile(machineSettingsFileOf(root));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw e;
+  }
+}
