@@ -135,15 +135,19 @@ function makeSession(base: SessionBase): VSCodeSession {
   const sidebar = page.locator('.part.sidebar');
 
   const notifications = async (): Promise<Notification[]> => {
+    // One snapshot inside the page: read toast by toast, one that hid in between (toasts hide on their own, and
+    // more often when a test shows several) left the next read waiting 30 s for an element that was gone.
     const items = page.locator('.notifications-toasts .notification-toast .notification-list-item');
-    const out: Notification[] = [];
-    for (const item of await items.all()) {
-      const message = (await item.locator('.notification-list-item-message').innerText()).trim();
-      const icon = (await item.locator('.notification-list-item-icon').getAttribute('class')) ?? '';
-      const severity = icon.includes('codicon-error') ? 'error' : icon.includes('codicon-warning') ? 'warning' : 'info';
-      out.push({ message, severity });
-    }
-    return out;
+    const raw = await items.evaluateAll((els) =>
+      els.map((el) => ({
+        message: ((el.querySelector('.notification-list-item-message') as HTMLElement | null)?.innerText ?? '').trim(),
+        icon: el.querySelector('.notification-list-item-icon')?.getAttribute('class') ?? '',
+      })),
+    );
+    return raw.map(({ message, icon }) => ({
+      message,
+      severity: icon.includes('codicon-error') ? 'error' : icon.includes('codicon-warning') ? 'warning' : 'info',
+    }));
   };
 
   const session: VSCodeSession = {
