@@ -28,7 +28,16 @@ export interface LaunchOptions {
   extraVsix?: string[];
   /** More code-server arguments. */
   serverArgs?: string[];
+  /** Workspace trust on, the folder not trusted: VS Code's Restricted Mode (default: trust off, all trusted). */
+  untrustedWorkspace?: boolean;
 }
+
+/** Workspace trust on and never asked at startup: an unknown folder opens in Restricted Mode. */
+const RESTRICTED_MODE_SETTINGS = {
+  'security.workspace.trust.enabled': true,
+  'security.workspace.trust.startupPrompt': 'never',
+  'security.workspace.trust.banner': 'never',
+};
 
 /** A started server and browser; the page has not navigated yet. */
 export interface Launched {
@@ -76,7 +85,8 @@ export async function launch(opts: LaunchOptions): Promise<Launched> {
   // (Machine) settings only and ignores them in the User file, as in a Remote-SSH window. Each setting goes where
   // a user of that window would have to put it.
   const { user, machine } = splitByScope(opts.settings ?? {});
-  writeFileSync(path.join(dirs.userData, 'User', 'settings.json'), JSON.stringify({ ...QUIET_VSCODE_SETTINGS, ...user }, null, 2));
+  const trust = opts.untrustedWorkspace ? RESTRICTED_MODE_SETTINGS : {};
+  writeFileSync(path.join(dirs.userData, 'User', 'settings.json'), JSON.stringify({ ...QUIET_VSCODE_SETTINGS, ...trust, ...user }, null, 2));
   writeFileSync(path.join(dirs.userData, 'Machine', 'settings.json'), JSON.stringify(machine, null, 2));
   const config = path.join(root, 'code-server.yaml');
   writeFileSync(config, 'auth: none\ncert: false\n'); // an empty file is a parse error
@@ -105,7 +115,7 @@ export async function launch(opts: LaunchOptions): Promise<Launched> {
     server = spawnGroup(
       tools.node,
       [tools.codeServerEntry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry',
-        '--disable-update-check', '--disable-workspace-trust', ...common, ...(opts.serverArgs ?? []),
+        '--disable-update-check', ...(opts.untrustedWorkspace ? [] : ['--disable-workspace-trust']), ...common, ...(opts.serverArgs ?? []),
         opts.workspaceFolder],
       { env, cwd: root },
     );

@@ -34,6 +34,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** The extension to install; default: the repository's extension, packaged once per run. `null`: install none. */
   extensionVsix?: string | null;
+  /** Open the folder in Restricted Mode (workspace trust on, the folder not trusted). */
+  untrustedWorkspace?: boolean;
 }
 
 /** A notification toast as shown. */
@@ -87,7 +89,7 @@ export interface VSCodeSession {
 /** Starts code-server with the extension installed, opens the workbench in Chromium and waits until it is up. */
 export async function startVSCode(opts: StartOptions): Promise<VSCodeSession> {
   const vsix = opts.extensionVsix === undefined ? await extensionVsix() : opts.extensionVsix;
-  const l = await launch({ workspaceFolder: opts.workspaceFolder, settings: opts.settings, env: opts.env, vsix: vsix ?? undefined });
+  const l = await launch({ workspaceFolder: opts.workspaceFolder, settings: opts.settings, env: opts.env, vsix: vsix ?? undefined, untrustedWorkspace: opts.untrustedWorkspace });
   try {
     await l.page.goto(`${l.url}/?folder=${encodeURIComponent(opts.workspaceFolder)}`);
     await l.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
