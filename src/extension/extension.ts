@@ -86,6 +86,17 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true }));
   tree.attach(view);
 
+  // A workspace's settings files are read for restricted settings VS Code will not apply, and each one is said
+  // (README "Settings: what a workspace may set"); again whenever they or the trust may have changed.
+  const checkWorkspaceSettings = (): void => void settings.checkWorkspaceFiles().catch((e) => log.warn(`checking workspace settings: ${e instanceof Error ? e.message : String(e)}`));
+  checkWorkspaceSettings();
+  const settingsFiles = store.register(vscode.workspace.createFileSystemWatcher('**/.vscode/settings.json'));
+  store.register(settingsFiles.onDidCreate(checkWorkspaceSettings));
+  store.register(settingsFiles.onDidChange(checkWorkspaceSettings));
+  store.register(settingsFiles.onDidDelete(checkWorkspaceSettings));
+  store.register(vscode.workspace.onDidChangeWorkspaceFolders(checkWorkspaceSettings));
+  store.register(vscode.workspace.onDidGrantWorkspaceTrust(checkWorkspaceSettings));
+
   const updateNoHosts = (): void => {
     void vscode.commands.executeCommand('setContext', 'remoteRuns.noHosts', hosts.all().length === 0);
   };
@@ -93,6 +104,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   store.register(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('remoteRuns')) {
+        checkWorkspaceSettings();
         hosts.invalidate();
         updateNoHosts();
         tree.refresh();
@@ -115,8 +127,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   // Eval listings → the charts' points and the eval table (the hub is shared, so metrics can register first).
   const evalResults = store.register(new EvalResultsHub());
   registerMetrics({ store, core, tree, view, log, context, evals: evalResults });
-  registerDownloads({ store, core, pool, hosts, tree, view, log, context });
-  evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, results: evalResults });
+  registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings });
+  evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults });
   registerDemo({ store, context, log });
   // Last: the language server asks the tree and the pool, so both exist before its first question.
   registerLanguageServer({ store, context, core, hosts, pool, tree, view, log });

@@ -1,11 +1,35 @@
 import * as vscode from 'vscode';
 import { parseHostsSetting } from '../core/config';
+import { parseEvalProfiles } from '../core/eval/profiles';
+import type { EvalProfile } from '../core/eval/types';
+import {
+  describeIgnored,
+  hostsSetting,
+  ignoredInWorkspaceFile,
+  userLevelValue,
+  type IgnoredSetting,
+  type Inspected,
+  type SettingOrigin,
+} from '../core/settingsTrust';
 import type { HostConfig } from '../core/types';
+import { parseJsonc } from '../core/util/jsonc';
+import { CommandIds } from './commandIds';
 import type { Logger } from './log';
 
-/** Typed reads of the `remoteRuns.*` settings; invalid host entries are reported once and skipped. */
+/**
+ * Typed reads of the `remoteRuns.*` settings; invalid host entries are reported once and skipped.
+ *
+ * Trust (README "Settings: what a workspace may set"): `sshPath`, `knownHostsFiles` and `sshConfigFile` are
+ * machine scoped and read through `inspect()` from the user level only; hosts from a workspace lose `identityFile`
+ * and `proxyJump`; eval profiles carry where they came from. Every workspace value not honoured is logged and shown
+ * once (a notification naming the setting) — never dropped in silence.
+ */
 export class Settings {
   private lastProblems = '';
+  private lastIgnored = '';
+  /** Ignored values seen through inspect() (per setting), and those found in the workspace's settings files. */
+  private readonly ignoredByRead = new Map<string, IgnoredSetting[]>();
+  private ignoredInFiles: IgnoredSetting[] = [];
 
   constructor(private readonly log: Logger) {}
 
@@ -14,7 +38,9 @@ export class Settings {
   }
 
   hosts(): HostConfig[] {
-    const { hosts, problems } = parseHostsSetting(this.cfg.get('hosts'), 'remoteRuns.hosts');
+    const read = hostsSetting(this.cfg.inspect<unknown>('hosts') as Inspected<unknown> | undefined);
+    this.noteIgnored('hosts', read.ignored);
+    const { hosts, problems } = parseHostsSetting(read.value, 'remoteRuns.hosts');
     const text = problems.join('\n');
     if (text && text !== this.lastProblems) {
       this.log.warn(`remoteRuns.hosts: ${text}`);
@@ -27,16 +53,32 @@ export class Settings {
     return hosts.map((h) => (h.runRoots?.length || !defaults ? h : { ...h, runRoots: defaults }));
   }
 
+  /** Valid eval profiles and where the list came from (`workspace`: each needs a yes before it runs). */
+  evalProfiles(): { profiles: EvalProfile[]; origin: SettingOrigin; problems: string[] } {
+    const inspected = this.cfg.inspect<unknown>('evalProfiles');
+    const origin: SettingOrigin =
+      inspected?.workspaceFolderValue !== undefined || inspected?.workspaceValue !== undefined ? 'workspace' : inspected?.globalValue !== undefined ? 'user' : 'default';
+    const { profiles, problems } = parseEvalProfiles(this.cfg.get('evalProfiles'));
+    return { profiles, origin, problems };
+  }
+
   useSshConfigHosts(): boolean {
     return this.cfg.get<boolean>('useSshConfigHosts', true);
   }
 
   sshConfigFile(): string | undefined {
-    return this.cfg.get<string>('sshConfigFile') || undefined;
+    return this.userLevel<string>('sshConfigFile') || undefined;
   }
 
   knownHostsFiles(): string[] {
-    return this.cfg.get<string[]>('knownHostsFiles') ?? [];
+    const v = this.userLevel<string[]>('knownHostsFiles');
+    return Array.isArray(v) ? v : [];
+  }
+
+  /** The OpenSSH binary downloads run; undefined: `ssh` from PATH. Never a workspace's value. */
+  sshPath(): string | undefined {
+    const v = this.userLevel<string>('sshPath');
+    return typeof v === 'string' && v.trim() ? v.trim() : undefined;
   }
 
   defaultRunRoots(): string[] | undefined {
@@ -50,5 +92,70 @@ export class Settings {
 
   idleDisconnectSeconds(): number {
     return Math.max(10, this.cfg.get<number>('idleDisconnectSeconds', 300));
+  }
+
+  /**
+   * Look in the workspace's own settings files for restricted settings VS Code will not apply (it drops a
+   * workspace value of a machine setting before an extension can see it, so `inspect()` alone cannot tell), and
+   * say so. Called at activation, when settings change, when trust is granted, and when a settings file changes.
+   */
+  async checkWorkspaceFiles(): Promise<void> {
+    const found: IgnoredSetting[] = [];
+    const trusted = vscode.workspace.isTrusted;
+    const files: { uri: vscode.Uri; where: string; pick: (v: unknown) => unknown }[] = [];
+    for (const folder of vscode.workspace.workspaceFolders ?? []) {
+      files.push({ uri: vscode.Uri.joinPath(folder.uri, '.vscode', 'settings.json'), where: `.vscode/settings.json of ${folder.name}`, pick: (v) => v });
+    }
+    const wsFile = vscode.workspace.workspaceFile;
+    if (wsFile && wsFile.scheme !== 'untitled') {
+      files.push({ uri: wsFile, where: `${wsFile.path.split('/').pop()} (workspace file)`, pick: (v) => (v && typeof v === 'object' ? (v as Record<string, unknown>).settings : undefined) });
+    }
+    for (const f of files) {
+      let text: string;
+      try {
+        text = new TextDecoder().decode(await vscode.workspace.fs.readFile(f.uri));
+      } catch {
+        continue; // No such file: nothing set there.
+      }
+      const parsed = parseJsonc(text);
+      if ('error' in parsed) {
+        this.log.warn(`${f.where}: could not be read to check for restricted settings (${parsed.error})`);
+        continue;
+      }
+      found.push(...ignoredInWorkspaceFile(f.where, f.pick(parsed.value), trusted));
+    }
+    this.ignoredInFiles = found;
+    this.report();
+  }
+
+  private userLevel<T>(key: 'sshPath' | 'knownHostsFiles' | 'sshConfigFile'): T | undefined {
+    const { value, ignored } = userLevelValue<T>(`remoteRuns.${key}`, this.cfg.inspect<T>(key));
+    this.noteIgnored(key, ignored);
+    return value;
+  }
+
+  private noteIgnored(key: string, ignored: IgnoredSetting[]): void {
+    const before = JSON.stringify(this.ignoredByRead.get(key) ?? []);
+    if (ignored.length) this.ignoredByRead.set(key, ignored);
+    else this.ignoredByRead.delete(key);
+    if (JSON.stringify(ignored) !== before) this.report();
+  }
+
+  /** Log each ignored value and show one notification — again only when the set of ignored values changes. */
+  private report(): void {
+    const all = [...this.ignoredInFiles, ...[...this.ignoredByRead.values()].flat()];
+    // One line per setting and place, whichever way it was seen.
+    const lines = [...new Set(describeIgnored(all))];
+    const text = lines.join('\n');
+    if (text === this.lastIgnored) return;
+    this.lastIgnored = text;
+    if (!lines.length) return;
+    for (const l of lines) this.log.warn(`workspace setting: ${l}`);
+    const names = [...new Set(all.map((i) => i.setting))];
+    const message = `Remote Runs ignored ${names.length === 1 ? 'a setting' : `${names.length} settings`} from this workspace: ${lines[0]}${lines.length > 1 ? ` (and ${lines.length - 1} more, see the log)` : ''}`;
+    void vscode.window.showWarningMessage(message, 'Show Log', 'Open User Settings').then((c) => {
+      if (c === 'Show Log') void vscode.commands.executeCommand(CommandIds.showLog);
+      else if (c === 'Open User Settings') void vscode.commands.executeCommand('workbench.action.openSettingsJson');
+    });
   }
 }

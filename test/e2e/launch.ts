@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { QUIET_VSCODE_SETTINGS } from '../../src/demo/profile';
 import { spawnGroup, stopGroup, type GroupProcess } from './processGroup';
-import { findToolchain, type Toolchain } from './toolchain';
+import { findToolchain, REPO_ROOT, type Toolchain } from './toolchain';
 
 /** What to start. */
 export interface LaunchOptions {
@@ -28,7 +28,16 @@ export interface LaunchOptions {
   extraVsix?: string[];
   /** More code-server arguments. */
   serverArgs?: string[];
+  /** Workspace trust on, the folder not trusted: VS Code's Restricted Mode (default: trust off, all trusted). */
+  untrustedWorkspace?: boolean;
 }
+
+/** Workspace trust on and never asked at startup: an unknown folder opens in Restricted Mode. */
+const RESTRICTED_MODE_SETTINGS = {
+  'security.workspace.trust.enabled': true,
+  'security.workspace.trust.startupPrompt': 'never',
+  'security.workspace.trust.banner': 'never',
+};
 
 /** A started server and browser; the page has not navigated yet. */
 export interface Launched {
@@ -71,10 +80,14 @@ export async function launch(opts: LaunchOptions): Promise<Launched> {
   };
   for (const d of Object.values(dirs)) mkdirSync(d, { recursive: true });
   mkdirSync(path.join(dirs.userData, 'User'), { recursive: true });
-  writeFileSync(
-    path.join(dirs.userData, 'User', 'settings.json'),
-    JSON.stringify({ ...QUIET_VSCODE_SETTINGS, ...opts.settings }, null, 2),
-  );
+  mkdirSync(path.join(dirs.userData, 'Machine'), { recursive: true });
+  // code-server's extension host is a remote one: VS Code reads `machine`-scoped settings there from the remote
+  // (Machine) settings only and ignores them in the User file, as in a Remote-SSH window. Each setting goes where
+  // a user of that window would have to put it.
+  const { user, machine } = splitByScope(opts.settings ?? {});
+  const trust = opts.untrustedWorkspace ? RESTRICTED_MODE_SETTINGS : {};
+  writeFileSync(path.join(dirs.userData, 'User', 'settings.json'), JSON.stringify({ ...QUIET_VSCODE_SETTINGS, ...trust, ...user }, null, 2));
+  writeFileSync(path.join(dirs.userData, 'Machine', 'settings.json'), JSON.stringify(machine, null, 2));
   const config = path.join(root, 'code-server.yaml');
   writeFileSync(config, 'auth: none\ncert: false\n'); // an empty file is a parse error
 
@@ -102,7 +115,7 @@ export async function launch(opts: LaunchOptions): Promise<Launched> {
     server = spawnGroup(
       tools.node,
       [tools.codeServerEntry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry',
-        '--disable-update-check', '--disable-workspace-trust', ...common, ...(opts.serverArgs ?? []),
+        '--disable-update-check', ...(opts.untrustedWorkspace ? [] : ['--disable-workspace-trust']), ...common, ...(opts.serverArgs ?? []),
         opts.workspaceFolder],
       { env, cwd: root },
     );
@@ -205,4 +218,14 @@ export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise
     timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Settings split into the User file and the Machine (remote) file, by the scope the extension's manifest gives. */
+export function splitByScope(settings: Record<string, unknown>): { user: Record<string, unknown>; machine: Record<string, unknown> } {
+  const props = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { contributes: { configuration: { properties: Record<string, { scope?: string }> } } })
+    .contributes.configuration.properties;
+  const user: Record<string, unknown> = {};
+  const machine: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(settings)) (props[k]?.scope === 'machine' ? machine : user)[k] = v;
+  return { user, machine };
 }

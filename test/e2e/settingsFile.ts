@@ -20,3 +20,18 @@ export function readSettingsFile(file: string): Record<string, unknown> {
 export function userSettingsOf(root: string): Record<string, unknown> {
   return readSettingsFile(path.join(root, 'user-data', 'User', 'settings.json'));
 }
+
+/** The remote (Machine) settings of a test VS Code: where `machine`-scoped settings live in code-server. */
+export function machineSettingsFileOf(root: string): string {
+  return path.join(root, 'user-data', 'Machine', 'settings.json');
+}
+
+/** The remote (Machine) settings of a test VS Code, parsed; `{}` while VS Code has written none. */
+export function machineSettingsOf(root: string): Record<string, unknown> {
+  try {
+    return readSettingsFile(machineSettingsFileOf(root));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw e;
+  }
+}

@@ -12,7 +12,7 @@ import { after, before, test } from 'node:test';
 import { eventually } from '../harness/assertKind';
 import { expandTreeRow, treeRow } from './treeRows';
 import { act, commandRuns } from './ui';
-import { userSettingsOf } from './settingsFile';
+import { machineSettingsOf, userSettingsOf } from './settingsFile';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 
 let session: VSCodeSession;
@@ -71,7 +71,10 @@ test('"Try the demo host" starts the demo host: the tree shows it, its container
     assert.equal(entry.name, 'demo');
     assert.equal(entry.host, '127.0.0.1');
     assert.equal(entry.identityFile, path.join(demoDir, 'keys', 'client_ed25519'));
-    assert.deepEqual(settings['remoteRuns.knownHostsFiles'], ['~/.ssh/known_hosts', path.join(demoDir, 'known_hosts')]);
+    // knownHostsFiles is machine scoped: VS Code writes it to the remote (Machine) settings of code-server's
+    // remote extension host, as it would in a Remote-SSH window (README "What a workspace may set").
+    assert.equal(settings['remoteRuns.knownHostsFiles'], undefined);
+    assert.deepEqual(machineSettingsOf(session.root)['remoteRuns.knownHostsFiles'], ['~/.ssh/known_hosts', path.join(demoDir, 'known_hosts')]);
     assert.deepEqual((settings['remoteRuns.evalProfiles'] as { name: string }[]).map((p) => p.name), ['Demo: acceptance length']);
     assert.match(readFileSync(path.join(demoDir, 'known_hosts'), 'utf8'), new RegExp(`^\\[127\\.0\\.0\\.1\\]:${entry.port} ssh-ed25519 `));
     // No "trust this host key?" question was needed, and nothing failed.
@@ -86,7 +89,8 @@ test('"Stop the Demo Host" ends its processes and takes it out of the settings; 
     const machine = machineProcesses();
     await session.runCommand('Remote Runs: Stop the Demo Host');
     await session.view('Hosts').getByRole('button', { name: 'Try the demo host' }).waitFor({ state: 'visible', timeout: 30_000 });
-    await eventually(() => userSettings()['remoteRuns.knownHostsFiles'] === undefined, 'the settings cleaned');
+    await eventually(() => machineSettingsOf(session.root)['remoteRuns.knownHostsFiles'] === undefined, 'the settings cleaned');
+    assert.equal(userSettings()['remoteRuns.knownHostsFiles'], undefined);
     assert.equal(userSettings()['remoteRuns.hosts'], undefined);
     assert.equal(userSettings()['remoteRuns.evalProfiles'], undefined);
     await eventually(() => machine.every((pid) => !alive(pid)), `the demo machine's processes (${machine.join(', ')}) end`);

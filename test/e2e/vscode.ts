@@ -34,6 +34,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** The extension to install; default: the repository's extension, packaged once per run. `null`: install none. */
   extensionVsix?: string | null;
+  /** Open the folder in Restricted Mode (workspace trust on, the folder not trusted). */
+  untrustedWorkspace?: boolean;
 }
 
 /** A notification toast as shown. */
@@ -87,7 +89,7 @@ export interface VSCodeSession {
 /** Starts code-server with the extension installed, opens the workbench in Chromium and waits until it is up. */
 export async function startVSCode(opts: StartOptions): Promise<VSCodeSession> {
   const vsix = opts.extensionVsix === undefined ? await extensionVsix() : opts.extensionVsix;
-  const l = await launch({ workspaceFolder: opts.workspaceFolder, settings: opts.settings, env: opts.env, vsix: vsix ?? undefined });
+  const l = await launch({ workspaceFolder: opts.workspaceFolder, settings: opts.settings, env: opts.env, vsix: vsix ?? undefined, untrustedWorkspace: opts.untrustedWorkspace });
   try {
     await l.page.goto(`${l.url}/?folder=${encodeURIComponent(opts.workspaceFolder)}`);
     await l.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });
@@ -135,15 +137,19 @@ function makeSession(base: SessionBase): VSCodeSession {
   const sidebar = page.locator('.part.sidebar');
 
   const notifications = async (): Promise<Notification[]> => {
+    // One snapshot inside the page: read toast by toast, one that hid in between (toasts hide on their own, and
+    // more often when a test shows several) left the next read waiting 30 s for an element that was gone.
     const items = page.locator('.notifications-toasts .notification-toast .notification-list-item');
-    const out: Notification[] = [];
-    for (const item of await items.all()) {
-      const message = (await item.locator('.notification-list-item-message').innerText()).trim();
-      const icon = (await item.locator('.notification-list-item-icon').getAttribute('class')) ?? '';
-      const severity = icon.includes('codicon-error') ? 'error' : icon.includes('codicon-warning') ? 'warning' : 'info';
-      out.push({ message, severity });
-    }
-    return out;
+    const raw = await items.evaluateAll((els) =>
+      els.map((el) => ({
+        message: ((el.querySelector('.notification-list-item-message') as HTMLElement | null)?.innerText ?? '').trim(),
+        icon: el.querySelector('.notification-list-item-icon')?.getAttribute('class') ?? '',
+      })),
+    );
+    return raw.map(({ message, icon }) => ({
+      message,
+      severity: icon.includes('codicon-error') ? 'error' : icon.includes('codicon-warning') ? 'warning' : 'info',
+    }));
   };
 
   const session: VSCodeSession = {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CommandIds } from '../../src/extension/commandIds';
+import { MACHINE_SETTINGS, RESTRICTED_SETTINGS } from '../../src/core/settingsTrust';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
 
@@ -34,4 +35,36 @@ test('the hosts setting schema rejects a target spec that is not host, pct:<id> 
   assert.ok(!pattern.test('pct:abc'));
   assert.ok(!pattern.test('lxc:200'));
   assert.deepEqual(item.required, ['name', 'host']);
+});
+
+test('every setting that names a program or a trust file is machine/application scoped and restricted in untrusted workspaces', () => {
+  const props = manifest.contributes.configuration.properties as Record<string, { scope?: string; type?: string; markdownDescription?: string; description?: string }>;
+  const restricted: string[] = manifest.capabilities.untrustedWorkspaces.restrictedConfigurations;
+  assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
+  assert.ok(manifest.capabilities.untrustedWorkspaces.description.length > 20);
+  // The code's list and the manifest's agree both ways.
+  assert.deepEqual([...restricted].sort(), [...RESTRICTED_SETTINGS].sort());
+  for (const key of MACHINE_SETTINGS) {
+    assert.ok(props[key], `${key} is contributed`);
+    assert.ok(['machine', 'application'].includes(props[key].scope ?? 'window'), `${key} is machine or application scoped`);
+  }
+  // Found by what a setting says, so a new one cannot slip in window scoped: a description naming a binary,
+  // a program, an executable, a key, known_hosts or an ssh config file.
+  const namesProgramOrTrust = /\b(binary|program|executable|known_hosts|client config|ssh config|private key|identity file)\b/i;
+  const found: string[] = [];
+  for (const [key, p] of Object.entries(props)) {
+    if (p.type !== 'string' && p.type !== 'array') continue;
+    const text = (p.markdownDescription ?? p.description ?? '').split(' Read from your user')[0];
+    if (!namesProgramOrTrust.test(text)) continue;
+    found.push(key);
+    assert.ok(['machine', 'application'].includes(p.scope ?? 'window'), `${key} names a program or trust file but is ${p.scope ?? 'window'} scoped`);
+    assert.ok(restricted.includes(key), `${key} is listed in restrictedConfigurations`);
+  }
+  // The description rule is not vacuous: it finds the three machine settings by their words.
+  assert.deepEqual(found.sort(), [...MACHINE_SETTINGS].sort());
+  for (const key of restricted) assert.ok(props[key], `restricted ${key} is a contributed setting`);
+});
+
+test('extensionKind is declared: the extension runs where the workspace is', () => {
+  assert.deepEqual(manifest.extensionKind, ['workspace']);
 });

@@ -17,6 +17,7 @@ import { pickCheckpoint, quickPick, type Item } from '../pickCheckpoint';
 import { registerCommand } from '../commandRunner';
 import type { DisposableStore } from '../lifecycle';
 import type { Logger } from '../log';
+import type { Settings } from '../settings';
 import type { TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 
@@ -29,6 +30,8 @@ export interface DownloadDeps {
   view: vscode.TreeView<TreeNode>;
   log: Logger;
   context: vscode.ExtensionContext;
+  /** sshPath is read through it: user settings only, never a workspace's program. */
+  settings: Settings;
 }
 
 /** What a download is of: a checkpoint of a run on a host's target. */
@@ -129,7 +132,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
             fresh,
             concurrency: Math.max(1, config().get<number>('downloadConcurrency', 4)),
             client: downloadClient(),
-            sshPath: config().get<string>('sshPath', '').trim() || undefined,
+            sshPath: deps.settings.sshPath(),
             logger: deps.log,
             holder: 'a VS Code window',
             overwrite: (file) => askOverwrite(file),

@@ -19,7 +19,7 @@ import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
 import { EvalService } from '../../core/eval/service';
-import { parseEvalProfiles } from '../../core/eval/profiles';
+import { consentDetail, needsConsent, profileFingerprint, withApproval, type SettingOrigin } from '../../core/settingsTrust';
 import { runKey } from '../../core/eval/place';
 import type { EvalPlace, EvalProfile, EvalRecord, EvalRunRef, EvalSubject } from '../../core/eval/types';
 import { downloadRootFor, localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint, type LocalCheckpointState } from '../../core/eval/localCheckpoint';
@@ -33,6 +33,7 @@ import { CommandIds } from '../commandIds';
 import { registerCommand } from '../commandRunner';
 import type { DisposableStore } from '../lifecycle';
 import type { Logger } from '../log';
+import type { Settings } from '../settings';
 import type { CheckpointNode, TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { checkpointEvalText } from './decoration';
@@ -47,6 +48,8 @@ export interface EvalDeps {
   tree: RunsTreeProvider;
   log: Logger;
   context: vscode.ExtensionContext;
+  /** Eval profiles are read through it, with where they came from. */
+  settings: Settings;
   /** Where listings are published for the charts and the eval table. */
   results: EvalResultsHub;
 }
@@ -67,10 +70,29 @@ interface RunEvals {
 /** While some eval of a run runs, its listing is refreshed at most this often when the tree redraws it. */
 const RELIST_RUNNING_MS = 15_000;
 
-function profilesFromSettings(log: Logger): EvalProfile[] {
-  const { profiles, problems } = parseEvalProfiles(vscode.workspace.getConfiguration('remoteRuns').get('evalProfiles'));
-  for (const p of problems) log.warn(p);
-  return profiles;
+/** globalState key: fingerprints of workspace eval profiles the user said yes to (src/core/settingsTrust.ts). */
+export const APPROVED_PROFILES_KEY = 'remoteRuns.approvedEvalProfiles';
+
+/**
+ * A profile from a workspace's settings (a cloned repository's `.vscode/settings.json`) runs a command the user
+ * has not written: its command line is shown and it runs only after "Run", remembered for exactly this content.
+ */
+async function confirmWorkspaceProfile(context: vscode.ExtensionContext, profile: EvalProfile, origin: SettingOrigin, log: Logger): Promise<boolean> {
+  const approved = context.globalState.get<string[]>(APPROVED_PROFILES_KEY, []);
+  if (!needsConsent(profile, origin, approved)) return true;
+  const run = 'Run';
+  const answer = await vscode.window.showWarningMessage(
+    `Remote Runs: run the eval profile "${profile.name}" from this workspace's settings?`,
+    { modal: true, detail: consentDetail(profile) },
+    run,
+  );
+  if (answer !== run) {
+    log.info(`eval profile ${profile.name} from workspace settings: not run (not confirmed)`);
+    return false;
+  }
+  await context.globalState.update(APPROVED_PROFILES_KEY, withApproval(approved, profile));
+  log.info(`eval profile ${profile.name} from workspace settings: confirmed (${profileFingerprint(profile).slice(0, 12)})`);
+  return true;
 }
 
 /** A checkpoint as the tree or the palette's picks give it. */
@@ -90,7 +112,12 @@ function sameTarget(a: TargetRef, b: TargetRef): boolean {
 }
 
 export function registerEvals(deps: EvalDeps): EvalsHandle {
-  const { store, core, pool, hosts, tree, log, context, results } = deps;
+  const { store, core, pool, hosts, tree, log, context, results, settings } = deps;
+  const profilesFromSettings = (): EvalProfile[] => {
+    const { profiles, problems } = settings.evalProfiles();
+    for (const p of problems) log.warn(p);
+    return profiles;
+  };
   const evals = new EvalService({
     // Launches ask for idempotent: false, so the pool never runs one twice after a drop.
     executorFor: (name, { idempotent }) => pool.executor(hosts.resolve(core.host(name)), { idempotent }),
@@ -119,7 +146,7 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
     if (entry.loading) return entry.loading;
     entry.loading = (async () => {
       const found: RunEvals['entries'] = [];
-      for (const place of evals.places(profilesFromSettings(log), subject)) {
+      for (const place of evals.places(profilesFromSettings(), subject)) {
         try {
           for (const record of await evals.list(place)) found.push({ place, record });
         } catch (e) {
@@ -228,7 +255,8 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
     registerCommand(CommandIds.evaluateCheckpoint, async (node?: TreeNode) => {
       const ref = node?.type === 'checkpoint' ? node : await pickCheckpoint(core, hosts, 'Evaluate Checkpoint');
       if (!ref) return;
-      const profiles = profilesFromSettings(log);
+      const { profiles, origin, problems } = settings.evalProfiles();
+      for (const p of problems) log.warn(p);
       if (profiles.length === 0) {
         throw new RemoteRunsError('bad-config', 'No eval profiles: add one to the remoteRuns.evalProfiles setting (problems, if any, are in the log)');
       }
@@ -241,6 +269,7 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
               'Pick an eval profile',
             );
       if (!profile) return;
+      if (!(await confirmWorkspaceProfile(context, profile, origin, log))) return;
       let subject: EvalSubject = subjectOf(ref);
       if (usesLocalCheckpoint(profile)) {
         const localCheckpoint = await resolveLocalCheckpoint(ref, profile);

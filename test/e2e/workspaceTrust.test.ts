@@ -1,0 +1,108 @@
+/**
+ * A cloned repository cannot run programs (issue 16, item 4), in a real VS Code against the real test sshd: the
+ * workspace's `.vscode/settings.json` points `remoteRuns.sshPath` at a canary script that would leave a file behind
+ * (and then run the real ssh, so a download through it would still work). A download over OpenSSH works, the canary
+ * never runs, and a warning names the setting that was ignored. Control: the same canary named in the USER settings
+ * does run — so the first test's "never ran" is a fact about where the setting came from, not a broken canary.
+ */
+import assert from 'node:assert/strict';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, test } from 'node:test';
+import { expandTreeRow, treeContextMenu } from './treeRows';
+import { machineSettingsFileOf, readSettingsFile } from './settingsFile';
+import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { startTestHost, type TestHost } from '../harness/testHost';
+
+let host: TestHost;
+let session: VSCodeSession;
+let workspace: string;
+let downloads: string;
+let scratch: string;
+let canary: string;
+let marker: string;
+const CKPT_BYTES = 5 * 1024 * 1024;
+
+before(async () => {
+  host = await startTestHost();
+  scratch = mkdtempSync(path.join(tmpdir(), 'rr-e2e-canary-'));
+  marker = path.join(scratch, 'canary-ran');
+  canary = path.join(scratch, 'canary-ssh.sh');
+  // Records that it ran, then is the real ssh: if it were used, the download would still succeed.
+  writeFileSync(canary, `#!/bin/sh\nprintf '%s\\n' "$*" >> '${marker}'\nexec ssh "$@"\n`);
+  chmodSync(canary, 0o755);
+  workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-ws-'));
+  mkdirSync(path.join(workspace, '.vscode'));
+  writeFileSync(
+    path.join(workspace, '.vscode', 'settings.json'),
+    `// a repository someone else wrote\n{\n  "remoteRuns.sshPath": ${JSON.stringify(canary)},\n}\n`,
+  );
+  downloads = mkdtempSync(path.join(tmpdir(), 'rr-e2e-dl-'));
+  session = await startVSCode({
+    workspaceFolder: workspace,
+    settings: {
+      'remoteRuns.hosts': [host.hostConfig('dlbox', { targets: ['host'], runRoots: [host.paths.runs] })],
+      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
+      'remoteRuns.useSshConfigHosts': false,
+      'remoteRuns.refreshIntervalSeconds': 0,
+      'remoteRuns.downloadDirectory': downloads,
+      // OpenSSH or fail: the download must run an ssh program, so the canary would run if it were honoured.
+      'remoteRuns.downloadClient': 'openssh',
+    },
+  });
+});
+
+after(async () => {
+  await session?.close();
+  await host?.stop();
+  for (const d of [workspace, downloads, scratch]) if (d) rmSync(d, { recursive: true, force: true });
+});
+
+async function waitForFile(file: string, bytes: number): Promise<void> {
+  const deadline = Date.now() + 180_000;
+  while (Date.now() < deadline) {
+    if (existsSync(file) && statSync(file).size === bytes) return;
+    await session.page.waitForTimeout(250);
+  }
+  assert.fail(`${file} did not land with ${bytes} bytes`);
+}
+
+test('a workspace sshPath pointing at a canary: the warning names it, the download works over OpenSSH, the canary never runs', async () => {
+  await withArtifactsOnFailure(session, 'trust-canary', async () => {
+    await session.openViewContainer('Remote Runs');
+    const warning = await session.waitForNotification(/Remote Runs ignored a setting from this workspace: remoteRuns\.sshPath/, 90_000);
+    assert.equal(warning.severity, 'warning');
+    assert.match(warning.message, /names a program/);
+    await expandTreeRow(session, 'dlbox');
+    await expandTreeRow(session, 'host');
+    await expandTreeRow(session, 'story');
+    await treeContextMenu(session, 'step_22000', /^Download Checkpoint…$/);
+    const file = path.join(downloads, 'dlbox', 'story', 'step_22000', 'checkpoint.pt');
+    await waitForFile(file, CKPT_BYTES);
+    await session.waitForNotification(/downloaded story\/step_22000 .*verified by SHA-256/, 120_000);
+    assert.match(session.vscodeLogs(), /download story\/step_22000: .* by OpenSSH,/, 'the bytes moved through an OpenSSH client');
+    assert.ok(!existsSync(marker), `the canary ran: ${existsSync(marker) ? readFileSync(marker, 'utf8') : ''}`);
+    assert.match(session.vscodeLogs(), /workspace setting: remoteRuns\.sshPath \(in \.vscode\/settings\.json of [^)]+\) ignored/);
+  });
+});
+
+test('control: the same canary named in the user\'s own (remote machine) settings does run', async () => {
+  await withArtifactsOnFailure(session, 'trust-canary-control', async () => {
+    // code-server's extension host is remote: a machine setting of the user lives in the Machine (remote) settings.
+    const userFile = machineSettingsFileOf(session.root);
+    writeFileSync(userFile, JSON.stringify({ ...readSettingsFile(userFile), 'remoteRuns.sshPath': canary }, null, 2));
+    // The changed user setting reaches the extension host; a download after that runs the canary.
+    const deadline = Date.now() + 120_000;
+    let attempt = 0;
+    while (!existsSync(marker) && Date.now() < deadline) {
+      const step = ['step_20000', 'step_18000', 'step_16000'][attempt++ % 3];
+      await session.page.keyboard.press('Escape');
+      await treeContextMenu(session, step, /^Download Checkpoint…$/);
+      await waitForFile(path.join(downloads, 'dlbox', 'story', step, 'checkpoint.pt'), CKPT_BYTES);
+      await session.waitForNotification(new RegExp(`downloaded story/${step} `), 120_000);
+    }
+    assert.ok(existsSync(marker), 'a user-level sshPath is the program downloads run');
+    assert.match(readFileSync(marker, 'utf8'), /\S/);
+  });
+});
