@@ -17,6 +17,8 @@
  * harness creates the test user and starts sshd).
  */
 import * as os from 'node:os';
+import * as fs from 'node:fs';
+import { buildSync } from 'esbuild';
 import * as path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
@@ -98,6 +100,8 @@ interface PathResult {
   sshMux: Stats;
   scriptMux: Stats;
   parse: Stats;
+  /** The same parse from the esbuild bundle under plain node (what ships), median and min ms. */
+  parseBundled: { median: number; min: number };
   stdoutBytes: number;
   sshStdoutBytes: number;
   heap: { beforeParse: number; afterParse: number; retained: number };
@@ -106,6 +110,25 @@ interface PathResult {
 
 const failures: string[] = [];
 const loadAtStart = os.loadavg()[0];
+/**
+ * Parse `stdout` with the parser as it ships: bench/parseProbe.ts bundled by esbuild into a temporary file, run by
+ * plain node (median and min of n parses after a warm-up).
+ */
+function parseAsShipped(stdout: Buffer, root: string, n: number): { median: number; min: number } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-parse-'));
+  try {
+    const probe = path.join(dir, 'probe.js');
+    const out = path.join(dir, 'listing.bin');
+    fs.writeFileSync(out, stdout);
+    buildSync({ entryPoints: [path.join(__dirname, 'parseProbe.ts')], bundle: true, platform: 'node', target: 'node20', outfile: probe, logLevel: 'warning' });
+    const r = spawnSync(process.execPath, [probe, out, root, String(MAX_ENTRIES), String(Math.max(n, 15))], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`parse probe failed: ${r.stderr}`);
+    return JSON.parse(r.stdout) as { median: number; min: number };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 function check(ok: boolean, what: string): void {
   if (!ok) failures.push(what);
 }
@@ -254,6 +277,7 @@ async function measurePath(host: TestHost, bench: Bench, spec: PathSpec, sshBase
   const command = listRunsCommand([spec.root], { maxEntries: MAX_ENTRIES });
   const parse: number[] = [];
   for (let i = 0; i < N; i++) parse.push((await timed(async () => command.parse(raw))).ms);
+  const bundled = parseAsShipped(raw.stdout, spec.root, N);
   const beforeParse = heapAfterGc();
   let parsed: unknown = command.parse(raw);
   const afterParse = process.memoryUsage().heapUsed;
@@ -281,6 +305,7 @@ async function measurePath(host: TestHost, bench: Bench, spec: PathSpec, sshBase
     sshMux: stats(sshMux),
     scriptMux: stats(scriptMux),
     parse: stats(parse),
+    parseBundled: bundled,
     stdoutBytes: raw.stdout.length,
     sshStdoutBytes: sshFirst.stdoutBytes,
     heap: { beforeParse, afterParse, retained },
@@ -331,12 +356,14 @@ function report(results: PathResult[], sshVersion: string): void {
   out.push('4. Output and memory of one listing (heap: after a full GC before parsing, right after parsing, after GC holding the result)');
   out.push(
     table(
-      ['target', 'our output', 'ssh find output', 'parse ms (median)', 'heap before', 'after parse', 'retained', 'default cap truncates'],
+      ['target', 'our output', 'ssh find output', 'parse ms (median)', 'parse ms as shipped', 'per 10k entries', 'heap before', 'after parse', 'retained', 'default cap truncates'],
       results.map((r) => [
         r.label,
         mib(r.stdoutBytes),
         mib(r.sshStdoutBytes),
         ms(r.parse.median),
+        `${ms(r.parseBundled.median)} [min ${ms(r.parseBundled.min)}]`,
+        ms((r.parseBundled.median * 10_000) / ENTRIES),
         mib(r.heap.beforeParse),
         `${mib(r.heap.afterParse)} (+${mib(r.heap.afterParse - r.heap.beforeParse)})`,
         `${mib(r.heap.retained)} (+${mib(r.heap.retained - r.heap.beforeParse)})`,
@@ -377,6 +404,7 @@ function report(results: PathResult[], sshVersion: string): void {
             sshMux: r.sshMux.median,
             scriptMux: r.scriptMux.median,
             parse: r.parse.median,
+            parseBundled: r.parseBundled.median,
           },
           ratio: {
             warmVsSsh: r.warm.median / r.ssh.median,

@@ -237,12 +237,19 @@ const SHARD = /^(.*)-(\d+)-of-(\d+)\.(safetensors|bin)$/i;
  */
 export function incompleteReason(files: readonly { name: string; bytes: number }[]): string | undefined {
   if (files.length === 0) return 'holds no files yet';
-  const temp = files.find((f) => TEMPORARY_FILE.test(f.name));
-  if (temp) return `${temp.name} is still being written`;
-  const base = (n: string): string => n.slice(n.lastIndexOf('/') + 1);
-  if (files.some((f) => /\.distcp$/i.test(f.name)) && !files.some((f) => base(f.name) === '.metadata')) {
-    return 'torch.distributed.checkpoint shards without their .metadata (written last)';
+  // One pass finds what the checks below need; most checkpoints have none of it, and a listing has thousands.
+  let distcp = false;
+  let metadata = false;
+  let named = false;
+  for (const f of files) {
+    const n = f.name;
+    if (TEMPORARY_FILE.test(n)) return `${n} is still being written`;
+    if (n.endsWith('.metadata') && (n === '.metadata' || n.endsWith('/.metadata'))) metadata = true;
+    else if (/\.distcp$/i.test(n)) distcp = true;
+    else if (n.includes('-of-') || /\.index\.json$/i.test(n)) named = true;
   }
+  if (distcp && !metadata) return 'torch.distributed.checkpoint shards without their .metadata (written last)';
+  if (!named) return undefined;
   const sets = new Map<string, { of: number; have: Set<number> }>();
   for (const f of files) {
     const m = SHARD.exec(f.name);
@@ -263,7 +270,7 @@ export function incompleteReason(files: readonly { name: string; bytes: number }
   for (const f of files) {
     const m = /^(.*)\.(safetensors|bin)\.index\.json$/i.exec(f.name);
     if (m && !sets.has(`${m[1]}.${m[2].toLowerCase()}`) && !files.some((g) => g !== f && g.name.startsWith(`${m[1]}`) && g.name.toLowerCase().endsWith(`.${m[2].toLowerCase()}`))) {
-      return `${base(f.name)} names shards, none of them is there`;
+      return `${f.name.slice(f.name.lastIndexOf('/') + 1)} names shards, none of them is there`;
     }
   }
   return undefined;

@@ -246,7 +246,8 @@ function toRootListing(root: string, r: RootRecord, maxEntries: number, now: num
   if (entries.length === 0) {
     return { ...base, ...extra, truncated, state: 'empty', message: `${path} is an empty directory${note}` };
   }
-  const runs = findRuns(path, entries, now, maxDepth);
+  // The entries are this call's own (nothing else holds them): the tree may reuse them as its nodes.
+  const runs = findRuns(path, entries, now, maxDepth, { reuseEntries: true });
   if (runs.length === 0) {
     const seen = entries
       .filter((e) => !e.rel.includes('/'))

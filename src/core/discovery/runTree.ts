@@ -76,8 +76,8 @@ const NO_CHILDREN: ReadonlyMap<string, Node> = new Map();
 /** The folder the extension keeps beside a run (`.remote-runs/evals/…`); it never holds runs. */
 const OWN_FOLDER = '.remote-runs';
 
-export function findRuns(rootPath: string, entries: readonly Entry[], now: number, maxDepth = Infinity): Run[] {
-  const root = buildTree(entries);
+export function findRuns(rootPath: string, entries: readonly Entry[], now: number, maxDepth = Infinity, options: { reuseEntries?: boolean } = {}): Run[] {
+  const root = buildTree(entries, options.reuseEntries === true);
   const absolute = (rel: string): string => (rel === '' ? rootPath : rootPath === '/' ? `/${rel}` : `${rootPath}/${rel}`);
   // A folder at the walk's depth was listed, its contents were not: what it holds is unknown, not "nothing".
   const unseen = (n: Node): boolean => n.type === 'd' && n.depth >= maxDepth;
@@ -123,7 +123,7 @@ function nameRuns(runs: Run[], rootPath: string): void {
   });
 }
 
-function buildTree(entries: readonly Entry[]): Node {
+function buildTree(entries: readonly Entry[], reuse: boolean): Node {
   const root: Node = { name: '', rel: '', type: 'd', bytes: 0, mtime: 0, depth: 0, children: new Map() };
   const byRel = new Map<string, Node>([['', root]]);
   const childrenOf = (node: Node): Map<string, Node> => {
@@ -141,20 +141,38 @@ function buildTree(entries: readonly Entry[]): Node {
     byRel.set(rel, node);
     return node;
   };
+  // find prints a folder right before its contents and siblings one after another: the last parent found is
+  // almost always the next one's too, so most entries cost no lookup by path.
+  let lastParentRel = '';
+  let lastParent = root;
   for (const e of entries) {
     const slash = e.rel.lastIndexOf('/');
-    const parent = folder(slash < 0 ? '' : e.rel.slice(0, slash));
+    const parentRel = slash < 0 ? '' : e.rel.slice(0, slash);
+    let parent: Node;
+    if (parentRel === lastParentRel) parent = lastParent;
+    else {
+      parent = folder(parentRel);
+      lastParentRel = parentRel;
+      lastParent = parent;
+    }
     const name = slash < 0 ? e.rel : e.rel.slice(slash + 1);
     const existing = parent.children.get(name);
-    const extra = { ...(e.link !== undefined ? { link: e.link } : {}), ...(e.text !== undefined ? { text: e.text } : {}) };
     if (existing) {
       existing.type = e.type;
       existing.bytes = e.bytes;
       existing.mtime = e.mtime;
-      Object.assign(existing, extra);
+      if (e.link !== undefined) existing.link = e.link;
+      if (e.text !== undefined) existing.text = e.text;
       continue;
     }
-    const node: Node = { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, ...extra, depth: parent.depth + 1, children: NO_CHILDREN as Map<string, Node> };
+    // With `reuse` (the listing parser hands over entries nobody else holds), the entry itself becomes the tree's
+    // node: one object per entry instead of two.
+    const node: Node = reuse ? (e as Node) : { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: 0, children: NO_CHILDREN as Map<string, Node> };
+    node.name = name;
+    node.depth = parent.depth + 1;
+    node.children = NO_CHILDREN as Map<string, Node>;
+    if (!reuse && e.link !== undefined) node.link = e.link;
+    if (!reuse && e.text !== undefined) node.text = e.text;
     childrenOf(parent).set(name, node);
     // Only folders are ever looked up as parents.
     if (e.type !== 'f') byRel.set(e.rel, node);
@@ -381,38 +399,37 @@ function mlflowRun(node: Node, claimed: Set<Node>): Node[] | undefined {
 function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n: Node) => boolean): Checkpoint[] {
   const out: Checkpoint[] = [];
   const links = new Map<Checkpoint, string>();
+  // NeMo's `-unfinished` markers are rare: look one up per checkpoint only in a folder that holds one.
+  let markers = false;
+  for (const name of dir.children.keys()) if (name.endsWith('-unfinished')) markers = true;
   for (const child of dir.children.values()) {
     if (child.type !== 'd' && child.type !== 'f') continue;
     // A file under a temporary name (`epoch=0-step=10.ckpt.tmp`) is the checkpoint it will be, still being written.
     const temp = child.type === 'f' && TEMPORARY_FILE.test(child.name);
     const parsed = checkpointName(child) ?? (temp ? parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) : undefined) ?? linkedAlias(child);
     if (!parsed) continue;
-    const files = child.type === 'd' ? filesUnder(child, '', absolute) : [];
-    const marker = unfinishedMarker(child.name);
-    const deep = child.type === 'd' && reachesDepth(child, unseen);
+    const isDir = child.type === 'd';
+    const files = isDir ? filesUnder(child, '', absolute) : [];
+    const marker = markers ? unfinishedMarker(child.name) : undefined;
+    const deep = isDir && reachesDepth(child, unseen);
     // Below the walk's depth nothing can be told from the files: not marked (their sizes are not known either).
     const incomplete: string | undefined =
       ('incomplete' in parsed && typeof parsed.incomplete === 'string' ? parsed.incomplete : undefined) ??
       (temp ? `${child.name} is a temporary name: still being written` : undefined) ??
-      (dir.children.get(marker)?.type === 'f' ? `NeMo's ${marker} marker is beside it (removed when the save is finished)` : undefined) ??
-      (child.type === 'd' && !deep ? incompleteReason(files) : undefined);
-    const ck: Checkpoint = {
-      name: child.name,
-      kind: parsed.kind,
-      step: parsed.step,
-      ...(parsed.epoch !== undefined ? { epoch: parsed.epoch } : {}),
-      ...(parsed.save !== undefined ? { save: parsed.save } : {}),
-      ...(parsed.alias ? { alias: { ...parsed.alias } } : {}),
-      layout: parsed.layout,
-      path: absolute(child.rel),
-      isDir: child.type === 'd',
-      bytes: child.type === 'd' ? files.reduce((sum, f) => sum + f.bytes, 0) : child.bytes,
-      mtime: Math.max(child.mtime, ...files.map((f) => f.mtime)),
-      files,
-      newest: false,
-      ...(incomplete ? { incomplete } : {}),
-      ...(deep ? { partialSize: true as const } : {}),
-    };
+      (marker !== undefined && dir.children.get(marker)?.type === 'f' ? `NeMo's ${marker} marker is beside it (removed when the save is finished)` : undefined) ??
+      (isDir && !deep ? incompleteReason(files) : undefined);
+    let bytes = isDir ? 0 : child.bytes;
+    let mtime = child.mtime;
+    for (const f of files) {
+      bytes += f.bytes;
+      if (f.mtime > mtime) mtime = f.mtime;
+    }
+    const ck: Checkpoint = { name: child.name, kind: parsed.kind, step: parsed.step, layout: parsed.layout, path: absolute(child.rel), isDir, bytes, mtime, files, newest: false };
+    if (parsed.epoch !== undefined) ck.epoch = parsed.epoch;
+    if (parsed.save !== undefined) ck.save = parsed.save;
+    if (parsed.alias) ck.alias = { ...parsed.alias };
+    if (incomplete) ck.incomplete = incomplete;
+    if (deep) ck.partialSize = true;
     out.push(ck);
     if (child.link !== undefined && ck.kind === 'alias') links.set(ck, child.link);
   }
@@ -463,14 +480,19 @@ function checkpointName(node: Node): (ParsedCheckpointName & { incomplete?: stri
 }
 
 /** Every file below a checkpoint folder; names are relative to the folder (`model/pytorch_model.bin`). */
-function filesUnder(dir: Node, prefix: string, absolute: (rel: string) => string): CheckpointFile[] {
-  const out: CheckpointFile[] = [];
-  for (const child of [...dir.children.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))) {
+function filesUnder(dir: Node, prefix: string, absolute: (rel: string) => string, out: CheckpointFile[] = []): CheckpointFile[] {
+  // Most checkpoint folders hold one or two files: sort (a copy) only when there is an order to make.
+  const children = dir.children.size > 1 ? [...dir.children.values()].sort(byName) : dir.children.values();
+  for (const child of children) {
     const name = prefix ? `${prefix}/${child.name}` : child.name;
     if (child.type === 'f') out.push({ name, path: absolute(child.rel), bytes: child.bytes, mtime: child.mtime });
-    else if (child.type === 'd') out.push(...filesUnder(child, name, absolute));
+    else if (child.type === 'd') filesUnder(child, name, absolute, out);
   }
   return out;
+}
+
+function byName(a: Node, b: Node): number {
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
 function baseName(path: string): string {
