@@ -34,15 +34,17 @@ export class HostDirectory {
     return this.options.home ?? os.homedir();
   }
 
-  private get sshConfigPath(): string {
-    return this.options.sshConfigPath?.() || path.join(this.home, '.ssh', 'config');
+  /** The file named in the settings or on the command line (then it must exist, as for `ssh -F`), else ~/.ssh/config. */
+  private get sshConfigPath(): { path: string; explicit: boolean } {
+    const named = this.options.sshConfigPath?.();
+    return named ? { path: named, explicit: true } : { path: path.join(this.home, '.ssh', 'config'), explicit: false };
   }
 
   /** The ssh config, re-read when its path changes or `invalidate()` is called. */
   sshConfig(): SshConfig {
-    const p = this.sshConfigPath;
+    const { path: p, explicit } = this.sshConfigPath;
     if (!this.cached || this.cached.path !== p) {
-      this.cached = { path: p, config: loadSshConfig(p, { home: this.home }) };
+      this.cached = { path: p, config: loadSshConfig(p, { home: this.home, explicit }) };
       if (this.cached.config.problems.length) this.options.onSshConfigProblems?.(this.cached.config.problems);
     }
     return this.cached.config;

@@ -70,16 +70,53 @@ describe('syntax', () => {
     assert.deepEqual(r.target.identityFiles, ['/keys/my key', '/keys/a b']);
   });
 
-  test('bad values are reported with file and line and ignored; the rest of the config still applies', () => {
-    const c = cfg(['Host x', '  Port seventy', '  Port 70000', '  User "unterminated', '  IdentitiesOnly maybe', '  Port 2022'].join('\n'));
-    assert.equal(c.problems.length, 4);
-    assert.match(c.problems[0], /config:2: bad port "seventy"/);
-    assert.match(c.problems[1], /config:3: bad port "70000"/);
-    assert.match(c.problems[2], /config:4: unterminated quote/);
-    assert.match(c.problems[3], /config:5: IdentitiesOnly/);
-    const r = resolveHost(host('x'), c, ENV);
-    assert.equal(r.target.port, 2022);
-    assert.equal(r.target.user, 'me');
+  test('a value ssh rejects makes the file unusable for every host, as `ssh -F` does, naming file and line', () => {
+    // Each line and the message beside it checked with OpenSSH 9.2 `ssh -F f -G x`, which then says
+    // "terminating, 1 bad configuration options".
+    const c = cfg(['Host x', '  Port seventy', '  Port 70000', '  User "unterminated', '  IdentitiesOnly maybe', '  Port 2022', 'Host other'].join('\n'));
+    assert.equal(c.fatal.length, 4);
+    assert.deepEqual(c.fatal, c.problems);
+    assert.match(c.fatal[0], /config:2: Bad port 'seventy'/);
+    assert.match(c.fatal[1], /config:3: Bad port '70000'/);
+    assert.match(c.fatal[2], /config:4: unterminated quote/);
+    assert.match(c.fatal[3], /config:5: IdentitiesOnly/);
+    for (const alias of ['x', 'other']) {
+      assert.throws(
+        () => resolveHost(host(alias), c, ENV),
+        (e: unknown) => e instanceof RemoteRunsError && e.kind === 'bad-config' && /config:2: Bad port 'seventy'/.test(e.message),
+      );
+    }
+  });
+
+  test('an unknown keyword is fatal like in ssh, unless IgnoreUnknown names it; a removed one is reported and skipped', () => {
+    const bad = cfg('Host x\n  Frobnicate yes');
+    assert.match(bad.fatal[0], /config:2: Bad configuration option: Frobnicate/);
+    const ignored = cfg('IgnoreUnknown frob*,Other\nHost x\n  Frobnicate yes\n  RSAAuthentication yes\n  HostName h');
+    assert.deepEqual(ignored.fatal, []);
+    assert.match(ignored.problems[0], /config:3: unknown option Frobnicate, ignored \(IgnoreUnknown\)/);
+    assert.match(ignored.problems[1], /config:4: RSAAuthentication is no longer supported by OpenSSH/);
+    assert.equal(resolveHost(host('x'), ignored, ENV).target.hostname, 'h');
+  });
+
+  test('an OpenSSH option we do not follow is a problem of the hosts it applies to, with file and line', () => {
+    const c = cfg('Host a\n  ForwardAgent yes\n  HostName h\nHost b\n  Compression yes\nHost j\n  ServerAliveInterval 5\nHost c\n  ProxyJump j');
+    assert.deepEqual(c.problems, []);
+    assert.deepEqual(resolveHost(host('a'), c, ENV).configProblems, ['/home/me/.ssh/config:2: ForwardAgent is not honoured by Remote Runs; ignored for a']);
+    assert.deepEqual(resolveHost(host('b'), c, ENV).configProblems, ['/home/me/.ssh/config:5: Compression is not honoured by Remote Runs; ignored for b']);
+    // A jump host's own lines count too.
+    assert.deepEqual(resolveHost(host('c'), c, ENV).configProblems, ['/home/me/.ssh/config:7: ServerAliveInterval is not honoured by Remote Runs; ignored for j']);
+    assert.equal(resolveHost(host('zzz'), c, ENV).configProblems, undefined);
+  });
+
+  test('a Match criterion we cannot evaluate is a problem of every host', () => {
+    const c = cfg('Match canonical\n  User x\nHost a\n  HostName h');
+    assert.match(resolveHost(host('a'), c, ENV).configProblems?.[0] ?? '', /config:1: Match canonical: criterion "canonical" is not supported/);
+  });
+
+  test('an explicitly named config file that does not exist is fatal (ssh -F: cannot open user config file)', () => {
+    const c = loadSshConfig('/nonexistent/dir/config', { home: HOME, explicit: true });
+    assert.match(c.fatal[0], /\/nonexistent\/dir\/config: cannot open/);
+    assert.throws(() => resolveHost(host('a'), c, ENV), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'bad-config');
   });
 });
 
@@ -318,11 +355,11 @@ describe('ProxyJump', () => {
     }
   });
 
-  test('a bad ProxyJump in the file is reported and skipped', () => {
+  test('a bad ProxyJump in the file is fatal, as in ssh ("Invalid ProxyJump")', () => {
     const c = cfg('Host a\n ProxyJump h:0\n ProxyJump ok');
-    assert.equal(c.problems.length, 1);
-    assert.match(c.problems[0], /config:2: ProxyJump "h:0": bad port/);
-    assert.equal(resolveHost(host('a'), c, ENV).jumps[0].alias, 'ok');
+    assert.equal(c.fatal.length, 1);
+    assert.match(c.fatal[0], /config:2: ProxyJump "h:0": bad port/);
+    assert.throws(() => resolveHost(host('a'), c, ENV), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'bad-config');
   });
 });
 

@@ -8,6 +8,10 @@
  * inside a Host block must make every line of the included file conditional on that block, which is the
  * shape real conf.d setups use.
  *
+ * Nothing is dropped in silence: a keyword OpenSSH does not know, or a value it would reject (`Port abc`), is a
+ * fatal problem (every host fails with `bad-config`, as `ssh` refuses the file); an OpenSSH option we do not follow
+ * is a problem reported for each host it applies to (ResolvedHost.configProblems).
+ *
  * What is deliberately not supported, and how it fails:
  * - `Match exec|canonical|final|localnetwork|tagged|…`: the block is skipped (its options do not apply) and a
  *   problem is recorded. `Match all|host|originalhost|user|localuser` (with `!` and comma lists) work.
@@ -41,6 +45,8 @@ export interface MatchCriterion {
 export interface SshConfigLine {
   /** Lower-cased keyword. */
   keyword: string;
+  /** The keyword as written (for messages). */
+  name: string;
   /** Arguments after OpenSSH's quoting rules. */
   args: string[];
   /** The text after the keyword, unsplit (ProxyCommand takes it whole). */
@@ -58,6 +64,11 @@ export interface SshConfig {
   files: string[];
   /** Things skipped, each `file:line: why`. The rest of the config is still used, as far as it makes sense. */
   problems: string[];
+  /**
+   * The subset of `problems` for which OpenSSH refuses the whole file (`Bad port 'abc'`, an unknown keyword, a
+   * missing `-F` file): resolveHost then fails with `bad-config` for every host, as `ssh -F` would.
+   */
+  fatal: string[];
 }
 
 /** One hop of a ProxyJump value. */
@@ -99,22 +110,74 @@ const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
 const SUPPORTED_MATCH = new Set(['all', 'host', 'originalhost', 'user', 'localuser']);
 const KNOWN_MATCH = new Set([...SUPPORTED_MATCH, 'exec', 'canonical', 'final', 'localnetwork', 'tagged', 'version', 'sessiontype', 'command']);
 
+/**
+ * Every keyword OpenSSH's client accepts (readconf.c), lower-cased: the ones `ssh -F f -G x` of OpenSSH 9.2 takes
+ * (each tried with that command), plus those added by later releases. Any other keyword makes ssh refuse the file.
+ */
+const OPENSSH_KEYWORDS = new Set(
+  (
+    'addkeystoagent addressfamily batchmode bindaddress bindinterface canonicaldomains canonicalizefallbacklocal ' +
+    'canonicalizehostname canonicalizemaxdots canonicalizepermittedcnames casignaturealgorithms certificatefile ' +
+    'challengeresponseauthentication checkhostip cipher ciphers clearallforwardings compression connectionattempts ' +
+    'connecttimeout controlmaster controlpath controlpersist dsaauthentication dynamicforward enableescapecommandline ' +
+    'enablesshkeysign escapechar exitonforwardfailure fallbacktorsh fingerprinthash forkafterauthentication forwardagent ' +
+    'forwardx11 forwardx11timeout forwardx11trusted gatewayports globalknownhostsfile globalknownhostsfile2 ' +
+    'gssapiauthentication gssapiclientidentity gssapidelegatecredentials gssapikexalgorithms gssapikeyexchange ' +
+    'gssapirenewalforcesrekey gssapiserveridentity gssapitrustdns hashknownhosts hostbasedacceptedalgorithms ' +
+    'hostbasedauthentication hostbasedkeytypes hostkeyalgorithms hostkeyalias hostname identitiesonly identityagent ' +
+    'identityfile identityfile2 ignoreunknown ipqos kbdinteractiveauthentication kbdinteractivedevices keepalive ' +
+    'kexalgorithms knownhostscommand localcommand localforward loglevel logverbose macs nohostauthenticationforlocalhost ' +
+    'numberofpasswordprompts passwordauthentication permitlocalcommand permitremoteopen pkcs11provider port ' +
+    'preferredauthentications protocol protocolkeepalives proxycommand proxyjump proxyusefdpass pubkeyacceptedalgorithms ' +
+    'pubkeyacceptedkeytypes pubkeyauthentication rekeylimit remotecommand remoteforward requesttty requiredrsasize ' +
+    'revokedhostkeys rhostsauthentication securitykeyprovider sendenv serveralivecountmax serveraliveinterval sessiontype ' +
+    'setenv setuptimeout skeyauthentication smartcarddevice stdinnull streamlocalbindmask streamlocalbindunlink ' +
+    'stricthostkeychecking syslogfacility tcpkeepalive tisauthentication tunnel tunneldevice updatehostkeys ' +
+    'useblacklistedkeys useprivilegedport user userknownhostsfile userknownhostsfile2 useroaming usersh verifyhostkeydns ' +
+    'visualhostkey xauthlocation ' +
+    // 9.5 to 10.x
+    'obscurekeystroketiming channeltimeout tag enableescapecommandline refuseconnection warnweakcrypto versionaddendum ' +
+    // Removed long ago: OpenSSH warns "Unsupported option" and goes on.
+    'afstokenpassing compressionlevel kerberosauthentication kerberostgtpassing rhostsrsaauthentication rsaauthentication'
+  ).split(' '),
+);
+const OPENSSH_UNSUPPORTED = new Set('afstokenpassing compressionlevel kerberosauthentication kerberostgtpassing rhostsrsaauthentication rsaauthentication'.split(' '));
+
+/**
+ * The options a connection of ours follows (Host, Match and Include are read by the parser itself). Any other
+ * OpenSSH option that applies to a host is reported for that host ("not honoured"), never dropped in silence.
+ */
+export const HONOURED_OPTIONS = new Set(['hostname', 'user', 'port', 'identityfile', 'identitiesonly', 'proxyjump', 'proxycommand', 'ignoreunknown']);
+
+const ignoreUnknownLists = new WeakMap<SshConfig, string[]>();
+function ignoreUnknownOf(config: SshConfig): string[] {
+  let l = ignoreUnknownLists.get(config);
+  if (!l) ignoreUnknownLists.set(config, (l = []));
+  return l;
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Loading and parsing
 
 /**
- * Read an ssh config file and everything it Includes. A missing file is an empty config; an unreadable one
- * is an empty config with a problem (ssh itself would refuse to start, but we can still connect without it).
+ * Read an ssh config file and everything it Includes. A missing ~/.ssh/config is an empty config, as for ssh; a
+ * missing file that was named explicitly (`explicit`, like `ssh -F`) is a fatal problem (ssh stops: "Can't open
+ * user config file"). An unreadable default file is an empty config with a problem.
  */
-export function loadSshConfig(file: string, opts: { home?: string } = {}): SshConfig {
+export function loadSshConfig(file: string, opts: { home?: string; explicit?: boolean } = {}): SshConfig {
   const home = opts.home ?? os.homedir();
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    const empty: SshConfig = { lines: [], hostPatterns: [], files: [], problems: [] };
-    if (code !== 'ENOENT' && code !== 'ENOTDIR') empty.problems.push(`${file}: cannot read (${code ?? String(e)})`);
+    const empty: SshConfig = { lines: [], hostPatterns: [], files: [], problems: [], fatal: [] };
+    if (opts.explicit) {
+      // `ssh -F missing` stops: "Can't open user config file missing: No such file or directory".
+      const why = `${file}: cannot open the ssh config file named in the settings or on the command line (${code ?? String(e)})`;
+      empty.problems.push(why);
+      empty.fatal.push(why);
+    } else if (code !== 'ENOENT' && code !== 'ENOTDIR') empty.problems.push(`${file}: cannot read (${code ?? String(e)})`);
     return empty;
   }
   return parseSshConfig(text, { home, path: file, readInclude: readGlob });
@@ -123,7 +186,7 @@ export function loadSshConfig(file: string, opts: { home?: string } = {}): SshCo
 /** Parse config text. Include patterns are resolved (`~`, relative to ~/.ssh) and handed to `readInclude`. */
 export function parseSshConfig(text: string, opts: ParseSshConfigOptions): SshConfig {
   const file = opts.path ?? path.join(opts.home, '.ssh', 'config');
-  const config: SshConfig = { lines: [], hostPatterns: [], files: [file], problems: [] };
+  const config: SshConfig = { lines: [], hostPatterns: [], files: [file], problems: [], fatal: [] };
   parseInto(config, text, file, [], [file], opts);
   return config;
 }
@@ -142,15 +205,15 @@ function parseInto(
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
     const where = `${file}:${i + 1}`;
-    let parsed: { keyword: string; args: string[]; raw: string } | undefined;
+    let parsed: { keyword: string; name: string; args: string[]; raw: string } | undefined;
     try {
       parsed = splitLine(lines[i]);
     } catch (e) {
-      config.problems.push(`${where}: ${(e as Error).message}`);
+      fatal(config, `${where}: ${(e as Error).message}`);
       continue;
     }
     if (!parsed) continue;
-    const { keyword, args, raw } = parsed;
+    const { keyword, name, args, raw } = parsed;
     const when = current ? [...base, current] : base;
     switch (keyword) {
       case 'host':
@@ -168,10 +231,28 @@ function parseInto(
       case 'include':
         includeFiles(config, args, where, when, stack, opts);
         break;
+      case 'ignoreunknown':
+        if (args.length > 0) ignoreUnknownOf(config).push(args.join(','));
+        config.lines.push({ keyword, name, args, raw, when, file, line: i + 1 });
+        break;
       default: {
+        if (!OPENSSH_KEYWORDS.has(keyword)) {
+          // OpenSSH: "Bad configuration option: foo" and "terminating, 1 bad configuration options", unless an
+          // earlier IgnoreUnknown names it (its pattern list is honoured wherever it appears before the line).
+          if (ignoreUnknownOf(config).some((list) => matchPatternList(keyword, list.toLowerCase(), false) === 1)) {
+            config.problems.push(`${where}: unknown option ${name}, ignored (IgnoreUnknown)`);
+          } else {
+            fatal(config, `${where}: Bad configuration option: ${name} (ssh refuses this file too; remove the line or name it in IgnoreUnknown)`);
+          }
+          break;
+        }
+        if (OPENSSH_UNSUPPORTED.has(keyword)) {
+          config.problems.push(`${where}: ${name} is no longer supported by OpenSSH; line ignored`);
+          break;
+        }
         const problem = checkOption(keyword, args, raw);
-        if (problem) config.problems.push(`${where}: ${problem}; line ignored`);
-        else config.lines.push({ keyword, args, raw, when, file, line: i + 1 });
+        if (problem) fatal(config, `${where}: ${problem} (ssh refuses this file too)`);
+        else config.lines.push({ keyword, name, args, raw, when, file, line: i + 1 });
       }
     }
   }
@@ -227,10 +308,15 @@ function includeFiles(
  * quotes and backslash escapes; a `#` at the start of an argument ends the line. Undefined for blank and
  * comment lines.
  */
-function splitLine(line: string): { keyword: string; args: string[]; raw: string } | undefined {
+function splitLine(line: string): { keyword: string; name: string; args: string[]; raw: string } | undefined {
   const m = /^[ \t\f]*([^ \t\f=]+)[ \t\f]*(?:=[ \t\f]*)?(.*?)[ \t\f\r]*$/s.exec(line);
   if (!m || m[1].startsWith('#')) return undefined;
-  return { keyword: m[1].toLowerCase(), args: splitArgs(m[2]), raw: m[2] };
+  return { keyword: m[1].toLowerCase(), name: m[1], args: splitArgs(m[2]), raw: m[2] };
+}
+
+function fatal(config: SshConfig, problem: string): void {
+  config.problems.push(problem);
+  config.fatal.push(problem);
 }
 
 function splitArgs(s: string): string[] {
@@ -298,7 +384,8 @@ function checkOption(keyword: string, args: string[], raw: string): string | und
     case 'identityfile':
       return one();
     case 'port':
-      return one() ?? (parsePort(args[0]) === undefined ? `bad port "${args[0]}"` : undefined);
+      // OpenSSH's own words (readconf.c), whether or not the block applies.
+      return one() ?? (parsePort(args[0]) === undefined ? `Bad port '${args[0]}'` : undefined);
     case 'identitiesonly':
       return one() ?? (parseFlag(args[0]) === undefined ? `IdentitiesOnly must be yes or no, not "${args[0]}"` : undefined);
     case 'proxyjump': {
@@ -497,6 +584,8 @@ interface Preset {
 
 interface Collected {
   hop: ResolvedHop;
+  /** Lines that apply to this hop and that we do not follow, `file:line: why`. */
+  ignored: string[];
   /** Hops in front of this one, as configured for it (not yet resolved). */
   jumps: JumpSpec[];
 }
@@ -510,6 +599,11 @@ interface Collected {
  * loop, or an unknown `%` token.
  */
 export function resolveHost(host: HostConfig, config: SshConfig, env: ResolveEnv): ResolvedHost {
+  if (config.fatal.length > 0) {
+    throw new RemoteRunsError('bad-config', `The ssh config cannot be used (ssh would refuse it too): ${config.fatal.join('; ')}`, {
+      problems: config.fatal,
+    });
+  }
   const identityFiles =
     host.identityFile === undefined ? undefined : Array.isArray(host.identityFile) ? host.identityFile : [host.identityFile];
   const target = collect(
@@ -518,14 +612,17 @@ export function resolveHost(host: HostConfig, config: SshConfig, env: ResolveEnv
     env,
     { user: host.user, port: host.port, identityFiles, proxyJump: host.proxyJump },
   );
-  return { jumps: resolveJumps(target.jumps, config, env, [host.host]), target: target.hop };
+  const ignored: string[] = [];
+  const jumps = resolveJumps(target.jumps, config, env, [host.host], ignored);
+  const configProblems = [...new Set([...config.problems, ...ignored, ...target.ignored])];
+  return { jumps, target: target.hop, ...(configProblems.length ? { configProblems } : {}) };
 }
 
 /**
  * `ssh -J a,b,c dest` runs `ssh -J a,b -W dest c`, and so on down to `ssh -W b a`: the first hop is connected
  * with its own config (including its own ProxyJump), every later hop with its config's proxy overridden.
  */
-function resolveJumps(specs: JumpSpec[], config: SshConfig, env: ResolveEnv, chain: string[]): ResolvedHop[] {
+function resolveJumps(specs: JumpSpec[], config: SshConfig, env: ResolveEnv, chain: string[], ignored: string[]): ResolvedHop[] {
   if (specs.length === 0) return [];
   const [first, ...rest] = specs;
   if (chain.includes(first.host) || chain.length > MAX_JUMP_DEPTH) {
@@ -540,8 +637,13 @@ function resolveJumps(specs: JumpSpec[], config: SshConfig, env: ResolveEnv, cha
     );
   }
   const head = collect(first.host, config, env, { user: first.user, port: first.port });
-  const before = resolveJumps(head.jumps, config, env, [...chain, first.host]);
-  const after = rest.map((s) => collect(s.host, config, env, { user: s.user, port: s.port, proxyJump: 'none' }).hop);
+  const before = resolveJumps(head.jumps, config, env, [...chain, first.host], ignored);
+  ignored.push(...head.ignored);
+  const after = rest.map((s) => {
+    const c = collect(s.host, config, env, { user: s.user, port: s.port, proxyJump: 'none' });
+    ignored.push(...c.ignored);
+    return c.hop;
+  });
   return [...before, head.hop, ...after];
 }
 
@@ -551,6 +653,7 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
   let port = preset.port;
   let identitiesOnly: boolean | undefined;
   const identityFiles = [...(preset.identityFiles ?? [])];
+  const ignored: string[] = [];
   let proxy: { kind: 'jump' | 'command'; value: string; where: string } | undefined =
     preset.proxyJump !== undefined ? { kind: 'jump', value: preset.proxyJump, where: 'settings' } : undefined;
 
@@ -585,6 +688,8 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
       case 'proxycommand':
         proxy ??= { kind: 'command', value: line.raw.trim(), where: `${line.file}:${line.line}` };
         break;
+      default:
+        if (!HONOURED_OPTIONS.has(line.keyword)) ignored.push(`${line.file}:${line.line}: ${line.name} is not honoured by Remote Runs; ignored for ${alias}`);
     }
   }
 
@@ -619,6 +724,7 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
       identityFiles: expanded,
       identitiesOnly: identitiesOnly ?? false,
     },
+    ignored,
     jumps,
   };
 }

@@ -28,6 +28,12 @@ export interface ResolvedHop {
 export interface ResolvedHost {
   jumps: ResolvedHop[];
   target: ResolvedHop;
+  /**
+   * What the ssh config holds that this connection does not follow, each `file:line: why`: problems of the whole
+   * file (a Match criterion we cannot evaluate, …) and options that apply to one of its hops but are not honoured.
+   * Shown to the user (a line of `ls`, the log); absent when there are none.
+   */
+  configProblems?: string[];
 }
 
 export interface HostKeyInfo {
