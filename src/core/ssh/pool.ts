@@ -320,6 +320,8 @@ export class ConnectionPool implements Disposable {
       this.setState(entry, { kind: 'connecting', attempt });
       const host = entry.host;
       const generation = entry.generation;
+      // Lines of the ssh config this connection does not follow: in the log of every connect, never dropped.
+      if (attempt === 1) for (const p of host.configProblems ?? []) o.logger.warn(`ssh config: ${p}`);
       try {
         const conn = await SshConnection.connect(host, this.connectOptions(o.prompter));
         if (this.disposed || entry.generation !== generation) {
