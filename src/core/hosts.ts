@@ -4,7 +4,9 @@
  */
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { isIP } from 'node:net';
 import type { HostConfig } from './types';
+import { closestName } from './util/closest';
 import type { ResolvedHost } from './ssh/types';
 import { configuredHostAliases, loadSshConfig, resolveHost, type SshConfig } from './ssh/sshConfig';
 
@@ -70,9 +72,22 @@ export class HostDirectory {
   }
 
   resolve(host: HostConfig): ResolvedHost & { name: string } {
-    const resolved = resolveHost(host, this.sshConfig(), { home: this.home, localUser: this.options.localUser ?? safeUser() });
+    const config = this.sshConfig();
+    const resolved = resolveHost(host, config, { home: this.home, localUser: this.options.localUser ?? safeUser() });
+    const aliases = configuredHostAliases(config);
+    // A name the ssh config gave no HostName and that no Host line names: DNS is its last chance, and a typo of a
+    // configured name is the likelier cause when that fails.
+    if (resolved.target.hostname === host.host.toLowerCase() && !aliases.includes(host.host) && !isIpAddress(host.host)) {
+      const names = [...new Set([...this.options.hosts().map((h) => h.name), ...aliases])];
+      const closest = closestName(host.host, names.filter((n) => n !== host.name));
+      resolved.target.unconfigured = closest ? { closest } : {};
+    }
     return { ...resolved, name: host.name };
   }
+}
+
+function isIpAddress(h: string): boolean {
+  return isIP(h) !== 0;
 }
 
 function safeUser(): string {

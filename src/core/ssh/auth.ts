@@ -58,6 +58,8 @@ export interface AuthTrace {
   tried: string[];
   /** Methods the server said it accepts, after the first `none` attempt. */
   serverMethods: string[];
+  /** Encrypted key files that were not offered because no (right) passphrase was given, with why. */
+  locked: { path: string; why: 'no-passphrase' | 'wrong-passphrase' }[];
 }
 
 type Step =
@@ -70,7 +72,7 @@ type Step =
 /** Build the authHandler for one hop of one connection attempt. */
 export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddleware; trace: AuthTrace } {
   const { hop, prompter, secrets } = o;
-  const trace: AuthTrace = { tried: [], serverMethods: [] };
+  const trace: AuthTrace = { tried: [], serverMethods: [], locked: [] };
   const steps: Step[] = [{ kind: 'none' }];
   // IdentitiesOnly means "only these keys": the agent would offer all of its own.
   if (o.agent && !hop.identitiesOnly) steps.push({ kind: 'agent' });
@@ -115,7 +117,7 @@ export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddlewar
         case 'key': {
           steps.shift();
           if (!allowed('publickey')) continue;
-          const key = await loadKey(step.path, prompter, secrets, o.logger);
+          const key = await loadKey(step.path, prompter, secrets, o.logger, trace);
           if (!key) continue;
           trace.tried.push(`publickey ${step.path}`);
           return { type: 'publickey', username, key };
@@ -194,7 +196,7 @@ export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddlewar
  * Read and parse one identity file. Missing files are skipped silently (OpenSSH's defaults often do not exist);
  * an encrypted key asks for its passphrase up to PROMPT_TRIES times; undefined from the prompter skips the key.
  */
-async function loadKey(path: string, prompter: Prompter, secrets: HostSecrets, logger: Logger): Promise<ParsedKey | undefined> {
+async function loadKey(path: string, prompter: Prompter, secrets: HostSecrets, logger: Logger, trace: AuthTrace): Promise<ParsedKey | undefined> {
   const cached = secrets.keys.get(path);
   if (cached) return cached;
   let data: Buffer;
@@ -209,10 +211,18 @@ async function loadKey(path: string, prompter: Prompter, secrets: HostSecrets, l
   if (parsed instanceof Error && /no passphrase given/i.test(parsed.message)) {
     for (let i = 0; i < PROMPT_TRIES; i++) {
       const passphrase = await prompter.passphrase(path);
-      if (passphrase === undefined) return undefined;
+      if (passphrase === undefined) {
+        trace.locked.push({ path, why: 'no-passphrase' });
+        return undefined;
+      }
       parsed = utils.parseKey(data, passphrase);
       if (!(parsed instanceof Error)) break;
       logger.warn(`Wrong passphrase for ${path}`);
+    }
+    if (parsed instanceof Error) {
+      logger.warn(`Skipping identity file ${path}: wrong passphrase ${PROMPT_TRIES} times`);
+      trace.locked.push({ path, why: 'wrong-passphrase' });
+      return undefined;
     }
   }
   if (parsed instanceof Error) {

@@ -76,7 +76,22 @@ function tcpConnect(hop: ResolvedHop, ctx: HopContext, where: string): Promise<n
         }),
       );
     };
-    const onError = (e: NodeJS.ErrnoException): void => fail(socketReason(e.code, e.message), e.code);
+    const onError = (e: NodeJS.ErrnoException): void => {
+      if (e.code === 'ENOTFOUND' && hop.unconfigured) {
+        cleanup();
+        sock.destroy();
+        const hint = hop.unconfigured.closest ? ` Did you mean ${hop.unconfigured.closest}?` : '';
+        reject(
+          new RemoteRunsError(
+            'not-found',
+            `${hop.alias} is neither a configured host (settings or a Host line of the ssh config) nor a name DNS knows.${hint}`,
+            { hop: hop.alias, code: e.code, ...(hop.unconfigured.closest ? { closest: hop.unconfigured.closest } : {}) },
+          ),
+        );
+        return;
+      }
+      fail(socketReason(e.code, e.message), e.code);
+    };
     const onAbort = (): void => {
       cleanup();
       sock.destroy();

@@ -103,12 +103,15 @@ export async function verifyHostKey(hop: ResolvedHop, key: Buffer, ctx: HostKeyC
       const file = ctx.knownHostsFiles[0];
       const trusted = await prompter.confirmHostKey({ hostPattern: name, hostname: hop.hostname, port: hop.port, keyType, fingerprint, knownHostsFile: file });
       if (!trusted) {
-        throw new RemoteRunsError('host-key-unknown', `The host key of ${where} (${keyType} ${fingerprint}) is not in known_hosts and was not accepted.`, {
-          hop: hop.alias,
-          fingerprint,
-          keyType,
-          file,
-        });
+        // Every file looked in, so a user whose key sits in another file (or under another name) sees where we looked.
+        const present = new Set(files.map((f) => f.path));
+        const checked = ctx.knownHostsFiles.map((f) => (present.has(f) ? f : `${f} (does not exist)`));
+        throw new RemoteRunsError(
+          'host-key-unknown',
+          `The host key of ${where} (${keyType} ${fingerprint}) was not found under the name ${name} in ${checked.join(', ')}, and was not accepted. ` +
+            `Connect once with ssh (or in a terminal) to check and accept it, or add the server's key to one of these files.`,
+          { hop: hop.alias, fingerprint, keyType, file, checked: ctx.knownHostsFiles },
+        );
       }
       await appendKnownHost(file, knownHostsLine(hop.hostname, hop.port, keyType, key));
       ctx.logger.info(`Added ${name} ${keyType} ${fingerprint} to ${file}`);

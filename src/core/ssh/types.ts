@@ -22,6 +22,12 @@ export interface ResolvedHop {
   identityFiles: string[];
   /** IdentitiesOnly: offer only identityFiles, not every agent key. */
   identitiesOnly: boolean;
+  /**
+   * Set when the name is neither a Host of the ssh config (no HostName applied) nor a configured host: if DNS does
+   * not know it either, the connection fails with `not-found` (naming `closest`, the nearest configured name)
+   * instead of `unreachable`.
+   */
+  unconfigured?: { closest?: string };
 }
 
 /** A destination with the hops in front of it, nearest first. */
