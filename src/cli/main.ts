@@ -109,6 +109,8 @@ export async function main(
     prompter: new TerminalPrompter(io.stdin, io.stderr as NodeJS.WriteStream),
     logger: { info: debug, warn: debug, error: debug },
     knownHostsFiles: values['known-hosts']?.length ? values['known-hosts'] : [path.join(home, '.ssh', 'known_hosts')],
+    // Named on the command line: like `ssh -o UserKnownHostsFile=`, they win over the ssh config's files.
+    knownHostsPinned: Boolean(values['known-hosts']?.length),
   });
   try {
     const config = loadConfig(values.config, io.env, home);

@@ -297,3 +297,101 @@ describe('item 3: "[::1]" and "host:port" spellings of a host', () => {
     assert.ok(jsonError(bad).message.includes(`holds a port: write {"host": "127.0.0.1", "port": ${host.sshd.port}}`), jsonError(bad).message);
   });
 });
+
+/** Real ssh with this config and environment, non-interactively: its exit status and stderr. */
+function opensshRun(file: string, alias: string, env: Record<string, string> = {}): { code: number; stderr: string } {
+  const r = spawnSync('ssh', ['-F', file, '-o', 'BatchMode=yes', alias, 'true'], { encoding: 'utf8', env: { PATH: process.env.PATH!, HOME: host.clientHome, ...env }, input: '' });
+  return { code: r.status ?? -1, stderr: r.stderr };
+}
+
+describe('item 1: host key options of the ssh config', () => {
+  const kh = (name: string, lines: string[] = []): string => {
+    const p = path.join(host.clientHome, '.ssh', name);
+    fs.writeFileSync(p, lines.map((l) => `${l}\n`).join(''));
+    return p;
+  };
+
+  test('StrictHostKeyChecking accept-new writes the key to the first UserKnownHostsFile, the same line ssh writes (CLI)', () => {
+    const ours = kh('kh-accept-ours');
+    const theirs = kh('kh-accept-theirs');
+    fs.rmSync(ours);
+    // ssh takes `~` from the passwd entry, not $HOME: give it the absolute path; ours is written with `~` (our HOME).
+    const conf = (f: string, shown: string) => sshConfig(`accept-${path.basename(f)}.conf`, testboxLines(['  StrictHostKeyChecking accept-new', `  UserKnownHostsFile ${shown} ~/.ssh/unused`]));
+    assert.equal(opensshRun(conf(theirs, theirs), 'testbox').code, 0);
+    const r = cli(['ls', 'testbox', '--ssh-config', conf(ours, `~/.ssh/${path.basename(ours)}`)]);
+    assert.equal(r.code, 0, r.stderr);
+    const written = fs.readFileSync(ours, 'utf8');
+    assert.equal(written, `${host.sshd.knownHostsLine}\n`);
+    assert.equal(written.split(' ').slice(0, 3).join(' ').trim(), fs.readFileSync(theirs, 'utf8').trim().split(' ').slice(0, 3).join(' '));
+    // The second run finds it there.
+    assert.equal(cli(['ls', 'testbox', '--ssh-config', conf(ours, `~/.ssh/${path.basename(ours)}`)]).code, 0);
+    assert.equal(fs.readFileSync(ours, 'utf8'), written);
+  });
+
+  test('StrictHostKeyChecking no is accept-new: a changed key is still refused (core)', async () => {
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', path.join(host.dir, 'otherhostkey')]);
+    const other = fs.readFileSync(path.join(host.dir, 'otherhostkey.pub'), 'utf8').split(' ').slice(0, 2).join(' ');
+    const file = kh('kh-changed', [`[127.0.0.1]:${host.sshd.port} ${other}`]);
+    const conf = sshConfig('strict-no.conf', testboxLines(['  StrictHostKeyChecking no', `  UserKnownHostsFile ${file}`]));
+    const prompter = new ScriptedPrompter({ trustHostKey: true });
+    const e = await rejectsWith(SshConnection.connect(resolvedFor(conf), { prompter, logger: quiet, agent: null }), 'host-key-mismatch');
+    assert.match(e.message, /kh-changed line 1/);
+    assert.deepEqual(prompter.asked, []);
+    assert.equal(fs.readFileSync(file, 'utf8'), `[127.0.0.1]:${host.sshd.port} ${other}\n`);
+    // And a new key under `no` is added without asking.
+    const fresh = kh('kh-no-fresh');
+    const conf2 = sshConfig('strict-no2.conf', testboxLines(['  StrictHostKeyChecking no', `  UserKnownHostsFile ${fresh}`]));
+    const c = await SshConnection.connect(resolvedFor(conf2), { prompter, logger: quiet, agent: null });
+    c.close();
+    assert.deepEqual(prompter.asked, []);
+    assert.equal(fs.readFileSync(fresh, 'utf8'), `${host.sshd.knownHostsLine}\n`);
+  });
+
+  test('StrictHostKeyChecking yes refuses an unknown key without asking (core)', async () => {
+    const conf = sshConfig('strict-yes.conf', testboxLines(['  StrictHostKeyChecking yes', `  UserKnownHostsFile ${kh('kh-yes')}`]));
+    const prompter = new ScriptedPrompter({ trustHostKey: true });
+    const e = await rejectsWith(SshConnection.connect(resolvedFor(conf), { prompter, logger: quiet, agent: null }), 'host-key-unknown');
+    assert.match(e.message, /StrictHostKeyChecking yes forbids adding it/);
+    assert.deepEqual(prompter.asked, []);
+  });
+
+  test('HostKeyAlias: the key is looked up and written under the alias, without a port, as ssh does (CLI and core)', async () => {
+    const aliasLine = `gpu-cluster-key ${host.sshd.hostKeyPublic}`;
+    const file = kh('kh-alias', [aliasLine]);
+    const conf = sshConfig('alias.conf', testboxLines(['  HostKeyAlias gpu-cluster-key', `  UserKnownHostsFile ${file}`]));
+    assert.equal(opensshRun(conf, 'testbox').code, 0, 'ssh accepts the alias entry');
+    const r = cli(['ls', 'testbox', '--ssh-config', conf]);
+    assert.equal(r.code, 0, r.stderr);
+    const c = await SshConnection.connect(resolvedFor(conf), { prompter: noPrompts, logger: quiet, agent: null });
+    c.close();
+
+    // accept-new with an alias: compare what each client writes.
+    const ours = kh('kh-alias-ours');
+    const theirs = kh('kh-alias-theirs');
+    const confFor = (f: string) => sshConfig(`alias-new-${path.basename(f)}.conf`, testboxLines(['  HostKeyAlias gpu-cluster-key', '  StrictHostKeyChecking accept-new', `  UserKnownHostsFile ${f}`]));
+    assert.equal(opensshRun(confFor(theirs), 'testbox').code, 0);
+    assert.equal(cli(['ls', 'testbox', '--ssh-config', confFor(ours)]).code, 0);
+    assert.equal(fs.readFileSync(ours, 'utf8').trim(), aliasLine);
+    assert.equal(fs.readFileSync(theirs, 'utf8').trim().split(' ').slice(0, 3).join(' '), aliasLine);
+  });
+
+  test('known_hosts named only in the ssh config (GlobalKnownHostsFile), and --known-hosts on the command line wins (CLI)', () => {
+    const global = kh('kh-global', [host.sshd.knownHostsLine]);
+    const conf = sshConfig('global.conf', testboxLines([`  GlobalKnownHostsFile ${global}`, `  UserKnownHostsFile ${kh('kh-user-empty')}`]));
+    assert.equal(opensshRun(conf, 'testbox').code, 0);
+    assert.equal(cli(['ls', 'testbox', '--ssh-config', conf]).code, 0);
+    const pinned = cli(['ls', 'testbox', '--json', '--ssh-config', conf, '--known-hosts', kh('kh-pinned-empty')]);
+    assert.equal(jsonError(pinned).kind, 'host-key-unknown');
+    assert.match(jsonError(pinned).message, /kh-pinned-empty/);
+  });
+
+  test('@revoked: a revoked host key is refused naming the line, even beside a plain entry for it (CLI and core)', async () => {
+    const file = kh('kh-revoked', [host.sshd.knownHostsLine, `@revoked * ${host.sshd.hostKeyPublic}`]);
+    const conf = sshConfig('revoked.conf', testboxLines([`  UserKnownHostsFile ${file}`]));
+    assert.match(opensshRun(conf, 'testbox').stderr, /REVOKED/);
+    const r = cli(['ls', 'testbox', '--json', '--ssh-config', conf]);
+    assert.equal(jsonError(r).kind, 'host-key-mismatch');
+    assert.match(jsonError(r).message, /marked @revoked in .*kh-revoked line 2/);
+    await rejectsWith(SshConnection.connect(resolvedFor(conf), { prompter: new ScriptedPrompter({ trustHostKey: true }), logger: quiet, agent: null }), 'host-key-mismatch');
+  });
+});

@@ -10,7 +10,7 @@ import { Client, type ConnectConfig } from 'ssh2';
 import { RemoteRunsError } from '../types';
 import { makeAuthHandler } from './auth';
 import { mapClientError } from './clientErrors';
-import { hostKeyAlgorithms, verifyHostKey } from './hostKeyPolicy';
+import { hostKeyAlgorithms, knownHostsFor, verifyHostKey } from './hostKeyPolicy';
 import type { HopContext } from './hops';
 import { countDataAsAlive } from './keepalive';
 import type { Prompter, ResolvedHop } from './types';
@@ -24,7 +24,7 @@ export interface OpenHop {
 
 /** Key exchange, host key check and authentication for one hop over an already open stream. */
 export async function openHop(hop: ResolvedHop, sock: Duplex, ctx: HopContext, where: string): Promise<OpenHop> {
-  const serverHostKey = await hostKeyAlgorithms(ctx.knownHostsFiles, hop);
+  const serverHostKey = await hostKeyAlgorithms(knownHostsFor(hop, ctx).files, hop);
 
   const client = new Client();
   return new Promise<OpenHop>((resolve, reject) => {

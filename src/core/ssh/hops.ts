@@ -23,6 +23,8 @@ export interface HopContext {
   prompter: Prompter;
   logger: Logger;
   knownHostsFiles: string[];
+  /** knownHostsFiles were named for this run (CLI --known-hosts, like `ssh -o UserKnownHostsFile=`): they win over the ssh config's. */
+  knownHostsPinned: boolean;
   secrets: SecretStore;
   agent: string | undefined;
   timeoutMs: number;

@@ -34,6 +34,8 @@ export interface PoolOptions {
   logger: Logger;
   /** Checked in order, new keys appended to the first. Default: OpenSSH's. */
   knownHostsFiles?: string[];
+  /** See ConnectOptions.knownHostsPinned. */
+  knownHostsPinned?: boolean;
   /** Close a connection nobody has used for this long. Default 5 minutes. */
   idleTimeoutMs?: number;
   /** Default 15 s; a server silent for keepaliveCountMax intervals is declared dead. */
@@ -371,6 +373,7 @@ export class ConnectionPool implements Disposable {
       prompter,
       logger: o.logger,
       knownHostsFiles: o.knownHostsFiles,
+      knownHostsPinned: o.knownHostsPinned,
       secrets: this.secrets,
       agent: o.agent,
       connectTimeoutMs: o.connectTimeoutMs,

@@ -147,7 +147,42 @@ const OPENSSH_UNSUPPORTED = new Set('afstokenpassing compressionlevel kerberosau
  * The options a connection of ours follows (Host, Match and Include are read by the parser itself). Any other
  * OpenSSH option that applies to a host is reported for that host ("not honoured"), never dropped in silence.
  */
-export const HONOURED_OPTIONS = new Set(['hostname', 'user', 'port', 'identityfile', 'identitiesonly', 'proxyjump', 'proxycommand', 'ignoreunknown']);
+export const HONOURED_OPTIONS = new Set([
+  'hostname',
+  'user',
+  'port',
+  'identityfile',
+  'identitiesonly',
+  'proxyjump',
+  'proxycommand',
+  'ignoreunknown',
+  'stricthostkeychecking',
+  'hostkeyalias',
+  'userknownhostsfile',
+  'globalknownhostsfile',
+]);
+
+/** OpenSSH's defaults (readconf.c fill_default_options), used for whichever of the two a config leaves unset. */
+const DEFAULT_USER_KNOWN_HOSTS = ['~/.ssh/known_hosts', '~/.ssh/known_hosts2'];
+const DEFAULT_GLOBAL_KNOWN_HOSTS = ['/etc/ssh/ssh_known_hosts', '/etc/ssh/ssh_known_hosts2'];
+
+/** StrictHostKeyChecking as readconf.c's multistate table spells it; `no`/`off`/`false` are read as accept-new here. */
+function parseStrict(v: string): ResolvedHop['strictHostKeyChecking'] | undefined {
+  switch (v.toLowerCase()) {
+    case 'yes':
+    case 'true':
+      return 'yes';
+    case 'ask':
+      return 'ask';
+    case 'accept-new':
+    case 'no':
+    case 'off':
+    case 'false':
+      return 'accept-new';
+    default:
+      return undefined;
+  }
+}
 
 const ignoreUnknownLists = new WeakMap<SshConfig, string[]>();
 function ignoreUnknownOf(config: SshConfig): string[] {
@@ -388,6 +423,13 @@ function checkOption(keyword: string, args: string[], raw: string): string | und
       return one() ?? (parsePort(args[0]) === undefined ? `Bad port '${args[0]}'` : undefined);
     case 'identitiesonly':
       return one() ?? (parseFlag(args[0]) === undefined ? `IdentitiesOnly must be yes or no, not "${args[0]}"` : undefined);
+    case 'stricthostkeychecking':
+      return one() ?? (parseStrict(args[0]) === undefined ? `StrictHostKeyChecking must be yes, ask, accept-new or no, not "${args[0]}"` : undefined);
+    case 'hostkeyalias':
+      return one();
+    case 'userknownhostsfile':
+    case 'globalknownhostsfile':
+      return args.length === 0 ? `${keyword} needs a file` : undefined;
     case 'proxyjump': {
       const bad = one();
       if (bad) return bad;
@@ -652,6 +694,10 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
   let user = preset.user;
   let port = preset.port;
   let identitiesOnly: boolean | undefined;
+  let strict: ResolvedHop['strictHostKeyChecking'];
+  let hostKeyAlias: string | undefined;
+  let userKnownHosts: string[] | undefined;
+  let globalKnownHosts: string[] | undefined;
   const identityFiles = [...(preset.identityFiles ?? [])];
   const ignored: string[] = [];
   let proxy: { kind: 'jump' | 'command'; value: string; where: string } | undefined =
@@ -682,6 +728,18 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
       case 'identitiesonly':
         identitiesOnly ??= parseFlag(arg);
         break;
+      case 'stricthostkeychecking':
+        strict ??= parseStrict(arg);
+        break;
+      case 'hostkeyalias':
+        hostKeyAlias ??= arg;
+        break;
+      case 'userknownhostsfile':
+        userKnownHosts ??= line.args;
+        break;
+      case 'globalknownhostsfile':
+        globalKnownHosts ??= line.args;
+        break;
       case 'proxyjump':
         proxy ??= { kind: 'jump', value: arg, where: `${line.file}:${line.line}` };
         break;
@@ -699,6 +757,12 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
   const tokens = fileTokens(env, { alias, hostname: finalHost, user: finalUser, port: finalPort });
   const files = identityFiles.length > 0 ? identityFiles : DEFAULT_IDENTITIES.map((f) => `~/.ssh/${f}`);
   const expanded = [...new Set(files.map((f) => expandPath(f, env, tokens)))];
+  let knownHosts: ResolvedHop['knownHosts'];
+  if (userKnownHosts !== undefined || globalKnownHosts !== undefined) {
+    const list = (l: string[]): string[] => (l.length === 1 && l[0].toLowerCase() === 'none' ? [] : l.map((f) => expandPath(f, env, tokens, 'UserKnownHostsFile')));
+    const user = list(userKnownHosts ?? DEFAULT_USER_KNOWN_HOSTS);
+    knownHosts = { files: [...user, ...list(globalKnownHosts ?? DEFAULT_GLOBAL_KNOWN_HOSTS)], ...(user.length ? { appendTo: user[0] } : {}) };
+  }
 
   let jumps: JumpSpec[] = [];
   if (proxy?.kind === 'jump') {
@@ -723,6 +787,9 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
       user: finalUser,
       identityFiles: expanded,
       identitiesOnly: identitiesOnly ?? false,
+      ...(hostKeyAlias !== undefined ? { hostKeyAlias } : {}),
+      ...(knownHosts ? { knownHosts } : {}),
+      ...(strict ? { strictHostKeyChecking: strict } : {}),
     },
     ignored,
     jumps,
@@ -754,12 +821,12 @@ function fileTokens(
 }
 
 /** `~` first, then `%` tokens and `${VAR}`, in the order ssh expands an IdentityFile. */
-function expandPath(value: string, env: ResolveEnv, tokens: Record<string, string>): string {
+function expandPath(value: string, env: ResolveEnv, tokens: Record<string, string>, what = 'IdentityFile'): string {
   const vars = env.vars ?? process.env;
-  const withTokens = percentExpand(expandTilde(value, env.home, env.localUser), tokens, 'IdentityFile');
+  const withTokens = percentExpand(expandTilde(value, env.home, env.localUser), tokens, what);
   return withTokens.replace(/\$\{([^}]*)\}/g, (_m, name: string) => {
     const v = vars[name];
-    if (v === undefined) throw new RemoteRunsError('bad-config', `IdentityFile ${value}: environment variable ${name} is not set`);
+    if (v === undefined) throw new RemoteRunsError('bad-config', `${what} ${value}: environment variable ${name} is not set`);
     return v;
   });
 }

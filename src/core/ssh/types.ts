@@ -28,6 +28,16 @@ export interface ResolvedHop {
    * instead of `unreachable`.
    */
   unconfigured?: { closest?: string };
+  /** HostKeyAlias: the name looked up in (and written to) known_hosts instead of `[hostname]:port`. */
+  hostKeyAlias?: string;
+  /**
+   * UserKnownHostsFile / GlobalKnownHostsFile from the ssh config (~ and tokens expanded), when either is set for
+   * this hop: the files checked (user files first), and where a new key is written (the first user file; none
+   * with `UserKnownHostsFile none`). Absent: the connection's own list.
+   */
+  knownHosts?: { files: string[]; appendTo?: string };
+  /** StrictHostKeyChecking (`no` is read as `accept-new`: a changed key is never accepted). Absent: `ask`. */
+  strictHostKeyChecking?: 'yes' | 'ask' | 'accept-new';
 }
 
 /** A destination with the hops in front of it, nearest first. */
