@@ -395,3 +395,63 @@ describe('item 1: host key options of the ssh config', () => {
     await rejectsWith(SshConnection.connect(resolvedFor(conf), { prompter: new ScriptedPrompter({ trustHostKey: true }), logger: quiet, agent: null }), 'host-key-mismatch');
   });
 });
+
+describe('item 1: agents named in the ssh config', () => {
+  const lines = (extra: string[]): string[] => ['Host testbox', '  HostName 127.0.0.1', `  Port ${host.sshd.port}`, `  User ${host.sshd.user}`, `  UserKnownHostsFile ${host.knownHostsFile}`, ...extra];
+
+  test('IdentityAgent /path/agent.sock: the agent on that socket logs in, without SSH_AUTH_SOCK (CLI and core)', async () => {
+    const agent = await startAgent([host.sshd.clientKeyPath]);
+    try {
+      // No key file anywhere this login looks (the client home has no id_*): only the agent can log in.
+      const conf = sshConfig('agent-path.conf', lines([`  IdentityAgent ${agent.sock}`]));
+      assert.equal(opensshRun(conf, 'testbox').code, 0, 'ssh logs in through it');
+      const r = cli(['ls', 'testbox', '--ssh-config', conf]);
+      assert.equal(r.code, 0, r.stderr);
+      const c = await SshConnection.connect(resolvedFor(conf), { prompter: noPrompts, logger: quiet, agent: null });
+      c.close();
+      // Without the line, the same login fails: the line is what made it work.
+      const without = cli(['ls', 'testbox', '--json', '--ssh-config', sshConfig('agent-none-given.conf', lines([]))]);
+      assert.equal(jsonError(without).kind, 'auth-failed');
+    } finally {
+      agent.stop();
+    }
+  });
+
+  test('IdentityAgent SSH_AUTH_SOCK uses the environment\'s agent; IdentityAgent none uses no agent at all (CLI)', async () => {
+    const agent = await startAgent([host.sshd.clientKeyPath]);
+    try {
+      const env = cliWithAgent(['ls', 'testbox', '--ssh-config', sshConfig('agent-env.conf', lines(['  IdentityAgent SSH_AUTH_SOCK']))], agent.sock);
+      assert.equal(env.code, 0, env.stderr);
+      const noneConf = sshConfig('agent-off.conf', lines(['  IdentityAgent none']));
+      assert.notEqual(opensshRun(noneConf, 'testbox', { SSH_AUTH_SOCK: agent.sock }).code, 0, 'ssh uses no agent either');
+      const none = cliWithAgent(['ls', 'testbox', '--json', '--ssh-config', noneConf], agent.sock);
+      assert.equal(jsonError(none).kind, 'auth-failed');
+      assert.doesNotMatch(jsonError(none).message, /Tried: agent/);
+    } finally {
+      agent.stop();
+    }
+  });
+
+  test('IdentityFile key.pub + IdentitiesOnly yes: the agent\'s matching key logs in, and only it is offered (CLI and core)', async () => {
+    // Seven other keys in the agent first: offering all would hit MaxAuthTries 6.
+    const agent = await startAgent([...newKeys(7), host.sshd.clientKeyPath]);
+    const logFrom = host.sshd.log().length;
+    try {
+      const pubOnly = path.join(host.dir, 'pub-only');
+      fs.mkdirSync(pubOnly, { recursive: true });
+      const pub = path.join(pubOnly, 'id_vault.pub');
+      fs.copyFileSync(`${host.sshd.clientKeyPath}.pub`, pub);
+      const conf = sshConfig('agent-pub.conf', lines([`  IdentityFile ${pub}`, '  IdentitiesOnly yes', `  IdentityAgent ${agent.sock}`]));
+      assert.equal(opensshRun(conf, 'testbox').code, 0, 'ssh logs in with the agent key the .pub names');
+      const r = cli(['ls', 'testbox', '--ssh-config', conf]);
+      assert.equal(r.code, 0, r.stderr);
+      const c = await SshConnection.connect(resolvedFor(conf), { prompter: noPrompts, logger: quiet, agent: null });
+      c.close();
+      // The three logins (ssh, CLI, core) each offered the one key: sshd refused none.
+      await eventually(() => (host.sshd.log().slice(logFrom).match(/Accepted publickey/g) ?? []).length >= 3, 'logins logged');
+      assert.doesNotMatch(host.sshd.log().slice(logFrom), /Too many authentication failures|Failed publickey/);
+    } finally {
+      agent.stop();
+    }
+  });
+});

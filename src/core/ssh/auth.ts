@@ -9,7 +9,7 @@
  * This folder never imports `vscode`.
  */
 import { promises as fs } from 'node:fs';
-import { utils, type AnyAuthMethod, type AuthHandlerMiddleware, type AuthenticationType, type ParsedKey } from 'ssh2';
+import { OpenSSHAgent, utils, type AnyAuthMethod, type AuthHandlerMiddleware, type AuthenticationType, type ParsedKey } from 'ssh2';
 import type { Logger, Prompter, ResolvedHop } from './types';
 
 /** How many times OpenSSH asks for a passphrase or password before moving on (NumberOfPasswordPrompts). */
@@ -65,6 +65,8 @@ export interface AuthTrace {
 type Step =
   | { kind: 'none' }
   | { kind: 'agent' }
+  /** IdentitiesOnly with an agent: only the agent's keys whose public half is one of the identity files (as ssh). */
+  | { kind: 'agent-matching' }
   | { kind: 'key'; path: string }
   | { kind: 'keyboard-interactive'; tries: number }
   | { kind: 'password'; tries: number };
@@ -76,6 +78,9 @@ export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddlewar
   const steps: Step[] = [{ kind: 'none' }];
   // IdentitiesOnly means "only these keys": the agent would offer all of its own.
   if (o.agent && !hop.identitiesOnly) steps.push({ kind: 'agent' });
+  // ssh offers an agent key under IdentitiesOnly when an IdentityFile names it (its .pub beside it, or the .pub
+  // itself): how password-manager agents are used, the private key never on disk.
+  if (o.agent && hop.identitiesOnly && hop.identityFiles.length > 0) steps.push({ kind: 'agent-matching' });
   for (const path of hop.identityFiles) steps.push({ kind: 'key', path });
   steps.push({ kind: 'keyboard-interactive', tries: 0 }, { kind: 'password', tries: 0 });
 
@@ -114,6 +119,14 @@ export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddlewar
           if (!allowed('publickey')) continue;
           trace.tried.push('agent');
           return { type: 'agent', username, agent: o.agent! };
+        case 'agent-matching': {
+          steps.shift();
+          if (!allowed('publickey')) continue;
+          const wanted = await publicBlobsOf(hop.identityFiles);
+          if (wanted.size === 0) continue;
+          trace.tried.push('agent (keys of the identity files)');
+          return { type: 'agent', username, agent: new MatchingAgent(o.agent!, wanted) };
+        }
         case 'key': {
           steps.shift();
           if (!allowed('publickey')) continue;
@@ -190,6 +203,43 @@ export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddlewar
     );
   };
   return { handler, trace };
+}
+
+/** The public key blobs (base64) of identity files: each `FILE.pub`, or FILE itself when it is a public key. */
+async function publicBlobsOf(files: readonly string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const f of files) {
+    for (const candidate of f.endsWith('.pub') ? [f] : [`${f}.pub`]) {
+      let text: string;
+      try {
+        text = await fs.readFile(candidate, 'utf8');
+      } catch {
+        continue;
+      }
+      const parsed = utils.parseKey(text);
+      const key = Array.isArray(parsed) ? parsed[0] : parsed;
+      if (key && !(key instanceof Error)) out.add(key.getPublicSSH().toString('base64'));
+    }
+  }
+  return out;
+}
+
+/** The user's agent, offering only the keys whose public blob is in `wanted`. */
+class MatchingAgent extends OpenSSHAgent {
+  constructor(
+    socketPath: string,
+    private readonly wanted: ReadonlySet<string>,
+  ) {
+    super(socketPath);
+  }
+
+  override getIdentities(cb: (err: Error | undefined, keys?: ParsedKey[]) => void): void {
+    super.getIdentities((err, keys) => {
+      if (err) return cb(err);
+      const parsed = (keys ?? []).filter((k): k is ParsedKey => 'getPublicSSH' in k);
+      cb(undefined, parsed.filter((k) => this.wanted.has(k.getPublicSSH().toString('base64'))));
+    });
+  }
 }
 
 /**

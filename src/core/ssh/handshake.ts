@@ -55,7 +55,8 @@ export async function openHop(hop: ResolvedHop, sock: Duplex, ctx: HopContext, w
     const onAbort = (): void => finish(new RemoteRunsError('cancelled', 'Connection attempt cancelled'));
     ctx.signal?.addEventListener('abort', onAbort, { once: true });
     const prompter = pausingPrompter(ctx.prompter, watchdog);
-    const { handler, trace } = makeAuthHandler({ hop, prompter, logger: ctx.logger, secrets: ctx.secrets.for(hop), agent: ctx.agent });
+    const agent = hop.identityAgent === undefined ? ctx.agent : (hop.identityAgent ?? undefined);
+    const { handler, trace } = makeAuthHandler({ hop, prompter, logger: ctx.logger, secrets: ctx.secrets.for(hop), agent });
 
     const hostVerifier = (key: Buffer, verify: (ok: boolean) => void): void => {
       verifyHostKey(hop, key, ctx, prompter, where).then(

@@ -160,6 +160,7 @@ export const HONOURED_OPTIONS = new Set([
   'hostkeyalias',
   'userknownhostsfile',
   'globalknownhostsfile',
+  'identityagent',
 ]);
 
 /** OpenSSH's defaults (readconf.c fill_default_options), used for whichever of the two a config leaves unset. */
@@ -426,6 +427,7 @@ function checkOption(keyword: string, args: string[], raw: string): string | und
     case 'stricthostkeychecking':
       return one() ?? (parseStrict(args[0]) === undefined ? `StrictHostKeyChecking must be yes, ask, accept-new or no, not "${args[0]}"` : undefined);
     case 'hostkeyalias':
+    case 'identityagent':
       return one();
     case 'userknownhostsfile':
     case 'globalknownhostsfile':
@@ -696,6 +698,7 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
   let identitiesOnly: boolean | undefined;
   let strict: ResolvedHop['strictHostKeyChecking'];
   let hostKeyAlias: string | undefined;
+  let identityAgent: string | undefined;
   let userKnownHosts: string[] | undefined;
   let globalKnownHosts: string[] | undefined;
   const identityFiles = [...(preset.identityFiles ?? [])];
@@ -733,6 +736,9 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
         break;
       case 'hostkeyalias':
         hostKeyAlias ??= arg;
+        break;
+      case 'identityagent':
+        identityAgent ??= arg;
         break;
       case 'userknownhostsfile':
         userKnownHosts ??= line.args;
@@ -788,12 +794,26 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
       identityFiles: expanded,
       identitiesOnly: identitiesOnly ?? false,
       ...(hostKeyAlias !== undefined ? { hostKeyAlias } : {}),
+      ...(identityAgent !== undefined ? { identityAgent: agentSocket(identityAgent, env, tokens) } : {}),
       ...(knownHosts ? { knownHosts } : {}),
       ...(strict ? { strictHostKeyChecking: strict } : {}),
     },
     ignored,
     jumps,
   };
+}
+
+/** IdentityAgent as ssh reads it: `none`, `SSH_AUTH_SOCK` or `$VAR` (from the environment), else a path. */
+function agentSocket(value: string, env: ResolveEnv, tokens: Record<string, string>): string | null {
+  if (value.toLowerCase() === 'none') return null;
+  const vars = env.vars ?? process.env;
+  const name = value === 'SSH_AUTH_SOCK' ? value : value.startsWith('$') ? value.slice(1) : undefined;
+  if (name !== undefined) {
+    const v = vars[name];
+    // Unset: ssh then connects without an agent (sshconnect2.c), and so do we.
+    return v === undefined || v === '' ? null : v;
+  }
+  return expandPath(value, env, tokens, 'IdentityAgent');
 }
 
 function expandHostName(value: string, alias: string): string {

@@ -36,6 +36,11 @@ export interface ResolvedHop {
    * with `UserKnownHostsFile none`). Absent: the connection's own list.
    */
   knownHosts?: { files: string[]; appendTo?: string };
+  /**
+   * IdentityAgent from the ssh config: a socket path (expanded; `SSH_AUTH_SOCK` and `$VAR` read from the
+   * environment), or null for `none` (no agent for this hop). Absent: the connection's agent (SSH_AUTH_SOCK).
+   */
+  identityAgent?: string | null;
   /** StrictHostKeyChecking (`no` is read as `accept-new`: a changed key is never accepted). Absent: `ask`. */
   strictHostKeyChecking?: 'yes' | 'ask' | 'accept-new';
 }
