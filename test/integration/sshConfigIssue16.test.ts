@@ -455,3 +455,39 @@ describe('item 1: agents named in the ssh config', () => {
     }
   });
 });
+
+describe('item 1: Match exec', () => {
+  test('Match exec runs locally with ssh\'s tokens; exit 0 applies the block, non-zero skips it, as ssh -G shows (CLI and core)', async () => {
+    const markers = fs.mkdtempSync(path.join(host.dir, 'markers-'));
+    const marker = path.join(markers, `on-vpn-testbox-${host.sshd.user}`);
+    const conf = sshConfig('match-exec.conf', [
+      'Host testbox',
+      '  HostName 127.0.0.1',
+      `  User ${host.sshd.user}`,
+      `  IdentityFile ${host.sshd.clientKeyPath}`,
+      '  IdentitiesOnly yes',
+      `  UserKnownHostsFile ${host.knownHostsFile}`,
+      `Match exec "test -e ${markers}/on-vpn-%n-%r"`,
+      `  Port ${host.sshd.port}`,
+      'Host *',
+      '  Port 1',
+    ]);
+    const sshPort = () => /^port (\d+)$/m.exec(opensshG(conf, 'testbox').stdout)?.[1];
+
+    assert.equal(sshPort(), '1', 'ssh: no marker, no match');
+    const off = cli(['ls', 'testbox', '--json', '--ssh-config', conf]);
+    assert.equal(jsonError(off).kind, 'unreachable');
+    assert.match(jsonError(off).message, /127\.0\.0\.1:1\b/);
+    assert.equal(resolvedFor(conf).target.port, 1);
+
+    fs.writeFileSync(marker, '');
+    assert.equal(sshPort(), String(host.sshd.port), 'ssh: the marker makes it match');
+    const on = cli(['ls', 'testbox', '--ssh-config', conf]);
+    assert.equal(on.code, 0, on.stderr);
+    assert.doesNotMatch(on.stderr, /Match exec/, 'no problem reported for a command that ran');
+    const resolved = resolvedFor(conf);
+    assert.equal(resolved.target.port, host.sshd.port);
+    const c = await SshConnection.connect(resolved, { prompter: noPrompts, logger: quiet, agent: null });
+    c.close();
+  });
+});

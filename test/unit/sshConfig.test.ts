@@ -418,12 +418,12 @@ describe('Match', () => {
     assert.equal(resolve('Match localuser !me\n Port 2', 'a').target.port, 22);
   });
 
-  test('unsupported criteria (exec, final, canonical…) skip the block and say so', () => {
+  test('unsupported criteria (final, canonical…) skip the block and say so; exec is evaluated', () => {
     const c = cfg(['Match exec "test -f /x"', '  User execuser', 'Match canonical all', '  Port 3', 'Match bogus x', '  Port 4', 'Match', '  Port 5', 'Host *', '  User normal'].join('\n'));
-    assert.equal(c.problems.length, 4);
-    assert.match(c.problems[0], /config:1: Match exec .*not supported.*block skipped/);
-    assert.match(c.problems[2], /unknown criterion "bogus"/);
-    const r = resolveHost(host('a'), c, ENV);
+    assert.equal(c.problems.length, 3);
+    assert.match(c.problems[0], /config:3: Match canonical all: criterion "canonical" is not supported.*block skipped/);
+    assert.match(c.problems[1], /unknown criterion "bogus"/);
+    const r = resolveHost(host('a'), c, { ...ENV, runMatchExec: () => ({ matched: false }) });
     assert.equal(r.target.user, 'normal');
     assert.equal(r.target.port, 22);
   });
@@ -616,5 +616,24 @@ describe('agrees with `ssh -G` (real OpenSSH)', () => {
     assert.equal(r.user, g.get('user')?.[0]);
     assert.equal(String(r.port), g.get('port')?.[0]);
     assert.deepEqual(r.identityFiles, g.get('identityfile'));
+  });
+});
+
+describe('Match exec', () => {
+  test('tokens are expanded, each value quoted as one shell word; the command runs once per resolution', () => {
+    const ran: string[] = [];
+    const env = { ...ENV, runMatchExec: (line: string) => (ran.push(line), { matched: line.includes('yes') }) };
+    const c = cfg(`Host *\n  HostName 10.0.0.1\nMatch exec "probe %h %n %p %r %u yes"\n  User fromexec\n  Port 2022\nMatch exec "probe %n no"\n  User never`);
+    const r = resolveHost(host("it's"), c, env);
+    assert.equal(r.target.user, 'fromexec');
+    assert.equal(r.target.port, 2022);
+    assert.deepEqual(ran, [`probe 10.0.0.1 'it'\\''s' 22 me me yes`, `probe 'it'\\''s' no`]);
+  });
+
+  test('a command that cannot finish is a problem of the host, and its block does not apply', () => {
+    const env = { ...ENV, runMatchExec: () => ({ matched: false, problem: 'still running after 10 s, stopped' }) };
+    const r = resolveHost(host('a'), cfg('Match exec "sleep 100"\n  User x'), env);
+    assert.equal(r.target.user, 'me');
+    assert.deepEqual(r.configProblems, ['Match exec "sleep 100": still running after 10 s, stopped; block skipped for a']);
   });
 });

@@ -13,14 +13,18 @@
  * is a problem reported for each host it applies to (ResolvedHost.configProblems).
  *
  * What is deliberately not supported, and how it fails:
- * - `Match exec|canonical|final|localnetwork|tagged|…`: the block is skipped (its options do not apply) and a
- *   problem is recorded. `Match all|host|originalhost|user|localuser` (with `!` and comma lists) work.
+ * - `Match canonical|final|localnetwork|tagged|…`: the block is skipped (its options do not apply) and a
+ *   problem is recorded. `Match all|host|originalhost|user|localuser` (with `!` and comma lists) work, and
+ *   `Match exec` runs its command locally as ssh does (`$SHELL -c`, tokens expanded, each value shell-quoted; it
+ *   is the user's own file), exit 0 being a match; one that does not finish within 10 s is a problem, no match.
  * - `ProxyCommand`: `ssh -W %h:%p host` (and its usual variants) is read as a jump through `host`; anything
  *   else makes resolveHost throw `bad-config` rather than connect directly and report a misleading
  *   "unreachable". A `proxyJump` in the host's settings takes precedence, as `ssh -J` does.
  * - CanonicalizeHostname, `%C` in IdentityFile: not supported (the latter throws `bad-config`).
  */
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import { shellQuote } from '../shell/quote';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { RemoteRunsError, type HostConfig } from '../types';
@@ -35,7 +39,7 @@ export type SshCondition =
   | { kind: 'never'; reason: string };
 
 export interface MatchCriterion {
-  name: 'all' | 'host' | 'originalhost' | 'user' | 'localuser';
+  name: 'all' | 'host' | 'originalhost' | 'user' | 'localuser' | 'exec';
   negated: boolean;
   /** Comma-separated pattern list, as written (empty for `all`). */
   patterns: string;
@@ -95,6 +99,11 @@ export interface ResolveEnv {
   vars?: Readonly<Record<string, string | undefined>>;
   /** For `%i`; default the process uid. */
   uid?: number;
+  /**
+   * Runs a `Match exec` command line (tokens already expanded and quoted) and says whether it exited 0. Default:
+   * `$SHELL -c LINE` (else /bin/sh), as ssh runs it, stdout sent to nowhere, bounded by 10 s.
+   */
+  runMatchExec?: (commandLine: string) => { matched: boolean; problem?: string };
 }
 
 /** OpenSSH's READCONF_MAX_DEPTH. */
@@ -107,7 +116,9 @@ const MAX_INCLUDE_DEPTH = 16;
 const MAX_INCLUDED_FILES = 256;
 const MAX_JUMP_DEPTH = 8;
 const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
-const SUPPORTED_MATCH = new Set(['all', 'host', 'originalhost', 'user', 'localuser']);
+const SUPPORTED_MATCH = new Set(['all', 'host', 'originalhost', 'user', 'localuser', 'exec']);
+/** How long a `Match exec` command may run (ssh waits forever; a listing must not). */
+const MATCH_EXEC_TIMEOUT_MS = 10_000;
 const KNOWN_MATCH = new Set([...SUPPORTED_MATCH, 'exec', 'canonical', 'final', 'localnetwork', 'tagged', 'version', 'sessiontype', 'command']);
 
 /**
@@ -484,6 +495,8 @@ function hostLineMatches(alias: string, patterns: readonly string[]): boolean {
 
 interface MatchContext {
   alias: string;
+  /** Runs a Match exec once per condition per resolution (ssh runs it once, when it reads the line). */
+  exec(c: MatchCriterion): boolean;
   /** The hostname as obtained so far (Match host sees HostName from earlier lines). */
   hostname(): string;
   user(): string;
@@ -514,6 +527,9 @@ function conditionHolds(c: SshCondition, ctx: MatchContext): boolean {
             break;
           case 'localuser':
             r = matchPatternList(ctx.localUser, k.patterns, false) === 1;
+            break;
+          case 'exec':
+            r = ctx.exec(k);
             break;
         }
         return k.negated ? !r : r;
@@ -706,8 +722,22 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
   let proxy: { kind: 'jump' | 'command'; value: string; where: string } | undefined =
     preset.proxyJump !== undefined ? { kind: 'jump', value: preset.proxyJump, where: 'settings' } : undefined;
 
+  const execResults = new Map<MatchCriterion, boolean>();
   const ctx: MatchContext = {
     alias,
+    exec: (k) => {
+      let r = execResults.get(k);
+      if (r === undefined) {
+        const tokens = fileTokens(env, { alias, hostname: ctx.hostname().toLowerCase(), user: ctx.user(), port: port ?? 22 });
+        // Each token's value quoted through the one quoting function: a host name reaching a shell stays one word.
+        const quoted = Object.fromEntries(Object.entries(tokens).map(([t, v]) => [t, shellQuote(v)]));
+        const line = percentExpand(k.patterns, quoted, 'Match exec');
+        const out = (env.runMatchExec ?? runMatchExec)(line);
+        if (out.problem) ignored.push(`Match exec ${JSON.stringify(k.patterns)}: ${out.problem}; block skipped for ${alias}`);
+        execResults.set(k, (r = out.matched));
+      }
+      return r;
+    },
     hostname: () => (hostname === undefined ? alias : expandHostName(hostname, alias)),
     user: () => user ?? env.localUser,
     localUser: env.localUser,
@@ -801,6 +831,17 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
     ignored,
     jumps,
   };
+}
+
+/** `$SHELL -c LINE` as ssh's match_cfg_line does (stdin and stdout to /dev/null); exit 0 is a match. */
+function runMatchExec(commandLine: string): { matched: boolean; problem?: string } {
+  const shell = process.env.SHELL || '/bin/sh';
+  const r = spawnSync(shell, ['-c', commandLine], { stdio: ['ignore', 'ignore', 'pipe'], timeout: MATCH_EXEC_TIMEOUT_MS, encoding: 'utf8' });
+  if (r.error) {
+    const timedOut = (r.error as NodeJS.ErrnoException).code === 'ETIMEDOUT';
+    return { matched: false, problem: timedOut ? `still running after ${MATCH_EXEC_TIMEOUT_MS / 1000} s, stopped` : `cannot run ${shell}: ${r.error.message}` };
+  }
+  return { matched: r.status === 0 };
 }
 
 /** IdentityAgent as ssh reads it: `none`, `SSH_AUTH_SOCK` or `$VAR` (from the environment), else a path. */
