@@ -491,3 +491,77 @@ describe('item 1: Match exec', () => {
     c.close();
   });
 });
+
+describe('item 1: ProxyCommand', () => {
+  /**
+   * A proxy that is not `ssh -W`: a Node script that records its argv and pid, connects to host:port and relays.
+   * It ignores the end of its stdin on purpose, so only being killed ends it: proof that we end it ourselves.
+   */
+  function writeProxy(): { script: string; record: string } {
+    const dir = fs.mkdtempSync(path.join(host.dir, 'proxy-'));
+    const script = path.join(dir, 'relay.js');
+    const record = path.join(dir, 'record.jsonl');
+    fs.writeFileSync(
+      script,
+      `const fs = require('fs'); const net = require('net');
+fs.appendFileSync(${JSON.stringify(record)}, JSON.stringify({ pid: process.pid, argv: process.argv.slice(2) }) + '\\n');
+const s = net.connect(Number(process.argv[3]), process.argv[2]);
+process.stdin.pipe(s, { end: false });
+s.pipe(process.stdout);
+process.stdin.on('end', () => {});
+setInterval(() => {}, 1000);
+`,
+    );
+    return { script, record };
+  }
+  const records = (record: string): { pid: number; argv: string[] }[] =>
+    fs.readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const alive = (pid: number): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  test('a ProxyCommand runs with %h %p %r, SSH goes over its stdin/stdout, and it is killed when the connection closes (CLI and core)', async () => {
+    const { script, record } = writeProxy();
+    const conf = sshConfig('proxycmd.conf', [
+      'Host testbox',
+      '  HostName 127.0.0.1',
+      `  Port ${host.sshd.port}`,
+      `  User ${host.sshd.user}`,
+      `  IdentityFile ${host.sshd.clientKeyPath}`,
+      '  IdentitiesOnly yes',
+      `  UserKnownHostsFile ${host.knownHostsFile}`,
+      `  ProxyCommand ${process.execPath} ${script} %h %p %r`,
+    ]);
+    const r = cli(['ls', 'testbox', '--ssh-config', conf]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^host\s+host\s+running/m);
+    const [viaCli] = records(record);
+    assert.deepEqual(viaCli.argv, ['127.0.0.1', String(host.sshd.port), host.sshd.user]);
+    await eventually(() => !alive(viaCli.pid), 'the CLI\'s proxy is gone once the CLI is done');
+
+    const c = await SshConnection.connect(resolvedFor(conf), { prompter: noPrompts, logger: quiet, agent: null });
+    const viaCore = records(record)[1];
+    try {
+      assert.equal((await c.exec('echo through-proxy')).stdout.toString(), 'through-proxy\n');
+      assert.ok(alive(viaCore.pid));
+    } finally {
+      c.close();
+    }
+    await eventually(() => !alive(viaCore.pid), 'the proxy is killed when the connection closes');
+    // The same config works for ssh (what the test claims to be faithful to).
+    assert.equal(opensshRun(conf, 'testbox').code, 0);
+  });
+
+  test('a ProxyCommand that fails is unreachable with its exit status and what it said (CLI)', () => {
+    const conf = sshConfig('proxyfail.conf', [...testboxLines(), `  ProxyCommand sh -c 'echo "vpn is down for %h" >&2; exit 3'`]);
+    const r = cli(['ls', 'testbox', '--json', '--ssh-config', conf]);
+    const err = jsonError(r);
+    assert.equal(err.kind, 'unreachable');
+    assert.match(err.message, /ProxyCommand \(.*proxyfail\.conf:7\) exited with status 3: vpn is down for 127\.0\.0\.1/);
+  });
+});

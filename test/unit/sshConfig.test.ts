@@ -373,19 +373,28 @@ describe('ProxyCommand', () => {
     assert.equal(resolve('Host a\n ProxyCommand ssh jumper -W %h:%p', 'a').jumps[0].alias, 'jumper');
   });
 
-  test('any other ProxyCommand is refused with a message naming the line, unless settings give a proxyJump', () => {
-    const text = 'Host a\n  ProxyCommand cloudflared access ssh --hostname %h';
-    assert.throws(
-      () => resolve(text, 'a'),
-      (e: unknown) => e instanceof RemoteRunsError && e.kind === 'bad-config' && /ProxyCommand \(.*config:2\)/.test(e.message),
-    );
-    assert.deepEqual(resolve(text, 'a', { proxyJump: 'none' }).jumps, []);
+  test('any other ProxyCommand is kept for the first hop, tokens expanded and quoted, naming its line; settings\' proxyJump wins', () => {
+    const text = "Host a\n  HostName 10.1.2.3\n  User \"o'neil\"\n  ProxyCommand cloudflared access ssh --hostname %h --port %p --as %r --alias %n";
+    const r = resolve(text, 'a');
+    assert.deepEqual(r.jumps, []);
+    assert.deepEqual(r.target.proxyCommand, {
+      command: "cloudflared access ssh --hostname 10.1.2.3 --port 22 --as 'o'\\''neil' --alias a",
+      where: '/home/me/.ssh/config:4',
+    });
+    assert.equal(resolve(text, 'a', { proxyJump: 'none' }).target.proxyCommand, undefined);
     assert.deepEqual(resolve('Host a\n ProxyCommand none', 'a').jumps, []);
+    assert.equal(resolve('Host a\n ProxyCommand none', 'a').target.proxyCommand, undefined);
+    // A jump host's own ProxyCommand: it is the first hop, so it is dialled through the command.
+    const viaJump = resolve('Host a\n ProxyJump j\nHost j\n ProxyCommand relay %h', 'a');
+    assert.equal(viaJump.jumps[0].proxyCommand?.command, 'relay j');
+    assert.equal(viaJump.target.proxyCommand, undefined);
   });
 
   test('whichever of ProxyJump and ProxyCommand comes first wins', () => {
     assert.equal(resolve('Host a\n ProxyJump j1\n ProxyCommand nc %h %p', 'a').jumps[0].alias, 'j1');
-    assert.throws(() => resolve('Host a\n ProxyCommand nc %h %p\n ProxyJump j1', 'a'), /ProxyCommand/);
+    const r = resolve('Host a\n ProxyCommand nc %h %p\n ProxyJump j1', 'a');
+    assert.deepEqual(r.jumps, []);
+    assert.equal(r.target.proxyCommand?.command, 'nc a 22');
   });
 });
 

@@ -17,9 +17,9 @@
  *   problem is recorded. `Match all|host|originalhost|user|localuser` (with `!` and comma lists) work, and
  *   `Match exec` runs its command locally as ssh does (`$SHELL -c`, tokens expanded, each value shell-quoted; it
  *   is the user's own file), exit 0 being a match; one that does not finish within 10 s is a problem, no match.
- * - `ProxyCommand`: `ssh -W %h:%p host` (and its usual variants) is read as a jump through `host`; anything
- *   else makes resolveHost throw `bad-config` rather than connect directly and report a misleading
- *   "unreachable". A `proxyJump` in the host's settings takes precedence, as `ssh -J` does.
+ * - `ProxyCommand`: `ssh -W %h:%p host` (and its usual variants) is read as a jump through `host` (one ssh2
+ *   connection more, no child process); any other command is run (hops.ts) and SSH spoken over its stdin/stdout.
+ *   A `proxyJump` in the host's settings takes precedence, as `ssh -J` does.
  * - CanonicalizeHostname, `%C` in IdentityFile: not supported (the latter throws `bad-config`).
  */
 import { spawnSync } from 'node:child_process';
@@ -390,7 +390,7 @@ function splitArgs(s: string): string[] {
         arg += c;
       }
     }
-    if (quote !== '') throw new Error('unterminated quote; line ignored');
+    if (quote !== '') throw new Error('unterminated quote');
     out.push(arg);
   }
   return out;
@@ -801,19 +801,20 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
   }
 
   let jumps: JumpSpec[] = [];
+  let proxyCommand: ResolvedHop['proxyCommand'];
   if (proxy?.kind === 'jump') {
     jumps = parseProxyJump(proxy.value);
   } else if (proxy?.kind === 'command' && proxy.value.toLowerCase() !== 'none') {
     const jump = proxyCommandAsJump(proxy.value);
-    if (!jump) {
-      throw new RemoteRunsError(
-        'bad-config',
-        `${alias}: ProxyCommand (${proxy.where}) is not supported, only ProxyJump or "ssh -W %h:%p host". ` +
-          `Set "proxyJump" for this host in the settings to override it.`,
-        { proxyCommand: proxy.value, where: proxy.where },
+    if (jump) {
+      jumps = [jump];
+    } else {
+      // ssh's tokens for ProxyCommand (%h %n %p %r), each value quoted as one shell word by the one quoting function.
+      const quoted = Object.fromEntries(
+        Object.entries({ h: finalHost, n: alias, p: String(finalPort), r: finalUser }).map(([t, v]) => [t, shellQuote(v)]),
       );
+      proxyCommand = { command: percentExpand(proxy.value, quoted, 'ProxyCommand'), where: proxy.where };
     }
-    jumps = [jump];
   }
   return {
     hop: {
@@ -824,6 +825,7 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
       identityFiles: expanded,
       identitiesOnly: identitiesOnly ?? false,
       ...(hostKeyAlias !== undefined ? { hostKeyAlias } : {}),
+      ...(proxyCommand ? { proxyCommand } : {}),
       ...(identityAgent !== undefined ? { identityAgent: agentSocket(identityAgent, env, tokens) } : {}),
       ...(knownHosts ? { knownHosts } : {}),
       ...(strict ? { strictHostKeyChecking: strict } : {}),

@@ -28,6 +28,11 @@ export interface ResolvedHop {
    * instead of `unreachable`.
    */
   unconfigured?: { closest?: string };
+  /**
+   * ProxyCommand (not the `ssh -W` idiom, which becomes a jump): the command line, tokens expanded and quoted, run
+   * with `$SHELL -c "exec …"` as ssh does; SSH is spoken over its stdin/stdout. Only ever on the first hop.
+   */
+  proxyCommand?: { command: string; where: string };
   /** HostKeyAlias: the name looked up in (and written to) known_hosts instead of `[hostname]:port`. */
   hostKeyAlias?: string;
   /**
