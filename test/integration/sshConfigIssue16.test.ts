@@ -21,6 +21,8 @@ import { eventually, rejectsWith } from '../harness/assertKind';
 import { HostDirectory } from '../../src/core/hosts';
 import { ConnectionPool } from '../../src/core/ssh/pool';
 import { RemoteRunsError } from '../../src/core/types';
+import { RemoteRunsCore } from '../../src/core/service';
+import { RunsTreeModel } from '../../src/core/tree/model';
 
 let host: TestHost;
 const quiet = { info() {}, warn() {}, error() {} };
@@ -563,5 +565,30 @@ setInterval(() => {}, 1000);
     const err = jsonError(r);
     assert.equal(err.kind, 'unreachable');
     assert.match(err.message, /ProxyCommand \(.*proxyfail\.conf:7\) exited with status 3: vpn is down for 127\.0\.0\.1/);
+  });
+});
+
+describe('the tree shows what the config holds that is not followed', () => {
+  test('a row under the host names file and line, beside the targets listed over the real connection', async () => {
+    const file = sshConfig('tree.conf', testboxLines(['  ForwardAgent yes']));
+    const hosts = directory(file);
+    const pool = new ConnectionPool({ prompter: noPrompts, logger: quiet, knownHostsFiles: [host.knownHostsFile], agent: null });
+    const core = new RemoteRunsCore({ hosts: () => hosts.configs(), executorFor: (h) => pool.executor(hosts.resolve(h), { idempotent: true }) });
+    // The same wiring as src/extension/extension.ts.
+    const model = new RunsTreeModel({
+      hosts: () => hosts.all().map((h) => ({ name: h.config.name, source: h.source })),
+      listTargets: (h) => core.listTargets(h),
+      listTarget: (h, t) => core.listTarget(h, t),
+      sshConfigProblems: (name) => hosts.resolve(core.host(name)).configProblems ?? [],
+    });
+    try {
+      const [hostNode] = await model.childrenOf();
+      const rows = await model.childrenOf(hostNode);
+      assert.ok(rows.some((r) => r.type === 'target' && r.target.kind === 'host'), 'targets listed over the connection');
+      const cfgRows = rows.filter((r) => r.type === 'state' && r.kind === 'bad-config').map((r) => (r.type === 'state' ? r.label : ''));
+      assert.deepEqual(cfgRows, [`ssh config: ${file}:7: ForwardAgent is not honoured by Remote Runs; ignored for testbox`]);
+    } finally {
+      pool.dispose();
+    }
   });
 });

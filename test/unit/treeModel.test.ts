@@ -190,3 +190,15 @@ test('the timed refresh re-lists only what is expanded; host targets changing dr
   assert.equal(src.calls.get('listing:gpu1:host:'), 2, "the host's targets changed: their listings are fetched anew");
   model.dispose();
 });
+
+test('lines of the ssh config the host does not follow are rows under the host, after its targets', async () => {
+  const src = { ...source(), sshConfigProblems: (h: string) => (h === 'gpu1' ? ['/home/u/.ssh/config:7: ForwardAgent is not honoured by Remote Runs; ignored for gpu1'] : []) };
+  const model = new RunsTreeModel(src, 10);
+  const { targets } = await walk(model);
+  const last = targets[targets.length - 1];
+  assert.equal(last.type, 'state');
+  assert.ok(last.type === 'state');
+  assert.equal(last.kind, 'bad-config');
+  assert.equal(last.label, 'ssh config: /home/u/.ssh/config:7: ForwardAgent is not honoured by Remote Runs; ignored for gpu1');
+  assert.deepEqual(targets.slice(0, 3).map((t) => t.type), ['target', 'target', 'target']);
+});
