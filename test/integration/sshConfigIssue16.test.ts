@@ -228,6 +228,22 @@ describe('item 3: errors say what to do', () => {
       'auth-failed',
     );
     assert.match(wrong.message, /passphrase given for .* was wrong 3 times/);
+
+    // Following the hint: `ssh-add KEY` (here fed by an askpass that reads the passphrase from its environment),
+    // then the same config logs in through the agent, the KEY.pub beside the key naming which agent key to use.
+    const agent = await startAgent([]);
+    try {
+      const askpass = path.join(host.dir, 'askpass.sh');
+      fs.writeFileSync(askpass, '#!/bin/sh\nprintf "%s\\n" "$RR_TEST_PASSPHRASE"\n', { mode: 0o700 });
+      execFileSync('ssh-add', ['-q', host.sshd.encryptedKeyPath], {
+        env: { PATH: process.env.PATH, SSH_AUTH_SOCK: agent.sock, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0', RR_TEST_PASSPHRASE: host.sshd.passphrase },
+        stdio: 'ignore',
+      });
+      const ok = cliWithAgent(['ls', 'testbox', '--ssh-config', file, '--known-hosts', host.knownHostsFile], agent.sock);
+      assert.equal(ok.code, 0, ok.stderr);
+    } finally {
+      agent.stop();
+    }
   });
 
   test('host-key-unknown names every known_hosts file checked, and which do not exist (CLI and core)', async () => {
@@ -565,6 +581,24 @@ setInterval(() => {}, 1000);
     const err = jsonError(r);
     assert.equal(err.kind, 'unreachable');
     assert.match(err.message, /ProxyCommand \(.*proxyfail\.conf:7\) exited with status 3: vpn is down for 127\.0\.0\.1/);
+  });
+
+  test('pull through a ProxyCommand: the built-in client carries it (OpenSSH would redo the tokens), bytes verified (CLI)', () => {
+    const { script, record } = writeProxy();
+    const conf = sshConfig('proxypull.conf', [...testboxLines([`  UserKnownHostsFile ${host.knownHostsFile}`]), `  ProxyCommand ${process.execPath} ${script} %h %p %r`]);
+    const cfgFile = path.join(host.dir, 'proxypull.json');
+    fs.writeFileSync(cfgFile, JSON.stringify({ hosts: [{ name: 'px', host: 'testbox', runRoots: [host.paths.runs], targets: ['host'] }] }));
+    const to = fs.mkdtempSync(path.join(host.dir, 'pull-proxy-'));
+    const r = cli(['pull', 'px/host/story/latest', '--to', to, '--config', cfgFile, '--ssh-config', conf]);
+    assert.equal(r.code, 0, r.stderr);
+    const local = r.stdout.trim();
+    const last = host.storySteps[host.storySteps.length - 1];
+    assert.ok(local.startsWith(path.join(to, 'story')), local);
+    const remoteDir = path.join(host.paths.runs, 'story', 'checkpoints', `step_${last}`);
+    const names = fs.readdirSync(remoteDir);
+    assert.deepEqual(fs.readdirSync(local).filter((n) => !n.startsWith('.')).sort(), names.sort());
+    for (const f of names) assert.ok(fs.readFileSync(path.join(local, f)).equals(fs.readFileSync(path.join(remoteDir, f))), f);
+    assert.ok(records(record).length >= 1, 'the connection went through the proxy');
   });
 });
 
