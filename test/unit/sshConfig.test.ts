@@ -106,6 +106,10 @@ describe('syntax', () => {
     // A jump host's own lines count too.
     assert.deepEqual(resolveHost(host('c'), c, ENV).configProblems, ['/home/me/.ssh/config:7: ServerAliveInterval is not honoured by Remote Runs; ignored for j']);
     assert.equal(resolveHost(host('zzz'), c, ENV).configProblems, undefined);
+    // macOS's own option: Apple's ssh takes it, so it is not fatal, only not followed.
+    const mac = cfg('Host *\n  UseKeychain yes');
+    assert.deepEqual(mac.fatal, []);
+    assert.match(resolveHost(host('m'), mac, ENV).configProblems?.[0] ?? '', /config:2: UseKeychain is not honoured/);
   });
 
   test('a Match criterion we cannot evaluate is a problem of every host', () => {

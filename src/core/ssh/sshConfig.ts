@@ -146,6 +146,8 @@ const OPENSSH_KEYWORDS = new Set(
     'stricthostkeychecking syslogfacility tcpkeepalive tisauthentication tunnel tunneldevice updatehostkeys ' +
     'useblacklistedkeys useprivilegedport user userknownhostsfile userknownhostsfile2 useroaming usersh verifyhostkeydns ' +
     'visualhostkey xauthlocation ' +
+    // Apple's ssh (macOS) adds UseKeychain, and macOS configs use it without IgnoreUnknown.
+    'usekeychain ' +
     // 9.5 to 10.x
     'obscurekeystroketiming channeltimeout tag enableescapecommandline refuseconnection warnweakcrypto versionaddendum ' +
     // Removed long ago: OpenSSH warns "Unsupported option" and goes on.
