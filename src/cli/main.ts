@@ -109,6 +109,8 @@ export async function main(
     prompter: new TerminalPrompter(io.stdin, io.stderr as NodeJS.WriteStream),
     logger: { info: debug, warn: debug, error: debug },
     knownHostsFiles: values['known-hosts']?.length ? values['known-hosts'] : [path.join(home, '.ssh', 'known_hosts')],
+    // Named on the command line: like `ssh -o UserKnownHostsFile=`, they win over the ssh config's files.
+    knownHostsPinned: Boolean(values['known-hosts']?.length),
   });
   try {
     const config = loadConfig(values.config, io.env, home);
@@ -128,6 +130,10 @@ export async function main(
     const addr = parseAddress(address);
     // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name.
     if (!hosts.configs().some((h) => h.name === addr.host)) hostsFromFile.push({ name: addr.host, host: addr.host });
+    // What the ssh config holds that this host's connection does not follow: said on every run, never only in a
+    // debug log (a config ssh itself would refuse throws bad-config here, before any connection).
+    const sshConfigProblems = hosts.resolve(core.host(addr.host)).configProblems ?? [];
+    for (const p of sshConfigProblems) io.stderr.write(`remote-runs: ssh config: ${p}\n`);
     if (verb === 'pull') {
       if (values['size-only'] && values.verify) throw new RemoteRunsError('bad-config', '--verify (hash again) and --size-only (no hashes) contradict each other');
       const client = values.client ?? 'auto';
@@ -185,7 +191,8 @@ export async function main(
       );
     }
     const out = await lsCommand(core, addr);
-    io.stdout.write(values.json ? `${JSON.stringify(out.json)}\n` : out.text);
+    const json = sshConfigProblems.length > 0 ? { ...(out.json as object), sshConfigProblems } : out.json;
+    io.stdout.write(values.json ? `${JSON.stringify(json)}\n` : out.text);
     return out.exitCode;
   } catch (e) {
     const err = isRemoteRunsError(e) ? e : new RemoteRunsError('command-failed', e instanceof Error ? e.message : String(e));

@@ -149,6 +149,28 @@ export function parseConfigFile(text: string, path: string): HostConfig[] {
   return parsed.hosts;
 }
 
+/**
+ * The host field as an address: `[::1]` (the URL spelling of an IPv6 address) is `::1`, a bare IPv6 address is kept;
+ * `host:port` and `[addr]:port` are refused with what to write instead, since a port here would be ambiguous with
+ * IPv6 and OpenSSH's own HostName takes no port either.
+ */
+function hostSpelling(value: string): string {
+  const bracketed = /^\[([^\]]+)\](?::(.*))?$/.exec(value);
+  if (bracketed) {
+    if (bracketed[2] !== undefined) {
+      throw new FieldError('host', `${JSON.stringify(value)} holds a port: write {"host": ${JSON.stringify(bracketed[1])}, "port": ${/^\d+$/.test(bracketed[2]) ? bracketed[2] : 'N'}}`);
+    }
+    return bracketed[1];
+  }
+  if (/[[\]]/.test(value)) throw new FieldError('host', `${JSON.stringify(value)}: brackets go around a whole IPv6 address, as in "[::1]"`);
+  const colons = value.split(':').length - 1;
+  if (colons === 1) {
+    const [h, p] = value.split(':');
+    throw new FieldError('host', `${JSON.stringify(value)} holds a port: write {"host": ${JSON.stringify(h)}, "port": ${/^\d+$/.test(p) ? p : 'N'}}`);
+  }
+  return value;
+}
+
 function parseEntry(entry: unknown): { host: HostConfig; unknown: string[] } {
   if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) {
     throw new FieldError('', `expected an object with at least "name" and "host", got ${describe(entry)}`);
@@ -163,7 +185,7 @@ function parseEntry(entry: unknown): { host: HostConfig; unknown: string[] } {
   if (hostName.includes('@')) {
     throw new FieldError('host', `${JSON.stringify(hostName)} contains "@": put the user in "user" and only the host name here`);
   }
-  const host: HostConfig = { name, host: hostName };
+  const host: HostConfig = { name, host: hostSpelling(hostName) };
 
   if (e.user !== undefined) {
     host.user = requireString(e, 'user');

@@ -4,7 +4,9 @@
  */
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { isIP } from 'node:net';
 import type { HostConfig } from './types';
+import { closestName } from './util/closest';
 import type { ResolvedHost } from './ssh/types';
 import { configuredHostAliases, loadSshConfig, resolveHost, type SshConfig } from './ssh/sshConfig';
 
@@ -34,15 +36,17 @@ export class HostDirectory {
     return this.options.home ?? os.homedir();
   }
 
-  private get sshConfigPath(): string {
-    return this.options.sshConfigPath?.() || path.join(this.home, '.ssh', 'config');
+  /** The file named in the settings or on the command line (then it must exist, as for `ssh -F`), else ~/.ssh/config. */
+  private get sshConfigPath(): { path: string; explicit: boolean } {
+    const named = this.options.sshConfigPath?.();
+    return named ? { path: named, explicit: true } : { path: path.join(this.home, '.ssh', 'config'), explicit: false };
   }
 
   /** The ssh config, re-read when its path changes or `invalidate()` is called. */
   sshConfig(): SshConfig {
-    const p = this.sshConfigPath;
+    const { path: p, explicit } = this.sshConfigPath;
     if (!this.cached || this.cached.path !== p) {
-      this.cached = { path: p, config: loadSshConfig(p, { home: this.home }) };
+      this.cached = { path: p, config: loadSshConfig(p, { home: this.home, explicit }) };
       if (this.cached.config.problems.length) this.options.onSshConfigProblems?.(this.cached.config.problems);
     }
     return this.cached.config;
@@ -68,9 +72,22 @@ export class HostDirectory {
   }
 
   resolve(host: HostConfig): ResolvedHost & { name: string } {
-    const resolved = resolveHost(host, this.sshConfig(), { home: this.home, localUser: this.options.localUser ?? safeUser() });
+    const config = this.sshConfig();
+    const resolved = resolveHost(host, config, { home: this.home, localUser: this.options.localUser ?? safeUser() });
+    const aliases = configuredHostAliases(config);
+    // A name the ssh config gave no HostName and that no Host line names: DNS is its last chance, and a typo of a
+    // configured name is the likelier cause when that fails.
+    if (resolved.target.hostname === host.host.toLowerCase() && !aliases.includes(host.host) && !isIpAddress(host.host)) {
+      const names = [...new Set([...this.options.hosts().map((h) => h.name), ...aliases])];
+      const closest = closestName(host.host, names.filter((n) => n !== host.name));
+      resolved.target.unconfigured = closest ? { closest } : {};
+    }
     return { ...resolved, name: host.name };
   }
+}
+
+function isIpAddress(h: string): boolean {
+  return isIP(h) !== 0;
 }
 
 function safeUser(): string {

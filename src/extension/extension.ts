@@ -79,6 +79,14 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       connectionState: (name) => pool.getState(name),
       onDidChangeConnectionState: pool.onDidChangeState,
       log,
+      // A config ssh would refuse fails the listing itself (bad-config): no rows to add then.
+      sshConfigProblems: (name) => {
+        try {
+          return hosts.resolve(core.host(name)).configProblems ?? [];
+        } catch {
+          return [];
+        }
+      },
       // Bound once evals are registered below (they need the tree to redraw).
       checkpointDecoration: (node) => evalsHandle?.checkpointDecoration(node),
     }),

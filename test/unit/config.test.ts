@@ -139,6 +139,28 @@ describe('parseHostsSetting', () => {
   });
 });
 
+describe('host spellings', () => {
+  test('"[::1]" is the address ::1, a bare IPv6 address is kept; a port in host is refused saying to use "port"', () => {
+    const { hosts, problems } = parseHostsSetting(
+      [
+        { name: 'a', host: '[::1]' },
+        { name: 'b', host: 'fe80::1' },
+        { name: 'c', host: '127.0.0.1:2400' },
+        { name: 'd', host: '[::1]:2400' },
+        { name: 'e', host: 'gpu1:ssh' },
+        { name: 'f', host: '[::1' },
+      ],
+      SRC,
+    );
+    assert.deepEqual(hosts.map((h) => h.host), ['::1', 'fe80::1']);
+    assert.equal(problems.length, 4);
+    assert.match(problems[0], /\[2\]\.host: "127\.0\.0\.1:2400" holds a port: write \{"host": "127\.0\.0\.1", "port": 2400\}/);
+    assert.match(problems[1], /\[3\]\.host: "\[::1\]:2400" holds a port: write \{"host": "::1", "port": 2400\}/);
+    assert.match(problems[2], /"port": N/);
+    assert.match(problems[3], /brackets go around a whole IPv6 address/);
+  });
+});
+
 describe('parseConfigFile', () => {
   function rejects(text: string, re: RegExp): void {
     assert.throws(

@@ -12,7 +12,9 @@ import { checkHostKey, knownHostsLine, knownKeyTypes } from '../../src/core/ssh/
 import { RemoteRunsError } from '../../src/core/types';
 
 const RUNS = 200;
-const env = { home: '/home/u', localUser: 'u', localHost: 'laptop' };
+// Random `Match exec` lines must never reach a real shell: each command is recorded and answered "no match".
+const execRan: string[] = [];
+const env = { home: '/home/u', localUser: 'u', localHost: 'laptop', runMatchExec: (line: string) => (execRan.push(line), { matched: false }) };
 
 const keyword = fc.constantFrom(
   'Host', 'Match', 'Include', 'HostName', 'User', 'Port', 'IdentityFile', 'IdentitiesOnly', 'ProxyJump', 'ProxyCommand',

@@ -70,16 +70,57 @@ describe('syntax', () => {
     assert.deepEqual(r.target.identityFiles, ['/keys/my key', '/keys/a b']);
   });
 
-  test('bad values are reported with file and line and ignored; the rest of the config still applies', () => {
-    const c = cfg(['Host x', '  Port seventy', '  Port 70000', '  User "unterminated', '  IdentitiesOnly maybe', '  Port 2022'].join('\n'));
-    assert.equal(c.problems.length, 4);
-    assert.match(c.problems[0], /config:2: bad port "seventy"/);
-    assert.match(c.problems[1], /config:3: bad port "70000"/);
-    assert.match(c.problems[2], /config:4: unterminated quote/);
-    assert.match(c.problems[3], /config:5: IdentitiesOnly/);
-    const r = resolveHost(host('x'), c, ENV);
-    assert.equal(r.target.port, 2022);
-    assert.equal(r.target.user, 'me');
+  test('a value ssh rejects makes the file unusable for every host, as `ssh -F` does, naming file and line', () => {
+    // Each line and the message beside it checked with OpenSSH 9.2 `ssh -F f -G x`, which then says
+    // "terminating, 1 bad configuration options".
+    const c = cfg(['Host x', '  Port seventy', '  Port 70000', '  User "unterminated', '  IdentitiesOnly maybe', '  Port 2022', 'Host other'].join('\n'));
+    assert.equal(c.fatal.length, 4);
+    assert.deepEqual(c.fatal, c.problems);
+    assert.match(c.fatal[0], /config:2: Bad port 'seventy'/);
+    assert.match(c.fatal[1], /config:3: Bad port '70000'/);
+    assert.match(c.fatal[2], /config:4: unterminated quote/);
+    assert.match(c.fatal[3], /config:5: IdentitiesOnly/);
+    for (const alias of ['x', 'other']) {
+      assert.throws(
+        () => resolveHost(host(alias), c, ENV),
+        (e: unknown) => e instanceof RemoteRunsError && e.kind === 'bad-config' && /config:2: Bad port 'seventy'/.test(e.message),
+      );
+    }
+  });
+
+  test('an unknown keyword is fatal like in ssh, unless IgnoreUnknown names it; a removed one is reported and skipped', () => {
+    const bad = cfg('Host x\n  Frobnicate yes');
+    assert.match(bad.fatal[0], /config:2: Bad configuration option: Frobnicate/);
+    const ignored = cfg('IgnoreUnknown frob*,Other\nHost x\n  Frobnicate yes\n  RSAAuthentication yes\n  HostName h');
+    assert.deepEqual(ignored.fatal, []);
+    assert.match(ignored.problems[0], /config:3: unknown option Frobnicate, ignored \(IgnoreUnknown\)/);
+    assert.match(ignored.problems[1], /config:4: RSAAuthentication is no longer supported by OpenSSH/);
+    assert.equal(resolveHost(host('x'), ignored, ENV).target.hostname, 'h');
+  });
+
+  test('an OpenSSH option we do not follow is a problem of the hosts it applies to, with file and line', () => {
+    const c = cfg('Host a\n  ForwardAgent yes\n  HostName h\nHost b\n  Compression yes\nHost j\n  ServerAliveInterval 5\nHost c\n  ProxyJump j');
+    assert.deepEqual(c.problems, []);
+    assert.deepEqual(resolveHost(host('a'), c, ENV).configProblems, ['/home/me/.ssh/config:2: ForwardAgent is not honoured by Remote Runs; ignored for a']);
+    assert.deepEqual(resolveHost(host('b'), c, ENV).configProblems, ['/home/me/.ssh/config:5: Compression is not honoured by Remote Runs; ignored for b']);
+    // A jump host's own lines count too.
+    assert.deepEqual(resolveHost(host('c'), c, ENV).configProblems, ['/home/me/.ssh/config:7: ServerAliveInterval is not honoured by Remote Runs; ignored for j']);
+    assert.equal(resolveHost(host('zzz'), c, ENV).configProblems, undefined);
+    // macOS's own option: Apple's ssh takes it, so it is not fatal, only not followed.
+    const mac = cfg('Host *\n  UseKeychain yes');
+    assert.deepEqual(mac.fatal, []);
+    assert.match(resolveHost(host('m'), mac, ENV).configProblems?.[0] ?? '', /config:2: UseKeychain is not honoured/);
+  });
+
+  test('a Match criterion we cannot evaluate is a problem of every host', () => {
+    const c = cfg('Match canonical\n  User x\nHost a\n  HostName h');
+    assert.match(resolveHost(host('a'), c, ENV).configProblems?.[0] ?? '', /config:1: Match canonical: criterion "canonical" is not supported/);
+  });
+
+  test('an explicitly named config file that does not exist is fatal (ssh -F: cannot open user config file)', () => {
+    const c = loadSshConfig('/nonexistent/dir/config', { home: HOME, explicit: true });
+    assert.match(c.fatal[0], /\/nonexistent\/dir\/config: cannot open/);
+    assert.throws(() => resolveHost(host('a'), c, ENV), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'bad-config');
   });
 });
 
@@ -318,11 +359,11 @@ describe('ProxyJump', () => {
     }
   });
 
-  test('a bad ProxyJump in the file is reported and skipped', () => {
+  test('a bad ProxyJump in the file is fatal, as in ssh ("Invalid ProxyJump")', () => {
     const c = cfg('Host a\n ProxyJump h:0\n ProxyJump ok');
-    assert.equal(c.problems.length, 1);
-    assert.match(c.problems[0], /config:2: ProxyJump "h:0": bad port/);
-    assert.equal(resolveHost(host('a'), c, ENV).jumps[0].alias, 'ok');
+    assert.equal(c.fatal.length, 1);
+    assert.match(c.fatal[0], /config:2: ProxyJump "h:0": bad port/);
+    assert.throws(() => resolveHost(host('a'), c, ENV), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'bad-config');
   });
 });
 
@@ -336,19 +377,28 @@ describe('ProxyCommand', () => {
     assert.equal(resolve('Host a\n ProxyCommand ssh jumper -W %h:%p', 'a').jumps[0].alias, 'jumper');
   });
 
-  test('any other ProxyCommand is refused with a message naming the line, unless settings give a proxyJump', () => {
-    const text = 'Host a\n  ProxyCommand cloudflared access ssh --hostname %h';
-    assert.throws(
-      () => resolve(text, 'a'),
-      (e: unknown) => e instanceof RemoteRunsError && e.kind === 'bad-config' && /ProxyCommand \(.*config:2\)/.test(e.message),
-    );
-    assert.deepEqual(resolve(text, 'a', { proxyJump: 'none' }).jumps, []);
+  test('any other ProxyCommand is kept for the first hop, tokens expanded and quoted, naming its line; settings\' proxyJump wins', () => {
+    const text = "Host a\n  HostName 10.1.2.3\n  User \"o'neil\"\n  ProxyCommand cloudflared access ssh --hostname %h --port %p --as %r --alias %n";
+    const r = resolve(text, 'a');
+    assert.deepEqual(r.jumps, []);
+    assert.deepEqual(r.target.proxyCommand, {
+      command: "cloudflared access ssh --hostname 10.1.2.3 --port 22 --as 'o'\\''neil' --alias a",
+      where: '/home/me/.ssh/config:4',
+    });
+    assert.equal(resolve(text, 'a', { proxyJump: 'none' }).target.proxyCommand, undefined);
     assert.deepEqual(resolve('Host a\n ProxyCommand none', 'a').jumps, []);
+    assert.equal(resolve('Host a\n ProxyCommand none', 'a').target.proxyCommand, undefined);
+    // A jump host's own ProxyCommand: it is the first hop, so it is dialled through the command.
+    const viaJump = resolve('Host a\n ProxyJump j\nHost j\n ProxyCommand relay %h', 'a');
+    assert.equal(viaJump.jumps[0].proxyCommand?.command, 'relay j');
+    assert.equal(viaJump.target.proxyCommand, undefined);
   });
 
   test('whichever of ProxyJump and ProxyCommand comes first wins', () => {
     assert.equal(resolve('Host a\n ProxyJump j1\n ProxyCommand nc %h %p', 'a').jumps[0].alias, 'j1');
-    assert.throws(() => resolve('Host a\n ProxyCommand nc %h %p\n ProxyJump j1', 'a'), /ProxyCommand/);
+    const r = resolve('Host a\n ProxyCommand nc %h %p\n ProxyJump j1', 'a');
+    assert.deepEqual(r.jumps, []);
+    assert.equal(r.target.proxyCommand?.command, 'nc a 22');
   });
 });
 
@@ -381,12 +431,12 @@ describe('Match', () => {
     assert.equal(resolve('Match localuser !me\n Port 2', 'a').target.port, 22);
   });
 
-  test('unsupported criteria (exec, final, canonical…) skip the block and say so', () => {
+  test('unsupported criteria (final, canonical…) skip the block and say so; exec is evaluated', () => {
     const c = cfg(['Match exec "test -f /x"', '  User execuser', 'Match canonical all', '  Port 3', 'Match bogus x', '  Port 4', 'Match', '  Port 5', 'Host *', '  User normal'].join('\n'));
-    assert.equal(c.problems.length, 4);
-    assert.match(c.problems[0], /config:1: Match exec .*not supported.*block skipped/);
-    assert.match(c.problems[2], /unknown criterion "bogus"/);
-    const r = resolveHost(host('a'), c, ENV);
+    assert.equal(c.problems.length, 3);
+    assert.match(c.problems[0], /config:3: Match canonical all: criterion "canonical" is not supported.*block skipped/);
+    assert.match(c.problems[1], /unknown criterion "bogus"/);
+    const r = resolveHost(host('a'), c, { ...ENV, runMatchExec: () => ({ matched: false }) });
     assert.equal(r.target.user, 'normal');
     assert.equal(r.target.port, 22);
   });
@@ -579,5 +629,24 @@ describe('agrees with `ssh -G` (real OpenSSH)', () => {
     assert.equal(r.user, g.get('user')?.[0]);
     assert.equal(String(r.port), g.get('port')?.[0]);
     assert.deepEqual(r.identityFiles, g.get('identityfile'));
+  });
+});
+
+describe('Match exec', () => {
+  test('tokens are expanded, each value quoted as one shell word; the command runs once per resolution', () => {
+    const ran: string[] = [];
+    const env = { ...ENV, runMatchExec: (line: string) => (ran.push(line), { matched: line.includes('yes') }) };
+    const c = cfg(`Host *\n  HostName 10.0.0.1\nMatch exec "probe %h %n %p %r %u yes"\n  User fromexec\n  Port 2022\nMatch exec "probe %n no"\n  User never`);
+    const r = resolveHost(host("it's"), c, env);
+    assert.equal(r.target.user, 'fromexec');
+    assert.equal(r.target.port, 2022);
+    assert.deepEqual(ran, [`probe 10.0.0.1 'it'\\''s' 22 me me yes`, `probe 'it'\\''s' no`]);
+  });
+
+  test('a command that cannot finish is a problem of the host, and its block does not apply', () => {
+    const env = { ...ENV, runMatchExec: () => ({ matched: false, problem: 'still running after 10 s, stopped' }) };
+    const r = resolveHost(host('a'), cfg('Match exec "sleep 100"\n  User x'), env);
+    assert.equal(r.target.user, 'me');
+    assert.deepEqual(r.configProblems, ['Match exec "sleep 100": still running after 10 s, stopped; block skipped for a']);
   });
 });

@@ -74,6 +74,13 @@ test('config: the real ssh accepts it (ssh -G) and resolves the target through t
   }
 });
 
+test('config: a hop reached through a ProxyCommand is left to the built-in client (its command is expanded for it)', () => {
+  assert.throws(
+    () => buildConfig([hop('x', { proxyCommand: { command: 'relay 10.0.0.1 22', where: '/c:3' } })], ['ssh-ed25519'], files),
+    (e: unknown) => e instanceof OpenSshUnsupported && /x is reached through a ProxyCommand \(\/c:3\)/.test(e.message),
+  );
+});
+
 test('config: a host name or user that could carry options or tokens is refused, not written', () => {
   for (const bad of [hop('x', { hostname: 'a b' }), hop('x', { hostname: 'h\n  ProxyCommand sh' }), hop('x', { user: 'me%h' }), hop('x', { user: '"me"' }), hop('x', { hostname: 'h#c' })]) {
     assert.throws(() => buildConfig([bad], ['ssh-ed25519'], files), OpenSshUnsupported);

@@ -234,3 +234,15 @@ test('markGrowing: listings far apart, or the first one, say nothing about growt
   markGrowing(a, listing(HOST, [b], 2_000));
   assert.match(b.checkpoints[0].incomplete ?? '', /grew from 10 B to 99 B/);
 });
+
+test('lines of the ssh config the host does not follow are rows under the host, after its targets', async () => {
+  const src = { ...source(), sshConfigProblems: (h: string) => (h === 'gpu1' ? ['/home/u/.ssh/config:7: ForwardAgent is not honoured by Remote Runs; ignored for gpu1'] : []) };
+  const model = new RunsTreeModel(src, 10);
+  const { targets } = await walk(model);
+  const last = targets[targets.length - 1];
+  assert.equal(last.type, 'state');
+  assert.ok(last.type === 'state');
+  assert.equal(last.kind, 'bad-config');
+  assert.equal(last.label, 'ssh config: /home/u/.ssh/config:7: ForwardAgent is not honoured by Remote Runs; ignored for gpu1');
+  assert.deepEqual(targets.slice(0, 3).map((t) => t.type), ['target', 'target', 'target']);
+});

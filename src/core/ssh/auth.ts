@@ -9,7 +9,7 @@
  * This folder never imports `vscode`.
  */
 import { promises as fs } from 'node:fs';
-import { utils, type AnyAuthMethod, type AuthHandlerMiddleware, type AuthenticationType, type ParsedKey } from 'ssh2';
+import { OpenSSHAgent, utils, type AnyAuthMethod, type AuthHandlerMiddleware, type AuthenticationType, type ParsedKey } from 'ssh2';
 import type { Logger, Prompter, ResolvedHop } from './types';
 
 /** How many times OpenSSH asks for a passphrase or password before moving on (NumberOfPasswordPrompts). */
@@ -58,11 +58,15 @@ export interface AuthTrace {
   tried: string[];
   /** Methods the server said it accepts, after the first `none` attempt. */
   serverMethods: string[];
+  /** Encrypted key files that were not offered because no (right) passphrase was given, with why. */
+  locked: { path: string; why: 'no-passphrase' | 'wrong-passphrase' }[];
 }
 
 type Step =
   | { kind: 'none' }
   | { kind: 'agent' }
+  /** IdentitiesOnly with an agent: only the agent's keys whose public half is one of the identity files (as ssh). */
+  | { kind: 'agent-matching' }
   | { kind: 'key'; path: string }
   | { kind: 'keyboard-interactive'; tries: number }
   | { kind: 'password'; tries: number };
@@ -70,10 +74,13 @@ type Step =
 /** Build the authHandler for one hop of one connection attempt. */
 export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddleware; trace: AuthTrace } {
   const { hop, prompter, secrets } = o;
-  const trace: AuthTrace = { tried: [], serverMethods: [] };
+  const trace: AuthTrace = { tried: [], serverMethods: [], locked: [] };
   const steps: Step[] = [{ kind: 'none' }];
   // IdentitiesOnly means "only these keys": the agent would offer all of its own.
   if (o.agent && !hop.identitiesOnly) steps.push({ kind: 'agent' });
+  // ssh offers an agent key under IdentitiesOnly when an IdentityFile names it (its .pub beside it, or the .pub
+  // itself): how password-manager agents are used, the private key never on disk.
+  if (o.agent && hop.identitiesOnly && hop.identityFiles.length > 0) steps.push({ kind: 'agent-matching' });
   for (const path of hop.identityFiles) steps.push({ kind: 'key', path });
   steps.push({ kind: 'keyboard-interactive', tries: 0 }, { kind: 'password', tries: 0 });
 
@@ -112,10 +119,18 @@ export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddlewar
           if (!allowed('publickey')) continue;
           trace.tried.push('agent');
           return { type: 'agent', username, agent: o.agent! };
+        case 'agent-matching': {
+          steps.shift();
+          if (!allowed('publickey')) continue;
+          const wanted = await publicBlobsOf(hop.identityFiles);
+          if (wanted.size === 0) continue;
+          trace.tried.push('agent (keys of the identity files)');
+          return { type: 'agent', username, agent: new MatchingAgent(o.agent!, wanted) };
+        }
         case 'key': {
           steps.shift();
           if (!allowed('publickey')) continue;
-          const key = await loadKey(step.path, prompter, secrets, o.logger);
+          const key = await loadKey(step.path, prompter, secrets, o.logger, trace);
           if (!key) continue;
           trace.tried.push(`publickey ${step.path}`);
           return { type: 'publickey', username, key };
@@ -190,11 +205,48 @@ export function makeAuthHandler(o: AuthOptions): { handler: AuthHandlerMiddlewar
   return { handler, trace };
 }
 
+/** The public key blobs (base64) of identity files: each `FILE.pub`, or FILE itself when it is a public key. */
+async function publicBlobsOf(files: readonly string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (const f of files) {
+    for (const candidate of f.endsWith('.pub') ? [f] : [`${f}.pub`]) {
+      let text: string;
+      try {
+        text = await fs.readFile(candidate, 'utf8');
+      } catch {
+        continue;
+      }
+      const parsed = utils.parseKey(text);
+      const key = Array.isArray(parsed) ? parsed[0] : parsed;
+      if (key && !(key instanceof Error)) out.add(key.getPublicSSH().toString('base64'));
+    }
+  }
+  return out;
+}
+
+/** The user's agent, offering only the keys whose public blob is in `wanted`. */
+class MatchingAgent extends OpenSSHAgent {
+  constructor(
+    socketPath: string,
+    private readonly wanted: ReadonlySet<string>,
+  ) {
+    super(socketPath);
+  }
+
+  override getIdentities(cb: (err: Error | undefined, keys?: ParsedKey[]) => void): void {
+    super.getIdentities((err, keys) => {
+      if (err) return cb(err);
+      const parsed = (keys ?? []).filter((k): k is ParsedKey => 'getPublicSSH' in k);
+      cb(undefined, parsed.filter((k) => this.wanted.has(k.getPublicSSH().toString('base64'))));
+    });
+  }
+}
+
 /**
  * Read and parse one identity file. Missing files are skipped silently (OpenSSH's defaults often do not exist);
  * an encrypted key asks for its passphrase up to PROMPT_TRIES times; undefined from the prompter skips the key.
  */
-async function loadKey(path: string, prompter: Prompter, secrets: HostSecrets, logger: Logger): Promise<ParsedKey | undefined> {
+async function loadKey(path: string, prompter: Prompter, secrets: HostSecrets, logger: Logger, trace: AuthTrace): Promise<ParsedKey | undefined> {
   const cached = secrets.keys.get(path);
   if (cached) return cached;
   let data: Buffer;
@@ -209,10 +261,18 @@ async function loadKey(path: string, prompter: Prompter, secrets: HostSecrets, l
   if (parsed instanceof Error && /no passphrase given/i.test(parsed.message)) {
     for (let i = 0; i < PROMPT_TRIES; i++) {
       const passphrase = await prompter.passphrase(path);
-      if (passphrase === undefined) return undefined;
+      if (passphrase === undefined) {
+        trace.locked.push({ path, why: 'no-passphrase' });
+        return undefined;
+      }
       parsed = utils.parseKey(data, passphrase);
       if (!(parsed instanceof Error)) break;
       logger.warn(`Wrong passphrase for ${path}`);
+    }
+    if (parsed instanceof Error) {
+      logger.warn(`Skipping identity file ${path}: wrong passphrase ${PROMPT_TRIES} times`);
+      trace.locked.push({ path, why: 'wrong-passphrase' });
+      return undefined;
     }
   }
   if (parsed instanceof Error) {

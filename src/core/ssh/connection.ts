@@ -25,6 +25,11 @@ export interface ConnectOptions {
   logger: Logger;
   /** Checked in order; new keys are appended to the first. Default: OpenSSH's user and global files. */
   knownHostsFiles?: string[];
+  /**
+   * True when knownHostsFiles were named by the user for this run (like `ssh -o UserKnownHostsFile=`): they then win
+   * over a UserKnownHostsFile/GlobalKnownHostsFile of the ssh config. Otherwise the config's files, where set, win.
+   */
+  knownHostsPinned?: boolean;
   /** Secrets cache (the pool keeps one, so a reconnect does not ask again). Default: a fresh one. */
   secrets?: SecretStore;
   /** ssh-agent socket. Default: process.env.SSH_AUTH_SOCK. Pass null to never use an agent. */
@@ -96,6 +101,7 @@ export class SshConnection implements Executor {
       prompter: options.prompter,
       logger: options.logger,
       knownHostsFiles: options.knownHostsFiles ?? defaultKnownHostsFiles(),
+      knownHostsPinned: options.knownHostsPinned ?? false,
       secrets: options.secrets ?? new SecretStore(),
       agent: options.agent === null ? undefined : (options.agent ?? process.env.SSH_AUTH_SOCK),
       timeoutMs: options.connectTimeoutMs ?? 15_000,

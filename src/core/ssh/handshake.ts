@@ -10,7 +10,7 @@ import { Client, type ConnectConfig } from 'ssh2';
 import { RemoteRunsError } from '../types';
 import { makeAuthHandler } from './auth';
 import { mapClientError } from './clientErrors';
-import { hostKeyAlgorithms, verifyHostKey } from './hostKeyPolicy';
+import { hostKeyAlgorithms, knownHostsFor, verifyHostKey } from './hostKeyPolicy';
 import type { HopContext } from './hops';
 import { countDataAsAlive } from './keepalive';
 import type { Prompter, ResolvedHop } from './types';
@@ -24,7 +24,7 @@ export interface OpenHop {
 
 /** Key exchange, host key check and authentication for one hop over an already open stream. */
 export async function openHop(hop: ResolvedHop, sock: Duplex, ctx: HopContext, where: string): Promise<OpenHop> {
-  const serverHostKey = await hostKeyAlgorithms(ctx.knownHostsFiles, hop);
+  const serverHostKey = await hostKeyAlgorithms(knownHostsFor(hop, ctx).files, hop);
 
   const client = new Client();
   return new Promise<OpenHop>((resolve, reject) => {
@@ -55,7 +55,8 @@ export async function openHop(hop: ResolvedHop, sock: Duplex, ctx: HopContext, w
     const onAbort = (): void => finish(new RemoteRunsError('cancelled', 'Connection attempt cancelled'));
     ctx.signal?.addEventListener('abort', onAbort, { once: true });
     const prompter = pausingPrompter(ctx.prompter, watchdog);
-    const { handler, trace } = makeAuthHandler({ hop, prompter, logger: ctx.logger, secrets: ctx.secrets.for(hop), agent: ctx.agent });
+    const agent = hop.identityAgent === undefined ? ctx.agent : (hop.identityAgent ?? undefined);
+    const { handler, trace } = makeAuthHandler({ hop, prompter, logger: ctx.logger, secrets: ctx.secrets.for(hop), agent });
 
     const hostVerifier = (key: Buffer, verify: (ok: boolean) => void): void => {
       verifyHostKey(hop, key, ctx, prompter, where).then(

@@ -9,8 +9,9 @@
  *
  * This folder never imports `vscode`.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
 import * as net from 'node:net';
-import type { Duplex } from 'node:stream';
+import { Duplex } from 'node:stream';
 import type { Client } from 'ssh2';
 import { RemoteRunsError } from '../types';
 import type { SecretStore } from './auth';
@@ -23,6 +24,8 @@ export interface HopContext {
   prompter: Prompter;
   logger: Logger;
   knownHostsFiles: string[];
+  /** knownHostsFiles were named for this run (CLI --known-hosts, like `ssh -o UserKnownHostsFile=`): they win over the ssh config's. */
+  knownHostsPinned: boolean;
   secrets: SecretStore;
   agent: string | undefined;
   timeoutMs: number;
@@ -39,9 +42,22 @@ export async function dialHops(host: ResolvedHost, ctx: HopContext): Promise<Ope
     for (let i = 0; i < hops.length; i++) {
       const where = describeHop(host, i);
       throwIfAborted(ctx.signal);
-      const sock =
-        i === 0 ? await tcpConnect(hops[i], ctx, where) : await forwardThrough(open[i - 1].client, hops[i - 1], hops[i], ctx, where);
-      open.push(await openHop(hops[i], sock, ctx, where));
+      let proxy: ProxyProcess | undefined;
+      let sock: Duplex;
+      if (i === 0 && hops[i].proxyCommand) {
+        proxy = startProxyCommand(hops[i], ctx, where);
+        sock = proxy.stream;
+      } else {
+        sock = i === 0 ? await tcpConnect(hops[i], ctx, where) : await forwardThrough(open[i - 1].client, hops[i - 1], hops[i], ctx, where);
+      }
+      try {
+        open.push(await openHop(hops[i], sock, ctx, where));
+      } catch (e) {
+        // A proxy that died explains the failure better than "the connection closed during the handshake".
+        throw proxy ? await proxy.explain(e) : e;
+      }
+      // The proxy lives exactly as long as the connection over it.
+      if (proxy) open[i].client.once('close', proxy.stop);
     }
   } catch (e) {
     for (const h of open.reverse()) h.client.end();
@@ -76,7 +92,22 @@ function tcpConnect(hop: ResolvedHop, ctx: HopContext, where: string): Promise<n
         }),
       );
     };
-    const onError = (e: NodeJS.ErrnoException): void => fail(socketReason(e.code, e.message), e.code);
+    const onError = (e: NodeJS.ErrnoException): void => {
+      if (e.code === 'ENOTFOUND' && hop.unconfigured) {
+        cleanup();
+        sock.destroy();
+        const hint = hop.unconfigured.closest ? ` Did you mean ${hop.unconfigured.closest}?` : '';
+        reject(
+          new RemoteRunsError(
+            'not-found',
+            `${hop.alias} is neither a configured host (settings or a Host line of the ssh config) nor a name DNS knows.${hint}`,
+            { hop: hop.alias, code: e.code, ...(hop.unconfigured.closest ? { closest: hop.unconfigured.closest } : {}) },
+          ),
+        );
+        return;
+      }
+      fail(socketReason(e.code, e.message), e.code);
+    };
     const onAbort = (): void => {
       cleanup();
       sock.destroy();
@@ -95,6 +126,77 @@ function tcpConnect(hop: ResolvedHop, ctx: HopContext, where: string): Promise<n
     });
     ctx.signal?.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** A running ProxyCommand: the stream over its stdin/stdout, and how to end it. */
+interface ProxyProcess {
+  stream: Duplex;
+  /** Kill it (SIGTERM, then SIGKILL after 2 s) unless it already exited. Idempotent. */
+  stop(): void;
+  /** The error to report for a handshake that failed over this proxy: its exit status and stderr, if it died. */
+  explain(e: unknown): Promise<unknown>;
+}
+
+/** Proxies still running, killed if this process exits first: no child outlives its owner. */
+const liveProxies = new Set<ChildProcess>();
+let exitHook = false;
+
+/**
+ * Run a ProxyCommand as ssh does (sshconnect.c ssh_proxy_connect: `$SHELL -c "exec COMMAND"`, stderr left to the
+ * user, here kept for messages and the log) and return a stream over its stdin/stdout.
+ */
+function startProxyCommand(hop: ResolvedHop, ctx: HopContext, where: string): ProxyProcess {
+  const { command, where: line } = hop.proxyCommand!;
+  const shell = process.env.SHELL || '/bin/sh';
+  const child = spawn(shell, ['-c', `exec ${command}`], { stdio: ['pipe', 'pipe', 'pipe'] });
+  liveProxies.add(child);
+  if (!exitHook) {
+    exitHook = true;
+    process.once('exit', () => liveProxies.forEach((c) => c.kill('SIGKILL')));
+  }
+  let stderr = '';
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (d: string) => {
+    if (stderr.length < 4096) stderr += d;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
+    child.once('error', (error) => resolve({ code: null, signal: null, error }));
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  void exited.then(() => {
+    liveProxies.delete(child);
+    if (stderr.trim()) ctx.logger.warn(`ProxyCommand of ${where} said: ${stderr.trim()}`);
+  });
+  ctx.logger.info(`Connecting to ${where} through ProxyCommand (${line})`);
+  const stream = Duplex.from({ readable: child.stdout!, writable: child.stdin! });
+  // ssh2 ending its side is the end of the connection: the proxy has nothing left to carry.
+  stream.once('finish', () => stop());
+  stream.once('close', () => stop());
+  stream.on('error', () => undefined); // reported through the handshake or the connection's close
+  let killTimer: NodeJS.Timeout | undefined;
+  const stop = (): void => {
+    if (child.exitCode !== null || child.signalCode !== null || killTimer) return;
+    child.kill('SIGTERM');
+    killTimer = setTimeout(() => child.kill('SIGKILL'), 2000);
+    killTimer.unref();
+    void exited.then(() => clearTimeout(killTimer));
+  };
+  return {
+    stream,
+    stop,
+    explain: async (e) => {
+      if (e instanceof RemoteRunsError && e.kind !== 'unreachable') {
+        stop();
+        return e;
+      }
+      const done = await Promise.race([exited, new Promise<undefined>((r) => setTimeout(r, 500))]);
+      stop();
+      if (!done) return e;
+      const how = done.error ? `could not be started (${done.error.message})` : done.code !== null ? `exited with status ${done.code}` : `was killed (${done.signal})`;
+      const said = stderr.trim() ? `: ${stderr.trim().split('\n').slice(-3).join(' / ')}` : '';
+      return new RemoteRunsError('unreachable', `Cannot reach ${where}: its ProxyCommand (${line}) ${how}${said}`, { hop: hop.alias, proxyCommand: line });
+    },
+  };
 }
 
 /** Open a direct-tcpip channel from the previous hop to this one (what `ssh -J` does with `-W`). */

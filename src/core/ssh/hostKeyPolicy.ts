@@ -27,7 +27,20 @@ import type { Logger, Prompter, ResolvedHop } from './types';
 export interface HostKeyContext {
   /** Checked in order; new keys are appended to the first. */
   knownHostsFiles: string[];
+  /** See HopContext.knownHostsPinned. */
+  knownHostsPinned?: boolean;
   logger: Logger;
+}
+
+/** The known_hosts files for a hop: the ssh config's for it (unless the run pinned its own), else the connection's. */
+export function knownHostsFor(hop: ResolvedHop, ctx: HostKeyContext): { files: string[]; appendTo?: string } {
+  if (hop.knownHosts && !ctx.knownHostsPinned) return hop.knownHosts;
+  return { files: ctx.knownHostsFiles, appendTo: ctx.knownHostsFiles[0] };
+}
+
+/** What known_hosts is searched for: HostKeyAlias verbatim (OpenSSH appends no port to it), else `[host]:port`. */
+function lookupName(hop: ResolvedHop): { hostname: string; port: number } {
+  return hop.hostKeyAlias !== undefined ? { hostname: hop.hostKeyAlias, port: 22 } : { hostname: hop.hostname, port: hop.port };
 }
 
 /** OpenSSH's default UserKnownHostsFile and GlobalKnownHostsFile. */
@@ -62,7 +75,8 @@ const DEFAULT_HOST_KEY_ALGORITHMS = [
  */
 export async function hostKeyAlgorithms(knownHostsFiles: readonly string[], hop: ResolvedHop): Promise<string[]> {
   const knownFiles = await readKnownHostsFiles(knownHostsFiles);
-  const preferred = knownKeyTypes(knownFiles, hop.hostname, hop.port)
+  const { hostname, port } = lookupName(hop);
+  const preferred = knownKeyTypes(knownFiles, hostname, port)
     .flatMap(algorithmsForKeyType)
     .filter((a) => DEFAULT_HOST_KEY_ALGORITHMS.includes(a));
   return [...new Set([...preferred, ...DEFAULT_HOST_KEY_ALGORITHMS])];
@@ -73,9 +87,11 @@ export async function verifyHostKey(hop: ResolvedHop, key: Buffer, ctx: HostKeyC
   const keyType = keyTypeOfBlob(key);
   const fingerprint = fingerprintSha256(key);
   // Read again: another connection may have just added this host.
-  const files = await readKnownHostsFiles(ctx.knownHostsFiles);
-  const r = checkHostKey(files, hop.hostname, hop.port, keyType, key);
-  const name = knownHostsName(hop.hostname, hop.port);
+  const known = knownHostsFor(hop, ctx);
+  const files = await readKnownHostsFiles(known.files);
+  const { hostname, port } = lookupName(hop);
+  const r = checkHostKey(files, hostname, port, keyType, key);
+  const name = knownHostsName(hostname, port);
   switch (r.status) {
     case 'match':
       return;
@@ -100,18 +116,31 @@ export async function verifyHostKey(hop: ResolvedHop, key: Buffer, ctx: HostKeyC
             r.otherTypes.map((o) => `${o.keyType} at ${o.file}:${o.line}`).join(', '),
         );
       }
-      const file = ctx.knownHostsFiles[0];
-      const trusted = await prompter.confirmHostKey({ hostPattern: name, hostname: hop.hostname, port: hop.port, keyType, fingerprint, knownHostsFile: file });
+      const file = known.appendTo;
+      const strict = hop.strictHostKeyChecking ?? 'ask';
+      // accept-new (and `no`, read as accept-new): a key never seen for this name is added without asking, as ssh does.
+      const trusted =
+        strict === 'accept-new' ||
+        (strict === 'ask' &&
+          (await prompter.confirmHostKey({ hostPattern: name, hostname: hop.hostname, port: hop.port, keyType, fingerprint, knownHostsFile: file ?? '(none)' })));
       if (!trusted) {
-        throw new RemoteRunsError('host-key-unknown', `The host key of ${where} (${keyType} ${fingerprint}) is not in known_hosts and was not accepted.`, {
-          hop: hop.alias,
-          fingerprint,
-          keyType,
-          file,
-        });
+        // Every file looked in, so a user whose key sits in another file (or under another name) sees where we looked.
+        const present = new Set(files.map((f) => f.path));
+        const checked = known.files.map((f) => (present.has(f) ? f : `${f} (does not exist)`));
+        const why = strict === 'yes' ? 'and StrictHostKeyChecking yes forbids adding it' : 'and was not accepted';
+        throw new RemoteRunsError(
+          'host-key-unknown',
+          `The host key of ${where} (${keyType} ${fingerprint}) was not found under the name ${name} in ${checked.join(', ') || 'no file (UserKnownHostsFile none)'}, ${why}. ` +
+            `Connect once with ssh (or in a terminal) to check and accept it, or add the server's key to one of these files.`,
+          { hop: hop.alias, fingerprint, keyType, ...(file ? { file } : {}), checked: known.files },
+        );
       }
-      await appendKnownHost(file, knownHostsLine(hop.hostname, hop.port, keyType, key));
-      ctx.logger.info(`Added ${name} ${keyType} ${fingerprint} to ${file}`);
+      if (file === undefined) {
+        ctx.logger.warn(`${where}: ${name} ${keyType} ${fingerprint} trusted for this connection only: UserKnownHostsFile is none`);
+        return;
+      }
+      await appendKnownHost(file, knownHostsLine(hostname, port, keyType, key));
+      ctx.logger.info(`Added ${name} ${keyType} ${fingerprint} to ${file}${strict === 'accept-new' ? ' (StrictHostKeyChecking accept-new)' : ''}`);
       return;
     }
   }

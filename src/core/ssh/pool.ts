@@ -34,6 +34,8 @@ export interface PoolOptions {
   logger: Logger;
   /** Checked in order, new keys appended to the first. Default: OpenSSH's. */
   knownHostsFiles?: string[];
+  /** See ConnectOptions.knownHostsPinned. */
+  knownHostsPinned?: boolean;
   /** Close a connection nobody has used for this long. Default 5 minutes. */
   idleTimeoutMs?: number;
   /** Default 15 s; a server silent for keepaliveCountMax intervals is declared dead. */
@@ -320,6 +322,8 @@ export class ConnectionPool implements Disposable {
       this.setState(entry, { kind: 'connecting', attempt });
       const host = entry.host;
       const generation = entry.generation;
+      // Lines of the ssh config this connection does not follow: in the log of every connect, never dropped.
+      if (attempt === 1) for (const p of host.configProblems ?? []) o.logger.warn(`ssh config: ${p}`);
       try {
         const conn = await SshConnection.connect(host, this.connectOptions(o.prompter));
         if (this.disposed || entry.generation !== generation) {
@@ -369,6 +373,7 @@ export class ConnectionPool implements Disposable {
       prompter,
       logger: o.logger,
       knownHostsFiles: o.knownHostsFiles,
+      knownHostsPinned: o.knownHostsPinned,
       secrets: this.secrets,
       agent: o.agent,
       connectTimeoutMs: o.connectTimeoutMs,

@@ -8,15 +8,23 @@
  * inside a Host block must make every line of the included file conditional on that block, which is the
  * shape real conf.d setups use.
  *
+ * Nothing is dropped in silence: a keyword OpenSSH does not know, or a value it would reject (`Port abc`), is a
+ * fatal problem (every host fails with `bad-config`, as `ssh` refuses the file); an OpenSSH option we do not follow
+ * is a problem reported for each host it applies to (ResolvedHost.configProblems).
+ *
  * What is deliberately not supported, and how it fails:
- * - `Match exec|canonical|final|localnetwork|tagged|…`: the block is skipped (its options do not apply) and a
- *   problem is recorded. `Match all|host|originalhost|user|localuser` (with `!` and comma lists) work.
- * - `ProxyCommand`: `ssh -W %h:%p host` (and its usual variants) is read as a jump through `host`; anything
- *   else makes resolveHost throw `bad-config` rather than connect directly and report a misleading
- *   "unreachable". A `proxyJump` in the host's settings takes precedence, as `ssh -J` does.
+ * - `Match canonical|final|localnetwork|tagged|…`: the block is skipped (its options do not apply) and a
+ *   problem is recorded. `Match all|host|originalhost|user|localuser` (with `!` and comma lists) work, and
+ *   `Match exec` runs its command locally as ssh does (`$SHELL -c`, tokens expanded, each value shell-quoted; it
+ *   is the user's own file), exit 0 being a match; one that does not finish within 10 s is a problem, no match.
+ * - `ProxyCommand`: `ssh -W %h:%p host` (and its usual variants) is read as a jump through `host` (one ssh2
+ *   connection more, no child process); any other command is run (hops.ts) and SSH spoken over its stdin/stdout.
+ *   A `proxyJump` in the host's settings takes precedence, as `ssh -J` does.
  * - CanonicalizeHostname, `%C` in IdentityFile: not supported (the latter throws `bad-config`).
  */
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
+import { shellQuote } from '../shell/quote';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { RemoteRunsError, type HostConfig } from '../types';
@@ -31,7 +39,7 @@ export type SshCondition =
   | { kind: 'never'; reason: string };
 
 export interface MatchCriterion {
-  name: 'all' | 'host' | 'originalhost' | 'user' | 'localuser';
+  name: 'all' | 'host' | 'originalhost' | 'user' | 'localuser' | 'exec';
   negated: boolean;
   /** Comma-separated pattern list, as written (empty for `all`). */
   patterns: string;
@@ -41,6 +49,8 @@ export interface MatchCriterion {
 export interface SshConfigLine {
   /** Lower-cased keyword. */
   keyword: string;
+  /** The keyword as written (for messages). */
+  name: string;
   /** Arguments after OpenSSH's quoting rules. */
   args: string[];
   /** The text after the keyword, unsplit (ProxyCommand takes it whole). */
@@ -58,6 +68,11 @@ export interface SshConfig {
   files: string[];
   /** Things skipped, each `file:line: why`. The rest of the config is still used, as far as it makes sense. */
   problems: string[];
+  /**
+   * The subset of `problems` for which OpenSSH refuses the whole file (`Bad port 'abc'`, an unknown keyword, a
+   * missing `-F` file): resolveHost then fails with `bad-config` for every host, as `ssh -F` would.
+   */
+  fatal: string[];
 }
 
 /** One hop of a ProxyJump value. */
@@ -84,6 +99,11 @@ export interface ResolveEnv {
   vars?: Readonly<Record<string, string | undefined>>;
   /** For `%i`; default the process uid. */
   uid?: number;
+  /**
+   * Runs a `Match exec` command line (tokens already expanded and quoted) and says whether it exited 0. Default:
+   * `$SHELL -c LINE` (else /bin/sh), as ssh runs it, stdout sent to nowhere, bounded by 10 s.
+   */
+  runMatchExec?: (commandLine: string) => { matched: boolean; problem?: string };
 }
 
 /** OpenSSH's READCONF_MAX_DEPTH. */
@@ -96,25 +116,117 @@ const MAX_INCLUDE_DEPTH = 16;
 const MAX_INCLUDED_FILES = 256;
 const MAX_JUMP_DEPTH = 8;
 const DEFAULT_IDENTITIES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
-const SUPPORTED_MATCH = new Set(['all', 'host', 'originalhost', 'user', 'localuser']);
+const SUPPORTED_MATCH = new Set(['all', 'host', 'originalhost', 'user', 'localuser', 'exec']);
+/** How long a `Match exec` command may run (ssh waits forever; a listing must not). */
+const MATCH_EXEC_TIMEOUT_MS = 10_000;
 const KNOWN_MATCH = new Set([...SUPPORTED_MATCH, 'exec', 'canonical', 'final', 'localnetwork', 'tagged', 'version', 'sessiontype', 'command']);
+
+/**
+ * Every keyword OpenSSH's client accepts (readconf.c), lower-cased: the ones `ssh -F f -G x` of OpenSSH 9.2 takes
+ * (each tried with that command), plus those added by later releases. Any other keyword makes ssh refuse the file.
+ */
+const OPENSSH_KEYWORDS = new Set(
+  (
+    'addkeystoagent addressfamily batchmode bindaddress bindinterface canonicaldomains canonicalizefallbacklocal ' +
+    'canonicalizehostname canonicalizemaxdots canonicalizepermittedcnames casignaturealgorithms certificatefile ' +
+    'challengeresponseauthentication checkhostip cipher ciphers clearallforwardings compression connectionattempts ' +
+    'connecttimeout controlmaster controlpath controlpersist dsaauthentication dynamicforward enableescapecommandline ' +
+    'enablesshkeysign escapechar exitonforwardfailure fallbacktorsh fingerprinthash forkafterauthentication forwardagent ' +
+    'forwardx11 forwardx11timeout forwardx11trusted gatewayports globalknownhostsfile globalknownhostsfile2 ' +
+    'gssapiauthentication gssapiclientidentity gssapidelegatecredentials gssapikexalgorithms gssapikeyexchange ' +
+    'gssapirenewalforcesrekey gssapiserveridentity gssapitrustdns hashknownhosts hostbasedacceptedalgorithms ' +
+    'hostbasedauthentication hostbasedkeytypes hostkeyalgorithms hostkeyalias hostname identitiesonly identityagent ' +
+    'identityfile identityfile2 ignoreunknown ipqos kbdinteractiveauthentication kbdinteractivedevices keepalive ' +
+    'kexalgorithms knownhostscommand localcommand localforward loglevel logverbose macs nohostauthenticationforlocalhost ' +
+    'numberofpasswordprompts passwordauthentication permitlocalcommand permitremoteopen pkcs11provider port ' +
+    'preferredauthentications protocol protocolkeepalives proxycommand proxyjump proxyusefdpass pubkeyacceptedalgorithms ' +
+    'pubkeyacceptedkeytypes pubkeyauthentication rekeylimit remotecommand remoteforward requesttty requiredrsasize ' +
+    'revokedhostkeys rhostsauthentication securitykeyprovider sendenv serveralivecountmax serveraliveinterval sessiontype ' +
+    'setenv setuptimeout skeyauthentication smartcarddevice stdinnull streamlocalbindmask streamlocalbindunlink ' +
+    'stricthostkeychecking syslogfacility tcpkeepalive tisauthentication tunnel tunneldevice updatehostkeys ' +
+    'useblacklistedkeys useprivilegedport user userknownhostsfile userknownhostsfile2 useroaming usersh verifyhostkeydns ' +
+    'visualhostkey xauthlocation ' +
+    // Apple's ssh (macOS) adds UseKeychain, and macOS configs use it without IgnoreUnknown.
+    'usekeychain ' +
+    // 9.5 to 10.x
+    'obscurekeystroketiming channeltimeout tag enableescapecommandline refuseconnection warnweakcrypto versionaddendum ' +
+    // Removed long ago: OpenSSH warns "Unsupported option" and goes on.
+    'afstokenpassing compressionlevel kerberosauthentication kerberostgtpassing rhostsrsaauthentication rsaauthentication'
+  ).split(' '),
+);
+const OPENSSH_UNSUPPORTED = new Set('afstokenpassing compressionlevel kerberosauthentication kerberostgtpassing rhostsrsaauthentication rsaauthentication'.split(' '));
+
+/**
+ * The options a connection of ours follows (Host, Match and Include are read by the parser itself). Any other
+ * OpenSSH option that applies to a host is reported for that host ("not honoured"), never dropped in silence.
+ */
+export const HONOURED_OPTIONS = new Set([
+  'hostname',
+  'user',
+  'port',
+  'identityfile',
+  'identitiesonly',
+  'proxyjump',
+  'proxycommand',
+  'ignoreunknown',
+  'stricthostkeychecking',
+  'hostkeyalias',
+  'userknownhostsfile',
+  'globalknownhostsfile',
+  'identityagent',
+]);
+
+/** OpenSSH's defaults (readconf.c fill_default_options), used for whichever of the two a config leaves unset. */
+const DEFAULT_USER_KNOWN_HOSTS = ['~/.ssh/known_hosts', '~/.ssh/known_hosts2'];
+const DEFAULT_GLOBAL_KNOWN_HOSTS = ['/etc/ssh/ssh_known_hosts', '/etc/ssh/ssh_known_hosts2'];
+
+/** StrictHostKeyChecking as readconf.c's multistate table spells it; `no`/`off`/`false` are read as accept-new here. */
+function parseStrict(v: string): ResolvedHop['strictHostKeyChecking'] | undefined {
+  switch (v.toLowerCase()) {
+    case 'yes':
+    case 'true':
+      return 'yes';
+    case 'ask':
+      return 'ask';
+    case 'accept-new':
+    case 'no':
+    case 'off':
+    case 'false':
+      return 'accept-new';
+    default:
+      return undefined;
+  }
+}
+
+const ignoreUnknownLists = new WeakMap<SshConfig, string[]>();
+function ignoreUnknownOf(config: SshConfig): string[] {
+  let l = ignoreUnknownLists.get(config);
+  if (!l) ignoreUnknownLists.set(config, (l = []));
+  return l;
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // Loading and parsing
 
 /**
- * Read an ssh config file and everything it Includes. A missing file is an empty config; an unreadable one
- * is an empty config with a problem (ssh itself would refuse to start, but we can still connect without it).
+ * Read an ssh config file and everything it Includes. A missing ~/.ssh/config is an empty config, as for ssh; a
+ * missing file that was named explicitly (`explicit`, like `ssh -F`) is a fatal problem (ssh stops: "Can't open
+ * user config file"). An unreadable default file is an empty config with a problem.
  */
-export function loadSshConfig(file: string, opts: { home?: string } = {}): SshConfig {
+export function loadSshConfig(file: string, opts: { home?: string; explicit?: boolean } = {}): SshConfig {
   const home = opts.home ?? os.homedir();
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    const empty: SshConfig = { lines: [], hostPatterns: [], files: [], problems: [] };
-    if (code !== 'ENOENT' && code !== 'ENOTDIR') empty.problems.push(`${file}: cannot read (${code ?? String(e)})`);
+    const empty: SshConfig = { lines: [], hostPatterns: [], files: [], problems: [], fatal: [] };
+    if (opts.explicit) {
+      // `ssh -F missing` stops: "Can't open user config file missing: No such file or directory".
+      const why = `${file}: cannot open the ssh config file named in the settings or on the command line (${code ?? String(e)})`;
+      empty.problems.push(why);
+      empty.fatal.push(why);
+    } else if (code !== 'ENOENT' && code !== 'ENOTDIR') empty.problems.push(`${file}: cannot read (${code ?? String(e)})`);
     return empty;
   }
   return parseSshConfig(text, { home, path: file, readInclude: readGlob });
@@ -123,7 +235,7 @@ export function loadSshConfig(file: string, opts: { home?: string } = {}): SshCo
 /** Parse config text. Include patterns are resolved (`~`, relative to ~/.ssh) and handed to `readInclude`. */
 export function parseSshConfig(text: string, opts: ParseSshConfigOptions): SshConfig {
   const file = opts.path ?? path.join(opts.home, '.ssh', 'config');
-  const config: SshConfig = { lines: [], hostPatterns: [], files: [file], problems: [] };
+  const config: SshConfig = { lines: [], hostPatterns: [], files: [file], problems: [], fatal: [] };
   parseInto(config, text, file, [], [file], opts);
   return config;
 }
@@ -142,15 +254,15 @@ function parseInto(
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {
     const where = `${file}:${i + 1}`;
-    let parsed: { keyword: string; args: string[]; raw: string } | undefined;
+    let parsed: { keyword: string; name: string; args: string[]; raw: string } | undefined;
     try {
       parsed = splitLine(lines[i]);
     } catch (e) {
-      config.problems.push(`${where}: ${(e as Error).message}`);
+      fatal(config, `${where}: ${(e as Error).message}`);
       continue;
     }
     if (!parsed) continue;
-    const { keyword, args, raw } = parsed;
+    const { keyword, name, args, raw } = parsed;
     const when = current ? [...base, current] : base;
     switch (keyword) {
       case 'host':
@@ -168,10 +280,28 @@ function parseInto(
       case 'include':
         includeFiles(config, args, where, when, stack, opts);
         break;
+      case 'ignoreunknown':
+        if (args.length > 0) ignoreUnknownOf(config).push(args.join(','));
+        config.lines.push({ keyword, name, args, raw, when, file, line: i + 1 });
+        break;
       default: {
+        if (!OPENSSH_KEYWORDS.has(keyword)) {
+          // OpenSSH: "Bad configuration option: foo" and "terminating, 1 bad configuration options", unless an
+          // earlier IgnoreUnknown names it (its pattern list is honoured wherever it appears before the line).
+          if (ignoreUnknownOf(config).some((list) => matchPatternList(keyword, list.toLowerCase(), false) === 1)) {
+            config.problems.push(`${where}: unknown option ${name}, ignored (IgnoreUnknown)`);
+          } else {
+            fatal(config, `${where}: Bad configuration option: ${name} (ssh refuses this file too; remove the line or name it in IgnoreUnknown)`);
+          }
+          break;
+        }
+        if (OPENSSH_UNSUPPORTED.has(keyword)) {
+          config.problems.push(`${where}: ${name} is no longer supported by OpenSSH; line ignored`);
+          break;
+        }
         const problem = checkOption(keyword, args, raw);
-        if (problem) config.problems.push(`${where}: ${problem}; line ignored`);
-        else config.lines.push({ keyword, args, raw, when, file, line: i + 1 });
+        if (problem) fatal(config, `${where}: ${problem} (ssh refuses this file too)`);
+        else config.lines.push({ keyword, name, args, raw, when, file, line: i + 1 });
       }
     }
   }
@@ -227,10 +357,15 @@ function includeFiles(
  * quotes and backslash escapes; a `#` at the start of an argument ends the line. Undefined for blank and
  * comment lines.
  */
-function splitLine(line: string): { keyword: string; args: string[]; raw: string } | undefined {
+function splitLine(line: string): { keyword: string; name: string; args: string[]; raw: string } | undefined {
   const m = /^[ \t\f]*([^ \t\f=]+)[ \t\f]*(?:=[ \t\f]*)?(.*?)[ \t\f\r]*$/s.exec(line);
   if (!m || m[1].startsWith('#')) return undefined;
-  return { keyword: m[1].toLowerCase(), args: splitArgs(m[2]), raw: m[2] };
+  return { keyword: m[1].toLowerCase(), name: m[1], args: splitArgs(m[2]), raw: m[2] };
+}
+
+function fatal(config: SshConfig, problem: string): void {
+  config.problems.push(problem);
+  config.fatal.push(problem);
 }
 
 function splitArgs(s: string): string[] {
@@ -257,7 +392,7 @@ function splitArgs(s: string): string[] {
         arg += c;
       }
     }
-    if (quote !== '') throw new Error('unterminated quote; line ignored');
+    if (quote !== '') throw new Error('unterminated quote');
     out.push(arg);
   }
   return out;
@@ -298,9 +433,18 @@ function checkOption(keyword: string, args: string[], raw: string): string | und
     case 'identityfile':
       return one();
     case 'port':
-      return one() ?? (parsePort(args[0]) === undefined ? `bad port "${args[0]}"` : undefined);
+      // OpenSSH's own words (readconf.c), whether or not the block applies.
+      return one() ?? (parsePort(args[0]) === undefined ? `Bad port '${args[0]}'` : undefined);
     case 'identitiesonly':
       return one() ?? (parseFlag(args[0]) === undefined ? `IdentitiesOnly must be yes or no, not "${args[0]}"` : undefined);
+    case 'stricthostkeychecking':
+      return one() ?? (parseStrict(args[0]) === undefined ? `StrictHostKeyChecking must be yes, ask, accept-new or no, not "${args[0]}"` : undefined);
+    case 'hostkeyalias':
+    case 'identityagent':
+      return one();
+    case 'userknownhostsfile':
+    case 'globalknownhostsfile':
+      return args.length === 0 ? `${keyword} needs a file` : undefined;
     case 'proxyjump': {
       const bad = one();
       if (bad) return bad;
@@ -353,6 +497,8 @@ function hostLineMatches(alias: string, patterns: readonly string[]): boolean {
 
 interface MatchContext {
   alias: string;
+  /** Runs a Match exec once per condition per resolution (ssh runs it once, when it reads the line). */
+  exec(c: MatchCriterion): boolean;
   /** The hostname as obtained so far (Match host sees HostName from earlier lines). */
   hostname(): string;
   user(): string;
@@ -383,6 +529,9 @@ function conditionHolds(c: SshCondition, ctx: MatchContext): boolean {
             break;
           case 'localuser':
             r = matchPatternList(ctx.localUser, k.patterns, false) === 1;
+            break;
+          case 'exec':
+            r = ctx.exec(k);
             break;
         }
         return k.negated ? !r : r;
@@ -497,6 +646,8 @@ interface Preset {
 
 interface Collected {
   hop: ResolvedHop;
+  /** Lines that apply to this hop and that we do not follow, `file:line: why`. */
+  ignored: string[];
   /** Hops in front of this one, as configured for it (not yet resolved). */
   jumps: JumpSpec[];
 }
@@ -510,6 +661,11 @@ interface Collected {
  * loop, or an unknown `%` token.
  */
 export function resolveHost(host: HostConfig, config: SshConfig, env: ResolveEnv): ResolvedHost {
+  if (config.fatal.length > 0) {
+    throw new RemoteRunsError('bad-config', `The ssh config cannot be used (ssh would refuse it too): ${config.fatal.join('; ')}`, {
+      problems: config.fatal,
+    });
+  }
   const identityFiles =
     host.identityFile === undefined ? undefined : Array.isArray(host.identityFile) ? host.identityFile : [host.identityFile];
   const target = collect(
@@ -518,14 +674,17 @@ export function resolveHost(host: HostConfig, config: SshConfig, env: ResolveEnv
     env,
     { user: host.user, port: host.port, identityFiles, proxyJump: host.proxyJump },
   );
-  return { jumps: resolveJumps(target.jumps, config, env, [host.host]), target: target.hop };
+  const ignored: string[] = [];
+  const jumps = resolveJumps(target.jumps, config, env, [host.host], ignored);
+  const configProblems = [...new Set([...config.problems, ...ignored, ...target.ignored])];
+  return { jumps, target: target.hop, ...(configProblems.length ? { configProblems } : {}) };
 }
 
 /**
  * `ssh -J a,b,c dest` runs `ssh -J a,b -W dest c`, and so on down to `ssh -W b a`: the first hop is connected
  * with its own config (including its own ProxyJump), every later hop with its config's proxy overridden.
  */
-function resolveJumps(specs: JumpSpec[], config: SshConfig, env: ResolveEnv, chain: string[]): ResolvedHop[] {
+function resolveJumps(specs: JumpSpec[], config: SshConfig, env: ResolveEnv, chain: string[], ignored: string[]): ResolvedHop[] {
   if (specs.length === 0) return [];
   const [first, ...rest] = specs;
   if (chain.includes(first.host) || chain.length > MAX_JUMP_DEPTH) {
@@ -540,8 +699,13 @@ function resolveJumps(specs: JumpSpec[], config: SshConfig, env: ResolveEnv, cha
     );
   }
   const head = collect(first.host, config, env, { user: first.user, port: first.port });
-  const before = resolveJumps(head.jumps, config, env, [...chain, first.host]);
-  const after = rest.map((s) => collect(s.host, config, env, { user: s.user, port: s.port, proxyJump: 'none' }).hop);
+  const before = resolveJumps(head.jumps, config, env, [...chain, first.host], ignored);
+  ignored.push(...head.ignored);
+  const after = rest.map((s) => {
+    const c = collect(s.host, config, env, { user: s.user, port: s.port, proxyJump: 'none' });
+    ignored.push(...c.ignored);
+    return c.hop;
+  });
   return [...before, head.hop, ...after];
 }
 
@@ -550,12 +714,32 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
   let user = preset.user;
   let port = preset.port;
   let identitiesOnly: boolean | undefined;
+  let strict: ResolvedHop['strictHostKeyChecking'];
+  let hostKeyAlias: string | undefined;
+  let identityAgent: string | undefined;
+  let userKnownHosts: string[] | undefined;
+  let globalKnownHosts: string[] | undefined;
   const identityFiles = [...(preset.identityFiles ?? [])];
+  const ignored: string[] = [];
   let proxy: { kind: 'jump' | 'command'; value: string; where: string } | undefined =
     preset.proxyJump !== undefined ? { kind: 'jump', value: preset.proxyJump, where: 'settings' } : undefined;
 
+  const execResults = new Map<MatchCriterion, boolean>();
   const ctx: MatchContext = {
     alias,
+    exec: (k) => {
+      let r = execResults.get(k);
+      if (r === undefined) {
+        const tokens = fileTokens(env, { alias, hostname: ctx.hostname().toLowerCase(), user: ctx.user(), port: port ?? 22 });
+        // Each token's value quoted through the one quoting function: a host name reaching a shell stays one word.
+        const quoted = Object.fromEntries(Object.entries(tokens).map(([t, v]) => [t, shellQuote(v)]));
+        const line = percentExpand(k.patterns, quoted, 'Match exec');
+        const out = (env.runMatchExec ?? runMatchExec)(line);
+        if (out.problem) ignored.push(`Match exec ${JSON.stringify(k.patterns)}: ${out.problem}; block skipped for ${alias}`);
+        execResults.set(k, (r = out.matched));
+      }
+      return r;
+    },
     hostname: () => (hostname === undefined ? alias : expandHostName(hostname, alias)),
     user: () => user ?? env.localUser,
     localUser: env.localUser,
@@ -579,12 +763,29 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
       case 'identitiesonly':
         identitiesOnly ??= parseFlag(arg);
         break;
+      case 'stricthostkeychecking':
+        strict ??= parseStrict(arg);
+        break;
+      case 'hostkeyalias':
+        hostKeyAlias ??= arg;
+        break;
+      case 'identityagent':
+        identityAgent ??= arg;
+        break;
+      case 'userknownhostsfile':
+        userKnownHosts ??= line.args;
+        break;
+      case 'globalknownhostsfile':
+        globalKnownHosts ??= line.args;
+        break;
       case 'proxyjump':
         proxy ??= { kind: 'jump', value: arg, where: `${line.file}:${line.line}` };
         break;
       case 'proxycommand':
         proxy ??= { kind: 'command', value: line.raw.trim(), where: `${line.file}:${line.line}` };
         break;
+      default:
+        if (!HONOURED_OPTIONS.has(line.keyword)) ignored.push(`${line.file}:${line.line}: ${line.name} is not honoured by Remote Runs; ignored for ${alias}`);
     }
   }
 
@@ -594,21 +795,28 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
   const tokens = fileTokens(env, { alias, hostname: finalHost, user: finalUser, port: finalPort });
   const files = identityFiles.length > 0 ? identityFiles : DEFAULT_IDENTITIES.map((f) => `~/.ssh/${f}`);
   const expanded = [...new Set(files.map((f) => expandPath(f, env, tokens)))];
+  let knownHosts: ResolvedHop['knownHosts'];
+  if (userKnownHosts !== undefined || globalKnownHosts !== undefined) {
+    const list = (l: string[]): string[] => (l.length === 1 && l[0].toLowerCase() === 'none' ? [] : l.map((f) => expandPath(f, env, tokens, 'UserKnownHostsFile')));
+    const user = list(userKnownHosts ?? DEFAULT_USER_KNOWN_HOSTS);
+    knownHosts = { files: [...user, ...list(globalKnownHosts ?? DEFAULT_GLOBAL_KNOWN_HOSTS)], ...(user.length ? { appendTo: user[0] } : {}) };
+  }
 
   let jumps: JumpSpec[] = [];
+  let proxyCommand: ResolvedHop['proxyCommand'];
   if (proxy?.kind === 'jump') {
     jumps = parseProxyJump(proxy.value);
   } else if (proxy?.kind === 'command' && proxy.value.toLowerCase() !== 'none') {
     const jump = proxyCommandAsJump(proxy.value);
-    if (!jump) {
-      throw new RemoteRunsError(
-        'bad-config',
-        `${alias}: ProxyCommand (${proxy.where}) is not supported, only ProxyJump or "ssh -W %h:%p host". ` +
-          `Set "proxyJump" for this host in the settings to override it.`,
-        { proxyCommand: proxy.value, where: proxy.where },
+    if (jump) {
+      jumps = [jump];
+    } else {
+      // ssh's tokens for ProxyCommand (%h %n %p %r), each value quoted as one shell word by the one quoting function.
+      const quoted = Object.fromEntries(
+        Object.entries({ h: finalHost, n: alias, p: String(finalPort), r: finalUser }).map(([t, v]) => [t, shellQuote(v)]),
       );
+      proxyCommand = { command: percentExpand(proxy.value, quoted, 'ProxyCommand'), where: proxy.where };
     }
-    jumps = [jump];
   }
   return {
     hop: {
@@ -618,9 +826,39 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
       user: finalUser,
       identityFiles: expanded,
       identitiesOnly: identitiesOnly ?? false,
+      ...(hostKeyAlias !== undefined ? { hostKeyAlias } : {}),
+      ...(proxyCommand ? { proxyCommand } : {}),
+      ...(identityAgent !== undefined ? { identityAgent: agentSocket(identityAgent, env, tokens) } : {}),
+      ...(knownHosts ? { knownHosts } : {}),
+      ...(strict ? { strictHostKeyChecking: strict } : {}),
     },
+    ignored,
     jumps,
   };
+}
+
+/** `$SHELL -c LINE` as ssh's match_cfg_line does (stdin and stdout to /dev/null); exit 0 is a match. */
+function runMatchExec(commandLine: string): { matched: boolean; problem?: string } {
+  const shell = process.env.SHELL || '/bin/sh';
+  const r = spawnSync(shell, ['-c', commandLine], { stdio: ['ignore', 'ignore', 'pipe'], timeout: MATCH_EXEC_TIMEOUT_MS, encoding: 'utf8' });
+  if (r.error) {
+    const timedOut = (r.error as NodeJS.ErrnoException).code === 'ETIMEDOUT';
+    return { matched: false, problem: timedOut ? `still running after ${MATCH_EXEC_TIMEOUT_MS / 1000} s, stopped` : `cannot run ${shell}: ${r.error.message}` };
+  }
+  return { matched: r.status === 0 };
+}
+
+/** IdentityAgent as ssh reads it: `none`, `SSH_AUTH_SOCK` or `$VAR` (from the environment), else a path. */
+function agentSocket(value: string, env: ResolveEnv, tokens: Record<string, string>): string | null {
+  if (value.toLowerCase() === 'none') return null;
+  const vars = env.vars ?? process.env;
+  const name = value === 'SSH_AUTH_SOCK' ? value : value.startsWith('$') ? value.slice(1) : undefined;
+  if (name !== undefined) {
+    const v = vars[name];
+    // Unset: ssh then connects without an agent (sshconnect2.c), and so do we.
+    return v === undefined || v === '' ? null : v;
+  }
+  return expandPath(value, env, tokens, 'IdentityAgent');
 }
 
 function expandHostName(value: string, alias: string): string {
@@ -648,12 +886,12 @@ function fileTokens(
 }
 
 /** `~` first, then `%` tokens and `${VAR}`, in the order ssh expands an IdentityFile. */
-function expandPath(value: string, env: ResolveEnv, tokens: Record<string, string>): string {
+function expandPath(value: string, env: ResolveEnv, tokens: Record<string, string>, what = 'IdentityFile'): string {
   const vars = env.vars ?? process.env;
-  const withTokens = percentExpand(expandTilde(value, env.home, env.localUser), tokens, 'IdentityFile');
+  const withTokens = percentExpand(expandTilde(value, env.home, env.localUser), tokens, what);
   return withTokens.replace(/\$\{([^}]*)\}/g, (_m, name: string) => {
     const v = vars[name];
-    if (v === undefined) throw new RemoteRunsError('bad-config', `IdentityFile ${value}: environment variable ${name} is not set`);
+    if (v === undefined) throw new RemoteRunsError('bad-config', `${what} ${value}: environment variable ${name} is not set`);
     return v;
   });
 }

@@ -22,12 +22,44 @@ export interface ResolvedHop {
   identityFiles: string[];
   /** IdentitiesOnly: offer only identityFiles, not every agent key. */
   identitiesOnly: boolean;
+  /**
+   * Set when the name is neither a Host of the ssh config (no HostName applied) nor a configured host: if DNS does
+   * not know it either, the connection fails with `not-found` (naming `closest`, the nearest configured name)
+   * instead of `unreachable`.
+   */
+  unconfigured?: { closest?: string };
+  /**
+   * ProxyCommand (not the `ssh -W` idiom, which becomes a jump): the command line, tokens expanded and quoted, run
+   * with `$SHELL -c "exec …"` as ssh does; SSH is spoken over its stdin/stdout. Only ever on the first hop.
+   */
+  proxyCommand?: { command: string; where: string };
+  /** HostKeyAlias: the name looked up in (and written to) known_hosts instead of `[hostname]:port`. */
+  hostKeyAlias?: string;
+  /**
+   * UserKnownHostsFile / GlobalKnownHostsFile from the ssh config (~ and tokens expanded), when either is set for
+   * this hop: the files checked (user files first), and where a new key is written (the first user file; none
+   * with `UserKnownHostsFile none`). Absent: the connection's own list.
+   */
+  knownHosts?: { files: string[]; appendTo?: string };
+  /**
+   * IdentityAgent from the ssh config: a socket path (expanded; `SSH_AUTH_SOCK` and `$VAR` read from the
+   * environment), or null for `none` (no agent for this hop). Absent: the connection's agent (SSH_AUTH_SOCK).
+   */
+  identityAgent?: string | null;
+  /** StrictHostKeyChecking (`no` is read as `accept-new`: a changed key is never accepted). Absent: `ask`. */
+  strictHostKeyChecking?: 'yes' | 'ask' | 'accept-new';
 }
 
 /** A destination with the hops in front of it, nearest first. */
 export interface ResolvedHost {
   jumps: ResolvedHop[];
   target: ResolvedHop;
+  /**
+   * What the ssh config holds that this connection does not follow, each `file:line: why`: problems of the whole
+   * file (a Match criterion we cannot evaluate, …) and options that apply to one of its hops but are not honoured.
+   * Shown to the user (a line of `ls`, the log); absent when there are none.
+   */
+  configProblems?: string[];
 }
 
 export interface HostKeyInfo {

@@ -150,6 +150,8 @@ export function buildConfig(
   const anyPassword = hops.some((_, i) => how(i).password);
   const lines: string[] = ['# Written by Remote Runs for one transfer; removed when it ends.'];
   hops.forEach((hop, i) => {
+    // Its command line is already expanded for ssh2's use; ssh would expand `%` in it a second time.
+    if (hop.proxyCommand) throw new OpenSshUnsupported(`${hop.alias} is reached through a ProxyCommand (${hop.proxyCommand.where})`);
     for (const [what, v] of [
       ['host name', hop.hostname],
       ['user', hop.user],
@@ -239,6 +241,9 @@ export class OpenSshSession {
     if (login.hostKeys.length !== hops.length || login.hostKeys.some((k) => k.length === 0)) {
       throw new OpenSshUnsupported('the connection has no verified host key for every hop');
     }
+    // The private agent relays to the pool's agent only: a hop whose ssh config names another one logs in elsewhere.
+    const ownAgent = hops.find((h) => h.identityAgent !== undefined && h.identityAgent !== login.agent);
+    if (ownAgent) throw new OpenSshUnsupported(`${ownAgent.alias} uses its own IdentityAgent from the ssh config`);
     const keys: ParsedKey[] = login.login.hops.flatMap((h) => [...h.keys.values()]);
     const upstream = login.agent && hops.some((h) => !h.identitiesOnly) ? login.agent : undefined;
     const auth = hops.map((h, i) => ({

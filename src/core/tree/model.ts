@@ -25,6 +25,8 @@ export interface TreeSource {
   hosts(): HostEntry[];
   listTargets(hostName: string): Promise<HostTargets>;
   listTarget(hostName: string, target: TargetRef): Promise<TargetListing>;
+  /** Lines of the ssh config this host's connection does not follow (`file:line: why`): a row each under the host. */
+  sshConfigProblems?(hostName: string): string[];
 }
 
 type Result<T> = { ok: true; value: T; at: number } | { ok: false; error: RemoteRunsError; at: number };
@@ -149,7 +151,10 @@ export class RunsTreeModel {
     const problems = result.value.problems.map(
       (p, i): StateNode => ({ type: 'state', id: childId(node, 'p', String(i)), parent: node, kind: 'command-failed', label: p, message: p, seen: [], scope: node }),
     );
-    return [...targets, ...problems];
+    const config = (this.source.sshConfigProblems?.(node.hostName) ?? []).map(
+      (p, i): StateNode => ({ type: 'state', id: childId(node, 'cfg', String(i)), parent: node, kind: 'bad-config', label: `ssh config: ${p}`, message: p, seen: [], scope: node }),
+    );
+    return [...targets, ...problems, ...config];
   }
 
   private async targetChildren(node: TargetNode): Promise<TreeNode[]> {

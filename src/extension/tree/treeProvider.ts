@@ -17,6 +17,8 @@ export interface TreeDeps {
   connectionState(host: string): ConnectionState;
   onDidChangeConnectionState: Event<{ host: string; state: ConnectionState }>;
   log: Logger;
+  /** See TreeSource.sshConfigProblems. */
+  sshConfigProblems?(hostName: string): string[];
   /** Extra text after a checkpoint's description (e.g. its evals' state); redraw with `redraw` when it changes. */
   checkpointDecoration?(node: CheckpointNode): string | undefined;
 }
@@ -40,6 +42,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
       hosts: () => deps.hosts(),
       listTargets: (h) => deps.core.listTargets(h),
       listTarget: (h, t) => deps.core.listTarget(h, t),
+      sshConfigProblems: (h) => deps.sshConfigProblems?.(h) ?? [],
     });
     const changed = this.model.onDidChange((node) => this.changeEmitter.fire(node));
     const sub = deps.onDidChangeConnectionState(({ host }) => {
