@@ -86,7 +86,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
       }
       for (const r of root.runs) {
         const newest = latestCheckpoint(r);
-        lines.push(`${r.name}\t${r.path}\t${r.checkpoints.length} checkpoints${newest ? `, ${latestPhrase(newest)} (${formatAge(newest.mtime, now)})` : ''}${r.live ? ', live' : ''}`);
+        lines.push(`${r.name}\t${r.path}\t${r.checkpoints.length} checkpoint${r.checkpoints.length === 1 ? '' : 's'}${newest ? `, ${latestPhrase(newest)} (${formatAge(newest.mtime, now)})` : ''}${r.live ? ', live' : ''}`);
       }
       if (root.truncated) lines.push(`${root.root}: ${cutShortText(root.path, root.tooLarge ?? [], DEFAULT_MAX_ENTRIES)}`);
       // Runs were found, but not everywhere: say where the walk could not go (an unreadable folder, a symlink loop).

@@ -3,8 +3,9 @@
  * metrics panels use (same parsers, same series names, same handling of resumed runs and half-written lines).
  *
  * - text: one line per series: name, point count, first and last (step, value);
- * - `--json`: `{"run":{…},"series":[{"name","points","first":{"step","value"},"last":{…},"segments"}],"status","skipped"}`;
- * - `--csv`: every point, `series,step,value,time` (time: ISO 8601 where the log has one);
+ * - `--json`: `{"run":{…},"x","series":[{"name","points","first":{"step","value"},"last":{…},"segments"}],"status","skipped"}`;
+ * - `--csv`: every point, `series,step,value,time` (time: ISO 8601 where the log has one; `step` is the run's x,
+ *   which stderr names when it is not a step, e.g. Keras' epochs);
  * - `--follow`: after that, new points as they arrive (text: `series step value` lines, `--csv`: CSV rows,
  *   `--json`: one JSON object per point per line) until Ctrl-C. A series that starts over (the log was rewritten)
  *   is said on stderr and printed again from its start.
@@ -60,13 +61,16 @@ export async function metricsCommand(
     const problem = feed.status !== 'following' ? feed.status : undefined;
     if (series.size === 0 && problem) throw new RemoteRunsError('command-failed', `Could not read the metrics of ${run.name}: ${problem}`);
     if (problem) deps.stderr.write(`remote-runs: some metrics logs could not be read: ${problem}\n`);
+    // x is not always a step (Keras' CSVLogger logs epochs, a log without any gives line numbers): say which.
+    const xAxis = feed.xAxis;
+    if (xAxis !== undefined && xAxis !== 'step') deps.stderr.write(`remote-runs: x is ${xAxis}, not a step\n`);
     const skipped = feed.skipped;
     if (skipped) deps.stderr.write(`remote-runs: skipped in ${run.name}: ${skipped}\n`);
     const printed = new Map<string, number>();
     if (options.format === 'json' && !options.follow) {
-      deps.stdout.write(`${JSON.stringify({ run: { name: run.name, path: run.path, metrics: run.metrics }, series: [...series].map(([name, s]) => summaryJson(name, s)), status: feed.status, ...(skipped ? { skipped } : {}) })}\n`);
+      deps.stdout.write(`${JSON.stringify({ run: { name: run.name, path: run.path, metrics: run.metrics }, x: xAxis ?? null, series: [...series].map(([name, s]) => summaryJson(name, s)), status: feed.status, ...(skipped ? { skipped } : {}) })}\n`);
     } else if (options.format === 'text') {
-      deps.stdout.write(summaryText(series));
+      deps.stdout.write(summaryText(series, xAxis === undefined || xAxis === 'step' ? 'step' : /^[\w/.-]+$/.test(xAxis) ? xAxis : 'x'));
       for (const [name, s] of series) printed.set(name, s.length);
     }
     if (options.format === 'csv') deps.stdout.write('series,step,value,time\n');
@@ -123,15 +127,16 @@ function summaryJson(name: string, s: Series): unknown {
   };
 }
 
-function summaryText(series: Map<string, Series>): string {
+function summaryText(series: Map<string, Series>, x: string): string {
   if (series.size === 0) return 'no points yet\n';
   const rows = [...series].map(([name, s]) => {
     const n = s.length;
     const resumed = s.segments.length > 1 ? `  (${s.segments.length} segments: resumed)` : '';
     return [name, String(n), n ? `${s.x[0]}: ${s.y[0]}` : '-', n ? `${s.x[n - 1]}: ${s.y[n - 1]}` : '-', resumed] as const;
   });
-  const w = (k: 0 | 1 | 2): number => Math.max(...rows.map((r) => r[k].length), ['series', 'points', 'first step: value'][k].length);
-  const head = `${'series'.padEnd(w(0))}  ${'points'.padStart(w(1))}  ${'first step: value'.padEnd(w(2))}  last step: value`;
+  const first = `first ${x}: value`;
+  const w = (k: 0 | 1 | 2): number => Math.max(...rows.map((r) => r[k].length), ['series', 'points', first][k].length);
+  const head = `${'series'.padEnd(w(0))}  ${'points'.padStart(w(1))}  ${first.padEnd(w(2))}  last ${x}: value`;
   return `${[head, ...rows.map((r) => `${r[0].padEnd(w(0))}  ${r[1].padStart(w(1))}  ${r[2].padEnd(w(2))}  ${r[3]}${r[4]}`)].join('\n')}\n`;
 }
 

@@ -39,6 +39,10 @@ before(async () => {
   const live = path.join(root, 'live');
   fs.mkdirSync(live, { recursive: true });
   fs.writeFileSync(path.join(live, 'metrics.jsonl'), line(1, 0.5));
+  // Keras' CSVLogger: epochs, no step column.
+  const keras = path.join(root, 'keras-run', 'logs');
+  fs.mkdirSync(keras, { recursive: true });
+  fs.writeFileSync(path.join(keras, 'training.log'), 'epoch,loss\n0,0.9\n1,0.5\n2,0.25\n');
   const weightsOnly = path.join(root, 'weights-only', 'checkpoints', 'step_5');
   fs.mkdirSync(weightsOnly, { recursive: true });
   fs.writeFileSync(path.join(weightsOnly, 'model.pt'), 'x');
@@ -83,6 +87,16 @@ describe('remote-runs metrics', () => {
       [10, 20, 30, 40, 50, 60, 70, 80, 90, 100].map((s) => [s, 1 / s]).concat([50, 60].map((s) => [s, 1 / (s + 1)])),
     );
     assert.equal(rows.filter((l) => l.startsWith('eval/acc,')).length, 5);
+  });
+
+  test('a log without steps: the header, stderr and JSON say x is the epoch', () => {
+    const t = cli(['metrics', 'box/host/keras-run']);
+    assert.equal(t.code, 0, t.stderr);
+    assert.match(t.stdout, /^series\s+points\s+first epoch: value\s+last epoch: value$/m);
+    assert.match(t.stdout, /^loss\s+3\s+0: 0\.9\s+2: 0\.25$/m);
+    assert.match(t.stderr, /x is epoch, not a step/);
+    assert.equal(JSON.parse(cli(['metrics', 'box/host/keras-run', '--json']).stdout).x, 'epoch');
+    assert.equal(JSON.parse(cli(['metrics', 'box/host/expA/seed1', '--json']).stdout).x, 'step');
   });
 
   test('an ambiguous or unknown run, and a run without a metrics log, fail with their kinds', () => {
