@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { Lifeline } from '../../src/core/transfer/opensshSession';
+import { Lifeline } from '../../src/core/util/lifeline';
 import { streamsForRoundTrip } from '../../src/core/transfer/download';
 
 function running(pid: number): boolean {

@@ -27,6 +27,7 @@
  * the download uses the ssh2 lanes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { Lifeline } from '../util/lifeline';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -66,55 +67,6 @@ const CIPHERS = 'aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305
 const MASTER_TIMEOUT_MS = 60_000;
 /** How often the master's control socket is looked for while it logs in. */
 const MASTER_POLL_MS = 25;
-
-/**
- * The lifeline's script: each line read is the current list of pids; at end of input (its owner closed the pipe or
- * died) it kills the last list. Plain POSIX sh: macOS and every Linux have it.
- */
-const LIFELINE_SCRIPT =
-  'p=; while IFS= read -r l; do p=$l; done; [ -n "$p" ] || exit 0; kill -KILL $p 2>/dev/null; ' +
-  // Then it stays until they are gone (reaped; 2 s at most), so a process waiting for the lifeline to exit (the
-  // lock's next owner) knows that nothing it killed still writes.
-  'n=0; while [ $n -lt 40 ]; do a=; for x in $p; do kill -0 $x 2>/dev/null && a=1; done; [ -z "$a" ] && exit 0; n=$((n+1)); sleep 0.05; done; exit 0';
-
-/** Kills a set of processes when this process goes away, however it goes. */
-export class Lifeline {
-  private readonly child: ChildProcess;
-  private readonly pids = new Set<number>();
-
-  constructor() {
-    // detached: a process group of its own, so a signal to ours (Ctrl-C, kill -9 -PGID) does not take it with us.
-    this.child = spawn('sh', ['-c', LIFELINE_SCRIPT], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
-    this.child.on('error', () => undefined);
-    this.child.stdin?.on('error', () => undefined);
-    this.child.unref();
-    (this.child.stdin as unknown as { unref?: () => void } | null)?.unref?.();
-  }
-
-  get pid(): number | undefined {
-    return this.child.pid;
-  }
-
-  add(pid: number | undefined): void {
-    if (!pid) return;
-    this.pids.add(pid);
-    this.send();
-  }
-
-  remove(pid: number | undefined): void {
-    if (!pid || !this.pids.delete(pid)) return;
-    this.send();
-  }
-
-  private send(): void {
-    this.child.stdin?.write(`${[...this.pids].join(' ')}\n`);
-  }
-
-  /** Kill what is left and let the lifeline go. */
-  close(): void {
-    this.child.stdin?.end();
-  }
-}
 
 /** Values that go into the config unquoted: host names, users (no spaces, quotes, `%` tokens, `#` comments). */
 const PLAIN = /^[A-Za-z0-9._:@\[\]-]+$/;
