@@ -575,6 +575,43 @@ setInterval(() => {}, 1000);
     assert.equal(opensshRun(conf, 'testbox').code, 0);
   });
 
+  test('a CLI killed with SIGKILL while connected through a ProxyCommand leaves no proxy behind', { timeout: 120_000 }, async () => {
+    const { script, record } = writeProxy();
+    const conf = sshConfig('proxykill.conf', [
+      'Host testbox',
+      '  HostName 127.0.0.1',
+      `  Port ${host.sshd.port}`,
+      `  User ${host.sshd.user}`,
+      `  IdentityFile ${host.sshd.clientKeyPath}`,
+      '  IdentitiesOnly yes',
+      `  UserKnownHostsFile ${host.knownHostsFile}`,
+      `  ProxyCommand ${process.execPath} ${script} %h %p %r`,
+    ]);
+    const runDir = fs.mkdtempSync(path.join(host.dir, 'proxykill-runs-'));
+    fs.mkdirSync(path.join(runDir, 'r1'));
+    fs.writeFileSync(path.join(runDir, 'r1', 'metrics.jsonl'), '{"step": 1, "loss": 0.5}\n');
+    execFileSync('chmod', ['-R', 'a+rwX', runDir]);
+    const config = path.join(host.dir, 'proxykill.json');
+    fs.writeFileSync(config, JSON.stringify({ hosts: [{ name: 'px', host: 'testbox', runRoots: [runDir], targets: ['host'] }] }));
+    // `metrics --follow` keeps its connection (and so the proxy) open until it is stopped.
+    const child = spawn(process.execPath, [CLI, 'metrics', 'px/host/r1', '--follow', '--csv', '--config', config, '--ssh-config', conf], {
+      env: { PATH: process.env.PATH, HOME: host.clientHome },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise((resolve) => child.on('exit', resolve));
+    await eventually(() => /^loss,1,0\.5,$/m.test(out), `the follow prints the first point (stderr: ${err})`);
+    const [proxy] = records(record);
+    assert.ok(alive(proxy.pid), 'the proxy carries the open connection');
+    // Only the CLI is killed, not its process group: nothing of ours gets to run, so only a lifeline can end the proxy.
+    child.kill('SIGKILL');
+    await exited;
+    await eventually(() => !alive(proxy.pid), 'the proxy is gone after its owner was SIGKILLed');
+  });
+
   test('a ProxyCommand that fails is unreachable with its exit status and what it said (CLI)', () => {
     const conf = sshConfig('proxyfail.conf', [...testboxLines(), `  ProxyCommand sh -c 'echo "vpn is down for %h" >&2; exit 3'`]);
     const r = cli(['ls', 'testbox', '--json', '--ssh-config', conf]);

@@ -9,7 +9,8 @@
  *
  * This folder never imports `vscode`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { Lifeline } from '../util/lifeline';
 import * as net from 'node:net';
 import { Duplex } from 'node:stream';
 import type { Client } from 'ssh2';
@@ -137,9 +138,12 @@ interface ProxyProcess {
   explain(e: unknown): Promise<unknown>;
 }
 
-/** Proxies still running, killed if this process exits first: no child outlives its owner. */
-const liveProxies = new Set<ChildProcess>();
-let exitHook = false;
+/**
+ * Proxies still running are held by one lifeline: if this process dies first, however it dies (a SIGKILLed CLI, a
+ * crashed extension host), they are killed. An exit hook would not run on SIGKILL, and a proxy that ignores the end
+ * of its input would outlive us.
+ */
+let proxyLifeline: Lifeline | undefined;
 
 /**
  * Run a ProxyCommand as ssh does (sshconnect.c ssh_proxy_connect: `$SHELL -c "exec COMMAND"`, stderr left to the
@@ -149,11 +153,8 @@ function startProxyCommand(hop: ResolvedHop, ctx: HopContext, where: string): Pr
   const { command, where: line } = hop.proxyCommand!;
   const shell = process.env.SHELL || '/bin/sh';
   const child = spawn(shell, ['-c', `exec ${command}`], { stdio: ['pipe', 'pipe', 'pipe'] });
-  liveProxies.add(child);
-  if (!exitHook) {
-    exitHook = true;
-    process.once('exit', () => liveProxies.forEach((c) => c.kill('SIGKILL')));
-  }
+  const lifeline = (proxyLifeline ??= new Lifeline());
+  lifeline.add(child.pid);
   let stderr = '';
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (d: string) => {
@@ -164,7 +165,7 @@ function startProxyCommand(hop: ResolvedHop, ctx: HopContext, where: string): Pr
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });
   void exited.then(() => {
-    liveProxies.delete(child);
+    lifeline.remove(child.pid);
     if (stderr.trim()) ctx.logger.warn(`ProxyCommand of ${where} said: ${stderr.trim()}`);
   });
   ctx.logger.info(`Connecting to ${where} through ProxyCommand (${line})`);
