@@ -9,7 +9,8 @@ import { findRuns, type Entry } from './runTree';
 
 import { LIST_MAGIC as MAGIC } from './listScript';
 
-interface RootRecord {
+/** One root's records as the script printed them: its status, entries, find's errors, and whether it ended. */
+export interface RootRecord {
   status: string;
   path: string;
   entries: Entry[];
@@ -45,6 +46,20 @@ function parseRecords(
   maxEntries: number,
   maxDepth: number,
 ): { roots: RootListing[]; remoteNow: number } {
+  const { records, remoteNow: now } = readListRecords(result, roots.length);
+  const listings = records.map((r, index) => {
+    const cut = !r.ended; // the byte cap fell inside this root
+    return toRootListing(roots[index], r, maxEntries, now, cut, maxDepth);
+  });
+  return { roots: listings, remoteNow: now };
+}
+
+/**
+ * The list script's records, checked (protocol in listScript.ts), for `rootCount` roots: the one reader of that
+ * output, for the tree's runs (parseListOutput) and the language server's raw entries (lsp/listPaths.ts). Throws
+ * RemoteRunsError('protocol') on anything malformed, and other errors the caller maps to it.
+ */
+export function readListRecords(result: ExecResult, rootCount: number): { records: RootRecord[]; remoteNow: number } {
   const start = result.stdout.indexOf(MAGIC);
   if (start < 0) {
     const head = result.stdout.subarray(0, 120).toString('utf8').replace(/\0/g, '\\0');
@@ -75,7 +90,7 @@ function parseRecords(
       case 'R': {
         const f = take(3);
         if (!f) break reading; // cut inside a record: the end check below decides
-        if (Number(f[0]) !== records.length || records.length >= roots.length) {
+        if (Number(f[0]) !== records.length || records.length >= rootCount) {
           throw protocol(`root record ${JSON.stringify(f[0])} out of order`);
         }
         if (!['ok', 'missing', 'notdir', 'denied'].includes(f[1])) throw protocol(`unknown root status ${JSON.stringify(f[1])}`);
@@ -125,21 +140,16 @@ function parseRecords(
     }
   }
   if (remoteNow === undefined) throw protocol('the listing has no remote clock');
-  if (!finished || records.length !== roots.length) {
+  if (!finished || records.length !== rootCount) {
     // Only the executor's byte cap may cut the output short; anything else is a broken script.
     if (!result.truncated || records.length === 0) {
-      throw protocol(`the listing ended early (${records.length} of ${roots.length} roots)`);
+      throw protocol(`the listing ended early (${records.length} of ${rootCount} roots)`);
     }
-    if (records.length < roots.length) {
-      throw protocol(`the listing was cut after ${result.stdout.length} bytes, before root ${records.length + 1} of ${roots.length}`);
+    if (records.length < rootCount) {
+      throw protocol(`the listing was cut after ${result.stdout.length} bytes, before root ${records.length + 1} of ${rootCount}`);
     }
   }
-  const now = remoteNow;
-  const listings = records.map((r, index) => {
-    const cut = !r.ended; // the byte cap fell inside this root
-    return toRootListing(roots[index], r, maxEntries, now, cut, maxDepth);
-  });
-  return { roots: listings, remoteNow: now };
+  return { records, remoteNow };
 }
 
 /**

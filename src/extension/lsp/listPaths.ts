@@ -5,8 +5,9 @@
  */
 import type { RemoteCommand } from '../../core/remote';
 import { commandFailed } from '../../core/remote';
-import { LIST_MAGIC as MAGIC, LIST_SCRIPT } from '../../core/discovery/listScript';
-import { RemoteRunsError } from '../../core/types';
+import { LIST_SCRIPT } from '../../core/discovery/listScript';
+import { readListRecords } from '../../core/discovery/listParse';
+import { RemoteRunsError, isRemoteRunsError } from '../../core/types';
 import type { ListState, RemoteEntry } from '../../shared/lspProtocol';
 
 export interface ListedPath {
@@ -41,44 +42,27 @@ export function listPathsCommand(paths: readonly string[], depth: number, maxEnt
   };
 }
 
-/** Read the list script's NUL-separated records (protocol in core/discovery/listScript.ts) as raw entries. */
+/**
+ * The list script's records (protocol in core/discovery/listScript.ts) as raw entries, read by the tree's own reader
+ * (readListRecords), so both agree on every record and on names that are not UTF-8.
+ */
 export function parseListedPaths(stdout: Buffer, paths: readonly string[], maxEntries: number): ListedPaths {
-  const start = stdout.indexOf(MAGIC);
-  if (start < 0) throw protocol('the listing did not start with its marker');
-  const fields: string[] = [];
-  for (let from = start + MAGIC.length; ; ) {
-    const at = stdout.indexOf(0, from);
-    if (at < 0) break;
-    fields.push(stdout.subarray(from, at).toString('utf8'));
-    from = at + 1;
+  let read: ReturnType<typeof readListRecords>;
+  try {
+    read = readListRecords({ stdout, stderr: Buffer.alloc(0), code: 0, truncated: false }, paths.length);
+  } catch (e) {
+    throw isRemoteRunsError(e) ? e : protocol(e instanceof Error ? e.message : String(e));
   }
-  let remoteNow: number | undefined;
-  const out: (ListedPath & { ended: boolean })[] = [];
-  let finished = false;
-  for (let i = 0; i < fields.length && !finished; ) {
-    const tag = fields[i++];
-    if (tag === 'T') remoteNow = Number(fields[i++]) * 1000;
-    else if (tag === 'R') {
-      const [index, status, resolved] = fields.slice(i, (i += 3));
-      const state = STATES[status];
-      if (Number(index) !== out.length || !state || out.length >= paths.length) throw protocol(`bad root record ${JSON.stringify(index)}`);
-      out.push({ path: paths[out.length], resolved, state, entries: [], truncated: false, ended: state !== 'ok' });
-    } else if (tag === 'E') {
-      const [type, size, mtime, rel] = fields.slice(i, (i += 5));
-      const current = out[out.length - 1];
-      if (!current || current.ended || rel === undefined) throw protocol('an entry outside any root');
-      if (current.entries.length >= maxEntries) current.truncated = true;
-      else current.entries.push({ type, bytes: Number(size), mtime: Math.round(Number(mtime) * 1000), rel });
-    } else if (tag === 'X') {
-      i += 2;
-      const current = out[out.length - 1];
-      if (current) current.ended = true;
-    } else if (tag === 'Z') finished = true;
-    else throw protocol(`unknown record ${JSON.stringify(tag.slice(0, 20))}`);
-  }
-  if (remoteNow === undefined || !Number.isFinite(remoteNow)) throw protocol('no remote clock');
-  if (!finished || out.length !== paths.length) throw protocol(`the listing ended early (${out.length} of ${paths.length} paths)`);
-  return { paths: out.map(({ ended: _ended, ...p }) => p), remoteNow };
+  return {
+    paths: read.records.map((r, i) => ({
+      path: paths[i],
+      resolved: r.path,
+      state: STATES[r.status],
+      entries: r.entries.slice(0, maxEntries).map((e) => ({ type: e.type, bytes: e.bytes, mtime: e.mtime, rel: e.rel })),
+      truncated: r.entries.length > maxEntries,
+    })),
+    remoteNow: read.remoteNow,
+  };
 }
 
 function protocol(message: string): RemoteRunsError {
