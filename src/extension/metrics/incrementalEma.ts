@@ -3,7 +3,7 @@
  * million-point series again each time would cost tens of milliseconds per metric. Produces exactly what
  * `emaSmooth(series.y, weight, series.segments)` (its values as an array) gives for the same points (a unit test holds that).
  */
-import { Float64Column } from '../../core/metrics';
+import { Float32Column } from '../../core/metrics';
 
 /** What is smoothed: a Series, or an array through `valuesOf`. */
 export interface Values {
@@ -25,7 +25,8 @@ interface SegmentState {
 }
 
 export class IncrementalEma {
-  private readonly out = new Float64Column();
+  /** float32: smoothed values are sent and shown to 7 significant digits (seriesTracker.ts), half the memory of float64. */
+  private readonly out = new Float32Column();
   private seg: SegmentState | undefined;
   private segCount = 0;
   readonly weight: number;
@@ -35,7 +36,7 @@ export class IncrementalEma {
   }
 
   /** Smoothed values so far (a view, valid until the next extend). */
-  get values(): Float64Array {
+  get values(): Float32Array {
     return this.out.values;
   }
 

@@ -39,7 +39,7 @@ export class SeriesTracker {
   constructor(readonly key: string) {}
 
   /** The smoothed values for the current source (extended to its length). */
-  smoothed(series: Series, smoothing: number): Float64Array {
+  smoothed(series: Series, smoothing: number): Float32Array {
     if (this.source !== series || !this.ema || this.ema.weight !== new IncrementalEma(smoothing).weight) {
       this.source = series;
       this.ema = new IncrementalEma(smoothing);
@@ -129,7 +129,7 @@ function round(v: number): number {
   return Number.isFinite(v) ? Number(v.toPrecision(SMOOTH_DIGITS)) : v;
 }
 
-function toChunk(key: string, series: Series, smoothed: Float64Array, index: number[], segStarts: number[]): SeriesChunk {
+function toChunk(key: string, series: Series, smoothed: Float32Array, index: number[], segStarts: number[]): SeriesChunk {
   const ts = series.hasTime;
   const x = new Array<number>(index.length);
   const y = new Array<number>(index.length);
