@@ -10,7 +10,8 @@
  *   (the first read parsed and a snapshot of it built: what a panel shows while the rest loads);
  * - 1,000 appended lines: one poll (the remote round trip), the extension's CPU time for it (parse + update
  *   message), and the bytes of the update message (targets: < 50 ms of extension time, < 100 kB);
- * - memory: the parsed run's typed arrays, heap after GC, RSS.
+ * - memory: the parsed run's series (bytes per point), heap after GC, RSS; and the RSS growth for three compared
+ *   1M-line runs shown in two panels.
  * The last stdout line is one JSON object with the same figures. No timing is judged: ratios are what matter.
  *
  *   node --import tsx bench/metrics.ts [--lines 1000000] [--n 5] [--appends 10] [--compress BYTES]
@@ -152,7 +153,8 @@ async function main(): Promise<void> {
     const feed = lastFeed!;
     const heap = heapAfterGc();
     const mem = process.memoryUsage();
-    const arrays = [...feed.series().values()].reduce((sum, s) => sum + s.byteLength, 0);
+    const arrays = feed.byteLength;
+    const points = [...feed.series().values()].reduce((sum, s) => sum + s.length, 0);
 
     // Appends: 1,000 lines at a time, the way a run writes them between polls.
     const presenter = presenterFor(feed);
@@ -181,6 +183,36 @@ async function main(): Promise<void> {
     }
     feed.dispose();
 
+    // Three compared 1M-line runs in two panels (each panel shows all three, one primary): what the extension host
+    // holds for them beyond what it held before, both panels' snapshots built. Feeds are one per run, as the
+    // extension shares them between panels.
+    process.stderr.write('three compared runs in two panels…\n');
+    const logs = [log, ...[1, 2].map((k) => {
+      const other = path.join(host.dir, 'bench-metrics', `run-${k}`, 'logs', 'train.jsonl');
+      fs.mkdirSync(path.dirname(other), { recursive: true });
+      fs.copyFileSync(log, other);
+      return other;
+    })];
+    execFileSync('chmod', ['-R', 'a+rX', path.join(host.dir, 'bench-metrics')]);
+    const rssBefore = (heapAfterGc(), process.memoryUsage().rss);
+    const refs = logs.map((l, k): RunRefWire => ({ ...ref, runPath: path.dirname(path.dirname(l)), runName: `run-${k}`, metrics: [l] }));
+    const feeds = refs.map((r) => new RunFeed(r, { executor: () => core.executor('testbox'), intervalMs: () => 1e9, compressAbove: COMPRESS }));
+    await Promise.all(feeds.map((f) => f.pollNow()));
+    const panels = [0, 1].map((k) => {
+      const p = new MetricsPresenter({ plateau: () => ({ window: 2000, fraction: 0.01 }), now: () => performance.now() });
+      refs.forEach((r, j) => p.addRun(r, j === k ? 'primary' : 'compare', feeds[j]));
+      p.setView(WIDTH, null, 0.6, []);
+      p.snapshot('panel', `panel-${k}`);
+      return p;
+    });
+    heapAfterGc();
+    const rssCompare = process.memoryUsage().rss - rssBefore;
+    const compareArrays = feeds.reduce((sum, f) => sum + f.byteLength, 0);
+    const comparePoints = feeds.reduce((sum, f) => sum + [...f.series().values()].reduce((n, s) => n + s.length, 0), 0);
+    const wantPoints = 3 * (points / LINES) * next; // every run holds the appended lines too
+    if (panels.length !== 2 || comparePoints !== wantPoints) throw new Error(`the compared runs hold ${comparePoints} points, expected ${wantPoints}`);
+    for (const f of feeds) f.dispose();
+
     const o = stats(open);
     const c = stats(cat);
     const fmt = (s: ReturnType<typeof stats>) => `${ms(s.median)} [${ms(s.min)}-${ms(s.max)}]`;
@@ -203,12 +235,13 @@ async function main(): Promise<void> {
       ['update message bytes (target < 100 kB)', `${stats(updateBytes).median} [${stats(updateBytes).min}-${stats(updateBytes).max}]`],
     ]));
     out.push('');
-    out.push(`memory: typed arrays of the run ${mib(arrays)}, heap after GC ${mib(heap)}, array buffers ${mib(mem.arrayBuffers)}, RSS ${mib(mem.rss)}`);
+    out.push(`memory: the run's series ${mib(arrays)} for ${points.toLocaleString('en-US')} points (${(arrays / points).toFixed(2)} bytes per point, target ≤ 8), heap after GC ${mib(heap)}, array buffers ${mib(mem.arrayBuffers)}, RSS ${mib(mem.rss)}`);
+    out.push(`three compared runs in two panels: RSS growth ${mib(rssCompare)} (target ≤ 300 MiB), series ${mib(compareArrays)}`);
     console.log(out.join('\n'));
     console.log(JSON.stringify({
       bench: 'metrics', lines: LINES, bytes, compressAbove: COMPRESS, openMs: o, catMs: c, ratio: o.median / c.median, firstPartialMs: stats(firstPartial), snapshotBytes,
       appendPollMs: stats(pollMs), appendCpuMs: stats(cpuMs), updateBuildMs: stats(updateMs), updateBytes: stats(updateBytes),
-      memory: { arrays, heapAfterGc: heap, arrayBuffers: mem.arrayBuffers, rss: mem.rss },
+      memory: { arrays, points, bytesPerPoint: arrays / points, heapAfterGc: heap, arrayBuffers: mem.arrayBuffers, rss: mem.rss, compare: { rssGrowth: rssCompare, arrays: compareArrays, points: comparePoints } },
       loadavg: { start: loadAtStart, end: os.loadavg()[0] },
     }));
   } finally {

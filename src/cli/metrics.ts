@@ -101,14 +101,14 @@ function printNew(series: Map<string, Series>, printed: Map<string, number>, for
       deps.stderr.write(`remote-runs: ${name} started over (its log was rewritten); printing it again from its start\n`);
       from = 0;
     }
-    const x = s.x;
-    const y = s.y;
-    const t = s.time;
     for (let i = from; i < s.length; i++) {
-      const time = t && !Number.isNaN(t[i]) ? new Date(t[i]).toISOString() : '';
-      if (format === 'csv') out.push(`${csvField(name)},${x[i]},${y[i]},${time}`);
-      else if (format === 'json') out.push(JSON.stringify({ series: name, step: x[i], value: y[i], ...(time ? { time } : {}) }));
-      else out.push(`${name}\t${x[i]}\t${y[i]}`);
+      const ms = s.timeAt(i);
+      const time = !Number.isNaN(ms) ? new Date(ms).toISOString() : '';
+      const x = s.xAt(i);
+      const y = s.yShown(i);
+      if (format === 'csv') out.push(`${csvField(name)},${x},${y},${time}`);
+      else if (format === 'json') out.push(JSON.stringify({ series: name, step: x, value: y, ...(time ? { time } : {}) }));
+      else out.push(`${name}\t${x}\t${y}`);
     }
     printed.set(name, s.length);
   }
@@ -120,8 +120,8 @@ function summaryJson(name: string, s: Series): unknown {
   return {
     name,
     points: n,
-    first: n ? { step: s.x[0], value: s.y[0] } : null,
-    last: n ? { step: s.x[n - 1], value: s.y[n - 1] } : null,
+    first: n ? { step: s.xAt(0), value: s.yShown(0) } : null,
+    last: n ? { step: s.xAt(n - 1), value: s.yShown(n - 1) } : null,
     // More than one: the step went back (a resumed run); each segment is one stretch of rising steps.
     segments: s.segments.length,
   };
@@ -132,7 +132,7 @@ function summaryText(series: Map<string, Series>, x: string): string {
   const rows = [...series].map(([name, s]) => {
     const n = s.length;
     const resumed = s.segments.length > 1 ? `  (${s.segments.length} segments: resumed)` : '';
-    return [name, String(n), n ? `${s.x[0]}: ${s.y[0]}` : '-', n ? `${s.x[n - 1]}: ${s.y[n - 1]}` : '-', resumed] as const;
+    return [name, String(n), n ? `${s.xAt(0)}: ${s.yShown(0)}` : '-', n ? `${s.xAt(n - 1)}: ${s.yShown(n - 1)}` : '-', resumed] as const;
   });
   const first = `first ${x}: value`;
   const w = (k: 0 | 1 | 2): number => Math.max(...rows.map((r) => r[k].length), ['series', 'points', first][k].length);

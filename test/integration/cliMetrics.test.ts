@@ -5,6 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { shortestFloat32 } from '../../src/core/metrics/compact';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
@@ -62,7 +63,7 @@ describe('remote-runs metrics', () => {
     assert.match(rows[0], /^series\s+points\s+first step: value\s+last step: value$/);
     const loss = rows.find((l) => l.startsWith('loss '));
     assert.ok(loss, r.stdout);
-    assert.match(loss, /^loss\s+12\s+10: 0\.1\s+60: 0\.01639344262295082\s+\(2 segments: resumed\)$/);
+    assert.match(loss, /^loss\s+12\s+10: 0\.1\s+60: 0\.016393442\s+\(2 segments: resumed\)$/, '1/61 to float32 precision, its shortest decimal');
     assert.match(rows.find((l) => l.startsWith('eval/acc')) ?? '', /^eval\/acc\s+5\s+20: 0\.02\s+100: 0\.1$/);
   });
 
@@ -72,11 +73,11 @@ describe('remote-runs metrics', () => {
     assert.equal(a.run.name, 'expA/seed1');
     assert.equal(b.run.name, 'expB/seed1');
     const loss = (j: { series: { name: string; first?: unknown }[] }) => j.series.find((s) => s.name === 'loss');
-    assert.deepEqual(loss(a), { name: 'loss', points: 12, first: { step: 10, value: 0.1 }, last: { step: 60, value: 1 / 61 }, segments: 2 });
+    assert.deepEqual(loss(a), { name: 'loss', points: 12, first: { step: 10, value: 0.1 }, last: { step: 60, value: shortestFloat32(Math.fround(1 / 61)) }, segments: 2 });
     assert.deepEqual(loss(b)?.first, { step: 10, value: 1 });
   });
 
-  test('--csv: every point, exactly as logged, in file order', () => {
+  test('--csv: every point, as logged to float32 precision (the shortest decimal of the value held), in file order', () => {
     const r = cli(['metrics', 'box/host/expA/seed1', '--csv']);
     assert.equal(r.code, 0, r.stderr);
     const rows = r.stdout.trim().split('\n');
@@ -84,7 +85,7 @@ describe('remote-runs metrics', () => {
     const loss = rows.filter((l) => l.startsWith('loss,')).map((l) => l.split(','));
     assert.deepEqual(
       loss.map((f) => [Number(f[1]), Number(f[2])]),
-      [10, 20, 30, 40, 50, 60, 70, 80, 90, 100].map((s) => [s, 1 / s]).concat([50, 60].map((s) => [s, 1 / (s + 1)])),
+      [10, 20, 30, 40, 50, 60, 70, 80, 90, 100].map((s) => [s, shortestFloat32(Math.fround(1 / s))]).concat([50, 60].map((s) => [s, shortestFloat32(Math.fround(1 / (s + 1)))])),
     );
     assert.equal(rows.filter((l) => l.startsWith('eval/acc,')).length, 5);
   });

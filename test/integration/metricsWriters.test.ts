@@ -15,6 +15,7 @@ import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore } from '../../src/core/service';
 import { RunFeed } from '../../src/core/metrics/runFeed';
+import type { Series } from '../../src/core/metrics';
 import { toRunRef } from '../../src/core/runRef';
 import type { Run, TargetListing } from '../../src/core/types';
 import { ROOT } from '../harness/builtCli';
@@ -35,6 +36,15 @@ interface Case {
   checkpoints?: Record<string, string[]> | string[];
   perCheckpoint?: Record<string, Record<string, SeriesFacts>>;
 }
+/** The facts a series holds: values as float32 (src/core/metrics/compact.ts), steps exactly. */
+function held(f: SeriesFacts | undefined): SeriesFacts | undefined {
+  return f && { count: f.count, first: [f.first[0], Math.fround(f.first[1])], last: [f.last[0], Math.fround(f.last[1])] };
+}
+
+function pointFacts(s: Series): SeriesFacts {
+  return { count: s.length, first: [s.xAt(0), s.yAt(0)], last: [s.xAt(s.length - 1), s.yAt(s.length - 1)] };
+}
+
 const expected = JSON.parse(fs.readFileSync(path.join(WRITTEN, 'expected.json'), 'utf8')) as Record<string, Case>;
 const CASES = Object.keys(expected).filter((c) => c !== 'hf_state');
 
@@ -99,11 +109,7 @@ for (const c of CASES) {
         for (const [name, facts] of Object.entries(want.series?.[run.name] ?? {})) {
           const s = series.get(name);
           assert.ok(s, `${run.name}: series ${name} among ${names.join(', ')}`);
-          assert.deepEqual(
-            { count: s.length, first: [s.x[0], s.y[0]], last: [s.x[s.length - 1], s.y[s.length - 1]] },
-            facts,
-            `${run.name}: ${name}`,
-          );
+          assert.deepEqual(pointFacts(s), held(facts), `${run.name}: ${name}`);
         }
         for (const [name, n] of Object.entries(want.segments?.[run.name] ?? {})) {
           assert.equal(series.get(name)?.segments.length, n, `${run.name}: ${name} segments (a resume continues, a restart from an earlier step is a new segment)`);
@@ -125,11 +131,11 @@ test('a live Hugging Face run with only checkpoint-N/trainer_state.json follows 
   const feed = feedOf(runs[0]);
   const loss = () => {
     const s = feed.series().get('loss');
-    return s ? { count: s.length, first: [s.x[0], s.y[0]], last: [s.x[s.length - 1], s.y[s.length - 1]] } : undefined;
+    return s ? pointFacts(s) : undefined;
   };
   try {
     await feed.pollNow();
-    assert.deepEqual(loss(), per['checkpoint-10'].loss);
+    assert.deepEqual(loss(), held(per['checkpoint-10'].loss));
     // The Trainer saves checkpoint-15 and, with save_total_limit, deletes the oldest ones.
     for (const [add, remove] of [
       ['checkpoint-15', ['checkpoint-5', 'checkpoint-10']],
@@ -141,7 +147,7 @@ test('a live Hugging Face run with only checkpoint-N/trainer_state.json follows 
       assert.equal(await feed.pollNow(), true, `the feed sees ${add}`);
       assert.deepEqual(feed.paths, [path.join(out, add, 'trainer_state.json')]);
       assert.equal(feed.status, 'following');
-      assert.deepEqual(loss(), per[add].loss, `the series of ${add}`);
+      assert.deepEqual(loss(), held(per[add].loss), `the series of ${add}`);
     }
   } finally {
     feed.dispose();

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decimateMinMax, detectPlateau, emaSmooth, metricDirection, type Segment } from '../../src/core/metrics';
+import { decimateMinMax, detectPlateau, emaSmooth, metricDirection, pointsOf, type Segment } from '../../src/core/metrics';
 
 const close = (a: ArrayLike<number>, b: number[], msg?: string) => {
   assert.equal(a.length, b.length, msg);
@@ -71,7 +71,7 @@ test('min-max decimation: every bucket keeps its min and max, at most 2·width+2
   fc.assert(
     fc.property(fc.integer({ min: 50, max: 20000 }), fc.integer({ min: 1, max: 400 }), fc.integer(), (n, width, seed) => {
       const { x, y } = spiky(n, seed);
-      const out = decimateMinMax({ x, y }, { width });
+      const out = decimateMinMax({ points: pointsOf(x, y) }, { width });
       assert.ok(out.x.length <= 2 * width + 2, `${out.x.length} points for width ${width}`);
       for (let i = 1; i < out.x.length; i++) assert.ok(out.x[i] >= out.x[i - 1], 'x order');
       assert.equal(out.index[0], 0, 'the first point');
@@ -89,7 +89,7 @@ test('every single-step spike of a flat series survives', () => {
   const y = new Float64Array(n).fill(1);
   const spikes = [17, 4242, 50_000, 77_777, 99_998];
   for (const i of spikes) y[i] = i % 2 ? 50 : -50;
-  const out = decimateMinMax({ x, y }, { width: 300 });
+  const out = decimateMinMax({ points: pointsOf(x, y) }, { width: 300 });
   for (const i of spikes) assert.ok(out.index.includes(i), `spike at ${i}`);
   assert.ok(out.x.length <= 602);
 });
@@ -98,22 +98,22 @@ test('a visible range: binary-searched ends, one point beyond each edge, buckets
   const { x, y } = spiky(50_000, 7);
   const xMin = x[10_000] + 0.5;
   const xMax = x[30_000] - 0.5;
-  const out = decimateMinMax({ x, y }, { xMin, xMax, width: 200 });
+  const out = decimateMinMax({ points: pointsOf(x, y) }, { xMin, xMax, width: 200 });
   assert.equal(out.index[0], 10_000, 'the point just left of the view');
   assert.equal(out.index[out.index.length - 1], 30_000, 'the point just right of the view');
   assert.ok(out.index.slice(1, -1).every((i) => x[i] >= xMin && x[i] <= xMax));
   assert.ok(out.x.length <= 402);
   checkBuckets(x, y, out, xMin, xMax, 200);
   // Zoomed in between two points: the two around the view are drawn.
-  const gap = decimateMinMax({ x: [0, 10], y: [1, 2] }, { xMin: 4, xMax: 6, width: 100 });
+  const gap = decimateMinMax({ points: pointsOf([0, 10], [1, 2]) }, { xMin: 4, xMax: 6, width: 100 });
   assert.deepEqual(gap.index, [0, 1]);
-  assert.deepEqual(decimateMinMax({ x: [0, 10], y: [1, 2] }, { xMin: 20, xMax: 30, width: 100 }).x, []);
+  assert.deepEqual(decimateMinMax({ points: pointsOf([0, 10], [1, 2]) }, { xMin: 20, xMax: 30, width: 100 }).x, []);
 });
 
 test('small input passes through exactly; segments are decimated separately and marked', () => {
   const x = [1, 2, 3, 4, 5];
   const y = [5, 3, 4, 1, 2];
-  assert.deepEqual(decimateMinMax({ x, y }, { width: 10 }), { x, y, index: [0, 1, 2, 3, 4], segmentStarts: [0] });
+  assert.deepEqual(decimateMinMax({ points: pointsOf(x, y) }, { width: 10 }), { x, y, index: [0, 1, 2, 3, 4], segmentStarts: [0] });
 
   // A resumed run: steps 0..999, then again 500..1499.
   const n1 = 1000;
@@ -121,7 +121,7 @@ test('small input passes through exactly; segments are decimated separately and 
   const xs = Float64Array.from({ length: n1 + n2 }, (_, i) => (i < n1 ? i : 500 + i - n1));
   const ys = Float64Array.from({ length: n1 + n2 }, (_, i) => Math.sin(i));
   const segments = [{ start: 0, end: n1 }, { start: n1, end: n1 + n2 }];
-  const out = decimateMinMax({ x: xs, y: ys, segments }, { xMin: 0, xMax: 1499, width: 50 });
+  const out = decimateMinMax({ points: pointsOf(xs, ys), segments }, { xMin: 0, xMax: 1499, width: 50 });
   assert.equal(out.segmentStarts.length, 2);
   const second = out.segmentStarts[1];
   assert.ok(out.index.slice(0, second).every((i) => i < n1));
@@ -137,7 +137,7 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 test('a loss that flattened 4000 steps ago is a plateau, and says where it flattened', () => {
   const x = range(5001);
   const y = x.map((s) => Math.max(1 - s / 1000, 0.2));
-  const r = detectPlateau(x, y, { window: 1000, fraction: 0.01, direction: 'lower' });
+  const r = detectPlateau(pointsOf(x, y), y, { window: 1000, fraction: 0.01, direction: 'lower' });
   assert.equal(r.state, 'plateau');
   assert.equal(r.flatSince, 798, 'the first step within 1% of the final best (0.202)');
   assert.equal(r.best, 0.2);
@@ -148,29 +148,29 @@ test('a loss that flattened 4000 steps ago is a plateau, and says where it flatt
 test('a loss still improving by more than the fraction over the window is not a plateau', () => {
   const x = range(5001);
   const y = x.map((s) => 1 / (1 + s / 100));
-  const r = detectPlateau(x, y, { window: 1000, fraction: 0.01, direction: 'lower' });
+  const r = detectPlateau(pointsOf(x, y), y, { window: 1000, fraction: 0.01, direction: 'lower' });
   assert.equal(r.state, 'improving');
   assert.ok(r.recentImprovement > 0.15, `improved ${r.recentImprovement}`);
   // The same curve with a looser threshold is flat.
-  assert.equal(detectPlateau(x, y, { window: 1000, fraction: 0.25, direction: 'lower' }).state, 'plateau');
+  assert.equal(detectPlateau(pointsOf(x, y), y, { window: 1000, fraction: 0.25, direction: 'lower' }).state, 'plateau');
 });
 
 test('higher-is-better metrics, too-short series, and only the last segment counts', () => {
   const x = range(3001);
   const acc = x.map((s) => Math.min(s / 1000, 0.9));
-  const up = detectPlateau(x, acc, { window: 1000, fraction: 0.005, direction: 'higher' });
+  const up = detectPlateau(pointsOf(x, acc), acc, { window: 1000, fraction: 0.005, direction: 'higher' });
   assert.equal(up.state, 'plateau');
   assert.equal(up.best, 0.9);
   // Read the wrong way round, a rising accuracy is a loss that got worse: flat from the start.
-  const wrong = detectPlateau(x, acc, { window: 1000, fraction: 0.005, direction: 'lower' });
+  const wrong = detectPlateau(pointsOf(x, acc), acc, { window: 1000, fraction: 0.005, direction: 'lower' });
   assert.ok(wrong.state === 'plateau' && wrong.flatSince === 0);
 
-  assert.deepEqual(detectPlateau([0, 10, 20], [3, 2, 1], { window: 100, fraction: 0.01, direction: 'lower' }), { state: 'too-short', span: 20 });
+  assert.deepEqual(detectPlateau(pointsOf([0, 10, 20], [3, 2, 1]), [3, 2, 1], { window: 100, fraction: 0.01, direction: 'lower' }), { state: 'too-short', span: 20 });
 
   // Segment 1 flattened long ago; segment 2 (the resumed run) is still dropping.
   const xs = [...range(3000), ...range(3000).map((s) => 1000 + s)];
   const ys = [...range(3000).map(() => 0.5), ...range(3000).map((s) => 1 - s / 3000)];
-  const r = detectPlateau(xs, ys, { window: 1000, fraction: 0.01, direction: 'lower' }, [{ start: 0, end: 3000 }, { start: 3000, end: 6000 }]);
+  const r = detectPlateau(pointsOf(xs, ys), ys, { window: 1000, fraction: 0.01, direction: 'lower' }, [{ start: 0, end: 3000 }, { start: 3000, end: 6000 }]);
   assert.equal(r.state, 'improving');
 });
 
@@ -233,10 +233,10 @@ test('property: plateau detection (one pass, no arrays) equals its reference def
           ys.push(y);
         }
         const o = { window, fraction, direction };
-        assert.deepEqual(detectPlateau(xs, ys, o), plateauReference(xs, ys, o));
+        assert.deepEqual(detectPlateau(pointsOf(xs, ys), ys, o), plateauReference(xs, ys, o));
         if (cut > 0 && cut < xs.length) {
           const segs = [{ start: 0, end: cut }, { start: cut, end: xs.length }];
-          assert.deepEqual(detectPlateau(xs, ys, o, segs), plateauReference(xs, ys, o, segs));
+          assert.deepEqual(detectPlateau(pointsOf(xs, ys), ys, o, segs), plateauReference(xs, ys, o, segs));
         }
       },
     ),

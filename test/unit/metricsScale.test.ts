@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createParser, decimateMinMax, emaSmooth } from '../../src/core/metrics';
+import { createParser, decimateMinMax, emaSmooth, pointsOf } from '../../src/core/metrics';
 
 test('1,000,000 JSONL lines parse into typed arrays well under objects-per-point memory', () => {
   const N = 1_000_000;
@@ -41,7 +41,7 @@ test('1,000,000 JSONL lines parse into typed arrays well under objects-per-point
   // What the view will do with it: smoothed, then decimated to a chart's width.
   const smoothed = emaSmooth(loss.y, 0.9, loss.segments);
   assert.equal(smoothed.length, N);
-  const out = decimateMinMax({ x: loss.x, y: smoothed, segments: loss.segments }, { width: 1200 });
+  const out = decimateMinMax({ points: pointsOf(loss.x, smoothed), segments: loss.segments }, { width: 1200 });
   assert.ok(out.x.length <= 2402);
   assert.equal(out.index[out.index.length - 1], N - 1);
 });

@@ -3,11 +3,10 @@
  * minimum and the maximum survive, in x order, so a one-step loss spike is still drawn; a plain stride or an
  * average would erase it. O(points in view), with binary search for the view's ends in each segment.
  */
-import type { Segment } from './series';
+import type { Points, Segment } from './series';
 
 export interface DecimateInput {
-  x: ArrayLike<number>;
-  y: ArrayLike<number>;
+  points: Points;
   /** Monotonic stretches (x non-decreasing inside each); default one segment over everything. */
   segments?: readonly Segment[];
 }
@@ -38,21 +37,22 @@ export interface DecimateRange {
  */
 export function decimateMinMax(series: DecimateInput, range: DecimateRange): DecimatedSeries {
   const out: DecimatedSeries = { x: [], y: [], index: [], segmentStarts: [] };
-  const n = series.x.length;
+  const p = series.points;
+  const n = p.length;
   const segments = series.segments ?? (n > 0 ? [{ start: 0, end: n }] : []);
   const width = Math.max(1, Math.floor(range.width));
   for (const seg of segments) {
     const lo = Math.max(0, seg.start);
     const hi = Math.min(n, seg.end);
     if (hi <= lo) continue;
-    const xMin = range.xMin ?? series.x[lo];
-    const xMax = range.xMax ?? series.x[hi - 1];
+    const xMin = range.xMin ?? p.xAt(lo);
+    const xMax = range.xMax ?? p.xAt(hi - 1);
     if (!(xMax >= xMin)) continue;
-    const first = lowerBound(series.x, lo, hi, xMin);
-    const last = upperBound(series.x, lo, hi, xMax) - 1;
+    const first = lowerBound(p, lo, hi, xMin);
+    const last = upperBound(p, lo, hi, xMax) - 1;
     if (last < first) {
       // Nothing inside the view, but the segment may cross it: draw the two points around it.
-      if (first > lo && first < hi) emitSegment(out, series, [first - 1, first]);
+      if (first > lo && first < hi) emitSegment(out, p, [first - 1, first]);
       continue;
     }
     const before = first > lo ? first - 1 : first;
@@ -61,16 +61,16 @@ export function decimateMinMax(series: DecimateInput, range: DecimateRange): Dec
     if (after - before + 1 <= budget) {
       const all: number[] = [];
       for (let i = before; i <= after; i++) all.push(i);
-      emitSegment(out, series, all);
+      emitSegment(out, p, all);
       continue;
     }
-    emitSegment(out, series, bucketExtremes(series, first, last, before, after, xMin, xMax, width));
+    emitSegment(out, p, bucketExtremes(p, first, last, before, after, xMin, xMax, width));
   }
   return out;
 }
 
 function bucketExtremes(
-  s: DecimateInput,
+  s: Points,
   first: number,
   last: number,
   before: number,
@@ -84,6 +84,8 @@ function bucketExtremes(
   let bucket = -1;
   let minI = -1;
   let maxI = -1;
+  let minV = NaN;
+  let maxV = NaN;
   const flush = () => {
     if (minI < 0) return;
     const a = Math.min(minI, maxI);
@@ -92,47 +94,48 @@ function bucketExtremes(
     if (b !== a) picked.push(b);
   };
   for (let i = first; i <= last; i++) {
-    const b = span > 0 ? Math.min(width - 1, Math.floor(((s.x[i] - xMin) / span) * width)) : 0;
+    const b = span > 0 ? Math.min(width - 1, Math.floor(((s.xAt(i) - xMin) / span) * width)) : 0;
+    const v = s.yAt(i);
     if (b !== bucket) {
       flush();
       bucket = b;
       minI = maxI = i;
+      minV = maxV = v;
       continue;
     }
-    const v = s.y[i];
-    if (v < s.y[minI]) minI = i;
-    if (v > s.y[maxI]) maxI = i;
+    if (v < minV) (minI = i), (minV = v);
+    if (v > maxV) (maxI = i), (maxV = v);
   }
   flush();
   if (after !== picked[picked.length - 1]) picked.push(after);
   return picked;
 }
 
-function emitSegment(out: DecimatedSeries, s: DecimateInput, indices: number[]): void {
+function emitSegment(out: DecimatedSeries, s: Points, indices: number[]): void {
   if (indices.length === 0) return;
   out.segmentStarts.push(out.x.length);
   for (const i of indices) {
-    out.x.push(s.x[i]);
-    out.y.push(s.y[i]);
+    out.x.push(s.xAt(i));
+    out.y.push(s.yAt(i));
     out.index.push(i);
   }
 }
 
 /** First index in [lo, hi) with x[i] >= v (hi when none). */
-export function lowerBound(x: ArrayLike<number>, lo: number, hi: number, v: number): number {
+export function lowerBound(x: Pick<Points, 'xAt'>, lo: number, hi: number, v: number): number {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (x[mid] < v) lo = mid + 1;
+    if (x.xAt(mid) < v) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
 
 /** First index in [lo, hi) with x[i] > v (hi when none). */
-export function upperBound(x: ArrayLike<number>, lo: number, hi: number, v: number): number {
+export function upperBound(x: Pick<Points, 'xAt'>, lo: number, hi: number, v: number): number {
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (x[mid] <= v) lo = mid + 1;
+    if (x.xAt(mid) <= v) lo = mid + 1;
     else hi = mid;
   }
   return lo;

@@ -4,8 +4,8 @@
  * (smoothing, decimation, plateau detection). No `vscode`; the only I/O is RunFeed's, through the Executor it is
  * given.
  */
-export { Series, RunMetrics, describeSkipped, describeX, type Segment, type BadLocation, type RecordUnit } from './series';
-export { Float64Column } from './column';
+export { Series, RunMetrics, describeSkipped, describeX, pointsOf, type Points, type Segment, type BadLocation, type RecordUnit } from './series';
+export { Float32Column, Float64Column } from './column';
 export type { MetricsFormat, MetricsParser } from './parser';
 export { detectFormat, createParser, tailModeOf, unitOf } from './format';
 export { JsonlParser, parseJsonLine } from './jsonl';

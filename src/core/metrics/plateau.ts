@@ -2,7 +2,7 @@
  * Has a metric stopped improving? Works on a smoothed series (raw values are too noisy to call a plateau).
  * Only the last segment is looked at: after a resume, that is the run as it is now.
  */
-import type { Segment } from './series';
+import type { Points, Segment } from './series';
 
 export type MetricDirection = 'lower' | 'higher';
 
@@ -38,12 +38,12 @@ export type PlateauResult =
  * improve by more than `fraction` (relative to the best before them; absolute when that is 0).
  */
 export function detectPlateau(
-  x: ArrayLike<number>,
+  points: Pick<Points, 'length' | 'xAt'>,
   y: ArrayLike<number>,
   options: PlateauOptions,
   segments?: readonly Segment[],
 ): PlateauResult {
-  const seg = segments && segments.length > 0 ? segments[segments.length - 1] : { start: 0, end: x.length };
+  const seg = segments && segments.length > 0 ? segments[segments.length - 1] : { start: 0, end: points.length };
   const sign = options.direction === 'lower' ? 1 : -1;
   // Work in "lower is better" terms: v = sign·y. Called on every update of a live run with a million points,
   // so it makes two passes over the segment and allocates nothing.
@@ -63,8 +63,8 @@ export function detectPlateau(
     }
   }
   if (first < 0) return { state: 'too-short', span: 0 };
-  const lastX = x[last];
-  const span = lastX - x[first];
+  const lastX = points.xAt(last);
+  const span = lastX - points.xAt(first);
   if (span < options.window) return { state: 'too-short', span };
 
   const improvement = (from: number, to: number) => (from - to) / (from === 0 ? 1 : Math.abs(from));
@@ -79,9 +79,10 @@ export function detectPlateau(
     if (!Number.isFinite(yi)) continue;
     const v = sign * yi;
     if (v < bestSoFar) bestSoFar = v;
-    if (x[i] <= windowStart) beforeWindow = bestSoFar; // true at `first` at least, since span >= window
-    if (Number.isNaN(flatSince) && improvement(bestSoFar, best) <= options.fraction) flatSince = x[i];
-    if (!Number.isNaN(flatSince) && x[i] > windowStart) break;
+    const xi = points.xAt(i);
+    if (xi <= windowStart) beforeWindow = bestSoFar; // true at `first` at least, since span >= window
+    if (Number.isNaN(flatSince) && improvement(bestSoFar, best) <= options.fraction) flatSince = xi;
+    if (!Number.isNaN(flatSince) && xi > windowStart) break;
   }
   const recentImprovement = improvement(beforeWindow, best);
 
@@ -89,7 +90,7 @@ export function detectPlateau(
     state: lastX - flatSince >= options.window ? 'plateau' : 'improving',
     flatSince,
     best: sign * best,
-    bestStep: x[bestAt],
+    bestStep: points.xAt(bestAt),
     recentImprovement,
   };
 }

@@ -202,6 +202,11 @@ export class RunFeed {
     this.revisionBase = this.revision + 1;
   }
 
+  /** Bytes the run's parsed series hold (shared step/time axes included): the bench's memory figure. */
+  get byteLength(): number {
+    return this.followers.reduce((sum, f) => sum + f.metrics.byteLength, 0);
+  }
+
   get badLines(): number {
     return this.followers.reduce((sum, f) => sum + f.metrics.badLines + f.metrics.badValues, 0);
   }

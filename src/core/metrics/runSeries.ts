@@ -135,10 +135,7 @@ class ConcatSeries {
       q.series = series;
       q.generation = q.source.metrics.generation;
       if (!series) continue;
-      const x = series.x;
-      const y = series.y;
-      const t = series.time;
-      for (let i = q.consumed; i < series.length; i++) this.out.push(x[i], y[i], t ? t[i] : NaN);
+      for (let i = q.consumed; i < series.length; i++) this.out.push(series.xAt(i), series.yAt(i), series.timeAt(i));
       q.consumed = series.length;
     }
     return this.out;

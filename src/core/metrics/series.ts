@@ -3,12 +3,24 @@
  * arrays, split into segments wherever the step goes backwards (a run resumed from an earlier checkpoint keeps
  * appending to the same log; drawing a line back to the old step would be wrong).
  */
-import { Float64Column } from './column';
+import { Axis, shortestFloat32, ValueColumn } from './compact';
 import { X_KEYS } from './fields';
 
 const STEP_LIKE = new Set(X_KEYS);
 function isStepLike(key: string): boolean {
   return STEP_LIKE.has(key);
+}
+
+/** Points read by index: a Series, or plain arrays through pointsOf. */
+export interface Points {
+  readonly length: number;
+  xAt(i: number): number;
+  yAt(i: number): number;
+}
+
+/** Plain arrays as Points (tests, small tails). */
+export function pointsOf(x: ArrayLike<number>, y: ArrayLike<number>): Points {
+  return { length: Math.min(x.length, y.length), xAt: (i) => x[i], yAt: (i) => y[i] };
 }
 
 /** One monotonic stretch of a series: indices `[start, end)`. x never decreases inside a segment. */
@@ -34,32 +46,77 @@ export interface BadLocation {
 /** What a bad unit is called in messages. */
 export type RecordUnit = 'line' | 'record' | 'entry';
 
+/**
+ * The points of one metric: x (step) exact, values as float32, wall times to the millisecond (compact.ts says
+ * why that is enough). The series of one log share its records' x and time (an Axis) while they have a value on
+ * every record of it, and hold their own once they skip one; read points with xAt/yAt/timeAt.
+ */
 export class Series {
-  private readonly xs = new Float64Column();
-  private readonly ys = new Float64Column();
-  private ts: Float64Column | undefined;
+  private axis: Axis;
+  private own: boolean;
+  /** The axis record of point 0. */
+  private start = 0;
+  private readonly values = new ValueColumn();
   private readonly starts: number[] = [];
   /** The last x pushed (NaN before the first). */
   private last = NaN;
 
-  constructor(readonly key: string) {}
+  /** `shared`: the axis of the log this series belongs to (RunMetrics gives it); a series of its own otherwise. */
+  constructor(
+    readonly key: string,
+    shared?: Axis,
+  ) {
+    this.axis = shared ?? new Axis();
+    this.own = shared === undefined;
+  }
 
   get length(): number {
-    return this.xs.length;
+    return this.values.length;
   }
 
-  /** Steps, a view valid until the next push (see Float64Column.values). */
+  xAt(i: number): number {
+    return i >= 0 && i < this.values.length ? this.axis.x.at(this.start + i) : NaN;
+  }
+
+  yAt(i: number): number {
+    return this.values.at(i);
+  }
+
+  /** The value as the log wrote it, to the precision held (shortestFloat32): for what is shown, printed or sent. */
+  yShown(i: number): number {
+    return shortestFloat32(this.values.at(i));
+  }
+
+  /** Wall time in ms since the epoch, NaN where the point had none. */
+  timeAt(i: number): number {
+    return i >= 0 && i < this.values.length ? this.axis.timeAt(this.start + i) : NaN;
+  }
+
+  /** Did any point (of this series' log) have a wall time? */
+  get hasTime(): boolean {
+    return this.axis.hasTime;
+  }
+
+  /** Steps as a new array: O(n), for tests and small series; hot paths read xAt. */
   get x(): Float64Array {
-    return this.xs.values;
+    const out = new Float64Array(this.length);
+    for (let i = 0; i < out.length; i++) out[i] = this.xAt(i);
+    return out;
   }
 
+  /** Values as shown (yShown), as a new array (see `x`). */
   get y(): Float64Array {
-    return this.ys.values;
+    const out = new Float64Array(this.length);
+    for (let i = 0; i < out.length; i++) out[i] = this.yShown(i);
+    return out;
   }
 
-  /** Wall time in ms since the epoch (NaN where a point had none); undefined when no point had one. */
+  /** Wall times as a new array (see `x`); undefined when no point had one. */
   get time(): Float64Array | undefined {
-    return this.ts?.values;
+    if (!this.hasTime) return undefined;
+    const out = new Float64Array(this.length);
+    for (let i = 0; i < out.length; i++) out[i] = this.timeAt(i);
+    return out;
   }
 
   /** Monotonic stretches, in file order. Empty for an empty series. */
@@ -71,36 +128,68 @@ export class Series {
     return out;
   }
 
+  /** Indices where segments begin, ascending (a copy). */
+  get segmentStarts(): number[] {
+    return this.starts.slice();
+  }
+
   get lastX(): number {
-    return this.xs.at(this.length - 1);
+    return this.xAt(this.length - 1);
   }
 
-  /** Bytes allocated for this series' arrays. */
+  /** Bytes allocated for this series (its share of a log's axis is counted by RunMetrics). */
   get byteLength(): number {
-    return this.xs.byteLength + this.ys.byteLength + (this.ts?.byteLength ?? 0);
+    return this.values.byteLength + (this.own ? this.axis.byteLength : 0);
   }
 
-  /** Append a point; a step lower than the previous one starts a new segment. Values must be finite. */
+  /** Holds an axis of its own (for tests and the memory figures). */
+  get ownsAxis(): boolean {
+    return this.own;
+  }
+
+  /** Append a point; a step lower than the previous one starts a new segment. */
   push(x: number, y: number, timeMs = NaN): void {
-    const n = this.xs.length;
+    const n = this.values.length;
     // `!(x >= last)` rather than `x < last`: the first point (last is NaN) starts a segment too.
     if (!(x >= this.last)) this.starts.push(n);
     this.last = x;
-    this.xs.push(x);
-    this.ys.push(y);
-    if (this.ts) this.ts.push(timeMs);
-    else if (!Number.isNaN(timeMs)) {
-      // Allocated only once some point has a time: many logs have none.
-      this.ts = new Float64Column(Math.max(64, n + 1));
-      this.ts.fill(NaN, n);
-      this.ts.push(timeMs);
+    const t = Number.isNaN(timeMs) ? NaN : Math.round(timeMs);
+    const a = this.axis;
+    if (this.own) a.push(x, t);
+    else if (n === 0) {
+      // The first point: the record another series of the line already added, or a new one.
+      const l = a.length;
+      if (l > 0 && a.matches(l - 1, x, t)) this.start = l - 1;
+      else {
+        this.start = l;
+        a.push(x, t);
+      }
+    } else {
+      const pos = this.start + n;
+      if (pos === a.length) a.push(x, t);
+      else if (!(pos === a.length - 1 && a.matches(pos, x, t))) this.leaveAxis(x, t);
     }
+    this.values.push(y);
+  }
+
+  /** This series skipped a record of its log (or took one no other did): copy its x and times into an axis of its own. */
+  private leaveAxis(x: number, t: number): void {
+    const shared = this.axis;
+    const own = new Axis();
+    const n = this.values.length;
+    for (let k = 0; k < n; k++) own.push(shared.x.at(this.start + k), shared.timeAt(this.start + k));
+    own.push(x, t);
+    this.axis = own;
+    this.own = true;
+    this.start = 0;
   }
 }
 
 /** Everything parsed from one metrics log: series per key, and what was skipped and where. */
 export class RunMetrics {
   readonly series = new Map<string, Series>();
+  /** The records' x and time, shared by the series that have a value on each (Series). */
+  private axis = new Axis();
   /** Lines / records / entries that produced data or were at least well-formed. */
   records = 0;
   /** Lines (records, entries) skipped whole. */
@@ -170,7 +259,7 @@ export class RunMetrics {
   seriesFor(key: string): Series {
     let s = this.series.get(key);
     if (!s) {
-      s = new Series(key);
+      s = new Series(key, this.axis);
       this.series.set(key, s);
     }
     return s;
@@ -191,6 +280,7 @@ export class RunMetrics {
   /** Forget everything (the file was truncated or replaced and is read again from the start). */
   reset(): void {
     this.series.clear();
+    this.axis = new Axis();
     this.records = 0;
     this.badLines = 0;
     this.badValues = 0;
@@ -204,7 +294,7 @@ export class RunMetrics {
 
   /** Bytes allocated by all series. */
   get byteLength(): number {
-    let total = 0;
+    let total = this.axis.byteLength;
     for (const s of this.series.values()) total += s.byteLength;
     return total;
   }

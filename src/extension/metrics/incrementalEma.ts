@@ -1,9 +1,19 @@
 /**
  * emaSmooth, kept up to date as points arrive: a live run appends a few points per poll, and smoothing a
  * million-point series again each time would cost tens of milliseconds per metric. Produces exactly what
- * `emaSmooth(series.y, weight, series.segments)` gives for the same points (a unit test holds that).
+ * `emaSmooth(series.y, weight, series.segments)` (its values as an array) gives for the same points (a unit test holds that).
  */
-import { Float64Column } from '../../core/metrics';
+import { Float32Column } from '../../core/metrics';
+
+/** What is smoothed: a Series, or an array through `valuesOf`. */
+export interface Values {
+  readonly length: number;
+  yAt(i: number): number;
+}
+
+export function valuesOf(y: ArrayLike<number>): Values {
+  return { length: y.length, yAt: (i) => y[i] };
+}
 
 interface SegmentState {
   start: number;
@@ -15,7 +25,8 @@ interface SegmentState {
 }
 
 export class IncrementalEma {
-  private readonly out = new Float64Column();
+  /** float32: smoothed values are sent and shown to 7 significant digits (seriesTracker.ts), half the memory of float64. */
+  private readonly out = new Float32Column();
   private seg: SegmentState | undefined;
   private segCount = 0;
   readonly weight: number;
@@ -25,7 +36,7 @@ export class IncrementalEma {
   }
 
   /** Smoothed values so far (a view, valid until the next extend). */
-  get values(): Float64Array {
+  get values(): Float32Array {
     return this.out.values;
   }
 
@@ -37,7 +48,7 @@ export class IncrementalEma {
    * Smooth the points from `this.length` to `y.length`. `segmentStarts` are the indices where segments begin
    * (ascending); it must extend what earlier calls saw, as a Series' segments do.
    */
-  extend(y: ArrayLike<number>, segmentStarts: readonly number[]): void {
+  extend(y: Values, segmentStarts: readonly number[]): void {
     const n = y.length;
     let i = this.out.length;
     if (i >= n) return;
@@ -53,9 +64,9 @@ export class IncrementalEma {
       const seg = (this.seg ??= { start: 0, last: 0, wk: 1, constant: true });
       const end = this.segCount < segmentStarts.length ? Math.min(n, segmentStarts[this.segCount]) : n;
       let { last, wk, constant } = seg;
-      const first = y[seg.start];
+      const first = y.yAt(seg.start);
       for (; i < end; i++) {
-        const v = y[i];
+        const v = y.yAt(i);
         if (w === 0 || !Number.isFinite(v)) {
           out[i] = v;
           continue;
@@ -75,13 +86,13 @@ export class IncrementalEma {
     }
   }
 
-  private rewrite(y: ArrayLike<number>, start: number, end: number): void {
+  private rewrite(y: Values, start: number, end: number): void {
     const w = this.weight;
     const vals = this.out.values;
     let last = 0;
     let wk = 1;
     for (let i = start; i < end; i++) {
-      const v = y[i];
+      const v = y.yAt(i);
       if (!Number.isFinite(v)) continue;
       last = last * w + (1 - w) * v;
       wk *= w;

@@ -247,9 +247,9 @@ export class MetricsPresenter {
         if (this.view.hidden.has(key) || s.length === 0) continue;
         const i = nearestIndex(s, x);
         const smoothed = trackerFor(trackers, key).smoothed(s, this.view.smoothing);
-        const row: ValueRow = { runKey: run.key, metric: key, step: s.x[i], value: s.y[i], smoothed: smoothed[i] };
+        const row: ValueRow = { runKey: run.key, metric: key, step: s.xAt(i), value: s.yShown(i), smoothed: smoothed[i] };
         const rs = refSeries?.get(key);
-        if (rs && rs.length && run !== ref) row.referenceValue = rs.y[nearestIndex(rs, s.x[i])];
+        if (rs && rs.length && run !== ref) row.referenceValue = rs.yShown(nearestIndex(rs, s.xAt(i)));
         rows.push(row);
       }
     }
@@ -272,7 +272,7 @@ export class MetricsPresenter {
   private header(run: PresenterRun): RunHeader {
     const latest: Record<string, number> = {};
     const all = run.feed.series();
-    for (const [key, s] of all) if (s.length) put(latest, key, s.y[s.length - 1]);
+    for (const [key, s] of all) if (s.length) put(latest, key, s.yShown(s.length - 1));
     return {
       runKey: run.key,
       label: run.ref.runName,
@@ -305,7 +305,7 @@ export class MetricsPresenter {
       let hint = cached?.hint;
       if (!cached || (cached.revision !== s.length && now - cached.at >= interval)) {
         const smoothed = trackerFor(trackers, key).smoothed(s, this.view.smoothing);
-        const r = detectPlateau(s.x, smoothed, { window: settings.window, fraction: settings.fraction, direction }, s.segments);
+        const r = detectPlateau(s, smoothed, { window: settings.window, fraction: settings.fraction, direction }, s.segments);
         hint = r.state === 'plateau' ? { key, flatSince: r.flatSince, best: r.best, bestStep: r.bestStep, window: settings.window, fraction: settings.fraction } : undefined;
         this.plateauCache.set(cacheKey, { revision: s.length, at: now, hint });
       }
@@ -333,12 +333,12 @@ export function nearestIndex(s: Series, x: number): number {
     let hi = g.end;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if (s.x[mid] < x) lo = mid + 1;
+      if (s.xAt(mid) < x) lo = mid + 1;
       else hi = mid;
     }
     for (const i of [lo - 1, lo]) {
       if (i < g.start || i >= g.end) continue;
-      const d = Math.abs(s.x[i] - x);
+      const d = Math.abs(s.xAt(i) - x);
       if (d <= bestDist) {
         best = i;
         bestDist = d;

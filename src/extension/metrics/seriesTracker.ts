@@ -5,7 +5,7 @@
  * `append`, so an update of 1,000 lines costs a few points, not a re-send. Once the appended points would push
  * the webview above ~3 points per pixel, the series is sent whole again, so its copy stays bounded.
  */
-import { decimateMinMax, type Series } from '../../core/metrics';
+import { decimateMinMax, type Points, type Series } from '../../core/metrics';
 import type { SeriesChunk, SeriesUpdate, XRange } from '../../shared/metricsProtocol';
 import { IncrementalEma } from './incrementalEma';
 
@@ -39,13 +39,13 @@ export class SeriesTracker {
   constructor(readonly key: string) {}
 
   /** The smoothed values for the current source (extended to its length). */
-  smoothed(series: Series, smoothing: number): Float64Array {
+  smoothed(series: Series, smoothing: number): Float32Array {
     if (this.source !== series || !this.ema || this.ema.weight !== new IncrementalEma(smoothing).weight) {
       this.source = series;
       this.ema = new IncrementalEma(smoothing);
       this.sent = undefined;
     }
-    this.ema.extend(series.y, segmentStarts(series));
+    this.ema.extend(series, series.segmentStarts);
     return this.ema.values;
   }
 
@@ -60,11 +60,11 @@ export class SeriesTracker {
       xMin = Infinity;
       xMax = -Infinity;
       for (const g of segs) {
-        xMin = Math.min(xMin, series.x[g.start]);
-        xMax = Math.max(xMax, series.x[g.end - 1]);
+        xMin = Math.min(xMin, series.xAt(g.start));
+        xMax = Math.max(xMax, series.xAt(g.end - 1));
       }
     }
-    const d = decimateMinMax({ x: series.x, y: series.y, segments: segs }, { xMin, xMax, width: view.width });
+    const d = decimateMinMax({ points: series, segments: segs }, { xMin, xMax, width: view.width });
     const chunk = toChunk(this.key, series, s, d.index, d.segmentStarts);
     const lastIndex = d.index.length ? d.index[d.index.length - 1] : -1;
     const span = xMax !== undefined && xMin !== undefined && Number.isFinite(xMax - xMin) ? xMax - xMin : 0;
@@ -96,18 +96,17 @@ export class SeriesTracker {
     if (sent.lastIndex >= n - 1) return undefined;
     if (view.range) {
       // A zoomed view changes only when a new point lands inside it (or is the first one past its end).
-      if (series.x[sent.lastIndex + 1] > view.range.xMax && sent.lastIndex >= 0 && series.x[sent.lastIndex] > view.range.xMax) {
+      if (series.xAt(sent.lastIndex + 1) > view.range.xMax && sent.lastIndex >= 0 && series.xAt(sent.lastIndex) > view.range.xMax) {
         return undefined;
       }
       return { mode: 'replace', ...this.whole(series, view) };
     }
     if (sent.bucket <= 0 || sent.lastIndex < 0) return { mode: 'replace', ...this.whole(series, view) };
     const from = sent.lastIndex + 1;
-    const x = series.x.subarray(from);
-    const y = series.y.subarray(from);
-    const tailSpan = x[x.length - 1] - x[0];
+    const tail: Points = { length: n - from, xAt: (i) => series.xAt(i + from), yAt: (i) => series.yAt(i + from) };
+    const tailSpan = series.xAt(n - 1) - series.xAt(from);
     const width = Math.max(1, Math.ceil(tailSpan / sent.bucket));
-    const d = decimateMinMax({ x, y }, { width });
+    const d = decimateMinMax({ points: tail }, { width });
     if (sent.count + d.index.length > 3 * view.width + 16) return { mode: 'replace', ...this.whole(series, view) };
     const index = d.index.map((i) => i + from);
     const chunk = toChunk(this.key, series, this.ema!.values, index, []);
@@ -126,28 +125,22 @@ function sameRange(a: XRange | null, b: XRange | null): boolean {
   return a === b || (a !== null && b !== null && a.xMin === b.xMin && a.xMax === b.xMax);
 }
 
-function segmentStarts(series: Series): number[] {
-  return series.segments.map((g) => g.start);
-}
-
 function round(v: number): number {
   return Number.isFinite(v) ? Number(v.toPrecision(SMOOTH_DIGITS)) : v;
 }
 
-function toChunk(key: string, series: Series, smoothed: Float64Array, index: number[], segStarts: number[]): SeriesChunk {
-  const xs = series.x;
-  const ys = series.y;
-  const ts = series.time;
+function toChunk(key: string, series: Series, smoothed: Float32Array, index: number[], segStarts: number[]): SeriesChunk {
+  const ts = series.hasTime;
   const x = new Array<number>(index.length);
   const y = new Array<number>(index.length);
   const s = new Array<number>(index.length);
   const t = ts ? new Array<number>(index.length) : undefined;
   for (let k = 0; k < index.length; k++) {
     const i = index[k];
-    x[k] = xs[i];
-    y[k] = ys[i];
+    x[k] = series.xAt(i);
+    y[k] = series.yShown(i);
     s[k] = round(smoothed[i]);
-    if (t && ts) t[k] = ts[i];
+    if (t) t[k] = series.timeAt(i);
   }
   const chunk: SeriesChunk = { key, x, y, s, segmentStarts: segStarts, total: series.length };
   if (t) chunk.t = t;

@@ -49,7 +49,7 @@ export class PinnedRunStatus implements vscode.Disposable {
     const series = feed.series();
     const metric = pickStatusMetric([...series.keys()], this.metricSetting());
     const s = metric !== undefined ? series.get(metric) : undefined;
-    this.item.text = statusText(ref.runName, feed.latestStep(), metric, s && s.length ? s.y[s.length - 1] : undefined, feed.xAxis);
+    this.item.text = statusText(ref.runName, feed.latestStep(), metric, s && s.length ? s.yShown(s.length - 1) : undefined, feed.xAxis);
     const md = new vscode.MarkdownString();
     md.appendText(`${ref.runName} on ${whereOf(ref)}\n${ref.runPath}\n${feed.status}${feed.skipped ? `\n${feed.skipped}` : ''}\n\nClick to open its metrics.`);
     this.item.tooltip = md;
