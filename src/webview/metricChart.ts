@@ -10,7 +10,8 @@
  */
 import { Chart, type ChartDataset, type Plugin, type Scale } from './chartjs';
 import type { ValueRow } from '../shared/metricsProtocol';
-import { evalTooltip, formatDiff, formatDuration, formatValue, type EvalMark, type MetricsStore, type Point, type XMode } from './store';
+import { evalTooltip, formatDiff, formatValue, type EvalMark, type MetricsStore, type Point, type XMode } from './store';
+import { durationTicks, formatDurationTick, formatTick, niceTicks, stepOf } from './ticks';
 import { runColor, withAlpha, type Theme } from './theme';
 
 export interface UiState {
@@ -141,21 +142,31 @@ export class MetricChart {
     }
     this.chart.data.datasets = datasets;
     const tickFont = { family: theme.font, size: 10 };
+    type TickList = { value: number }[];
     const xTicks =
       ui.xMode === 'wall'
         ? (v: number | string) => new Date(Number(v)).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })
         : ui.xMode === 'relative'
-          ? (v: number | string) => formatDuration(Number(v))
-          : (v: number | string) => formatValue(Number(v));
+          ? (v: number | string) => formatDurationTick(Number(v))
+          : (v: number | string, _i: number, ticks: TickList) => formatTick(Number(v), stepOf(ticks));
+    // Our own tick values (ticks.ts): 1-2-5 steps inside any range, a zoomed one included (chart.js gave only its
+    // two ends there), clock steps for time.
+    const xBuild = (axis: { min: number; max: number; ticks: TickList }) => {
+      axis.ticks = (ui.xMode === 'step' ? niceTicks(axis.min, axis.max, 6) : durationTicks(axis.min, axis.max, 6)).map((value) => ({ value }));
+    };
+    const yBuild = (axis: { min: number; max: number; ticks: TickList }) => {
+      axis.ticks = niceTicks(axis.min, axis.max, 5).map((value) => ({ value }));
+    };
     const range = store.range;
     const primary = store.primary;
     const xMin = range && ui.xMode === 'step' ? range.xMin : range ? store.xOfStep(primary, this.key, range.xMin, ui.xMode) : undefined;
     const xMax = range && ui.xMode === 'step' ? range.xMax : range ? store.xOfStep(primary, this.key, range.xMax, ui.xMode) : undefined;
     this.chart.options.scales = {
-      x: { type: 'linear', min: xMin, max: xMax, ...this.evalOnlySpan(), ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 6, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
+      x: { type: 'linear', min: xMin, max: xMax, ...this.evalOnlySpan(), afterBuildTicks: xBuild, ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 8, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
       y: {
         type: ui.logY ? 'logarithmic' : 'linear',
-        ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 5, callback: (v: number | string) => formatValue(Number(v)) },
+        ...(ui.logY ? {} : { afterBuildTicks: yBuild }),
+        ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 7, callback: (v: number | string, _i: number, ticks: TickList) => (ui.logY ? formatValue(Number(v)) : formatTick(Number(v), stepOf(ticks))) },
         grid: { color: withAlpha(theme.grid, 0.4) },
         border: { color: theme.grid },
       },
