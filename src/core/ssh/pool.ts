@@ -13,6 +13,7 @@ import type { ExecOptions, ExecResult, Executor } from '../remote';
 import { Emitter, type Disposable, type Event } from '../util/event';
 import { SecretStore } from './auth';
 import { SshConnection, type ConnectOptions } from './connection';
+import type { Transport } from './transport';
 import type { ConnectionState, Logger, Prompter, ResolvedHost } from './types';
 import type { ParsedKey } from 'ssh2';
 
@@ -63,7 +64,7 @@ export interface SiblingLogin {
 
 /** A hold on a host's connection (e.g. for SFTP or a forward): keeps it from idling out until released. */
 export interface Lease extends Disposable {
-  readonly connection: SshConnection;
+  readonly connection: Transport;
 }
 
 export interface StateChange {
@@ -76,8 +77,8 @@ interface Entry {
   /** The resolved host as JSON: a change (settings edited) replaces the connection. */
   key: string;
   host: ResolvedHost;
-  conn?: SshConnection;
-  connecting?: Promise<SshConnection>;
+  conn?: Transport;
+  connecting?: Promise<Transport>;
   state: ConnectionState;
   /** Channels in use through exec. */
   active: number;
@@ -306,7 +307,7 @@ export class ConnectionPool implements Disposable {
   }
 
   /** The open connection, a connect already under way, or a new one; a caller's abort only stops its own wait. */
-  private connection(entry: Entry, signal?: AbortSignal): Promise<SshConnection> {
+  private connection(entry: Entry, signal?: AbortSignal): Promise<Transport> {
     if (entry.conn && !entry.conn.isClosed) return Promise.resolve(entry.conn);
     entry.connecting ??= this.connectWithBackoff(entry).finally(() => {
       entry.connecting = undefined;
@@ -314,7 +315,7 @@ export class ConnectionPool implements Disposable {
     return raceAbort(entry.connecting, signal);
   }
 
-  private async connectWithBackoff(entry: Entry): Promise<SshConnection> {
+  private async connectWithBackoff(entry: Entry): Promise<Transport> {
     const o = this.options;
     const attempts = entry.everConnected ? Math.max(1, o.reconnectAttempts ?? 4) : 1;
     for (let attempt = 1; ; attempt++) {
@@ -325,7 +326,7 @@ export class ConnectionPool implements Disposable {
       // Lines of the ssh config this connection does not follow: in the log of every connect, never dropped.
       if (attempt === 1) for (const p of host.configProblems ?? []) o.logger.warn(`ssh config: ${p}`);
       try {
-        const conn = await SshConnection.connect(host, this.connectOptions(o.prompter));
+        const conn: Transport = await SshConnection.connect(host, this.connectOptions(o.prompter));
         if (this.disposed || entry.generation !== generation) {
           // Disposed or disconnected while we connected: this connection is for nobody.
           conn.close();

@@ -33,7 +33,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ParsedKey } from 'ssh2';
 import { startPrivateAgent, type PrivateAgent } from '../ssh/agentServer';
-import { startAskpass, type Askpass } from './askpass';
+import { startAskpass, type Askpass } from '../ssh/askpass';
 import { keyTypeOfBlob } from '../ssh/knownHosts';
 import type { SiblingLogin } from '../ssh/pool';
 import type { ResolvedHop } from '../ssh/types';
@@ -160,8 +160,23 @@ export function buildConfig(
   return lines.join('\n') + '\n';
 }
 
+/** What a download's streams need of an OpenSSH master connection (a transfer's own session, or a host's transport). */
+export interface OpenSshStreams {
+  /** The lifeline's pid: while it runs, a process of the connection may still write. */
+  readonly lifelinePid: number | undefined;
+  /**
+   * True when a stream may write into the `.part` itself (its stdout a file the master writes): only a master that
+   * ends with the transfer, so that nothing writes into the file once the transfer is over.
+   */
+  readonly directWrites: boolean;
+  /** See OpenSshSession.run. */
+  run(line: string, stdout?: number): ChildProcess;
+}
+
 /** An OpenSSH login to one host: start remote commands on its shared master connection. */
-export class OpenSshSession {
+export class OpenSshSession implements OpenSshStreams {
+  readonly directWrites = true;
+
   /** The lifeline's pid: while it runs, a process of this session may still write. */
   get lifelinePid(): number | undefined {
     return this.lifeline.pid;
