@@ -1,0 +1,101 @@
+/**
+ * Which client a host gets (src/core/ssh/transport.ts, chooseTransport): the config facts that only OpenSSH can
+ * follow, each found from a config resolved as ssh resolves it and from files as they would lie on disk (a probe over
+ * an in-memory file system, so the rules are tested without one).
+ */
+import { test, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { parseSshConfig, resolveHost } from '../../src/core/ssh/sshConfig';
+import { chooseTransport, describeTransport, problemsFor, type TransportProbe } from '../../src/core/ssh/transport';
+import type { HostConfig } from '../../src/core/types';
+
+const HOME = '/home/me';
+const ENV = { home: HOME, localUser: 'me', localHost: 'laptop', vars: {}, uid: 1000 };
+const KH = ['/home/me/.ssh/known_hosts'];
+
+function resolved(text: string, alias = 'gpu', extra: Partial<HostConfig> = {}) {
+  return resolveHost({ name: alias, host: alias, ...extra }, parseSshConfig(text, { home: HOME, path: '/home/me/.ssh/config' }), ENV);
+}
+
+function files(map: Record<string, string>): TransportProbe {
+  return { readFile: (p) => map[p] };
+}
+
+const ED = 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ5r8dI2A1vYfM1v1Kq3l0m5k1rWQ3xq2n8x7fE9aB1c me@laptop';
+
+describe('chooseTransport', () => {
+  test('a plain config stays on the built-in client', () => {
+    const c = chooseTransport(resolved('Host gpu\n  HostName 10.0.0.5\n  IdentityFile ~/.ssh/id_gpu\n'), KH, files({ '/home/me/.ssh/id_gpu.pub': ED }));
+    assert.deepEqual(c, { kind: 'ssh2', reasons: [] });
+    assert.equal(describeTransport(c), 'built-in client (ssh2)');
+  });
+
+  test('CertificateFile forces OpenSSH, naming file and line', () => {
+    const c = chooseTransport(resolved('Host gpu\n  HostName 10.0.0.5\n  CertificateFile ~/.ssh/id_gpu-cert.pub\n'), KH, files({}));
+    assert.equal(c.kind, 'openssh');
+    assert.deepEqual(c.reasons, ['CertificateFile /home/me/.ssh/id_gpu-cert.pub (/home/me/.ssh/config:3): ssh2 cannot use user certificates']);
+    assert.match(describeTransport(c), /^OpenSSH \(CertificateFile .*ssh2 cannot use user certificates\)$/);
+  });
+
+  test('a KEY-cert.pub beside an identity in use forces OpenSSH (the automatic certificate); without one it does not', () => {
+    const text = 'Host gpu\n  IdentityFile ~/.ssh/id_gpu\n';
+    const withCert = chooseTransport(resolved(text), KH, files({ '/home/me/.ssh/id_gpu-cert.pub': 'ssh-ed25519-cert-v01@openssh.com AAAA' }));
+    assert.deepEqual(withCert.reasons, ['/home/me/.ssh/id_gpu-cert.pub beside IdentityFile /home/me/.ssh/id_gpu: ssh2 cannot use user certificates']);
+    // The defaults (no IdentityFile at all) count too: OpenSSH loads id_ed25519-cert.pub beside id_ed25519.
+    const dflt = chooseTransport(resolved(''), KH, files({ '/home/me/.ssh/id_ed25519-cert.pub': 'x' }));
+    assert.equal(dflt.kind, 'openssh');
+    // A public IdentityFile (key.pub, the private key in an agent): its certificate is key-cert.pub.
+    const pub = chooseTransport(resolved('Host gpu\n  IdentityFile ~/.ssh/id_gpu.pub\n'), KH, files({ '/home/me/.ssh/id_gpu-cert.pub': 'x' }));
+    assert.equal(pub.kind, 'openssh');
+    assert.equal(chooseTransport(resolved(text), KH, files({ '/home/me/.ssh/id_other-cert.pub': 'x' })).kind, 'ssh2');
+  });
+
+  test('a @cert-authority line for the host in a known_hosts file in use forces OpenSSH; one for another host, or in a file not in use, does not', () => {
+    const text = 'Host gpu\n  HostName 10.0.0.5\n  Port 2222\n';
+    const ca = `@cert-authority *.corp,[10.0.0.*]:2222 ${ED}\n`;
+    const c = chooseTransport(resolved(text), KH, files({ '/home/me/.ssh/known_hosts': `# ours\n${ca}` }));
+    assert.deepEqual(c.reasons, ['@cert-authority for [10.0.0.5]:2222 at /home/me/.ssh/known_hosts:2: ssh2 cannot verify host certificates']);
+    assert.equal(chooseTransport(resolved(text), KH, files({ '/home/me/.ssh/known_hosts': `@cert-authority *.corp ${ED}\n` })).kind, 'ssh2');
+    assert.equal(chooseTransport(resolved(text), KH, files({ '/elsewhere': ca })).kind, 'ssh2');
+    // The config's UserKnownHostsFile is the file in use (unless the run pinned its own).
+    const own = resolved(`${text}  UserKnownHostsFile /etc/corp_known_hosts\n`);
+    assert.equal(chooseTransport(own, KH, files({ '/etc/corp_known_hosts': ca })).kind, 'openssh');
+    assert.equal(chooseTransport(own, KH, files({ '/etc/corp_known_hosts': ca }), true).kind, 'ssh2');
+    // HostKeyAlias is the name looked up.
+    const alias = resolved(`${text}  HostKeyAlias gpu.corp\n`);
+    assert.equal(chooseTransport(alias, KH, files({ '/home/me/.ssh/known_hosts': `@cert-authority *.corp ${ED}\n` })).kind, 'openssh');
+    // A plain (or revoked) line is the built-in client's business.
+    assert.equal(chooseTransport(resolved(text), KH, files({ '/home/me/.ssh/known_hosts': `[10.0.0.5]:2222 ${ED}\n@revoked * ${ED}\n` })).kind, 'ssh2');
+  });
+
+  test('a FIDO sk- key and GSSAPIAuthentication yes force OpenSSH; GSSAPIAuthentication no does not', () => {
+    const sk = chooseTransport(resolved('Host gpu\n  IdentityFile ~/.ssh/id_sk\n'), KH, files({ '/home/me/.ssh/id_sk.pub': 'sk-ssh-ed25519@openssh.com AAAAGnNr me' }));
+    assert.deepEqual(sk.reasons, ['IdentityFile /home/me/.ssh/id_sk is a FIDO security key (sk-ssh-ed25519@openssh.com): ssh2 cannot use security keys']);
+    const g = chooseTransport(resolved('Host gpu\n  GSSAPIAuthentication yes\n'), KH, files({}));
+    assert.deepEqual(g.reasons, ['GSSAPIAuthentication yes (/home/me/.ssh/config:2): ssh2 has no GSSAPI']);
+    assert.equal(chooseTransport(resolved('Host gpu\n  GSSAPIAuthentication no\n'), KH, files({})).kind, 'ssh2');
+  });
+
+  test('a jump host that needs OpenSSH takes the whole host to OpenSSH, and the reason names the hop', () => {
+    const text = 'Host gpu\n  ProxyJump bastion\nHost bastion\n  CertificateFile ~/.ssh/b-cert.pub\n';
+    const c = chooseTransport(resolved(text), KH, files({}));
+    assert.equal(c.kind, 'openssh');
+    assert.match(c.reasons[0], /\(hop bastion\): ssh2 cannot use user certificates$/);
+  });
+
+  test('resolution records what OpenSSH is to be run with: the config file and the settings that override it', () => {
+    const r = resolved('Host gpu\n  User a\n', 'gpu', { user: 'b', port: 2200, identityFile: '~/k', proxyJump: 'j' });
+    assert.deepEqual(r.openssh, { configFile: '/home/me/.ssh/config', overrides: { user: 'b', port: 2200, identityFiles: ['~/k'], proxyJump: 'j' } });
+  });
+
+  test('on OpenSSH the "not honoured" lines go (ssh follows those options); other problems stay', () => {
+    const problems = ['/c:3: ForwardAgent is not honoured by Remote Runs; ignored for gpu', '/c:1: Match canonical: criterion "canonical" is not supported by Remote Runs; block skipped'];
+    assert.deepEqual(problemsFor(problems, { kind: 'openssh', reasons: ['x'] }), [problems[1]]);
+    assert.deepEqual(problemsFor(problems, { kind: 'ssh2', reasons: [] }), problems);
+  });
+
+  test('CertificateFile and GSSAPIAuthentication are no longer reported as not honoured', () => {
+    const r = resolved('Host gpu\n  CertificateFile ~/c\n  GSSAPIAuthentication yes\n');
+    assert.equal(r.configProblems, undefined);
+  });
+});
