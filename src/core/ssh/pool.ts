@@ -13,7 +13,9 @@ import type { ExecOptions, ExecResult, Executor } from '../remote';
 import { Emitter, type Disposable, type Event } from '../util/event';
 import { SecretStore } from './auth';
 import { SshConnection, type ConnectOptions } from './connection';
-import type { Transport } from './transport';
+import { OpenSshConnection } from './opensshConnection';
+import { defaultKnownHostsFiles } from './hostKeyPolicy';
+import { chooseTransport, describeTransport, problemsFor, type Transport, type TransportChoice } from './transport';
 import type { ConnectionState, Logger, Prompter, ResolvedHost } from './types';
 import type { ParsedKey } from 'ssh2';
 
@@ -53,6 +55,10 @@ export interface PoolOptions {
   backoffBaseMs?: number;
   /** ssh-agent socket. Default: SSH_AUTH_SOCK. null never uses an agent. */
   agent?: string | null;
+  /** The `ssh` binary for hosts on the OpenSSH transport (transport.ts). Default `ssh` from PATH. */
+  sshPath?: string;
+  /** What runs askpass for the OpenSSH transport: this process's executable (node, or Electron run as node). */
+  runtime?: string;
 }
 
 /** See ConnectionPool.siblingLogin. */
@@ -110,12 +116,22 @@ export class ConnectionPool implements Disposable {
   /** Fires whenever a host's connection state changes (the tree turns it into an icon and a refresh). */
   readonly onDidChangeState: Event<StateChange> = this.stateEmitter.event;
   private readonly secrets = new SecretStore();
+  /** What users answered to the OpenSSH transport's prompts, per host name: a reconnect does not ask again. */
+  private readonly opensshAnswers = new Map<string, Map<string, string>>();
   private disposed = false;
 
   constructor(private readonly options: PoolOptions) {}
 
   getState(name: string): ConnectionState {
     return this.entries.get(name)?.state ?? IDLE;
+  }
+
+  /**
+   * Which client a host's connection uses and why (chooseTransport, with this pool's known_hosts files): what the
+   * log says on connecting, the host's tooltip and `ls --json` show.
+   */
+  transportFor(host: ResolvedHost): TransportChoice {
+    return chooseTransport(host, this.options.knownHostsFiles ?? defaultKnownHostsFiles(), undefined, this.options.knownHostsPinned ?? false);
   }
 
   /**
@@ -187,6 +203,8 @@ export class ConnectionPool implements Disposable {
   async connectSibling(host: PoolHost, signal?: AbortSignal): Promise<SshConnection> {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
     const { name: _name, ...resolved } = host;
+    // The OpenSSH transport's one master carries every stream: a second login would be a second set of prompts.
+    if (this.transportFor(resolved).kind === 'openssh') throw new RemoteRunsError('protocol', `${host.name} uses the OpenSSH transport: no second connection is opened`);
     return SshConnection.connect(resolved, this.connectOptions(NEVER_PROMPT, signal));
   }
 
@@ -227,6 +245,7 @@ export class ConnectionPool implements Disposable {
     }
     this.entries.clear();
     this.secrets.clear();
+    this.opensshAnswers.clear();
     this.stateEmitter.dispose();
   }
 
@@ -323,10 +342,17 @@ export class ConnectionPool implements Disposable {
       this.setState(entry, { kind: 'connecting', attempt });
       const host = entry.host;
       const generation = entry.generation;
-      // Lines of the ssh config this connection does not follow: in the log of every connect, never dropped.
-      if (attempt === 1) for (const p of host.configProblems ?? []) o.logger.warn(`ssh config: ${p}`);
+      const choice = this.transportFor(host);
+      if (attempt === 1) {
+        o.logger.info(`Transport for ${entry.name}: ${describeTransport(choice)}`);
+        // Lines of the ssh config this connection does not follow: in the log of every connect, never dropped.
+        for (const p of problemsFor(host.configProblems ?? [], choice)) o.logger.warn(`ssh config: ${p}`);
+      }
       try {
-        const conn: Transport = await SshConnection.connect(host, this.connectOptions(o.prompter));
+        const conn: Transport =
+          choice.kind === 'openssh'
+            ? await OpenSshConnection.connect(host, { ...this.connectOptions(o.prompter), sshPath: o.sshPath, runtime: o.runtime, answers: this.answersFor(entry.name) })
+            : await SshConnection.connect(host, this.connectOptions(o.prompter));
         if (this.disposed || entry.generation !== generation) {
           // Disposed or disconnected while we connected: this connection is for nobody.
           conn.close();
@@ -365,6 +391,12 @@ export class ConnectionPool implements Disposable {
         await new Promise((r) => setTimeout(r, delay));
       }
     }
+  }
+
+  private answersFor(name: string): Map<string, string> {
+    let m = this.opensshAnswers.get(name);
+    if (!m) this.opensshAnswers.set(name, (m = new Map()));
+    return m;
   }
 
   /** What every connection of this pool is opened with: the shared one (user's prompter) and siblings (never prompt). */

@@ -28,6 +28,7 @@ import { OpenSshLane } from './opensshLane';
 import { OpenSshSession, OpenSshUnsupported, type OpenSshStreams } from './opensshSession';
 import { SshConnection } from '../ssh/connection';
 import type { Transport } from '../ssh/transport';
+import { OpenSshConnection } from '../ssh/opensshConnection';
 import { localError, makeFolders } from './localErrors';
 import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
@@ -660,9 +661,13 @@ async function runAttempt(
   }
 }
 
-/** The streams of a host whose transport is not ssh2 (none yet: every transport the pool makes is ssh2). */
+/**
+ * The streams of a host on the OpenSSH transport: its one master carries them (no second login, no prompt). They
+ * write through pipes only: the master outlives the download, so it must not hold a `.part` open.
+ */
 function streamsOfTransport(conn: Transport): OpenSshStreams {
-  throw new RemoteRunsError('protocol', `Downloads over a ${conn.kind} transport are not supported`);
+  if (!(conn instanceof OpenSshConnection)) throw new RemoteRunsError('protocol', `Downloads over a ${conn.kind} transport are not supported`);
+  return { lifelinePid: conn.lifelinePid, directWrites: false, run: (line, stdout) => conn.run(line, stdout) };
 }
 
 /**
