@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { parseSshConfig, resolveHost } from '../../src/core/ssh/sshConfig';
 import { chooseTransport, describeTransport, problemsFor, type TransportProbe } from '../../src/core/ssh/transport';
 import type { HostConfig } from '../../src/core/types';
+import { mapOpenSshError } from '../../src/core/ssh/clientErrors';
+import { buildTransportConfig, masterArgs, readPrompt } from '../../src/core/ssh/opensshConnection';
 
 const HOME = '/home/me';
 const ENV = { home: HOME, localUser: 'me', localHost: 'laptop', vars: {}, uid: 1000 };
@@ -97,5 +99,88 @@ describe('chooseTransport', () => {
   test('CertificateFile and GSSAPIAuthentication are no longer reported as not honoured', () => {
     const r = resolved('Host gpu\n  CertificateFile ~/c\n  GSSAPIAuthentication yes\n');
     assert.equal(r.configProblems, undefined);
+  });
+});
+
+// What OpenSSH 9.2p1 (Debian 12) printed, recorded against the test sshd (test/harness/sshd.ts) and on loopback.
+const RECORDED = {
+  refused: 'ssh: connect to host 127.0.0.1 port 1: Connection refused\n',
+  dns: 'ssh: Could not resolve hostname no-such-host.invalid: Name or service not known\n',
+  unknown: 'No ED25519 host key is known for [127.0.0.1]:34485 and you have requested strict checking.\nHost key verification failed.\n',
+  changed: [
+    '@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@',
+    '@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @',
+    '@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@',
+    'IT IS POSSIBLE THAT SOMEONE IS DOING SOMETHING NASTY!',
+    'The fingerprint for the ED25519 key sent by the remote host is',
+    'SHA256:4STb79N/EwnLvZDBb3WWNDSbnXwSAShm2jRdGQKcIJo.',
+    'Add correct host key in /tmp/kh to get rid of this message.',
+    'Offending ED25519 key in /tmp/kh:1',
+    '  remove with:',
+    '  ssh-keygen -f "/tmp/kh" -R "[127.0.0.1]:34485"',
+    'Host key for [127.0.0.1]:34485 has changed and you have requested strict checking.',
+    'Host key verification failed.',
+    '',
+  ].join('\n'),
+  denied: 'Load key "/dev/null": bad permissions\nrrtest@127.0.0.1: Permission denied (publickey).\n',
+  tooMany: 'Received disconnect from 127.0.0.1 port 2222:2: Too many authentication failures\nDisconnected from 127.0.0.1 port 2222\n',
+  hostKeyPrompt:
+    "The authenticity of host '[127.0.0.1]:36757 ([127.0.0.1]:36757)' can't be established.\nED25519 key fingerprint is SHA256:rVlb1M0lqFDrKzL7Z7H/WIMKst09fpSL+xx3wXLmV1A.\nThis key is not known by any other names.\nAre you sure you want to continue connecting (yes/no/[fingerprint])? ",
+  passphrasePrompt: "Enter passphrase for key '/tmp/rr-sshd-fJRZzX/id_ed25519_enc': ",
+};
+
+describe("OpenSSH's failures in our kinds (mapOpenSshError)", () => {
+  const hop = resolved('Host gpu\n  HostName 127.0.0.1\n  User rrtest\n').target;
+  const map = (s: string) => mapOpenSshError(s, hop, 'gpu', ['/home/me/.ssh/known_hosts', '/etc/ssh/ssh_known_hosts']);
+  test('refused, DNS: unreachable with the socket reason and ssh\'s own words', () => {
+    const r = map(RECORDED.refused);
+    assert.equal(r.kind, 'unreachable');
+    assert.equal(r.detail.code, 'ECONNREFUSED');
+    assert.match(r.message, /^Connection to gpu failed: connection refused \(OpenSSH: ssh: connect to host 127\.0\.0\.1 port 1: Connection refused\)$/);
+    assert.equal(map(RECORDED.dns).detail.code, 'ENOTFOUND');
+  });
+  test('an unknown key is host-key-unknown naming every file checked; a changed one host-key-mismatch naming its line', () => {
+    const u = map(RECORDED.unknown);
+    assert.equal(u.kind, 'host-key-unknown');
+    assert.match(u.message, /checked: \/home\/me\/\.ssh\/known_hosts, \/etc\/ssh\/ssh_known_hosts/);
+    const c = map(RECORDED.changed);
+    assert.equal(c.kind, 'host-key-mismatch');
+    assert.match(c.message, /\(\/tmp\/kh:1\)/);
+    assert.deepEqual([c.detail.file, c.detail.line], ['/tmp/kh', 1]);
+  });
+  test('denied is auth-failed with the methods the server accepts; too many failures carries the IdentitiesOnly hint', () => {
+    const d = map(RECORDED.denied);
+    assert.equal(d.kind, 'auth-failed');
+    assert.deepEqual(d.detail.serverMethods, ['publickey']);
+    assert.match(d.message, /Authentication as rrtest on gpu failed\. The server accepts: publickey\. \(OpenSSH: rrtest@127\.0\.0\.1: Permission denied \(publickey\)\.\)/);
+    const t = map(RECORDED.tooMany);
+    assert.equal(t.kind, 'auth-failed');
+    assert.match(t.message, /IdentitiesOnly yes/);
+  });
+  test('anything else is unreachable, never empty', () => {
+    assert.equal(map('').kind, 'unreachable');
+    assert.match(map('').message, /ssh exited without saying why/);
+  });
+});
+
+describe("OpenSSH's prompts (readPrompt), as askpass receives them", () => {
+  test('host key, passphrase, password and anything else', () => {
+    assert.deepEqual(readPrompt(RECORDED.hostKeyPrompt), { kind: 'host-key', hostPattern: '[127.0.0.1]:36757', keyType: 'ED25519', fingerprint: 'SHA256:rVlb1M0lqFDrKzL7Z7H/WIMKst09fpSL+xx3wXLmV1A' });
+    assert.deepEqual(readPrompt(RECORDED.passphrasePrompt), { kind: 'passphrase', key: '/tmp/rr-sshd-fJRZzX/id_ed25519_enc' });
+    assert.deepEqual(readPrompt("trainer@10.1.2.6's password: "), { kind: 'password', user: 'trainer', host: '10.1.2.6' });
+    assert.deepEqual(readPrompt('Verification code: '), { kind: 'other', text: 'Verification code: ' });
+  });
+});
+
+describe('the wrapper config and the master command line', () => {
+  test("the transport's own options come first, host keys are strict per hop (never no), the user's file is included, settings are ssh flags", () => {
+    const r = resolved('Host gpu\n  HostName 10.0.0.5\n  StrictHostKeyChecking no\n  ProxyJump bastion\n', 'gpu', { user: 'u', port: 2200, identityFile: '/k/id' });
+    const text = buildTransportConfig({ ...r, openssh: { ...r.openssh!, configFile: '/etc/hostname' } }, { knownHostsFiles: ['/kh one'], knownHostsPinned: false, connectTimeoutS: 15, keepaliveIntervalS: 15, keepaliveCountMax: 3 });
+    const lines = text.split('\n');
+    assert.ok(lines.indexOf('  ControlPath none') < lines.indexOf('  Include /etc/hostname'), 'ours before theirs (first value wins)');
+    assert.ok(!/StrictHostKeyChecking no/.test(text));
+    assert.match(text, /Host gpu\n  StrictHostKeyChecking accept-new\n  UserKnownHostsFile "\/kh one"\n  GlobalKnownHostsFile none\n/);
+    assert.match(text, /Host bastion\n  StrictHostKeyChecking ask\n/);
+    assert.deepEqual(masterArgs(r, '/w/config', '/w/cm').slice(-9), ['-N', '-l', 'u', '-p', '2200', '-i', '/k/id', '--', 'gpu']);
   });
 });
