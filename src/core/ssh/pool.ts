@@ -55,8 +55,8 @@ export interface PoolOptions {
   backoffBaseMs?: number;
   /** ssh-agent socket. Default: SSH_AUTH_SOCK. null never uses an agent. */
   agent?: string | null;
-  /** The `ssh` binary for hosts on the OpenSSH transport (transport.ts). Default `ssh` from PATH. */
-  sshPath?: string;
+  /** The `ssh` binary for hosts on the OpenSSH transport (transport.ts), or a getter read at each connect. Default `ssh` from PATH. */
+  sshPath?: string | (() => string | undefined);
   /** What runs askpass for the OpenSSH transport: this process's executable (node, or Electron run as node). */
   runtime?: string;
 }
@@ -351,7 +351,7 @@ export class ConnectionPool implements Disposable {
       try {
         const conn: Transport =
           choice.kind === 'openssh'
-            ? await OpenSshConnection.connect(host, { ...this.connectOptions(o.prompter), sshPath: o.sshPath, runtime: o.runtime, answers: this.answersFor(entry.name) })
+            ? await OpenSshConnection.connect(host, { ...this.connectOptions(o.prompter), sshPath: typeof o.sshPath === 'function' ? o.sshPath() : o.sshPath, runtime: o.runtime, answers: this.answersFor(entry.name) })
             : await SshConnection.connect(host, this.connectOptions(o.prompter));
         if (this.disposed || entry.generation !== generation) {
           // Disposed or disconnected while we connected: this connection is for nobody.
