@@ -33,6 +33,7 @@ import { RemoteRunsError } from '../types';
 import { Emitter, type Event } from '../util/event';
 import { Lifeline } from '../util/lifeline';
 import { startPromptAnswerer } from './askpass';
+import { createSessionFolder } from './sessionFolder';
 import { mapOpenSshError } from './clientErrors';
 import { describeHop } from './hops';
 import { defaultKnownHostsFiles } from './hostKeyPolicy';
@@ -193,11 +194,8 @@ export class OpenSshConnection implements Transport {
     const sshPath = options.sshPath ?? 'ssh';
     const knownHostsFiles = options.knownHostsFiles ?? defaultKnownHostsFiles();
     const where = describeHop(host, host.jumps.length);
-    const parent = options.dir ?? os.tmpdir();
-    const folder = fs.mkdtempSync(path.join(parent, 'rr-ssh-'));
-    fs.chmodSync(folder, 0o700);
-    // The owner file lets a later process remove the folder if this one is killed (opensshSession.ts removeOrphanedSessions).
-    fs.writeFileSync(path.join(folder, 'owner'), String(process.pid), { mode: 0o600 });
+    // Its owner file lets a later process remove it if this one is killed (sessionFolder.ts).
+    const folder = createSessionFolder(options.dir ?? os.tmpdir());
     const wrapper = path.join(folder, 'config');
     const control = path.join(folder, 'cm');
     const lifeline = new Lifeline();
