@@ -100,6 +100,9 @@ export function buildTransportConfig(
     '  ForkAfterAuthentication no',
     '  SessionType default',
     '  StdinNull no',
+    // Errors are what the transport reads to say what went wrong (mapOpenSshError): a `LogLevel QUIET` of the user's
+    // config would leave every failure as "ssh exited without saying why".
+    '  LogLevel ERROR',
   ];
   for (const hop of [...host.jumps, host.target]) {
     if (!PLAIN.test(hop.alias)) continue; // a pattern-like alias cannot be a Host line; the `Host *` rule below applies
