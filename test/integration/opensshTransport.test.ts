@@ -283,6 +283,32 @@ describe('user certificates: only OpenSSH can log in, and the host uses it', () 
     assert.equal(fs.readFileSync(kh, 'utf8'), before, 'known_hosts untouched');
   });
 
+  test("an unknown host key is asked through the user's Prompter (askpass), written by ssh on yes, host-key-unknown naming the files on no (core)", async () => {
+    const kh = path.join(host.dir, 'kh-ask');
+    fs.writeFileSync(kh, '');
+    const conf = sshConfig('cert-ask.conf', [...certLines('certbox', path.join(certs, 'id_auto')).filter((l) => !/UserKnownHostsFile/.test(l)), `  UserKnownHostsFile ${kh}`]);
+    const resolved = directory(conf).resolve({ name: 'certbox', host: 'certbox' });
+    const no = new ScriptedPrompter({ trustHostKey: false });
+    const refusing = new ConnectionPool({ prompter: no, logger: quiet, agent: null });
+    try {
+      const e = await rejectsWith(refusing.exec(resolved, 'true'), 'host-key-unknown');
+      assert.match(e.message, new RegExp(`checked: ${kh.replace(/[.]/g, '\\.')}`));
+      assert.deepEqual(no.asked, ['hostKey']);
+      assert.equal(fs.readFileSync(kh, 'utf8'), '', 'nothing trusted on no');
+    } finally {
+      refusing.dispose();
+    }
+    const yes = new ScriptedPrompter({ trustHostKey: true });
+    const trusting = new ConnectionPool({ prompter: yes, logger: quiet, agent: null });
+    try {
+      assert.equal((await trusting.exec(resolved, 'echo trusted')).stdout.toString(), 'trusted\n');
+      assert.deepEqual(yes.asked, ['hostKey']);
+      assert.ok(fs.readFileSync(kh, 'utf8').includes(userCa.hostKeyPublic.split(' ')[1]), 'the key ssh was shown is now in the file');
+    } finally {
+      trusting.dispose();
+    }
+  });
+
   test('a CLI killed with SIGKILL while following metrics over OpenSSH leaves no ssh process and no connection behind', { timeout: 120_000 }, async () => {
     const runDir = fs.mkdtempSync(path.join(host.dir, 'certkill-runs-'));
     fs.mkdirSync(path.join(runDir, 'r1'));

@@ -195,7 +195,9 @@ export class OpenSshConnection implements Transport {
       throw new RemoteRunsError('bad-config', `${host.target.alias} needs the OpenSSH client (its ssh config asks for what the built-in client cannot do), which Remote Runs does not use on Windows`);
     }
     const sshPath = options.sshPath ?? 'ssh';
-    const knownHostsFiles = options.knownHostsFiles ?? defaultKnownHostsFiles();
+    const poolFiles = options.knownHostsFiles ?? defaultKnownHostsFiles();
+    // The files ssh checks for the target, as the wrapper config tells it (its messages name them).
+    const knownHostsFiles = host.target.knownHosts && !options.knownHostsPinned ? host.target.knownHosts.files : poolFiles;
     const where = describeHop(host, host.jumps.length);
     // Its owner file lets a later process remove it if this one is killed (sessionFolder.ts).
     const folder = createSessionFolder(options.dir ?? os.tmpdir());
@@ -207,7 +209,7 @@ export class OpenSshConnection implements Transport {
       fs.writeFileSync(
         wrapper,
         buildTransportConfig(host, {
-          knownHostsFiles,
+          knownHostsFiles: poolFiles,
           knownHostsPinned: options.knownHostsPinned ?? false,
           connectTimeoutS: Math.max(1, Math.ceil((options.connectTimeoutMs ?? 15_000) / 1000)),
           keepaliveIntervalS: Math.ceil((options.keepaliveIntervalMs ?? 15_000) / 1000),
@@ -223,7 +225,7 @@ export class OpenSshConnection implements Transport {
         async (text) => {
           prompting++;
           try {
-            return await answerPrompt(text, host, options.prompter, answers, askedThisLogin, knownHostsFiles, options.logger);
+            return await answerPrompt(text, host, options.prompter, answers, askedThisLogin, poolFiles, options.logger);
           } finally {
             prompting--;
           }
