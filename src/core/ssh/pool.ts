@@ -4,7 +4,9 @@
  * multiplexes commands as channels (queueing beyond what sshd's default `MaxSessions 10` allows), counts users,
  * closes idle connections, reconnects with exponential backoff after a drop, and reports each host's state.
  *
- * Host resolution (~/.ssh/config) happens before: callers pass a ResolvedHost with a name.
+ * Host resolution (~/.ssh/config) happens before: callers pass a ResolvedHost with a name. Each host's connection is
+ * a Transport: the built-in ssh2 client (SshConnection), or the system OpenSSH (OpenSshConnection) for a host whose
+ * ssh config asks for what ssh2 cannot do (transportFor / chooseTransport says which and why).
  *
  * This folder never imports `vscode`.
  */
