@@ -337,6 +337,45 @@ describe('user certificates: only OpenSSH can log in, and the host uses it', () 
   });
 });
 
+describe('through a jump host', () => {
+  let jump: TestSshd;
+  before(async () => {
+    // DEBUG1: the jump logs each direct-tcpip request, so the route is proven to go through it.
+    jump = await startSshd({ allowTcpForwarding: true, logLevel: 'DEBUG1' });
+  });
+  after(async () => {
+    await jump?.stop();
+  });
+
+  test("a certificate host behind a ProxyJump: ssh reaches it through the jump with the config's own host-key rules for both (CLI)", () => {
+    const khJump = path.join(host.dir, 'kh-jump');
+    fs.writeFileSync(khJump, `${jump.knownHostsLine}\n`);
+    const conf = sshConfig('cert-jump.conf', [
+      'Host certjump',
+      '  HostName 127.0.0.1',
+      `  Port ${jump.port}`,
+      `  User ${TEST_USER}`,
+      `  IdentityFile ${jump.clientKeyPath}`,
+      '  IdentitiesOnly yes',
+      `  UserKnownHostsFile ${khJump}`,
+      ...certLines('certvia', path.join(certs, 'id_auto'), ['  ProxyJump certjump']),
+    ]);
+    assert.equal(opensshRun(conf, 'certvia').code, 0, 'ssh reaches it');
+    const logins = jump.acceptedLogins();
+    const j = cli(['ls', 'certvia', '--json', '--ssh-config', conf]);
+    assert.equal(j.code, 0, j.stderr);
+    assert.equal(j.json.transport.kind, 'openssh');
+    assert.equal(jump.acceptedLogins() - logins, 1, 'one login on the jump host');
+    assert.match(jump.log(), new RegExp(`server_request_direct_tcpip: .*target 127\\.0\\.0\\.1 port ${userCa.port}\\b`), 'forwarded to the certificate host');
+    // The jump's key changes: refused, as for the target.
+    fs.writeFileSync(khJump, `${jump.knownHostsLine.split(' ')[0]} ${fs.readFileSync(path.join(certs, 'ssh_host_ed25519_key.pub'), 'utf8').trim().split(' ').slice(0, 2).join(' ')}\n`);
+    const bad = cli(['ls', 'certvia', '--json', '--ssh-config', conf]);
+    assert.equal(bad.code, 2);
+    assert.equal(bad.json.error.kind, 'host-key-mismatch', bad.json.error.message);
+    assert.match(bad.json.error.message, /kh-jump:1/);
+  });
+});
+
 describe('host certificates: trusted by an @cert-authority line', () => {
   test('ssh trusts the host by its CA, the built-in client cannot; ls works over OpenSSH (CLI) and through the pool (core)', async () => {
     const conf = hostCertConf();
