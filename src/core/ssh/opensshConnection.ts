@@ -97,6 +97,9 @@ export function buildTransportConfig(
     '  EscapeChar none',
     '  PermitLocalCommand no',
     '  ClearAllForwardings yes',
+    // A RemoteCommand would make ssh refuse -N; a tunnel device is nothing a listing needs.
+    '  RemoteCommand none',
+    '  Tunnel no',
     '  ForkAfterAuthentication no',
     '  SessionType default',
     '  StdinNull no',
