@@ -209,6 +209,26 @@ describe('user certificates: only OpenSSH can log in, and the host uses it', () 
     assert.deepEqual(j.json.transport, { kind: 'ssh2', reasons: [] });
   });
 
+  test("a config written for interactive use (RemoteCommand, RequestTTY force, its own ControlMaster, a LocalForward, LogLevel QUIET) does not disturb the transport (CLI)", () => {
+    const cm = path.join(host.dir, 'user-cm-%C');
+    const conf = sshConfig('cert-interactive.conf', [
+      ...certLines('certbox', path.join(certs, 'id_auto'), [
+        '  RemoteCommand tmux new -A -s main',
+        '  RequestTTY force',
+        '  ControlMaster auto',
+        `  ControlPath ${cm}`,
+        '  ControlPersist 10m',
+        '  LocalForward 127.0.0.1:1 127.0.0.1:22',
+        '  LogLevel QUIET',
+      ]),
+    ]);
+    const j = cli(['ls', 'certbox', '--json', '--ssh-config', conf]);
+    assert.equal(j.code, 0, j.stderr);
+    assert.equal(j.json.transport.kind, 'openssh');
+    assert.ok(j.json.targets.some((t: { kind: string }) => t.kind === 'host'));
+    assert.deepEqual(fs.readdirSync(host.dir).filter((n) => n.startsWith('user-cm-')), [], "the user's ControlPath was not used (no master of theirs left running)");
+  });
+
   test('pull through the OpenSSH transport: byte-identical files (CLI)', () => {
     const cfg = configJson('cbpull', 'certbox');
     const to = fs.mkdtempSync(path.join(host.dir, 'pull-cert-'));

@@ -97,7 +97,7 @@ export function buildTransportConfig(
     '  EscapeChar none',
     '  PermitLocalCommand no',
     '  ClearAllForwardings yes',
-    // A RemoteCommand would make ssh refuse -N; a tunnel device is nothing a listing needs.
+    // The master runs no command of the user's config (-N already skips a RemoteCommand; said here too) and opens no tunnel device.
     '  RemoteCommand none',
     '  Tunnel no',
     '  ForkAfterAuthentication no',
