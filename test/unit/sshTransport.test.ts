@@ -138,6 +138,10 @@ describe("OpenSSH's failures in our kinds (mapOpenSshError)", () => {
     assert.equal(r.detail.code, 'ECONNREFUSED');
     assert.match(r.message, /^Connection to gpu failed: connection refused \(OpenSSH: ssh: connect to host 127\.0\.0\.1 port 1: Connection refused\)$/);
     assert.equal(map(RECORDED.dns).detail.code, 'ENOTFOUND');
+    // A name that is no configured host either: not-found with the closest configured name, as for ssh2.
+    const typo = mapOpenSshError(RECORDED.dns, { ...hop, alias: 'gpu-1', unconfigured: { closest: 'gpu1' } }, 'gpu-1', []);
+    assert.equal(typo.kind, 'not-found');
+    assert.match(typo.message, /Did you mean gpu1\?/);
   });
   test('an unknown key is host-key-unknown naming every file checked; a changed one host-key-mismatch naming its line', () => {
     const u = map(RECORDED.unknown);

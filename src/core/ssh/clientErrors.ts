@@ -91,7 +91,8 @@ function opensshLine(stderr: string): string {
 /**
  * What the system ssh's failure to log in (its stderr, exit status 255) means, in the kinds ssh2's failures get
  * (mapClientError): `auth-failed` (with the IdentitiesOnly hint for too many failures), `host-key-mismatch` (a changed
- * or revoked key), `host-key-unknown` (naming the known_hosts files checked), else `unreachable`. Messages are
+ * or revoked key), `host-key-unknown` (naming the known_hosts files checked), `not-found` (a name neither configured
+ * nor known to DNS, as for the built-in client), else `unreachable`. Messages are
  * OpenSSH 9.x's (sshconnect.c, sshconnect2.c, ssh.c); an unrecognised one is `unreachable` with ssh's own words.
  */
 export function mapOpenSshError(stderr: string, hop: ResolvedHop, where: string, knownHostsFiles: readonly string[]): RemoteRunsError {
@@ -139,6 +140,15 @@ export function mapOpenSshError(stderr: string, hop: ResolvedHop, where: string,
     [/Could not resolve hostname|Name or service not known|nodename nor servname/, 'ENOTFOUND'],
   ];
   const code = codes.find(([re]) => re.test(stderr))?.[1];
+  if (code === 'ENOTFOUND' && hop.unconfigured) {
+    // As hops.ts says it for the built-in client: a name neither configured nor known to DNS is most often a typo.
+    const hint = hop.unconfigured.closest ? ` Did you mean ${hop.unconfigured.closest}?` : '';
+    return new RemoteRunsError('not-found', `${hop.alias} is neither a configured host (settings or a Host line of the ssh config) nor a name DNS knows.${hint}${said}`, {
+      hop: hop.alias,
+      code,
+      ...(hop.unconfigured.closest ? { closest: hop.unconfigured.closest } : {}),
+    });
+  }
   const reason = code ? SOCKET_REASONS[code] : undefined;
   return new RemoteRunsError('unreachable', `Connection to ${where} failed${reason ? `: ${reason}` : ''}${said}`, { hop: hop.alias, ...(code ? { code } : {}) });
 }
