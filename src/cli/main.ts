@@ -9,12 +9,12 @@
  *
  * Exit codes: 0 ok, 2 a typed failure (the kind is printed), 1 a usage error.
  */
-import { describeTransport, problemsFor } from '../core/ssh/transport';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConnectionPool } from '../core/ssh/pool';
+import { describeTransport, problemsFor } from '../core/ssh/transport';
 import { HostDirectory } from '../core/hosts';
 import { RemoteRunsCore } from '../core/service';
 import { parseAddress } from '../core/address';
