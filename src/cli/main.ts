@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import * as fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import { ConnectionPool } from '../core/ssh/pool';
+import { describeTransport, problemsFor } from '../core/ssh/transport';
 import { HostDirectory } from '../core/hosts';
 import { RemoteRunsCore } from '../core/service';
 import { parseAddress } from '../core/address';
@@ -111,6 +112,8 @@ export async function main(
     knownHostsFiles: values['known-hosts']?.length ? values['known-hosts'] : [path.join(home, '.ssh', 'known_hosts')],
     // Named on the command line: like `ssh -o UserKnownHostsFile=`, they win over the ssh config's files.
     knownHostsPinned: Boolean(values['known-hosts']?.length),
+    // The ssh of hosts on the OpenSSH transport (certificates, security keys, …), as for pull's OpenSSH streams.
+    sshPath: io.env.REMOTE_RUNS_SSH || undefined,
   });
   try {
     const config = loadConfig(values.config, io.env, home);
@@ -132,7 +135,11 @@ export async function main(
     if (!hosts.configs().some((h) => h.name === addr.host)) hostsFromFile.push({ name: addr.host, host: addr.host });
     // What the ssh config holds that this host's connection does not follow: said on every run, never only in a
     // debug log (a config ssh itself would refuse throws bad-config here, before any connection).
-    const sshConfigProblems = hosts.resolve(core.host(addr.host)).configProblems ?? [];
+    const resolved = hosts.resolve(core.host(addr.host));
+    // Which client carries this host, said when it is not the built-in one (and always in --json).
+    const transport = pool.transportFor(resolved);
+    if (transport.kind === 'openssh') io.stderr.write(`remote-runs: ${addr.host} uses ${describeTransport(transport)}\n`);
+    const sshConfigProblems = problemsFor(resolved.configProblems ?? [], transport);
     for (const p of sshConfigProblems) io.stderr.write(`remote-runs: ssh config: ${p}\n`);
     if (verb === 'pull') {
       if (values['size-only'] && values.verify) throw new RemoteRunsError('bad-config', '--verify (hash again) and --size-only (no hashes) contradict each other');
@@ -191,7 +198,7 @@ export async function main(
       );
     }
     const out = await lsCommand(core, addr);
-    const json = sshConfigProblems.length > 0 ? { ...(out.json as object), sshConfigProblems } : out.json;
+    const json = { ...(out.json as object), transport, ...(sshConfigProblems.length > 0 ? { sshConfigProblems } : {}) };
     io.stdout.write(values.json ? `${JSON.stringify(json)}\n` : out.text);
     return out.exitCode;
   } catch (e) {

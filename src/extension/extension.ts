@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ConnectionPool } from '../core/ssh/pool';
+import { describeTransport, problemsFor } from '../core/ssh/transport';
 import { HostDirectory } from '../core/hosts';
 import { RemoteRunsCore } from '../core/service';
 import type { Executor } from '../core/remote';
@@ -54,6 +55,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       logger: log,
       knownHostsFiles: knownHostsList,
       idleTimeoutMs: settings.idleDisconnectSeconds() * 1000,
+      // The ssh of hosts on the OpenSSH transport: the user's remoteRuns.sshPath (never a workspace's), read at each connect.
+      sshPath: () => settings.sshPath(),
     }),
   );
   const hosts = new HostDirectory({
@@ -82,9 +85,17 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       // A config ssh would refuse fails the listing itself (bad-config): no rows to add then.
       sshConfigProblems: (name) => {
         try {
-          return hosts.resolve(core.host(name)).configProblems ?? [];
+          const resolved = hosts.resolve(core.host(name));
+          return problemsFor(resolved.configProblems ?? [], pool.transportFor(resolved));
         } catch {
           return [];
+        }
+      },
+      transport: (name) => {
+        try {
+          return describeTransport(pool.transportFor(hosts.resolve(core.host(name))));
+        } catch {
+          return undefined; // a config ssh would refuse: the host's row says why
         }
       },
       // Bound once evals are registered below (they need the tree to redraw).

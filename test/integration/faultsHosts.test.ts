@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { ConnectionPool, type PoolHost, type StateChange } from '../../src/core/ssh/pool';
+import type { SshConnection } from '../../src/core/ssh/connection';
 import type { ResolvedHop } from '../../src/core/ssh/types';
 import { startJumpPair, startSshd, type TestSshd } from '../harness/sshd';
 import { ScriptedPrompter } from '../harness/testHost';
@@ -99,7 +100,7 @@ describe('a slow client on a busy connection', () => {
       // A loaded extension host: every chunk costs 40 ms to handle, so the server's answers to keepalive pings
       // (sent every 250 ms, two missed = dead) wait behind megabytes of data while data keeps arriving.
       const bytes = 6 * 1024 * 1024;
-      const ch = await lease.connection.openExec(`head -c ${bytes} /dev/zero`);
+      const ch = await (lease.connection as SshConnection).openExec(`head -c ${bytes} /dev/zero`);
       let got = 0;
       await new Promise<void>((resolve, reject) => {
         ch.on('data', (chunk: Buffer) => {

@@ -38,6 +38,8 @@ describe('defaults', () => {
     assert.deepEqual(r, {
       jumps: [],
       target: { alias: 'gpu1', hostname: 'gpu1', port: 22, user: 'me', identityFiles: DEFAULT_KEYS, identitiesOnly: false },
+      // What OpenSSH would be run with if this host needed it: the same file, nothing overridden.
+      openssh: { configFile: '/home/me/.ssh/config', overrides: {} },
     });
   });
 

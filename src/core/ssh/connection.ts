@@ -18,6 +18,7 @@ import type { OpenHop } from './handshake';
 import { defaultKnownHostsFiles } from './hostKeyPolicy';
 import { describeHop, dialHops, type HopContext } from './hops';
 import { silentHop } from './keepalive';
+import type { CloseEvent, Transport } from './transport';
 import type { Logger, Prompter, ResolvedHop, ResolvedHost } from './types';
 
 export interface ConnectOptions {
@@ -43,10 +44,7 @@ export interface ConnectOptions {
   signal?: AbortSignal;
 }
 
-/** Why a connection closed: `error` is undefined when we closed it ourselves. */
-export interface CloseEvent {
-  error?: RemoteRunsError;
-}
+export type { CloseEvent } from './transport';
 
 /** Stderr kept per command; stdout is bounded by maxOutputBytes instead. */
 const MAX_STDERR_BYTES = 1 << 20;
@@ -55,7 +53,8 @@ const MAX_STDERR_BYTES = 1 << 20;
  * An open, authenticated connection. Create with `SshConnection.connect`. Once closed it stays closed:
  * the pool makes a new one.
  */
-export class SshConnection implements Executor {
+export class SshConnection implements Executor, Transport {
+  readonly kind = 'ssh2' as const;
   private readonly closeEmitter = new Emitter<CloseEvent>();
   /** Fires once, when the connection (or any hop under it) is gone. */
   readonly onDidClose: Event<CloseEvent> = this.closeEmitter.event;

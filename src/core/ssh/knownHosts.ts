@@ -98,6 +98,17 @@ export function knownHostsLine(hostname: string, port: number, keyType: string, 
   return `${knownHostsName(hostname, port)} ${keyType} ${keyBlob.toString('base64')}`;
 }
 
+/**
+ * The `@cert-authority` lines naming this host (`name` as looked up: `host`, `[host]:port` or a HostKeyAlias): a
+ * host certificate signed by one of them is trusted by OpenSSH, which ssh2 cannot check (it sees no certificates).
+ */
+export function certAuthoritiesFor(files: readonly KnownHostsFile[], name: string): KnownHostsLocation[] {
+  return files
+    .flatMap(parseKnownHosts)
+    .filter((e) => e.marker === 'cert-authority' && hostMatches(e.hosts, name))
+    .map((e) => ({ file: e.file, line: e.line }));
+}
+
 /** Read known_hosts files; missing files count as empty (OpenSSH does the same). */
 export async function readKnownHostsFiles(paths: readonly string[]): Promise<KnownHostsFile[]> {
   const out: KnownHostsFile[] = [];

@@ -4,7 +4,9 @@
  * multiplexes commands as channels (queueing beyond what sshd's default `MaxSessions 10` allows), counts users,
  * closes idle connections, reconnects with exponential backoff after a drop, and reports each host's state.
  *
- * Host resolution (~/.ssh/config) happens before: callers pass a ResolvedHost with a name.
+ * Host resolution (~/.ssh/config) happens before: callers pass a ResolvedHost with a name. Each host's connection is
+ * a Transport: the built-in ssh2 client (SshConnection), or the system OpenSSH (OpenSshConnection) for a host whose
+ * ssh config asks for what ssh2 cannot do (transportFor / chooseTransport says which and why).
  *
  * This folder never imports `vscode`.
  */
@@ -13,6 +15,9 @@ import type { ExecOptions, ExecResult, Executor } from '../remote';
 import { Emitter, type Disposable, type Event } from '../util/event';
 import { SecretStore } from './auth';
 import { SshConnection, type ConnectOptions } from './connection';
+import { OpenSshConnection } from './opensshConnection';
+import { defaultKnownHostsFiles } from './hostKeyPolicy';
+import { chooseTransport, describeTransport, problemsFor, type Transport, type TransportChoice } from './transport';
 import type { ConnectionState, Logger, Prompter, ResolvedHost } from './types';
 import type { ParsedKey } from 'ssh2';
 
@@ -52,6 +57,10 @@ export interface PoolOptions {
   backoffBaseMs?: number;
   /** ssh-agent socket. Default: SSH_AUTH_SOCK. null never uses an agent. */
   agent?: string | null;
+  /** The `ssh` binary for hosts on the OpenSSH transport (transport.ts), or a getter read at each connect. Default `ssh` from PATH. */
+  sshPath?: string | (() => string | undefined);
+  /** What runs askpass for the OpenSSH transport: this process's executable (node, or Electron run as node). */
+  runtime?: string;
 }
 
 /** See ConnectionPool.siblingLogin. */
@@ -63,7 +72,7 @@ export interface SiblingLogin {
 
 /** A hold on a host's connection (e.g. for SFTP or a forward): keeps it from idling out until released. */
 export interface Lease extends Disposable {
-  readonly connection: SshConnection;
+  readonly connection: Transport;
 }
 
 export interface StateChange {
@@ -76,8 +85,8 @@ interface Entry {
   /** The resolved host as JSON: a change (settings edited) replaces the connection. */
   key: string;
   host: ResolvedHost;
-  conn?: SshConnection;
-  connecting?: Promise<SshConnection>;
+  conn?: Transport;
+  connecting?: Promise<Transport>;
   state: ConnectionState;
   /** Channels in use through exec. */
   active: number;
@@ -109,12 +118,22 @@ export class ConnectionPool implements Disposable {
   /** Fires whenever a host's connection state changes (the tree turns it into an icon and a refresh). */
   readonly onDidChangeState: Event<StateChange> = this.stateEmitter.event;
   private readonly secrets = new SecretStore();
+  /** What users answered to the OpenSSH transport's prompts, per host name: a reconnect does not ask again. */
+  private readonly opensshAnswers = new Map<string, Map<string, string>>();
   private disposed = false;
 
   constructor(private readonly options: PoolOptions) {}
 
   getState(name: string): ConnectionState {
     return this.entries.get(name)?.state ?? IDLE;
+  }
+
+  /**
+   * Which client a host's connection uses and why (chooseTransport, with this pool's known_hosts files): what the
+   * log says on connecting, the host's tooltip and `ls --json` show.
+   */
+  transportFor(host: ResolvedHost): TransportChoice {
+    return chooseTransport(host, this.options.knownHostsFiles ?? defaultKnownHostsFiles(), undefined, this.options.knownHostsPinned ?? false);
   }
 
   /**
@@ -186,6 +205,8 @@ export class ConnectionPool implements Disposable {
   async connectSibling(host: PoolHost, signal?: AbortSignal): Promise<SshConnection> {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
     const { name: _name, ...resolved } = host;
+    // The OpenSSH transport's one master carries every stream: a second login would be a second set of prompts.
+    if (this.transportFor(resolved).kind === 'openssh') throw new RemoteRunsError('protocol', `${host.name} uses the OpenSSH transport: no second connection is opened`);
     return SshConnection.connect(resolved, this.connectOptions(NEVER_PROMPT, signal));
   }
 
@@ -226,6 +247,7 @@ export class ConnectionPool implements Disposable {
     }
     this.entries.clear();
     this.secrets.clear();
+    this.opensshAnswers.clear();
     this.stateEmitter.dispose();
   }
 
@@ -306,7 +328,7 @@ export class ConnectionPool implements Disposable {
   }
 
   /** The open connection, a connect already under way, or a new one; a caller's abort only stops its own wait. */
-  private connection(entry: Entry, signal?: AbortSignal): Promise<SshConnection> {
+  private connection(entry: Entry, signal?: AbortSignal): Promise<Transport> {
     if (entry.conn && !entry.conn.isClosed) return Promise.resolve(entry.conn);
     entry.connecting ??= this.connectWithBackoff(entry).finally(() => {
       entry.connecting = undefined;
@@ -314,7 +336,7 @@ export class ConnectionPool implements Disposable {
     return raceAbort(entry.connecting, signal);
   }
 
-  private async connectWithBackoff(entry: Entry): Promise<SshConnection> {
+  private async connectWithBackoff(entry: Entry): Promise<Transport> {
     const o = this.options;
     const attempts = entry.everConnected ? Math.max(1, o.reconnectAttempts ?? 4) : 1;
     for (let attempt = 1; ; attempt++) {
@@ -322,10 +344,17 @@ export class ConnectionPool implements Disposable {
       this.setState(entry, { kind: 'connecting', attempt });
       const host = entry.host;
       const generation = entry.generation;
-      // Lines of the ssh config this connection does not follow: in the log of every connect, never dropped.
-      if (attempt === 1) for (const p of host.configProblems ?? []) o.logger.warn(`ssh config: ${p}`);
+      const choice = this.transportFor(host);
+      if (attempt === 1) {
+        o.logger.info(`Transport for ${entry.name}: ${describeTransport(choice)}`);
+        // Lines of the ssh config this connection does not follow: in the log of every connect, never dropped.
+        for (const p of problemsFor(host.configProblems ?? [], choice)) o.logger.warn(`ssh config: ${p}`);
+      }
       try {
-        const conn = await SshConnection.connect(host, this.connectOptions(o.prompter));
+        const conn: Transport =
+          choice.kind === 'openssh'
+            ? await OpenSshConnection.connect(host, { ...this.connectOptions(o.prompter), sshPath: typeof o.sshPath === 'function' ? o.sshPath() : o.sshPath, runtime: o.runtime, answers: this.answersFor(entry.name) })
+            : await SshConnection.connect(host, this.connectOptions(o.prompter));
         if (this.disposed || entry.generation !== generation) {
           // Disposed or disconnected while we connected: this connection is for nobody.
           conn.close();
@@ -364,6 +393,12 @@ export class ConnectionPool implements Disposable {
         await new Promise((r) => setTimeout(r, delay));
       }
     }
+  }
+
+  private answersFor(name: string): Map<string, string> {
+    let m = this.opensshAnswers.get(name);
+    if (!m) this.opensshAnswers.set(name, (m = new Map()));
+    return m;
   }
 
   /** What every connection of this pool is opened with: the shared one (user's prompter) and siblings (never prompt). */

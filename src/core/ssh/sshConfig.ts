@@ -174,6 +174,9 @@ export const HONOURED_OPTIONS = new Set([
   'userknownhostsfile',
   'globalknownhostsfile',
   'identityagent',
+  // Followed by the OpenSSH transport, which a host using them gets (transport.ts).
+  'certificatefile',
+  'gssapiauthentication',
 ]);
 
 /** OpenSSH's defaults (readconf.c fill_default_options), used for whichever of the two a config leaves unset. */
@@ -677,7 +680,18 @@ export function resolveHost(host: HostConfig, config: SshConfig, env: ResolveEnv
   const ignored: string[] = [];
   const jumps = resolveJumps(target.jumps, config, env, [host.host], ignored);
   const configProblems = [...new Set([...config.problems, ...ignored, ...target.ignored])];
-  return { jumps, target: target.hop, ...(configProblems.length ? { configProblems } : {}) };
+  const overrides = {
+    ...(host.user !== undefined ? { user: host.user } : {}),
+    ...(host.port !== undefined ? { port: host.port } : {}),
+    ...(identityFiles?.length ? { identityFiles } : {}),
+    ...(host.proxyJump !== undefined ? { proxyJump: host.proxyJump } : {}),
+  };
+  return {
+    jumps,
+    target: target.hop,
+    ...(configProblems.length ? { configProblems } : {}),
+    openssh: { ...(config.files[0] !== undefined ? { configFile: config.files[0] } : {}), overrides },
+  };
 }
 
 /**
@@ -720,6 +734,8 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
   let userKnownHosts: string[] | undefined;
   let globalKnownHosts: string[] | undefined;
   const identityFiles = [...(preset.identityFiles ?? [])];
+  const certificateFiles: { value: string; where: string }[] = [];
+  let gssapi: { on: boolean; where: string } | undefined;
   const ignored: string[] = [];
   let proxy: { kind: 'jump' | 'command'; value: string; where: string } | undefined =
     preset.proxyJump !== undefined ? { kind: 'jump', value: preset.proxyJump, where: 'settings' } : undefined;
@@ -762,6 +778,12 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
         break;
       case 'identitiesonly':
         identitiesOnly ??= parseFlag(arg);
+        break;
+      case 'certificatefile':
+        certificateFiles.push({ value: arg, where: `${line.file}:${line.line}` });
+        break;
+      case 'gssapiauthentication':
+        gssapi ??= { on: parseFlag(arg) === true, where: `${line.file}:${line.line}` };
         break;
       case 'stricthostkeychecking':
         strict ??= parseStrict(arg);
@@ -831,6 +853,8 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
       ...(identityAgent !== undefined ? { identityAgent: agentSocket(identityAgent, env, tokens) } : {}),
       ...(knownHosts ? { knownHosts } : {}),
       ...(strict ? { strictHostKeyChecking: strict } : {}),
+      ...(certificateFiles.length ? { certificateFiles: certificateFiles.map((c) => ({ path: expandPath(c.value, env, tokens, 'CertificateFile'), where: c.where })) } : {}),
+      ...(gssapi?.on ? { gssapi: { where: gssapi.where } } : {}),
     },
     ignored,
     jumps,

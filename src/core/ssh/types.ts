@@ -46,6 +46,10 @@ export interface ResolvedHop {
    * environment), or null for `none` (no agent for this hop). Absent: the connection's agent (SSH_AUTH_SOCK).
    */
   identityAgent?: string | null;
+  /** CertificateFile lines of the ssh config (expanded), each with its `file:line`: only OpenSSH can use them. */
+  certificateFiles?: { path: string; where: string }[];
+  /** `GSSAPIAuthentication yes` from the ssh config, with its `file:line`: only OpenSSH speaks GSSAPI. */
+  gssapi?: { where: string };
   /** StrictHostKeyChecking (`no` is read as `accept-new`: a changed key is never accepted). Absent: `ask`. */
   strictHostKeyChecking?: 'yes' | 'ask' | 'accept-new';
 }
@@ -60,6 +64,11 @@ export interface ResolvedHost {
    * Shown to the user (a line of `ls`, the log); absent when there are none.
    */
   configProblems?: string[];
+  /**
+   * How OpenSSH itself would be asked for this host (the OpenSSH transport): the ssh config file it was resolved
+   * from (absent: none, `-F /dev/null`) and what the host's settings override, as `ssh -l/-p/-i/-J` would.
+   */
+  openssh?: { configFile?: string; overrides: { user?: string; port?: number; identityFiles?: string[]; proxyJump?: string } };
 }
 
 export interface HostKeyInfo {

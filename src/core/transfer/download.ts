@@ -25,7 +25,10 @@ import { delay } from '../util/delay';
 import { createLane, type Lane, type RangeHashes } from './lanes';
 import { acquireLock, busyError, type DownloadLock } from './lock';
 import { OpenSshLane } from './opensshLane';
-import { OpenSshSession, OpenSshUnsupported } from './opensshSession';
+import { OpenSshSession, OpenSshUnsupported, type OpenSshStreams } from './opensshSession';
+import { SshConnection } from '../ssh/connection';
+import type { Transport } from '../ssh/transport';
+import { OpenSshConnection } from '../ssh/opensshConnection';
 import { localError, makeFolders } from './localErrors';
 import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
@@ -508,9 +511,13 @@ async function runAttempt(
   const onOuterAbort = (): void => stop.abort();
   signal.addEventListener('abort', onOuterAbort, { once: true });
   const lease = await source.pool.acquire(source.host, signal);
-  let openssh: OpenSshSession | undefined;
+  const conn = lease.connection;
+  /** The streams' OpenSSH connection: the download's own session (ownSession) or the host's OpenSSH transport. */
+  let openssh: OpenSshStreams | undefined;
+  let ownSession: OpenSshSession | undefined;
   try {
-    openssh = await openSshFor(plan, lease.connection.hostKeys, options, clientState, signal);
+    if (conn instanceof SshConnection) openssh = ownSession = await openSshFor(plan, conn.hostKeys, options, clientState, signal);
+    else openssh = streamsOfTransport(conn);
   } catch (e) {
     signal.removeEventListener('abort', onOuterAbort);
     lease.dispose();
@@ -522,12 +529,13 @@ async function runAttempt(
       await clientState.lock.writers(openssh.lifelinePid);
     } catch (e) {
       signal.removeEventListener('abort', onOuterAbort);
-      await openssh.dispose();
+      await ownSession?.dispose();
       lease.dispose();
       throw e;
     }
   }
-  const lanes: Lane[] = [openssh ? new OpenSshLane(openssh, source.target) : createLane(transport, lease.connection, source.target, false)];
+  const ssh2 = conn as SshConnection;
+  const lanes: Lane[] = [openssh ? new OpenSshLane(openssh, source.target) : createLane(transport, ssh2, source.target, false)];
   // The record exists (with room to spare) before the first byte: a disk that fills up at once can still take it.
   await Promise.all(works.map(saveRecord));
   const recordTimer = setInterval(() => void Promise.all(works.map(saveRecord)), RECORD_INTERVAL_MS);
@@ -570,7 +578,7 @@ async function runAttempt(
       const missing = w.done.missing(w.bytes);
       const left = missing.reduce((n, [s, e]) => n + (e - s), 0);
       // One OpenSSH stream for the rest of a file (a single hole up to its end): ssh writes it into the .part itself.
-      if (openssh && perFile === 1 && !options.segmentBytes && missing.length === 1 && missing[0][1] === w.bytes) {
+      if (openssh && openssh.directWrites && perFile === 1 && !options.segmentBytes && missing.length === 1 && missing[0][1] === w.bytes) {
         queue.push({ w, range: missing[0], direct: true });
         continue;
       }
@@ -645,12 +653,21 @@ async function runAttempt(
     signal.removeEventListener('abort', onOuterAbort);
     for (const lane of lanes) lane.close();
     if (openssh) {
-      await openssh.dispose();
+      await ownSession?.dispose();
       await clientState.lock.writers(undefined).catch(() => undefined);
     }
     lease.dispose();
     await Promise.all(works.map(saveRecord));
   }
+}
+
+/**
+ * The streams of a host on the OpenSSH transport: its one master carries them (no second login, no prompt). They
+ * write through pipes only: the master outlives the download, so it must not hold a `.part` open.
+ */
+function streamsOfTransport(conn: Transport): OpenSshStreams {
+  if (!(conn instanceof OpenSshConnection)) throw new RemoteRunsError('protocol', `Downloads over a ${conn.kind} transport are not supported`);
+  return { lifelinePid: conn.lifelinePid, directWrites: false, run: (line, stdout) => conn.run(line, stdout) };
 }
 
 /**

@@ -8,7 +8,7 @@ import { commandFailed } from '../remote';
 import { classifyTargetFailure, wrapForTarget } from '../targets';
 import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
 import { rangeArgvOf, type Lane, type RangeHashes, type RangeJob, type WriteFn } from './lanes';
-import { classifySshFailure, type OpenSshSession } from './opensshSession';
+import { classifySshFailure, type OpenSshStreams } from './opensshSession';
 import { localError } from './localErrors';
 import { childSource, fileSource, runStream, type StreamEnd } from './stream';
 
@@ -35,7 +35,7 @@ const FULL_BELOW_BYTES = 1 << 20;
  */
 export class OpenSshLane implements Lane {
   constructor(
-    private readonly session: OpenSshSession,
+    private readonly session: OpenSshStreams,
     private readonly target: TargetRef,
   ) {}
 

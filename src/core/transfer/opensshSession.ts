@@ -33,7 +33,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ParsedKey } from 'ssh2';
 import { startPrivateAgent, type PrivateAgent } from '../ssh/agentServer';
-import { startAskpass, type Askpass } from './askpass';
+import { startAskpass, type Askpass } from '../ssh/askpass';
+import { createSessionFolder } from '../ssh/sessionFolder';
 import { keyTypeOfBlob } from '../ssh/knownHosts';
 import type { SiblingLogin } from '../ssh/pool';
 import type { ResolvedHop } from '../ssh/types';
@@ -160,8 +161,23 @@ export function buildConfig(
   return lines.join('\n') + '\n';
 }
 
+/** What a download's streams need of an OpenSSH master connection (a transfer's own session, or a host's transport). */
+export interface OpenSshStreams {
+  /** The lifeline's pid: while it runs, a process of the connection may still write. */
+  readonly lifelinePid: number | undefined;
+  /**
+   * True when a stream may write into the `.part` itself (its stdout a file the master writes): only a master that
+   * ends with the transfer, so that nothing writes into the file once the transfer is over.
+   */
+  readonly directWrites: boolean;
+  /** See OpenSshSession.run. */
+  run(line: string, stdout?: number): ChildProcess;
+}
+
 /** An OpenSSH login to one host: start remote commands on its shared master connection. */
-export class OpenSshSession {
+export class OpenSshSession implements OpenSshStreams {
+  readonly directWrites = true;
+
   /** The lifeline's pid: while it runs, a process of this session may still write. */
   get lifelinePid(): number | undefined {
     return this.lifeline.pid;
@@ -205,11 +221,7 @@ export class OpenSshSession {
     const stuck = auth.findIndex((a) => !a.key && !a.password);
     if (stuck >= 0) throw new OpenSshUnsupported(`${hops[stuck].alias} logs in with neither a key, an agent nor a password the connection holds`);
 
-    const parent = options.dir ?? os.tmpdir();
-    removeOrphanedSessions(parent);
-    const folder = fs.mkdtempSync(path.join(parent, 'rr-ssh-'));
-    fs.chmodSync(folder, 0o700);
-    fs.writeFileSync(path.join(folder, 'owner'), String(process.pid), { mode: 0o600 });
+    const folder = createSessionFolder(options.dir ?? os.tmpdir());
     let agent: PrivateAgent | undefined;
     let askpass: Askpass | undefined;
     try {
@@ -347,44 +359,6 @@ export class OpenSshSession {
     this.agent?.dispose();
     this.askpass?.dispose();
     fs.rmSync(this.folder, { recursive: true, force: true });
-  }
-}
-
-/**
- * Remove session folders in `parent` whose process is gone (killed mid-download, before it could clean up): they
- * hold no secret (config, pinned known_hosts, public keys, dead sockets), but nothing of ours should stay behind.
- * A folder is another live process's while the pid in its `owner` file runs; without that file it is left alone.
- */
-export function removeOrphanedSessions(parent: string): number {
-  let removed = 0;
-  let names: string[];
-  try {
-    names = fs.readdirSync(parent).filter((n) => n.startsWith('rr-ssh-'));
-  } catch {
-    return 0;
-  }
-  for (const name of names) {
-    const folder = path.join(parent, name);
-    try {
-      const st = fs.lstatSync(folder);
-      if (!st.isDirectory() || (typeof process.getuid === 'function' && st.uid !== process.getuid())) continue;
-      const pid = Number(fs.readFileSync(path.join(folder, 'owner'), 'utf8'));
-      if (!Number.isSafeInteger(pid) || pid <= 0 || isAlive(pid)) continue;
-      fs.rmSync(folder, { recursive: true, force: true });
-      removed++;
-    } catch {
-      // no owner file, or gone meanwhile: not ours to judge
-    }
-  }
-  return removed;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

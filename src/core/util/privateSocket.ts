@@ -9,9 +9,10 @@ export interface PrivateSocket {
   close(): void;
 }
 
-export async function listenPrivate(socketPath: string, onConnection: (sock: net.Socket) => void): Promise<PrivateSocket> {
+/** `allowHalfOpen`: a client's end of input leaves our side open, for an answer given later (askpass waits for the user). */
+export async function listenPrivate(socketPath: string, onConnection: (sock: net.Socket) => void, options: { allowHalfOpen?: boolean } = {}): Promise<PrivateSocket> {
   const sockets = new Set<net.Socket>();
-  const server = net.createServer((sock) => {
+  const server = net.createServer({ allowHalfOpen: options.allowHalfOpen ?? false }, (sock) => {
     sockets.add(sock);
     sock.on('close', () => sockets.delete(sock));
     sock.on('error', () => sock.destroy());

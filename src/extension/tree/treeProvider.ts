@@ -19,6 +19,8 @@ export interface TreeDeps {
   log: Logger;
   /** See TreeSource.sshConfigProblems. */
   sshConfigProblems?(hostName: string): string[];
+  /** Which client carries the host and why (describeTransport), for its tooltip; undefined when it cannot be said. */
+  transport?(hostName: string): string | undefined;
   /** Extra text after a checkpoint's description (e.g. its evals' state); redraw with `redraw` when it changes. */
   checkpointDecoration?(node: CheckpointNode): string | undefined;
 }
@@ -143,7 +145,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     item.description = stateLabel(state);
     this.renderedHostState.set(node.hostName, item.description);
     item.iconPath = new vscode.ThemeIcon(stateIcon(state));
-    item.tooltip = `${node.hostName} (${node.source === 'settings' ? 'from remoteRuns.hosts' : 'from ~/.ssh/config'})${'message' in state ? `\n${state.message}` : ''}`;
+    const transport = this.deps.transport?.(node.hostName);
+    item.tooltip =
+      `${node.hostName} (${node.source === 'settings' ? 'from remoteRuns.hosts' : 'from ~/.ssh/config'})` +
+      `${transport ? `\nTransport: ${transport}` : ''}${'message' in state ? `\n${state.message}` : ''}`;
     item.contextValue = `host.${state.kind}`;
     return item;
   }

@@ -1,4 +1,8 @@
 /**
+ * Answers to an OpenSSH client's prompts, through its SSH_ASKPASS program (startPromptAnswerer: each prompt handed to
+ * a function of this process). Two users: the OpenSSH transport of a host (ssh/opensshConnection.ts), whose prompts
+ * go to the user's Prompter, and the transfers' OpenSSH sessions (startAskpass), described here:
+ *
  * Passwords the pool already holds, handed to an OpenSSH client that asks for them, and to nothing else. OpenSSH
  * reads a password from its SSH_ASKPASS program (SSH_ASKPASS_REQUIRE=force, OpenSSH 8.4+); ours is a two-line
  * script in the transfer's 0700 folder that asks this process over a Unix socket in the same folder. The answer is
@@ -48,18 +52,22 @@ sock.end(Buffer.from(String(process.argv[2] || ''), 'utf8'));
 `;
 
 /**
- * Start the answering side in `folder` (which must be private to this user). `runtime` is this process's executable
- * (node, or the editor's Electron, run as node).
+ * Answers one prompt of an ssh process: the text to type (a password, a passphrase, `yes`), or undefined to refuse
+ * (ssh then gives up on that question). May ask the user; it is called once per prompt ssh shows.
  */
-export async function startAskpass(folder: string, logins: AskpassLogin[], runtime = process.execPath): Promise<Askpass> {
+export type PromptAnswer = (prompt: string) => Promise<string | undefined> | string | undefined;
+
+/**
+ * Start the answering side in `folder` (which must be private to this user), each prompt answered by `answer`.
+ * `runtime` is this process's executable (node, or the editor's Electron, run as node).
+ */
+export async function startPromptAnswerer(folder: string, answer: PromptAnswer, runtime = process.execPath): Promise<Omit<Askpass, 'answered'>> {
   const socketPath = path.join(folder, 'askpass.sock');
   const script = path.join(folder, 'askpass.js');
   const program = path.join(folder, 'askpass');
   fs.writeFileSync(script, CLIENT_JS, { mode: 0o600 });
   const q = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
   fs.writeFileSync(program, `#!/bin/sh\nELECTRON_RUN_AS_NODE=1 exec ${q(runtime)} ${q(script)} "$1"\n`, { mode: 0o700 });
-  const answered = new Map<string, number>();
-  const byPrompt = new Map(logins.map((l) => [passwordPrompt(l.user, l.hostname), l]));
   const server = await listenPrivate(socketPath, (sock) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -68,20 +76,21 @@ export async function startAskpass(folder: string, logins: AskpassLogin[], runti
       if (size > 4096) return sock.destroy();
       chunks.push(d);
     });
+    sock.on('error', () => undefined);
     sock.on('end', () => {
       const prompt = Buffer.concat(chunks).toString('utf8');
-      const login = byPrompt.get(prompt);
-      const key = login ? `${login.user}@${login.hostname}` : '';
-      if (!login || (answered.get(key) ?? 0) >= 1) return sock.end(Buffer.from('-'));
-      answered.set(key, 1);
-      sock.end(Buffer.concat([Buffer.from('+'), Buffer.from(login.password, 'utf8')]));
+      Promise.resolve()
+        .then(() => answer(prompt))
+        .then(
+          (text) => sock.end(text === undefined ? Buffer.from('-') : Buffer.concat([Buffer.from('+'), Buffer.from(text, 'utf8')])),
+          () => sock.end(Buffer.from('-')),
+        );
     });
-  });
+  }, { allowHalfOpen: true });
   let disposed = false;
   return {
     program,
     env: { SSH_ASKPASS: program, SSH_ASKPASS_REQUIRE: 'force', REMOTE_RUNS_ASKPASS_SOCK: socketPath },
-    answered,
     dispose() {
       if (disposed) return;
       disposed = true;
@@ -89,4 +98,25 @@ export async function startAskpass(folder: string, logins: AskpassLogin[], runti
       for (const f of [socketPath, script, program]) fs.rmSync(f, { force: true });
     },
   };
+}
+
+/**
+ * Start the answering side for `logins`: each login's own password prompt is answered once, every other prompt is
+ * refused. `runtime` as for startPromptAnswerer.
+ */
+export async function startAskpass(folder: string, logins: AskpassLogin[], runtime = process.execPath): Promise<Askpass> {
+  const answered = new Map<string, number>();
+  const byPrompt = new Map(logins.map((l) => [passwordPrompt(l.user, l.hostname), l]));
+  const answerer = await startPromptAnswerer(
+    folder,
+    (prompt) => {
+      const login = byPrompt.get(prompt);
+      const key = login ? `${login.user}@${login.hostname}` : '';
+      if (!login || (answered.get(key) ?? 0) >= 1) return undefined;
+      answered.set(key, 1);
+      return login.password;
+    },
+    runtime,
+  );
+  return { ...answerer, answered };
 }
