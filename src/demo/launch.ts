@@ -110,9 +110,39 @@ export function findCodeServer(repo: string): { node: string; entry: string } | 
   return fs.existsSync(node) && fs.existsSync(entry) ? { node, entry } : undefined;
 }
 
-/** Start code-server on 127.0.0.1 with the demo profile and the extension from `repo` installed in it. */
-export async function openCodeServer(tool: { node: string; entry: string }, repo: string, paths: DemoPaths, say: (line: string) => void = () => undefined): Promise<OpenedEditor & { url: string }> {
-  const port = await freePort();
+/** What runs a setup step: the real one spawns with the terminal attached, so its progress shows. */
+export type StepRunner = (command: string, args: string[], cwd: string) => { status: number | null; error?: Error };
+
+const runAttached: StepRunner = (command, args, cwd) => {
+  const r = spawnSync(command, args, { cwd, stdio: 'inherit' });
+  return { status: r.status, ...(r.error ? { error: r.error } : {}) };
+};
+
+/**
+ * The editor plan, installing code-server first when there is neither a desktop `code` nor code-server (a fresh
+ * machine): `bash test/vscode/setup.sh` (about 3 minutes once, its progress on the terminal; it needs root for the
+ * Debian packages it adds). `install: false` (`--no-install`) only says what to run.
+ */
+export function ensureEditor(repo: string, paths: DemoPaths, say: (line: string) => void, options: { install: boolean; run?: StepRunner; pathVar?: string } = { install: true }): EditorPlan {
+  const plan = planEditor(repo, paths, options.pathVar);
+  if (plan.kind !== 'none') return plan;
+  const setup = path.join(repo, 'test', 'vscode', 'setup.sh');
+  if (!options.install) return { kind: 'none', reason: `${plan.reason}; run \`bash ${setup}\` once (about 3 minutes), or start without --no-install` };
+  say(`No \`code\` on PATH and code-server is not installed: installing code-server into test/vscode/ (bash ${setup}, about 3 minutes, once)…`);
+  const r = (options.run ?? runAttached)('bash', [setup], repo);
+  if (r.error || r.status !== 0) {
+    return { kind: 'none', reason: `installing code-server failed (${r.error ? r.error.message : `bash ${setup} exited with ${r.status}`}); run it yourself to see why (it needs root for its Debian packages)` };
+  }
+  const again = planEditor(repo, paths, options.pathVar);
+  return again.kind === 'none' ? { kind: 'none', reason: `bash ${setup} finished but code-server is still missing under test/vscode/node_modules` } : again;
+}
+
+/**
+ * Start code-server on 127.0.0.1 with the demo profile and the extension from `repo` installed in it, on `port`
+ * (`--editor-port`) or a free one the system picks.
+ */
+export async function openCodeServer(tool: { node: string; entry: string }, repo: string, paths: DemoPaths, say: (line: string) => void = () => undefined, editorPort?: number): Promise<OpenedEditor & { url: string }> {
+  const port = editorPort ?? (await freePort());
   const config = path.join(paths.base, 'vscode', 'code-server.yaml');
   fs.writeFileSync(config, 'auth: none\ncert: false\n');
   const home = path.join(paths.base, 'vscode', 'home');

@@ -1,9 +1,11 @@
 /**
  * `npm run demo`: start the demo training host, then open VS Code on it in an isolated profile.
  *
- *   npm run demo [-- --headless] [--port N] [--no-build]
+ *   npm run demo [-- --headless] [--port N] [--editor-port N] [--no-build] [--no-install]
  *
- * --headless starts only the host and prints how to reach it (ssh, the CLI). Ctrl-C (SIGINT) or SIGTERM stops
+ * --headless starts only the host and prints how to reach it (ssh, the CLI). --port: the demo host's SSH port;
+ * --editor-port: code-server's (both chosen freely by default). Without a desktop `code` and code-server the first
+ * run installs code-server (test/vscode/setup.sh) unless --no-install. Ctrl-C (SIGINT) or SIGTERM stops
  * everything it started; the demo machine's processes end with it even if this process is killed outright.
  */
 import { spawnSync } from 'node:child_process';
@@ -11,19 +13,19 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { demoEvalProfile, startDemoHost, DEMO_HOST_NAME, type DemoHost } from './demoHost';
-import { findRepoRoot, openCodeServer, openDesktop, planEditor, type OpenedEditor } from './launch';
+import { ensureEditor, findRepoRoot, openCodeServer, openDesktop, type OpenedEditor } from './launch';
 import { demoBaseDir, demoPaths } from './paths';
 import { demoSettings, writeDemoProfile } from './profile';
 
-const USAGE = 'usage: npm run demo [-- --headless] [--port N] [--no-build]';
+const USAGE = 'usage: npm run demo [-- --headless] [--port N] [--editor-port N] [--no-build] [--no-install]';
 
 /** Runs the demo until a signal; resolves with the exit code. */
 export async function main(argv: string[]): Promise<number> {
-  let values: { headless?: boolean; port?: string; 'no-build'?: boolean; help?: boolean };
+  let values: { headless?: boolean; port?: string; 'editor-port'?: string; 'no-build'?: boolean; 'no-install'?: boolean; help?: boolean };
   try {
     values = parseArgs({
       args: argv,
-      options: { headless: { type: 'boolean' }, port: { type: 'string' }, 'no-build': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: { headless: { type: 'boolean' }, port: { type: 'string' }, 'editor-port': { type: 'string' }, 'no-build': { type: 'boolean' }, 'no-install': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
     }).values;
   } catch (e) {
     process.stderr.write(`${(e as Error).message}\n${USAGE}\n`);
@@ -36,6 +38,11 @@ export async function main(argv: string[]): Promise<number> {
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) {
     process.stderr.write(`--port: not a port number: ${values.port}\n`);
+    return 1;
+  }
+  const editorPort = values['editor-port'] === undefined ? undefined : Number(values['editor-port']);
+  if (editorPort !== undefined && !(Number.isInteger(editorPort) && editorPort > 0 && editorPort < 65536)) {
+    process.stderr.write(`--editor-port: not a port number: ${values['editor-port']}\n`);
     return 1;
   }
 
@@ -89,7 +96,7 @@ export async function main(argv: string[]): Promise<number> {
   if (!values.headless) {
     writeDemoProfile(paths, demoSettings(paths, host.hostConfig, demoEvalProfile()));
     try {
-      editor = await openEditor(repo, paths, say);
+      editor = await openEditor(repo, paths, say, { install: !values['no-install'], editorPort });
       say(`Opened ${editor.description}`);
       if ('url' in editor) say(`Open this URL in your browser: ${(editor as { url: string }).url}`);
     } catch (e) {
@@ -102,13 +109,13 @@ export async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-async function openEditor(repo: string, paths: ReturnType<typeof demoPaths>, say: (line: string) => void): Promise<OpenedEditor> {
-  const plan = planEditor(repo, paths);
+async function openEditor(repo: string, paths: ReturnType<typeof demoPaths>, say: (line: string) => void, options: { install: boolean; editorPort?: number }): Promise<OpenedEditor> {
+  const plan = ensureEditor(repo, paths, say, { install: options.install });
   switch (plan.kind) {
     case 'desktop':
       return openDesktop(plan.executable, repo, paths);
     case 'code-server':
-      return openCodeServer(plan.tool, repo, paths, say);
+      return openCodeServer(plan.tool, repo, paths, say, options.editorPort);
     case 'none':
       throw new Error(plan.reason);
   }

@@ -8,7 +8,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, test } from 'node:test';
-import { desktopArgs, onPath, planEditor } from '../../src/demo/launch';
+import { desktopArgs, ensureEditor, onPath, planEditor } from '../../src/demo/launch';
 import { demoPaths } from '../../src/demo/paths';
 
 const root = mkdtempSync(path.join(tmpdir(), 'rr-demo-launch-'));
@@ -96,4 +96,35 @@ test('neither: no editor, and the reason names the setup command', () => {
 test('an empty PATH finds nothing', () => {
   assert.equal(onPath('code', ''), undefined);
   assert.deepEqual(desktopArgs('/r', paths).slice(0, 3), ['--new-window', '--wait', '--extensionDevelopmentPath=/r']);
+});
+
+test('a fresh machine: npm run demo installs code-server itself (setup.sh, progress on the terminal), then opens it', () => {
+  const repo = repoDir('repo-f', false);
+  const runs: string[][] = [];
+  const said: string[] = [];
+  const plan = ensureEditor(repo, paths, (l) => said.push(l), {
+    install: true,
+    pathVar: noCode,
+    run: (command, args, cwd) => {
+      runs.push([command, ...args, cwd]);
+      // What setup.sh leaves behind: the Node it runs code-server with, and code-server.
+      repoDir('repo-f', true);
+      return { status: 0 };
+    },
+  });
+  assert.deepEqual(runs, [['bash', path.join(repo, 'test', 'vscode', 'setup.sh'), repo]]);
+  assert.equal(plan.kind, 'code-server');
+  assert.match(said.join('\n'), /installing code-server into test\/vscode\/ .*about 3 minutes, once/);
+});
+
+test('the install failing, or --no-install: no editor, and the reason says what to run', () => {
+  const failed = ensureEditor(repoDir('repo-g', false), paths, () => undefined, { install: true, pathVar: noCode, run: () => ({ status: 1 }) });
+  assert.equal(failed.kind, 'none');
+  assert.match(failed.kind === 'none' ? failed.reason : '', /installing code-server failed .*exited with 1.*needs root/);
+  let ran = false;
+  const skipped = ensureEditor(repoDir('repo-h', false), paths, () => undefined, { install: false, pathVar: noCode, run: () => ((ran = true), { status: 0 }) });
+  assert.equal(ran, false);
+  assert.match(skipped.kind === 'none' ? skipped.reason : '', /run `bash .*setup\.sh` once/);
+  // A desktop `code` needs no install.
+  assert.equal(ensureEditor(repoDir('repo-i', false), paths, () => undefined, { install: true, pathVar: withCode, run: () => assert.fail('no install') }).kind, 'desktop');
 });
