@@ -49,3 +49,14 @@ export function emptyStateText(kind: ErrorKind): EmptyStateText {
       return { title: 'Error', hint: 'See the log for details.', icon: 'error' };
   }
 }
+
+/**
+ * The short reason of a state row: the message's first sentence without what the label already says (`connect
+ * ECONNREFUSED …` under `Unreachable`), at most ~80 characters.
+ */
+export function stateReason(label: string, message: string): string {
+  let first = message.split(/(?<=[.!?])\s|\n/)[0]?.trim() ?? '';
+  if (first.startsWith(label)) first = first.slice(label.length).replace(/^[\s:.,-]+/, '');
+  if (first.toLowerCase() === label.toLowerCase()) return '';
+  return first.length > 80 ? `${first.slice(0, 79)}…` : first;
+}

@@ -89,11 +89,12 @@ export class RemoteRunsCore {
     // A root whose walk hit the budget is listed again with the budget shared among its folders (a second round trip,
     // only then): what survives no longer depends on directory order, and the folders that were too large are named.
     const cut = result.roots.map((r, i) => (r.truncated && r.state !== 'path-missing' && r.state !== 'not-a-directory' && r.state !== 'permission-denied' ? i : -1)).filter((i) => i >= 0);
-    if (cut.length === 0) return { target, roots: result.roots, remoteNow: result.remoteNow };
+    const defaults = host.runRoots && host.runRoots.length > 0 ? {} : { defaultRoots: true as const };
+    if (cut.length === 0) return { target, roots: result.roots, remoteNow: result.remoteNow, ...defaults };
     const fair = await runCommand(exec, target, listRunsCommand(cut.map((i) => roots[i]), { maxEntries: this.options.maxEntries, mode: 'fair' }), signal);
     const merged = [...result.roots];
     cut.forEach((index, k) => (merged[index] = fair.roots[k]));
-    return { target, roots: merged, remoteNow: result.remoteNow };
+    return { target, roots: merged, remoteNow: result.remoteNow, ...defaults };
   }
 
   /**

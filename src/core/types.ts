@@ -309,6 +309,8 @@ export interface Unreadable {
 export interface TargetListing {
   target: TargetRef;
   roots: RootListing[];
+  /** The roots are the defaults (the host configures none): a missing one is expected, not a problem. */
+  defaultRoots?: true;
   /** The remote clock at listing time (ms since epoch), used for `live`. */
   remoteNow: number;
 }

@@ -100,6 +100,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       },
       // Bound once evals are registered below (they need the tree to redraw).
       checkpointDecoration: (node) => evalsHandle?.checkpointDecoration(node),
+      checkpointEvalRunning: (node) => evalsHandle?.checkpointEvalRunning(node) ?? false,
     }),
   );
   const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true }));

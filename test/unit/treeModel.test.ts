@@ -107,12 +107,26 @@ test('each level: hosts, targets with the runtime problems, runs with the roots 
   const runNode = under[0];
   assert.equal(runNode.id, runId('gpu1', HOST, '/runs/a'));
   const cks = await model.childrenOf(runNode);
-  assert.deepEqual(cks.map((c) => (c.type === 'checkpoint' ? c.checkpoint.name : '')), ['step_100', 'step_200']);
+  assert.deepEqual(cks.map((c) => (c.type === 'checkpoint' ? c.checkpoint.name : '')), ['step_200', 'step_100'], 'newest first, as the picker lists them');
   const files = await model.childrenOf(cks[1]);
   assert.deepEqual(files.map((f) => (f.type === 'file' ? f.file.name : '')), ['model.pt']);
   assert.equal(model.nodeAt(files[0].id), files[0], 'every node handed out can be found by id');
   assert.equal(scopeOf(files[0]).id, targets[0].id, "a file's listing is its target's");
   assert.deepEqual(model.knownRuns().map((r) => r.run.name), ['a']);
+  model.dispose();
+});
+
+test('default run roots: a missing one is quiet while another root exists; none existing is one row naming them', async () => {
+  const missing = (root: string) => ({ root, path: root, state: 'path-missing' as const, message: `${root} does not exist`, seen: [], truncated: false });
+  const src = source();
+  src.listing.set('host:', { target: HOST, remoteNow: 1, defaultRoots: true, roots: [missing('/workspace'), { root: '~/runs', path: '/home/u/runs', state: 'ok', runs: [run('a', [1])], truncated: false }, missing('/data')] });
+  src.listing.set('pct:200', { target: PCT, remoteNow: 1, defaultRoots: true, roots: [missing('/workspace'), missing('/data')] });
+  const model = new RunsTreeModel(src, 10);
+  const { targets } = await walk(model);
+  const host = await model.childrenOf(targets[0]);
+  assert.deepEqual(host.map((n) => n.type), ['run'], 'the runs, without a row per default root that is not there');
+  const pct = await model.childrenOf(targets[1]);
+  assert.deepEqual(pct.map((n) => (n.type === 'state' ? [n.kind, n.label] : n.type)), [['path-missing', 'No default run root exists (/workspace, /data)']]);
   model.dispose();
 });
 

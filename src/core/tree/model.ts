@@ -114,8 +114,9 @@ export class RunsTreeModel {
       case 'target':
         return this.targetChildren(node);
       case 'run':
-        // Ascending step order, as numbers (step_9000 before step_10000); the newest is marked.
-        return node.run.checkpoints.map((c): CheckpointNode => ({
+        // Newest first, as the checkpoint picker lists them (a run of 27 keeps its newest on screen); the newest
+        // complete one is marked.
+        return [...node.run.checkpoints].reverse().map((c): CheckpointNode => ({
           type: 'checkpoint',
           id: childId(node, 'c', c.path),
           parent: node,
@@ -166,7 +167,27 @@ export class RunsTreeModel {
     if (!result.ok) return [errorNode(node, result.error)];
     const out: TreeNode[] = [];
     const states: TreeNode[] = [];
-    for (const root of result.value.roots) {
+    const listing = result.value;
+    // Default run roots (none configured) that do not exist are expected on most machines: quiet while another root
+    // exists; when none of them does, one row says so instead of one per root.
+    const quiet = listing.defaultRoots === true && listing.roots.some((r) => r.state !== 'path-missing');
+    const missingDefaults = listing.defaultRoots === true && !quiet ? listing.roots.filter((r) => r.state === 'path-missing') : [];
+    if (missingDefaults.length > 1) {
+      const text = emptyStateText('path-missing');
+      const names = missingDefaults.map((r) => r.root);
+      states.push({
+        type: 'state',
+        id: childId(node, 's', 'default-roots'),
+        parent: node,
+        kind: 'path-missing',
+        label: `No default run root exists (${names.join(', ')})`,
+        message: `None of the default run roots exists on ${formatTarget(node.target)}: ${names.join(', ')}. ${text.hint}`,
+        seen: [],
+        scope: node,
+      });
+    }
+    for (const root of listing.roots) {
+      if (root.state === 'path-missing' && (quiet || missingDefaults.length > 1)) continue;
       if (root.state === 'ok') {
         for (const run of root.runs) {
           out.push({ type: 'run', id: runId(node.hostName, node.target, run.path), parent: node, hostName: node.hostName, target: node.target, run });

@@ -58,6 +58,8 @@ export interface EvalDeps {
 export interface EvalsHandle {
   /** The eval text for a checkpoint (undefined: none known yet; a first call starts listing its run's evals). */
   checkpointDecoration(node: CheckpointNode): string | undefined;
+  /** A pending or running eval of this checkpoint is known. */
+  checkpointEvalRunning(node: CheckpointNode): boolean;
 }
 
 interface RunEvals {
@@ -337,6 +339,10 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
       const live = entry?.entries.some((e) => e.record.state === 'running' || e.record.state === 'pending');
       if (!entry || (live && !entry.loading && Date.now() - entry.loadedAt > RELIST_RUNNING_MS)) void load(key, subject);
       return entry ? checkpointEvalText(entry.entries.map((e) => e.record), node.checkpoint.path) : undefined;
+    },
+    checkpointEvalRunning(node: CheckpointNode): boolean {
+      const entry = runs.get(runKey(subjectOf(node)));
+      return entry?.entries.some((e) => (e.record.state === 'running' || e.record.state === 'pending') && e.record.checkpointPath === node.checkpoint.path) ?? false;
     },
   };
 }

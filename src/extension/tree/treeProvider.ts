@@ -2,7 +2,7 @@ import * as vscode from 'vscode';
 import type { RemoteRunsCore } from '../../core/service';
 import { checkpointLabel, formatTarget, latestCheckpoint, latestPhrase } from '../../core/types';
 import type { ConnectionState } from '../../core/ssh/types';
-import { emptyStateText } from '../../core/emptyStates';
+import { emptyStateText, stateReason } from '../../core/emptyStates';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../../core/util/format';
 import type { Event } from '../../core/util/event';
 import { hostId, type CheckpointNode, type FileNode, type HostNode, type RunNode, type StateNode, type TargetNode, type TreeNode } from '../../core/tree/nodes';
@@ -23,6 +23,8 @@ export interface TreeDeps {
   transport?(hostName: string): string | undefined;
   /** Extra text after a checkpoint's description (e.g. its evals' state); redraw with `redraw` when it changes. */
   checkpointDecoration?(node: CheckpointNode): string | undefined;
+  /** An eval of this checkpoint is pending or running (Stop Eval is offered only then). */
+  checkpointEvalRunning?(node: CheckpointNode): boolean;
 }
 
 /**
@@ -191,7 +193,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     item.description = [what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
     item.tooltip = `${c.path}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
-    item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}`;
+    item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}${this.deps.checkpointEvalRunning?.(node) ? '.evalRunning' : ''}`;
     return item;
   }
 
@@ -211,15 +213,22 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     item.iconPath = new vscode.ThemeIcon(text.icon);
-    item.description = node.seen.length ? `saw: ${node.seen.join(', ')}` : node.kind;
+    // The reason inline (what the user acts on); the error kind only in the tooltip.
+    item.description = node.seen.length ? `saw: ${node.seen.join(', ')}` : stateReason(node.label, node.message);
     const tip = new vscode.MarkdownString();
     tip.appendText(`${node.message}\n\n${text.hint}`);
     if (node.seen.length) tip.appendText(`\n\nEntries there: ${node.seen.join(', ')}`);
+    tip.appendText(`\n\n(${node.kind})`);
     item.tooltip = tip;
-    item.contextValue = `state.${node.kind}`;
+    // Retry only where trying again can change the answer (a connection or a command that failed), not on what a
+    // listing found (an empty folder, no runs): the view's Refresh lists those again.
+    item.contextValue = `state.${node.kind}${RETRYABLE.has(node.kind) ? '.retry' : ''}`;
     return item;
   }
 }
+
+/** State kinds where Retry can change the answer. */
+const RETRYABLE: ReadonlySet<string> = new Set(['unreachable', 'auth-failed', 'host-key-unknown', 'timeout', 'command-failed', 'permission-denied', 'protocol', 'cancelled', 'container-stopped']);
 
 function stateLabel(s: ConnectionState): string {
   switch (s.kind) {
