@@ -86,6 +86,59 @@ test('run listing: any record stream, cut anywhere, parses to listings or Remote
   );
 });
 
+test('run listing read as it arrives, in chunks cut anywhere (inside the marker, a field, a character), is what parse reads', () => {
+  const bytes = fc.oneof(fc.constant(Buffer.from('noise\n')), fc.constant(Buffer.alloc(0)), fc.uint8Array({ maxLength: 6 }).map((a) => Buffer.from(a)));
+  fc.assert(
+    fc.property(
+      bytes,
+      fc.array(record, { maxLength: 30 }),
+      fc.array(fc.nat(), { maxLength: 12 }),
+      fc.boolean(),
+      fc.nat(),
+      (noise, records, cuts, truncated, cutAt) => {
+        const start = [['T', '1750000000'], ['R', '0', 'ok', '/w']];
+        const body = [...start, ...records, ['X', '0', '0'], ['Z']].map((r) => r.map((f) => `${f}\0`).join('')).join('');
+        // Names that are not UTF-8 too: a lone continuation byte and a sequence cut short.
+        const full = Buffer.concat([noise, Buffer.from('\0@rr-list@2\0'), Buffer.from(body, 'utf8').map((b) => (b === 0x7e ? 0x80 : b))]);
+        const stdout = truncated ? full.subarray(0, cutAt % (full.length + 1)) : full;
+        const r = result(stdout, { truncated });
+        const command = listRunsCommand(['/w'], { maxEntries: 20 });
+        const outcome = (fn: () => unknown): unknown => {
+          try {
+            return { value: fn() };
+          } catch (e) {
+            assert.ok(e instanceof RemoteRunsError, String(e));
+            return { error: e.kind, message: e.message };
+          }
+        };
+        const reader = command.reader!();
+        const at = [...new Set(cuts.map((c) => c % (stdout.length + 1)))].sort((a, b) => a - b);
+        let from = 0;
+        for (const c of [...at, stdout.length]) {
+          reader.push(stdout.subarray(from, c));
+          from = c;
+        }
+        assert.deepEqual(outcome(() => reader.finish(r)), outcome(() => command.parse(r)));
+      },
+    ),
+    { numRuns: RUNS * 2 },
+  );
+});
+
+test('run listing read as it arrives: output the executor did not stream, or streamed twice (a retried command), is read whole', () => {
+  const text = '\0@rr-list@2\0T\0001750000000\0R\0000\0ok\0/w\0E\0d\0004096\0001750000000.0\0run\0\0E\0f\0005\0001750000000.0\0run/step_1.pt\0\0X\0000\0000\0Z\0';
+  const out = Buffer.from(text);
+  const command = listRunsCommand(['/w'], {});
+  const expected = command.parse(result(out));
+  assert.equal(expected.roots[0].state, 'ok');
+  const none = command.reader!();
+  assert.deepEqual(none.finish(result(out)), expected);
+  const twice = command.reader!();
+  twice.push(out.subarray(0, 30));
+  twice.push(out);
+  assert.deepEqual(twice.finish(result(out)), expected);
+});
+
 test('run listing: a tree nested thousands of folders deep (parents missing) is an error or a listing, not a stack overflow escaping', () => {
   const deep = Array.from({ length: 20_000 }, () => 'a').join('/') + '/step_1';
   const fields = ['T', '1750000000', 'R', '0', 'ok', '/w', 'E', 'd', '4096', '1750000000', deep, '', 'X', '0', '0', 'Z'];

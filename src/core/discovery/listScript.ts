@@ -21,7 +21,7 @@
  */
 import type { RemoteCommand } from '../remote';
 import type { RootListing } from '../types';
-import { parseListOutput } from './listParse';
+import { listOutputReader, parseListOutput } from './listParse';
 
 /**
  * Records per root before a listing is cut short (and says so). 50 runs × 100 step folders is ~10,200 entries;
@@ -210,6 +210,8 @@ export function listRunsCommand(
     // Far above what LIMIT entries per root print, so the executor's cut only trips on a broken remote.
     maxOutputBytes: 64 * 1024 * 1024,
     parse: (result) => parseListOutput(result, roots, maxEntries, describe, maxDepth),
+    // Records are read while the walk still runs; only finding the runs waits for the end.
+    reader: () => listOutputReader(roots, maxEntries, describe, maxDepth),
   };
 }
 
