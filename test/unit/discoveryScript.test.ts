@@ -266,12 +266,10 @@ test('busybox (no find -printf, no head -z) lists the same runs as GNU find', ()
   assert.equal(fs.existsSync(path.join(root, 'CANARY')), false);
 });
 
-/** The E records of a raw listing as [rel, type, extra], for the fields the runs do not show. */
+/** The entries of a raw listing as [type, extra] by path (extra: K<link>, C<text> or ''), for the fields the runs do not show. */
 function rawEntries(stdout: Buffer): Map<string, [string, string]> {
-  const fields = stdout.toString('utf8').split('\0');
-  const out = new Map<string, [string, string]>();
-  for (let i = 0; i < fields.length; i++) if (fields[i] === 'E') out.set(fields[i + 4], [fields[i + 1], fields[i + 5]]);
-  return out;
+  const { records } = readListRecords({ stdout, stderr: Buffer.alloc(0), code: 0, truncated: false }, 1);
+  return new Map(records[0].entries.map((e) => [e.rel, [e.type, e.link !== undefined ? `K${e.link}` : e.text !== undefined ? `C${e.text}` : '']]));
 }
 
 test('symlinks carry their target and small pointer files their text, with GNU find and with busybox', () => {

@@ -40,6 +40,8 @@ const rel = fc.array(segment, { minLength: 1, maxLength: 6 }).map((p) => p.join(
 const field = fc.oneof(fc.string({ unit: 'binary', maxLength: 8 }).map((s) => s.replace(/\0/g, '')), fc.constantFrom('0', '-1', '1e400', 'NaN', '', '4096', '1700000000.5'));
 const record = fc.oneof(
   fc.tuple(fc.constantFrom('f', 'd', 'l', 'o', 'ff', ''), fc.oneof(field, fc.nat().map(String)), fc.oneof(field, fc.constant('1750000000.1')), rel, fc.constantFrom('', 'Kstep_5', 'C1000\n', 'Xbad')).map((f) => ['E', ...f]),
+  // By depth and name (GNU find's records): depths that fit, that skip a level, and junk.
+  fc.tuple(fc.constantFrom('1', '1', '2', '3', '0', '9', 'x', '', '1e0'), fc.constantFrom('f', 'd', 'l', 'ff', ''), fc.oneof(field, fc.nat().map(String)), fc.oneof(field, fc.constant('1750000000.1')), fc.oneof(segment, fc.constant('a/b'), fc.constant('')), fc.constantFrom('', 'Kstep_5', 'C1000\n', 'Xbad')).map((f) => ['N', ...f]),
   fc.tuple(fc.constantFrom('0', '1', '2', 'x'), fc.constantFrom('ok', 'missing', 'notdir', 'denied', 'bogus'), fc.oneof(fc.constant('/w'), field)).map((f) => ['R', ...f]),
   fc.tuple(fc.constantFrom('0', '1', '5'), fc.oneof(field, fc.constant('2\nfind: a: Permission denied\nfind: loop'))).map((f) => ['X', ...f]),
   fc.oneof(field, fc.constant('1750000000')).map((t) => ['T', t]),
@@ -69,10 +71,10 @@ test('run listing: any record stream, cut anywhere, parses to listings or Remote
       fc.constantFrom(0, 0, 0, 1, null),
       (goodStart, records, cutAt, truncated, maxEntries, code) => {
         const start = goodStart ? [['T', '1750000000'], ['R', '0', 'ok', '/w']] : [];
-        const text = '\0@rr-list@2\0' + [...start, ...records].map((r) => r.map((f) => `${f}\0`).join('')).join('');
+        const text = '\0@rr-list@3\0' + [...start, ...records].map((r) => r.map((f) => `${f}\0`).join('')).join('');
         const full = Buffer.from(text, 'utf8');
         const stdout = truncated ? full.subarray(0, cutAt % (full.length + 1)) : full;
-        const entries = records.filter((r) => r[0] === 'E').length;
+        const entries = records.filter((r) => r[0] === 'E' || r[0] === 'N').length;
         typedOnly('parseListOutput', () => {
           const out = listRunsCommand(['/w', '~/runs'], { maxEntries }).parse(result(stdout, { truncated, code }));
           assert.ok(listingSize(out.roots) <= 2 * Math.min(entries, maxEntries) + 10, `${listingSize(out.roots)} items from ${entries} entries`);
@@ -99,7 +101,7 @@ test('run listing read as it arrives, in chunks cut anywhere (inside the marker,
         const start = [['T', '1750000000'], ['R', '0', 'ok', '/w']];
         const body = [...start, ...records, ['X', '0', '0'], ['Z']].map((r) => r.map((f) => `${f}\0`).join('')).join('');
         // Names that are not UTF-8 too: a lone continuation byte and a sequence cut short.
-        const full = Buffer.concat([noise, Buffer.from('\0@rr-list@2\0'), Buffer.from(body, 'utf8').map((b) => (b === 0x7e ? 0x80 : b))]);
+        const full = Buffer.concat([noise, Buffer.from('\0@rr-list@3\0'), Buffer.from(body, 'utf8').map((b) => (b === 0x7e ? 0x80 : b))]);
         const stdout = truncated ? full.subarray(0, cutAt % (full.length + 1)) : full;
         const r = result(stdout, { truncated });
         const command = listRunsCommand(['/w'], { maxEntries: 20 });
@@ -126,7 +128,8 @@ test('run listing read as it arrives, in chunks cut anywhere (inside the marker,
 });
 
 test('run listing read as it arrives: output the executor did not stream, or streamed twice (a retried command), is read whole', () => {
-  const text = '\0@rr-list@2\0T\0001750000000\0R\0000\0ok\0/w\0E\0d\0004096\0001750000000.0\0run\0\0E\0f\0005\0001750000000.0\0run/step_1.pt\0\0X\0000\0000\0Z\0';
+  const fields = ['T', '1750000000', 'R', '0', 'ok', '/w', 'E', 'd', '4096', '1750000000.0', 'run', '', 'E', 'f', '5', '1750000000.0', 'run/step_1.pt', '', 'X', '0', '0', 'Z'];
+  const text = '\0@rr-list@3\0' + fields.map((f) => `${f}\0`).join('');
   const out = Buffer.from(text);
   const command = listRunsCommand(['/w'], {});
   const expected = command.parse(result(out));
@@ -142,7 +145,7 @@ test('run listing read as it arrives: output the executor did not stream, or str
 test('run listing: a tree nested thousands of folders deep (parents missing) is an error or a listing, not a stack overflow escaping', () => {
   const deep = Array.from({ length: 20_000 }, () => 'a').join('/') + '/step_1';
   const fields = ['T', '1750000000', 'R', '0', 'ok', '/w', 'E', 'd', '4096', '1750000000', deep, '', 'X', '0', '0', 'Z'];
-  const text = '\0@rr-list@2\0' + fields.map((f) => `${f}\0`).join('');
+  const text = '\0@rr-list@3\0' + fields.map((f) => `${f}\0`).join('');
   typedOnly('parseListOutput', () => listRunsCommand(['/w'], { maxEntries: 10 }).parse(result(Buffer.from(text))));
 });
 
@@ -287,7 +290,7 @@ test('run listing: folders whose names differ in any bytes (UTF-8 or not) stay d
   fc.assert(
     fc.property(fc.uniqueArray(nameBytes, { minLength: 1, maxLength: 6, selector: (b) => b.toString('hex') }), (names) => {
       const usable = names.filter((n) => n.toString('latin1') !== '.' && n.toString('latin1') !== '..');
-      const parts: Buffer[] = [Buffer.from('\0@rr-list@2\0')];
+      const parts: Buffer[] = [Buffer.from('\0@rr-list@3\0')];
       const rec = (...f: (string | Buffer)[]): void => void parts.push(...f.flatMap((x) => [Buffer.from(x), Buffer.from([0])]));
       rec('T', '1');
       rec('R', '0', 'ok', '/w');

@@ -5,7 +5,7 @@
  */
 import { commandFailed, type ExecResult, type OutputReader } from '../remote';
 import { RemoteRunsError, isRemoteRunsError, type RootListing, type TooLarge, type Unreadable } from '../types';
-import { findRuns, type Entry } from './runTree';
+import { EntryTree, findRunsInTree, type Entry } from './runTree';
 
 import { LIST_MAGIC as MAGIC } from './listScript';
 
@@ -18,8 +18,15 @@ export interface RootRecord {
   ended: boolean;
   /** Fair mode: the folder the entries being read are below ('' for the root). */
   prefix: string;
+  /** N records: the path (relative to the root) of the last entry read at each depth of the current walk, up to `top`. */
+  parents: string[];
+  top: number;
+  /** Which records its entries came in: a root's are all E or all N. */
+  kind: '' | 'E' | 'N';
   /** Fair mode: folders listed only in part (B records). */
   tooLarge: TooLarge[];
+  /** The folder tree of the first entries (ListRecordReader's `treeLimit`), built as they were read; they are its nodes. */
+  tree?: EntryTree;
 }
 
 /** Parse the list script's result for `roots` (in the order they were passed). */
@@ -41,7 +48,8 @@ export function listOutputReader(
   describe: string,
   maxDepth = Infinity,
 ): OutputReader<{ roots: RootListing[]; remoteNow: number }> {
-  const reader = new ListRecordReader(roots.length);
+  // The tree is built while the output arrives too, from the entries the listing keeps (maxEntries).
+  const reader = new ListRecordReader(roots.length, maxEntries);
   return {
     push: (chunk) => reader.push(chunk),
     finish: (result) => {
@@ -90,7 +98,14 @@ export class ListRecordReader {
   private error: unknown;
   private pushed = 0;
 
-  constructor(private readonly rootCount: number) {}
+  /**
+   * `treeLimit`: also build each ok root's folder tree from its first `treeLimit` entries as they are read
+   * (RootRecord.tree; the entries become its nodes).
+   */
+  constructor(
+    private readonly rootCount: number,
+    private readonly treeLimit?: number,
+  ) {}
 
   push(chunk: Buffer): void {
     this.pushed += chunk.length;
@@ -105,7 +120,11 @@ export class ListRecordReader {
   finish(result: ExecResult): { records: RootRecord[]; remoteNow: number } {
     // Every byte of stdout must have come through push, once: otherwise (an executor that does not stream, or a
     // command retried on a new connection after some output) the whole output is read again here.
-    if (this.pushed !== result.stdout.length) return readListRecords(result, this.rootCount);
+    if (this.pushed !== result.stdout.length) {
+      const again = new ListRecordReader(this.rootCount, this.treeLimit);
+      again.push(result.stdout);
+      return again.finish(result);
+    }
     if (this.error !== undefined) throw this.error;
     if (!this.started) {
       const head = this.firstBytes.subarray(0, 120).toString('utf8').replace(/\0/g, '\\0');
@@ -170,8 +189,35 @@ export class ListRecordReader {
           if (i + 5 > fields.length) break reading; // cut inside a record: the next chunk, or the end check, decides
           const current = records[records.length - 1];
           if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
-          current.entries.push(toEntry(fields, i, current.prefix));
+          if (current.kind === 'N') throw protocol('entries by path after entries by name');
+          current.kind = 'E';
+          const entry = toEntry(fields, i, current.prefix);
+          current.entries.push(entry);
+          if (current.tree && current.entries.length <= this.treeLimit!) current.tree.add(entry);
           i += 5;
+          break;
+        }
+        case 'N': {
+          if (i + 6 > fields.length) break reading; // cut inside a record: the next chunk, or the end check, decides
+          const current = records[records.length - 1];
+          if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
+          if (current.kind === 'E') throw protocol('entries by name after entries by path');
+          current.kind = 'N';
+          const depthText = fields[i];
+          const depth = depthText.length > 0 && depthText.length < 6 ? Number(depthText) : NaN;
+          const name = fields[i + 4];
+          const parents = current.parents;
+          // The folder it is in: the last entry one level up (the walk's folder at depth 1).
+          if (!Number.isInteger(depth) || depth < 1 || depth > current.top + 1) throw protocol(`bad entry depth ${JSON.stringify(depthText.slice(0, 20))} for ${JSON.stringify(name.slice(0, 80))}`);
+          if (name === '' || name === '.' || name === '..' || name.includes('/')) throw protocol(`bad entry name ${JSON.stringify(name.slice(0, 80))}`);
+          const parent = parents[depth - 1];
+          const rel = parent === '' ? name : `${parent}/${name}`;
+          parents[depth] = rel;
+          current.top = depth;
+          const entry = toEntryRecord(fields[i + 1], fields[i + 2], fields[i + 3], rel, fields[i + 5]);
+          current.entries.push(entry);
+          if (current.tree && current.entries.length <= this.treeLimit!) current.tree.addAt(depth, entry, name);
+          i += 6;
           break;
         }
         case 'T': {
@@ -189,7 +235,8 @@ export class ListRecordReader {
             throw protocol(`root record ${JSON.stringify(f[0])} out of order`);
           }
           if (!['ok', 'missing', 'notdir', 'denied'].includes(f[1])) throw protocol(`unknown root status ${JSON.stringify(f[1])}`);
-          records.push({ status: f[1], path: f[2], entries: [], errors: '', ended: f[1] !== 'ok', prefix: '', tooLarge: [] });
+          const ok = f[1] === 'ok';
+          records.push({ status: f[1], path: f[2], entries: [], errors: '', ended: !ok, prefix: '', parents: [''], top: 0, kind: '', tooLarge: [], ...(ok && this.treeLimit !== undefined ? { tree: new EntryTree(true) } : {}) });
           break;
         }
         case 'P': {
@@ -199,6 +246,10 @@ export class ListRecordReader {
           if (!current || current.status !== 'ok' || current.ended) throw protocol('a folder record outside any root');
           if (f[0].includes('/') || f[0] === '.' || f[0] === '..') throw protocol(`bad folder record ${JSON.stringify(f[0].slice(0, 80))}`);
           current.prefix = f[0];
+          // A new walk, of that folder.
+          current.parents[0] = f[0];
+          current.top = 0;
+          current.tree?.walkFrom(f[0]);
           break;
         }
         case 'B': {
@@ -284,21 +335,23 @@ function utf8SequenceLength(b: Buffer, i: number): number {
   return 0;
 }
 
-/** The entry record whose fields start at `fields[i]`; `prefix` (fair mode) is the root's folder it lies below. */
+/** The E record whose fields start at `fields[i]`; `prefix` (fair mode) is the root's folder it lies below. */
 function toEntry(fields: readonly string[], i: number, prefix: string): Entry {
-  const type = fields[i];
-  const size = fields[i + 1];
-  const mtime = fields[i + 2];
   const rawRel = fields[i + 3];
-  const extra = fields[i + 4];
+  if (rawRel === '') throw protocol(`bad entry ${JSON.stringify(fields.slice(i, i + 4).join(' ').slice(0, 80))}`);
   const rel = prefix === '' ? rawRel : `${prefix}/${rawRel}`;
+  if (!safeRel(rel)) throw protocol(`bad entry path ${JSON.stringify(rel.slice(0, 80))}`);
+  return toEntryRecord(fields[i], fields[i + 1], fields[i + 2], rel, fields[i + 4]);
+}
+
+/** An entry from its fields (E or N record), `rel` checked already. */
+function toEntryRecord(type: string, size: string, mtime: string, rel: string, extra: string): Entry {
   const bytes = Number(size);
   const secs = Number(mtime);
   const t = type.length === 1 ? type.charCodeAt(0) | 0x20 : 0; // one ASCII letter, either case
-  if (t < 0x61 || t > 0x7a || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs) || rawRel === '') {
-    throw protocol(`bad entry ${JSON.stringify(fields.slice(i, i + 4).join(' ').slice(0, 80))}`);
+  if (t < 0x61 || t > 0x7a || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs)) {
+    throw protocol(`bad entry ${JSON.stringify([type, size, mtime, rel].join(' ').slice(0, 80))}`);
   }
-  if (!safeRel(rel)) throw protocol(`bad entry path ${JSON.stringify(rel.slice(0, 80))}`);
   const entry: Entry = { type, bytes, mtime: Math.round(secs * 1000), rel };
   if (extra === '') return entry;
   if (extra.charCodeAt(0) === 0x4b /* K */) entry.link = extra.slice(1);
@@ -334,8 +387,13 @@ function toRootListing(root: string, r: RootRecord, maxEntries: number, now: num
   if (entries.length === 0) {
     return { ...base, ...extra, truncated, state: 'empty', message: `${path} is an empty directory${note}` };
   }
-  // The entries are this call's own (nothing else holds them): the tree may reuse them as its nodes.
-  const runs = findRuns(path, entries, now, maxDepth, { reuseEntries: true });
+  // The tree of the entries kept was built while they were read (the entries are its nodes).
+  let tree = r.tree;
+  if (!tree) {
+    tree = new EntryTree(true);
+    for (const e of entries) tree.add(e);
+  }
+  const runs = findRunsInTree(path, tree, now, maxDepth);
   if (runs.length === 0) {
     const seen = entries
       .filter((e) => !e.rel.includes('/'))

@@ -4,20 +4,25 @@
  * part of the script and needs no quoting beyond the runner's one shellJoin.
  *
  * Output protocol (parsed by listParse.ts): NUL-terminated fields, each record led by a tag field.
- *   `\0@rr-list@2\0`                         magic; rc-file noise before it is skipped
+ *   `\0@rr-list@3\0`                         magic; rc-file noise before it is skipped
  *   `T\0<epoch seconds>\0`                   the remote clock
  *   `R\0<index>\0<status>\0<path>\0`         a root: status ok | missing | notdir | denied; path with ~ expanded
  *   `E\0<type>\0<bytes>\0<mtime>\0<rel>\0<extra>\0`
  *                                           an entry under the last ok root (find -printf %y %s %T@ %P); extra is
  *                                           empty, `K<target>` for a symlink (readlink's text; type is the followed
  *                                           one) or `C<text>` for a small pointer file (its first 256 bytes, no NULs)
+ *   `N\0<depth>\0<type>\0<bytes>\0<mtime>\0<name>\0<extra>\0`
+ *                                           the same entry by its depth below the walk's folder and its name (find
+ *                                           -printf %d %f; GNU find): it lies in the last entry printed one level up
+ *                                           (find prints a folder before what it holds), or in the walk's folder at
+ *                                           depth 1. Fewer bytes, and no path for the parser to cut up
  *   `P\0<name>\0`                           (fair mode) the entries that follow are below the root's folder NAME
  *                                           (their rel is relative to it); an empty NAME ends that
  *   `B\0<rel>\0<count>\0`                    (fair mode) folder REL holds COUNT entries (`N+`: more than N), more than its share: only
  *                                           part of it was listed (rel empty: the root itself)
  *   `X\0<index>\0<find errors>\0`            end of an ok root: "count\nfirst error\n…" (at most 3 lines)
  *   `Z\0`                                    end of output
- * Each ok root prints at most LIMIT+1 entries; the parser treats LIMIT+1 as "truncated" and drops the extra.
+ * Each ok root prints at most LIMIT+1 entries (E or N); the parser treats LIMIT+1 as "truncated" and drops the extra.
  */
 import type { RemoteCommand } from '../remote';
 import type { RootListing } from '../types';
@@ -37,7 +42,7 @@ export const DEFAULT_MAX_ENTRIES = 40_000;
 export const DEFAULT_MAX_DEPTH = 7;
 
 /** The first bytes of the script's output; anything before them (rc-file noise) is skipped. */
-export const LIST_MAGIC = Buffer.from('\0@rr-list@2\0', 'latin1');
+export const LIST_MAGIC = Buffer.from('\0@rr-list@3\0', 'latin1');
 
 /** `${` cannot be written inside String.raw; the script's parameter expansions interpolate it. */
 const P = '${';
@@ -60,7 +65,7 @@ mode=$1; depth=$2; limit=$3; shift 3
 # Names are bytes: the C locale matches them as bytes (in a UTF-8 one every -name decodes them first, and a name
 # that is not UTF-8 may not match), and find's messages come in one language.
 LC_ALL=C; export LC_ALL
-printf '\0@rr-list@2\0T\0%s\0' "$(date +%s)"
+printf '\0@rr-list@3\0T\0%s\0' "$(date +%s)"
 if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; follow=-L; else gnu=0; follow=; fi
 # Pointer files: the name a framework writes its own "latest" into (DeepSpeed's latest, Megatron-LM's
 # latest_checkpointed_iteration.txt, TensorFlow/Keras' checkpoint); read when small (NULs dropped).
@@ -83,10 +88,11 @@ walk() {
     # find flushes its own output before each -exec, so a K or C record always follows its E.
     # The pointer names are tested only on small files (in a group with -exec, which find never moves ahead of
     # -type and -size), not three times on every entry.
-    find -L "$1" -mindepth "$2" -maxdepth "$3" \( $prune \) -printf 'E\0%y\0%s\0%T@\0%P\0\0' \
-      -o -name '[lLbB]*' -xtype l -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
-      -o -type f -size -257c \( \( $pointers \) -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \) \
-      -o -printf 'E\0%y\0%s\0%T@\0%P\0\0' | head -z -n "$(($4 * 6))"
+    # Each entry is its depth and name (N records): the parser knows the folder it is in from find's order.
+    find -L "$1" -mindepth "$2" -maxdepth "$3" \( $prune \) -printf 'N\0%d\0%y\0%s\0%T@\0%f\0\0' \
+      -o -name '[lLbB]*' -xtype l -printf 'N\0%d\0%y\0%s\0%T@\0%f\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
+      -o -type f -size -257c \( \( $pointers \) -printf 'N\0%d\0%y\0%s\0%T@\0%f\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \) \
+      -o -printf 'N\0%d\0%y\0%s\0%T@\0%f\0\0' | head -z -n "$(($4 * 7))"
   else
     # No symlinks followed here: busybox find -L does not detect loops. The root is entered with cd, so a
     # symlinked root still works.
