@@ -54,8 +54,8 @@ const P = '${';
  * - Folders that never hold runs but can hold hundreds of thousands of files are pruned, so they do not eat
  *   the entry budget: .git, node_modules, __pycache__, virtualenvs, caches, notebook checkpoints, and our own
  *   `.remote-runs` (eval records, whose results.jsonl would look like a run).
- * - find's errors (unreadable folders, loops) go to awk, which counts them and keeps three; the listing
- *   itself never stops for them. `Broken pipe` (and SIGPIPE, 13) is our own `head` closing early, not an error.
+ * - find's errors (unreadable folders, loops) are counted by the shell, which keeps three; the listing itself
+ *   never stops for them. `Broken pipe` (and SIGPIPE, 13) is our own `head` closing early, not an error.
  * - Without GNU find's -printf (busybox), entries are printed by a slower stat loop with the same format;
  *   that path does not follow symlinks below the root (busybox find -L has no loop detection).
  */
@@ -178,8 +178,18 @@ for r in "$@"; do
   else
     printf 'R\0%s\0ok\0%s\0' "$i" "$p"
     if [ "$mode" = fair ]; then run='( fair "$p" )'; else run='walk "$p" 1 "$depth" $((limit + 1))'; fi
-    errs=$( { eval "$run" 2>&4 >&3; } 4>&1 | awk '/Broken pipe|write error|terminated by signal 13/ { next } { n++; if (n <= 3) s = s "\n" $0 } END { printf "%d%s", n, s }' )
-    printf 'X\0%s\0%s\0' "$i" "$errs"
+    # The walk's errors, counted by the shell itself (no awk process): every line but our own head closing early.
+    out=$( { eval "$run"; } 2>&1 >&3 )
+    n=0; errs=
+    set -f; IFS='
+'
+    for l in $out; do
+      case $l in *'Broken pipe'*|*'write error'*|*'terminated by signal 13'*) continue ;; esac
+      n=$((n + 1)); [ "$n" -gt 3 ] || errs="$errs
+$l"
+    done
+    unset IFS; set +f
+    printf 'X\0%s\0%s%s\0' "$i" "$n" "$errs"
   fi
   i=$((i + 1))
 done
