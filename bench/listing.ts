@@ -22,9 +22,10 @@ import { buildSync } from 'esbuild';
 import * as path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { ConnectionPool } from '../src/core/ssh/pool';
-import { HostDirectory } from '../src/core/hosts';
-import { RemoteRunsCore, runsOf } from '../src/core/service';
+import type { ConnectionPool } from '../src/core/ssh/pool';
+import type { HostDirectory } from '../src/core/hosts';
+import { runsOf, type RemoteRunsCore } from '../src/core/service';
+import type * as ShippedModule from './shipped';
 import { DEFAULT_MAX_DEPTH, listRunsCommand } from '../src/core/discovery/listScript';
 import { wrapForTarget } from '../src/core/targets';
 import type { ExecResult } from '../src/core/remote';
@@ -109,6 +110,26 @@ interface PathResult {
 }
 
 const failures: string[] = [];
+
+/** Externals as esbuild.mjs has them: the bundle runs ssh2 without its native crypto binding, as the extension does. */
+const BUNDLE_EXTERNAL = ['cpu-features', './crypto/build/Release/sshcrypto.node'];
+
+/**
+ * The pool, host directory and core the listings are timed with, as they ship: bench/shipped.ts bundled by esbuild
+ * and loaded by node (tsx never transforms it), so `ours` runs the product's code, not tsx's wrapping of it.
+ */
+function loadShipped(): typeof ShippedModule {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-shipped-'));
+  try {
+    const out = path.join(dir, 'shipped.js');
+    buildSync({ entryPoints: [path.join(__dirname, 'shipped.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: out, external: BUNDLE_EXTERNAL, logLevel: 'warning' });
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(out) as typeof ShippedModule;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+const shipped = loadShipped();
 const loadAtStart = os.loadavg()[0];
 /**
  * Parse `stdout` with the parser as it ships: bench/parseProbe.ts bundled by esbuild into a temporary file, run by
@@ -141,12 +162,12 @@ class Bench {
   private readonly pools = new Set<ConnectionPool>();
 
   constructor(private readonly host: TestHost, private readonly hosts: HostConfig[]) {
-    this.dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+    this.dir = new shipped.HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   }
 
   /** A fresh pool (no connection yet) and a core over it; `productCap` keeps the product's default entry cap. */
   make(opts: { productCap?: boolean } = {}): { core: RemoteRunsCore; pool: ConnectionPool } {
-    const pool = new ConnectionPool({
+    const pool = new shipped.ConnectionPool({
       prompter: new ScriptedPrompter(),
       logger: { info() {}, warn() {}, error() {} },
       knownHostsFiles: [this.host.knownHostsFile],
@@ -161,7 +182,7 @@ class Bench {
       return r;
     }) as typeof pool.exec;
     this.pools.add(pool);
-    const core = new RemoteRunsCore({
+    const core = new shipped.RemoteRunsCore({
       hosts: () => this.hosts,
       executorFor: (h) => pool.executor(this.dir.resolve(h), { idempotent: true }),
       maxEntries: opts.productCap ? undefined : MAX_ENTRIES,
