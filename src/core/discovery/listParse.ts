@@ -5,7 +5,7 @@
  */
 import { commandFailed, type ExecResult, type OutputReader } from '../remote';
 import { RemoteRunsError, isRemoteRunsError, type RootListing, type TooLarge, type Unreadable } from '../types';
-import { EntryTree, findRunsInTree, type Entry } from './runTree';
+import { EntryTree, findRunsInTree, nodeShapedEntry, type Entry } from './runTree';
 
 import { LIST_MAGIC as MAGIC } from './listScript';
 
@@ -214,7 +214,7 @@ export class ListRecordReader {
           const rel = parent === '' ? name : `${parent}/${name}`;
           parents[depth] = rel;
           current.top = depth;
-          const entry = toEntryRecord(fields[i + 1], fields[i + 2], fields[i + 3], rel, fields[i + 5]);
+          const entry = toEntryRecord(fields[i + 1], fields[i + 2], fields[i + 3], rel, fields[i + 5], current.tree ? name : undefined);
           current.entries.push(entry);
           if (current.tree && current.entries.length <= this.treeLimit!) current.tree.addAt(depth, entry, name);
           i += 6;
@@ -344,15 +344,16 @@ function toEntry(fields: readonly string[], i: number, prefix: string): Entry {
   return toEntryRecord(fields[i], fields[i + 1], fields[i + 2], rel, fields[i + 4]);
 }
 
-/** An entry from its fields (E or N record), `rel` checked already. */
-function toEntryRecord(type: string, size: string, mtime: string, rel: string, extra: string): Entry {
+/** An entry from its fields (E or N record), `rel` checked already; with `name`, in the shape of a tree node. */
+function toEntryRecord(type: string, size: string, mtime: string, rel: string, extra: string, name?: string): Entry {
   const bytes = Number(size);
   const secs = Number(mtime);
   const t = type.length === 1 ? type.charCodeAt(0) | 0x20 : 0; // one ASCII letter, either case
   if (t < 0x61 || t > 0x7a || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs)) {
     throw protocol(`bad entry ${JSON.stringify([type, size, mtime, rel].join(' ').slice(0, 80))}`);
   }
-  const entry: Entry = { type, bytes, mtime: Math.round(secs * 1000), rel };
+  const ms = Math.round(secs * 1000);
+  const entry: Entry = name === undefined ? { type, bytes, mtime: ms, rel } : nodeShapedEntry(type, bytes, ms, rel, name);
   if (extra === '') return entry;
   if (extra.charCodeAt(0) === 0x4b /* K */) entry.link = extra.slice(1);
   else if (extra.charCodeAt(0) === 0x43 /* C */) entry.text = extra.slice(1);

@@ -72,6 +72,15 @@ interface Node {
 /** The children of a node nothing was listed under: one shared empty map instead of one per file. */
 const NO_CHILDREN: ReadonlyMap<string, Node> = new Map();
 
+/**
+ * An entry made in the shape of the tree's node (for a tree built with `reuse`): it becomes the node without gaining
+ * fields, which would give each entry a second, out-of-object store for them.
+ */
+export function nodeShapedEntry(type: string, bytes: number, mtime: number, rel: string, name: string): Entry {
+  const node: Node = { name, rel, type, bytes, mtime, depth: 0, children: NO_CHILDREN as Map<string, Node> };
+  return node;
+}
+
 /** Find the runs under one root. `rootPath` is absolute; `now` is the remote clock in ms. */
 /** The folder the extension keeps beside a run (`.remote-runs/evals/…`); it never holds runs. */
 const OWN_FOLDER = '.remote-runs';
@@ -525,8 +534,8 @@ function reachesDepth(node: Node, unseen: (n: Node) => boolean): boolean {
 function checkpointName(node: Node): (ParsedCheckpointName & { incomplete?: string }) | undefined {
   if (node.type !== 'd' && node.type !== 'f') return undefined;
   if (node.type !== 'd') return parseCheckpointName(node.name, false);
-  const children = [...node.children.keys()];
-  return accelerateSave(node.name, children) ?? parseCheckpointName(node.name, true) ?? orbaxStep(node.name, children);
+  // The child names are read only for the names that need them (checkpoint_N, bare numbers), from the map itself.
+  return accelerateSave(node.name, node.children.keys()) ?? parseCheckpointName(node.name, true) ?? orbaxStep(node.name, node.children.keys());
 }
 
 /** Every file below a checkpoint folder; names are relative to the folder (`model/pytorch_model.bin`). */
