@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { listRunsCommand } from '../../src/core/discovery/listScript';
+import { readListRecords } from '../../src/core/discovery/listParse';
 import { parseTargetsOutput, parsePctList, parseDockerPs } from '../../src/core/discovery/targetsDiscovery';
 import { parseStatRecords } from '../../src/core/transfer/remoteCommands';
 import { parseEvalListing, parseReadOutput, parseStopOutput, toEvalRecords, parseEvalMeta } from '../../src/core/eval/records';
@@ -140,6 +141,21 @@ test('run listing read as it arrives: output the executor did not stream, or str
   twice.push(out.subarray(0, 30));
   twice.push(out);
   assert.deepEqual(twice.finish(result(out)), expected);
+});
+
+test("run listing: an entry's mtime is find's seconds in ms, rounded half up (exact decimal arithmetic, as BigInt says)", () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 99_999_999_999 }), fc.stringMatching(/^[0-9]{0,10}$/), (whole, frac) => {
+      const text = frac === '' ? String(whole) : `${whole}.${frac}`;
+      const fields = ['T', '1', 'R', '0', 'ok', '/w', 'N', '1', 'f', '1', text, 'a', '', 'X', '0', '0', 'Z'];
+      const out = Buffer.from('\0@rr-list@3\0' + fields.map((f) => `${f}\0`).join(''));
+      const [entry] = readListRecords(result(out), 1).records[0].entries;
+      const digits = (frac + '0000').slice(0, 4);
+      const expected = (BigInt(whole) * 10000n + BigInt(digits) + 5n) / 10n;
+      assert.equal(entry.mtime, Number(expected), text);
+    }),
+    { numRuns: RUNS * 2 },
+  );
 });
 
 test('run listing: a tree nested thousands of folders deep (parents missing) is an error or a listing, not a stack overflow escaping', () => {

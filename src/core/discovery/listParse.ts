@@ -347,18 +347,49 @@ function toEntry(fields: readonly string[], i: number, prefix: string): Entry {
 /** An entry from its fields (E or N record), `rel` checked already; with `name`, in the shape of a tree node. */
 function toEntryRecord(type: string, size: string, mtime: string, rel: string, extra: string, name?: string): Entry {
   const bytes = Number(size);
-  const secs = Number(mtime);
+  let ms = millis(mtime);
+  if (Number.isNaN(ms)) ms = mtime === '' ? NaN : Math.round(Number(mtime) * 1000);
   const t = type.length === 1 ? type.charCodeAt(0) | 0x20 : 0; // one ASCII letter, either case
-  if (t < 0x61 || t > 0x7a || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs)) {
+  if (t < 0x61 || t > 0x7a || size === '' || !Number.isFinite(bytes) || bytes < 0 || !Number.isFinite(ms)) {
     throw protocol(`bad entry ${JSON.stringify([type, size, mtime, rel].join(' ').slice(0, 80))}`);
   }
-  const ms = Math.round(secs * 1000);
   const entry: Entry = name === undefined ? { type, bytes, mtime: ms, rel } : nodeShapedEntry(type, bytes, ms, rel, name);
   if (extra === '') return entry;
   if (extra.charCodeAt(0) === 0x4b /* K */) entry.link = extra.slice(1);
   else if (extra.charCodeAt(0) === 0x43 /* C */) entry.text = extra.slice(1);
   else throw protocol(`bad entry detail ${JSON.stringify(extra.slice(0, 40))}`);
   return entry;
+}
+
+/**
+ * Milliseconds from find's seconds (`1796157636.5431444980`: digits, a point, digits) read digit by digit, rounded
+ * half up at the fourth decimal; NaN for any other text (read then as Number() reads it). Number() on such a string
+ * takes V8's slow path for doubles, once per entry.
+ */
+function millis(text: string): number {
+  const n = text.length;
+  let whole = 0;
+  let k = 0;
+  for (; k < n; k++) {
+    const d = text.charCodeAt(k) - 0x30;
+    if (d < 0 || d > 9) break;
+    whole = whole * 10 + d;
+  }
+  if (k === 0 || k > 15) return NaN; // no digits, or more than a double holds exactly
+  if (k === n) return whole * 1000;
+  if (text.charCodeAt(k) !== 0x2e || k + 1 === n) return NaN;
+  let frac = 0;
+  let digits = 0;
+  for (k++; k < n; k++) {
+    const d = text.charCodeAt(k) - 0x30;
+    if (d < 0 || d > 9) return NaN;
+    if (digits < 4) {
+      frac = frac * 10 + d;
+      digits++;
+    }
+  }
+  for (; digits < 4; digits++) frac *= 10;
+  return whole * 1000 + Math.floor((frac + 5) / 10);
 }
 
 /** Relative, `/`-separated, no empty part and no `..` part (the same as splitting on `/`, without the arrays). */
