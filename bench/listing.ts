@@ -102,7 +102,7 @@ interface PathResult {
   scriptMux: Stats;
   parse: Stats;
   /** The same parse from the esbuild bundle under plain node (what ships), median and min ms. */
-  parseBundled: { median: number; min: number };
+  parseBundled: { median: number; min: number; tail: number | null };
   stdoutBytes: number;
   sshStdoutBytes: number;
   heap: { beforeParse: number; afterParse: number; retained: number };
@@ -135,7 +135,7 @@ const loadAtStart = os.loadavg()[0];
  * Parse `stdout` with the parser as it ships: bench/parseProbe.ts bundled by esbuild into a temporary file, run by
  * plain node (median and min of n parses after a warm-up).
  */
-function parseAsShipped(stdout: Buffer, root: string, n: number): { median: number; min: number } {
+function parseAsShipped(stdout: Buffer, root: string, n: number): { median: number; min: number; tail: number | null } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-parse-'));
   try {
     const probe = path.join(dir, 'probe.js');
@@ -144,7 +144,7 @@ function parseAsShipped(stdout: Buffer, root: string, n: number): { median: numb
     buildSync({ entryPoints: [path.join(__dirname, 'parseProbe.ts')], bundle: true, platform: 'node', target: 'node20', outfile: probe, logLevel: 'warning' });
     const r = spawnSync(process.execPath, [probe, out, root, String(MAX_ENTRIES), String(Math.max(n, 15))], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`parse probe failed: ${r.stderr}`);
-    return JSON.parse(r.stdout) as { median: number; min: number };
+    return JSON.parse(r.stdout) as { median: number; min: number; tail: number | null };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -377,7 +377,7 @@ function report(results: PathResult[], sshVersion: string): void {
   out.push('4. Output and memory of one listing (heap: after a full GC before parsing, right after parsing, after GC holding the result)');
   out.push(
     table(
-      ['target', 'our output', 'ssh find output', 'parse ms (median)', 'parse ms as shipped', 'per 10k entries', 'heap before', 'after parse', 'retained', 'default cap truncates'],
+      ['target', 'our output', 'ssh find output', 'parse ms (median)', 'parse ms as shipped', 'per 10k entries', 'after the last 32 KiB', 'heap before', 'after parse', 'retained', 'default cap truncates'],
       results.map((r) => [
         r.label,
         mib(r.stdoutBytes),
@@ -385,6 +385,7 @@ function report(results: PathResult[], sshVersion: string): void {
         ms(r.parse.median),
         `${ms(r.parseBundled.median)} [min ${ms(r.parseBundled.min)}]`,
         ms((r.parseBundled.median * 10_000) / ENTRIES),
+        r.parseBundled.tail === null ? '-' : ms(r.parseBundled.tail),
         mib(r.heap.beforeParse),
         `${mib(r.heap.afterParse)} (+${mib(r.heap.afterParse - r.heap.beforeParse)})`,
         `${mib(r.heap.retained)} (+${mib(r.heap.retained - r.heap.beforeParse)})`,
@@ -426,6 +427,7 @@ function report(results: PathResult[], sshVersion: string): void {
             scriptMux: r.scriptMux.median,
             parse: r.parse.median,
             parseBundled: r.parseBundled.median,
+            parseBundledTail: r.parseBundled.tail,
           },
           ratio: {
             warmVsSsh: r.warm.median / r.ssh.median,
