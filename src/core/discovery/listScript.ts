@@ -74,7 +74,7 @@ prunenames='.git node_modules __pycache__ .venv venv .cache .ipynb_checkpoints .
 prune=; for x in $prunenames; do prune="$prune${P}prune:+ -o }-name $x"; done
 # One cheap test of the first letter before the eight names, and -prune inside the group: GNU find reorders the
 # operands of an and by its guess of their success, which for a wildcard -name is higher than for eight plain names,
-# and would test all eight on every entry (`find -D rates` shows it; a third of the walk's CPU on a large tree);
+# and would test all eight on every entry (find -D rates shows it; a third of the walk's CPU on a large tree);
 # the group holding -prune costs more than a -name, so the first-letter test stays first.
 prune="-name [._nv]* ( ( $prune ) -prune )"
 # walk DIR MINDEPTH MAXDEPTH CAP: entries below DIR (paths relative to it), at most CAP of them.
