@@ -339,6 +339,27 @@ test('pruned folders (.git, node_modules, virtualenvs, caches, .remote-runs) are
   }
 });
 
+test("the remote clock is the target's now, with GNU find (the time of find's own /proc folder) and with busybox (date)", () => {
+  const root = dir('clock');
+  writeStoryRun(path.join(root, 'run'), { checkpointBytes: 1024 });
+  const cmd = listRunsCommand([root]);
+  const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
+  assert.ok(busybox, 'busybox is not installed: apt-get install -y busybox');
+  const bb = dir('busybox-bin-clock');
+  for (const applet of ['sh', 'find', 'head', 'xargs', 'stat', 'tr', 'awk', 'date', 'readlink']) fs.symlinkSync(busybox, path.join(bb, applet));
+  for (const [name, run] of [
+    ['GNU', () => spawnSync(cmd.argv[0], cmd.argv.slice(1), { cwd: tmp })],
+    ['busybox', () => spawnSync(path.join(bb, 'sh'), cmd.argv.slice(1), { env: { PATH: bb, HOME: tmp }, cwd: root })],
+  ] as const) {
+    const before = Date.now();
+    const out = run();
+    const after = Date.now();
+    const { remoteNow } = cmd.parse({ stdout: out.stdout, stderr: out.stderr, code: out.status, truncated: false });
+    // busybox's date has whole seconds.
+    assert.ok(remoteNow >= before - 1000 && remoteNow <= after + 10, `${name}: remote clock ${remoteNow} not within ${before}..${after}`);
+  }
+});
+
 /** The plain listing, and when it was cut short the fair one, as RemoteRunsCore.listTarget does. */
 function listLikeCore(roots: string[], opts: RunOptions = {}): RootListing[] {
   const plain = list(roots, opts).roots;

@@ -65,8 +65,16 @@ mode=$1; depth=$2; limit=$3; shift 3
 # Names are bytes: the C locale matches them as bytes (in a UTF-8 one every -name decodes them first, and a name
 # that is not UTF-8 may not match), and find's messages come in one language.
 LC_ALL=C; export LC_ALL
-printf '\0@rr-list@3\0T\0%s\0' "$(date +%s)"
-if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; follow=-L; else gnu=0; follow=; fi
+# The remote clock and whether find is GNU's (has -printf), from one process: the /proc/PID folder of that very
+# find is made when it is first looked up, so its time is now (the /proc/self link itself is as old as /proc, hence
+# -L). Without that (busybox find, no /proc), date and a probe of find as before.
+now=$(find -L /proc/self -maxdepth 0 -printf '%T@' 2>/dev/null)
+case $now in
+  [0-9]*.[0-9]*) gnu=1 ;;
+  *) now=$(date +%s); if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; else gnu=0; fi ;;
+esac
+if [ "$gnu" = 1 ]; then follow=-L; else follow=; fi
+printf '\0@rr-list@3\0T\0%s\0' "$now"
 # Pointer files: the name a framework writes its own "latest" into (DeepSpeed's latest, Megatron-LM's
 # latest_checkpointed_iteration.txt, TensorFlow/Keras' checkpoint); read when small (NULs dropped).
 pointers='-name latest -o -name latest_checkpointed_iteration.txt -o -name checkpoint'
