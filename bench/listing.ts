@@ -22,9 +22,10 @@ import { buildSync } from 'esbuild';
 import * as path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { ConnectionPool } from '../src/core/ssh/pool';
-import { HostDirectory } from '../src/core/hosts';
-import { RemoteRunsCore, runsOf } from '../src/core/service';
+import type { ConnectionPool } from '../src/core/ssh/pool';
+import type { HostDirectory } from '../src/core/hosts';
+import { runsOf, type RemoteRunsCore } from '../src/core/service';
+import type * as ShippedModule from './shipped';
 import { DEFAULT_MAX_DEPTH, listRunsCommand } from '../src/core/discovery/listScript';
 import { wrapForTarget } from '../src/core/targets';
 import type { ExecResult } from '../src/core/remote';
@@ -101,7 +102,7 @@ interface PathResult {
   scriptMux: Stats;
   parse: Stats;
   /** The same parse from the esbuild bundle under plain node (what ships), median and min ms. */
-  parseBundled: { median: number; min: number };
+  parseBundled: { median: number; min: number; tail: number | null };
   stdoutBytes: number;
   sshStdoutBytes: number;
   heap: { beforeParse: number; afterParse: number; retained: number };
@@ -109,12 +110,32 @@ interface PathResult {
 }
 
 const failures: string[] = [];
+
+/** Externals as esbuild.mjs has them: the bundle runs ssh2 without its native crypto binding, as the extension does. */
+const BUNDLE_EXTERNAL = ['cpu-features', './crypto/build/Release/sshcrypto.node'];
+
+/**
+ * The pool, host directory and core the listings are timed with, as they ship: bench/shipped.ts bundled by esbuild
+ * and loaded by node (tsx never transforms it), so `ours` runs the product's code, not tsx's wrapping of it.
+ */
+function loadShipped(): typeof ShippedModule {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-shipped-'));
+  try {
+    const out = path.join(dir, 'shipped.js');
+    buildSync({ entryPoints: [path.join(__dirname, 'shipped.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: out, external: BUNDLE_EXTERNAL, logLevel: 'warning' });
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    return require(out) as typeof ShippedModule;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+const shipped = loadShipped();
 const loadAtStart = os.loadavg()[0];
 /**
  * Parse `stdout` with the parser as it ships: bench/parseProbe.ts bundled by esbuild into a temporary file, run by
  * plain node (median and min of n parses after a warm-up).
  */
-function parseAsShipped(stdout: Buffer, root: string, n: number): { median: number; min: number } {
+function parseAsShipped(stdout: Buffer, root: string, n: number): { median: number; min: number; tail: number | null } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-parse-'));
   try {
     const probe = path.join(dir, 'probe.js');
@@ -123,7 +144,7 @@ function parseAsShipped(stdout: Buffer, root: string, n: number): { median: numb
     buildSync({ entryPoints: [path.join(__dirname, 'parseProbe.ts')], bundle: true, platform: 'node', target: 'node20', outfile: probe, logLevel: 'warning' });
     const r = spawnSync(process.execPath, [probe, out, root, String(MAX_ENTRIES), String(Math.max(n, 15))], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`parse probe failed: ${r.stderr}`);
-    return JSON.parse(r.stdout) as { median: number; min: number };
+    return JSON.parse(r.stdout) as { median: number; min: number; tail: number | null };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -141,12 +162,12 @@ class Bench {
   private readonly pools = new Set<ConnectionPool>();
 
   constructor(private readonly host: TestHost, private readonly hosts: HostConfig[]) {
-    this.dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+    this.dir = new shipped.HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   }
 
   /** A fresh pool (no connection yet) and a core over it; `productCap` keeps the product's default entry cap. */
   make(opts: { productCap?: boolean } = {}): { core: RemoteRunsCore; pool: ConnectionPool } {
-    const pool = new ConnectionPool({
+    const pool = new shipped.ConnectionPool({
       prompter: new ScriptedPrompter(),
       logger: { info() {}, warn() {}, error() {} },
       knownHostsFiles: [this.host.knownHostsFile],
@@ -161,7 +182,7 @@ class Bench {
       return r;
     }) as typeof pool.exec;
     this.pools.add(pool);
-    const core = new RemoteRunsCore({
+    const core = new shipped.RemoteRunsCore({
       hosts: () => this.hosts,
       executorFor: (h) => pool.executor(this.dir.resolve(h), { idempotent: true }),
       maxEntries: opts.productCap ? undefined : MAX_ENTRIES,
@@ -356,7 +377,7 @@ function report(results: PathResult[], sshVersion: string): void {
   out.push('4. Output and memory of one listing (heap: after a full GC before parsing, right after parsing, after GC holding the result)');
   out.push(
     table(
-      ['target', 'our output', 'ssh find output', 'parse ms (median)', 'parse ms as shipped', 'per 10k entries', 'heap before', 'after parse', 'retained', 'default cap truncates'],
+      ['target', 'our output', 'ssh find output', 'parse ms (median)', 'parse ms as shipped', 'per 10k entries', 'after the last 32 KiB', 'heap before', 'after parse', 'retained', 'default cap truncates'],
       results.map((r) => [
         r.label,
         mib(r.stdoutBytes),
@@ -364,6 +385,7 @@ function report(results: PathResult[], sshVersion: string): void {
         ms(r.parse.median),
         `${ms(r.parseBundled.median)} [min ${ms(r.parseBundled.min)}]`,
         ms((r.parseBundled.median * 10_000) / ENTRIES),
+        r.parseBundled.tail === null ? '-' : ms(r.parseBundled.tail),
         mib(r.heap.beforeParse),
         `${mib(r.heap.afterParse)} (+${mib(r.heap.afterParse - r.heap.beforeParse)})`,
         `${mib(r.heap.retained)} (+${mib(r.heap.retained - r.heap.beforeParse)})`,
@@ -405,6 +427,7 @@ function report(results: PathResult[], sshVersion: string): void {
             scriptMux: r.scriptMux.median,
             parse: r.parse.median,
             parseBundled: r.parseBundled.median,
+            parseBundledTail: r.parseBundled.tail,
           },
           ratio: {
             warmVsSsh: r.warm.median / r.ssh.median,

@@ -21,6 +21,21 @@ export interface ExecOptions {
   /** Stop reading (and close the channel) after this many stdout bytes. */
   maxOutputBytes?: number;
   stdin?: Buffer | string;
+  /**
+   * Each chunk of stdout as it arrives, in order, exactly the bytes that end up in the result's stdout (so a reader
+   * can work while the command still runs). Must not throw. An executor may not call it at all.
+   */
+  onStdout?: (chunk: Buffer) => void;
+}
+
+/**
+ * Reads a command's stdout while it arrives (RemoteCommand.reader): `push` gets every chunk in order and never
+ * throws; `finish` gets the whole result and returns what `parse` would (or throws what it would). When the chunks
+ * pushed are not the result's stdout (an executor that does not stream, a command retried), `finish` reads stdout.
+ */
+export interface OutputReader<T> {
+  push(chunk: Buffer): void;
+  finish(result: ExecResult): T;
 }
 
 /** Runs one shell command line on a host (through its login shell, as sshd does). */
@@ -37,6 +52,8 @@ export interface RemoteCommand<T> {
   stdin?: Buffer | string;
   /** Turns the raw result into a typed value or throws RemoteRunsError. */
   parse(result: ExecResult): T;
+  /** Optional: a fresh reader that parses stdout as it arrives (same value as `parse`), for long outputs. */
+  reader?(): OutputReader<T>;
 }
 
 /** Run a command value inside a target over an executor. */
@@ -47,10 +64,16 @@ export async function runCommand<T>(
   signal?: AbortSignal,
 ): Promise<T> {
   const line = wrapForTarget(target, command.argv);
-  const result = await executor.exec(line, { signal, maxOutputBytes: command.maxOutputBytes, stdin: command.stdin });
+  const reader = command.reader?.();
+  const result = await executor.exec(line, {
+    signal,
+    maxOutputBytes: command.maxOutputBytes,
+    stdin: command.stdin,
+    ...(reader ? { onStdout: (chunk: Buffer) => reader.push(chunk) } : {}),
+  });
   const failure = classifyTargetFailure(target, result);
   if (failure) throw failure;
-  return command.parse(result);
+  return reader ? reader.finish(result) : command.parse(result);
 }
 
 /** First non-empty line of stderr, for error messages. */

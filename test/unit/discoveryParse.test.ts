@@ -14,7 +14,7 @@ const NOW_S = 1_750_000_000;
 
 /** Builds the script's output: records of NUL-terminated fields after the magic. */
 class Records {
-  private parts: string[] = ['\0@rr-list@2\0'];
+  private parts: string[] = ['\0@rr-list@3\0'];
   constructor(now = NOW_S) {
     this.rec('T', String(now));
   }
@@ -161,7 +161,7 @@ test('any run name the filesystem allows comes back byte-identical', () => {
 test('garbage after the marker only ever throws RemoteRunsError', () => {
   fc.assert(
     fc.property(fc.uint8Array({ maxLength: 300 }), fc.boolean(), (bytes, truncated) => {
-      const stdout = Buffer.concat([Buffer.from('\0@rr-list@2\0T\x00123\0'), Buffer.from(bytes)]);
+      const stdout = Buffer.concat([Buffer.from('\0@rr-list@3\0T\x00123\0'), Buffer.from(bytes)]);
       try {
         parse(['/a', '/b'], { stdout, stderr: Buffer.alloc(0), code: 0, truncated });
       } catch (e) {

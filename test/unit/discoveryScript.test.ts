@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { DEFAULT_MAX_ENTRIES, listRunsCommand, type ListOptions } from '../../src/core/discovery/listScript';
+import { readListRecords } from '../../src/core/discovery/listParse';
 import type { RootListing, Run } from '../../src/core/types';
 import {
   HOSTILE_NAMES,
@@ -265,12 +266,10 @@ test('busybox (no find -printf, no head -z) lists the same runs as GNU find', ()
   assert.equal(fs.existsSync(path.join(root, 'CANARY')), false);
 });
 
-/** The E records of a raw listing as [rel, type, extra], for the fields the runs do not show. */
+/** The entries of a raw listing as [type, extra] by path (extra: K<link>, C<text> or ''), for the fields the runs do not show. */
 function rawEntries(stdout: Buffer): Map<string, [string, string]> {
-  const fields = stdout.toString('utf8').split('\0');
-  const out = new Map<string, [string, string]>();
-  for (let i = 0; i < fields.length; i++) if (fields[i] === 'E') out.set(fields[i + 4], [fields[i + 1], fields[i + 5]]);
-  return out;
+  const { records } = readListRecords({ stdout, stderr: Buffer.alloc(0), code: 0, truncated: false }, 1);
+  return new Map(records[0].entries.map((e) => [e.rel, [e.type, e.link !== undefined ? `K${e.link}` : e.text !== undefined ? `C${e.text}` : '']]));
 }
 
 test('symlinks carry their target and small pointer files their text, with GNU find and with busybox', () => {
@@ -306,6 +305,58 @@ test('symlinks carry their target and small pointer files their text, with GNU f
     // The listing still parses, and the run is there.
     const parsed = cmd.parse({ stdout: out, stderr: Buffer.alloc(0), code: 0, truncated: false });
     assert.deepEqual(only(parsed.roots[0]).map((r) => r.name), ['run'], name);
+  }
+});
+
+test('pruned folders (.git, node_modules, virtualenvs, caches, .remote-runs) are listed but not entered, with GNU find and with busybox', () => {
+  const root = dir('pruned');
+  const pruned = ['.git', 'node_modules', '__pycache__', '.venv', 'venv', '.cache', '.ipynb_checkpoints', '.remote-runs'];
+  for (const name of pruned) {
+    fs.mkdirSync(path.join(root, 'run', name, 'inner', 'step_1'), { recursive: true });
+    fs.writeFileSync(path.join(root, 'run', name, 'inner', 'step_1', 'model.pt'), 'x');
+  }
+  // Names that share a first letter with a pruned one, or hold one, are entered as usual.
+  for (const name of ['nvidia', 'venv2', '_data', '.github']) {
+    fs.mkdirSync(path.join(root, 'run', name), { recursive: true });
+    fs.writeFileSync(path.join(root, 'run', name, 'file.txt'), 'x');
+  }
+  writeStoryRun(path.join(root, 'run'), { checkpointBytes: 1024 });
+  const cmd = listRunsCommand([root]);
+  const gnu = spawnSync(cmd.argv[0], cmd.argv.slice(1), { cwd: tmp });
+  const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
+  assert.ok(busybox, 'busybox is not installed: apt-get install -y busybox');
+  const bb = dir('busybox-bin-pruned');
+  for (const applet of ['sh', 'find', 'head', 'xargs', 'stat', 'tr', 'awk', 'date', 'readlink']) fs.symlinkSync(busybox, path.join(bb, applet));
+  const viaBusybox = spawnSync(path.join(bb, 'sh'), cmd.argv.slice(1), { env: { PATH: bb, HOME: tmp }, cwd: root });
+  for (const [name, out] of [['GNU', gnu.stdout], ['busybox', viaBusybox.stdout]] as const) {
+    const rels = new Set(readListRecords({ stdout: out, stderr: Buffer.alloc(0), code: 0, truncated: false }, 1).records[0].entries.map((e) => e.rel));
+    for (const p of pruned) {
+      assert.ok(rels.has(`run/${p}`), `${name}: run/${p} is listed`);
+      assert.ok(!rels.has(`run/${p}/inner`), `${name}: run/${p} is not entered`);
+    }
+    for (const p of ['nvidia', 'venv2', '_data', '.github']) assert.ok(rels.has(`run/${p}/file.txt`), `${name}: run/${p} is entered`);
+    assert.ok(rels.has('run/checkpoints/step_22000/checkpoint.pt'), `${name}: the run's checkpoints are listed`);
+  }
+});
+
+test("the remote clock is the target's now, with GNU find (the time of find's own /proc folder) and with busybox (date)", () => {
+  const root = dir('clock');
+  writeStoryRun(path.join(root, 'run'), { checkpointBytes: 1024 });
+  const cmd = listRunsCommand([root]);
+  const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
+  assert.ok(busybox, 'busybox is not installed: apt-get install -y busybox');
+  const bb = dir('busybox-bin-clock');
+  for (const applet of ['sh', 'find', 'head', 'xargs', 'stat', 'tr', 'awk', 'date', 'readlink']) fs.symlinkSync(busybox, path.join(bb, applet));
+  for (const [name, run] of [
+    ['GNU', () => spawnSync(cmd.argv[0], cmd.argv.slice(1), { cwd: tmp })],
+    ['busybox', () => spawnSync(path.join(bb, 'sh'), cmd.argv.slice(1), { env: { PATH: bb, HOME: tmp }, cwd: root })],
+  ] as const) {
+    const before = Date.now();
+    const out = run();
+    const after = Date.now();
+    const { remoteNow } = cmd.parse({ stdout: out.stdout, stderr: out.stderr, code: out.status, truncated: false });
+    // busybox's date has whole seconds.
+    assert.ok(remoteNow >= before - 1000 && remoteNow <= after + 10, `${name}: remote clock ${remoteNow} not within ${before}..${after}`);
   }
 });
 

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { listRunsCommand } from '../../src/core/discovery/listScript';
+import { readListRecords } from '../../src/core/discovery/listParse';
 import { parseTargetsOutput, parsePctList, parseDockerPs } from '../../src/core/discovery/targetsDiscovery';
 import { parseStatRecords } from '../../src/core/transfer/remoteCommands';
 import { parseEvalListing, parseReadOutput, parseStopOutput, toEvalRecords, parseEvalMeta } from '../../src/core/eval/records';
@@ -40,6 +41,8 @@ const rel = fc.array(segment, { minLength: 1, maxLength: 6 }).map((p) => p.join(
 const field = fc.oneof(fc.string({ unit: 'binary', maxLength: 8 }).map((s) => s.replace(/\0/g, '')), fc.constantFrom('0', '-1', '1e400', 'NaN', '', '4096', '1700000000.5'));
 const record = fc.oneof(
   fc.tuple(fc.constantFrom('f', 'd', 'l', 'o', 'ff', ''), fc.oneof(field, fc.nat().map(String)), fc.oneof(field, fc.constant('1750000000.1')), rel, fc.constantFrom('', 'Kstep_5', 'C1000\n', 'Xbad')).map((f) => ['E', ...f]),
+  // By depth and name (GNU find's records): depths that fit, that skip a level, and junk.
+  fc.tuple(fc.constantFrom('1', '1', '2', '3', '0', '9', 'x', '', '1e0'), fc.constantFrom('f', 'd', 'l', 'ff', ''), fc.oneof(field, fc.nat().map(String)), fc.oneof(field, fc.constant('1750000000.1')), fc.oneof(segment, fc.constant('a/b'), fc.constant('')), fc.constantFrom('', 'Kstep_5', 'C1000\n', 'Xbad')).map((f) => ['N', ...f]),
   fc.tuple(fc.constantFrom('0', '1', '2', 'x'), fc.constantFrom('ok', 'missing', 'notdir', 'denied', 'bogus'), fc.oneof(fc.constant('/w'), field)).map((f) => ['R', ...f]),
   fc.tuple(fc.constantFrom('0', '1', '5'), fc.oneof(field, fc.constant('2\nfind: a: Permission denied\nfind: loop'))).map((f) => ['X', ...f]),
   fc.oneof(field, fc.constant('1750000000')).map((t) => ['T', t]),
@@ -69,10 +72,10 @@ test('run listing: any record stream, cut anywhere, parses to listings or Remote
       fc.constantFrom(0, 0, 0, 1, null),
       (goodStart, records, cutAt, truncated, maxEntries, code) => {
         const start = goodStart ? [['T', '1750000000'], ['R', '0', 'ok', '/w']] : [];
-        const text = '\0@rr-list@2\0' + [...start, ...records].map((r) => r.map((f) => `${f}\0`).join('')).join('');
+        const text = '\0@rr-list@3\0' + [...start, ...records].map((r) => r.map((f) => `${f}\0`).join('')).join('');
         const full = Buffer.from(text, 'utf8');
         const stdout = truncated ? full.subarray(0, cutAt % (full.length + 1)) : full;
-        const entries = records.filter((r) => r[0] === 'E').length;
+        const entries = records.filter((r) => r[0] === 'E' || r[0] === 'N').length;
         typedOnly('parseListOutput', () => {
           const out = listRunsCommand(['/w', '~/runs'], { maxEntries }).parse(result(stdout, { truncated, code }));
           assert.ok(listingSize(out.roots) <= 2 * Math.min(entries, maxEntries) + 10, `${listingSize(out.roots)} items from ${entries} entries`);
@@ -86,10 +89,79 @@ test('run listing: any record stream, cut anywhere, parses to listings or Remote
   );
 });
 
+test('run listing read as it arrives, in chunks cut anywhere (inside the marker, a field, a character), is what parse reads', () => {
+  const bytes = fc.oneof(fc.constant(Buffer.from('noise\n')), fc.constant(Buffer.alloc(0)), fc.uint8Array({ maxLength: 6 }).map((a) => Buffer.from(a)));
+  fc.assert(
+    fc.property(
+      bytes,
+      fc.array(record, { maxLength: 30 }),
+      fc.array(fc.nat(), { maxLength: 12 }),
+      fc.boolean(),
+      fc.nat(),
+      (noise, records, cuts, truncated, cutAt) => {
+        const start = [['T', '1750000000'], ['R', '0', 'ok', '/w']];
+        const body = [...start, ...records, ['X', '0', '0'], ['Z']].map((r) => r.map((f) => `${f}\0`).join('')).join('');
+        // Names that are not UTF-8 too: a lone continuation byte and a sequence cut short.
+        const full = Buffer.concat([noise, Buffer.from('\0@rr-list@3\0'), Buffer.from(body, 'utf8').map((b) => (b === 0x7e ? 0x80 : b))]);
+        const stdout = truncated ? full.subarray(0, cutAt % (full.length + 1)) : full;
+        const r = result(stdout, { truncated });
+        const command = listRunsCommand(['/w'], { maxEntries: 20 });
+        const outcome = (fn: () => unknown): unknown => {
+          try {
+            return { value: fn() };
+          } catch (e) {
+            assert.ok(e instanceof RemoteRunsError, String(e));
+            return { error: e.kind, message: e.message };
+          }
+        };
+        const reader = command.reader!();
+        const at = [...new Set(cuts.map((c) => c % (stdout.length + 1)))].sort((a, b) => a - b);
+        let from = 0;
+        for (const c of [...at, stdout.length]) {
+          reader.push(stdout.subarray(from, c));
+          from = c;
+        }
+        assert.deepEqual(outcome(() => reader.finish(r)), outcome(() => command.parse(r)));
+      },
+    ),
+    { numRuns: RUNS * 2 },
+  );
+});
+
+test('run listing read as it arrives: output the executor did not stream, or streamed twice (a retried command), is read whole', () => {
+  const fields = ['T', '1750000000', 'R', '0', 'ok', '/w', 'E', 'd', '4096', '1750000000.0', 'run', '', 'E', 'f', '5', '1750000000.0', 'run/step_1.pt', '', 'X', '0', '0', 'Z'];
+  const text = '\0@rr-list@3\0' + fields.map((f) => `${f}\0`).join('');
+  const out = Buffer.from(text);
+  const command = listRunsCommand(['/w'], {});
+  const expected = command.parse(result(out));
+  assert.equal(expected.roots[0].state, 'ok');
+  const none = command.reader!();
+  assert.deepEqual(none.finish(result(out)), expected);
+  const twice = command.reader!();
+  twice.push(out.subarray(0, 30));
+  twice.push(out);
+  assert.deepEqual(twice.finish(result(out)), expected);
+});
+
+test("run listing: an entry's mtime is find's seconds in ms, rounded half up (exact decimal arithmetic, as BigInt says)", () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 99_999_999_999 }), fc.stringMatching(/^[0-9]{0,10}$/), (whole, frac) => {
+      const text = frac === '' ? String(whole) : `${whole}.${frac}`;
+      const fields = ['T', '1', 'R', '0', 'ok', '/w', 'N', '1', 'f', '1', text, 'a', '', 'X', '0', '0', 'Z'];
+      const out = Buffer.from('\0@rr-list@3\0' + fields.map((f) => `${f}\0`).join(''));
+      const [entry] = readListRecords(result(out), 1).records[0].entries;
+      const digits = (frac + '0000').slice(0, 4);
+      const expected = (BigInt(whole) * 10000n + BigInt(digits) + 5n) / 10n;
+      assert.equal(entry.mtime, Number(expected), text);
+    }),
+    { numRuns: RUNS * 2 },
+  );
+});
+
 test('run listing: a tree nested thousands of folders deep (parents missing) is an error or a listing, not a stack overflow escaping', () => {
   const deep = Array.from({ length: 20_000 }, () => 'a').join('/') + '/step_1';
   const fields = ['T', '1750000000', 'R', '0', 'ok', '/w', 'E', 'd', '4096', '1750000000', deep, '', 'X', '0', '0', 'Z'];
-  const text = '\0@rr-list@2\0' + fields.map((f) => `${f}\0`).join('');
+  const text = '\0@rr-list@3\0' + fields.map((f) => `${f}\0`).join('');
   typedOnly('parseListOutput', () => listRunsCommand(['/w'], { maxEntries: 10 }).parse(result(Buffer.from(text))));
 });
 
@@ -234,7 +306,7 @@ test('run listing: folders whose names differ in any bytes (UTF-8 or not) stay d
   fc.assert(
     fc.property(fc.uniqueArray(nameBytes, { minLength: 1, maxLength: 6, selector: (b) => b.toString('hex') }), (names) => {
       const usable = names.filter((n) => n.toString('latin1') !== '.' && n.toString('latin1') !== '..');
-      const parts: Buffer[] = [Buffer.from('\0@rr-list@2\0')];
+      const parts: Buffer[] = [Buffer.from('\0@rr-list@3\0')];
       const rec = (...f: (string | Buffer)[]): void => void parts.push(...f.flatMap((x) => [Buffer.from(x), Buffer.from([0])]));
       rec('T', '1');
       rec('R', '0', 'ok', '/w');

@@ -155,9 +155,9 @@ function lastStandingNumber(stem: string): number | undefined {
  * "random_states", accelerate/utils/constants.py). Its number counts saves (0, 1, 2…), not training steps: said as
  * such, never shown as a step. `childNames` are the names directly inside the folder.
  */
-export function accelerateSave(name: string, childNames: readonly string[]): ParsedCheckpointName | undefined {
+export function accelerateSave(name: string, childNames: Iterable<string>): ParsedCheckpointName | undefined {
   const m = /^checkpoint_(\d+)$/.exec(name);
-  if (!m || !childNames.some((c) => /^random_states_\d+\.pkl$/.test(c))) return undefined;
+  if (!m || !someOf(childNames, (c) => /^random_states_\d+\.pkl$/.test(c))) return undefined;
   return { kind: 'save', step: null, save: Number(m[1]), layout: 'accelerate' };
 }
 
@@ -283,11 +283,17 @@ export function incompleteReason(files: readonly { name: string; bytes: number }
  * step.py) until renamed. A bare number alone is no checkpoint (seed folders are named `0`, `1`…): the marker files
  * decide. `childNames` are the names directly inside the folder.
  */
-export function orbaxStep(name: string, childNames: readonly string[]): (ParsedCheckpointName & { incomplete?: string }) | undefined {
+export function orbaxStep(name: string, childNames: Iterable<string>): (ParsedCheckpointName & { incomplete?: string }) | undefined {
   const tmp = /^(\d+)\.orbax-checkpoint-tmp-\d+$/.exec(name);
   if (tmp) return { kind: 'step', step: Number(tmp[1]), layout: 'orbax', incomplete: 'Orbax is still writing it (a temporary folder until the save is renamed)' };
   if (!/^\d+$/.test(name)) return undefined;
-  return childNames.includes('_CHECKPOINT_METADATA') || childNames.includes('commit_success.txt') ? { kind: 'step', step: Number(name), layout: 'orbax' } : undefined;
+  return someOf(childNames, (c) => c === '_CHECKPOINT_METADATA' || c === 'commit_success.txt') ? { kind: 'step', step: Number(name), layout: 'orbax' } : undefined;
+}
+
+/** Array.prototype.some over any iterable (a folder's child names come straight from its map, without an array). */
+function someOf(items: Iterable<string>, test: (item: string) => boolean): boolean {
+  for (const item of items) if (test(item)) return true;
+  return false;
 }
 
 /** Where a metrics log candidate sits: in the run folder itself, or in its `logs/` folder. */

@@ -3,9 +3,9 @@
  * the edge: everything past here trusts Run and Checkpoint. Any malformed input ends in RemoteRunsError
  * ('protocol'), never in another exception.
  */
-import { commandFailed, type ExecResult } from '../remote';
+import { commandFailed, type ExecResult, type OutputReader } from '../remote';
 import { RemoteRunsError, isRemoteRunsError, type RootListing, type TooLarge, type Unreadable } from '../types';
-import { findRuns, type Entry } from './runTree';
+import { EntryTree, findRunsInTree, nodeShapedEntry, type Entry } from './runTree';
 
 import { LIST_MAGIC as MAGIC } from './listScript';
 
@@ -18,8 +18,15 @@ export interface RootRecord {
   ended: boolean;
   /** Fair mode: the folder the entries being read are below ('' for the root). */
   prefix: string;
+  /** N records: the path (relative to the root) of the last entry read at each depth of the current walk, up to `top`. */
+  parents: string[];
+  top: number;
+  /** Which records its entries came in: a root's are all E or all N. */
+  kind: '' | 'E' | 'N';
   /** Fair mode: folders listed only in part (B records). */
   tooLarge: TooLarge[];
+  /** The folder tree of the first entries (ListRecordReader's `treeLimit`), built as they were read; they are its nodes. */
+  tree?: EntryTree;
 }
 
 /** Parse the list script's result for `roots` (in the order they were passed). */
@@ -31,27 +38,33 @@ export function parseListOutput(
   /** The walk's depth: a folder this deep was listed, its contents were not. */
   maxDepth = Infinity,
 ): { roots: RootListing[]; remoteNow: number } {
-  if (result.code !== 0) throw commandFailed(describe, result);
-  try {
-    return parseRecords(result, roots, maxEntries, maxDepth);
-  } catch (e) {
-    if (isRemoteRunsError(e)) throw e;
-    throw protocol(`could not read the listing (${e instanceof Error ? e.message : String(e)})`);
-  }
+  return listOutputReader(roots, maxEntries, describe, maxDepth).finish(result);
 }
 
-function parseRecords(
-  result: ExecResult,
+/** parseListOutput as an OutputReader: the records are read as the output arrives, the runs found at its end. */
+export function listOutputReader(
   roots: readonly string[],
   maxEntries: number,
-  maxDepth: number,
-): { roots: RootListing[]; remoteNow: number } {
-  const { records, remoteNow: now } = readListRecords(result, roots.length);
-  const listings = records.map((r, index) => {
-    const cut = !r.ended; // the byte cap fell inside this root
-    return toRootListing(roots[index], r, maxEntries, now, cut, maxDepth);
-  });
-  return { roots: listings, remoteNow: now };
+  describe: string,
+  maxDepth = Infinity,
+): OutputReader<{ roots: RootListing[]; remoteNow: number }> {
+  // The tree is built while the output arrives too, from the entries the listing keeps (maxEntries).
+  const reader = new ListRecordReader(roots.length, maxEntries);
+  return {
+    push: (chunk) => reader.push(chunk),
+    finish: (result) => {
+      if (result.code !== 0) throw commandFailed(describe, result);
+      try {
+        const { records, remoteNow: now } = reader.finish(result);
+        // A root is cut when the byte cap fell inside it.
+        const listings = records.map((r, index) => toRootListing(roots[index], r, maxEntries, now, !r.ended, maxDepth));
+        return { roots: listings, remoteNow: now };
+      } catch (e) {
+        if (isRemoteRunsError(e)) throw e;
+        throw protocol(`could not read the listing (${e instanceof Error ? e.message : String(e)})`);
+      }
+    },
+  };
 }
 
 /**
@@ -60,106 +73,222 @@ function parseRecords(
  * RemoteRunsError('protocol') on anything malformed, and other errors the caller maps to it.
  */
 export function readListRecords(result: ExecResult, rootCount: number): { records: RootRecord[]; remoteNow: number } {
-  const start = result.stdout.indexOf(MAGIC);
-  if (start < 0) {
-    const head = result.stdout.subarray(0, 120).toString('utf8').replace(/\0/g, '\\0');
-    throw protocol(`the listing did not start with its marker; output began with ${JSON.stringify(head)}`);
-  }
-  const fields = splitFields(result.stdout.subarray(start + MAGIC.length));
-  let remoteNow: number | undefined;
-  const records: RootRecord[] = [];
-  let finished = false;
-  let i = 0;
-  const take = (n: number): string[] | undefined => {
-    if (i + n > fields.length) return undefined;
-    const out = fields.slice(i, i + n);
-    i += n;
-    return out;
-  };
-  reading: while (i < fields.length && !finished) {
-    const tag = fields[i++];
-    switch (tag) {
-      case 'T': {
-        const f = take(1);
-        if (!f) break reading; // cut inside a record: the end check below decides
-        const secs = Number(f[0]);
-        if (!Number.isFinite(secs) || f[0] === '') throw protocol(`bad remote clock ${JSON.stringify(f[0])}`);
-        remoteNow = secs * 1000;
-        break;
-      }
-      case 'R': {
-        const f = take(3);
-        if (!f) break reading; // cut inside a record: the end check below decides
-        if (Number(f[0]) !== records.length || records.length >= rootCount) {
-          throw protocol(`root record ${JSON.stringify(f[0])} out of order`);
-        }
-        if (!['ok', 'missing', 'notdir', 'denied'].includes(f[1])) throw protocol(`unknown root status ${JSON.stringify(f[1])}`);
-        records.push({ status: f[1], path: f[2], entries: [], errors: '', ended: f[1] !== 'ok', prefix: '', tooLarge: [] });
-        break;
-      }
-      case 'E': {
-        if (i + 5 > fields.length) break reading; // cut inside a record: the end check below decides
-        const current = records[records.length - 1];
-        if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
-        current.entries.push(toEntry(fields, i, current.prefix));
-        i += 5;
-        break;
-      }
-      case 'P': {
-        const f = take(1);
-        if (!f) break reading;
-        const current = records[records.length - 1];
-        if (!current || current.status !== 'ok' || current.ended) throw protocol('a folder record outside any root');
-        if (f[0].includes('/') || f[0] === '.' || f[0] === '..') throw protocol(`bad folder record ${JSON.stringify(f[0].slice(0, 80))}`);
-        current.prefix = f[0];
-        break;
-      }
-      case 'B': {
-        const f = take(2);
-        if (!f) break reading;
-        const current = records[records.length - 1];
-        const m = /^(\d+)(\+?)$/.exec(f[1]);
-        if (!current || current.status !== 'ok' || current.ended || !m || f[0].split('/').some((p) => p === '..' || p === '.')) throw protocol('a bad too-large record');
-        current.tooLarge.push({ rel: f[0], entries: Number(m[1]), ...(m[2] ? { more: true } : {}) });
-        break;
-      }
-      case 'X': {
-        const f = take(2);
-        if (!f) break reading; // cut inside a record: the end check below decides
-        const current = records[records.length - 1];
-        if (!current || Number(f[0]) !== records.length - 1 || current.status !== 'ok') throw protocol('a root end out of order');
-        current.errors = f[1];
-        current.ended = true;
-        break;
-      }
-      case 'Z':
-        finished = true;
-        break;
-      default:
-        throw protocol(`unknown record ${JSON.stringify(tag.slice(0, 40))}`);
-    }
-  }
-  if (remoteNow === undefined) throw protocol('the listing has no remote clock');
-  if (!finished || records.length !== rootCount) {
-    // Only the executor's byte cap may cut the output short; anything else is a broken script.
-    if (!result.truncated || records.length === 0) {
-      throw protocol(`the listing ended early (${records.length} of ${rootCount} roots)`);
-    }
-    if (records.length < rootCount) {
-      throw protocol(`the listing was cut after ${result.stdout.length} bytes, before root ${records.length + 1} of ${rootCount}`);
-    }
-  }
-  return { records, remoteNow };
+  const reader = new ListRecordReader(rootCount);
+  reader.push(result.stdout);
+  return reader.finish(result);
 }
 
 /**
- * Split on NUL; a trailing field without its NUL (cut output) is dropped. The whole output is decoded at once (one
- * native call) unless it holds bytes that are not UTF-8, which are then decoded field by field (decodeName).
+ * Reads the list script's output as it arrives (`push` each chunk of stdout, in order), so the records are read
+ * while the remote walk is still running; `finish` checks the whole and returns what readListRecords returns.
+ * `push` never throws: what is malformed is thrown by `finish`, as readListRecords would.
+ */
+export class ListRecordReader {
+  private readonly records: RootRecord[] = [];
+  private remoteNow: number | undefined;
+  private finished = false;
+  /** Before the marker: the first bytes (for the error) and the last few (the marker may span two chunks). */
+  private started = false;
+  private firstBytes = Buffer.alloc(0);
+  private carry = Buffer.alloc(0);
+  /** After the marker: bytes after the last NUL seen (a field not yet whole), as chunks. */
+  private pending: Buffer[] = [];
+  /** Fields of a record not yet whole. */
+  private left: string[] = [];
+  private error: unknown;
+  private pushed = 0;
+
+  /**
+   * `treeLimit`: also build each ok root's folder tree from its first `treeLimit` entries as they are read
+   * (RootRecord.tree; the entries become its nodes).
+   */
+  constructor(
+    private readonly rootCount: number,
+    private readonly treeLimit?: number,
+  ) {}
+
+  push(chunk: Buffer): void {
+    this.pushed += chunk.length;
+    if (this.error !== undefined || this.finished || chunk.length === 0) return;
+    try {
+      this.feed(chunk);
+    } catch (e) {
+      this.error = e;
+    }
+  }
+
+  finish(result: ExecResult): { records: RootRecord[]; remoteNow: number } {
+    // Every byte of stdout must have come through push, once: otherwise (an executor that does not stream, or a
+    // command retried on a new connection after some output) the whole output is read again here.
+    if (this.pushed !== result.stdout.length) {
+      const again = new ListRecordReader(this.rootCount, this.treeLimit);
+      again.push(result.stdout);
+      return again.finish(result);
+    }
+    if (this.error !== undefined) throw this.error;
+    if (!this.started) {
+      const head = this.firstBytes.subarray(0, 120).toString('utf8').replace(/\0/g, '\\0');
+      throw protocol(`the listing did not start with its marker; output began with ${JSON.stringify(head)}`);
+    }
+    const { records, remoteNow, finished, rootCount } = this;
+    if (remoteNow === undefined) throw protocol('the listing has no remote clock');
+    if (!finished || records.length !== rootCount) {
+      // Only the executor's byte cap may cut the output short; anything else is a broken script.
+      if (!result.truncated || records.length === 0) {
+        throw protocol(`the listing ended early (${records.length} of ${rootCount} roots)`);
+      }
+      if (records.length < rootCount) {
+        throw protocol(`the listing was cut after ${result.stdout.length} bytes, before root ${records.length + 1} of ${rootCount}`);
+      }
+    }
+    return { records, remoteNow };
+  }
+
+  private feed(chunk: Buffer): void {
+    if (!this.started) {
+      if (this.firstBytes.length < 120) this.firstBytes = Buffer.concat([this.firstBytes, chunk.subarray(0, 120)]);
+      const window = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
+      const at = window.indexOf(MAGIC);
+      if (at < 0) {
+        this.carry = Buffer.from(window.subarray(Math.max(0, window.length - MAGIC.length + 1)));
+        return;
+      }
+      this.started = true;
+      this.carry = Buffer.alloc(0);
+      chunk = window.subarray(at + MAGIC.length);
+    }
+    // Only whole fields are read: up to the chunk's last NUL, the rest waits for the next chunk.
+    const last = chunk.lastIndexOf(0);
+    if (last < 0) {
+      if (chunk.length > 0) this.pending.push(chunk);
+      return;
+    }
+    const data = this.pending.length > 0 ? Buffer.concat([...this.pending, chunk.subarray(0, last + 1)]) : chunk.subarray(0, last + 1);
+    this.pending = last + 1 < chunk.length ? [Buffer.from(chunk.subarray(last + 1))] : [];
+    const fields = splitFields(data);
+    const left = this.left;
+    this.read(left.length > 0 ? left.concat(fields) : fields);
+  }
+
+  /** Reads the records in `fields`; keeps the fields of one not yet whole for the next chunk. */
+  private read(fields: string[]): void {
+    const records = this.records;
+    let i = 0;
+    let whole = 0; // fields[0, whole) are records read
+    const take = (n: number): string[] | undefined => {
+      if (i + n > fields.length) return undefined;
+      const out = fields.slice(i, i + n);
+      i += n;
+      return out;
+    };
+    reading: while (i < fields.length && !this.finished) {
+      whole = i;
+      const tag = fields[i++];
+      switch (tag) {
+        case 'E': {
+          if (i + 5 > fields.length) break reading; // cut inside a record: the next chunk, or the end check, decides
+          const current = records[records.length - 1];
+          if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
+          if (current.kind === 'N') throw protocol('entries by path after entries by name');
+          current.kind = 'E';
+          const entry = toEntry(fields, i, current.prefix);
+          current.entries.push(entry);
+          if (current.tree && current.entries.length <= this.treeLimit!) current.tree.add(entry);
+          i += 5;
+          break;
+        }
+        case 'N': {
+          if (i + 6 > fields.length) break reading; // cut inside a record: the next chunk, or the end check, decides
+          const current = records[records.length - 1];
+          if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
+          if (current.kind === 'E') throw protocol('entries by name after entries by path');
+          current.kind = 'N';
+          const depthText = fields[i];
+          const depth = depthText.length > 0 && depthText.length < 6 ? Number(depthText) : NaN;
+          const name = fields[i + 4];
+          const parents = current.parents;
+          // The folder it is in: the last entry one level up (the walk's folder at depth 1).
+          if (!Number.isInteger(depth) || depth < 1 || depth > current.top + 1) throw protocol(`bad entry depth ${JSON.stringify(depthText.slice(0, 20))} for ${JSON.stringify(name.slice(0, 80))}`);
+          if (name === '' || name === '.' || name === '..' || name.includes('/')) throw protocol(`bad entry name ${JSON.stringify(name.slice(0, 80))}`);
+          const parent = parents[depth - 1];
+          const rel = parent === '' ? name : `${parent}/${name}`;
+          parents[depth] = rel;
+          current.top = depth;
+          const entry = toEntryRecord(fields[i + 1], fields[i + 2], fields[i + 3], rel, fields[i + 5], current.tree ? name : undefined);
+          current.entries.push(entry);
+          if (current.tree && current.entries.length <= this.treeLimit!) current.tree.addAt(depth, entry, name);
+          i += 6;
+          break;
+        }
+        case 'T': {
+          const f = take(1);
+          if (!f) break reading;
+          const secs = Number(f[0]);
+          if (!Number.isFinite(secs) || f[0] === '') throw protocol(`bad remote clock ${JSON.stringify(f[0])}`);
+          this.remoteNow = secs * 1000;
+          break;
+        }
+        case 'R': {
+          const f = take(3);
+          if (!f) break reading;
+          if (Number(f[0]) !== records.length || records.length >= this.rootCount) {
+            throw protocol(`root record ${JSON.stringify(f[0])} out of order`);
+          }
+          if (!['ok', 'missing', 'notdir', 'denied'].includes(f[1])) throw protocol(`unknown root status ${JSON.stringify(f[1])}`);
+          const ok = f[1] === 'ok';
+          records.push({ status: f[1], path: f[2], entries: [], errors: '', ended: !ok, prefix: '', parents: [''], top: 0, kind: '', tooLarge: [], ...(ok && this.treeLimit !== undefined ? { tree: new EntryTree(true) } : {}) });
+          break;
+        }
+        case 'P': {
+          const f = take(1);
+          if (!f) break reading;
+          const current = records[records.length - 1];
+          if (!current || current.status !== 'ok' || current.ended) throw protocol('a folder record outside any root');
+          if (f[0].includes('/') || f[0] === '.' || f[0] === '..') throw protocol(`bad folder record ${JSON.stringify(f[0].slice(0, 80))}`);
+          current.prefix = f[0];
+          // A new walk, of that folder.
+          current.parents[0] = f[0];
+          current.top = 0;
+          current.tree?.walkFrom(f[0]);
+          break;
+        }
+        case 'B': {
+          const f = take(2);
+          if (!f) break reading;
+          const current = records[records.length - 1];
+          const m = /^(\d+)(\+?)$/.exec(f[1]);
+          if (!current || current.status !== 'ok' || current.ended || !m || f[0].split('/').some((p) => p === '..' || p === '.')) throw protocol('a bad too-large record');
+          current.tooLarge.push({ rel: f[0], entries: Number(m[1]), ...(m[2] ? { more: true } : {}) });
+          break;
+        }
+        case 'X': {
+          const f = take(2);
+          if (!f) break reading;
+          const current = records[records.length - 1];
+          if (!current || Number(f[0]) !== records.length - 1 || current.status !== 'ok') throw protocol('a root end out of order');
+          current.errors = f[1];
+          current.ended = true;
+          break;
+        }
+        case 'Z':
+          this.finished = true;
+          break;
+        default:
+          throw protocol(`unknown record ${JSON.stringify(tag.slice(0, 40))}`);
+      }
+      whole = i;
+    }
+    this.left = this.finished || whole >= fields.length ? [] : fields.slice(whole);
+  }
+}
+
+/**
+ * Split whole fields (`buf` ends with a NUL) on NUL. The bytes are decoded at once (one native call) unless they hold
+ * bytes that are not UTF-8, which are then decoded field by field (decodeName). A field never spans two calls, so a
+ * character never does either.
  */
 function splitFields(buf: Buffer): string[] {
-  const end = buf.lastIndexOf(0);
-  if (end < 0) return [];
-  const text = buf.toString('utf8', 0, end);
+  const text = buf.toString('utf8', 0, buf.length - 1);
   if (!text.includes('\ufffd')) return text.split('\0');
   const out: string[] = [];
   let from = 0;
@@ -206,27 +335,61 @@ function utf8SequenceLength(b: Buffer, i: number): number {
   return 0;
 }
 
-/** The entry record whose fields start at `fields[i]`; `prefix` (fair mode) is the root's folder it lies below. */
+/** The E record whose fields start at `fields[i]`; `prefix` (fair mode) is the root's folder it lies below. */
 function toEntry(fields: readonly string[], i: number, prefix: string): Entry {
-  const type = fields[i];
-  const size = fields[i + 1];
-  const mtime = fields[i + 2];
   const rawRel = fields[i + 3];
-  const extra = fields[i + 4];
+  if (rawRel === '') throw protocol(`bad entry ${JSON.stringify(fields.slice(i, i + 4).join(' ').slice(0, 80))}`);
   const rel = prefix === '' ? rawRel : `${prefix}/${rawRel}`;
-  const bytes = Number(size);
-  const secs = Number(mtime);
-  const t = type.length === 1 ? type.charCodeAt(0) | 0x20 : 0; // one ASCII letter, either case
-  if (t < 0x61 || t > 0x7a || size === '' || !Number.isFinite(bytes) || bytes < 0 || mtime === '' || !Number.isFinite(secs) || rawRel === '') {
-    throw protocol(`bad entry ${JSON.stringify(fields.slice(i, i + 4).join(' ').slice(0, 80))}`);
-  }
   if (!safeRel(rel)) throw protocol(`bad entry path ${JSON.stringify(rel.slice(0, 80))}`);
-  const entry: Entry = { type, bytes, mtime: Math.round(secs * 1000), rel };
+  return toEntryRecord(fields[i], fields[i + 1], fields[i + 2], rel, fields[i + 4]);
+}
+
+/** An entry from its fields (E or N record), `rel` checked already; with `name`, in the shape of a tree node. */
+function toEntryRecord(type: string, size: string, mtime: string, rel: string, extra: string, name?: string): Entry {
+  const bytes = Number(size);
+  let ms = millis(mtime);
+  if (Number.isNaN(ms)) ms = mtime === '' ? NaN : Math.round(Number(mtime) * 1000);
+  const t = type.length === 1 ? type.charCodeAt(0) | 0x20 : 0; // one ASCII letter, either case
+  if (t < 0x61 || t > 0x7a || size === '' || !Number.isFinite(bytes) || bytes < 0 || !Number.isFinite(ms)) {
+    throw protocol(`bad entry ${JSON.stringify([type, size, mtime, rel].join(' ').slice(0, 80))}`);
+  }
+  const entry: Entry = name === undefined ? { type, bytes, mtime: ms, rel } : nodeShapedEntry(type, bytes, ms, rel, name);
   if (extra === '') return entry;
   if (extra.charCodeAt(0) === 0x4b /* K */) entry.link = extra.slice(1);
   else if (extra.charCodeAt(0) === 0x43 /* C */) entry.text = extra.slice(1);
   else throw protocol(`bad entry detail ${JSON.stringify(extra.slice(0, 40))}`);
   return entry;
+}
+
+/**
+ * Milliseconds from find's seconds (`1796157636.5431444980`: digits, a point, digits) read digit by digit, rounded
+ * half up at the fourth decimal; NaN for any other text (read then as Number() reads it). Number() on such a string
+ * takes V8's slow path for doubles, once per entry.
+ */
+function millis(text: string): number {
+  const n = text.length;
+  let whole = 0;
+  let k = 0;
+  for (; k < n; k++) {
+    const d = text.charCodeAt(k) - 0x30;
+    if (d < 0 || d > 9) break;
+    whole = whole * 10 + d;
+  }
+  if (k === 0 || k > 15) return NaN; // no digits, or more than a double holds exactly
+  if (k === n) return whole * 1000;
+  if (text.charCodeAt(k) !== 0x2e || k + 1 === n) return NaN;
+  let frac = 0;
+  let digits = 0;
+  for (k++; k < n; k++) {
+    const d = text.charCodeAt(k) - 0x30;
+    if (d < 0 || d > 9) return NaN;
+    if (digits < 4) {
+      frac = frac * 10 + d;
+      digits++;
+    }
+  }
+  for (; digits < 4; digits++) frac *= 10;
+  return whole * 1000 + Math.floor((frac + 5) / 10);
 }
 
 /** Relative, `/`-separated, no empty part and no `..` part (the same as splitting on `/`, without the arrays). */
@@ -256,8 +419,13 @@ function toRootListing(root: string, r: RootRecord, maxEntries: number, now: num
   if (entries.length === 0) {
     return { ...base, ...extra, truncated, state: 'empty', message: `${path} is an empty directory${note}` };
   }
-  // The entries are this call's own (nothing else holds them): the tree may reuse them as its nodes.
-  const runs = findRuns(path, entries, now, maxDepth, { reuseEntries: true });
+  // The tree of the entries kept was built while they were read (the entries are its nodes).
+  let tree = r.tree;
+  if (!tree) {
+    tree = new EntryTree(true);
+    for (const e of entries) tree.add(e);
+  }
+  const runs = findRunsInTree(path, tree, now, maxDepth);
   if (runs.length === 0) {
     const seen = entries
       .filter((e) => !e.rel.includes('/'))

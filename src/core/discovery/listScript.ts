@@ -4,24 +4,29 @@
  * part of the script and needs no quoting beyond the runner's one shellJoin.
  *
  * Output protocol (parsed by listParse.ts): NUL-terminated fields, each record led by a tag field.
- *   `\0@rr-list@2\0`                         magic; rc-file noise before it is skipped
+ *   `\0@rr-list@3\0`                         magic; rc-file noise before it is skipped
  *   `T\0<epoch seconds>\0`                   the remote clock
  *   `R\0<index>\0<status>\0<path>\0`         a root: status ok | missing | notdir | denied; path with ~ expanded
  *   `E\0<type>\0<bytes>\0<mtime>\0<rel>\0<extra>\0`
  *                                           an entry under the last ok root (find -printf %y %s %T@ %P); extra is
  *                                           empty, `K<target>` for a symlink (readlink's text; type is the followed
  *                                           one) or `C<text>` for a small pointer file (its first 256 bytes, no NULs)
+ *   `N\0<depth>\0<type>\0<bytes>\0<mtime>\0<name>\0<extra>\0`
+ *                                           the same entry by its depth below the walk's folder and its name (find
+ *                                           -printf %d %f; GNU find): it lies in the last entry printed one level up
+ *                                           (find prints a folder before what it holds), or in the walk's folder at
+ *                                           depth 1. Fewer bytes, and no path for the parser to cut up
  *   `P\0<name>\0`                           (fair mode) the entries that follow are below the root's folder NAME
  *                                           (their rel is relative to it); an empty NAME ends that
  *   `B\0<rel>\0<count>\0`                    (fair mode) folder REL holds COUNT entries (`N+`: more than N), more than its share: only
  *                                           part of it was listed (rel empty: the root itself)
  *   `X\0<index>\0<find errors>\0`            end of an ok root: "count\nfirst error\n…" (at most 3 lines)
  *   `Z\0`                                    end of output
- * Each ok root prints at most LIMIT+1 entries; the parser treats LIMIT+1 as "truncated" and drops the extra.
+ * Each ok root prints at most LIMIT+1 entries (E or N); the parser treats LIMIT+1 as "truncated" and drops the extra.
  */
 import type { RemoteCommand } from '../remote';
 import type { RootListing } from '../types';
-import { parseListOutput } from './listParse';
+import { listOutputReader, parseListOutput } from './listParse';
 
 /**
  * Records per root before a listing is cut short (and says so). 50 runs × 100 step folders is ~10,200 entries;
@@ -37,7 +42,7 @@ export const DEFAULT_MAX_ENTRIES = 40_000;
 export const DEFAULT_MAX_DEPTH = 7;
 
 /** The first bytes of the script's output; anything before them (rc-file noise) is skipped. */
-export const LIST_MAGIC = Buffer.from('\0@rr-list@2\0', 'latin1');
+export const LIST_MAGIC = Buffer.from('\0@rr-list@3\0', 'latin1');
 
 /** `${` cannot be written inside String.raw; the script's parameter expansions interpolate it. */
 const P = '${';
@@ -49,23 +54,37 @@ const P = '${';
  * - Folders that never hold runs but can hold hundreds of thousands of files are pruned, so they do not eat
  *   the entry budget: .git, node_modules, __pycache__, virtualenvs, caches, notebook checkpoints, and our own
  *   `.remote-runs` (eval records, whose results.jsonl would look like a run).
- * - find's errors (unreadable folders, loops) go to awk, which counts them and keeps three; the listing
- *   itself never stops for them. `Broken pipe` (and SIGPIPE, 13) is our own `head` closing early, not an error.
+ * - find's errors (unreadable folders, loops) are counted by the shell, which keeps three; the listing itself
+ *   never stops for them. `Broken pipe` (and SIGPIPE, 13) is our own `head` closing early, not an error.
  * - Without GNU find's -printf (busybox), entries are printed by a slower stat loop with the same format;
  *   that path does not follow symlinks below the root (busybox find -L has no loop detection).
  */
 export const LIST_SCRIPT = String.raw`
 exec 3>&1
 mode=$1; depth=$2; limit=$3; shift 3
-printf '\0@rr-list@2\0T\0%s\0' "$(date +%s)"
-if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; follow=-L; else gnu=0; follow=; fi
+# Names are bytes: the C locale matches them as bytes (in a UTF-8 one every -name decodes them first, and a name
+# that is not UTF-8 may not match), and find's messages come in one language.
+LC_ALL=C; export LC_ALL
+# The remote clock and whether find is GNU's (has -printf), from one process: the /proc/PID folder of that very
+# find is made when it is first looked up, so its time is now (the /proc/self link itself is as old as /proc, hence
+# -L). Without that (busybox find, no /proc), date and a probe of find as before.
+now=$(find -L /proc/self -maxdepth 0 -printf '%T@' 2>/dev/null)
+case $now in
+  [0-9]*.[0-9]*) gnu=1 ;;
+  *) now=$(date +%s); if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; else gnu=0; fi ;;
+esac
+if [ "$gnu" = 1 ]; then follow=-L; else follow=; fi
+printf '\0@rr-list@3\0T\0%s\0' "$now"
 # Pointer files: the name a framework writes its own "latest" into (DeepSpeed's latest, Megatron-LM's
 # latest_checkpointed_iteration.txt, TensorFlow/Keras' checkpoint); read when small (NULs dropped).
 pointers='-name latest -o -name latest_checkpointed_iteration.txt -o -name checkpoint'
 prunenames='.git node_modules __pycache__ .venv venv .cache .ipynb_checkpoints .remote-runs'
 prune=; for x in $prunenames; do prune="$prune${P}prune:+ -o }-name $x"; done
-# One cheap test of the first letter before the eight names: it halves the walk's cost on a large tree.
-prune="-name [._nv]* ( $prune )"
+# One cheap test of the first letter before the eight names, and -prune inside the group: GNU find reorders the
+# operands of an and by its guess of their success, which for a wildcard -name is higher than for eight plain names,
+# and would test all eight on every entry (find -D rates shows it; a third of the walk's CPU on a large tree);
+# the group holding -prune costs more than a -name, so the first-letter test stays first.
+prune="-name [._nv]* ( ( $prune ) -prune )"
 # walk DIR MINDEPTH MAXDEPTH CAP: entries below DIR (paths relative to it), at most CAP of them.
 walk() {
   # $prune and $pointers are split into words but never globbed ([._nv]* is find's pattern, not the shell's).
@@ -75,14 +94,17 @@ walk() {
     # Under -L, %y is the followed type and %l is empty; -xtype l still tells a link (one more stat per entry, a
     # quarter of the walk: so only for names an alias can have, latest*/last*/best*), readlink gives its target.
     # find flushes its own output before each -exec, so a K or C record always follows its E.
-    find -L "$1" -mindepth "$2" -maxdepth "$3" \( $prune \) -prune -printf 'E\0%y\0%s\0%T@\0%P\0\0' \
-      -o -name '[lLbB]*' -xtype l -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
-      -o -type f -size -257c \( $pointers \) -printf 'E\0%y\0%s\0%T@\0%P\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \
-      -o -printf 'E\0%y\0%s\0%T@\0%P\0\0' | head -z -n "$(($4 * 6))"
+    # The pointer names are tested only on small files (in a group with -exec, which find never moves ahead of
+    # -type and -size), not three times on every entry.
+    # Each entry is its depth and name (N records): the parser knows the folder it is in from find's order.
+    find -L "$1" -mindepth "$2" -maxdepth "$3" \( $prune \) -printf 'N\0%d\0%y\0%s\0%T@\0%f\0\0' \
+      -o -name '[lLbB]*' -xtype l -printf 'N\0%d\0%y\0%s\0%T@\0%f\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
+      -o -type f -size -257c \( \( $pointers \) -printf 'N\0%d\0%y\0%s\0%T@\0%f\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \) \
+      -o -printf 'N\0%d\0%y\0%s\0%T@\0%f\0\0' | head -z -n "$(($4 * 7))"
   else
     # No symlinks followed here: busybox find -L does not detect loops. The root is entered with cd, so a
     # symlinked root still works.
-    (cd "$1" && find . -mindepth "$2" -maxdepth "$3" \( $prune \) -prune -print0 -o -print0) | xargs -0 -r sh -c '
+    (cd "$1" && find . -mindepth "$2" -maxdepth "$3" \( $prune \) -print0 -o -print0) | xargs -0 -r sh -c '
       cd "$1" || exit 0; shift
       for f do
         # The followed type, as GNU find -L gives it; a link that leads nowhere is l.
@@ -119,7 +141,7 @@ fair() {
     k=$((k + 1))
     [ -d "$c" ] || continue
     case " $prunenames " in *" $c "*) continue ;; esac
-    s=$(set -f; find $follow "./$c" -mindepth 1 -maxdepth $((depth - 1)) \( $prune \) -prune -print -o -print 2>/dev/null | head -n $((left + 1)) | wc -l)
+    s=$(set -f; find $follow "./$c" -mindepth 1 -maxdepth $((depth - 1)) \( $prune \) -print -o -print 2>/dev/null | head -n $((left + 1)) | wc -l)
     echo "$s $k"
   done | sort -n | awk -v left="$left" '{ s[NR] = $1; k[NR] = $2 } END { for (j = 1; j <= NR; j++) { share = int(left / (NR - j + 1)); a = s[j] < share ? s[j] : share; left -= a; print k[j], a, s[j] } }')
   # Only numbers reach eval: a folder's index among the root's entries, its share and its size.
@@ -164,8 +186,18 @@ for r in "$@"; do
   else
     printf 'R\0%s\0ok\0%s\0' "$i" "$p"
     if [ "$mode" = fair ]; then run='( fair "$p" )'; else run='walk "$p" 1 "$depth" $((limit + 1))'; fi
-    errs=$( { eval "$run" 2>&4 >&3; } 4>&1 | awk '/Broken pipe|write error|terminated by signal 13/ { next } { n++; if (n <= 3) s = s "\n" $0 } END { printf "%d%s", n, s }' )
-    printf 'X\0%s\0%s\0' "$i" "$errs"
+    # The walk's errors, counted by the shell itself (no awk process): every line but our own head closing early.
+    out=$( { eval "$run"; } 2>&1 >&3 )
+    n=0; errs=
+    set -f; IFS='
+'
+    for l in $out; do
+      case $l in *'Broken pipe'*|*'write error'*|*'terminated by signal 13'*) continue ;; esac
+      n=$((n + 1)); [ "$n" -gt 3 ] || errs="$errs
+$l"
+    done
+    unset IFS; set +f
+    printf 'X\0%s\0%s%s\0' "$i" "$n" "$errs"
   fi
   i=$((i + 1))
 done
@@ -202,6 +234,8 @@ export function listRunsCommand(
     // Far above what LIMIT entries per root print, so the executor's cut only trips on a broken remote.
     maxOutputBytes: 64 * 1024 * 1024,
     parse: (result) => parseListOutput(result, roots, maxEntries, describe, maxDepth),
+    // Records are read while the walk still runs; only finding the runs waits for the end.
+    reader: () => listOutputReader(roots, maxEntries, describe, maxDepth),
   };
 }
 

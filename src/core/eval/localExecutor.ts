@@ -11,7 +11,7 @@ export class LocalExecutor implements Executor {
   constructor(private readonly env: NodeJS.ProcessEnv = process.env) {}
 
   exec(commandLine: string, options: ExecOptions = {}): Promise<ExecResult> {
-    const { signal, maxOutputBytes, stdin } = options;
+    const { signal, maxOutputBytes, stdin, onStdout } = options;
     return new Promise<ExecResult>((resolve, reject) => {
       if (signal?.aborted) return reject(new RemoteRunsError('cancelled', 'Command cancelled'));
       const child = spawn('/bin/sh', ['-c', commandLine], { env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -31,13 +31,16 @@ export class LocalExecutor implements Executor {
       child.stdout.on('data', (chunk: Buffer) => {
         if (truncated) return;
         if (maxOutputBytes !== undefined && bytes + chunk.length >= maxOutputBytes) {
-          stdout.push(chunk.subarray(0, maxOutputBytes - bytes));
+          const kept = chunk.subarray(0, maxOutputBytes - bytes);
+          stdout.push(kept);
+          onStdout?.(kept);
           bytes = maxOutputBytes;
           truncated = true;
           child.stdout.destroy();
           return;
         }
         stdout.push(chunk);
+        onStdout?.(chunk);
         bytes += chunk.length;
       });
       child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));

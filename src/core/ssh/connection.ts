@@ -142,7 +142,7 @@ export class SshConnection implements Executor, Transport {
    * `protocol` with `detail.channelRefused` (the server would not open another session right now).
    */
   exec(commandLine: string, options: ExecOptions = {}): Promise<ExecResult> {
-    const { signal, maxOutputBytes, stdin } = options;
+    const { signal, maxOutputBytes, stdin, onStdout } = options;
     return new Promise<ExecResult>((resolve, reject) => {
       let settled = false;
       let channel: ClientChannel | undefined;
@@ -194,7 +194,9 @@ export class SshConnection implements Executor, Transport {
           ch.on('data', (chunk: Buffer) => {
             if (truncated) return;
             if (maxOutputBytes !== undefined && stdoutBytes + chunk.length >= maxOutputBytes) {
-              stdout.push(chunk.subarray(0, maxOutputBytes - stdoutBytes));
+              const kept = chunk.subarray(0, maxOutputBytes - stdoutBytes);
+              stdout.push(kept);
+              onStdout?.(kept);
               stdoutBytes = maxOutputBytes;
               // At the limit the rest is not wanted: close so the remote side stops producing it.
               truncated = chunk.length > 0;
@@ -202,6 +204,7 @@ export class SshConnection implements Executor, Transport {
               return;
             }
             stdout.push(chunk);
+            onStdout?.(chunk);
             stdoutBytes += chunk.length;
           });
           ch.stderr.on('data', (chunk: Buffer) => {
