@@ -1,6 +1,6 @@
 /**
  * The sidebar tree in a real VS Code (code-server + Chromium) against a real OpenSSH server with pct/docker
- * shims: host → container → run → checkpoints in step order with sizes, each empty state its own item, and
+ * shims: host → container → run → checkpoints newest first with sizes, each empty state its own item, and
  * palette commands that act on it.
  */
 import assert from 'node:assert/strict';
@@ -64,7 +64,7 @@ const expandRow = (label: string, which: Which = 'first'): Promise<void> => expa
 const expectRow = (label: string, re: RegExp, limitMs?: number): Promise<string> => expectTreeRow(session, label, re, limitMs);
 const waitForRow = async (label: string): Promise<void> => void (await rowText(label));
 
-test('host → container → run → checkpoints, in step order with sizes', async () => {
+test('host → container → run → checkpoints, newest first with sizes', async () => {
   await withArtifactsOnFailure(session, 'tree-story', async () => {
     await session.openViewContainer('Remote Runs');
     await expandRow('testbox');
@@ -81,7 +81,7 @@ test('host → container → run → checkpoints, in step order with sizes', asy
     await waitForRow(last);
     const labels = await rowLabels();
     const steps = labels.filter((l) => /^step_\d+$/.test(l));
-    assert.deepEqual(steps, host.storySteps.map((s) => `step_${s}`), 'checkpoints in numeric step order');
+    assert.deepEqual(steps, host.storySteps.map((s) => `step_${s}`).reverse(), 'checkpoints newest first, in numeric step order (as the checkpoint picker lists them)');
     await expectRow(last, /3\.2 GB/);
     await expectRow(last, /newest/);
     await expectRow(`step_${host.storySteps[0]}`, /3\.2 GB/);
@@ -92,7 +92,7 @@ test('host → container → run → checkpoints, in step order with sizes', asy
 test('a stopped container says it is stopped, not empty', async () => {
   await withArtifactsOnFailure(session, 'tree-stopped', async () => {
     await expandRow('pct:201');
-    await expectRow('Container is stopped', /container-stopped/);
+    await expectRow('Container is stopped', /pct:201 is stopped/); // the reason inline, not the raw kind
   });
 });
 
