@@ -208,6 +208,14 @@ export class MetricsView implements vscode.Disposable {
           if (p) this.deps.showEvalTable?.(p.ref);
           break;
         }
+        case 'copyEvalTable':
+          // The eval table page's message (evalTableView.ts); a metrics view has no table to copy.
+          break;
+        default: {
+          // Compile-time exhaustiveness: a message added to FromWebview and not handled here is a type error.
+          const never: never = msg;
+          void never;
+        }
       }
     } catch (e) {
       this.deps.log.error(`metrics view: ${msg.type} failed: ${e instanceof Error ? e.message : String(e)}`);
