@@ -33,6 +33,8 @@ let theme: Theme = readTheme();
 /** The user's choices and what the extension was told (viewState.ts); changed only through dispatch. */
 let state = initialState(saved, 0);
 const ui: UiState = {
+  smoothing: state.settings.smoothing,
+  range: state.settings.range,
   xMode: state.settings.xMode,
   logY: state.settings.logY,
   hiddenRuns: new Set(state.settings.hiddenRuns),
@@ -48,6 +50,8 @@ let hoverKey: string | null = null;
 function dispatch(event: WebviewEvent): void {
   const step = reduce(state, event);
   state = step.state;
+  ui.smoothing = state.settings.smoothing;
+  ui.range = state.settings.range;
   ui.xMode = state.settings.xMode;
   ui.logY = state.settings.logY;
   ui.hiddenRuns = new Set(state.settings.hiddenRuns);
@@ -276,7 +280,7 @@ function renderHeader(): void {
   }
   statusEl.textContent = statuses.join('\n');
   statusEl.hidden = statuses.length === 0;
-  resetZoom.disabled = store.range === null;
+  resetZoom.disabled = state.settings.range === null;
   renderXColumn();
 }
 
@@ -482,4 +486,3 @@ new ResizeObserver(() => {
 statusEl.hidden = true;
 emptyEl.hidden = true;
 dispatch({ type: 'started', width: currentWidth() });
-if (typeof saved === 'object' && saved !== null && 'ui' in saved) dispatch({ type: 'measured', width: currentWidth(), force: true });

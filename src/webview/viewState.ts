@@ -42,8 +42,8 @@ export interface SavedState {
 export type WebviewEvent =
   /** The page loaded; its first guess of the plot width. */
   | { type: 'started'; width: number }
-  /** A chart measured the plot width (after drawing, or after a resize); `force` posts the view even if unchanged. */
-  | { type: 'measured'; width: number; force?: boolean }
+  /** A chart measured the plot width (after drawing, or after a resize). */
+  | { type: 'measured'; width: number }
   | { type: 'setSmoothing'; value: number }
   | { type: 'zoom'; range: XRange | null }
   | { type: 'showMetric'; key: string; shown: boolean }
@@ -105,16 +105,16 @@ export function viewMessage(state: WebviewState): Extract<FromWebview, { type: '
   return { type: 'view', width: state.width, range, smoothing, hidden: [...hidden] };
 }
 
-/** The `ready` message for this state. */
+/** The `ready` message for this state: the settings go with it, so the first snapshot is computed for them. */
 export function readyMessage(state: WebviewState): Extract<FromWebview, { type: 'ready' }> {
-  return { type: 'ready', width: state.width };
+  return { ...viewMessage(state), type: 'ready' };
 }
 
-/** Post the view when it differs from the last one posted (or always, `force`). */
-function withView(state: WebviewState, force = false): Step {
+/** Post the view when it differs from the last one posted. */
+function withView(state: WebviewState): Step {
   const msg = viewMessage(state);
   const text = JSON.stringify(msg);
-  if (!force && text === state.sentView) return { state, post: [], save: true };
+  if (text === state.sentView) return { state, post: [], save: true };
   return { state: { ...state, sentView: text }, post: [msg], save: true };
 }
 
@@ -125,11 +125,11 @@ export function reduce(state: WebviewState, event: WebviewEvent): Step {
   switch (event.type) {
     case 'started': {
       const s = { ...state, width: event.width };
-      const ready: Step = { state: s, post: [readyMessage(s)], save: false };
-      return ready;
+      const ready = readyMessage(s);
+      return { state: { ...s, sentView: JSON.stringify(viewMessage(s)) }, post: [ready], save: false };
     }
     case 'measured':
-      return withView({ ...state, width: event.width }, event.force);
+      return withView({ ...state, width: event.width });
     case 'setSmoothing':
       return withView(set({ smoothing: event.value }));
     case 'zoom':
@@ -155,7 +155,8 @@ export function reduce(state: WebviewState, event: WebviewEvent): Step {
 function received(state: WebviewState, msg: ToWebview): Step {
   switch (msg.type) {
     case 'snapshot':
-      return { state: { ...state, restore: msg.restore, settings: { ...state.settings, smoothing: msg.smoothing, range: msg.range } }, post: [], save: true };
+      // Only the restore state (the extension's): a snapshot carries no view settings, which are this page's own.
+      return { state: { ...state, restore: msg.restore }, post: [], save: true };
     case 'update':
     case 'references':
     case 'values':

@@ -53,8 +53,8 @@ function webviewCopy(first: SeriesChunk): MetricsStore {
   const store = new MetricsStore();
   const header = { runKey: 'r', label: 'r', where: 'h/host', role: 'primary' as const, color: 0, status: 'following', badLines: 0, latest: {}, plateaus: [] };
   store.apply({
-    type: 'snapshot', mode: 'panel', title: 't', runs: [{ ...header, checkpoints: [], evals: [], series: [first] }], references: [], range: null,
-    smoothing: 0.6, highlight: null, restore: { version: 1, primary: {} as RunRefWire, others: [] },
+    type: 'snapshot', mode: 'panel', title: 't', runs: [{ ...header, checkpoints: [], evals: [], series: [first] }], references: [],
+    highlight: null, restore: { version: 1, primary: {} as RunRefWire, others: [] },
   });
   return store;
 }

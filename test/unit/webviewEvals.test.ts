@@ -21,7 +21,7 @@ function run(runKey: string, role: RunSnapshot['role'], evals: EvalPointWire[]):
 function storeWith(runs: RunSnapshot[]): MetricsStore {
   const store = new MetricsStore();
   store.apply({
-    type: 'snapshot', mode: 'panel', title: 't', runs, references: [], range: null, smoothing: 0.6, highlight: null,
+    type: 'snapshot', mode: 'panel', title: 't', runs, references: [], highlight: null,
     restore: { version: 1, primary: {} as RunRefWire, others: [] },
   });
   return store;

@@ -8,7 +8,7 @@ const header = { where: 'box/pct:200', status: 'following', badLines: 0, latest:
 
 function snapshot(runs: RunSnapshot[]) {
   return {
-    type: 'snapshot' as const, mode: 'panel' as const, title: 't', runs, references: [], range: null, smoothing: 0.6, highlight: null,
+    type: 'snapshot' as const, mode: 'panel' as const, title: 't', runs, references: [], highlight: null,
     restore: { version: 1 as const, primary: {} as RunRefWire, others: [] },
   };
 }

@@ -152,8 +152,10 @@ export class MetricsView implements vscode.Disposable {
     try {
       switch (msg.type) {
         case 'ready':
+          // The webview's settings are the only ones (a restored page brings those it kept); the presenter only
+          // computes with them.
           this.ready = true;
-          this.presenter.setView(msg.width, this.presenter.view.range, this.presenter.view.smoothing, [...this.presenter.view.hidden]);
+          this.presenter.setView(msg.width, msg.range, msg.smoothing, msg.hidden);
           if (this.presenter.primary) this.sendSnapshot();
           else this.post({ type: 'empty', message: 'Select or pin a run in the Remote Runs tree to see its metrics here.' });
           break;

@@ -150,7 +150,10 @@ export class MetricsPresenter {
     return true;
   }
 
-  /** Take the webview's view; true when it differs from what was sent (a new snapshot is due). */
+  /**
+   * Take the webview's view (the webview owns it: these values are never sent back); true when it differs from the
+   * one the last snapshot was computed for (a new snapshot is due).
+   */
   setView(width: number, range: XRange | null, smoothing: number, hidden: readonly string[]): boolean {
     const v = this.view;
     const hiddenSet = new Set(hidden);
@@ -200,8 +203,6 @@ export class MetricsPresenter {
       title,
       runs,
       references: this.references,
-      range: this.view.range,
-      smoothing: this.view.smoothing,
       highlight: this.highlight,
       restore,
     };
