@@ -74,6 +74,20 @@ export interface PlateauHint {
   fraction: number;
 }
 
+/**
+ * The connection to a run's host as a panel shows it (src/core/metrics/liveness.ts), with durations instead of
+ * times: `forMs` is how long the state has lasted when the message was built (the webview's clock may differ from
+ * the extension host's, e.g. in a remote window). Remote text (`reason`, `lastError`): shown as text only.
+ */
+export type LinkWire =
+  | { state: 'connecting'; forMs: number; attempt: number }
+  | { state: 'connected' }
+  | { state: 'reconnecting'; forMs: number; attempt: number; lastError?: string }
+  | { state: 'unreachable'; forMs: number; reason: string; attempt: number }
+  | { state: 'refused'; kind: 'auth-failed' | 'host-key-unknown' | 'host-key-mismatch'; forMs: number; reason: string }
+  /** The host is no longer in the settings: the run is not polled any more. */
+  | { state: 'removed'; reason: string };
+
 /** What the view shows about a run besides its points. */
 export interface RunHeader {
   runKey: string;
@@ -99,6 +113,12 @@ export interface RunHeader {
   xChoices?: string[];
   /** The column chosen as x; null while each log uses its own (null, not absent: updates are merged). */
   xPick?: string | null;
+  /** The connection to the run's host. */
+  link: LinkWire;
+  /** How long ago the run last wrote one of its logs (remote clock) when the message was built; null until known. */
+  loggedAgoMs: number | null;
+  /** A run that has not written for this long is shown as stopped logging. */
+  stoppedAfterMs: number;
 }
 
 export interface RunSnapshot extends RunHeader {

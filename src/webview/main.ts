@@ -10,6 +10,7 @@ import { xLabel } from '../shared/xLabel';
 import { MetricChart, type ChartHost, type UiState } from './metricChart';
 import { MetricsStore, evalMetricKeys, formatValue } from './store';
 import { readTheme, runColor, type Theme } from './theme';
+import { liveness } from './liveness';
 import { initialState, reduce, savedState, type SavedState, type WebviewEvent, type XMode } from './viewState';
 
 interface VsCodeApi {
@@ -73,10 +74,18 @@ const legend = h('div', 'legend');
 legend.setAttribute('role', 'list');
 legend.setAttribute('aria-label', 'Legend');
 const statusEl = h('div', 'status');
+// The primary run's host and logging, always in sight (issue 17: a host that is gone must not look like a stalled run).
+const livenessEl = h('div', 'liveness');
+const connectionEl = h('span', 'connection');
+connectionEl.setAttribute('role', 'status');
+const activityEl = h('span', 'activity');
+livenessEl.append(connectionEl, activityEl);
+/** When each run's header last arrived (this page's clock): durations on the wire count from then. */
+const headerAt = new Map<string, number>();
 const emptyEl = h('div', 'empty');
 const grid = h('div', 'grid');
 header.append(titleEl, latestEl, toolbar);
-app.append(header, legend, statusEl, emptyEl, grid);
+app.append(header, livenessEl, legend, statusEl, emptyEl, grid);
 
 const charts = new Map<string, MetricChart>();
 
@@ -272,7 +281,11 @@ function renderHeader(): void {
   const p = store.primary;
   latestEl.textContent = p?.latestStep !== undefined ? `${xLabel(p.xAxis)} ${formatValue(p.latestStep)}` : '';
   const statuses: string[] = [];
+  const now = Date.now();
   for (const run of store.runs) {
+    if (run.role !== 'primary' && run.link.state !== 'connected') {
+      statuses.push(`${run.label}: ${liveness(run, run.where.split('/')[0], now - (headerAt.get(run.runKey) ?? now), now).connection.text}`);
+    }
     if (run.status !== 'following') statuses.push(`${run.label}: ${run.status}`);
     if (run.skipped) statuses.push(`${run.label}: ${run.skipped}`);
     if (run.xAxis !== undefined && run.xAxis !== 'step') statuses.push(`${run.label}: x: ${run.xAxis}`);
@@ -282,7 +295,23 @@ function renderHeader(): void {
   statusEl.hidden = statuses.length === 0;
   resetZoom.disabled = state.settings.range === null;
   renderXColumn();
+  renderLiveness();
 }
+
+/** Connection and activity of the primary run (again every second: the ages grow without messages). */
+function renderLiveness(): void {
+  const p = store.primary;
+  livenessEl.hidden = !p;
+  if (!p) return;
+  const now = Date.now();
+  const view = liveness(p, p.where.split('/')[0], now - (headerAt.get(p.runKey) ?? now), now);
+  connectionEl.textContent = view.connection.text;
+  connectionEl.dataset.state = view.connection.state;
+  activityEl.textContent = view.activity.text;
+  activityEl.dataset.activity = view.activity.activity;
+  activityEl.hidden = view.activity.activity === 'none';
+}
+setInterval(renderLiveness, 1000);
 
 function renderLegend(): void {
   legend.replaceChildren();
@@ -406,6 +435,7 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
   dispatch({ type: 'received', msg });
   switch (msg.type) {
     case 'snapshot': {
+      for (const r of msg.runs) headerAt.set(r.runKey, Date.now());
       store.apply(msg);
       smoothingInput.value = String(state.settings.smoothing);
       smoothingValue.textContent = state.settings.smoothing.toFixed(2);
@@ -421,6 +451,7 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       break;
     }
     case 'update': {
+      for (const r of msg.runs) headerAt.set(r.runKey, Date.now());
       const what = store.apply(msg);
       if (what === 'all') renderMetricsMenu(store.metricKeys());
       renderHeader();
@@ -459,6 +490,7 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       titleEl.textContent = '';
       latestEl.textContent = '';
       statusEl.hidden = true;
+      livenessEl.hidden = true;
       break;
     default: {
       // Compile-time exhaustiveness (a message type added to the protocol must be handled here); at run time an

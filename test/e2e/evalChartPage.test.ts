@@ -27,7 +27,7 @@ const snapshot: ToWebview = {
   type: 'snapshot', mode: 'panel', title: 'drafter — box/host', references: [], highlight: null,
   restore: { version: 1, primary: {} as RunRefWire, others: [] },
   runs: [{
-    runKey: 'r', label: 'drafter', where: 'box/host', role: 'primary', color: 0, status: 'following', badLines: 0, latest: {}, plateaus: [],
+    runKey: 'r', label: 'drafter', where: 'box/host', role: 'primary', color: 0, status: 'following', badLines: 0, latest: {}, plateaus: [], link: { state: 'connected' as const }, loggedAgoMs: null, stoppedAfterMs: 300_000,
     checkpoints: STEPS.map((s) => ({ step: s, name: `step_${s}`, path: `/r/step_${s}` })),
     series: [{ key: 'loss', x: STEPS, y: [3, 2, 1.5, 1.2, 1], s: [3, 2, 1.5, 1.2, 1], segmentStarts: [0], total: 5 }],
     evals: [point(4000, 6.4)],

@@ -6,6 +6,7 @@
  * - a run whose log is an hour old shows "stopped logging", while connected;
  * - the link going down (its port refusing) shows "unreachable … connection refused", not a frozen chart; up again,
  *   it recovers to connected;
+ * - the first download offers a folder outside the workspace and saves the choice in the user settings;
  * - the host removed from settings: the panel says so once, stops polling, and the status bar drops the pinned run.
  */
 import assert from 'node:assert/strict';
@@ -18,8 +19,9 @@ import type { Frame } from 'playwright-core';
 import { startTestHost, type ProxiedHost, type TestHost } from '../harness/testHost';
 import { startTcpProxy } from '../harness/tcpProxy';
 import { hasMetricsFrame, metricsFrame } from './metricsView';
-import { readSettingsFile } from './settingsFile';
+import { machineSettingsFileOf, machineSettingsOf, readSettingsFile } from './settingsFile';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
+import { pickQuickItem, quickPickStep, until } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 
 let host: TestHost;
@@ -163,22 +165,47 @@ test('the link goes down: the panel says unreachable with the reason; up again, 
   });
 });
 
+test('the first download offers a folder outside the workspace and keeps the choice in the user settings', async () => {
+  await withArtifactsOnFailure(session, 'panelstate-download-folder', async () => {
+    await session.openViewContainer('Remote Runs');
+    await expandTreeRow(session, HOST);
+    await expandTreeRow(session, 'docker:trainer');
+    await expandTreeRow(session, RUN);
+    await treeContextMenu(session, 'step_10000', /^Download Checkpoint…$/);
+    const offered = path.join(session.home, 'remote-runs-downloads'); // the session's HOME has no Downloads folder
+    const labels = await quickPickStep(session, /^Where should checkpoints be downloaded\?$/);
+    assert.deepEqual(labels, [offered, 'Choose a folder…']);
+    await pickQuickItem(session, offered);
+    const file = path.join(offered, HOST, RUN, 'step_10000', 'checkpoint.pt');
+    await until(session.page, async () => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : ''), /^weights$/, 'the checkpoint downloaded', 120_000);
+    assert.equal(readSettingsFile(path.join(session.root, 'user-data', 'User', 'settings.json'))['remoteRuns.downloadDirectory'], offered);
+    assert.equal(fs.existsSync(path.join(workspace, '.vscode', 'settings.json')), false, 'nothing written to the workspace settings');
+  });
+});
+
 test('the host removed from settings: the panel says so once and stops polling; the status bar drops the pinned run', async () => {
   await withArtifactsOnFailure(session, 'panelstate-removed', async () => {
+    // After the reload the tree shows the host collapsed again: list the run to pin it.
+    await session.openViewContainer('Remote Runs');
+    await expandTreeRow(session, HOST);
+    await expandTreeRow(session, 'docker:trainer');
+    await treeRow(session, RUN).waitFor({ state: 'visible', timeout: 60_000 });
     await treeContextMenu(session, RUN, /^Pin Run$/);
     const pinned = session.page.locator('.part.statusbar .statusbar-item').filter({ hasText: new RegExp(`${RUN} · step`) }).first();
     await pinned.waitFor({ state: 'visible', timeout: 30_000 });
-    const file = path.join(session.root, 'user-data', 'User', 'settings.json');
-    const settings = readSettingsFile(file);
-    settings['remoteRuns.hosts'] = [];
-    fs.writeFileSync(file, JSON.stringify(settings, null, 2));
-    await frame.waitForFunction(() => document.querySelector<HTMLElement>('.connection')?.dataset.state === 'removed', undefined, { timeout: 60_000 });
-    assert.match(await banner().innerText(), new RegExp(`host ${HOST} was removed from settings`));
+    // code-server's extension host is remote: its remote (Machine) settings override the User ones, as in a Remote-SSH
+    // window, and VS Code applies an edit of that file at once.
+    const file = machineSettingsFileOf(session.root);
+    fs.writeFileSync(file, JSON.stringify({ ...machineSettingsOf(session.root), 'remoteRuns.hosts': [] }, null, 2));
+    await session.treeItem(HOST).waitFor({ state: 'hidden', timeout: 60_000 }); // the setting reached the extension
     await pinned.waitFor({ state: 'hidden', timeout: 30_000 });
     const noHost = () => (session.vscodeLogs().match(/No host named/g) ?? []).length;
+    await session.page.waitForTimeout(3000);
     const before = noHost();
     await session.page.waitForTimeout(5000);
     assert.equal(noHost(), before, 'no more "No host named" lines: nothing polls a host that is gone');
     assert.ok(before <= 1, `said at most once in the log (${before})`);
+    await frame.waitForFunction(() => document.querySelector<HTMLElement>('.connection')?.dataset.state === 'removed', undefined, { timeout: 30_000 });
+    assert.match(await banner().innerText(), new RegExp(`host ${HOST} was removed from settings`));
   });
 });

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { MetricsStore, formatDiff, formatDuration, formatValue } from '../../src/webview/store';
 import type { RunRefWire, RunSnapshot } from '../../src/shared/metricsProtocol';
 
-const header = { where: 'box/pct:200', status: 'following', badLines: 0, latest: {}, plateaus: [] };
+const header = { where: 'box/pct:200', status: 'following', badLines: 0, latest: {}, plateaus: [], link: { state: 'connected' as const }, loggedAgoMs: null, stoppedAfterMs: 300_000 };
 
 function snapshot(runs: RunSnapshot[]) {
   return {
