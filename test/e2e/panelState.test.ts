@@ -17,7 +17,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Frame } from 'playwright-core';
 import { startTestHost, type ProxiedHost, type TestHost } from '../harness/testHost';
-import { startTcpProxy } from '../harness/tcpProxy';
+import { startTcpProxy, type TcpProxy } from '../harness/tcpProxy';
 import { hasMetricsFrame, metricsFrame } from './metricsView';
 import { machineSettingsFileOf, machineSettingsOf, readSettingsFile } from './settingsFile';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
@@ -29,6 +29,8 @@ let link: ProxiedHost;
 let session: VSCodeSession;
 let workspace: string;
 let logFile: string;
+/** The link brought up again after it went down (closed at the end; the first one the test host closes). */
+let restored: TcpProxy | undefined;
 
 const RUN = 'state-run';
 const HOST = 'linkbox';
@@ -61,6 +63,7 @@ before(async () => {
 
 after(async () => {
   await session?.close();
+  await restored?.close();
   await host?.stop();
   if (workspace) rmSync(workspace, { recursive: true, force: true });
 });
@@ -149,18 +152,20 @@ test('the link goes down: the panel says unreachable with the reason; up again, 
   await withArtifactsOnFailure(session, 'panelstate-unreachable', async () => {
     const port = link.proxy.port;
     await link.proxy.close();
-    await frame.waitForFunction(() => document.querySelector<HTMLElement>('.connection')?.dataset.state === 'unreachable', undefined, { timeout: 90_000 });
-    const text = await banner().innerText();
-    assert.match(text, /unreachable since \d\d:\d\d:\d\d/);
-    assert.match(text, /refused/i);
-    // What the run did is no longer known: not "stopped", not "logging".
-    assert.match(await activity().innerText(), /last logged .* ago \(before the connection was lost\)/);
-    const up = await startTcpProxy(host.sshd.port, { port });
+    let up: TcpProxy | undefined;
     try {
+      await frame.waitForFunction(() => document.querySelector<HTMLElement>('.connection')?.dataset.state === 'unreachable', undefined, { timeout: 90_000 });
+      const text = await banner().innerText();
+      assert.match(text, /unreachable since \d\d:\d\d:\d\d/);
+      assert.match(text, /refused/i);
+      // What the run did is no longer known: not "stopped", not "logging".
+      assert.match(await activity().innerText(), /last logged .* ago \(before the connection was lost\)/);
+      up = restored = await startTcpProxy(host.sshd.port, { port });
       await frame.waitForFunction(() => document.querySelector<HTMLElement>('.connection')?.dataset.state === 'connected', undefined, { timeout: 90_000 });
       assert.doesNotMatch(await banner().innerText(), /unreachable|reconnecting/);
     } finally {
-      link = { ...link, proxy: up };
+      // The link comes back whatever happened above: the tests after this one need the host.
+      up ??= restored = await startTcpProxy(host.sshd.port, { port });
     }
   });
 });
