@@ -146,7 +146,11 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles })) store.register(d);
   // Eval listings → the charts' points and the eval table (the hub is shared, so metrics can register first).
   const evalResults = store.register(new EvalResultsHub());
-  registerMetrics({ store, core, tree, view, log, context, evals: evalResults });
+  registerMetrics({
+    store, core, tree, view, log, context, evals: evalResults,
+    connectionState: (name) => pool.getState(name),
+    onDidChangeConnectionState: pool.onDidChangeState,
+  });
   registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings });
   evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults });
   registerDemo({ store, context, log });

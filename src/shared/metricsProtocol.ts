@@ -3,11 +3,17 @@
  * Types only: imported by both bundles, so nothing here may produce code. Both directions are discriminated
  * unions on `type`; each side switches over them exhaustively.
  *
- * Order: the webview posts `ready` (with its plot width) → the extension answers with a whole `snapshot` →
+ * Order: the webview posts `ready` (with its plot width and the user's view settings) → the extension answers with a
+ * whole `snapshot` →
  * from then on `update`s carry only what changed (per series: replace or append). Anything that changes which
  * runs or metrics exist, or the decimation range, is a new snapshot.
  *
  * x values on the wire are always steps; the webview maps them to wall or relative time with `t`.
+ *
+ * One owner per piece of state: the user's view settings (smoothing, zoom range, hidden metrics; x axis, log y and
+ * hidden runs never leave the webview) belong to the webview. It sends them in `ready` and in `view` when they
+ * change; the extension computes with them and never sends them back, so a restored panel cannot end up echoing two
+ * values to and fro. Runs, statuses and the highlighted checkpoint belong to the extension.
  */
 
 export type TargetKindWire = 'host' | 'pct' | 'docker';
@@ -68,6 +74,20 @@ export interface PlateauHint {
   fraction: number;
 }
 
+/**
+ * The connection to a run's host as a panel shows it (src/core/metrics/liveness.ts), with durations instead of
+ * times: `forMs` is how long the state has lasted when the message was built (the webview's clock may differ from
+ * the extension host's, e.g. in a remote window). Remote text (`reason`, `lastError`): shown as text only.
+ */
+export type LinkWire =
+  | { state: 'connecting'; forMs: number; attempt: number }
+  | { state: 'connected' }
+  | { state: 'reconnecting'; forMs: number; attempt: number; lastError?: string }
+  | { state: 'unreachable'; forMs: number; reason: string; attempt: number }
+  | { state: 'refused'; kind: 'auth-failed' | 'host-key-unknown' | 'host-key-mismatch'; forMs: number; reason: string }
+  /** The host is no longer in the settings: the run is not polled any more. */
+  | { state: 'removed'; reason: string };
+
 /** What the view shows about a run besides its points. */
 export interface RunHeader {
   runKey: string;
@@ -93,6 +113,12 @@ export interface RunHeader {
   xChoices?: string[];
   /** The column chosen as x; null while each log uses its own (null, not absent: updates are merged). */
   xPick?: string | null;
+  /** The connection to the run's host. */
+  link: LinkWire;
+  /** How long ago the run last wrote one of its logs (remote clock) when the message was built; null until known. */
+  loggedAgoMs: number | null;
+  /** A run that has not written for this long is shown as stopped logging. */
+  stoppedAfterMs: number;
 }
 
 export interface RunSnapshot extends RunHeader {
@@ -157,9 +183,6 @@ export type ToWebview =
       title: string;
       runs: RunSnapshot[];
       references: ReferenceLine[];
-      /** The decimated range; null = everything. */
-      range: XRange | null;
-      smoothing: number;
       /** Step of the checkpoint highlighted from the tree. */
       highlight: number | null;
       /** What the webview should keep in its state so the panel can be restored after a reload. */
@@ -176,9 +199,10 @@ export type ToWebview =
 
 /** Webview → extension. Validated on arrival (see src/extension/metrics/validate.ts). */
 export type FromWebview =
-  | { type: 'ready'; width: number }
-  /** The plot width in CSS pixels, the visible step range (null = all), smoothing weight, metrics not shown. */
-  | { type: 'view'; width: number; range: XRange | null; smoothing: number; hidden: string[] }
+  /** The page is up, with the view it shows (a restored page: the settings it kept). */
+  | ({ type: 'ready' } & ViewWire)
+  /** The view changed (the user's settings, or the plot width). */
+  | ({ type: 'view' } & ViewWire)
   | { type: 'hover'; seq: number; x: number }
   | { type: 'selectCheckpoint'; step: number }
   | { type: 'addRun' }
@@ -193,6 +217,14 @@ export type FromWebview =
   | { type: 'showEvalTable' }
   /** From the eval table page: put the table on the clipboard as CSV or Markdown. */
   | { type: 'copyEvalTable'; format: 'csv' | 'markdown' };
+
+/** The plot width in CSS pixels, the visible step range (null = all), smoothing weight, metrics not shown. */
+export interface ViewWire {
+  width: number;
+  range: XRange | null;
+  smoothing: number;
+  hidden: string[];
+}
 
 /** Kept by the webview (vscode.setState) and handed back to the panel serializer after a reload. */
 export interface PanelRestoreState {

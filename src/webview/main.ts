@@ -5,11 +5,13 @@
  * (MetricsStore) and reports what the user did. Remote strings (run names, metric keys, statuses) are only
  * ever set as text.
  */
-import type { FromWebview, PanelRestoreState, ToWebview, ValueRow } from '../shared/metricsProtocol';
+import type { FromWebview, ToWebview, ValueRow } from '../shared/metricsProtocol';
 import { xLabel } from '../shared/xLabel';
 import { MetricChart, type ChartHost, type UiState } from './metricChart';
-import { MetricsStore, evalMetricKeys, formatValue, type XMode } from './store';
+import { MetricsStore, evalMetricKeys, formatValue } from './store';
 import { readTheme, runColor, type Theme } from './theme';
+import { liveness } from './liveness';
+import { initialState, reduce, savedState, type SavedState, type WebviewEvent, type XMode } from './viewState';
 
 interface VsCodeApi {
   postMessage(msg: FromWebview): void;
@@ -18,12 +20,6 @@ interface VsCodeApi {
 }
 declare function acquireVsCodeApi(): VsCodeApi;
 
-/** What survives a reload: the panel's runs (for the serializer) and the user's choices. */
-interface SavedState {
-  restore?: PanelRestoreState;
-  ui?: { xMode: XMode; logY: boolean; smoothing: number; hidden: string[]; hiddenRuns: string[] };
-}
-
 // A failure in here is otherwise invisible (the webview's console is not the extension's log): keep the first
 // one on the body, where a test or a developer inspecting the webview finds it.
 window.addEventListener('error', (e) => {
@@ -31,31 +27,40 @@ window.addEventListener('error', (e) => {
 });
 
 const vscode = acquireVsCodeApi();
-const saved = vscode.getState() ?? {};
+const saved: unknown = vscode.getState();
 const store = new MetricsStore();
 const mode = document.body.dataset.mode === 'inline' ? 'inline' : 'panel';
 let theme: Theme = readTheme();
+/** The user's choices and what the extension was told (viewState.ts); changed only through dispatch. */
+let state = initialState(saved, 0);
 const ui: UiState = {
-  xMode: saved.ui?.xMode ?? 'step',
-  logY: saved.ui?.logY ?? false,
-  hiddenRuns: new Set(saved.ui?.hiddenRuns ?? []),
+  smoothing: state.settings.smoothing,
+  range: state.settings.range,
+  xMode: state.settings.xMode,
+  logY: state.settings.logY,
+  hiddenRuns: new Set(state.settings.hiddenRuns),
   hoverX: null,
   rows: [],
 };
-let smoothing = saved.ui?.smoothing ?? 0.6;
-const hidden = new Set<string>(saved.ui?.hidden ?? []);
-let restore: PanelRestoreState | undefined = saved.restore;
 let hoverSeq = 0;
 /** Values at the checkpoint highlighted from the tree: shown whenever the cursor is not on a chart. */
 let highlightRows: ValueRow[] = [];
 let hoverKey: string | null = null;
-let zoomRange: { xMin: number; xMax: number } | null = null;
+
+/** Apply an event to the state: save it and post what the reducer says, and mirror it into what the charts read. */
+function dispatch(event: WebviewEvent): void {
+  const step = reduce(state, event);
+  state = step.state;
+  ui.smoothing = state.settings.smoothing;
+  ui.range = state.settings.range;
+  ui.xMode = state.settings.xMode;
+  ui.logY = state.settings.logY;
+  ui.hiddenRuns = new Set(state.settings.hiddenRuns);
+  if (step.save) vscode.setState(savedState(state));
+  for (const m of step.post) post(m);
+}
 
 const post = (m: FromWebview): void => vscode.postMessage(m);
-
-function save(): void {
-  vscode.setState({ restore, ui: { xMode: ui.xMode, logY: ui.logY, smoothing, hidden: [...hidden], hiddenRuns: [...ui.hiddenRuns] } });
-}
 
 // ---- Layout ------------------------------------------------------------------------------------------
 
@@ -69,10 +74,18 @@ const legend = h('div', 'legend');
 legend.setAttribute('role', 'list');
 legend.setAttribute('aria-label', 'Legend');
 const statusEl = h('div', 'status');
+// The primary run's host and logging, always in sight (issue 17: a host that is gone must not look like a stalled run).
+const livenessEl = h('div', 'liveness');
+const connectionEl = h('span', 'connection');
+connectionEl.setAttribute('role', 'status');
+const activityEl = h('span', 'activity');
+livenessEl.append(connectionEl, activityEl);
+/** When each run's header last arrived (this page's clock): durations on the wire count from then. */
+const headerAt = new Map<string, number>();
 const emptyEl = h('div', 'empty');
 const grid = h('div', 'grid');
 header.append(titleEl, latestEl, toolbar);
-app.append(header, legend, statusEl, emptyEl, grid);
+app.append(header, livenessEl, legend, statusEl, emptyEl, grid);
 
 const charts = new Map<string, MetricChart>();
 
@@ -98,8 +111,7 @@ const host: ChartHost = {
     const s0 = store.stepAt(store.primary, key, a, ui.xMode);
     const s1 = store.stepAt(store.primary, key, b, ui.xMode);
     if (s0 === undefined || s1 === undefined || !(s1 > s0)) return;
-    zoomRange = { xMin: s0, xMax: s1 };
-    sendView();
+    dispatch({ type: 'zoom', range: { xMin: s0, xMax: s1 } });
   },
   selectCheckpoint(step) {
     post({ type: 'selectCheckpoint', step });
@@ -137,22 +149,18 @@ smoothingInput.type = 'range';
 smoothingInput.min = '0';
 smoothingInput.max = '0.99';
 smoothingInput.step = '0.01';
-smoothingInput.value = String(smoothing);
+smoothingInput.value = String(state.settings.smoothing);
 smoothingInput.setAttribute('aria-label', 'Smoothing');
 const smoothingValue = h('span', 'smoothing-value');
-smoothingValue.textContent = smoothing.toFixed(2);
+smoothingValue.textContent = state.settings.smoothing.toFixed(2);
 smoothingInput.addEventListener('input', () => (smoothingValue.textContent = Number(smoothingInput.value).toFixed(2)));
-smoothingInput.addEventListener('change', () => {
-  smoothing = Number(smoothingInput.value);
-  sendView();
-});
+smoothingInput.addEventListener('change', () => dispatch({ type: 'setSmoothing', value: Number(smoothingInput.value) }));
 
 const logYInput = h('input');
 logYInput.type = 'checkbox';
 logYInput.checked = ui.logY;
 logYInput.addEventListener('change', () => {
-  ui.logY = logYInput.checked;
-  save();
+  dispatch({ type: 'setLogY', value: logYInput.checked });
   redrawAll(true);
 });
 
@@ -166,8 +174,7 @@ for (const [value, label] of [['step', 'Step'], ['wall', 'Wall time'], ['relativ
 }
 xModeSelect.value = ui.xMode;
 xModeSelect.addEventListener('change', () => {
-  ui.xMode = xModeSelect.value as XMode;
-  save();
+  dispatch({ type: 'setXMode', value: xModeSelect.value as XMode });
   renderHeader();
   redrawAll(true);
 });
@@ -206,10 +213,7 @@ function renderXColumn(): void {
   xColumnSelect.disabled = choices.length === 0 && (p?.xPick ?? null) === null;
 }
 
-const resetZoom = button('Reset zoom', () => {
-  zoomRange = null;
-  sendView();
-});
+const resetZoom = button('Reset zoom', () => dispatch({ type: 'zoom', range: null }));
 
 const labelled = (text: string, control: HTMLElement, extra?: HTMLElement): HTMLLabelElement => {
   const l = h('label', 'control');
@@ -277,7 +281,11 @@ function renderHeader(): void {
   const p = store.primary;
   latestEl.textContent = p?.latestStep !== undefined ? `${xLabel(p.xAxis)} ${formatValue(p.latestStep)}` : '';
   const statuses: string[] = [];
+  const now = Date.now();
   for (const run of store.runs) {
+    if (run.role !== 'primary' && run.link.state !== 'connected') {
+      statuses.push(`${run.label}: ${liveness(run, run.where.split('/')[0], now - (headerAt.get(run.runKey) ?? now), now).connection.text}`);
+    }
     if (run.status !== 'following') statuses.push(`${run.label}: ${run.status}`);
     if (run.skipped) statuses.push(`${run.label}: ${run.skipped}`);
     if (run.xAxis !== undefined && run.xAxis !== 'step') statuses.push(`${run.label}: x: ${run.xAxis}`);
@@ -285,9 +293,25 @@ function renderHeader(): void {
   }
   statusEl.textContent = statuses.join('\n');
   statusEl.hidden = statuses.length === 0;
-  resetZoom.disabled = store.range === null;
+  resetZoom.disabled = state.settings.range === null;
   renderXColumn();
+  renderLiveness();
 }
+
+/** Connection and activity of the primary run (again every second: the ages grow without messages). */
+function renderLiveness(): void {
+  const p = store.primary;
+  livenessEl.hidden = !p;
+  if (!p) return;
+  const now = Date.now();
+  const view = liveness(p, p.where.split('/')[0], now - (headerAt.get(p.runKey) ?? now), now);
+  connectionEl.textContent = view.connection.text;
+  connectionEl.dataset.state = view.connection.state;
+  activityEl.textContent = view.activity.text;
+  activityEl.dataset.activity = view.activity.activity;
+  activityEl.hidden = view.activity.activity === 'none';
+}
+setInterval(renderLiveness, 1000);
 
 function renderLegend(): void {
   legend.replaceChildren();
@@ -307,9 +331,7 @@ function renderLegend(): void {
     toggle.append(sw, name, role);
     toggle.title = `${run.where} — click to show or hide`;
     toggle.addEventListener('click', () => {
-      if (ui.hiddenRuns.has(run.runKey)) ui.hiddenRuns.delete(run.runKey);
-      else ui.hiddenRuns.add(run.runKey);
-      save();
+      dispatch({ type: 'showRun', runKey: run.runKey, shown: ui.hiddenRuns.has(run.runKey) });
       renderLegend();
       redrawAll(true);
     });
@@ -357,12 +379,8 @@ function renderMetricsMenu(keys: string[]): void {
     const l = h('label', 'metric-option');
     const box = h('input');
     box.type = 'checkbox';
-    box.checked = !hidden.has(key);
-    box.addEventListener('change', () => {
-      if (box.checked) hidden.delete(key);
-      else hidden.add(key);
-      sendView();
-    });
+    box.checked = !state.settings.hidden.includes(key);
+    box.addEventListener('change', () => dispatch({ type: 'showMetric', key, shown: box.checked }));
     const span = h('span');
     span.textContent = key;
     l.append(box, span);
@@ -377,7 +395,7 @@ function renderMetricsMenu(keys: string[]): void {
 /** Rebuild the grid (which charts exist) and redraw. `full`: datasets too; else only overlays and text. */
 function redrawAll(full: boolean): void {
   if (full) {
-    const keys = store.metricKeys().filter((k) => !hidden.has(k));
+    const keys = store.metricKeys().filter((k) => !state.settings.hidden.includes(k));
     for (const [key, chart] of charts) {
       if (!keys.includes(key)) {
         chart.destroy();
@@ -405,15 +423,6 @@ function currentWidth(): number {
   return Math.max(50, Math.floor(w / Math.max(1, Math.floor(w / min))) - 60);
 }
 
-let sentView = '';
-function sendView(force = false): void {
-  save();
-  const msg: FromWebview = { type: 'view', width: currentWidth(), range: zoomRange, smoothing, hidden: [...hidden] };
-  const text = JSON.stringify(msg);
-  if (!force && text === sentView) return;
-  sentView = text;
-  post(msg);
-}
 
 function onValues(rows: ValueRow[]): void {
   ui.rows = rows;
@@ -423,16 +432,14 @@ function onValues(rows: ValueRow[]): void {
 window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
   const msg = event.data;
   if (!msg || typeof msg !== 'object' || typeof msg.type !== 'string') return;
+  dispatch({ type: 'received', msg });
   switch (msg.type) {
     case 'snapshot': {
+      for (const r of msg.runs) headerAt.set(r.runKey, Date.now());
       store.apply(msg);
-      restore = msg.restore;
-      zoomRange = msg.range;
-      smoothing = msg.smoothing;
-      smoothingInput.value = String(smoothing);
-      smoothingValue.textContent = smoothing.toFixed(2);
+      smoothingInput.value = String(state.settings.smoothing);
+      smoothingValue.textContent = state.settings.smoothing.toFixed(2);
       emptyEl.hidden = true;
-      save();
       renderMetricsMenu(store.metricKeys());
       renderHeader();
       renderLegend();
@@ -440,10 +447,11 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       document.body.dataset.ready = 'true';
       document.body.dataset.evals = String(store.runs.reduce((n, r) => n + r.evals.length, 0));
       // The real plot width is known once charts exist; ask again if it differs from the first guess.
-      sendView();
+      dispatch({ type: 'measured', width: currentWidth() });
       break;
     }
     case 'update': {
+      for (const r of msg.runs) headerAt.set(r.runKey, Date.now());
       const what = store.apply(msg);
       if (what === 'all') renderMetricsMenu(store.metricKeys());
       renderHeader();
@@ -482,7 +490,14 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       titleEl.textContent = '';
       latestEl.textContent = '';
       statusEl.hidden = true;
+      livenessEl.hidden = true;
       break;
+    default: {
+      // Compile-time exhaustiveness (a message type added to the protocol must be handled here); at run time an
+      // unknown type is ignored.
+      const never: never = msg;
+      void never;
+    }
   }
 });
 
@@ -497,10 +512,9 @@ new MutationObserver(() => {
 let resizeTimer: ReturnType<typeof setTimeout> | undefined;
 new ResizeObserver(() => {
   if (resizeTimer) clearTimeout(resizeTimer);
-  resizeTimer = setTimeout(() => sendView(), 250);
+  resizeTimer = setTimeout(() => dispatch({ type: 'measured', width: currentWidth() }), 250);
 }).observe(grid);
 
 statusEl.hidden = true;
 emptyEl.hidden = true;
-post({ type: 'ready', width: currentWidth() });
-if (saved.ui) sendView(true);
+dispatch({ type: 'started', width: currentWidth() });

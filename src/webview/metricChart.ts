@@ -9,12 +9,15 @@
  * profile, time and values, and whose click opens the run's eval table. Every remote string goes in as text.
  */
 import { Chart, type ChartDataset, type Plugin, type Scale } from './chartjs';
-import type { ValueRow } from '../shared/metricsProtocol';
+import type { ValueRow, XRange } from '../shared/metricsProtocol';
 import { evalTooltip, formatDiff, formatValue, type EvalMark, type MetricsStore, type Point, type XMode } from './store';
 import { durationTicks, formatDurationTick, formatTick, niceTicks, stepOf } from './ticks';
 import { runColor, withAlpha, type Theme } from './theme';
 
 export interface UiState {
+  /** The user's smoothing weight and zoom range (the webview's own settings, viewState.ts). */
+  smoothing: number;
+  range: XRange | null;
   xMode: XMode;
   logY: boolean;
   hiddenRuns: Set<string>;
@@ -111,7 +114,7 @@ export class MetricChart {
     const { store, ui } = this.host;
     const theme = this.host.theme();
     const datasets: ChartDataset<'line', Point[]>[] = [];
-    const smoothing = store.smoothing > 0;
+    const smoothing = ui.smoothing > 0;
     for (const run of store.runs) {
       if (ui.hiddenRuns.has(run.runKey) || !run.series.has(this.key)) continue;
       const color = runColor(theme, run.color);
@@ -157,7 +160,7 @@ export class MetricChart {
     const yBuild = (axis: { min: number; max: number; ticks: TickList }) => {
       axis.ticks = niceTicks(axis.min, axis.max, 5).map((value) => ({ value }));
     };
-    const range = store.range;
+    const range = ui.range;
     const primary = store.primary;
     const xMin = range && ui.xMode === 'step' ? range.xMin : range ? store.xOfStep(primary, this.key, range.xMin, ui.xMode) : undefined;
     const xMax = range && ui.xMode === 'step' ? range.xMax : range ? store.xOfStep(primary, this.key, range.xMax, ui.xMode) : undefined;
@@ -181,7 +184,7 @@ export class MetricChart {
    */
   private evalOnlySpan(): { suggestedMin?: number; suggestedMax?: number } {
     const { store, ui } = this.host;
-    if (ui.xMode !== 'step' || store.range || this.evalMarks.length === 0 || store.runs.some((r) => r.series.has(this.key))) return {};
+    if (ui.xMode !== 'step' || ui.range || this.evalMarks.length === 0 || store.runs.some((r) => r.series.has(this.key))) return {};
     const steps = (store.primary?.checkpoints ?? []).map((c) => c.step);
     if (steps.length < 2) return {};
     return { suggestedMin: Math.min(...steps), suggestedMax: Math.max(...steps) };
@@ -215,7 +218,7 @@ export class MetricChart {
       swatch.style.backgroundColor = runColor(theme, run.color);
       const text = el('span', 'readout-text');
       const parts = [`${run.label} @ ${formatValue(row.step)}: ${formatValue(row.value)}`];
-      if (store.smoothing > 0) parts.push(`(smoothed ${formatValue(row.smoothed)})`);
+      if (this.host.ui.smoothing > 0) parts.push(`(smoothed ${formatValue(row.smoothed)})`);
       if (row.referenceValue !== undefined) parts.push(`Δ ref run ${formatDiff(row.value - row.referenceValue)}`);
       for (const ref of refs) parts.push(`Δ ${ref.label} ${formatDiff(row.value - ref.value)}`);
       text.textContent = parts.join(' ');

@@ -13,10 +13,10 @@ import type {
   SeriesUpdate,
   ToWebview,
   ViewMode,
-  XRange,
 } from '../shared/metricsProtocol';
+import type { XMode } from './viewState';
 
-export type XMode = 'step' | 'wall' | 'relative';
+export type { XMode };
 
 /** A run as the webview holds it: the snapshot's fields, with its series by key. */
 export interface RunState extends Omit<RunSnapshot, 'series'> {
@@ -39,8 +39,6 @@ export class MetricsStore {
   title = '';
   runs: RunState[] = [];
   references: ReferenceLine[] = [];
-  range: XRange | null = null;
-  smoothing = 0.6;
   highlight: number | null = null;
 
   /** Apply an extension message; returns what needs redrawing. */
@@ -55,8 +53,6 @@ export class MetricsStore {
           return run;
         });
         this.references = msg.references;
-        this.range = msg.range;
-        this.smoothing = msg.smoothing;
         this.highlight = msg.highlight;
         return 'all';
       case 'update': {

@@ -24,10 +24,10 @@ const point = (step: number, value: number, startedAt = Date.UTC(2026, 0, 30, 14
 });
 
 const snapshot: ToWebview = {
-  type: 'snapshot', mode: 'panel', title: 'drafter — box/host', references: [], range: null, smoothing: 0, highlight: null,
+  type: 'snapshot', mode: 'panel', title: 'drafter — box/host', references: [], highlight: null,
   restore: { version: 1, primary: {} as RunRefWire, others: [] },
   runs: [{
-    runKey: 'r', label: 'drafter', where: 'box/host', role: 'primary', color: 0, status: 'following', badLines: 0, latest: {}, plateaus: [],
+    runKey: 'r', label: 'drafter', where: 'box/host', role: 'primary', color: 0, status: 'following', badLines: 0, latest: {}, plateaus: [], link: { state: 'connected' as const }, loggedAgoMs: null, stoppedAfterMs: 300_000,
     checkpoints: STEPS.map((s) => ({ step: s, name: `step_${s}`, path: `/r/step_${s}` })),
     series: [{ key: 'loss', x: STEPS, y: [3, 2, 1.5, 1.2, 1], s: [3, 2, 1.5, 1.2, 1], segmentStarts: [0], total: 5 }],
     evals: [point(4000, 6.4)],
@@ -42,7 +42,7 @@ before(async () => {
   await page.setContent(`<!DOCTYPE html><html><head><style>${css}</style></head><body data-mode="panel"><div id="app"></div></body></html>`);
   // Plain text, not a function: the test's own transpiler would add helpers the page does not have.
   await page.addScriptTag({
-    content: 'window.posted = []; window.acquireVsCodeApi = () => ({ postMessage: (m) => window.posted.push(m), getState: () => undefined, setState: () => undefined });',
+    content: 'window.posted = []; window.acquireVsCodeApi = () => ({ postMessage: (m) => window.posted.push(m), getState: () => ({ ui: { smoothing: 0 } }), setState: () => undefined });',
   });
   await page.addScriptTag({ content: bundle.outputFiles[0]!.text });
   await page.waitForFunction(() => (window as unknown as { posted: { type: string }[] }).posted.some((m) => m.type === 'ready'));

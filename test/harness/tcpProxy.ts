@@ -20,6 +20,8 @@ export interface TcpProxyOptions {
   delayMs?: number;
   /** Bytes queued per direction before the source is paused (default 4 MiB). */
   maxBufferedBytes?: number;
+  /** Listen on this port (a link brought back up where it was); default: a free one. */
+  port?: number;
 }
 
 export interface TcpProxy {
@@ -53,7 +55,7 @@ class Lane {
   constructor(
     private readonly src: net.Socket,
     private readonly dst: net.Socket,
-    private readonly opts: Required<TcpProxyOptions>,
+    private readonly opts: Required<Omit<TcpProxyOptions, 'port'>>,
     private readonly held: () => boolean,
     private readonly count: (n: number) => void,
     private readonly received: (n: number) => void = () => undefined,
@@ -117,7 +119,7 @@ class Lane {
 
 /** Starts a proxy to 127.0.0.1:`targetPort`. */
 export async function startTcpProxy(targetPort: number, options: TcpProxyOptions = {}): Promise<TcpProxy> {
-  const opts: Required<TcpProxyOptions> = {
+  const opts: Required<Omit<TcpProxyOptions, 'port'>> = {
     rateBytesPerSec: options.rateBytesPerSec ?? 0,
     delayMs: options.delayMs ?? 0,
     maxBufferedBytes: options.maxBufferedBytes ?? 4 * 1024 * 1024,
@@ -160,7 +162,7 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
+    server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
   const port = (server.address() as net.AddressInfo).port;
 

@@ -6,6 +6,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
+  addsDemoEvalProfile,
+  parseDemoAdditions,
   DEFAULT_KNOWN_HOSTS,
   evalProfilesWithDemo,
   evalProfilesWithoutDemo,
@@ -77,4 +79,15 @@ test('the demo\'s eval profile is added once after the user\'s, never over a use
   assert.deepEqual(evalProfilesWithoutDemo([sameName], demoProfile), [sameName], 'a user profile of that name stays');
   assert.deepEqual(evalProfilesWithoutDemo(once, demoProfile), [theirs]);
   assert.equal(evalProfilesWithoutDemo([demoProfile], demoProfile), undefined);
+});
+
+test('the demo eval profile is claimed only when this start adds it: not when an identical one or one of that name was there', () => {
+  const demo = { name: 'Demo: acceptance length', where: 'target', command: 'sh /opt/demo/eval.sh ${checkpoint} ${step}' };
+  assert.equal(addsDemoEvalProfile(undefined, demo), true);
+  assert.equal(addsDemoEvalProfile([{ name: 'mine', command: 'x' }], demo), true);
+  // Written earlier by `npm run demo` (issue 17: Stop the Demo Host removed it though it had not added it).
+  assert.equal(addsDemoEvalProfile([{ ...demo }], demo), false);
+  assert.equal(addsDemoEvalProfile([{ name: demo.name, command: 'my own' }], demo), false);
+  assert.deepEqual(parseDemoAdditions(JSON.stringify({ evalProfile: true })), { evalProfile: true });
+  for (const bad of [undefined, '', '{', 'null', '[]', JSON.stringify({ evalProfile: 'yes' })]) assert.deepEqual(parseDemoAdditions(bad), { evalProfile: false });
 });

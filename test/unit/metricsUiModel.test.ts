@@ -53,10 +53,10 @@ test('incremental EMA equals emaSmooth over any chunking, with segments and cons
 /** Apply chunks/updates to the webview's store, the way the webview does. */
 function webviewCopy(first: SeriesChunk): MetricsStore {
   const store = new MetricsStore();
-  const header = { runKey: 'r', label: 'r', where: 'h/host', role: 'primary' as const, color: 0, status: 'following', badLines: 0, latest: {}, plateaus: [] };
+  const header = { runKey: 'r', label: 'r', where: 'h/host', role: 'primary' as const, color: 0, status: 'following', badLines: 0, latest: {}, plateaus: [], link: { state: 'connected' as const }, loggedAgoMs: null, stoppedAfterMs: 300_000 };
   store.apply({
-    type: 'snapshot', mode: 'panel', title: 't', runs: [{ ...header, checkpoints: [], evals: [], series: [first] }], references: [], range: null,
-    smoothing: 0.6, highlight: null, restore: { version: 1, primary: {} as RunRefWire, others: [] },
+    type: 'snapshot', mode: 'panel', title: 't', runs: [{ ...header, checkpoints: [], evals: [], series: [first] }], references: [],
+    highlight: null, restore: { version: 1, primary: {} as RunRefWire, others: [] },
   });
   return store;
 }
@@ -82,7 +82,7 @@ test('a long live series: first send ≤ ~2 points per pixel, appends are small,
     if (u.mode === 'append') appends++;
     else replaces++;
     biggest = Math.max(biggest, JSON.stringify(u).length);
-    store.apply({ type: 'update', runs: [{ runKey: 'r', label: 'r', where: '', role: 'primary', color: 0, status: '', badLines: 0, latest: {}, plateaus: [], series: [u] }] });
+    store.apply({ type: 'update', runs: [{ runKey: 'r', label: 'r', where: '', role: 'primary', color: 0, status: '', badLines: 0, latest: {}, plateaus: [], link: { state: 'connected' as const }, loggedAgoMs: null, stoppedAfterMs: 300_000, series: [u] }] });
     const copy = store.runs[0].series.get('loss')!;
     assert.equal(copy.x[copy.x.length - 1], step - 1, 'ends at the newest point');
     assert.ok(copy.x.length <= 3 * 400 + 16, `copy bounded (${copy.x.length})`);

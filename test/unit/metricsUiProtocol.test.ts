@@ -7,7 +7,11 @@ import { contentSecurityPolicy, metricsHtml } from '../../src/extension/metrics/
 import { pickStatusMetric, statusText, xLabel } from '../../src/extension/metrics/statusText';
 
 test('well-formed messages come through typed, with extra fields dropped', () => {
-  assert.deepEqual(parseFromWebview({ type: 'ready', width: 412.7, evil: 1 }), { type: 'ready', width: 412 });
+  // ready carries the page's view settings (the webview owns them), checked as a view is.
+  assert.deepEqual(parseFromWebview({ type: 'ready', width: 412.7, range: { xMin: 1, xMax: 9 }, smoothing: 0.95, hidden: ['lr'], evil: 1 }), {
+    type: 'ready', width: 412, range: { xMin: 1, xMax: 9 }, smoothing: 0.95, hidden: ['lr'],
+  });
+  assert.equal(parseFromWebview({ type: 'ready', width: 300, range: null, smoothing: 1, hidden: [] }), undefined);
   assert.deepEqual(parseFromWebview({ type: 'view', width: 300, range: { xMin: 10, xMax: 20 }, smoothing: 0.6, hidden: ['lr'] }), {
     type: 'view', width: 300, range: { xMin: 10, xMax: 20 }, smoothing: 0.6, hidden: ['lr'],
   });

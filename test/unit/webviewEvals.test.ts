@@ -5,7 +5,7 @@ import { MetricsStore, evalMetricKeys, evalTooltip, formatTime } from '../../src
 import type { EvalPointWire, RunRefWire, RunSnapshot, ToWebview } from '../../src/shared/metricsProtocol';
 
 const T0 = Date.UTC(2026, 0, 1);
-const header = { where: 'box/host', status: 'following', badLines: 0, latest: {}, plateaus: [] };
+const header = { where: 'box/host', status: 'following', badLines: 0, latest: {}, plateaus: [], link: { state: 'connected' as const }, loggedAgoMs: null, stoppedAfterMs: 300_000 };
 
 function evalPoint(over: Partial<EvalPointWire> & Pick<EvalPointWire, 'step' | 'values'>): EvalPointWire {
   return { id: `e${over.step}`, profile: 'acceptance', checkpoint: `step_${over.step}`, startedAt: T0 + 60_000, state: 'passed', ...over };
@@ -21,7 +21,7 @@ function run(runKey: string, role: RunSnapshot['role'], evals: EvalPointWire[]):
 function storeWith(runs: RunSnapshot[]): MetricsStore {
   const store = new MetricsStore();
   store.apply({
-    type: 'snapshot', mode: 'panel', title: 't', runs, references: [], range: null, smoothing: 0.6, highlight: null,
+    type: 'snapshot', mode: 'panel', title: 't', runs, references: [], highlight: null,
     restore: { version: 1, primary: {} as RunRefWire, others: [] },
   });
   return store;

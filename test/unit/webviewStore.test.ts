@@ -4,11 +4,11 @@ import assert from 'node:assert/strict';
 import { MetricsStore, formatDiff, formatDuration, formatValue } from '../../src/webview/store';
 import type { RunRefWire, RunSnapshot } from '../../src/shared/metricsProtocol';
 
-const header = { where: 'box/pct:200', status: 'following', badLines: 0, latest: {}, plateaus: [] };
+const header = { where: 'box/pct:200', status: 'following', badLines: 0, latest: {}, plateaus: [], link: { state: 'connected' as const }, loggedAgoMs: null, stoppedAfterMs: 300_000 };
 
 function snapshot(runs: RunSnapshot[]) {
   return {
-    type: 'snapshot' as const, mode: 'panel' as const, title: 't', runs, references: [], range: null, smoothing: 0.6, highlight: null,
+    type: 'snapshot' as const, mode: 'panel' as const, title: 't', runs, references: [], highlight: null,
     restore: { version: 1 as const, primary: {} as RunRefWire, others: [] },
   };
 }

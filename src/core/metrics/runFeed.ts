@@ -20,6 +20,8 @@ import { isRemoteRunsError, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
 import type { Disposable } from '../util/event';
 import type { EvalPointWire, RunRefWire } from '../../shared/metricsProtocol';
+import type { ConnectionState } from '../ssh/types';
+import { initialLink, nextLink, stoppedAfterMs, type LinkState } from './liveness';
 
 /**
  * The other feed a view shows: a run's evals (the eval feature's results hub implements it). Watching a run asks
@@ -47,7 +49,17 @@ export interface RunFeedOptions {
   compressAbove?: number;
   /** The x column to use instead of the logs' own choice (RunMetrics.xPick); can be changed with setXPick. */
   xPick?: string;
+  /** The connection state of the run's host (the pool's), for the link a panel shows (liveness.ts). */
+  connection?: {
+    state(): ConnectionState;
+    onDidChange(listener: (state: ConnectionState) => void): Disposable;
+  };
+  /** This process's clock (ms since the epoch); default Date.now. */
+  now?: () => number;
 }
+
+/** Gaps between writes kept for the "stopped logging" threshold. */
+const MAX_GAPS = 20;
 
 export class RunFeed {
   private followers: MetricsFollower[] = [];
@@ -73,6 +85,12 @@ export class RunFeed {
   private statusText = 'loading…';
   private rounds = 0;
   private revisionBase = 0;
+  private linkState: LinkState;
+  private readonly connectionSub: Disposable | undefined;
+  /** The newest mtime of the run's logs (remote clock), and when that was on this process's clock. */
+  private newestWrite: number | undefined;
+  private loggedAt: number | undefined;
+  private readonly gaps: number[] = [];
 
   constructor(
     readonly ref: RunRefWire,
@@ -83,10 +101,76 @@ export class RunFeed {
     this.hfOutputDir = hf ? hf[1] : undefined;
     const mlflow = `${ref.runPath === '/' ? '' : ref.runPath}/metrics`;
     this.mlflowMetricsDir = ref.metrics.some((p) => detectFormat(p, ref.runPath) === 'mlflow') ? mlflow : undefined;
+    const now = this.now();
+    this.linkState = initialLink(options.connection?.state() ?? { kind: 'idle' }, now);
+    this.connectionSub = options.connection?.onDidChange((state) => {
+      const before = this.linkState;
+      this.linkState = nextLink(before, state, this.now());
+      if (this.linkState !== before) this.changed.fire();
+    });
     this.build(ref.metrics);
     if (this.followers.length === 0) {
       this.statusText = ref.metrics.length ? `no readable metrics log among ${ref.metrics.join(', ')}` : 'no metrics logs found in this run';
     }
+  }
+
+  private now(): number {
+    return this.options.now ? this.options.now() : Date.now();
+  }
+
+  /** The connection to the run's host, as a panel shows it (liveness.ts). */
+  get link(): LinkState {
+    return this.linkState;
+  }
+
+  /** When the run last wrote to one of its logs (this process's clock), measured on the remote; undefined until known. */
+  get lastLoggedAt(): number | undefined {
+    return this.loggedAt;
+  }
+
+  /** How long without a write makes the run "stopped logging" (liveness.ts). */
+  get stoppedAfterMs(): number {
+    return stoppedAfterMs(this.gaps);
+  }
+
+  /** The host is no longer configured: polling stopped (hostsChanged() tries again). */
+  get hostRemoved(): boolean {
+    return this.linkState.state === 'removed';
+  }
+
+  /**
+   * The configured hosts changed: a feed whose host was removed follows again if the host is back under its name
+   * (and says nothing more while it is not).
+   */
+  hostsChanged(): void {
+    if (this.linkState.state !== 'removed') return;
+    try {
+      this.options.executor();
+    } catch {
+      return; // still not configured: nothing new to say
+    }
+    this.linkState = initialLink(this.options.connection?.state() ?? { kind: 'idle' }, this.now());
+    this.statusText = 'loading…';
+    this.changed.fire();
+    if (!this.stopped) this.schedule(0);
+  }
+
+  /** The newest write among the logs read this round, as an age on the remote's clock. */
+  private noteWrites(): boolean {
+    let newest: { mtime: number; age: number } | undefined;
+    for (const f of this.followers) {
+      const st = f.state;
+      if (!st || st.remoteNowMs === undefined || !Number.isFinite(st.mtimeMs)) continue;
+      if (!newest || st.mtimeMs > newest.mtime) newest = { mtime: st.mtimeMs, age: Math.max(0, st.remoteNowMs - st.mtimeMs) };
+    }
+    if (!newest || newest.mtime === this.newestWrite) return false;
+    if (this.newestWrite !== undefined && newest.mtime > this.newestWrite) {
+      this.gaps.push(newest.mtime - this.newestWrite);
+      if (this.gaps.length > MAX_GAPS) this.gaps.shift();
+    }
+    this.newestWrite = newest.mtime;
+    this.loggedAt = this.now() - newest.age;
+    return true;
   }
 
   private follower(path: string): MetricsFollower | undefined {
@@ -258,6 +342,7 @@ export class RunFeed {
 
   dispose(): void {
     this.stop();
+    this.connectionSub?.dispose();
     this.changed.dispose();
   }
 
@@ -268,7 +353,7 @@ export class RunFeed {
   }
 
   private schedule(ms: number): void {
-    if (this.stopped) return;
+    if (this.stopped || this.hostRemoved) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
@@ -278,6 +363,22 @@ export class RunFeed {
 
   private async round(): Promise<boolean> {
     const target: TargetRef = this.ref.target;
+    if (this.hostRemoved) return false;
+    try {
+      this.options.executor();
+    } catch (e) {
+      // The host is no longer configured: said once (status, log), and polling stops: asking again every round
+      // only repeats it.
+      if (isRemoteRunsError(e) && e.kind === 'not-found') {
+        this.linkState = { state: 'removed', since: this.now(), reason: e.message };
+        this.statusText = `host ${this.ref.hostName} was removed from settings`;
+        this.options.log?.(`metrics of ${this.ref.runName}: ${e.message}; no longer polling`);
+        this.rounds++;
+        this.changed.fire();
+        return false;
+      }
+      throw e;
+    }
     let changed = false;
     const problems: string[] = [];
     const abort = (this.abort = new AbortController());
@@ -324,7 +425,8 @@ export class RunFeed {
     const before = this.statusText;
     if (this.followers.length) this.statusText = problems.length ? problems.join('; ') : 'following';
     this.rounds++;
-    if (changed || before !== this.statusText) this.changed.fire();
+    const wrote = this.noteWrites();
+    if (changed || wrote || before !== this.statusText) this.changed.fire();
     return changed;
   }
 
@@ -445,6 +547,11 @@ export class FeedRegistry {
       const ref = lookup(key);
       if (ref) feed.addMetrics(ref.metrics);
     }
+  }
+
+  /** The configured hosts changed: feeds whose host was removed try again (RunFeed.hostsChanged). */
+  hostsChanged(): void {
+    for (const { feed } of this.feeds.values()) feed.hostsChanged();
   }
 
   /** Poll every feed now (after a Refresh). */

@@ -42,6 +42,8 @@ export interface TailStat {
   inode: string;
   /** Lowercase hex of the first min(size, 64) bytes; '' for an empty file or when unknown. */
   head: string;
+  /** The remote's clock when it took this stat, ms since the epoch (whole seconds); absent when unknown. */
+  remoteNowMs?: number;
 }
 
 /** What the follower remembers between polls. */
@@ -162,11 +164,12 @@ export function applyTailRead(
 /**
  * `sh -c SCRIPT sh PATH OFFSET MAXBYTES EXPECT_HEAD EXPECT_INODE [GZIP_ABOVE]`. Output:
  *   `\n@rr-tail@1\n` (marker; rc-file noise before it is skipped)
- *   `ok SIZE MTIME INODE FROM HEADHEX ENC\n` then the bytes from FROM (at most MAXBYTES of the file), or
+ *   `ok SIZE MTIME INODE FROM HEADHEX ENC NOW\n` then the bytes from FROM (at most MAXBYTES of the file), or
  *   `missing\n` | `denied\n` | `notfile\n`
  * MTIME is seconds with a fraction from GNU find's %T@, whole seconds from busybox stat. FROM is OFFSET unless
  * the file is smaller than OFFSET, has another inode, or no longer starts with EXPECT_HEAD: then 0. ENC is `gz`
- * when the bytes are gzip-compressed (at least GZIP_ABOVE bytes to send, and a working `gzip -1`), else `-`.
+ * when the bytes are gzip-compressed (at least GZIP_ABOVE bytes to send, and a working `gzip -1`), else `-`. NOW is
+ * the remote's `date +%s` (`-` when it has none): a log's age is MTIME against NOW, both on the remote's clock.
  */
 export const TAIL_SCRIPT = String.raw`
 p=$1; off=$2; max=$3; want_head=$4; want_ino=$5; gz_above=${'$'}{6:-0}
@@ -195,7 +198,8 @@ case $head in "$want_head"*) ;; *) from=0 ;; esac
 enc=-
 # Some busybox builds have no compression levels: gzip is used only once it has shown it takes -1.
 if [ "$max" -gt 0 ] && [ "$gz_above" -gt 0 ] && [ $((size - from)) -ge "$gz_above" ] && gzip -1 </dev/null >/dev/null 2>&1; then enc=gz; fi
-printf 'ok %s %s %s %s %s %s\n' "$size" "$mtime" "$ino" "$from" "${'$'}{head:--}" "$enc"
+now=$(date +%s 2>/dev/null)
+printf 'ok %s %s %s %s %s %s %s\n' "$size" "$mtime" "$ino" "$from" "${'$'}{head:--}" "$enc" "${'$'}{now:--}"
 if [ "$max" -gt 0 ]; then
   if [ "$enc" = gz ]; then tail -c +$((from + 1)) "$p" | head -c "$max" | gzip -1; else tail -c +$((from + 1)) "$p" | head -c "$max"; fi
 fi
@@ -251,12 +255,13 @@ export function parseTailOutput(result: ExecResult, request: TailRequest, descri
     default:
       throw new RemoteRunsError('protocol', `${describe}: unknown status ${JSON.stringify(fields[0].slice(0, 40))}`);
   }
-  const [, sizeText, mtimeText, inode, fromText, headText, encoding = '-'] = fields;
+  const [, sizeText, mtimeText, inode, fromText, headText, encoding = '-', nowText = '-'] = fields;
   const size = Number(sizeText);
   const mtime = Number(mtimeText);
   const from = Number(fromText);
   if (
-    (fields.length !== 6 && fields.length !== 7) ||
+    fields.length < 6 ||
+    fields.length > 8 ||
     !Number.isSafeInteger(size) ||
     !Number.isFinite(mtime) ||
     !Number.isSafeInteger(from) ||
@@ -268,7 +273,7 @@ export function parseTailOutput(result: ExecResult, request: TailRequest, descri
   const payload = out.subarray(lineEnd + 1);
   return {
     status: 'ok',
-    stat: { size, mtimeMs: mtime * 1000, inode, head: headText === '-' ? '' : headText },
+    stat: { size, mtimeMs: mtime * 1000, inode, head: headText === '-' ? '' : headText, ...(/^\d+$/.test(nowText) ? { remoteNowMs: Number(nowText) * 1000 } : {}) },
     from,
     data: encoding === 'gz' ? gunzipReply(payload, request.maxBytes, describe) : new Uint8Array(payload.buffer, payload.byteOffset, payload.length),
     requestedBytes: request.maxBytes,

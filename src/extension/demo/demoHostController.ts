@@ -9,8 +9,16 @@
  * project; and Add Host writes there too. What is written is only the host entry and the known_hosts file (both
  * recognised by paths under that storage) and the demo's eval profile (by its exact name and command), and removed when the demo stops (or, if VS Code went away before that
  * could finish, at the next activation when no window runs the demo any more).
+ *
+ * The eval profile is the one thing a user may have too (an identical one written earlier by `npm run demo`, or
+ * copied): it is removed only when this demo added it. What a start adds is recorded in `added.json` in the demo's
+ * folder *before* the settings are written (synchronously), so a crash between the two leaves a record of an
+ * addition that may not have happened (removing a profile that is not there does nothing), never an addition
+ * without a record (which would be left behind, or be taken for the user's). A start that finds a record of an
+ * earlier one keeps its claim: the identical profile it finds then is that earlier start's, not the user's.
  */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DemoHost } from '../../demo/demoHost';
 import { demoEvalProfile } from '../../demo/evalProfile';
@@ -18,6 +26,9 @@ import { demoPaths, type DemoPaths } from '../../demo/paths';
 import type { HostConfig } from '../../core/types';
 import type { Logger } from '../log';
 import {
+  addsDemoEvalProfile,
+  parseDemoAdditions,
+  type DemoAdditions,
   evalProfilesWithDemo,
   evalProfilesWithoutDemo,
   hostsWithDemo,
@@ -137,7 +148,10 @@ export class DemoHostController implements vscode.Disposable {
     const config = vscode.workspace.getConfiguration('remoteRuns');
     const files = config.inspect<string[]>('knownHostsFiles')?.globalValue;
     await config.update('knownHostsFiles', knownHostsWithDemo(files, knownHosts), vscode.ConfigurationTarget.Global);
-    const profiles = evalProfilesWithDemo(config.inspect<unknown[]>('evalProfiles')?.globalValue, DEMO_EVAL_PROFILE);
+    const current = config.inspect<unknown[]>('evalProfiles')?.globalValue;
+    // Recorded before it is written (see the file's comment); an earlier start's claim is kept.
+    this.writeAdditions({ evalProfile: this.readAdditions().evalProfile || addsDemoEvalProfile(current, DEMO_EVAL_PROFILE) });
+    const profiles = evalProfilesWithDemo(current, DEMO_EVAL_PROFILE);
     await vscode.workspace.getConfiguration('remoteRuns').update('evalProfiles', profiles, vscode.ConfigurationTarget.Global);
     const hosts = hostsWithDemo(vscode.workspace.getConfiguration('remoteRuns').inspect<unknown[]>('hosts')?.globalValue, hostConfig);
     await vscode.workspace.getConfiguration('remoteRuns').update('hosts', hosts, vscode.ConfigurationTarget.Global);
@@ -151,7 +165,11 @@ export class DemoHostController implements vscode.Disposable {
       await config.update('hosts', hostsWithoutDemo(hosts, this.paths.clientKey), vscode.ConfigurationTarget.Global);
     }
     const profiles = vscode.workspace.getConfiguration('remoteRuns').inspect<unknown[]>('evalProfiles')?.globalValue;
-    if (profiles?.some((p) => isDemoEvalProfile(p, DEMO_EVAL_PROFILE))) {
+    const added = this.readAdditions();
+    if (!added.evalProfile && profiles?.some((p) => isDemoEvalProfile(p, DEMO_EVAL_PROFILE))) {
+      this.log.info('demo host: the eval profile "Demo: acceptance length" was there before the demo started; it stays');
+    }
+    if (added.evalProfile && profiles?.some((p) => isDemoEvalProfile(p, DEMO_EVAL_PROFILE))) {
       await vscode.workspace
         .getConfiguration('remoteRuns')
         .update('evalProfiles', evalProfilesWithoutDemo(profiles, DEMO_EVAL_PROFILE), vscode.ConfigurationTarget.Global);
@@ -162,6 +180,27 @@ export class DemoHostController implements vscode.Disposable {
         .getConfiguration('remoteRuns')
         .update('knownHostsFiles', knownHostsWithoutDemo(files, this.paths.knownHosts), vscode.ConfigurationTarget.Global);
     }
+    fs.rmSync(this.additionsFile, { force: true });
+  }
+
+  /** Where a start records what it added to the settings (see the file's comment). */
+  private get additionsFile(): string {
+    return path.join(this.paths.base, 'added.json');
+  }
+
+  private readAdditions(): DemoAdditions {
+    let text: string | undefined;
+    try {
+      text = fs.readFileSync(this.additionsFile, 'utf8');
+    } catch {
+      text = undefined;
+    }
+    return parseDemoAdditions(text);
+  }
+
+  private writeAdditions(added: DemoAdditions): void {
+    fs.mkdirSync(this.paths.base, { recursive: true });
+    fs.writeFileSync(this.additionsFile, JSON.stringify(added));
   }
 }
 

@@ -70,3 +70,27 @@ export function evalProfilesWithoutDemo(current: readonly unknown[] | undefined,
   const left = (current ?? []).filter((p) => !isDemoEvalProfile(p, demo));
   return left.length ? left : undefined;
 }
+
+/**
+ * Whether adding the demo's profile to `current` adds one: not when an identical profile is already there (written
+ * by `npm run demo`, or by the user) or a profile of the user's has its name. Only a profile this start added is
+ * taken out again when the demo stops.
+ */
+export function addsDemoEvalProfile(current: readonly unknown[] | undefined, demo: Readonly<Record<string, unknown>>): boolean {
+  return !(current ?? []).some((p) => isDemoEvalProfile(p, demo) || (p && typeof p === 'object' && (p as { name?: unknown }).name === demo.name));
+}
+
+/** What a start of the demo added to the user's settings, beyond what is recognisably its own (host entry, known_hosts file). */
+export interface DemoAdditions {
+  evalProfile: boolean;
+}
+
+/** The additions record as read from its file: anything malformed means nothing was added. Total. */
+export function parseDemoAdditions(text: string | undefined): DemoAdditions {
+  try {
+    const v = text === undefined ? undefined : (JSON.parse(text) as unknown);
+    return { evalProfile: typeof v === 'object' && v !== null && (v as { evalProfile?: unknown }).evalProfile === true };
+  } catch {
+    return { evalProfile: false };
+  }
+}

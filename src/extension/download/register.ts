@@ -3,6 +3,8 @@
  * (host → target → run → checkpoint quick picks, or the latest checkpoint of the selected/pinned run), with a
  * cancellable progress notification. The bytes move through the core (`src/core/transfer`).
  */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { HostDirectory } from '../../core/hosts';
@@ -20,6 +22,7 @@ import type { Logger } from '../log';
 import type { Settings } from '../settings';
 import type { TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
+import { isInside, offeredDownloadFolder } from './downloadFolder';
 
 export interface DownloadDeps {
   store: DisposableStore;
@@ -81,24 +84,41 @@ async function latestOf(deps: DownloadDeps, node?: TreeNode): Promise<Checkpoint
   return { hostName: where.hostName, target: where.target, run, checkpoint: checkpointOf(run, 'latest') };
 }
 
-/** The folder downloads of a host land under: the setting, else asked once (and remembered in the setting). */
+/**
+ * The folder downloads of a host land under: the setting, else asked once and remembered in the user settings. The
+ * folder offered is outside the workspace (downloadFolder.ts); one chosen inside a workspace folder is taken, with a
+ * warning that its checkpoints will show in Explorer and git.
+ */
 async function destinationRoot(hostName: string): Promise<string | undefined> {
   let dir = config().get<string>('downloadDirectory', '').trim();
   if (!dir) {
-    const ws = vscode.workspace.workspaceFolders?.[0];
-    const items: Item<string | 'choose'>[] = [];
-    if (ws) items.push({ label: path.join(ws.uri.fsPath, 'checkpoints'), description: 'in this workspace', value: path.join(ws.uri.fsPath, 'checkpoints') });
-    items.push({ label: 'Choose a folder…', value: 'choose' });
+    const offered = offeredDownloadFolder(os.homedir(), (p) => {
+      try {
+        return fs.statSync(p).isDirectory();
+      } catch {
+        return false;
+      }
+    });
+    const items: Item<string | 'choose'>[] = [
+      { label: offered, description: 'outside the workspace; kept in your user settings', value: offered },
+      { label: 'Choose a folder…', value: 'choose' },
+    ];
     const picked = await quickPick('Where should checkpoints be downloaded?', items, 'Downloads go to <folder>/<host>/<run>/<checkpoint>/');
     if (!picked) return undefined;
     if (picked === 'choose') {
       const uris = await vscode.window.showOpenDialog({ canSelectFolders: true, canSelectFiles: false, canSelectMany: false, openLabel: 'Download Here' });
       if (!uris?.[0]) return undefined;
       dir = uris[0].fsPath;
+      const inside = vscode.workspace.workspaceFolders?.find((f) => isInside(dir, f.uri.fsPath));
+      if (inside) {
+        void vscode.window.showWarningMessage(`Checkpoints will be downloaded inside the workspace folder ${inside.name}: they will show in Explorer, search and git (add the folder to .gitignore).`);
+      }
     } else {
       dir = picked;
     }
-    await config().update('downloadDirectory', dir, ws ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global);
+    // The user's settings, not the workspace's: a download folder is a property of this machine, not of a project
+    // (and a workspace's .vscode/settings.json is often committed).
+    await config().update('downloadDirectory', dir, vscode.ConfigurationTarget.Global);
   }
   dir = dir.replace(/^~(?=\/|$)/, process.env.HOME ?? '~');
   return path.join(dir, safeName(hostName));

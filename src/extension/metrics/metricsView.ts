@@ -152,8 +152,10 @@ export class MetricsView implements vscode.Disposable {
     try {
       switch (msg.type) {
         case 'ready':
+          // The webview's settings are the only ones (a restored page brings those it kept); the presenter only
+          // computes with them.
           this.ready = true;
-          this.presenter.setView(msg.width, this.presenter.view.range, this.presenter.view.smoothing, [...this.presenter.view.hidden]);
+          this.presenter.setView(msg.width, msg.range, msg.smoothing, msg.hidden);
           if (this.presenter.primary) this.sendSnapshot();
           else this.post({ type: 'empty', message: 'Select or pin a run in the Remote Runs tree to see its metrics here.' });
           break;
@@ -207,6 +209,14 @@ export class MetricsView implements vscode.Disposable {
           const p = this.presenter.primary;
           if (p) this.deps.showEvalTable?.(p.ref);
           break;
+        }
+        case 'copyEvalTable':
+          // The eval table page's message (evalTableView.ts); a metrics view has no table to copy.
+          break;
+        default: {
+          // Compile-time exhaustiveness: a message added to FromWebview and not handled here is a type error.
+          const never: never = msg;
+          void never;
         }
       }
     } catch (e) {

@@ -18,6 +18,7 @@ import type {
   SeriesChunk,
   SeriesUpdate,
   ToWebview,
+  LinkWire,
   ValueRow,
   ViewMode,
   XRange,
@@ -25,6 +26,7 @@ import type {
 import { runKeyOf, whereOf } from '../../core/runRef';
 import { SeriesTracker } from './seriesTracker';
 import { put } from '../../core/util/dict';
+import { STOPPED_MIN_MS, type LinkState } from '../../core/metrics/liveness';
 
 /** What the presenter reads from a run's live feed (RunFeed implements it). */
 export interface FeedView {
@@ -41,6 +43,31 @@ export interface FeedView {
   xChoices?(): string[];
   setXPick?(key: string | undefined): void;
   pollNow?(): Promise<boolean>;
+  /** The connection to the run's host, when you know it (RunFeed.link). */
+  readonly link?: LinkState;
+  /** When the run last wrote a log, this process's clock (RunFeed.lastLoggedAt). */
+  readonly lastLoggedAt?: number;
+  readonly stoppedAfterMs?: number;
+}
+
+/** The link on the wire: durations as of `now` instead of times. */
+export function linkWire(link: LinkState | undefined, now: number): LinkWire {
+  if (!link) return { state: 'connected' };
+  const forMs = Math.max(0, now - link.since);
+  switch (link.state) {
+    case 'connected':
+      return { state: 'connected' };
+    case 'connecting':
+      return { state: 'connecting', forMs, attempt: link.attempt };
+    case 'reconnecting':
+      return { state: 'reconnecting', forMs, attempt: link.attempt, ...(link.lastError !== undefined ? { lastError: link.lastError } : {}) };
+    case 'unreachable':
+      return { state: 'unreachable', forMs, reason: link.reason, attempt: link.attempt };
+    case 'refused':
+      return { state: 'refused', kind: link.kind, forMs, reason: link.reason };
+    case 'removed':
+      return { state: 'removed', reason: link.reason };
+  }
 }
 
 /** Columns offered as x at most (a log with hundreds of columns is not a menu). */
@@ -79,6 +106,8 @@ export class MetricsPresenter {
   private readonly runsList: PresenterRun[] = [];
   private readonly trackers = new Map<string, Map<string, SeriesTracker>>();
   private readonly sentRevision = new Map<string, number>();
+  /** Each run's header as last sent, without its durations: a change of status or link alone is an update too. */
+  private readonly sentHeader = new Map<string, string>();
   private readonly plateauCache = new Map<string, { revision: number; at: number; hint: PlateauHint | undefined }>();
   /** Each run's evals as last sent (or to be sent with the next snapshot). */
   private readonly evalsByRun = new Map<string, { evals: EvalPointWire[]; text: string }>();
@@ -121,6 +150,7 @@ export class MetricsPresenter {
     this.trackers.delete(key);
     this.evalsByRun.delete(key);
     this.sentRevision.delete(key);
+    this.sentHeader.delete(key);
     return run;
   }
 
@@ -150,7 +180,10 @@ export class MetricsPresenter {
     return true;
   }
 
-  /** Take the webview's view; true when it differs from what was sent (a new snapshot is due). */
+  /**
+   * Take the webview's view (the webview owns it: these values are never sent back); true when it differs from the
+   * one the last snapshot was computed for (a new snapshot is due).
+   */
   setView(width: number, range: XRange | null, smoothing: number, hidden: readonly string[]): boolean {
     const v = this.view;
     const hiddenSet = new Set(hidden);
@@ -192,7 +225,9 @@ export class MetricsPresenter {
         }
       }
       this.sentRevision.set(run.key, run.feed.revision);
-      return { ...this.header(run), checkpoints: run.ref.checkpoints, series, evals: this.evalsOf(run.key) };
+      const header = this.header(run);
+      this.sentHeader.set(run.key, headerSignature(run, header));
+      return { ...header, checkpoints: run.ref.checkpoints, series, evals: this.evalsOf(run.key) };
     });
     return {
       type: 'snapshot',
@@ -200,8 +235,6 @@ export class MetricsPresenter {
       title,
       runs,
       references: this.references,
-      range: this.view.range,
-      smoothing: this.view.smoothing,
       highlight: this.highlight,
       restore,
     };
@@ -212,7 +245,15 @@ export class MetricsPresenter {
     const runs: RunUpdate[] = [];
     for (const run of this.runsList) {
       const rev = run.feed.revision;
-      if (this.sentRevision.get(run.key) === rev) continue;
+      const header = this.header(run);
+      const signature = headerSignature(run, header);
+      const same = this.sentRevision.get(run.key) === rev;
+      if (same && this.sentHeader.get(run.key) === signature) continue;
+      this.sentHeader.set(run.key, signature);
+      if (same) {
+        runs.push({ ...header, series: [] });
+        continue;
+      }
       this.sentRevision.set(run.key, rev);
       const trackers = this.trackersOf(run.key);
       const series: SeriesUpdate[] = [];
@@ -222,7 +263,7 @@ export class MetricsPresenter {
         const u = tracker.update(s, this.trackerView());
         if (u) series.push(u);
       }
-      runs.push({ ...this.header(run), series });
+      runs.push({ ...header, series });
     }
     return runs.length ? { type: 'update', runs } : undefined;
   }
@@ -270,6 +311,7 @@ export class MetricsPresenter {
   }
 
   private header(run: PresenterRun): RunHeader {
+    const now = this.options.now();
     const latest: Record<string, number> = {};
     const all = run.feed.series();
     for (const [key, s] of all) if (s.length) put(latest, key, s.yShown(s.length - 1));
@@ -288,6 +330,9 @@ export class MetricsPresenter {
       ...(run.feed.xAxis !== undefined ? { xAxis: run.feed.xAxis } : {}),
       ...(run.feed.xChoices ? { xChoices: run.feed.xChoices().slice(0, MAX_X_CHOICES) } : {}),
       ...(run.feed.setXPick ? { xPick: run.feed.xPick ?? null } : {}),
+      link: linkWire(run.feed.link, now),
+      loggedAgoMs: run.feed.lastLoggedAt !== undefined ? Math.max(0, now - run.feed.lastLoggedAt) : null,
+      stoppedAfterMs: run.feed.stoppedAfterMs ?? STOPPED_MIN_MS,
     };
   }
 
@@ -313,6 +358,14 @@ export class MetricsPresenter {
     }
     return out;
   }
+}
+
+/** A header without what changes by itself as time passes (durations): what decides whether it is sent again. */
+function headerSignature(run: PresenterRun, header: RunHeader): string {
+  const { link, loggedAgoMs, ...rest } = header;
+  void link;
+  void loggedAgoMs;
+  return JSON.stringify([rest, run.feed.link ?? null, run.feed.lastLoggedAt ?? null]);
 }
 
 function trackerFor(trackers: Map<string, SeriesTracker>, key: string): SeriesTracker {

@@ -22,6 +22,9 @@ import { PinnedRunStatus } from './statusBar';
 import { pickRun, revealCheckpoint, runRefOfArg, runRefOfNode, selectedStepOf } from './treeGlue';
 import { parseRestoreState } from './validate';
 import { METRICS_INLINE_VIEW } from './webviewSetup';
+import type { ConnectionState } from '../../core/ssh/types';
+import type { StateChange } from '../../core/ssh/pool';
+import type { Event } from '../../core/util/event';
 
 export interface MetricsDeps {
   store: DisposableStore;
@@ -32,6 +35,9 @@ export interface MetricsDeps {
   context: vscode.ExtensionContext;
   /** Each run's evals, drawn as points on its charts. */
   evals?: EvalSource;
+  /** Each host's connection state (the pool's), for the connection a panel shows. */
+  connectionState(hostName: string): ConnectionState;
+  onDidChangeConnectionState: Event<StateChange>;
 }
 
 const PINNED_KEY = 'remoteRuns.pinnedRun';
@@ -51,6 +57,10 @@ export function registerMetrics(deps: MetricsDeps): void {
           executor: () => core.executor(ref.hostName),
           intervalMs: () => Math.max(0.25, metricsConfig().get<number>('pollIntervalSeconds', 5)) * 1000,
           log: (m) => log.warn(m),
+          connection: {
+            state: () => deps.connectionState(ref.hostName),
+            onDidChange: (listener) => deps.onDidChangeConnectionState((e) => e.host === ref.hostName && listener(e.state)),
+          },
         }),
     ),
   );
@@ -88,6 +98,20 @@ export function registerMetrics(deps: MetricsDeps): void {
 
   // Pinned run: kept per workspace, followed by the status bar and (before the selection) the inline view.
   let pinned = parseRestoreState({ version: 1, primary: context.workspaceState.get(PINNED_KEY), others: [] })?.primary;
+  const configured = (hostName: string): boolean => {
+    try {
+      core.host(hostName);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  // A pinned run whose host is no longer configured is unpinned (said once), not shown in the status bar forever.
+  const unpinIfHostGone = (): void => {
+    if (!pinned || configured(pinned.hostName)) return;
+    log.info(`unpinned ${pinned.runName}: host ${pinned.hostName} was removed from settings`);
+    void setPinned(undefined);
+  };
   let selected: RunRefWire | undefined;
   const followInline = (): void => inline.show(pinned ?? selected);
   const setPinned = async (ref: RunRefWire | undefined): Promise<void> => {
@@ -98,6 +122,7 @@ export function registerMetrics(deps: MetricsDeps): void {
     followInline();
   };
   void setPinned(pinned);
+  unpinIfHostGone();
 
   store.register(
     view.onDidChangeSelection((e) => {
@@ -118,6 +143,11 @@ export function registerMetrics(deps: MetricsDeps): void {
   store.register(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('remoteRuns.metrics.statusBarMetric')) status.render();
+      if (e.affectsConfiguration('remoteRuns')) {
+        // Hosts may have gone (unpin their run; panels already said so) or come back (their feeds try again).
+        unpinIfHostGone();
+        feeds.hostsChanged();
+      }
     }),
   );
 

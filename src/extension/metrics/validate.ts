@@ -3,7 +3,7 @@
  * checked here before the extension acts on it, and anything malformed is dropped. Also validates the state a
  * restored panel hands back after a reload. Pure: no `vscode`.
  */
-import type { FromWebview, PanelRestoreState, RunRefWire, XRange } from '../../shared/metricsProtocol';
+import type { FromWebview, PanelRestoreState, RunRefWire, ViewWire, XRange } from '../../shared/metricsProtocol';
 
 const MAX_TEXT = 500;
 const MAX_WIDTH = 20_000;
@@ -33,6 +33,16 @@ function range(v: unknown): XRange | null | undefined {
   return { xMin: v.xMin, xMax: v.xMax };
 }
 
+/** The view a `ready` or `view` message reports, or undefined when any field is malformed. */
+function viewOf(msg: Obj): ViewWire | undefined {
+  const w = width(msg.width);
+  const r = range(msg.range);
+  if (w === undefined || r === undefined) return undefined;
+  if (!finite(msg.smoothing) || msg.smoothing < 0 || msg.smoothing >= 1) return undefined;
+  if (!Array.isArray(msg.hidden) || msg.hidden.length > MAX_LIST || !msg.hidden.every((h) => text(h))) return undefined;
+  return { width: w, range: r, smoothing: msg.smoothing, hidden: [...(msg.hidden as string[])] };
+}
+
 /**
  * The message as a typed value, or undefined when it is not one the extension understands (unknown type,
  * missing or mistyped fields, non-finite numbers, oversized strings). Extra fields are dropped.
@@ -40,17 +50,10 @@ function range(v: unknown): XRange | null | undefined {
 export function parseFromWebview(msg: unknown): FromWebview | undefined {
   if (!isObj(msg) || typeof msg.type !== 'string') return undefined;
   switch (msg.type) {
-    case 'ready': {
-      const w = width(msg.width);
-      return w === undefined ? undefined : { type: 'ready', width: w };
-    }
+    case 'ready':
     case 'view': {
-      const w = width(msg.width);
-      const r = range(msg.range);
-      if (w === undefined || r === undefined) return undefined;
-      if (!finite(msg.smoothing) || msg.smoothing < 0 || msg.smoothing >= 1) return undefined;
-      if (!Array.isArray(msg.hidden) || msg.hidden.length > MAX_LIST || !msg.hidden.every((h) => text(h))) return undefined;
-      return { type: 'view', width: w, range: r, smoothing: msg.smoothing, hidden: [...(msg.hidden as string[])] };
+      const view = viewOf(msg);
+      return view && { type: msg.type, ...view };
     }
     case 'hover':
       return Number.isSafeInteger(msg.seq) && finite(msg.x) ? { type: 'hover', seq: msg.seq as number, x: msg.x } : undefined;

@@ -1,0 +1,175 @@
+/**
+ * The webview's own state: the user's view choices (smoothing, zoom range, hidden metrics, x axis, log y, hidden
+ * runs), the plot width, and the restore state the panel serializer gets back after a reload. A pure reducer:
+ * each event (the page started, the user changed something, a chart measured its width, the extension sent a
+ * message) gives the next state, the messages to post and whether to save. No DOM, so it is unit-tested in node;
+ * main.ts only dispatches events and draws.
+ */
+import type { FromWebview, PanelRestoreState, ToWebview, XRange } from '../shared/metricsProtocol';
+
+export type XMode = 'step' | 'wall' | 'relative';
+
+export const DEFAULT_SMOOTHING = 0.6;
+
+/** What the user chose; kept by the webview (vscode.setState) across reloads. */
+export interface ViewSettings {
+  smoothing: number;
+  /** The zoomed step range; null = the whole run. */
+  range: XRange | null;
+  /** Metrics not shown. */
+  hidden: string[];
+  xMode: XMode;
+  logY: boolean;
+  /** Runs (by key) whose curves are not drawn. */
+  hiddenRuns: string[];
+}
+
+export interface WebviewState {
+  settings: ViewSettings;
+  /** The plot width in CSS pixels (what the extension decimates for). */
+  width: number;
+  restore: PanelRestoreState | undefined;
+  /** The last `view` message posted (as JSON): one that would say the same is not posted again. */
+  sentView: string;
+}
+
+/** What vscode.getState() holds (written by savedState). */
+export interface SavedState {
+  restore?: PanelRestoreState;
+  ui?: ViewSettings;
+}
+
+export type WebviewEvent =
+  /** The page loaded; its first guess of the plot width. */
+  | { type: 'started'; width: number }
+  /** A chart measured the plot width (after drawing, or after a resize). */
+  | { type: 'measured'; width: number }
+  | { type: 'setSmoothing'; value: number }
+  | { type: 'zoom'; range: XRange | null }
+  | { type: 'showMetric'; key: string; shown: boolean }
+  | { type: 'setXMode'; value: XMode }
+  | { type: 'setLogY'; value: boolean }
+  | { type: 'showRun'; runKey: string; shown: boolean }
+  | { type: 'received'; msg: ToWebview };
+
+export interface Step {
+  state: WebviewState;
+  /** Messages to post to the extension, in order. */
+  post: FromWebview[];
+  /** Whether to save the state (vscode.setState(savedState(state))). */
+  save: boolean;
+}
+
+export const DEFAULT_SETTINGS: ViewSettings = { smoothing: DEFAULT_SMOOTHING, range: null, hidden: [], xMode: 'step', logY: false, hiddenRuns: [] };
+
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const strings = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((s) => typeof s === 'string') ? [...(v as string[])] : undefined);
+
+/** Settings from what a saved state holds: each field that is well-formed, the default for any other. Total. */
+export function settingsOf(ui: unknown): ViewSettings {
+  if (!isObj(ui)) return { ...DEFAULT_SETTINGS };
+  const s = ui.smoothing;
+  const r = ui.range;
+  const range =
+    isObj(r) && typeof r.xMin === 'number' && typeof r.xMax === 'number' && Number.isFinite(r.xMin) && Number.isFinite(r.xMax) && r.xMax > r.xMin
+      ? { xMin: r.xMin, xMax: r.xMax }
+      : null;
+  return {
+    smoothing: typeof s === 'number' && Number.isFinite(s) && s >= 0 && s < 1 ? s : DEFAULT_SMOOTHING,
+    range,
+    hidden: strings(ui.hidden) ?? [],
+    xMode: ui.xMode === 'wall' || ui.xMode === 'relative' || ui.xMode === 'step' ? ui.xMode : 'step',
+    logY: ui.logY === true,
+    hiddenRuns: strings(ui.hiddenRuns) ?? [],
+  };
+}
+
+/** The state a page starts with, from what vscode.getState() returned (anything: it is parsed, never trusted). */
+export function initialState(saved: unknown, width: number): WebviewState {
+  const s = isObj(saved) ? saved : {};
+  return {
+    settings: settingsOf(s.ui),
+    width,
+    restore: isObj(s.restore) ? (s.restore as unknown as PanelRestoreState) : undefined,
+    sentView: '',
+  };
+}
+
+export function savedState(state: WebviewState): SavedState {
+  return { ...(state.restore ? { restore: state.restore } : {}), ui: state.settings };
+}
+
+/** The `view` message for this state. */
+export function viewMessage(state: WebviewState): Extract<FromWebview, { type: 'view' }> {
+  const { smoothing, range, hidden } = state.settings;
+  return { type: 'view', width: state.width, range, smoothing, hidden: [...hidden] };
+}
+
+/** The `ready` message for this state: the settings go with it, so the first snapshot is computed for them. */
+export function readyMessage(state: WebviewState): Extract<FromWebview, { type: 'ready' }> {
+  return { ...viewMessage(state), type: 'ready' };
+}
+
+/** Post the view when it differs from the last one posted. */
+function withView(state: WebviewState): Step {
+  const msg = viewMessage(state);
+  const text = JSON.stringify(msg);
+  if (text === state.sentView) return { state, post: [], save: true };
+  return { state: { ...state, sentView: text }, post: [msg], save: true };
+}
+
+const toggled = (list: readonly string[], key: string, on: boolean): string[] => (on ? [...new Set([...list, key])] : list.filter((k) => k !== key));
+
+export function reduce(state: WebviewState, event: WebviewEvent): Step {
+  const set = (patch: Partial<ViewSettings>): WebviewState => ({ ...state, settings: { ...state.settings, ...patch } });
+  switch (event.type) {
+    case 'started': {
+      const s = { ...state, width: event.width };
+      const ready = readyMessage(s);
+      return { state: { ...s, sentView: JSON.stringify(viewMessage(s)) }, post: [ready], save: false };
+    }
+    case 'measured':
+      return withView({ ...state, width: event.width });
+    case 'setSmoothing':
+      return withView(set({ smoothing: event.value }));
+    case 'zoom':
+      return withView(set({ range: event.range }));
+    case 'showMetric':
+      return withView(set({ hidden: toggled(state.settings.hidden, event.key, !event.shown) }));
+    case 'setXMode':
+      return { state: set({ xMode: event.value }), post: [], save: true };
+    case 'setLogY':
+      return { state: set({ logY: event.value }), post: [], save: true };
+    case 'showRun':
+      return { state: set({ hiddenRuns: toggled(state.settings.hiddenRuns, event.runKey, !event.shown) }), post: [], save: true };
+    case 'received':
+      return received(state, event.msg);
+    default: {
+      const never: never = event;
+      void never;
+      return { state, post: [], save: false };
+    }
+  }
+}
+
+function received(state: WebviewState, msg: ToWebview): Step {
+  switch (msg.type) {
+    case 'snapshot':
+      // Only the restore state (the extension's): a snapshot carries no view settings, which are this page's own.
+      return { state: { ...state, restore: msg.restore }, post: [], save: true };
+    case 'update':
+    case 'references':
+    case 'values':
+    case 'highlight':
+    case 'evals':
+    case 'empty':
+      return { state, post: [], save: false };
+    default: {
+      // Compile-time exhaustiveness: a message type added to the protocol and not handled here is a type error. At
+      // run time a message of a type this page does not know changes nothing.
+      const never: never = msg;
+      void never;
+      return { state, post: [], save: false };
+    }
+  }
+}
