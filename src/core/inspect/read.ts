@@ -97,7 +97,7 @@ function readFile(f: FileBytes & { pieces: Pieces }, limits: WalkLimits): FileRe
     return { file: { ...base, format: 'json' }, ...empty };
   }
   if (f.size === 0) return { file: { ...base, note: 'an empty file', incomplete: 'is empty (0 bytes)' }, ...empty };
-  const head = src.range(0, Math.min(f.size, 16), `the first bytes of ${f.name}`);
+  const head = src.range(0, Math.min(f.size, 16, Math.max(1, src.contiguousEnd(0))), `the first bytes of ${f.name}`);
   if (byName === 'dcp-metadata') {
     if (f.size > MAX_PICKLE_BYTES) throw new InspectError('absurd-length', `a .metadata of ${f.size} bytes: not read`);
     const { value } = readPickle(src.range(0, f.size, '.metadata'));

@@ -323,3 +323,12 @@ export async function inspectRemote(
 }
 
 export { InspectError };
+
+/** The files of a listed checkpoint, as inspect reads them: a flat file by its own name, a folder's by theirs. */
+export function listedFilesOf(checkpoint: { path: string; isDir: boolean; bytes: number; mtime: number; files: { name: string; path: string; bytes: number; mtime: number }[] }): ListedFile[] {
+  if (!checkpoint.isDir && checkpoint.files.length === 0) {
+    const name = checkpoint.path.split('/').pop() || checkpoint.path;
+    return [{ name, path: checkpoint.path, bytes: checkpoint.bytes, mtime: checkpoint.mtime }];
+  }
+  return checkpoint.files.map((f) => ({ name: f.name, path: f.path, bytes: f.bytes, mtime: f.mtime }));
+}
