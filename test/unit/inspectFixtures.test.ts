@@ -157,6 +157,20 @@ test('diff: a state dict against the training state it came from lines up under 
   assert.ok(d.changed.every((c) => c.changed.join() === 'dtype' && c.a.dtype === 'float32' && c.b.dtype === 'bfloat16'));
   assert.equal(d.totals.a.params, d.totals.b.params);
   const shards = diffInspections(inspect('hf_shards'), inspect('hf_shards_broken'));
-  assert.equal(shards.removed.length, expected.hf_shards.tensors.length - inspect('hf_shards_broken').tensors.length);
+  assert.equal(shards.removed.length, (expected.hf_shards.tensors as unknown[]).length - inspect('hf_shards_broken').tensors.length);
   assert.equal(shards.added.length, 0);
+});
+
+test('big_zip64: a 5 GiB archive from torch.save (zip64 records), read from its first 128 KiB and last 64 KiB only', () => {
+  const exp = expected.big_zip64 as { size: number; tail_offset: number; tensors: ExpTensor[]; params: number };
+  const pieces = new Pieces(exp.size, [
+    { offset: 0, data: fs.readFileSync(path.join(DIR, 'big_zip64.head')) },
+    { offset: exp.tail_offset, data: fs.readFileSync(path.join(DIR, 'big_zip64.tail')) },
+  ]);
+  const { inspection, needMore } = inspectFiles([{ name: 'big.pt', size: exp.size, pieces }]);
+  assert.deepEqual(needMore, []);
+  assert.deepEqual(inspection.incomplete, []);
+  assert.deepEqual(plain(inspection.tensors), exp.tensors);
+  assert.equal(totals(inspection).params, exp.params);
+  assert.equal(inspection.step, 7);
 });
