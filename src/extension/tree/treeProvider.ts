@@ -5,8 +5,10 @@ import type { ConnectionState } from '../../core/ssh/types';
 import { emptyStateText } from '../../core/emptyStates';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../../core/util/format';
 import type { Event } from '../../core/util/event';
-import { hostId, type CheckpointNode, type FileNode, type HostNode, type RunNode, type StateNode, type TargetNode, type TreeNode } from '../../core/tree/nodes';
-import { RunsTreeModel, type HostEntry } from '../../core/tree/model';
+import { hostId, type CheckpointNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from '../../core/tree/nodes';
+import { RunsTreeModel, groupDescription, type HostEntry } from '../../core/tree/model';
+import type { Checkpoint, TargetRef } from '../../core/types';
+import { summaryLine, type Inspection } from '../../core/inspect';
 import type { Logger } from '../log';
 
 export type { HostEntry };
@@ -21,6 +23,8 @@ export interface TreeDeps {
   sshConfigProblems?(hostName: string): string[];
   /** Extra text after a checkpoint's description (e.g. its evals' state); redraw with `redraw` when it changes. */
   checkpointDecoration?(node: CheckpointNode): string | undefined;
+  /** What a checkpoint holds (its headers, read over one remote command, cached per file): its contents row and hover. */
+  inspect?(hostName: string, target: TargetRef, checkpoint: Checkpoint): Promise<Inspection>;
 }
 
 /**
@@ -43,6 +47,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
       listTargets: (h) => deps.core.listTargets(h),
       listTarget: (h, t) => deps.core.listTarget(h, t),
       sshConfigProblems: (h) => deps.sshConfigProblems?.(h) ?? [],
+      ...(deps.inspect ? { inspect: deps.inspect } : {}),
     });
     const changed = this.model.onDidChange((node) => this.changeEmitter.fire(node));
     const sub = deps.onDidChangeConnectionState(({ host }) => {
@@ -76,7 +81,41 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
         return this.fileItem(node);
       case 'state':
         return this.stateItem(node);
+      case 'contents': {
+        const item = new vscode.TreeItem('contents', vscode.TreeItemCollapsibleState.Collapsed);
+        item.id = node.id;
+        item.description = 'tensors, parameters, optimizer state (read from the headers)';
+        item.iconPath = new vscode.ThemeIcon('symbol-structure');
+        item.tooltip = 'Expand to read what this checkpoint holds from its headers: one remote command, nothing downloaded or loaded';
+        item.contextValue = 'contents';
+        return item;
+      }
+      case 'tensor-group':
+        return this.groupItem(node);
+      case 'tensor':
+        return this.tensorItem(node);
+      case 'inspect-note':
+        return this.noteItem(node);
     }
+  }
+
+  /**
+   * A checkpoint's hover: its one-line summary, read (once, then from the inspect cache) when the pointer rests on it.
+   * Called by VS Code only for items whose tooltip is unset.
+   */
+  async resolveTreeItem(item: vscode.TreeItem, node: TreeNode, token: vscode.CancellationToken): Promise<vscode.TreeItem> {
+    if (node.type !== 'checkpoint' || !this.deps.inspect) return item;
+    const tip = new vscode.MarkdownString();
+    tip.appendText(`${checkpointTooltip(node.checkpoint)}\n\n`);
+    try {
+      const ins = await this.deps.inspect(node.hostName, node.target, node.checkpoint);
+      if (token.isCancellationRequested) return item;
+      tip.appendText(summaryLine(ins));
+    } catch (e) {
+      tip.appendText(`Contents not read: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    item.tooltip = tip;
+    return item;
   }
 
   getParent(node: TreeNode): TreeNode | undefined {
@@ -179,14 +218,49 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   private checkpointItem(node: CheckpointNode): vscode.TreeItem {
     const c = node.checkpoint;
-    const item = new vscode.TreeItem(c.name, c.isDir && c.files.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    // With inspect, every checkpoint expands (a flat file into its contents row).
+    const expands = this.deps.inspect !== undefined || (c.isDir && c.files.length > 0);
+    const item = new vscode.TreeItem(c.name, expands ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const now = Date.now();
     const what = c.kind === 'step' ? '' : checkpointLabel(c);
     item.description = [what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
-    item.tooltip = `${c.path}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
+    // Left unset with inspect: resolveTreeItem fills it on hover, with the contents' summary.
+    if (!this.deps.inspect) item.tooltip = checkpointTooltip(c);
     item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}`;
+    return item;
+  }
+
+  private groupItem(node: TensorGroupNode): vscode.TreeItem {
+    const g = node.group;
+    const item = new vscode.TreeItem(g.label, vscode.TreeItemCollapsibleState.Collapsed);
+    item.id = node.id;
+    item.description = groupDescription(g);
+    item.iconPath = new vscode.ThemeIcon('symbol-namespace');
+    item.contextValue = 'tensor-group';
+    return item;
+  }
+
+  private tensorItem(node: TensorNode): vscode.TreeItem {
+    const t = node.tensor;
+    const item = new vscode.TreeItem(t.name.split('.').pop() ?? t.name, vscode.TreeItemCollapsibleState.None);
+    item.id = node.id;
+    item.description = `${t.dtype} [${t.shape.join(', ')}]`;
+    item.iconPath = new vscode.ThemeIcon('symbol-array');
+    item.tooltip = `${t.name}\n${t.dtype} [${t.shape.join(', ')}] · ${t.numel.toLocaleString('en-US')} elements${t.bytes !== null ? ` · ${formatBytes(t.bytes)}` : ''}${t.file ? `\nin ${t.file}` : ''}`;
+    item.contextValue = 'tensor';
+    return item;
+  }
+
+  private noteItem(node: InspectNoteNode): vscode.TreeItem {
+    const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+    item.id = node.id;
+    item.description = node.description;
+    item.tooltip = `${node.label}: ${node.description}`;
+    const icons: Record<InspectNoteNode['kind'], string> = { entry: 'symbol-field', opaque: 'shield', incomplete: 'warning', 'optimizer-tensors': 'symbol-array', file: 'file' };
+    item.iconPath = new vscode.ThemeIcon(icons[node.kind]);
+    item.contextValue = `inspect.${node.kind}`;
     return item;
   }
 
@@ -214,6 +288,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     item.contextValue = `state.${node.kind}`;
     return item;
   }
+}
+
+function checkpointTooltip(c: Checkpoint): string {
+  return `${c.path}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
 }
 
 function stateLabel(s: ConnectionState): string {
