@@ -105,16 +105,15 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
    */
   async resolveTreeItem(item: vscode.TreeItem, node: TreeNode, token: vscode.CancellationToken): Promise<vscode.TreeItem> {
     if (node.type !== 'checkpoint' || !this.deps.inspect) return item;
-    const tip = new vscode.MarkdownString();
-    tip.appendText(`${checkpointTooltip(node.checkpoint)}\n\n`);
+    let contents: string;
     try {
       const ins = await this.deps.inspect(node.hostName, node.target, node.checkpoint);
       if (token.isCancellationRequested) return item;
-      tip.appendText(summaryLine(ins));
+      contents = summaryLine(ins);
     } catch (e) {
-      tip.appendText(`Contents not read: ${e instanceof Error ? e.message : String(e)}`);
+      contents = `Contents not read: ${e instanceof Error ? e.message : String(e)}`;
     }
-    item.tooltip = tip;
+    item.tooltip = `${checkpointTooltip(node.checkpoint)}\n${contents}`;
     return item;
   }
 
@@ -244,7 +243,9 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   private tensorItem(node: TensorNode): vscode.TreeItem {
     const t = node.tensor;
-    const item = new vscode.TreeItem(t.name.split('.').pop() ?? t.name, vscode.TreeItemCollapsibleState.None);
+    // Named below its group: `q_proj.weight` under `model › layers › 0 › self_attn`.
+    const prefix = node.parent?.type === 'tensor-group' && node.parent.group.path.length ? `${node.parent.group.path.join('.')}.` : '';
+    const item = new vscode.TreeItem(prefix && t.name.startsWith(prefix) ? t.name.slice(prefix.length) : t.name, vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     item.description = `${t.dtype} [${t.shape.join(', ')}]`;
     item.iconPath = new vscode.ThemeIcon('symbol-array');
