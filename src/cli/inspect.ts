@@ -46,7 +46,7 @@ export async function inspectAddress(deps: InspectCliDeps, addr: Address): Promi
   const { checkpoint, note } = pickCheckpointWithNote(found.run, found.checkpoint ?? addr.checkpoint);
   if (note) deps.stderr.write(`${note}\n`);
   if (checkpoint.partialSize) deps.stderr.write(`remote-runs: ${checkpoint.name} reaches the listing's depth: files below it were not listed, so not inspected\n`);
-  const result = await inspectRemote(deps.executor(addr.host), addr.target, listedFilesOf(checkpoint), { cache: deps.cache, signal: deps.signal });
+  const result = await inspectRemote(deps.executor(addr.host), addr.target, listedFilesOf(checkpoint), { cache: deps.cache, host: addr.host, signal: deps.signal });
   const address = `${addr.host}/${formatTarget(addr.target)}/${found.run.name}/${checkpoint.name}`;
   return { address, checkpoint, result };
 }

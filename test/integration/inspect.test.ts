@@ -210,10 +210,10 @@ describe('remote commands per inspection, counted at the pool', () => {
         for (const [fixture, name] of LAYOUT) {
           const c = pickCheckpoint(run, name);
           const before = execs;
-          const r = await inspectRemote(core.executor(hostName), target, listedFilesOf(c), { cache });
+          const r = await inspectRemote(core.executor(hostName), target, listedFilesOf(c), { cache, host: hostName });
           assert.equal(execs - before, 1, `${label} ${name} (${fixture}): ${execs - before} remote commands`);
           assert.equal(r.commands, 1);
-          const again = await inspectRemote(core.executor(hostName), target, listedFilesOf(c), { cache });
+          const again = await inspectRemote(core.executor(hostName), target, listedFilesOf(c), { cache, host: hostName });
           const complete = !['truncated.pt', 'hf_shards_broken'].includes(fixture);
           // Read whole and unchanged: from the cache, no command at all.
           if (complete) assert.equal(execs - before, 1, `${label} ${name}: read again`);

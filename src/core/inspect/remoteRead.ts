@@ -216,19 +216,22 @@ export interface RemoteInspection {
   bytesRead: number;
 }
 
-/** Results per file by (path, size, mtime): a file that did not change is not read again. */
+/**
+ * What was read of each file, by (where, path, size, mtime): a file that did not change is not read again. `where`
+ * names the host and target (the same path in two containers is two files).
+ */
 export class InspectCache {
   private readonly entries = new Map<string, Pieces>();
   constructor(private readonly maxEntries = 2000) {}
-  private key(f: { path: string; bytes: number; mtime: number }): string {
-    return `${f.path}\0${f.bytes}\0${f.mtime}`;
+  private key(where: string, f: { path: string; bytes: number; mtime: number }): string {
+    return `${where}\0${f.path}\0${f.bytes}\0${f.mtime}`;
   }
-  get(f: ListedFile): Pieces | undefined {
-    return this.entries.get(this.key(f));
+  get(where: string, f: ListedFile): Pieces | undefined {
+    return this.entries.get(this.key(where, f));
   }
-  set(f: ListedFile, pieces: Pieces): void {
+  set(where: string, f: ListedFile, pieces: Pieces): void {
     if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
-    this.entries.set(this.key(f), pieces);
+    this.entries.set(this.key(where, f), pieces);
   }
 }
 
@@ -247,9 +250,10 @@ export async function inspectRemote(
   executor: Executor,
   target: TargetRef,
   listed: ListedFile[],
-  options: { cache?: InspectCache; signal?: AbortSignal } = {},
+  options: { cache?: InspectCache; /** The host's name, for the cache's key. */ host?: string; signal?: AbortSignal } = {},
 ): Promise<RemoteInspection> {
   const cache = options.cache;
+  const where = `${options.host ?? ''}/${target.kind}:${target.id}`;
   const have = new Map<string, { pieces?: Pieces; unread?: string; size: number }>();
   const toRead: ListedFile[] = [];
   for (const f of listed) {
@@ -257,7 +261,7 @@ export async function inspectRemote(
       have.set(f.name, { size: f.bytes, unread: /\.distcp$/.test(f.name) ? 'a torch.distributed.checkpoint shard: its tensors are listed by .metadata' : 'not a file inspect reads' });
       continue;
     }
-    const cached = cache?.get(f);
+    const cached = cache?.get(where, f);
     if (cached) have.set(f.name, { pieces: cached, size: cached.size });
     else toRead.push(f);
   }
@@ -316,7 +320,7 @@ export async function inspectRemote(
   if (cache) {
     for (const f of listed) {
       const h = have.get(f.name);
-      if (h?.pieces && !changed.has(f.name) && h.pieces.size === f.bytes && !outcome.needMore.some((n) => n.name === f.name)) cache.set(f, h.pieces);
+      if (h?.pieces && !changed.has(f.name) && h.pieces.size === f.bytes && !outcome.needMore.some((n) => n.name === f.name)) cache.set(where, f, h.pieces);
     }
   }
   return { inspection: ins, commands, bytesRead };
