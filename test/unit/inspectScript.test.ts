@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { readFilesCommand, parseInspectOutput, type ReadSpec } from '../../src/core/inspect/remoteRead';
+import { readFilesCommand, parseInspectOutput, inspectRemote, InspectCache, type ReadSpec } from '../../src/core/inspect/remoteRead';
 import { inspectFiles, Pieces, totals } from '../../src/core/inspect';
 import { RemoteRunsError } from '../../src/core/types';
 
@@ -113,3 +113,34 @@ test('output that is not the protocol is a protocol error saying why', () => {
 });
 
 test.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+/** An Executor that runs the command line in a local sh, as sshd hands it to the login shell. */
+const localExecutor = (counter: { n: number }) => ({
+  exec: async (line: string) => {
+    counter.n++;
+    const r = spawnSync('sh', ['-c', line], { maxBuffer: 256 * 1024 * 1024 });
+    return { stdout: r.stdout, stderr: r.stderr, code: r.status, truncated: false };
+  },
+});
+
+test('inspectRemote: a pickle and central directory past the first read cost exactly one more command', async () => {
+  const exp = JSON.parse(fs.readFileSync(path.join(FIX, 'expected.json'), 'utf8'))['many_tensors.pt'] as { tensors: { name: string; dtype: string; shape: number[]; role: string }[]; params: number };
+  const p = path.join(FIX, 'many_tensors.pt');
+  const st = fs.statSync(p);
+  const counter = { n: 0 };
+  const cache = new InspectCache();
+  const listed = [{ name: 'many_tensors.pt', path: p, bytes: st.size, mtime: Math.round(st.mtimeMs) }];
+  const r = await inspectRemote(localExecutor(counter), { kind: 'host', id: '' }, listed, { cache });
+  assert.equal(r.commands, 2);
+  assert.equal(counter.n, 2);
+  assert.deepEqual(r.inspection.tensors.map((t) => ({ dtype: t.dtype, name: t.name, role: t.role, shape: t.shape })), exp.tensors.map((t) => ({ dtype: t.dtype, name: t.name, role: t.role, shape: t.shape })));
+  assert.equal(totals(r.inspection).params, exp.params);
+  assert.deepEqual(r.inspection.incomplete, []);
+  // The head, the tail and the missing ranges only: less than the whole file.
+  assert.ok(r.bytesRead < st.size, `${r.bytesRead} of ${st.size}`);
+  // Cached: a second look costs nothing, another place does not share it.
+  assert.equal((await inspectRemote(localExecutor(counter), { kind: 'host', id: '' }, listed, { cache })).commands, 0);
+  assert.equal((await inspectRemote(localExecutor(counter), { kind: 'host', id: '' }, listed, { cache, host: 'other' })).commands, 2);
+  // A file changed since the listing (other size) is read, not taken from the cache.
+  assert.equal((await inspectRemote(localExecutor(counter), { kind: 'host', id: '' }, [{ ...listed[0], bytes: st.size + 1 }], { cache })).commands, 2);
+});

@@ -23,6 +23,8 @@ export class InspectError extends Error {
     message: string,
     /** For `need-more`: the byte range of the file still needed. */
     readonly need?: { from: number; to: number },
+    /** For `need-more`: other ranges worth reading in the same command (what will be needed once `need` is read). */
+    readonly more: { from: number; to: number }[] = [],
   ) {
     super(message);
   }

@@ -146,7 +146,14 @@ function readTorchZip(f: FileBytes & { pieces: Pieces }, base: FileInspection, l
     }
     pkl = { name: first.name, from: first.from, to: have, method: 0 };
   } else {
-    entries = readCentralDirectory(src, dir);
+    try {
+      entries = readCentralDirectory(src, dir);
+    } catch (e) {
+      // A central directory past the tail read: data.pkl will be needed next; when it runs past the head too, ask
+      // for both now (one more command, not two).
+      if (isInspectError(e) && e.code === 'need-more' && e.need) throw new InspectError('need-more', e.message, e.need, pickleHeadNeed(src, dir.cdOffset));
+      throw e;
+    }
     const candidates = entries.filter((e) => e.name === 'data.pkl' || /^[^/]+\/data\.pkl$/.test(e.name));
     if (candidates.length !== 1) {
       const what = candidates.length === 0 ? 'holds no data.pkl' : `holds ${candidates.length} data.pkl (${candidates.map((c) => c.name).join(', ')})`;
@@ -186,6 +193,24 @@ function readTorchZip(f: FileBytes & { pieces: Pieces }, base: FileInspection, l
   };
 }
 
+/** The range that would complete data.pkl when torch wrote it first and it runs past the head read (else none). */
+function pickleHeadNeed(src: Pieces, limit: number): { from: number; to: number }[] {
+  try {
+    const first = firstLocalEntry(src);
+    if (!first || !first.name.endsWith('data.pkl') || first.method !== 0) return [];
+    const have = src.contiguousEnd(0);
+    if (first.to !== undefined) return first.to > have ? [{ from: have, to: Math.min(first.to, limit) }] : [];
+    try {
+      readPickle(src.range(first.from, have, first.name));
+      return [];
+    } catch (e) {
+      return isInspectError(e) && e.code === 'truncated' ? [{ from: have, to: Math.min(limit, Math.max(have * 4, have + 65_536)) }] : [];
+    }
+  } catch {
+    return [];
+  }
+}
+
 export interface InspectOutcome {
   inspection: Inspection;
   /** Byte ranges still needed, by file name: read them, add them to the pieces and call again. */
@@ -211,6 +236,7 @@ export function inspectFiles(files: FileBytes[], limits: WalkLimits = {}): Inspe
     } catch (e) {
       if (isInspectError(e) && e.code === 'need-more' && e.need) {
         needMore.push({ name: f.name, ...e.need });
+        for (const m of e.more) if (m.to > m.from) needMore.push({ name: f.name, ...m });
         results.push({ file: { ...base, problem: { code: e.code, message: e.message } }, tensors: [], entries: [], opaque: [] });
         continue;
       }
