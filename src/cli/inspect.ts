@@ -76,7 +76,7 @@ export function inspectionJson(x: InspectedCheckpoint): unknown {
     incomplete: c.state === 'incomplete' ? c.reasons : [],
     ...(ins.step !== undefined ? { step: ins.step } : {}),
     ...(ins.epoch !== undefined ? { epoch: ins.epoch } : {}),
-    totals: { params: t.params, bytes: t.bytes, tensors: t.tensors, optimizerTensors: t.optimizerTensors, dtypes: Object.fromEntries(t.dtypes) },
+    totals: { params: t.params, bytes: t.bytes, tensors: t.tensors, optimizerTensors: t.optimizerTensors, rngTensors: t.rngTensors, dtypes: Object.fromEntries(t.dtypes) },
     groups: groupTensors(ins.tensors).map((g) => ({ label: g.label, path: g.path, params: g.params, bytes: g.bytes, tensors: g.tensors.length })),
     tensors: ins.tensors.map(tensorJson),
     entries: ins.entries,

@@ -174,3 +174,22 @@ test('big_zip64: a 5 GiB archive from torch.save (zip64 records), read from its 
   assert.equal(totals(inspection).params, exp.params);
   assert.equal(inspection.step, 7);
 });
+
+test('a transformers Trainer checkpoint folder: weights from model.safetensors only; optimizer.pt is one optimizer entry; rng_state.pth is RNG state', () => {
+  // test/fixtures/real/make_frameworks.py (transformers 5.18 Trainer, save_steps=10).
+  const dir = path.join(DIR, '..', 'hf_trainer', 'checkpoint-20');
+  const files = fs.readdirSync(dir).map((f) => ({ name: f, size: fs.statSync(path.join(dir, f)).size, pieces: Pieces.whole(fs.readFileSync(path.join(dir, f))) }));
+  const ins = inspectFiles(files).inspection;
+  const weights = inspectFiles(files.filter((f) => f.name === 'model.safetensors')).inspection;
+  assert.equal(totals(ins).params, totals(weights).params, 'only the model weights count as params');
+  assert.equal(totals(ins).tensors, weights.tensors.length);
+  assert.ok(ins.tensors.filter((t) => t.file === 'rng_state.pth').every((t) => t.role === 'rng'));
+  assert.ok(ins.tensors.filter((t) => t.file === 'optimizer.pt').every((t) => t.role === 'optimizer'));
+  const opt = ins.entries.filter((e) => e.file === 'optimizer.pt');
+  assert.deepEqual(opt.map((e) => [e.name, e.kind]), [['(root)', 'optimizer']]);
+  assert.match(opt[0].what, /^Adam(W| or AdamW) state \(exp_avg, exp_avg_sq\)/);
+  assert.ok(ins.entries.filter((e) => e.file === 'rng_state.pth').every((e) => e.kind === 'rng'));
+  assert.match(summaryLine(ins), /^1\.1 K params · fp32 · 16 tensors · optimizer: Adam/);
+  // TrainingArguments is named, never built.
+  assert.ok(ins.opaque.some((o) => o.name === 'transformers.training_args.TrainingArguments' && o.file === 'training_args.bin'));
+});

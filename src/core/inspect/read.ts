@@ -172,7 +172,8 @@ function readTorchZip(f: FileBytes & { pieces: Pieces }, base: FileInspection, l
     }
   } else if (pkl.method !== 0) throw new InspectError('unsupported', `data.pkl is compressed with zip method ${pkl.method}`);
   const { value } = readPickle(bytes);
-  const walk = walkTorchPickle(value, limits);
+  // Hugging Face Trainer's rng_state.pth (trainer.py, _save_rng_state): its tensors are generator states, not weights.
+  const walk = walkTorchPickle(value, limits, { rngFile: /(^|\/)rng_state[^/]*\.pth$/.test(f.name) });
   const tensors = walk.tensors.map((t) => ({ ...t, file: f.name }));
   if (entries) {
     // Every storage the pickle names must be in the archive; a missing one is a save that did not finish.

@@ -55,6 +55,8 @@ export interface Totals {
   bytes: number | null;
   tensors: number;
   optimizerTensors: number;
+  /** RNG state tensors (not counted in params either). */
+  rngTensors: number;
   /** dtype → parameter count, largest first. */
   dtypes: [string, number][];
 }
@@ -64,10 +66,12 @@ export function totals(ins: Inspection): Totals {
   let bytes: number | null = 0;
   let n = 0;
   let opt = 0;
+  let rng = 0;
   const dt = new Map<string, number>();
   for (const t of ins.tensors) {
     if (t.role !== 'model') {
-      opt++;
+      if (t.role === 'optimizer') opt++;
+      else rng++;
       continue;
     }
     n++;
@@ -75,7 +79,7 @@ export function totals(ins: Inspection): Totals {
     bytes = bytes === null || t.bytes === null ? null : bytes + t.bytes;
     dt.set(t.dtype, (dt.get(t.dtype) ?? 0) + t.numel);
   }
-  return { params, bytes, tensors: n, optimizerTensors: opt, dtypes: [...dt].sort((a, b) => b[1] - a[1]) };
+  return { params, bytes, tensors: n, optimizerTensors: opt, rngTensors: rng, dtypes: [...dt].sort((a, b) => b[1] - a[1]) };
 }
 
 /** `1.2 B`, `7.0 M`, `4.1 K`, `312`. */
@@ -108,7 +112,10 @@ export function summaryLine(ins: Inspection): string {
   if (opt) parts.push(`optimizer: ${opt.what.replace(/ for \d+ parameters?.*$/, '')}`);
   if (ins.step !== undefined) parts.push(`step ${ins.step}`);
   else if (ins.epoch !== undefined) parts.push(`epoch ${ins.epoch}`);
-  if (ins.opaque.length) parts.push(`${ins.opaque.length} opaque global${ins.opaque.length === 1 ? '' : 's'} (not called): ${ins.opaque.slice(0, 2).map((o) => o.name).join(', ')}${ins.opaque.length > 2 ? ', …' : ''}`);
+  if (ins.opaque.length) {
+    const inFiles = [...new Set(ins.opaque.flatMap((o) => (o.file !== undefined && ins.files.length > 1 ? [o.file] : [])))];
+    parts.push(`${ins.opaque.length} opaque global${ins.opaque.length === 1 ? '' : 's'} (not called): ${ins.opaque.slice(0, 2).map((o) => o.name).join(', ')}${ins.opaque.length > 2 ? ', …' : ''}${inFiles.length ? ` in ${inFiles.join(', ')}` : ''}`);
+  }
   return parts.join(' · ');
 }
 

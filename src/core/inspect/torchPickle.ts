@@ -151,14 +151,16 @@ function isBenignGlobal(g: string): boolean {
  * Every tensor under `root` by its path, the opaque globals it names, and its top-level entries named for what
  * they are. Throws InspectError('too-large') past the limits.
  */
-export function walkTorchPickle(root: PickleValue, limits: WalkLimits = {}): TorchWalk {
+export function walkTorchPickle(root: PickleValue, limits: WalkLimits = {}, options: { rngFile?: boolean } = {}): TorchWalk {
   const maxDepth = limits.maxDepth ?? 256;
   const maxNodes = limits.maxNodes ?? 2_000_000;
   const tensors: TensorInfo[] = [];
   const opaque = new Map<string, OpaqueGlobal>();
   let nodes = 0;
   // Depth-first, children pushed in reverse so tensors come out in the file's order.
-  const todo: { v: PickleValue; path: string; depth: number; opt: boolean }[] = [{ v: root, path: '', depth: 0, opt: false }];
+  type Role = TensorInfo['role'];
+  const todo: { v: PickleValue; path: string; depth: number; opt: Role }[] = [{ v: root, path: '', depth: 0, opt: options.rngFile ? 'rng' : 'model' }];
+  const roleBelow = (role: Role, key: string): Role => (role === 'model' && RNG.test(key) ? 'rng' : role);
   const join = (a: string, b: string): string => (a ? `${a}.${b}` : b);
   const noteOpaque = (g: string, at: string): void => {
     const o = opaque.get(g);
@@ -171,15 +173,16 @@ export function walkTorchPickle(root: PickleValue, limits: WalkLimits = {}): Tor
     if (depth > maxDepth) throw new InspectError('too-large', `the pickle nests deeper than ${maxDepth} levels (at ${path.length > 60 ? `${path.slice(0, 60)}…` : path}); not walked further`);
     const t = tensorOf(v);
     if (t) {
-      tensors.push({ name: path, ...t, role: opt ? 'optimizer' : 'model' });
+      tensors.push({ name: path, ...t, role: opt });
       continue;
     }
     const dict = asDict(v);
     if (dict) {
-      const isOpt = opt || (dict.some(([k]) => k.t === 'str' && k.v === 'state') && dict.some(([k]) => k.t === 'str' && k.v === 'param_groups'));
+      const isOpt: Role = opt === 'model' && dict.some(([k]) => k.t === 'str' && k.v === 'state') && dict.some(([k]) => k.t === 'str' && k.v === 'param_groups') ? 'optimizer' : opt;
       for (let i = dict.length - 1; i >= 0; i--) {
         const [k, val] = dict[i];
-        todo.push({ v: val, path: join(path, keyText(k)), depth: depth + 1, opt: isOpt });
+        const key = keyText(k);
+        todo.push({ v: val, path: join(path, key), depth: depth + 1, opt: roleBelow(isOpt, key) });
       }
       continue;
     }
@@ -203,7 +206,7 @@ export function walkTorchPickle(root: PickleValue, limits: WalkLimits = {}): Tor
       if (!isBenignGlobal(g)) noteOpaque(g, path || '(root)');
     }
   }
-  const walk: TorchWalk = { tensors, entries: topEntries(root), opaque: [...opaque.values()] };
+  const walk: TorchWalk = { tensors, entries: topEntries(root, options.rngFile === true), opaque: [...opaque.values()] };
   const top = asDict(root);
   if (top) {
     for (const [k, val] of top) {
@@ -215,15 +218,21 @@ export function walkTorchPickle(root: PickleValue, limits: WalkLimits = {}): Tor
   return walk;
 }
 
-/** The top-level entries that are not tensors, each named for what it is. Bounded: it looks two levels down. */
-function topEntries(root: PickleValue): EntryInfo[] {
+/**
+ * The top-level entries that are not tensors, each named for what it is. Bounded: it looks two levels down. A file
+ * that is one optimizer's state dict (Hugging Face's optimizer.pt) is one entry, `(root)`; every entry of an RNG
+ * file (rng_state.pth) is RNG state.
+ */
+function topEntries(root: PickleValue, rngFile: boolean): EntryInfo[] {
+  const opt = optimizerOf(root);
+  if (opt) return [{ name: '(root)', kind: 'optimizer', what: opt }];
   const top = asDict(root);
-  if (!top) return tensorOf(root) ? [] : [{ name: '(root)', ...describe(root, '') }];
+  if (!top) return tensorOf(root) ? [] : [{ name: '(root)', ...describe(root, rngFile ? 'rng' : '') }];
   const out: EntryInfo[] = [];
   for (const [k, v] of top) {
-    if (tensorOf(v)) continue;
+    if (tensorOf(v) && !rngFile) continue;
     const name = keyText(k);
-    out.push({ name, ...describe(v, name) });
+    out.push({ name, ...(rngFile ? { kind: 'rng' as const, what: `RNG state (${shortType(v)})` } : describe(v, name)) });
   }
   return out;
 }

@@ -13,8 +13,11 @@ export interface TensorInfo {
   numel: number;
   /** numel × the dtype's size; null when the dtype's size is not known. */
   bytes: number | null;
-  /** `optimizer`: under an optimizer's state dict (a dict with `state` and `param_groups`); else `model`. */
-  role: 'model' | 'optimizer';
+  /**
+   * `optimizer`: under an optimizer's state dict (a dict with `state` and `param_groups`); `rng`: RNG state (under a
+   * key naming it, or in Hugging Face's `rng_state*.pth`); else `model`. Only `model` tensors count as parameters.
+   */
+  role: 'model' | 'optimizer' | 'rng';
   /** The file it is in, relative to the checkpoint (for a folder checkpoint). */
   file?: string;
   /** torch archives: the storage's key (`archive/data/<key>` in the zip). */
