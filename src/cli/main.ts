@@ -5,6 +5,8 @@
  *   remote-runs pull ADDRESS [--to DIR] [--verify] [--size-only] [--force]
  *   remote-runs eval PROFILE ADDRESS [--follow]
  *   remote-runs metrics ADDRESS [--json|--csv] [--follow]
+ *   remote-runs inspect ADDRESS [--json]
+ *   remote-runs diff ADDRESS_A ADDRESS_B [--json]
  *   common: [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
  *
  * Exit codes: 0 ok, 2 a typed failure (the kind is printed), 1 a usage error.
@@ -25,6 +27,7 @@ import { lsCommand } from './ls';
 import { pullCommand } from './pull';
 import { evalCommand } from './eval';
 import { metricsCommand } from './metrics';
+import { inspectCommand, diffCommand } from './inspect';
 import { EvalService } from '../core/eval/service';
 import { parseEvalProfiles } from '../core/eval/profiles';
 import type { EvalProfile } from '../core/eval/types';
@@ -33,6 +36,8 @@ const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-con
        remote-runs pull ADDRESS [--to DIR] [--verify] [--size-only] [--force] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs eval PROFILE ADDRESS [--follow] [--to DIR] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs metrics ADDRESS [--json|--csv] [--follow] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs inspect ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs diff ADDRESS_A ADDRESS_B [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
 
 ADDRESS is host, host/target or host/target/run (ls), or host/target/run/CHECKPOINT (pull), where target is
 "host", "pct:<vmid>" or "docker:<name>" and CHECKPOINT a name (step_20000), a step (20000) or "latest".
@@ -50,6 +55,10 @@ gets the checkpoint as pull --to DIR downloaded it (pull it first).
 metrics prints each series of the run at host/target/run: its name, point count, first and last (step, value);
 --csv prints every point (series,step,value,time), --json a summary object; --follow then prints new points as
 they arrive (text and CSV rows, or one JSON object per point with --json) until Ctrl-C.
+inspect reads what the checkpoint at ADDRESS (as for pull) holds from its headers, over one remote command, without
+downloading or loading it: tensors by module with dtype and shape, parameter counts, optimizer state, step, and
+whether it is complete. diff compares two checkpoints (on any hosts): tensors added, removed, changed in shape or
+dtype, and the totals side by side.
 Hosts come from --config (JSON {"hosts": [...]}, same schema as the remoteRuns.hosts setting; default
 $REMOTE_RUNS_CONFIG or ~/.config/remote-runs/config.json) and from the Host entries of ~/.ssh/config.`;
 
@@ -97,7 +106,9 @@ export async function main(
     (values.help ? io.stdout : io.stderr).write(`${USAGE}\n`);
     return values.help ? 0 : 1;
   }
-  if ((verb !== 'ls' && verb !== 'pull' && verb !== 'eval' && verb !== 'metrics') || !address || positionals.length > (verb === 'eval' ? 3 : 2)) {
+  const verbs = ['ls', 'pull', 'eval', 'metrics', 'inspect', 'diff'];
+  const wanted = verb === 'eval' || verb === 'diff' ? 3 : 2;
+  if (!verbs.includes(verb) || !address || positionals.length > wanted || (verb === 'diff' && positionals.length !== 3)) {
     io.stderr.write(`${USAGE}\n`);
     return 1;
   }
@@ -131,16 +142,38 @@ export async function main(
       executorFor: (host) => pool.executor(hosts.resolve(host), { idempotent: true }),
     });
     const addr = parseAddress(address);
+    // diff's second address may name another host.
+    const second = verb === 'diff' ? parseAddress(positionals[2]!) : undefined;
     // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name.
-    if (!hosts.configs().some((h) => h.name === addr.host)) hostsFromFile.push({ name: addr.host, host: addr.host });
+    for (const a of second ? [addr, second] : [addr]) {
+      if (!hosts.configs().some((h) => h.name === a.host)) hostsFromFile.push({ name: a.host, host: a.host });
+    }
     // What the ssh config holds that this host's connection does not follow: said on every run, never only in a
     // debug log (a config ssh itself would refuse throws bad-config here, before any connection).
     const resolved = hosts.resolve(core.host(addr.host));
     // Which client carries this host, said when it is not the built-in one (and always in --json).
     const transport = pool.transportFor(resolved);
     if (transport.kind === 'openssh') io.stderr.write(`remote-runs: ${addr.host} uses ${describeTransport(transport)}\n`);
-    const sshConfigProblems = problemsFor(resolved.configProblems ?? [], transport);
+    const sshConfigProblems = [
+      ...new Set(
+        (second && second.host !== addr.host ? [addr.host, second.host] : [addr.host]).flatMap((h) => {
+          const r = h === addr.host ? resolved : hosts.resolve(core.host(h));
+          return problemsFor(r.configProblems ?? [], h === addr.host ? transport : pool.transportFor(r));
+        }),
+      ),
+    ];
     for (const p of sshConfigProblems) io.stderr.write(`remote-runs: ssh config: ${p}\n`);
+    if (verb === 'inspect' || verb === 'diff') {
+      const deps = {
+        core,
+        // Header reads change nothing: safe to retry on a connection that dropped under them.
+        executor: (name: string) => pool.executor(hosts.resolve(core.host(name)), { idempotent: true }),
+        stdout: io.stdout,
+        stderr: io.stderr,
+        signal,
+      };
+      return second ? await diffCommand(deps, addr, second, { json: values.json }) : await inspectCommand(deps, addr, { json: values.json });
+    }
     if (verb === 'pull') {
       if (values['size-only'] && values.verify) throw new RemoteRunsError('bad-config', '--verify (hash again) and --size-only (no hashes) contradict each other');
       const client = values.client ?? 'auto';

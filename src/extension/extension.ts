@@ -14,6 +14,7 @@ import { channelLogger } from './log';
 import { VSCodePrompter } from './prompter';
 import { Settings } from './settings';
 import { RunsTreeProvider } from './tree/treeProvider';
+import { InspectCache, inspectRemote, listedFilesOf } from '../core/inspect/remoteRead';
 import type { TreeNode } from '../core/tree/nodes';
 import { registerCommands } from './commands';
 import { registerMetrics } from './metrics/register';
@@ -75,6 +76,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   });
 
   let evalsHandle: EvalsHandle | undefined;
+  const inspectCache = new InspectCache();
   const tree = store.register(
     new RunsTreeProvider({
       core,
@@ -101,6 +103,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       // Bound once evals are registered below (they need the tree to redraw).
       checkpointDecoration: (node) => evalsHandle?.checkpointDecoration(node),
       checkpointEvalRunning: (node) => evalsHandle?.checkpointEvalRunning(node) ?? false,
+      // A checkpoint's contents and hover: its headers over one remote command, cached per (path, size, mtime).
+      inspect: async (hostName, target, checkpoint) => (await inspectRemote(core.executor(hostName), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection,
     }),
   );
   const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true }));

@@ -2,6 +2,7 @@
  * LSP answers built from a document's analysis: diagnostics, hover, document links and code actions. Completion
  * is in completion.ts. Commands in links and actions are the extension's own ids (LspCommands).
  */
+import type { InspectSummaryParams } from '../shared/lspProtocol';
 import {
   CodeActionKind,
   DiagnosticSeverity,
@@ -143,6 +144,14 @@ export function runLogOf(r: RefResult): { place: Place; path: string } | undefin
   if (a?.kind !== 'exists' || !a.context || a.context.run.path !== a.entry.path) return undefined;
   const log = a.context.run.metrics.find((m) => m.endsWith('.jsonl'));
   return log ? { place: a.place, path: log } : undefined;
+}
+
+/** The checkpoint a hover shows the contents of, when the reference is the checkpoint itself (its folder or file). */
+export function checkpointRefOf(r: RefResult): InspectSummaryParams | undefined {
+  const a = r.analysis;
+  const c = a?.kind === 'exists' ? a.context?.checkpoint : undefined;
+  if (!a || a.kind !== 'exists' || !c || c.path !== a.entry.path) return undefined;
+  return { place: a.place, checkpoint: { path: c.path, isDir: c.isDir, bytes: c.bytes, mtime: c.mtime, files: c.files.map((f) => ({ name: f.name, path: f.path, bytes: f.bytes, mtime: f.mtime })) } };
 }
 
 /** "latest (step 21760): loss 0.86 · acc 0.25" */

@@ -16,10 +16,10 @@ import {
   type CancellationToken,
 } from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
-import { LspMethods, type ConfigResult, type LatestMetricsResult, type IndexChangedParams, type ListParams, type ListResult, type Place, type PlacesResult } from '../shared/lspProtocol';
+import { LspMethods, type ConfigResult, type LatestMetricsResult, type InspectSummaryResult, type IndexChangedParams, type ListParams, type ListResult, type Place, type PlacesResult } from '../shared/lspProtocol';
 import { completionsAt } from './completion';
 import { analyseDocument, analyseRef, refAt, type AnalysisDeps, type DocumentResult } from './documentAnalysis';
-import { actionsOf, diagnosticsOf, hoverFor, latestLine, linksOf, runLogOf } from './features';
+import { actionsOf, checkpointRefOf, diagnosticsOf, hoverFor, latestLine, linksOf, runLogOf } from './features';
 import { findPathRefs, findPlaceComment } from './finder';
 import { allRoots, documentPlace } from './places';
 import { RemoteIndex } from './remoteIndex';
@@ -133,6 +133,12 @@ connection.onHover(async (params, token) => {
   if (log) {
     const latest = await connection.sendRequest<LatestMetricsResult>(LspMethods.latestMetrics, log, token).catch(() => undefined);
     if (latest?.ok) extra = latestLine(latest.step, latest.values);
+  }
+  // Over a checkpoint itself: what it holds, from its headers (read by the extension, one remote command).
+  const ck = checkpointRefOf(r);
+  if (ck) {
+    const contents = await connection.sendRequest<InspectSummaryResult>(LspMethods.inspectSummary, ck, token).catch(() => undefined);
+    if (contents) extra = [extra, contents.ok ? `contents: ${contents.summary}` : `contents not read: ${contents.message}`].filter(Boolean).join('\n\n');
   }
   return token.isCancellationRequested ? null : hoverFor(doc, r, extra);
 });

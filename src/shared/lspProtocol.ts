@@ -87,6 +87,15 @@ export interface LatestMetricsParams {
 /** The numeric fields of a JSONL log's last complete line (read from its last few KB only). */
 export type LatestMetricsResult = { ok: true; step?: number; values: Record<string, number> } | { ok: false; kind: string; message: string };
 
+export interface InspectSummaryParams {
+  place: Place;
+  /** The checkpoint as the listing gave it (files relative to it for a folder; none for a flat file). */
+  checkpoint: { path: string; isDir: boolean; bytes: number; mtime: number; files: { name: string; path: string; bytes: number; mtime: number }[] };
+}
+
+/** A checkpoint's one-line summary, read from its headers (core/inspect: one remote command, cached per file). */
+export type InspectSummaryResult = { ok: true; summary: string } | { ok: false; kind: string; message: string };
+
 export interface IndexChangedParams {
   /** Only answers about this place changed; everything when absent. */
   place?: Place;
@@ -98,6 +107,7 @@ export const LspMethods = {
   places: 'remoteRuns/places',
   list: 'remoteRuns/list',
   latestMetrics: 'remoteRuns/latestMetrics',
+  inspectSummary: 'remoteRuns/inspectSummary',
   indexChanged: 'remoteRuns/indexChanged',
 } as const;
 

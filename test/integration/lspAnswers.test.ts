@@ -122,6 +122,27 @@ test("a run's latest logged values come from the last few KB of its JSONL log", 
   assert.deepEqual([missing.ok, !missing.ok && missing.kind], [false, 'command-failed']);
 });
 
+test("a checkpoint's hover summary comes from its headers, read once while it does not change", async () => {
+  const dir = path.join(host.containers.pct200.workspace, 'inspect-lsp', 'step_200');
+  fs.mkdirSync(dir, { recursive: true });
+  const src = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'inspect', 'train_state.pt');
+  fs.copyFileSync(src, path.join(dir, 'train_state.pt'));
+  fs.chmodSync(path.dirname(dir), 0o755);
+  fs.chmodSync(dir, 0o755);
+  fs.chmodSync(path.join(dir, 'train_state.pt'), 0o644);
+  const st = fs.statSync(path.join(dir, 'train_state.pt'));
+  const file = { name: 'train_state.pt', path: '/workspace/inspect-lsp/step_200/train_state.pt', bytes: st.size, mtime: Math.round(st.mtimeMs) };
+  const checkpoint = { path: '/workspace/inspect-lsp/step_200', isDir: true, bytes: st.size, mtime: file.mtime, files: [file] };
+  const before = commands;
+  const r = await answers.inspectSummary({ place: pct200, checkpoint });
+  assert.deepEqual(r, { ok: true, summary: '266 params · fp32 · 18 tensors · optimizer: AdamW state (exp_avg, exp_avg_sq) · step 20000' });
+  assert.equal(commands - before, 1, 'one remote command');
+  assert.deepEqual(await answers.inspectSummary({ place: pct200, checkpoint }), r);
+  assert.equal(commands - before, 1, 'unchanged: from the cache');
+  const gone = await answers.inspectSummary({ place: { host: 'testbox', target: 'pct:201' }, checkpoint });
+  assert.deepEqual([gone.ok, !gone.ok && gone.kind], [false, 'container-stopped']);
+});
+
 test('a cancelled listing answers `cancelled` and is not kept', async () => {
   const controller = new AbortController();
   controller.abort();

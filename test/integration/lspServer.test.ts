@@ -31,6 +31,8 @@ const STEPS = [10_000, 12_000, 14_000, 16_000, 18_000, 20_000, 22_000];
 type FakeFs = Map<string, { bytes: number; mtime: number }>;
 const remote = new Map<string, FakeFs>();
 const listCalls: ListParams[] = [];
+/** The checkpoints a hover asked the extension to inspect. */
+const inspectAsked: string[] = [];
 let cancelledLists = 0;
 /** Places whose listings never answer (until cancelled). */
 const hanging = new Set<string>();
@@ -108,6 +110,13 @@ before(async () => {
       ? { ok: true, step: 23_760, values: { loss: 0.8612, acc: 0.25, lr: 0.0003 } }
       : { ok: false, kind: 'path-missing', message: 'no log' },
   );
+  // The extension's answer to a checkpoint hover (its headers read: test/integration/lspAnswers.test.ts does it for real).
+  conn.onRequest('remoteRuns/inspectSummary', (p: { place: Place; checkpoint: { path: string; files: { name: string }[] } }) => {
+    inspectAsked.push(`${p.place.host}/${p.place.target}:${p.checkpoint.path}:${p.checkpoint.files.map((f) => f.name).join(',')}`);
+    return p.checkpoint.path === '/workspace/checkpoints/step_22000'
+      ? { ok: true, summary: '1.2 B params · bf16 · 291 tensors · optimizer: AdamW state (exp_avg, exp_avg_sq) · step 22000' }
+      : { ok: false, kind: 'permission-denied', message: 'Permission denied' };
+  });
   conn.onNotification('textDocument/publishDiagnostics', (p: { uri: string; version?: number; diagnostics: Diagnostic[] }) => {
     diagnostics.set(p.uri, { version: p.version, diagnostics: p.diagnostics });
   });
@@ -201,6 +210,9 @@ test('Python: hover a checkpoint folder, a file in it, a run and a glob; links r
   const folder = await hover(uri, text, '/workspace/checkpoints/step_22000');
   assert.match(folder, /\*\*checkpoint\*\* `step_22000` \(step 22000, newest\) of run `workspace` on kpro6\/pct:200 · 3\.2 GB · 10 min ago/);
   assert.match(folder, /- `checkpoint\.pt` — 3\.2 GB/);
+  // What it holds, asked of the extension for the checkpoint itself (not for the file inside it, hovered above).
+  assert.match(folder, /contents: 1\.2 B params · bf16 · 291 tensors · optimizer: AdamW state \(exp_avg, exp_avg_sq\) · step 22000/);
+  assert.deepEqual(inspectAsked, ['kpro6/pct:200:/workspace/checkpoints/step_22000:checkpoint.pt']);
   const run = await hover(uri, text, '"/workspace"');
   assert.match(run, /\*\*run\*\* `workspace` on kpro6\/pct:200 · ● live · 7 checkpoints/);
   assert.match(run, /latest step 22000: `step_22000`/);

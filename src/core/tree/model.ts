@@ -11,7 +11,11 @@ import { cutShortText } from '../discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../discovery/listScript';
 import { formatTarget, isRemoteRunsError, RemoteRunsError, type TargetListing, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
-import { childId, hostId, listingKey, runId, targetId, type CheckpointNode, type FileNode, type HostNode, type RunNode, type StateNode, type TargetNode, type TreeNode } from './nodes';
+import { childId, hostId, listingKey, runId, targetId, type CheckpointNode, type ContentsNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from './nodes';
+import type { Checkpoint } from '../types';
+import type { Inspection } from '../inspect/types';
+import { groupTensors, inspectCompleteness, totals, formatCount } from '../inspect/summary';
+import { formatBytes } from '../util/format';
 import { RefreshQueue } from './refreshQueue';
 import { markGrowing } from '../discovery/growing';
 
@@ -27,6 +31,8 @@ export interface TreeSource {
   listTarget(hostName: string, target: TargetRef): Promise<TargetListing>;
   /** Lines of the ssh config this host's connection does not follow (`file:line: why`): a row each under the host. */
   sshConfigProblems?(hostName: string): string[];
+  /** What a checkpoint holds, from its headers (core/inspect/remoteRead.ts inspectRemote, cached per file). */
+  inspect?(hostName: string, target: TargetRef, checkpoint: Checkpoint): Promise<Inspection>;
 }
 
 type Result<T> = { ok: true; value: T; at: number } | { ok: false; error: RemoteRunsError; at: number };
@@ -125,18 +131,43 @@ export class RunsTreeModel {
           run: node.run,
           checkpoint: c,
         }));
-      case 'checkpoint':
-        return node.checkpoint.files.map((f): FileNode => ({
-          type: 'file',
-          id: childId(node, 'f', f.path),
-          parent: node,
-          hostName: node.hostName,
-          target: node.target,
-          file: f,
-        }));
+      case 'checkpoint': {
+        const contents: ContentsNode[] = this.source.inspect
+          ? [{ type: 'contents', id: childId(node, 'i', ''), parent: node, hostName: node.hostName, target: node.target, checkpoint: node.checkpoint }]
+          : [];
+        return [
+          ...contents,
+          ...node.checkpoint.files.map((f): FileNode => ({
+            type: 'file',
+            id: childId(node, 'f', f.path),
+            parent: node,
+            hostName: node.hostName,
+            target: node.target,
+            file: f,
+          })),
+        ];
+      }
+      case 'contents':
+        return this.contentsChildren(node);
+      case 'tensor-group':
+        return node.group.tensors.map((t): TensorNode => ({ type: 'tensor', id: childId(node, 'x', t.name), parent: node, tensor: t }));
       default:
         return [];
     }
+  }
+
+  /**
+   * A checkpoint's contents: why it is incomplete first, then its module groups, then what is not a tensor. A failed
+   * read is one state row saying which failure it was (unreachable, permission denied…), never an empty list.
+   */
+  private async contentsChildren(node: ContentsNode): Promise<TreeNode[]> {
+    const r = await capture(() => this.source.inspect!(node.hostName, node.target, node.checkpoint));
+    if (!r.ok) {
+      const text = emptyStateText(r.error.kind);
+      const state: StateNode = { type: 'state', id: childId(node, 'e', r.error.kind), parent: node, kind: r.error.kind, label: text.title, message: r.error.message, seen: [] };
+      return [state];
+    }
+    return inspectionNodes(node, r.value);
   }
 
   private async hostChildren(node: HostNode): Promise<TreeNode[]> {
@@ -283,6 +314,31 @@ export class RunsTreeModel {
       }),
     );
   }
+}
+
+/** The rows under a checkpoint's contents node (exported for tests and the hover). */
+export function inspectionNodes(parent: ContentsNode, ins: Inspection): TreeNode[] {
+  const out: TreeNode[] = [];
+  const note = (kind: InspectNoteNode['kind'], key: string, label: string, description: string, extra: Partial<InspectNoteNode> = {}): void => {
+    out.push({ type: 'inspect-note', id: childId(parent, `n${kind}`, key), parent, kind, label, description, ...extra });
+  };
+  const c = inspectCompleteness(ins);
+  c.reasons.forEach((reason, i) => note('incomplete', String(i), c.state === 'incomplete' ? 'incomplete' : 'not readable', reason));
+  for (const g of groupTensors(ins.tensors)) {
+    const group: TensorGroupNode = { type: 'tensor-group', id: childId(parent, 'g', g.path.join('.')), parent, group: g };
+    out.push(group);
+  }
+  const t = totals(ins);
+  if (t.optimizerTensors) note('optimizer-tensors', '', 'optimizer tensors', `${t.optimizerTensors} (not counted in params)`);
+  ins.entries.forEach((e, i) => note('entry', `${i}\u0000${e.name}`, e.name, e.what, { entry: e }));
+  ins.opaque.forEach((o) => note('opaque', o.name, o.name, `a global the file names at ${o.at}: shown by name, never imported or called`));
+  for (const f of ins.files) if (f.problem || (f.note && f.format !== 'json' && f.format !== 'dcp-shard')) note('file', f.name, f.name, `${formatBytes(f.size)} · ${f.problem ? `not read: ${f.problem.message}` : f.note}`);
+  return out;
+}
+
+/** `7.2 K params · 28.7 kB` for a tensor group row. */
+export function groupDescription(g: { params: number; bytes: number | null; tensors: unknown[] }): string {
+  return `${formatCount(g.params)} params · ${g.bytes === null ? '? B' : formatBytes(g.bytes)} · ${g.tensors.length} tensor${g.tensors.length === 1 ? '' : 's'}`;
 }
 
 function errorNode(parent: HostNode | TargetNode, error: RemoteRunsError): StateNode {

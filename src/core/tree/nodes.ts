@@ -4,6 +4,8 @@
  * expansion and selection.
  */
 import type { Checkpoint, CheckpointFile, ErrorKind, Run, Target, TargetRef } from '../types';
+import type { EntryInfo, TensorInfo } from '../inspect/types';
+import type { TensorGroup } from '../inspect/summary';
 import { formatTarget } from '../types';
 
 interface Base {
@@ -60,7 +62,43 @@ export interface StateNode extends Base {
   scope?: HostNode | TargetNode;
 }
 
-export type TreeNode = HostNode | TargetNode | RunNode | CheckpointNode | FileNode | StateNode;
+/**
+ * What a checkpoint holds, read from its headers (core/inspect): the first child of a checkpoint, expanded on demand
+ * (its children cost one remote command, then come from the inspect cache).
+ */
+export interface ContentsNode extends Base {
+  type: 'contents';
+  hostName: string;
+  target: TargetRef;
+  checkpoint: Checkpoint;
+}
+
+/** Tensors of one module (`model › layers › 0 › self_attn`), with its parameter count and bytes. */
+export interface TensorGroupNode extends Base {
+  type: 'tensor-group';
+  group: TensorGroup;
+}
+
+export interface TensorNode extends Base {
+  type: 'tensor';
+  tensor: TensorInfo;
+}
+
+/**
+ * A line of what the inspection found that is not a tensor: an entry (epoch, optimizer state, hyper-parameters), an
+ * opaque global, a reason the checkpoint is incomplete, optimizer tensors counted apart, or a file that was not read.
+ */
+export interface InspectNoteNode extends Base {
+  type: 'inspect-note';
+  kind: 'entry' | 'opaque' | 'incomplete' | 'optimizer-tensors' | 'file';
+  label: string;
+  description: string;
+  entry?: EntryInfo;
+}
+
+export type InspectNode = ContentsNode | TensorGroupNode | TensorNode | InspectNoteNode;
+
+export type TreeNode = HostNode | TargetNode | RunNode | CheckpointNode | FileNode | StateNode | InspectNode;
 
 const SEP = '\u0000';
 

@@ -7,6 +7,9 @@
 import type { RemoteRunsCore } from '../../core/service';
 import { runCommand } from '../../core/remote';
 import { formatTarget, isRemoteRunsError, parseTarget, type HostConfig } from '../../core/types';
+import type { InspectSummaryParams, InspectSummaryResult } from '../../shared/lspProtocol';
+import { InspectCache, inspectRemote, listedFilesOf } from '../../core/inspect/remoteRead';
+import { summaryLine } from '../../core/inspect/summary';
 import type { ConfigResult, LatestMetricsParams, LatestMetricsResult, ListParams, ListResult, PathMapping, Place, PlacesResult } from '../../shared/lspProtocol';
 import { samePlace } from '../../shared/lspProtocol';
 import { listPathsCommand } from './listPaths';
@@ -35,6 +38,8 @@ export class RemoteAnswers {
   private readonly listings = new Map<string, Cached<ListResult>>();
   private readonly targets = new Map<string, Cached<Promise<Place[]>>>();
   private readonly latest = new Map<string, Cached<LatestMetricsResult>>();
+  /** Header reads per (path, size, mtime): a checkpoint that did not change is not read again. */
+  private readonly inspected = new InspectCache();
 
   constructor(private readonly deps: AnswerDeps) {}
 
@@ -105,6 +110,16 @@ export class RemoteAnswers {
       const value: LatestMetricsResult = { ok: true, ...r };
       this.latest.set(key, { at: this.now(), value });
       return value;
+    } catch (e) {
+      return { ok: false, kind: isRemoteRunsError(e) ? e.kind : 'command-failed', message: e instanceof Error ? e.message : String(e) };
+    }
+  }
+
+  /** A checkpoint's one-line summary from its headers (one remote command; the files are cached while unchanged). */
+  async inspectSummary(params: InspectSummaryParams, signal?: AbortSignal): Promise<InspectSummaryResult> {
+    try {
+      const r = await inspectRemote(this.deps.core.executor(params.place.host), parseTarget(params.place.target), listedFilesOf(params.checkpoint), { cache: this.inspected, host: params.place.host, signal });
+      return { ok: true, summary: summaryLine(r.inspection) };
     } catch (e) {
       return { ok: false, kind: isRemoteRunsError(e) ? e.kind : 'command-failed', message: e instanceof Error ? e.message : String(e) };
     }

@@ -10,7 +10,7 @@ import type { RemoteRunsCore } from '../../core/service';
 import type { HostDirectory } from '../../core/hosts';
 import type { ConnectionPool } from '../../core/ssh/pool';
 import { formatTarget, parseTarget } from '../../core/types';
-import { LspMethods, type LatestMetricsParams, type ListParams, type PathMapping, type Place } from '../../shared/lspProtocol';
+import { LspMethods, type LatestMetricsParams, type InspectSummaryParams, type ListParams, type PathMapping, type Place } from '../../shared/lspProtocol';
 import type { RunRefWire } from '../../shared/metricsProtocol';
 import { CommandIds } from '../commandIds';
 import { registerCommand } from '../commandRunner';
@@ -117,6 +117,7 @@ function makeClient(context: vscode.ExtensionContext, answers: RemoteAnswers): L
   client.onRequest(LspMethods.places, (_: unknown, token: CancellationToken) => answers.places(signalOf(token)));
   client.onRequest(LspMethods.list, (params: ListParams, token: CancellationToken) => answers.list(params, signalOf(token)));
   client.onRequest(LspMethods.latestMetrics, (params: LatestMetricsParams, token: CancellationToken) => answers.latestMetrics(params, signalOf(token)));
+  client.onRequest(LspMethods.inspectSummary, (params: InspectSummaryParams, token: CancellationToken) => answers.inspectSummary(params, signalOf(token)));
   return client;
 }
 

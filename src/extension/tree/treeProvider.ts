@@ -5,8 +5,10 @@ import type { ConnectionState } from '../../core/ssh/types';
 import { emptyStateText, stateReason } from '../../core/emptyStates';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../../core/util/format';
 import type { Event } from '../../core/util/event';
-import { hostId, type CheckpointNode, type FileNode, type HostNode, type RunNode, type StateNode, type TargetNode, type TreeNode } from '../../core/tree/nodes';
-import { RunsTreeModel, type HostEntry } from '../../core/tree/model';
+import { hostId, type CheckpointNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from '../../core/tree/nodes';
+import { RunsTreeModel, groupDescription, type HostEntry } from '../../core/tree/model';
+import type { Checkpoint, TargetRef } from '../../core/types';
+import { summaryLine, type Inspection } from '../../core/inspect';
 import type { Logger } from '../log';
 
 export type { HostEntry };
@@ -25,6 +27,8 @@ export interface TreeDeps {
   checkpointDecoration?(node: CheckpointNode): string | undefined;
   /** An eval of this checkpoint is pending or running (Stop Eval is offered only then). */
   checkpointEvalRunning?(node: CheckpointNode): boolean;
+  /** What a checkpoint holds (its headers, read over one remote command, cached per file): its contents row and hover. */
+  inspect?(hostName: string, target: TargetRef, checkpoint: Checkpoint): Promise<Inspection>;
 }
 
 /**
@@ -47,6 +51,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
       listTargets: (h) => deps.core.listTargets(h),
       listTarget: (h, t) => deps.core.listTarget(h, t),
       sshConfigProblems: (h) => deps.sshConfigProblems?.(h) ?? [],
+      ...(deps.inspect ? { inspect: deps.inspect } : {}),
     });
     const changed = this.model.onDidChange((node) => this.changeEmitter.fire(node));
     const sub = deps.onDidChangeConnectionState(({ host }) => {
@@ -80,7 +85,40 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
         return this.fileItem(node);
       case 'state':
         return this.stateItem(node);
+      case 'contents': {
+        const item = new vscode.TreeItem('contents', vscode.TreeItemCollapsibleState.Collapsed);
+        item.id = node.id;
+        item.description = 'tensors, parameters, optimizer state (read from the headers)';
+        item.iconPath = new vscode.ThemeIcon('symbol-structure');
+        item.tooltip = 'Expand to read what this checkpoint holds from its headers: one remote command, nothing downloaded or loaded';
+        item.contextValue = 'contents';
+        return item;
+      }
+      case 'tensor-group':
+        return this.groupItem(node);
+      case 'tensor':
+        return this.tensorItem(node);
+      case 'inspect-note':
+        return this.noteItem(node);
     }
+  }
+
+  /**
+   * A checkpoint's hover: its one-line summary, read (once, then from the inspect cache) when the pointer rests on it.
+   * Called by VS Code only for items whose tooltip is unset.
+   */
+  async resolveTreeItem(item: vscode.TreeItem, node: TreeNode, token: vscode.CancellationToken): Promise<vscode.TreeItem> {
+    if (node.type !== 'checkpoint' || !this.deps.inspect) return item;
+    let contents: string;
+    try {
+      const ins = await this.deps.inspect(node.hostName, node.target, node.checkpoint);
+      if (token.isCancellationRequested) return item;
+      contents = summaryLine(ins);
+    } catch (e) {
+      contents = `Contents not read: ${e instanceof Error ? e.message : String(e)}`;
+    }
+    item.tooltip = `${checkpointTooltip(node.checkpoint)}\n${contents}`;
+    return item;
   }
 
   getParent(node: TreeNode): TreeNode | undefined {
@@ -186,14 +224,51 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   private checkpointItem(node: CheckpointNode): vscode.TreeItem {
     const c = node.checkpoint;
-    const item = new vscode.TreeItem(c.name, c.isDir && c.files.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    // With inspect, every checkpoint expands (a flat file into its contents row).
+    const expands = this.deps.inspect !== undefined || (c.isDir && c.files.length > 0);
+    const item = new vscode.TreeItem(c.name, expands ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const now = Date.now();
     const what = c.kind === 'step' ? '' : checkpointLabel(c);
     item.description = [what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
-    item.tooltip = `${c.path}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
+    // Left unset with inspect: resolveTreeItem fills it on hover, with the contents' summary.
+    if (!this.deps.inspect) item.tooltip = checkpointTooltip(c);
     item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}${this.deps.checkpointEvalRunning?.(node) ? '.evalRunning' : ''}`;
+    return item;
+  }
+
+  private groupItem(node: TensorGroupNode): vscode.TreeItem {
+    const g = node.group;
+    const item = new vscode.TreeItem(g.label, vscode.TreeItemCollapsibleState.Collapsed);
+    item.id = node.id;
+    item.description = groupDescription(g);
+    item.iconPath = new vscode.ThemeIcon('symbol-namespace');
+    item.contextValue = 'tensor-group';
+    return item;
+  }
+
+  private tensorItem(node: TensorNode): vscode.TreeItem {
+    const t = node.tensor;
+    // Named below its group: `q_proj.weight` under `model › layers › 0 › self_attn`.
+    const prefix = node.parent?.type === 'tensor-group' && node.parent.group.path.length ? `${node.parent.group.path.join('.')}.` : '';
+    const item = new vscode.TreeItem(prefix && t.name.startsWith(prefix) ? t.name.slice(prefix.length) : t.name, vscode.TreeItemCollapsibleState.None);
+    item.id = node.id;
+    item.description = `${t.dtype} [${t.shape.join(', ')}]`;
+    item.iconPath = new vscode.ThemeIcon('symbol-array');
+    item.tooltip = `${t.name}\n${t.dtype} [${t.shape.join(', ')}] · ${t.numel.toLocaleString('en-US')} elements${t.bytes !== null ? ` · ${formatBytes(t.bytes)}` : ''}${t.file ? `\nin ${t.file}` : ''}`;
+    item.contextValue = 'tensor';
+    return item;
+  }
+
+  private noteItem(node: InspectNoteNode): vscode.TreeItem {
+    const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+    item.id = node.id;
+    item.description = node.description;
+    item.tooltip = `${node.label}: ${node.description}`;
+    const icons: Record<InspectNoteNode['kind'], string> = { entry: 'symbol-field', opaque: 'shield', incomplete: 'warning', 'optimizer-tensors': 'symbol-array', file: 'file' };
+    item.iconPath = new vscode.ThemeIcon(icons[node.kind]);
+    item.contextValue = `inspect.${node.kind}`;
     return item;
   }
 
@@ -229,6 +304,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
 /** State kinds where Retry can change the answer. */
 const RETRYABLE: ReadonlySet<string> = new Set(['unreachable', 'auth-failed', 'host-key-unknown', 'timeout', 'command-failed', 'permission-denied', 'protocol', 'cancelled', 'container-stopped']);
+
+function checkpointTooltip(c: Checkpoint): string {
+  return `${c.path}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
+}
 
 function stateLabel(s: ConnectionState): string {
   switch (s.kind) {

@@ -1,0 +1,178 @@
+/**
+ * `remote-runs inspect ADDRESS [--json]` and `remote-runs diff ADDRESS_A ADDRESS_B [--json]`: what a remote checkpoint
+ * holds, read from its headers over SSH (one remote command per checkpoint; nothing is loaded, nothing downloaded).
+ * JSON shapes are documented in README.md (CLI section) and built by inspectionJson / diffJson below.
+ */
+import type { RemoteRunsCore } from '../core/service';
+import { pickCheckpointWithNote } from '../core/service';
+import type { Executor } from '../core/remote';
+import { RemoteRunsError, formatTarget, type Checkpoint } from '../core/types';
+import { formatAddress, type Address } from '../core/address';
+import { formatBytes } from '../core/util/format';
+import {
+  diffInspections,
+  formatCount,
+  groupTensors,
+  inspectCompleteness,
+  summaryLine,
+  totals,
+  type Inspection,
+  type InspectionDiff,
+  type TensorInfo,
+} from '../core/inspect';
+import { inspectRemote, listedFilesOf, type InspectCache, type RemoteInspection } from '../core/inspect/remoteRead';
+
+export interface InspectCliDeps {
+  core: RemoteRunsCore;
+  executor(host: string): Executor;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  signal: AbortSignal;
+  cache?: InspectCache;
+}
+
+export interface InspectedCheckpoint {
+  address: string;
+  checkpoint: Checkpoint;
+  result: RemoteInspection;
+}
+
+/** Resolve host/target/run/checkpoint (as pull does) and inspect that checkpoint on its target. */
+export async function inspectAddress(deps: InspectCliDeps, addr: Address): Promise<InspectedCheckpoint> {
+  if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
+    throw new RemoteRunsError('bad-address', 'inspect needs host/target/run/checkpoint (a checkpoint name such as step_20000 or last.ckpt, a step, last/best, final, or "latest")');
+  }
+  const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
+  const { checkpoint, note } = pickCheckpointWithNote(found.run, found.checkpoint ?? addr.checkpoint);
+  if (note) deps.stderr.write(`${note}\n`);
+  if (checkpoint.partialSize) deps.stderr.write(`remote-runs: ${checkpoint.name} reaches the listing's depth: files below it were not listed, so not inspected\n`);
+  const result = await inspectRemote(deps.executor(addr.host), addr.target, listedFilesOf(checkpoint), { cache: deps.cache, host: addr.host, signal: deps.signal });
+  const address = `${addr.host}/${formatTarget(addr.target)}/${found.run.name}/${checkpoint.name}`;
+  return { address, checkpoint, result };
+}
+
+const tensorJson = (t: TensorInfo): unknown => ({
+  name: t.name,
+  dtype: t.dtype,
+  shape: t.shape,
+  numel: t.numel,
+  bytes: t.bytes,
+  role: t.role,
+  ...(t.file !== undefined ? { file: t.file } : {}),
+  ...(t.storage !== undefined ? { storage: t.storage } : {}),
+});
+
+/** The JSON of one inspection, as documented in the README. */
+export function inspectionJson(x: InspectedCheckpoint): unknown {
+  const ins = x.result.inspection;
+  const t = totals(ins);
+  const c = inspectCompleteness(ins);
+  return {
+    address: x.address,
+    checkpoint: { name: x.checkpoint.name, kind: x.checkpoint.kind, step: x.checkpoint.step, path: x.checkpoint.path, bytes: x.checkpoint.bytes },
+    summary: summaryLine(ins),
+    format: ins.format,
+    completeness: c.state,
+    incomplete: c.state === 'incomplete' ? c.reasons : [],
+    ...(ins.step !== undefined ? { step: ins.step } : {}),
+    ...(ins.epoch !== undefined ? { epoch: ins.epoch } : {}),
+    totals: { params: t.params, bytes: t.bytes, tensors: t.tensors, optimizerTensors: t.optimizerTensors, rngTensors: t.rngTensors, dtypes: Object.fromEntries(t.dtypes) },
+    groups: groupTensors(ins.tensors).map((g) => ({ label: g.label, path: g.path, params: g.params, bytes: g.bytes, tensors: g.tensors.length })),
+    tensors: ins.tensors.map(tensorJson),
+    entries: ins.entries,
+    opaque: ins.opaque,
+    files: ins.files,
+    remote: { commands: x.result.commands, bytesRead: x.result.bytesRead },
+  };
+}
+
+const shapeText = (s: number[]): string => `[${s.join(', ')}]`;
+const bytesText = (b: number | null): string => (b === null ? '? B' : formatBytes(b));
+
+export function inspectionText(x: InspectedCheckpoint): string {
+  const ins = x.result.inspection;
+  const lines = [`${x.address}: ${summaryLine(ins)}`];
+  const t = totals(ins);
+  lines.push(`format: ${ins.format} · ${ins.files.length} file${ins.files.length === 1 ? '' : 's'} · read ${formatBytes(x.result.bytesRead)} in ${x.result.commands} remote command${x.result.commands === 1 ? '' : 's'}`);
+  for (const r of inspectCompleteness(ins).reasons) lines.push(`${ins.incomplete.length ? 'incomplete' : 'not known'}: ${r}`);
+  const groups = groupTensors(ins.tensors);
+  if (groups.length) {
+    lines.push('', `tensors (${t.tensors}, ${formatCount(t.params)} params, ${bytesText(t.bytes)}):`);
+    const w = Math.max(...ins.tensors.filter((x2) => x2.role === 'model').map((x2) => x2.name.length), 10);
+    for (const g of groups) {
+      lines.push(`  ${g.label}  ${formatCount(g.params)} params  ${bytesText(g.bytes)}`);
+      for (const tt of g.tensors) lines.push(`    ${tt.name.padEnd(w)}  ${tt.dtype.padEnd(9)} ${shapeText(tt.shape)}`);
+    }
+  }
+  if (t.optimizerTensors) lines.push('', `optimizer state: ${t.optimizerTensors} tensors (not counted in params)`);
+  if (ins.entries.length) {
+    lines.push('', 'entries:');
+    const w = Math.max(...ins.entries.map((e) => e.name.length));
+    for (const e of ins.entries) lines.push(`  ${e.name.padEnd(w)}  ${e.what}`);
+  }
+  if (ins.opaque.length) {
+    lines.push('', 'globals the file names (shown by name; nothing was imported or called):');
+    for (const o of ins.opaque) lines.push(`  ${o.name}  at ${o.at}${o.count > 1 ? ` (${o.count}×)` : ''}${o.file ? ` in ${o.file}` : ''}`);
+  }
+  lines.push('', 'files:');
+  for (const f of ins.files) {
+    const what = f.problem ? `not read: ${f.problem.message}` : f.note ? f.note : `${f.format}${f.tensors ? `, ${f.tensors} tensors` : ''}`;
+    lines.push(`  ${f.name}  ${formatBytes(f.size)}  ${what}${f.incomplete ? `  INCOMPLETE: ${f.incomplete}` : ''}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export async function inspectCommand(deps: InspectCliDeps, addr: Address, options: { json: boolean }): Promise<number> {
+  const x = await inspectAddress(deps, addr);
+  deps.stdout.write(options.json ? `${JSON.stringify(inspectionJson(x))}\n` : inspectionText(x));
+  return 0;
+}
+
+/** The JSON of a diff, as documented in the README. */
+export function diffJson(a: InspectedCheckpoint, b: InspectedCheckpoint, d: InspectionDiff): unknown {
+  const side = (x: InspectedCheckpoint, t: InspectionDiff['totals']['a']): unknown => ({
+    address: x.address,
+    summary: summaryLine(x.result.inspection),
+    completeness: inspectCompleteness(x.result.inspection).state,
+    totals: { params: t.params, bytes: t.bytes, tensors: t.tensors, dtypes: Object.fromEntries(t.dtypes) },
+  });
+  return {
+    a: side(a, d.totals.a),
+    b: side(b, d.totals.b),
+    ...(d.aligned ? { aligned: d.aligned } : {}),
+    added: d.added.map(tensorJson),
+    removed: d.removed.map(tensorJson),
+    changed: d.changed,
+    same: d.same,
+  };
+}
+
+export function diffText(a: InspectedCheckpoint, b: InspectedCheckpoint, d: InspectionDiff): string {
+  const lines = [`A: ${a.address}  ${summaryLine(a.result.inspection)}`, `B: ${b.address}  ${summaryLine(b.result.inspection)}`];
+  const ta = d.totals.a;
+  const tb = d.totals.b;
+  const delta = tb.params - ta.params;
+  lines.push(`params: ${ta.params} → ${tb.params} (${delta >= 0 ? '+' : ''}${delta}) · tensors: ${ta.tensors} → ${tb.tensors} · bytes: ${bytesText(ta.bytes)} → ${bytesText(tb.bytes)}`);
+  if (d.aligned) lines.push(`names aligned: ${d.aligned.side.toUpperCase()}'s tensors under "${d.aligned.prefix}" compared with the other's top level`);
+  const row = (t: TensorInfo): string => `${t.name}  ${t.dtype} ${shapeText(t.shape)}`;
+  lines.push(`added (in B only): ${d.added.length}`, ...d.added.map((t) => `  + ${row(t)}`));
+  lines.push(`removed (in A only): ${d.removed.length}`, ...d.removed.map((t) => `  - ${row(t)}`));
+  lines.push(`changed: ${d.changed.length}`, ...d.changed.map((c) => `  ~ ${c.name}  ${c.a.dtype} ${shapeText(c.a.shape)} → ${c.b.dtype} ${shapeText(c.b.shape)}`));
+  lines.push(`same: ${d.same}`);
+  for (const [label, x] of [['A', a], ['B', b]] as const) {
+    const c = inspectCompleteness(x.result.inspection);
+    if (c.state !== 'complete') lines.push(`${label} is ${c.state}: ${c.reasons.join('; ')}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export async function diffCommand(deps: InspectCliDeps, a: Address, b: Address, options: { json: boolean }): Promise<number> {
+  const xa = await inspectAddress(deps, a);
+  const xb = await inspectAddress(deps, b);
+  const d = diffInspections(xa.result.inspection, xb.result.inspection);
+  deps.stdout.write(options.json ? `${JSON.stringify(diffJson(xa, xb, d))}\n` : diffText(xa, xb, d));
+  return 0;
+}
+
+export type { Inspection };
+export { formatAddress };

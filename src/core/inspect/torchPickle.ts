@@ -1,0 +1,325 @@
+/**
+ * What a torch pickle holds, read by name from the structure readPickle rebuilt (nothing is called):
+ * - tensors: `torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks[, metadata])`
+ *   whose storage is the persistent id `('storage', torch.FloatStorage, key, location, numel)` (torch/serialization.py,
+ *   `_save`'s persistent_id), `_rebuild_tensor_v3(…, dtype)` for dtypes without a legacy storage class (float8…,
+ *   torch/_tensor.py `_reduce_ex_internal`), `_rebuild_parameter(data, …)`, `_rebuild_parameter_with_state`, and
+ *   `torch._tensor._rebuild_from_type_v2(func, type, args, state)` (tensor subclasses);
+ * - dicts: plain, and `collections.OrderedDict()` filled by SETITEMS (how a state dict is pickled);
+ * - every other global is an opaque name, reported where it is.
+ * The walk is iterative with an explicit stack and bounded in depth and in nodes visited (a memo can make a small
+ * pickle a huge tree when expanded), so a hostile pickle ends in a typed error, never a stack overflow or a hang.
+ */
+import { InspectError } from './errors';
+import type { PickleValue } from './pickle';
+import type { EntryInfo, OpaqueGlobal, TensorInfo } from './types';
+
+export interface WalkLimits {
+  /** Deepest nesting followed (default 256). */
+  maxDepth?: number;
+  /** Values visited in all (default 2,000,000). */
+  maxNodes?: number;
+}
+
+/** Legacy storage classes (torch/storage.py `_dtype_to_storage_type_map`) → dtype. */
+const STORAGE_DTYPE: Record<string, string> = {
+  DoubleStorage: 'float64',
+  FloatStorage: 'float32',
+  HalfStorage: 'float16',
+  BFloat16Storage: 'bfloat16',
+  LongStorage: 'int64',
+  IntStorage: 'int32',
+  ShortStorage: 'int16',
+  CharStorage: 'int8',
+  ByteStorage: 'uint8',
+  BoolStorage: 'bool',
+  ComplexDoubleStorage: 'complex128',
+  ComplexFloatStorage: 'complex64',
+  QInt8Storage: 'qint8',
+  QUInt8Storage: 'quint8',
+  QInt32Storage: 'qint32',
+  QUInt4x2Storage: 'quint4x2',
+  QUInt2x4Storage: 'quint2x4',
+  UntypedStorage: 'uint8',
+};
+
+/** Bytes per element by dtype name; absent: not known (sub-byte quantised types). */
+export const DTYPE_SIZE: Record<string, number> = {
+  float64: 8, float32: 4, float16: 2, bfloat16: 2, int64: 8, int32: 4, int16: 2, int8: 1, uint8: 1, bool: 1,
+  uint16: 2, uint32: 4, uint64: 8, complex128: 16, complex64: 8, complex32: 4, qint8: 1, quint8: 1, qint32: 4,
+  float8_e4m3fn: 1, float8_e5m2: 1, float8_e4m3fnuz: 1, float8_e5m2fnuz: 1, float8_e8m0fnu: 1,
+};
+
+/** Names torch.dtype globals carry (`torch.float32` pickles as GLOBAL 'torch float32'). */
+export function dtypeOfGlobal(v: PickleValue | undefined): string | undefined {
+  if (v?.t !== 'global' || v.module !== 'torch') return undefined;
+  return v.name in DTYPE_SIZE || /^(float|int|uint|complex|bfloat|qu?int|bits)\w*$/.test(v.name) ? v.name : undefined;
+}
+
+const TENSOR_REBUILDERS = new Set(['_rebuild_tensor', '_rebuild_tensor_v2', '_rebuild_tensor_v3']);
+const PARAMETER_REBUILDERS = new Set(['_rebuild_parameter', '_rebuild_parameter_with_state']);
+
+export function globalName(v: PickleValue): string | undefined {
+  return v.t === 'global' ? `${v.module}.${v.name}` : undefined;
+}
+
+/** The dict a value is, if it is one (plain, or an OrderedDict/defaultdict call filled by SETITEMS). */
+export function asDict(v: PickleValue): [PickleValue, PickleValue][] | undefined {
+  if (v.t === 'dict') return v.entries;
+  if (v.t === 'call') {
+    const g = globalName(v.fn);
+    if (g === 'collections.OrderedDict' || g === 'collections.defaultdict' || g === 'builtins.dict') return v.entries ?? [];
+  }
+  return undefined;
+}
+
+/** A list or tuple's items (torch.Size(...) included). */
+export function asSeq(v: PickleValue): PickleValue[] | undefined {
+  if (v.t === 'list' || v.t === 'tuple') return v.items;
+  if (v.t === 'call' && globalName(v.fn) === 'torch.Size' && v.args.t === 'tuple') {
+    const inner = v.args.items[0];
+    return inner && (inner.t === 'tuple' || inner.t === 'list') ? inner.items : [];
+  }
+  return undefined;
+}
+
+export function keyText(k: PickleValue): string {
+  switch (k.t) {
+    case 'str':
+      return k.v;
+    case 'int':
+      return String(k.v);
+    case 'bool':
+      return k.v ? 'True' : 'False';
+    case 'float':
+      return String(k.v);
+    case 'none':
+      return 'None';
+    default:
+      return `<${k.t}>`;
+  }
+}
+
+function intOf(v: PickleValue | undefined): number | undefined {
+  return v?.t === 'int' && typeof v.v === 'number' ? v.v : undefined;
+}
+
+/** The tensor a rebuild call describes (without its name and role), or undefined when it is not one. */
+export function tensorOf(v: PickleValue): Omit<TensorInfo, 'name' | 'role'> | undefined {
+  if (v.t !== 'call' || v.fn.t !== 'global') return undefined;
+  const { module, name } = v.fn;
+  const args = v.args.t === 'tuple' ? v.args.items : [];
+  if (module === 'torch._utils' && PARAMETER_REBUILDERS.has(name)) return args[0] ? tensorOf(args[0]) : undefined;
+  if (module === 'torch._tensor' && name === '_rebuild_from_type_v2') {
+    const [fn, , inner] = args;
+    return fn && inner ? tensorOf({ t: 'call', fn, args: inner }) : undefined;
+  }
+  if (module !== 'torch._utils' || !TENSOR_REBUILDERS.has(name)) return undefined;
+  const [storage, , size] = args;
+  const shape = (size && asSeq(size)?.map(intOf)) ?? [];
+  if (shape.some((d) => d === undefined || d < 0)) return undefined;
+  const dims = shape as number[];
+  let dtype: string | undefined;
+  let key: string | undefined;
+  if (storage?.t === 'persid') {
+    const id = storage.id.t === 'tuple' ? storage.id.items : [];
+    const cls = id[1];
+    if (cls?.t === 'global') dtype = STORAGE_DTYPE[cls.name];
+    if (id[2]?.t === 'str') key = id[2].v;
+  }
+  // v3 names its dtype (its storage is untyped).
+  if (name === '_rebuild_tensor_v3') dtype = dtypeOfGlobal(args[6]) ?? dtype;
+  const numel = dims.reduce((a, b) => a * b, 1);
+  const size1 = dtype !== undefined ? DTYPE_SIZE[dtype] : undefined;
+  return { dtype: dtype ?? 'unknown', shape: dims, numel, bytes: size1 !== undefined ? numel * size1 : null, ...(key !== undefined ? { storage: key } : {}) };
+}
+
+export interface TorchWalk {
+  tensors: TensorInfo[];
+  entries: EntryInfo[];
+  opaque: OpaqueGlobal[];
+  step?: number;
+  epoch?: number;
+}
+
+/** Globals that are values, not calls to report: dtypes, torch.Size, containers rebuilt above. */
+function isBenignGlobal(g: string): boolean {
+  return /^torch\.(float|int|uint|bfloat|complex|bool|qu?int|Size$|\w*Storage$|strided$|contiguous_format|preserve_format|channels_last)/.test(g) || g === 'collections.OrderedDict' || g === 'builtins.set' || g === 'builtins.frozenset' || g === 'torch._utils._rebuild_tensor_v2';
+}
+
+/**
+ * Every tensor under `root` by its path, the opaque globals it names, and its top-level entries named for what
+ * they are. Throws InspectError('too-large') past the limits.
+ */
+export function walkTorchPickle(root: PickleValue, limits: WalkLimits = {}, options: { rngFile?: boolean } = {}): TorchWalk {
+  const maxDepth = limits.maxDepth ?? 256;
+  const maxNodes = limits.maxNodes ?? 2_000_000;
+  const tensors: TensorInfo[] = [];
+  const opaque = new Map<string, OpaqueGlobal>();
+  let nodes = 0;
+  // Depth-first, children pushed in reverse so tensors come out in the file's order.
+  type Role = TensorInfo['role'];
+  const todo: { v: PickleValue; path: string; depth: number; opt: Role }[] = [{ v: root, path: '', depth: 0, opt: options.rngFile ? 'rng' : 'model' }];
+  const roleBelow = (role: Role, key: string): Role => (role === 'model' && RNG.test(key) ? 'rng' : role);
+  const join = (a: string, b: string): string => (a ? `${a}.${b}` : b);
+  const noteOpaque = (g: string, at: string): void => {
+    const o = opaque.get(g);
+    if (o) o.count++;
+    else opaque.set(g, { name: g, at, count: 1 });
+  };
+  while (todo.length) {
+    const { v, path, depth, opt } = todo.pop()!;
+    if (++nodes > maxNodes) throw new InspectError('too-large', `the pickle expands to more than ${maxNodes} values (shared references repeated); not walked further`);
+    if (depth > maxDepth) throw new InspectError('too-large', `the pickle nests deeper than ${maxDepth} levels (at ${path.length > 60 ? `${path.slice(0, 60)}…` : path}); not walked further`);
+    const t = tensorOf(v);
+    if (t) {
+      tensors.push({ name: path, ...t, role: opt });
+      continue;
+    }
+    const dict = asDict(v);
+    if (dict) {
+      const isOpt: Role = opt === 'model' && dict.some(([k]) => k.t === 'str' && k.v === 'state') && dict.some(([k]) => k.t === 'str' && k.v === 'param_groups') ? 'optimizer' : opt;
+      for (let i = dict.length - 1; i >= 0; i--) {
+        const [k, val] = dict[i];
+        const key = keyText(k);
+        todo.push({ v: val, path: join(path, key), depth: depth + 1, opt: roleBelow(isOpt, key) });
+      }
+      continue;
+    }
+    const seq = v.t === 'list' || v.t === 'tuple' || v.t === 'set' ? v.items : undefined;
+    if (seq) {
+      for (let i = seq.length - 1; i >= 0; i--) todo.push({ v: seq[i], path: join(path, String(i)), depth: depth + 1, opt });
+      continue;
+    }
+    if (v.t === 'call') {
+      const g = globalName(v.fn);
+      if (g === undefined || !isBenignGlobal(g)) noteOpaque(g ?? 'a computed callable', path || '(root)');
+      // An object's arguments and state may hold tensors (a dataclass of tensors): walk them, under its path.
+      const parts: PickleValue[] = [v.args, ...(v.state ? [v.state] : [])];
+      for (let i = parts.length - 1; i >= 0; i--) todo.push({ v: parts[i], path, depth: depth + 1, opt });
+      if (v.entries) for (let i = v.entries.length - 1; i >= 0; i--) todo.push({ v: v.entries[i][1], path: join(path, keyText(v.entries[i][0])), depth: depth + 1, opt });
+      if (v.items) for (let i = v.items.length - 1; i >= 0; i--) todo.push({ v: v.items[i], path: join(path, String(i)), depth: depth + 1, opt });
+      continue;
+    }
+    if (v.t === 'global') {
+      const g = `${v.module}.${v.name}`;
+      if (!isBenignGlobal(g)) noteOpaque(g, path || '(root)');
+    }
+  }
+  const walk: TorchWalk = { tensors, entries: topEntries(root, options.rngFile === true), opaque: [...opaque.values()] };
+  const top = asDict(root);
+  if (top) {
+    for (const [k, val] of top) {
+      const key = keyText(k);
+      if ((key === 'global_step' || key === 'step') && intOf(val) !== undefined) walk.step = intOf(val);
+      if (key === 'epoch' && intOf(val) !== undefined) walk.epoch = intOf(val);
+    }
+  }
+  return walk;
+}
+
+/**
+ * The top-level entries that are not tensors, each named for what it is. Bounded: it looks two levels down. A file
+ * that is one optimizer's state dict (Hugging Face's optimizer.pt) is one entry, `(root)`; every entry of an RNG
+ * file (rng_state.pth) is RNG state.
+ */
+function topEntries(root: PickleValue, rngFile: boolean): EntryInfo[] {
+  const opt = optimizerOf(root);
+  if (opt) return [{ name: '(root)', kind: 'optimizer', what: opt }];
+  const top = asDict(root);
+  if (!top) return tensorOf(root) ? [] : [{ name: '(root)', ...describe(root, rngFile ? 'rng' : '') }];
+  const out: EntryInfo[] = [];
+  for (const [k, v] of top) {
+    if (tensorOf(v) && !rngFile) continue;
+    const name = keyText(k);
+    out.push({ name, ...(rngFile ? { kind: 'rng' as const, what: `RNG state (${shortType(v)})` } : describe(v, name)) });
+  }
+  return out;
+}
+
+const RNG = /rng|random|generator|seed_state/i;
+
+function describe(v: PickleValue, name: string): Omit<EntryInfo, 'name'> {
+  const opt = optimizerOf(v);
+  if (opt) return { kind: 'optimizer', what: opt };
+  const seq = asSeq(v);
+  if (seq && seq.length > 0 && seq.every((x) => optimizerOf(x))) {
+    return { kind: 'optimizer', what: seq.length === 1 ? optimizerOf(seq[0])! : `${seq.length} optimizers: ${seq.map((x) => optimizerOf(x)).join('; ')}` };
+  }
+  if (RNG.test(name)) return { kind: 'rng', what: `RNG state (${shortType(v)})` };
+  switch (v.t) {
+    case 'int':
+      return { kind: name === 'global_step' || name === 'step' ? 'step' : name === 'epoch' ? 'epoch' : 'scalar', what: `int ${v.v}`, value: typeof v.v === 'number' ? v.v : String(v.v) };
+    case 'float':
+      return { kind: 'scalar', what: `float ${v.v}`, value: Number.isFinite(v.v) ? v.v : String(v.v) };
+    case 'str':
+      return { kind: 'scalar', what: `str ${JSON.stringify(v.v.length > 80 ? `${v.v.slice(0, 80)}…` : v.v)}`, value: v.v };
+    case 'bool':
+      return { kind: 'scalar', what: `bool ${v.v ? 'True' : 'False'}`, value: v.v };
+    case 'none':
+      return { kind: 'scalar', what: 'None', value: null };
+    default:
+  }
+  const dict = asDict(v);
+  if (dict) {
+    let n = 0;
+    for (const [, x] of dict) if (tensorOf(x)) n++;
+    if (n > 0 && n === dict.length) return { kind: 'state-dict', what: `state dict of ${n} tensors` };
+    const keys = dict.map(([k]) => keyText(k));
+    const kind = /hyper_?param|hparams|config|args/i.test(name) ? 'hyper-parameters' : 'other';
+    return { kind, what: `dict of ${keys.length} key${keys.length === 1 ? '' : 's'}${keys.length ? `: ${keys.slice(0, 8).join(', ')}${keys.length > 8 ? ', …' : ''}` : ''}${n ? ` (${n} tensors)` : ''}` };
+  }
+  if (v.t === 'call' || v.t === 'global') {
+    const g = v.t === 'global' ? `${v.module}.${v.name}` : globalName(v.fn) ?? 'a computed callable';
+    const kind = /hyper_?param|hparams|config|args/i.test(name) ? 'hyper-parameters' : 'opaque';
+    return { kind, what: v.t === 'call' ? `${g}(…): an object this file would build by calling ${g} if loaded (not called)` : `the global ${g} (not imported)` };
+  }
+  return { kind: 'other', what: shortType(v) };
+}
+
+function shortType(v: PickleValue): string {
+  switch (v.t) {
+    case 'list':
+    case 'tuple':
+      return `${v.t} of ${v.items.length}`;
+    case 'dict':
+      return `dict of ${v.entries.length}`;
+    case 'bytes':
+      return `${v.length} bytes`;
+    case 'call':
+      return `${globalName(v.fn) ?? 'object'}(…)`;
+    default:
+      return v.t;
+  }
+}
+
+/** `AdamW state (exp_avg, exp_avg_sq) for 24 tensors, 1 param group (lr 0.001)`, for an optimizer's state dict. */
+function optimizerOf(v: PickleValue): string | undefined {
+  const d = asDict(v);
+  if (!d) return undefined;
+  const state = d.find(([k]) => k.t === 'str' && k.v === 'state')?.[1];
+  const groups = d.find(([k]) => k.t === 'str' && k.v === 'param_groups')?.[1];
+  if (!state || !groups) return undefined;
+  const perParam = asDict(state) ?? [];
+  const names = new Set<string>();
+  for (const [, s] of perParam) for (const [k] of asDict(s) ?? []) names.add(keyText(k));
+  const groupList = asSeq(groups) ?? [];
+  const groupKeys = new Map<string, PickleValue>();
+  for (const g of groupList) for (const [k, val] of asDict(g) ?? []) if (!groupKeys.has(keyText(k))) groupKeys.set(keyText(k), val);
+  const has = (n: string): boolean => names.has(n);
+  // The state's names say the family (torch/optim/*.py); AdamW is told from Adam only by its own flag
+  // (decoupled_weight_decay, in param groups since torch 2.6's Adam/AdamW merge): without it, both are named.
+  let family: string;
+  const decoupled = groupKeys.get('decoupled_weight_decay');
+  if (has('exp_avg') && has('exp_avg_sq')) family = decoupled?.t === 'bool' ? (decoupled.v ? 'AdamW' : 'Adam') : 'Adam or AdamW';
+  else if (has('momentum_buffer')) family = 'SGD (momentum)';
+  else if (has('square_avg')) family = has('acc_delta') ? 'Adadelta' : 'RMSprop';
+  else if (has('sum')) family = 'Adagrad';
+  else if (has('exp_avg')) family = 'Lion-like';
+  else if (names.size === 0) family = groupKeys.has('momentum') ? 'SGD' : 'optimizer';
+  else family = 'optimizer';
+  const stateNames = [...names].filter((n) => n !== 'step');
+  const lr = groupKeys.get('lr');
+  const lrText = lr && (lr.t === 'float' || lr.t === 'int') ? ` (lr ${lr.v})` : '';
+  return `${family} state${stateNames.length ? ` (${stateNames.join(', ')})` : ''} for ${perParam.length} parameter${perParam.length === 1 ? '' : 's'}, ${groupList.length} param group${groupList.length === 1 ? '' : 's'}${lrText}`;
+}

@@ -1,0 +1,94 @@
+/** What an inspection of a checkpoint finds: the typed results of the pure readers (no I/O, no vscode). */
+
+/**
+ * A tensor as the file describes it. `name` is its path in the saved object: dict keys and list indices joined by
+ * `.` (`model.layers.0.self_attn.q_proj.weight`, `optimizer.state.0.exp_avg`); for safetensors and DCP, the key.
+ */
+export interface TensorInfo {
+  name: string;
+  /** torch's name without `torch.`: `float32`, `bfloat16`, `int64`…; safetensors' codes are mapped to these. */
+  dtype: string;
+  shape: number[];
+  /** Elements (the product of shape). */
+  numel: number;
+  /** numel × the dtype's size; null when the dtype's size is not known. */
+  bytes: number | null;
+  /**
+   * `optimizer`: under an optimizer's state dict (a dict with `state` and `param_groups`); `rng`: RNG state (under a
+   * key naming it, or in Hugging Face's `rng_state*.pth`); else `model`. Only `model` tensors count as parameters.
+   */
+  role: 'model' | 'optimizer' | 'rng';
+  /** The file it is in, relative to the checkpoint (for a folder checkpoint). */
+  file?: string;
+  /** torch archives: the storage's key (`archive/data/<key>` in the zip). */
+  storage?: string;
+}
+
+/** A non-tensor entry at the top of the saved object, named for what it is. */
+export interface EntryInfo {
+  name: string;
+  /** What it is, in words: `int 20000`, `AdamW state (exp_avg, exp_avg_sq) for 24 tensors`, `dict of 3 keys: …`. */
+  what: string;
+  /** The value, for scalars. */
+  value?: string | number | boolean | null;
+  /** `optimizer`, `rng`, `hyper-parameters`, `step`, `epoch`, `opaque`, `state-dict`, `other`. */
+  kind: EntryKind;
+  file?: string;
+}
+
+export type EntryKind = 'optimizer' | 'rng' | 'hyper-parameters' | 'step' | 'epoch' | 'opaque' | 'state-dict' | 'scalar' | 'other';
+
+/** A global the file names (a class or function it would call if loaded): shown, never called. */
+export interface OpaqueGlobal {
+  /** `module.name`, e.g. `posix.system`, `argparse.Namespace`. */
+  name: string;
+  /** Where in the object it is (first place seen). */
+  at: string;
+  count: number;
+  file?: string;
+}
+
+export type FileFormat =
+  | 'safetensors'
+  | 'safetensors-index'
+  | 'torch-zip'
+  | 'dcp-metadata'
+  | 'dcp-shard'
+  | 'legacy-torch'
+  | 'pickle'
+  | 'json'
+  | 'unknown';
+
+/** One file of a checkpoint and what was made of it. */
+export interface FileInspection {
+  /** Relative to the checkpoint ('' for a flat-file checkpoint: the file itself). */
+  name: string;
+  size: number;
+  format: FileFormat;
+  /** What the file is when it cannot be read without loading it (legacy torch, unknown magic), or why it was not read. */
+  note?: string;
+  /** A read that failed: the reader's typed error code and message. */
+  problem?: { code: string; message: string };
+  /** Why the file is not whole (cut short, shorter than its header says, no end record). */
+  incomplete?: string;
+  /** safetensors `__metadata__`. */
+  metadata?: Record<string, string>;
+  tensors: number;
+}
+
+export type CheckpointFormat = 'safetensors' | 'safetensors-sharded' | 'torch-zip' | 'torch-zip-sharded' | 'dcp' | 'legacy-torch' | 'mixed' | 'unknown';
+
+/** Everything an inspection found in one checkpoint (a file, or a folder of files). */
+export interface Inspection {
+  format: CheckpointFormat;
+  files: FileInspection[];
+  /** Every tensor, in the order the files list them (files in name order). */
+  tensors: TensorInfo[];
+  entries: EntryInfo[];
+  opaque: OpaqueGlobal[];
+  /** Why the checkpoint is not whole; empty when it is (as far as its headers tell). */
+  incomplete: string[];
+  /** The step and epoch its contents name (global_step/step, epoch), when they do. */
+  step?: number;
+  epoch?: number;
+}

@@ -1,0 +1,275 @@
+/**
+ * `remote-runs inspect` and `diff` over the real test sshd, on the bare host and inside a pct container (the shim),
+ * on checkpoints the real writers wrote (test/fixtures/real/make_inspect.py): the JSON output gives the writer's
+ * tensor list (names, dtypes, shapes, roles; the order torch.save wrote them in), its parameter count and entries;
+ * incomplete ones say why; the hostile ones are shown for what they are and the canary of the os.system pickle never
+ * appears. Each inspection is ONE remote command, counted at the pool (every exec goes through it).
+ */
+import { after, before, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { ROOT, ensureBuiltCli, runBuiltCli } from '../harness/builtCli';
+import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { ConnectionPool } from '../../src/core/ssh/pool';
+import { HostDirectory } from '../../src/core/hosts';
+import { RemoteRunsCore, pickCheckpoint } from '../../src/core/service';
+import { inspectRemote, listedFilesOf, InspectCache } from '../../src/core/inspect/remoteRead';
+import { totals } from '../../src/core/inspect';
+import type { HostConfig, TargetRef } from '../../src/core/types';
+
+const FIX = path.join(ROOT, 'test', 'fixtures', 'real', 'written', 'inspect');
+const expected = JSON.parse(fs.readFileSync(path.join(FIX, 'expected.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+const CANARY = expected['evil.pt'].canary as string;
+
+/** Fixture → the checkpoint it becomes in the run (folders by step; two flat files as their writers name them). */
+const LAYOUT: [fixture: string, checkpoint: string][] = [
+  ['state_dict.pt', 'step_100'],
+  ['train_state.pt', 'step_200'],
+  ['truncated.pt', 'step_300'],
+  ['legacy.pt', 'step_400'],
+  ['hf_shards', 'step_500'],
+  ['hf_shards_broken', 'step_600'],
+  ['dcp', 'step_800'],
+  ['evil.pt', 'step_900'],
+  ['huge_header.safetensors', 'step_1000'],
+  ['deep.pt', 'step_1100'],
+  ['lightning.ckpt', 'epoch=0-step=3.ckpt'],
+  ['train_state.pt', 'model_step_50.pt'],
+  ['many_tensors.pt', 'step_1200'],
+];
+
+let host: TestHost;
+let config: string;
+const RUN = 'insp-run';
+
+function place(root: string): void {
+  const ck = path.join(root, RUN, 'checkpoints');
+  fs.mkdirSync(ck, { recursive: true });
+  for (const [fixture, name] of LAYOUT) {
+    const src = path.join(FIX, fixture);
+    if (fs.statSync(src).isDirectory()) fs.cpSync(src, path.join(ck, name), { recursive: true });
+    else if (name.includes('.')) fs.copyFileSync(src, path.join(ck, name));
+    else {
+      fs.mkdirSync(path.join(ck, name));
+      fs.copyFileSync(src, path.join(ck, name, fixture));
+    }
+  }
+}
+
+const TARGETS: [label: string, hostName: string, target: TargetRef, spec: string][] = [
+  ['bare host', 'h', { kind: 'host', id: '' }, 'host'],
+  ['pct container', 'c', { kind: 'pct', id: '200' }, 'pct:200'],
+];
+
+before(async () => {
+  ensureBuiltCli();
+  fs.rmSync(CANARY, { force: true });
+  host = await startTestHost();
+  const root = path.join(host.dir, 'inspect-root');
+  place(root);
+  place(path.join(host.containers.pct200.workspace, 'insp'));
+  execFileSync('chmod', ['-R', 'a+rX', root, host.containers.pct200.workspace]);
+  config = path.join(host.dir, 'inspect-config.json');
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      hosts: [host.hostConfig('h', { runRoots: [root], targets: ['host'] }), host.hostConfig('c', { runRoots: ['/workspace/insp'], targets: ['pct:200'] })],
+    }),
+  );
+});
+
+// One event-loop turn per test (the CLI runs synchronously; see frameworkLayouts.test.ts).
+beforeEach(() => new Promise<void>((resolve) => setTimeout(resolve, 10)));
+
+after(async () => {
+  await host?.stop();
+});
+
+interface Json {
+  summary: string;
+  format: string;
+  completeness: string;
+  incomplete: string[];
+  totals: { params: number; tensors: number };
+  tensors: { name: string; dtype: string; shape: number[]; role: string; file?: string }[];
+  entries: { name: string; kind: string; what: string; value?: unknown }[];
+  opaque: { name: string; at: string }[];
+  files: { name: string; problem?: { code: string; message: string }; note?: string; format: string }[];
+  step?: number;
+  remote: { commands: number; bytesRead: number };
+}
+
+function inspect(spec: string, hostName: string, checkpoint: string): Json {
+  const r = runBuiltCli(['inspect', `${hostName}/${spec}/${RUN}/${checkpoint}`, '--json', '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+  assert.equal(r.code, 0, r.stderr);
+  return JSON.parse(r.stdout) as Json;
+}
+
+/** The fields the writer reports, keys in its order (expected.json is written with sort_keys), to compare as text. */
+const plain = (ts: Json['tensors'], withFile = false): unknown[] => ts.map((t) => ({ dtype: t.dtype, ...(withFile ? { file: t.file } : {}), name: t.name, role: t.role, shape: t.shape }));
+const byName = (a: { name: string }, b: { name: string }): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+for (const [label, hostName, , spec] of TARGETS) {
+  describe(`inspect over ssh: ${label}`, () => {
+    for (const [fixture, ck] of [['state_dict.pt', 'step_100'], ['train_state.pt', 'step_200'], ['lightning.ckpt', 'epoch=0-step=3.ckpt'], ['train_state.pt', 'model_step_50.pt']]) {
+      test(`${ck} (${fixture}): the writer's tensors in its order, its parameter count and scalars`, () => {
+        const j = inspect(spec, hostName, ck);
+        const exp = expected[fixture];
+        assert.equal(j.format, 'torch-zip');
+        assert.equal(JSON.stringify(plain(j.tensors)), JSON.stringify(exp.tensors));
+        assert.equal(j.totals.params, exp.params);
+        assert.equal(j.completeness, 'complete');
+        for (const [k, v] of Object.entries(exp.scalars as Record<string, unknown>)) assert.deepEqual(j.entries.find((e) => e.name === k)?.value, v, k);
+        assert.equal(j.remote.commands, 1);
+      });
+    }
+
+    test('step_1200 (3000 tensors): past the first read, the writer tensor list still, in two commands', () => {
+      const j = inspect(spec, hostName, 'step_1200');
+      assert.equal(JSON.stringify(plain(j.tensors)), JSON.stringify(expected['many_tensors.pt'].tensors));
+      assert.equal(j.totals.params, 3000);
+      assert.equal(j.remote.commands, 2);
+      assert.ok(j.remote.bytesRead < fs.statSync(path.join(FIX, 'many_tensors.pt')).size);
+    });
+
+    test('step_500: save_pretrained shards, every tensor with its shard, params as transformers counts them', () => {
+      const j = inspect(spec, hostName, 'step_500');
+      const exp = expected.hf_shards;
+      assert.equal(j.format, 'safetensors-sharded');
+      assert.equal(JSON.stringify(plain(j.tensors, true).sort(byName as never)), JSON.stringify(exp.tensors));
+      assert.equal(j.totals.params, exp.hf_params);
+      assert.equal(j.completeness, 'complete');
+      assert.equal(j.remote.commands, 1);
+      assert.ok(j.files.some((f) => f.name === 'config.json' && f.note === 'not a file inspect reads'), 'files not read are listed, not hidden');
+    });
+
+    test('step_600: the missing shard and the short shard, both said', () => {
+      const j = inspect(spec, hostName, 'step_600');
+      const exp = expected.hf_shards_broken as { missing: string[]; short: string[] };
+      assert.equal(j.completeness, 'incomplete');
+      assert.equal(j.incomplete.length, 2, j.incomplete.join('\n'));
+      assert.ok(j.incomplete.some((r) => r.includes(`missing: ${exp.missing[0]}`)));
+      assert.ok(j.incomplete.some((r) => r.startsWith(`${exp.short[0]} is `) && /its header says/.test(r)));
+      assert.match(j.summary, /^INCOMPLETE/);
+    });
+
+    test('step_800: torch.distributed.checkpoint .metadata: keys, global shapes, dtypes', () => {
+      const j = inspect(spec, hostName, 'step_800');
+      assert.equal(j.format, 'dcp');
+      assert.equal(JSON.stringify(plain(j.tensors).sort(byName as never)), JSON.stringify(expected.dcp.tensors));
+      assert.equal(j.totals.params, expected.dcp.params);
+      assert.deepEqual(j.entries.map((e) => e.name), expected.dcp.bytes_entries);
+      assert.equal(j.remote.commands, 1);
+    });
+
+    test('step_300: an archive without its end record is incomplete, its tensors still listed from the head', () => {
+      const j = inspect(spec, hostName, 'step_300');
+      assert.equal(j.completeness, 'incomplete');
+      assert.deepEqual(j.incomplete, ['truncated.pt has no zip end record: still being written, or cut short']);
+      assert.equal(JSON.stringify(plain(j.tensors)), JSON.stringify(expected['train_state.pt'].tensors));
+    });
+
+    test('step_400: a legacy torch file is named for what it is and not read', () => {
+      const j = inspect(spec, hostName, 'step_400');
+      assert.equal(j.format, 'legacy-torch');
+      assert.match(j.files[0].note ?? '', /legacy format/);
+      assert.equal(j.completeness, 'unknown');
+    });
+
+    test('step_900: the os.system pickle is an opaque global and its canary never appears (remote or local)', () => {
+      fs.rmSync(CANARY, { force: true });
+      const j = inspect(spec, hostName, 'step_900');
+      assert.deepEqual(j.opaque.map((o) => [o.name, o.at]), [[expected['evil.pt'].opaque, 'weights']]);
+      assert.match(j.summary, /opaque global \(not called\): posix\.system/);
+      // The remote is this machine (127.0.0.1): its /tmp is ours; inside the container too (the shim binds only /workspace).
+      assert.equal(fs.existsSync(CANARY), false);
+      const inside = runBuiltCli(['ls', `${hostName}/${spec}`, '--json', '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+      assert.equal(inside.code, 0, inside.stderr);
+      assert.equal(fs.existsSync(CANARY), false);
+    });
+
+    test('step_1000 and step_1100: a 2^64-1 header length is refused, a 100000-deep pickle bounded, both said', () => {
+      const huge = inspect(spec, hostName, 'step_1000');
+      assert.equal(huge.files[0].problem?.code, 'absurd-length');
+      assert.match(huge.files[0].problem!.message, /18446744073709551615 bytes/);
+      const deep = inspect(spec, hostName, 'step_1100');
+      assert.equal(deep.files[0].problem?.code, 'too-large');
+    });
+  });
+}
+
+describe('remote commands per inspection, counted at the pool', () => {
+  test('one per checkpoint on both targets, none again from the cache while nothing changed', async () => {
+    const pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 5000 });
+    let execs = 0;
+    const realExec = pool.exec.bind(pool);
+    pool.exec = (async (...a: Parameters<typeof realExec>) => {
+      execs++;
+      return realExec(...a);
+    }) as typeof pool.exec;
+    const hosts: HostConfig[] = JSON.parse(fs.readFileSync(config, 'utf8')).hosts;
+    const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+    const core = new RemoteRunsCore({ hosts: () => hosts, executorFor: (h) => pool.executor(dir.resolve(h), { idempotent: true }) });
+    try {
+      for (const [label, hostName, target] of TARGETS) {
+        const { run } = await core.resolveRun(hostName, target, [RUN], 'none');
+        const cache = new InspectCache();
+        for (const [fixture, name] of LAYOUT) {
+          const c = pickCheckpoint(run, name);
+          const before = execs;
+          const r = await inspectRemote(core.executor(hostName), target, listedFilesOf(c), { cache, host: hostName });
+          // 3000 tensors: data.pkl runs past the first 128 KiB and the central directory past the last 64 KiB; one more
+          // command reads exactly those ranges.
+          const want = fixture === 'many_tensors.pt' ? 2 : 1;
+          assert.equal(execs - before, want, `${label} ${name} (${fixture}): ${execs - before} remote commands`);
+          assert.equal(r.commands, want);
+          const again = await inspectRemote(core.executor(hostName), target, listedFilesOf(c), { cache, host: hostName });
+          const complete = !['truncated.pt', 'hf_shards_broken'].includes(fixture);
+          // Read whole and unchanged: from the cache, no command at all.
+          if (complete) assert.equal(execs - before, want, `${label} ${name}: read again`);
+          assert.deepEqual(totals(again.inspection), totals(r.inspection));
+        }
+      }
+    } finally {
+      pool.dispose();
+    }
+  });
+});
+
+describe('diff', () => {
+  test('the same checkpoint on the host and in the container: nothing differs', () => {
+    const r = runBuiltCli(['diff', `h/host/${RUN}/step_200`, `c/pct:200/${RUN}/step_200`, '--json', '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+    assert.equal(r.code, 0, r.stderr);
+    const d = JSON.parse(r.stdout) as { added: unknown[]; removed: unknown[]; changed: unknown[]; same: number; a: { totals: { params: number } }; b: { totals: { params: number } } };
+    assert.deepEqual([d.added.length, d.removed.length, d.changed.length, d.same], [0, 0, 0, (expected['train_state.pt'].tensors as { role: string }[]).filter((t) => t.role === 'model').length]);
+    assert.equal(d.a.totals.params, d.b.totals.params);
+  });
+
+  test('a training state against its bf16 state dict: names aligned under model., every dtype changed', () => {
+    const r = runBuiltCli(['diff', `h/host/${RUN}/step_200`, `h/host/${RUN}/step_100`, '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /names aligned: A's tensors under "model\." compared with the other's top level/);
+    assert.match(r.stdout, /^changed: 18$/m);
+    assert.match(r.stdout, /~ layers\.0\.self_attn\.q_proj\.weight {2}float32 \[4, 4\] → bfloat16 \[4, 4\]/);
+    assert.match(r.stdout, /^params: 266 → 266 \(\+0\)/m);
+  });
+
+  test('save_pretrained shards against the broken copy: the tensors of the missing shard are removed', () => {
+    const r = runBuiltCli(['diff', `h/host/${RUN}/step_500`, `c/pct:200/${RUN}/step_600`, '--json', '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+    assert.equal(r.code, 0, r.stderr);
+    const d = JSON.parse(r.stdout) as { removed: { file: string }[]; added: unknown[]; b: { completeness: string } };
+    assert.ok(d.removed.length > 0);
+    assert.ok(d.removed.every((t) => t.file === (expected.hf_shards_broken.missing as string[])[0]));
+    assert.equal(d.b.completeness, 'incomplete');
+  });
+});
+
+test('text output: the summary line, module groups and entries', () => {
+  const r = runBuiltCli(['inspect', `h/host/${RUN}/step_200`, '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /^h\/host\/insp-run\/step_200: 266 params · fp32 · 18 tensors · optimizer: AdamW state \(exp_avg, exp_avg_sq\) · step 20000$/m);
+  assert.match(r.stdout, /^ {2}model › layers › 0 › self_attn {2}64 params {2}256 B$/m);
+  assert.match(r.stdout, /^ {2}optimizer +AdamW state/m);
+});
