@@ -8,12 +8,16 @@ function nextCapacity(capacity: number): number {
   return capacity < 1 << 20 ? capacity * 2 : Math.ceil(capacity * 1.5);
 }
 
-export class Float64Column {
-  private buf: Float64Array;
+/** The column over either float type: one implementation, the array type chosen by the subclass. */
+class TypedColumn<A extends Float64Array | Float32Array> {
+  private buf: A;
   private len = 0;
 
-  constructor(initialCapacity = 64) {
-    this.buf = new Float64Array(Math.max(1, initialCapacity));
+  constructor(
+    private readonly make: (length: number) => A,
+    initialCapacity = 64,
+  ) {
+    this.buf = make(Math.max(1, initialCapacity));
   }
 
   get length(): number {
@@ -29,13 +33,13 @@ export class Float64Column {
    * The values as a view over the column's storage: no copy. A later `push` may reallocate, after which an
    * old view no longer sees new values (it stays valid for the values it had).
    */
-  get values(): Float64Array {
-    return this.buf.subarray(0, this.len);
+  get values(): A {
+    return this.buf.subarray(0, this.len) as A;
   }
 
   push(value: number): void {
     if (this.len === this.buf.length) {
-      const grown = new Float64Array(nextCapacity(this.buf.length));
+      const grown = this.make(nextCapacity(this.buf.length));
       grown.set(this.buf);
       this.buf = grown;
     }
@@ -47,9 +51,9 @@ export class Float64Column {
    * computes many values at once writes them straight in instead of pushing one by one. The new places hold
    * zeros until written. The returned array is valid until the next push or resize.
    */
-  resize(length: number): Float64Array {
+  resize(length: number): A {
     if (length > this.buf.length) {
-      const grown = new Float64Array(Math.max(length, nextCapacity(this.buf.length)));
+      const grown = this.make(Math.max(length, nextCapacity(this.buf.length)));
       grown.set(this.buf.subarray(0, this.len));
       this.buf = grown;
     }
@@ -69,7 +73,13 @@ export class Float64Column {
 
   clear(): void {
     this.len = 0;
-    this.buf = new Float64Array(64);
+    this.buf = this.make(64);
+  }
+}
+
+export class Float64Column extends TypedColumn<Float64Array> {
+  constructor(initialCapacity = 64) {
+    super((n) => new Float64Array(n), initialCapacity);
   }
 }
 
@@ -77,67 +87,8 @@ export class Float64Column {
  * The same growable column in float32: for derived values shown to 7 digits at most (smoothed curves), where
  * float64 would double the memory for digits nobody sees.
  */
-export class Float32Column {
-  private buf: Float32Array;
-  private len = 0;
-
+export class Float32Column extends TypedColumn<Float32Array> {
   constructor(initialCapacity = 64) {
-    this.buf = new Float32Array(Math.max(1, initialCapacity));
-  }
-
-  get length(): number {
-    return this.len;
-  }
-
-  /** Bytes allocated (capacity), not just used. */
-  get byteLength(): number {
-    return this.buf.byteLength;
-  }
-
-  /**
-   * The values as a view over the column's storage: no copy. A later `push` may reallocate, after which an
-   * old view no longer sees new values (it stays valid for the values it had).
-   */
-  get values(): Float32Array {
-    return this.buf.subarray(0, this.len);
-  }
-
-  push(value: number): void {
-    if (this.len === this.buf.length) {
-      const grown = new Float32Array(nextCapacity(this.buf.length));
-      grown.set(this.buf);
-      this.buf = grown;
-    }
-    this.buf[this.len++] = value;
-  }
-
-  /**
-   * Lengthen the column to `length` (no-op when already that long) and return its storage, so a caller that
-   * computes many values at once writes them straight in instead of pushing one by one. The new places hold
-   * zeros until written. The returned array is valid until the next push or resize.
-   */
-  resize(length: number): Float32Array {
-    if (length > this.buf.length) {
-      const grown = new Float32Array(Math.max(length, nextCapacity(this.buf.length)));
-      grown.set(this.buf.subarray(0, this.len));
-      this.buf = grown;
-    }
-    // Nothing is ever written past `len` except by growing it, so the new places are still zero.
-    if (length > this.len) this.len = length;
-    return this.buf;
-  }
-
-  /** Append `count` copies of `value` (used to backfill a column created after its first rows). */
-  fill(value: number, count: number): void {
-    for (let i = 0; i < count; i++) this.push(value);
-  }
-
-  at(index: number): number {
-    return index >= 0 && index < this.len ? this.buf[index] : NaN;
-  }
-
-  clear(): void {
-    this.len = 0;
-    this.buf = new Float32Array(64);
+    super((n) => new Float32Array(n), initialCapacity);
   }
 }
