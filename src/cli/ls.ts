@@ -30,7 +30,7 @@ export function runJson(run: Run): unknown {
       path: c.path,
       bytes: c.bytes,
       mtime: c.mtime,
-      ...(c.kind === 'final' ? { files: c.files.map((f) => f.name) } : {}),
+      ...(c.kind === 'final' || c.fileGroup ? { files: c.files.map((f) => f.name) } : {}),
       ...(c.incomplete ? { incomplete: c.incomplete } : {}),
       // bytes counts only the files the listing saw (the folder reaches the walk's depth).
       ...(c.partialSize ? { partialSize: true } : {}),

@@ -63,6 +63,7 @@ export type CheckpointLayout =
   | 'composer'
   | 'keras'
   | 'hf-final'
+  | 'tf'
   | 'flat';
 
 /**
@@ -117,6 +118,11 @@ export interface Checkpoint {
    * only, relative to `path` (the run folder also holds other things that a download of `final` leaves alone).
    */
   files: CheckpointFile[];
+  /**
+   * The checkpoint is these files of the folder at `path`, not the whole folder (TensorFlow's `ckpt-3.index` with its
+   * `ckpt-3.data-*` shards beside other saves): a download takes only them, as for `final`.
+   */
+  fileGroup?: true;
   /** True on the checkpoint `latest` names (latestCheckpoint below says which). */
   newest: boolean;
   /**

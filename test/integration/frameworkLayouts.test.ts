@@ -93,6 +93,8 @@ before(async () => {
     ['lightning_link', 'lightning-link'],
     ['accelerate', 'accelerate-run'],
     ['keras', 'keras-run'],
+    // tf.train.CheckpointManager (test/fixtures/real/make_tf.py; TF_MANIFEST.txt).
+    ['tf', 'tf-run'],
   ]) {
     fs.cpSync(path.join(FIXTURES, fixture), path.join(root, run), { recursive: true, verbatimSymlinks: true });
   }
@@ -333,6 +335,22 @@ test('Keras ModelCheckpoint: per-epoch files are epochs, best.keras an alias tak
   const r = cli(['pull', 'w/host/keras-run/best', '--to', to]);
   assert.equal(r.code, 0, r.stderr);
   assert.equal(sha(path.join(to, 'keras-run', 'best.keras')), sha(path.join(FIXTURES, 'keras', 'checkpoints', 'best.keras')));
+});
+
+test("TensorFlow's CheckpointManager: each kept ckpt-N (index + data shard) is one save, the checkpoint state file names the latest, a pull takes only its files", () => {
+  const facts = expected('tf') as { kept: string[]; latest: string; files: string[] };
+  const run = lsRun('tf-run');
+  assert.deepEqual(run.checkpoints.map((c) => [c.name, c.kind, c.step, c.save]), facts.kept.map((n) => [n, 'save', null, Number(n.slice('ckpt-'.length))]));
+  assert.equal(run.latest, facts.latest);
+  assert.deepEqual(run.pointers, [{ file: 'checkpoint', says: facts.latest, checkpoint: facts.latest }]);
+  const second = run.checkpoints[1];
+  assert.deepEqual([...(second.files ?? [])].sort(), facts.files.filter((f) => f.startsWith(`${second.name}.`)).sort());
+  const to = fs.mkdtempSync(path.join(host.dir, 'pull-'));
+  const r = cli(['pull', `w/host/tf-run/${second.name}`, '--to', to]);
+  assert.equal(r.code, 0, r.stderr);
+  const got = fs.readdirSync(path.join(to, 'tf-run', second.name)).sort();
+  assert.deepEqual(got, facts.files.filter((f) => f.startsWith(`${second.name}.`)).sort(), 'its own files, not the other saves nor the state file');
+  for (const f of got) assert.equal(sha(path.join(to, 'tf-run', second.name, f)), sha(path.join(FIXTURES, 'tf', 'checkpoints', f)));
 });
 
 test("DeepSpeed's latest file names an older tag than the newest listed: both said, ours stays latest", () => {

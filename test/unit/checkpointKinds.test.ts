@@ -139,3 +139,33 @@ test('a `latest` symlink to a checkpoint folder is an alias of it, not a run of 
   assert.deepEqual(latest?.alias, { role: 'latest', of: 'step_10', step: 10, how: 'symlink' });
   assert.equal(latestCheckpoint(runs[0])?.name, 'step_10');
 });
+
+test("TensorFlow's prefix checkpoints: ckpt-N (CheckpointManager, N counts saves) and model.ckpt-S (Saver, S a step) are one checkpoint each, index with shards; the checkpoint state file names the latest", () => {
+  const tf = one([
+    d('tf'),
+    f('tf/ckpt-1.index', 300),
+    f('tf/ckpt-1.data-00000-of-00001', 5000),
+    f('tf/ckpt-2.index', 300),
+    f('tf/ckpt-2.data-00000-of-00002', 2500),
+    f('tf/ckpt-2.data-00001-of-00002', 2500),
+    f('tf/ckpt-3.data-00000-of-00001', 4000),
+    f('tf/checkpoint', 60, { text: 'model_checkpoint_path: "ckpt-2"\nall_model_checkpoint_paths: "ckpt-1"\nall_model_checkpoint_paths: "ckpt-2"\n' }),
+  ]);
+  assert.deepEqual(tf.checkpoints.map((c) => [c.name, c.kind, c.save ?? c.step, c.incomplete ?? '']), [
+    ['ckpt-1', 'save', 1, ''],
+    ['ckpt-2', 'save', 2, ''],
+    ['ckpt-3', 'save', 3, 'ckpt-3.index is not there yet (TensorFlow writes it after the data)'],
+  ]);
+  const two = tf.checkpoints[1];
+  assert.equal(two.path, '/r/tf', 'the folder, with the group as its files');
+  assert.equal(two.fileGroup, true);
+  assert.deepEqual(two.files.map((x) => x.name), ['ckpt-2.index', 'ckpt-2.data-00000-of-00002', 'ckpt-2.data-00001-of-00002']);
+  assert.equal(two.bytes, 5300);
+  assert.equal(latestCheckpoint(tf)?.name, 'ckpt-2', 'the one being written is never latest');
+  assert.deepEqual(tf.checkpoints[1].pointedBy, ['checkpoint']);
+  const saver = one([d('est'), f('est/model.ckpt-1000.index'), f('est/model.ckpt-1000.data-00000-of-00001'), f('est/model.ckpt-1000.meta')]);
+  assert.deepEqual(saver.checkpoints.map((c) => [c.name, c.kind, c.step]), [['model.ckpt-1000', 'step', 1000]]);
+  // A shard missing of its -of-N: incomplete.
+  const gap = one([d('g'), f('g/ckpt-5.index'), f('g/ckpt-5.data-00001-of-00002')]);
+  assert.equal(gap.checkpoints[0].incomplete, '1 of 2 data shards of ckpt-5 are there');
+});

@@ -203,6 +203,14 @@ export function finalWeightFiles(names: readonly string[]): string[] {
 export function pointerNames(file: string, text: string): ((checkpointName: string) => boolean) | undefined {
   const says = text.trim();
   if (file === 'latest') return says && !says.includes('/') ? (n) => n === says : undefined;
+  if (file === 'checkpoint') {
+    // TensorFlow's CheckpointState text proto (tensorflow/python/checkpoint/checkpoint_management.py,
+    // update_checkpoint_state_internal): `model_checkpoint_path: "ckpt-3"`, relative to the folder or absolute.
+    const m = /^model_checkpoint_path:\s*"([^"\n]+)"/m.exec(says);
+    if (!m) return undefined;
+    const named = m[1].slice(m[1].lastIndexOf('/') + 1);
+    return (n) => n === named;
+  }
   if (file === 'latest_checkpointed_iteration.txt') {
     if (!/^\d+$/.test(says)) return says === 'release' ? (n) => n === 'release' : undefined;
     return (n) => n === `iter_${says.padStart(7, '0')}`;
@@ -361,3 +369,68 @@ export const SPLIT_FOLDERS: readonly string[] = ['train', 'validation', 'val', '
 export const MLFLOW_META = 'meta.yaml';
 export const MLFLOW_METRICS = 'metrics';
 export const MLFLOW_RUN_FOLDERS: readonly string[] = ['metrics', 'params', 'tags', 'artifacts'];
+
+/**
+ * TensorFlow's object-based checkpoints are a prefix's files, not a file or a folder: `tf.train.Checkpoint.write`
+ * writes `<prefix>.data-<k>-of-<n>` shards and `<prefix>.index` (tensorflow/python/checkpoint/checkpoint.py;
+ * tensorflow/core/util/tensor_bundle: the index is written after the data, by the MergeBundles step), beside the
+ * `checkpoint` state file naming the latest. `tf.train.CheckpointManager.save()` names them `ckpt-<N>`
+ * (tensorflow/python/checkpoint/checkpoint_management.py: `"%s-%d" % (self._prefix, checkpoint_number)`, with
+ * checkpoint_number the checkpoint's save_counter unless given): N counts saves. The TF1 Saver / Estimator's
+ * `model.ckpt-<global_step>` (tensorflow/python/training/saver.py, `save(..., global_step=...)`) is a step.
+ * A prefix with data shards but no index is still being written; fewer shards than `-of-<n>` says, too.
+ */
+export interface TfCheckpointGroup {
+  prefix: string;
+  parsed: ParsedCheckpointName;
+  /** The file names of the group, index first. */
+  files: string[];
+  incomplete?: string;
+}
+
+const TF_DATA = /^(.+)\.data-(\d+)-of-(\d+)$/;
+
+export function tfCheckpointGroups(names: Iterable<string>): TfCheckpointGroup[] {
+  const groups = new Map<string, { index?: string; data: Map<number, string>; of: number }>();
+  const at = (prefix: string) => {
+    let g = groups.get(prefix);
+    if (!g) groups.set(prefix, (g = { data: new Map(), of: 0 }));
+    return g;
+  };
+  for (const n of names) {
+    const d = TF_DATA.exec(n);
+    if (d) {
+      const g = at(d[1]);
+      g.data.set(Number(d[2]), n);
+      g.of = Math.max(g.of, Number(d[3]));
+    } else if (n.endsWith('.index') && n.length > 6) {
+      const prefix = n.slice(0, -6);
+      // Only a prefix that also has data shards is a TF checkpoint (an `.index` alone is anything).
+      at(prefix).index = n;
+    }
+  }
+  const out: TfCheckpointGroup[] = [];
+  for (const [prefix, g] of groups) {
+    if (g.data.size === 0) continue;
+    const parsed = tfPrefixName(prefix);
+    if (!parsed) continue;
+    const files = [...(g.index ? [g.index] : []), ...[...g.data.entries()].sort((a, b) => a[0] - b[0]).map(([, n]) => n)];
+    const incomplete = !g.index
+      ? `${prefix}.index is not there yet (TensorFlow writes it after the data)`
+      : g.data.size < g.of
+        ? `${g.data.size} of ${g.of} data shards of ${prefix} are there`
+        : undefined;
+    out.push({ prefix, parsed, files, ...(incomplete ? { incomplete } : {}) });
+  }
+  return out;
+}
+
+/** `ckpt-3` → save 3; `model.ckpt-1000` → step 1000; other prefixes by the general name rules. */
+function tfPrefixName(prefix: string): ParsedCheckpointName | undefined {
+  const manager = /^ckpt-(\d+)$/.exec(prefix);
+  if (manager) return { kind: 'save', step: null, save: Number(manager[1]), layout: 'tf' };
+  const saver = /^(?:.*[-_.])?model\.ckpt-(\d+)$/.exec(prefix) ?? /^.+\.ckpt-(\d+)$/.exec(prefix);
+  if (saver) return { kind: 'step', step: Number(saver[1]), layout: 'tf' };
+  const other = parseCheckpointName(`${prefix}.ckpt`, false);
+  return other ? { ...other, layout: 'tf' } : undefined;
+}

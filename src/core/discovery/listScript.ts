@@ -10,7 +10,8 @@
  *   `E\0<type>\0<bytes>\0<mtime>\0<rel>\0<extra>\0`
  *                                           an entry under the last ok root (find -printf %y %s %T@ %P); extra is
  *                                           empty, `K<target>` for a symlink (readlink's text; type is the followed
- *                                           one) or `C<text>` for a small pointer file (its first 256 bytes, no NULs)
+ *                                           one) or `C<text>` for a small pointer file (its first 256 bytes, no NULs;
+ *                                           `latest*` files up to 256 bytes, TensorFlow's `checkpoint` up to 4 KiB)
  *   `N\0<depth>\0<type>\0<bytes>\0<mtime>\0<name>\0<extra>\0`
  *                                           the same entry by its depth below the walk's folder and its name (find
  *                                           -printf %d %f; GNU find): it lies in the last entry printed one level up
@@ -77,7 +78,9 @@ if [ "$gnu" = 1 ]; then follow=-L; else follow=; fi
 printf '\0@rr-list@3\0T\0%s\0' "$now"
 # Pointer files: the name a framework writes its own "latest" into (DeepSpeed's latest, Megatron-LM's
 # latest_checkpointed_iteration.txt, TensorFlow/Keras' checkpoint); read when small (NULs dropped).
-pointers='-name latest -o -name latest_checkpointed_iteration.txt -o -name checkpoint'
+# TensorFlow's state file grows with the saves it keeps (343 bytes for three): taken up to 4 KiB, its first 256 bytes
+# (model_checkpoint_path is its first line).
+pointers='-name checkpoint -o -size -257c ( -name latest -o -name latest_checkpointed_iteration.txt )'
 prunenames='.git node_modules __pycache__ .venv venv .cache .ipynb_checkpoints .remote-runs'
 prune=; for x in $prunenames; do prune="$prune${P}prune:+ -o }-name $x"; done
 # One cheap test of the first letter before the eight names, and -prune inside the group: GNU find reorders the
@@ -99,7 +102,7 @@ walk() {
     # Each entry is its depth and name (N records): the parser knows the folder it is in from find's order.
     find -L "$1" -mindepth "$2" -maxdepth "$3" \( $prune \) -printf 'N\0%d\0%y\0%s\0%T@\0%f\0\0' \
       -o -name '[lLbB]*' -xtype l -printf 'N\0%d\0%y\0%s\0%T@\0%f\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
-      -o -type f -size -257c \( \( $pointers \) -printf 'N\0%d\0%y\0%s\0%T@\0%f\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \) \
+      -o -type f -size -4097c \( \( $pointers \) -printf 'N\0%d\0%y\0%s\0%T@\0%f\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \) \
       -o -printf 'N\0%d\0%y\0%s\0%T@\0%f\0\0' | head -z -n "$(($4 * 7))"
   else
     # No symlinks followed here: busybox find -L does not detect loops. The root is entered with cd, so a
@@ -112,8 +115,11 @@ walk() {
         set -- $(stat -L -c "%s %Y" "$f" 2>/dev/null || stat -c "%s %Y" "$f" 2>/dev/null || echo "0 0")
         printf "E\0%s\0%s\0%s\0%s\0" "$t" "$1" "$2" "${P}f#./}"
         if [ -L "$f" ]; then case ${P}f##*/} in [lLbB]*) printf "K%s" "$(readlink "$f")" ;; esac
-        elif [ "$t" = f ] && [ "$1" -le 256 ]; then
-          case ${P}f##*/} in latest|latest_checkpointed_iteration.txt|checkpoint) printf C; head -c 256 "$f" | tr -d "\0" ;; esac
+        elif [ "$t" = f ] && [ "$1" -le 4096 ]; then
+          case ${P}f##*/} in
+            checkpoint) printf C; head -c 256 "$f" | tr -d "\0" ;;
+            latest|latest_checkpointed_iteration.txt) if [ "$1" -le 256 ]; then printf C; head -c 256 "$f" | tr -d "\0"; fi ;;
+          esac
         fi
         printf "\0"
       done' sh "$1" | tr '\0\n' '\n\0' | head -n "$(($4 * 6))" | tr '\0\n' '\n\0'

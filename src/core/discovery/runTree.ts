@@ -36,6 +36,7 @@ import {
   isMetricsLog,
   orbaxStep,
   parseCheckpointName,
+  tfCheckpointGroups,
   pointerNames,
   unfinishedMarker,
   type ParsedCheckpointName,
@@ -359,16 +360,19 @@ function pointersOf(places: readonly Node[], checkpoints: Checkpoint[]): Framewo
   const out: FrameworkPointer[] = [];
   const ours = checkpoints.find((c) => c.newest);
   for (const place of places) {
-    for (const file of ['latest', 'latest_checkpointed_iteration.txt']) {
+    // TensorFlow's `checkpoint` state file only where TensorFlow's checkpoints are (the name alone is too common).
+    const tf = checkpoints.some((c) => c.layout === 'tf');
+    for (const file of tf ? ['latest', 'latest_checkpointed_iteration.txt', 'checkpoint'] : ['latest', 'latest_checkpointed_iteration.txt']) {
       const n = place.children.get(file);
       if (n?.type !== 'f' || n.link !== undefined) continue;
-      const who = file === 'latest' ? "DeepSpeed's latest file" : "Megatron-LM's latest_checkpointed_iteration.txt";
+      const who = file === 'latest' ? "DeepSpeed's latest file" : file === 'checkpoint' ? "TensorFlow's checkpoint file" : "Megatron-LM's latest_checkpointed_iteration.txt";
       if (n.text === undefined) {
         out.push({ file, says: '', note: `${who} is there, its contents were not in the listing` });
         continue;
       }
-      const says = n.text.trim();
-      const means = pointerNames(file, says);
+      const text = n.text.trim();
+      const means = pointerNames(file, text);
+      const says = file === 'checkpoint' ? (/^model_checkpoint_path:\s*"([^"\n]+)"/m.exec(text)?.[1] ?? text.split('\n')[0]) : text;
       const named = means ? checkpoints.find((c) => c.kind !== 'alias' && means(c.name)) : undefined;
       if (!named) {
         out.push({ file, says, note: `${who} names ${JSON.stringify(says)}, which is not among the checkpoints listed` });
@@ -491,6 +495,31 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
     if (deep) ck.partialSize = true;
     out.push(ck);
     if (child.link !== undefined && ck.kind === 'alias') links.set(ck, child.link);
+  }
+  // TensorFlow's prefix checkpoints: a group of files of this folder each (checkpointLayout.ts tfCheckpointGroups).
+  let tfData = false;
+  for (const name of dir.children.keys()) if (name.includes('.data-')) tfData = true;
+  if (tfData) {
+    for (const g of tfCheckpointGroups(dir.children.keys())) {
+      const nodes = g.files.map((n) => dir.children.get(n)!).filter((n) => n.type === 'f');
+      const files: CheckpointFile[] = nodes.map((n) => ({ name: n.name, path: absolute(n.rel), bytes: n.bytes, mtime: n.mtime }));
+      const ck: Checkpoint = {
+        name: g.prefix,
+        kind: g.parsed.kind,
+        step: g.parsed.step,
+        layout: 'tf',
+        path: absolute(dir.rel),
+        isDir: true,
+        fileGroup: true,
+        bytes: files.reduce((n, f) => n + f.bytes, 0),
+        mtime: Math.max(...files.map((f) => f.mtime)),
+        files,
+        newest: false,
+      };
+      if (g.parsed.save !== undefined) ck.save = g.parsed.save;
+      if (g.incomplete) ck.incomplete = g.incomplete;
+      out.push(ck);
+    }
   }
   // A `last`/`best`/`latest` symlink (Lightning's save_last="link": os.symlink(relpath(filepath, dirname(linkpath)),
   // linkpath) in model_checkpoint.py _link_checkpoint; Composer's latest-rank{rank}.pt) names the save it points to.

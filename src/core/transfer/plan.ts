@@ -46,7 +46,7 @@ export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, 
     files.push(await planFile(root, checkpoint.name, checkpoint.path, st, localRoot));
   } else {
     // Final weights live in the run folder beside everything else of the run: only their own files are theirs.
-    const own = checkpoint.kind === 'final' ? new Set(checkpoint.files.map((f) => f.name)) : undefined;
+    const own = checkpoint.kind === 'final' || checkpoint.fileGroup ? new Set(checkpoint.files.map((f) => f.name)) : undefined;
     if (own) stats = stats.filter((st) => own.has(st.relative));
     const names = new Set(stats.map((st) => st.relative));
     for (const st of stats) {
