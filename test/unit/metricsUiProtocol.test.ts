@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { parseFromWebview, parseRestoreState } from '../../src/extension/metrics/validate';
 import { parseReferences, serializeReferences, withLineAdded, withLineRemoved } from '../../src/extension/metrics/references';
 import { contentSecurityPolicy, metricsHtml } from '../../src/extension/metrics/html';
-import { pickStatusMetric, statusText, xLabel } from '../../src/extension/metrics/statusText';
+import { panelTitles, pickStatusMetric, statusText, xLabel } from '../../src/extension/metrics/statusText';
 
 test('well-formed messages come through typed, with extra fields dropped', () => {
   // ready carries the page's view settings (the webview owns them), checked as a view is.
@@ -128,4 +128,14 @@ test('status bar text names the x of the run: epoch, line, or x when its logs di
   assert.equal(xLabel('line number'), 'line');
   assert.equal(xLabel('epoch (history.csv), step (event files)'), 'x');
   assert.equal(xLabel('time/total_timesteps'), 'time/total_timesteps');
+});
+
+test('panel titles: a run name alone, and where the run is when two open panels have runs of the same name', () => {
+  const t = panelTitles([
+    { key: 'a', runName: 'workspace', where: 'kpro6/pct:200' },
+    { key: 'b', runName: 'workspace', where: 'gpu2/host' },
+    { key: 'c', runName: 'expA/seed1', where: 'gpu2/host' },
+  ]);
+  assert.deepEqual([...t.values()], ['Metrics: workspace · kpro6/pct:200', 'Metrics: workspace · gpu2/host', 'Metrics: expA/seed1']);
+  assert.equal(panelTitles([{ key: 'a', runName: 'workspace', where: 'kpro6/pct:200' }]).get('a'), 'Metrics: workspace');
 });

@@ -6,13 +6,15 @@ import * as vscode from 'vscode';
 import type { PanelRestoreState, RunRefWire } from '../../shared/metricsProtocol';
 import type { Logger } from '../log';
 import { MetricsView, type MetricsViewDeps } from './metricsView';
-import { runKeyOf } from '../../core/runRef';
+import { runKeyOf, whereOf } from '../../core/runRef';
+import { panelTitles } from './statusText';
 import { parseRestoreState } from './validate';
 import { METRICS_PANEL_TYPE, setupWebview, webviewOptions } from './webviewSetup';
 
 interface OpenPanel {
   panel: vscode.WebviewPanel;
   view: MetricsView;
+  ref: RunRefWire;
 }
 
 export class MetricsPanels implements vscode.Disposable {
@@ -47,6 +49,15 @@ export class MetricsPanels implements vscode.Disposable {
     return this.attach(panel, { version: 1, primary: ref, others: [] }).view;
   }
 
+  /** Tab titles that tell panels of same-named runs apart (panelTitles). */
+  private retitle(): void {
+    const titles = panelTitles([...this.panels].map(([key, p]) => ({ key, runName: p.ref.runName, where: whereOf(p.ref) })));
+    for (const [key, p] of this.panels) {
+      const t = titles.get(key);
+      if (t && p.panel.title !== t) p.panel.title = t;
+    }
+  }
+
   /** The panel last focused (for palette commands that act on "the" panel). */
   get activeView(): MetricsView | undefined {
     return this.active?.view;
@@ -76,8 +87,9 @@ export class MetricsPanels implements vscode.Disposable {
     const key = runKeyOf(state.primary);
     panel.title = `Metrics: ${state.primary.runName}`;
     const view = new MetricsView(panel.webview, 'panel', this.deps);
-    const entry: OpenPanel = { panel, view };
+    const entry: OpenPanel = { panel, view, ref: state.primary };
     this.panels.set(key, entry);
+    this.retitle();
     this.active = entry;
     setupWebview(panel.webview, this.extensionUri, 'panel');
     view.setPrimary(state.primary);
@@ -91,6 +103,7 @@ export class MetricsPanels implements vscode.Disposable {
       view.dispose();
       subs.forEach((s) => s.dispose());
       this.panels.delete(key);
+      this.retitle();
       if (this.active === entry) this.active = undefined;
     });
     return entry;

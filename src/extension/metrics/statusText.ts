@@ -23,3 +23,13 @@ export function statusText(runName: string, step: number | undefined, metric: st
   return parts.join(' · ');
 }
 
+
+/**
+ * Tab titles of the open metrics panels, by run key: `Metrics: <run>`, and where two panels show runs of the same
+ * name (the same folder on two hosts or containers), each with where its run is: `Metrics: workspace · kpro6/pct:200`.
+ */
+export function panelTitles(panels: readonly { key: string; runName: string; where: string }[]): Map<string, string> {
+  const count = new Map<string, number>();
+  for (const p of panels) count.set(p.runName, (count.get(p.runName) ?? 0) + 1);
+  return new Map(panels.map((p) => [p.key, (count.get(p.runName) ?? 0) > 1 ? `Metrics: ${p.runName} · ${p.where}` : `Metrics: ${p.runName}`]));
+}
