@@ -4,6 +4,7 @@
  * turns series and evals into chart points for the chosen x axis (step, wall time, time since the run's start).
  * Pure: no DOM, no chart.js, so it is unit-tested in node. The types are the protocol's own.
  */
+import { localTime } from '../shared/localTime';
 import type {
   EvalPointWire,
   ReferenceLine,
@@ -236,11 +237,7 @@ function applySeries(map: Map<string, SeriesChunk>, u: SeriesUpdate): void {
 }
 
 /** `2026-01-30 14:20` in local time: the eval's start in its tooltip. */
-export function formatTime(ms: number): string {
-  const d = new Date(ms);
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
-}
+export const formatTime = localTime;
 
 /** What hovering (or focusing) an eval's point shows, one fact per line: profile and checkpoint, time, state, values. */
 export function evalTooltip(e: EvalPointWire, runLabel: string): string {

@@ -211,6 +211,8 @@ test('Show Eval Results from the run\'s context menu: step × metric table, copi
       [String(mid), `step_${mid}`, 'acceptance', 'passed', '6.4'],
       [String(last), `step_${last}`, 'acceptance', 'passed', '6.4'],
     ]);
+    // Started in local time, as the chart's hover shows it (the copies keep the ISO instant).
+    for (const r of rows) assert.match(r[4] ?? '', /^\d{4}-\d\d-\d\d \d\d:\d\d$/);
 
     await copyAs(frame, 'csv');
     const csv = await session.page.evaluate(() => navigator.clipboard.readText());

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { evalTableHtml } from '../../src/extension/eval/evalTableHtml';
 import type { EvalTable } from '../../src/core/eval/table';
+import { localTime } from '../../src/shared/localTime';
 
 const parts = { cspSource: 'vscode-webview://src', styleUri: 'vscode-webview://src/media/evalTable.css' };
 const table: EvalTable = {
@@ -27,6 +28,8 @@ test('the table: header and cells; hostile names escaped', () => {
   assert.ok(html.includes('&lt;img src=x onerror=alert(1)&gt;'));
   assert.ok(!html.includes('<img'));
   assert.ok(html.includes('<h1>run &lt;b&gt;x&lt;/b&gt;</h1>'));
+  // The start time reads in local time, as the chart's hover says it; the instant stays in the element (issue 17).
+  assert.ok(html.includes(`<td class=""><time datetime="2026-01-01T00:00:00.000Z" title="2026-01-01T00:00:00.000Z">${localTime(Date.UTC(2026, 0, 1))}</time></td>`), html);
 });
 
 test('no evals: the empty text instead of a table, copy buttons disabled', () => {

@@ -6,6 +6,7 @@
  * stylesheet from media/. Every remote or user string is escaped. Pure: no `vscode`.
  */
 import { tableCells, type EvalTable } from '../../core/eval/table';
+import { localTime } from '../../shared/localTime';
 import { contentSecurityPolicy, makeNonce } from '../metrics/html';
 
 export interface EvalTablePage {
@@ -47,8 +48,16 @@ export function evalTableHtml(page: EvalTablePage): string {
   const numeric = (i: number): boolean => i === 0 || i >= 5;
   const stateCol = 3;
   const th = head!.map((h, i) => `<th scope="col"${numeric(i) ? ' class="num"' : ''}>${escapeHtml(h)}</th>`).join('');
+  const startedCol = 4;
+  // The start time in local time, as the chart's hover shows it; the ISO instant (what CSV and Markdown copy) stays
+  // in the element's datetime and title.
+  const cell = (c: string, i: number): string => {
+    if (i !== startedCol || !c) return escapeHtml(c);
+    const ms = Date.parse(c);
+    return Number.isFinite(ms) ? `<time datetime="${escapeHtml(c)}" title="${escapeHtml(c)}">${escapeHtml(localTime(ms))}</time>` : escapeHtml(c);
+  };
   const body = rows
-    .map((r) => `<tr>${r.map((c, i) => `<td class="${numeric(i) ? 'num' : i === stateCol ? `state-${escapeHtml(c)}` : ''}">${escapeHtml(c)}</td>`).join('')}</tr>`)
+    .map((r) => `<tr>${r.map((c, i) => `<td class="${numeric(i) ? 'num' : i === stateCol ? `state-${escapeHtml(c)}` : ''}">${cell(c, i)}</td>`).join('')}</tr>`)
     .join('\n');
   const content = rows.length
     ? `<table aria-label="Evals"><thead><tr>${th}</tr></thead><tbody>\n${body}\n</tbody></table>`
@@ -70,3 +79,4 @@ ${content}
 </body>
 </html>`;
 }
+
