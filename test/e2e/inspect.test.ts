@@ -71,7 +71,8 @@ test('hover a checkpoint: its summary; expand it: groups with params, tensors wi
 test('an incomplete checkpoint says why first: the shard shorter than its header, the one missing', async () => {
   await withArtifactsOnFailure(session, 'inspect-incomplete', async () => {
     await expandTreeRow(session, 'step_600');
-    await expandTreeRow(session, 'contents', 'last');
+    // Checkpoints are listed newest first: step_600's contents row is above step_200's (expanded by the test before).
+    await expandTreeRow(session, 'contents', 'first');
     await expectRow(session, 'incomplete', /model-00003-of-00005\.safetensors is 6580 bytes, its header says 6680/);
     // Two rows share the label: the second names the missing shard.
     assert.match(await rowText(session, 'incomplete', 1), /4 of 5 shards .* \(missing: model-00002-of-00005\.safetensors\)/);
