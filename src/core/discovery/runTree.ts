@@ -140,6 +140,15 @@ function nameRuns(runs: Run[], rootPath: string): void {
   });
 }
 
+/** An entry listed again (a folder the walk printed before its own entries, a second root's copy): its latest facts. */
+function refreshNode(node: Node, e: Entry): void {
+  node.type = e.type;
+  node.bytes = e.bytes;
+  node.mtime = e.mtime;
+  if (e.link !== undefined) node.link = e.link;
+  if (e.text !== undefined) node.text = e.text;
+}
+
 /**
  * The folder tree of one root's entries, built one entry at a time (in find's order, parents first; a parent lost to
  * truncation is made up). With `reuse` (the listing parser hands over entries nobody else holds), each entry itself
@@ -171,11 +180,7 @@ export class EntryTree {
     }
     const existing = parent.children.get(name);
     if (existing) {
-      existing.type = e.type;
-      existing.bytes = e.bytes;
-      existing.mtime = e.mtime;
-      if (e.link !== undefined) existing.link = e.link;
-      if (e.text !== undefined) existing.text = e.text;
+      refreshNode(existing, e);
       return;
     }
     const reuse = this.reuse;
@@ -199,11 +204,7 @@ export class EntryTree {
     const parent = this.stack[depth - 1];
     const existing = parent.children.get(name);
     if (existing) {
-      existing.type = e.type;
-      existing.bytes = e.bytes;
-      existing.mtime = e.mtime;
-      if (e.link !== undefined) existing.link = e.link;
-      if (e.text !== undefined) existing.text = e.text;
+      refreshNode(existing, e);
       this.stack[depth] = existing;
       return;
     }

@@ -327,15 +327,7 @@ export class OpenSshConnection implements Transport {
       ['-F', '/dev/null', '-S', this.control, '-o', 'ControlMaster=no', '-o', 'ProxyCommand=false', '-o', 'BatchMode=yes', '-T', '--', MUX_ALIAS, line],
       { stdio: [stdin, stdout ?? 'pipe', 'pipe'] },
     );
-    this.children.add(child);
-    this.lifeline.add(child.pid);
-    const gone = (): void => {
-      this.children.delete(child);
-      this.lifeline.remove(child.pid);
-    };
-    child.once('exit', gone);
-    child.once('error', gone);
-    return child;
+    return this.lifeline.hold(child, this.children);
   }
 
   /** As SshConnection.exec: resolves with the exit status; `cancelled`, or `unreachable` with `detail.dropped`. */

@@ -323,15 +323,7 @@ export class OpenSshSession implements OpenSshStreams {
   run(line: string, stdout?: number): ChildProcess {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
     const child = spawn(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', stdout ?? 'pipe', 'pipe'], env: this.env });
-    this.children.add(child);
-    this.lifeline.add(child.pid);
-    const gone = (): void => {
-      this.children.delete(child);
-      this.lifeline.remove(child.pid);
-    };
-    child.once('exit', gone);
-    child.once('error', gone);
-    return child;
+    return this.lifeline.hold(child, this.children);
   }
 
   /** Stop every stream and the master, remove the agent and the folder. */

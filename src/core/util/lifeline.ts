@@ -40,6 +40,22 @@ export class Lifeline {
     this.send();
   }
 
+  /**
+   * Hold a child until it exits (or fails to start), in `running` too for the same span: the owner's set of what
+   * it kills on dispose.
+   */
+  hold(child: ChildProcess, running: Set<ChildProcess>): ChildProcess {
+    running.add(child);
+    this.add(child.pid);
+    const gone = (): void => {
+      running.delete(child);
+      this.remove(child.pid);
+    };
+    child.once('exit', gone);
+    child.once('error', gone);
+    return child;
+  }
+
   remove(pid: number | undefined): void {
     if (!pid || !this.pids.delete(pid)) return;
     this.send();
