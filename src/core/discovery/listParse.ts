@@ -210,9 +210,9 @@ export class ListRecordReader {
           // The folder it is in: the last entry one level up (the walk's folder at depth 1).
           if (!Number.isInteger(depth) || depth < 1 || depth > current.top + 1) throw protocol(`bad entry depth ${JSON.stringify(depthText.slice(0, 20))} for ${JSON.stringify(name.slice(0, 80))}`);
           if (name === '' || name === '.' || name === '..' || name.includes('/')) throw protocol(`bad entry name ${JSON.stringify(name.slice(0, 80))}`);
-          const parent = parents[depth - 1];
-          const rel = parent === '' ? name : `${parent}/${name}`;
-          parents[depth] = rel;
+          // parents[d]: the path of the last folder at depth d with its slash, so each path is one concatenation.
+          const rel = parents[depth - 1] + name;
+          parents[depth] = `${rel}/`;
           current.top = depth;
           const entry = toEntryRecord(fields[i + 1], fields[i + 2], fields[i + 3], rel, fields[i + 5], current.tree ? name : undefined);
           current.entries.push(entry);
@@ -247,7 +247,7 @@ export class ListRecordReader {
           if (f[0].includes('/') || f[0] === '.' || f[0] === '..') throw protocol(`bad folder record ${JSON.stringify(f[0].slice(0, 80))}`);
           current.prefix = f[0];
           // A new walk, of that folder.
-          current.parents[0] = f[0];
+          current.parents[0] = f[0] === '' ? '' : `${f[0]}/`;
           current.top = 0;
           current.tree?.walkFrom(f[0]);
           break;

@@ -67,18 +67,64 @@ interface Node {
   /** Levels below the root (a child of the root is 1). */
   depth: number;
   /** NO_CHILDREN (shared, never written) until something is put below the node. */
-  children: Map<string, Node>;
+  children: Children;
 }
 
-/** The children of a node nothing was listed under: one shared empty map instead of one per file. */
-const NO_CHILDREN: ReadonlyMap<string, Node> = new Map();
+/**
+ * A folder's children by name, in the order they were added: the part of a Map the tree uses. Most folders of a
+ * listing hold one or two entries (`step_N/checkpoint.pt`), and the tree lives through the whole parse, so every
+ * young-generation collection copies it: an array of the nodes (their names are the keys) costs a third of a Map's
+ * hash table, and an index by name is made only for a folder that grows past a few entries.
+ */
+class Children {
+  private list: Node[];
+  private index: Map<string, Node> | undefined;
+
+  constructor(first?: Node) {
+    this.list = first ? [first] : [];
+  }
+
+  get size(): number {
+    return this.list.length;
+  }
+
+  get(name: string): Node | undefined {
+    if (this.index) return this.index.get(name);
+    const list = this.list;
+    for (let i = 0; i < list.length; i++) if (list[i].name === name) return list[i];
+    return undefined;
+  }
+
+  /** Adds a node whose name is not there yet (the tree looks it up first). */
+  add(node: Node): void {
+    const list = this.list;
+    list.push(node);
+    if (this.index) this.index.set(node.name, node);
+    else if (list.length > INDEX_AFTER) this.index = new Map(list.map((n) => [n.name, n]));
+  }
+
+  /** The nodes, in order; the caller reads them, never changes the array. */
+  values(): readonly Node[] {
+    return this.list;
+  }
+
+  *keys(): IterableIterator<string> {
+    for (const n of this.list) yield n.name;
+  }
+}
+
+/** Past this many children a folder's lookups by name go through a Map (a scan of a few names is cheaper). */
+const INDEX_AFTER = 8;
+
+/** The children of a node nothing was listed under: one shared empty list instead of one per file. */
+const NO_CHILDREN: Children = new Children();
 
 /**
  * An entry made in the shape of the tree's node (for a tree built with `reuse`): it becomes the node without gaining
  * fields, which would give each entry a second, out-of-object store for them.
  */
 export function nodeShapedEntry(type: string, bytes: number, mtime: number, rel: string, name: string): Entry {
-  const node: Node = { name, rel, type, bytes, mtime, depth: 0, children: NO_CHILDREN as Map<string, Node> };
+  const node: Node = { name, rel, type, bytes, mtime, depth: 0, children: NO_CHILDREN };
   return node;
 }
 
@@ -95,7 +141,10 @@ export function findRuns(rootPath: string, entries: readonly Entry[], now: numbe
 /** findRuns over a tree built already (the listing reader builds it while the output arrives). */
 export function findRunsInTree(rootPath: string, tree: EntryTree, now: number, maxDepth = Infinity): Run[] {
   const root = tree.root;
-  const absolute = (rel: string): string => (rel === '' ? rootPath : rootPath === '/' ? `/${rel}` : `${rootPath}/${rel}`);
+  // One concatenation per path (a template literal makes two), so a path held by a checkpoint is one string node
+  // over the shared prefix and its relative path.
+  const prefix = rootPath === '/' ? '/' : `${rootPath}/`;
+  const absolute = (rel: string): string => (rel === '' ? rootPath : prefix + rel);
   // A folder at the walk's depth was listed, its contents were not: what it holds is unknown, not "nothing".
   const unseen = (n: Node): boolean => n.type === 'd' && n.depth >= maxDepth;
   const runs: Run[] = [];
@@ -155,7 +204,7 @@ function refreshNode(node: Node, e: Entry): void {
  * becomes the tree's node: one object per entry instead of two.
  */
 export class EntryTree {
-  readonly root: Node = { name: '', rel: '', type: 'd', bytes: 0, mtime: 0, depth: 0, children: new Map() };
+  readonly root: Node = { name: '', rel: '', type: 'd', bytes: 0, mtime: 0, depth: 0, children: new Children() };
   private readonly byRel = new Map<string, Node>([['', this.root]]);
   // find prints a folder right before its contents and siblings one after another: the last parent found is
   // almost always the next one's too, so most entries cost no lookup by path.
@@ -184,13 +233,13 @@ export class EntryTree {
       return;
     }
     const reuse = this.reuse;
-    const node: Node = reuse ? (e as Node) : { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: 0, children: NO_CHILDREN as Map<string, Node> };
+    const node: Node = reuse ? (e as Node) : { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: 0, children: NO_CHILDREN };
     node.name = name;
     node.depth = parent.depth + 1;
-    node.children = NO_CHILDREN as Map<string, Node>;
+    node.children = NO_CHILDREN;
     if (!reuse && e.link !== undefined) node.link = e.link;
     if (!reuse && e.text !== undefined) node.text = e.text;
-    childrenOf(parent).set(name, node);
+    addChild(parent, node);
     // Only folders are ever looked up as parents.
     if (e.type !== 'f') this.byRel.set(e.rel, node);
   }
@@ -208,13 +257,13 @@ export class EntryTree {
       this.stack[depth] = existing;
       return;
     }
-    const node: Node = this.reuse ? (e as Node) : { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: 0, children: NO_CHILDREN as Map<string, Node> };
+    const node: Node = this.reuse ? (e as Node) : { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: 0, children: NO_CHILDREN };
     node.name = name;
     node.depth = parent.depth + 1;
-    node.children = NO_CHILDREN as Map<string, Node>;
+    node.children = NO_CHILDREN;
     if (!this.reuse && e.link !== undefined) node.link = e.link;
     if (!this.reuse && e.text !== undefined) node.text = e.text;
-    childrenOf(parent).set(name, node);
+    addChild(parent, node);
     this.stack[depth] = node;
   }
 
@@ -229,16 +278,16 @@ export class EntryTree {
     if (existing) return existing;
     const slash = rel.lastIndexOf('/');
     const parent = this.folder(slash < 0 ? '' : rel.slice(0, slash));
-    const node: Node = { name: rel.slice(slash + 1), rel, type: 'd', bytes: 0, mtime: 0, depth: parent.depth + 1, children: NO_CHILDREN as Map<string, Node> };
-    childrenOf(parent).set(node.name, node);
+    const node: Node = { name: rel.slice(slash + 1), rel, type: 'd', bytes: 0, mtime: 0, depth: parent.depth + 1, children: NO_CHILDREN };
+    addChild(parent, node);
     this.byRel.set(rel, node);
     return node;
   }
 }
 
-function childrenOf(node: Node): Map<string, Node> {
-  if (node.children === NO_CHILDREN) node.children = new Map();
-  return node.children;
+function addChild(parent: Node, node: Node): void {
+  if (parent.children === NO_CHILDREN) parent.children = new Children(node);
+  else parent.children.add(node);
 }
 
 function asRun(node: Node, absolute: (rel: string) => string, now: number, unseen: (n: Node) => boolean): { run: Run; claimed: Set<Node> } | undefined {
@@ -473,7 +522,8 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
     const parsed = checkpointName(child) ?? (temp ? parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) : undefined) ?? linkedAlias(child);
     if (!parsed) continue;
     const isDir = child.type === 'd';
-    const files = isDir ? filesUnder(child, '', absolute) : [];
+    // A copy of the exact length: an array filled by push keeps room for 17 (a checkpoint's list outlives the parse).
+    const files = isDir ? filesUnder(child, '', absolute).slice() : [];
     const marker = markers ? unfinishedMarker(child.name) : undefined;
     const deep = isDir && reachesDepth(child, unseen);
     // Below the walk's depth nothing can be told from the files: not marked (their sizes are not known either).
