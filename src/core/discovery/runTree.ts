@@ -108,7 +108,12 @@ class Children {
     return this.list;
   }
 
-  *keys(): IterableIterator<string> {
+  /** The names, in order: the folder itself, iterable over them, so nothing is made unless they are read. */
+  keys(): Iterable<string> {
+    return this;
+  }
+
+  *[Symbol.iterator](): IterableIterator<string> {
     for (const n of this.list) yield n.name;
   }
 }
@@ -514,16 +519,16 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
   const links = new Map<Checkpoint, string>();
   // NeMo's `-unfinished` markers are rare: look one up per checkpoint only in a folder that holds one.
   let markers = false;
-  for (const name of dir.children.keys()) if (name.endsWith('-unfinished')) markers = true;
-  for (const child of dir.children.values()) {
+  const kids = dir.children.values();
+  for (let i = 0; i < kids.length; i++) if (kids[i].name.endsWith('-unfinished')) markers = true;
+  for (const child of kids) {
     if (child.type !== 'd' && child.type !== 'f') continue;
     // A file under a temporary name (`epoch=0-step=10.ckpt.tmp`) is the checkpoint it will be, still being written.
     const temp = child.type === 'f' && TEMPORARY_FILE.test(child.name);
     const parsed = checkpointName(child) ?? (temp ? parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) : undefined) ?? linkedAlias(child);
     if (!parsed) continue;
     const isDir = child.type === 'd';
-    // A copy of the exact length: an array filled by push keeps room for 17 (a checkpoint's list outlives the parse).
-    const files = isDir ? filesUnder(child, '', absolute).slice() : [];
+    const files = isDir ? checkpointFiles(child, absolute) : [];
     const marker = markers ? unfinishedMarker(child.name) : undefined;
     const deep = isDir && reachesDepth(child, unseen);
     // Below the walk's depth nothing can be told from the files: not marked (their sizes are not known either).
@@ -549,7 +554,7 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
   }
   // TensorFlow's prefix checkpoints: a group of files of this folder each (checkpointLayout.ts tfCheckpointGroups).
   let tfData = false;
-  for (const name of dir.children.keys()) if (name.includes('.data-')) tfData = true;
+  for (let i = 0; i < kids.length; i++) if (kids[i].name.includes('.data-')) tfData = true;
   if (tfData) {
     for (const g of tfCheckpointGroups(dir.children.keys())) {
       const nodes = g.files.map((n) => dir.children.get(n)!).filter((n) => n.type === 'f');
@@ -619,6 +624,16 @@ function checkpointName(node: Node): (ParsedCheckpointName & { incomplete?: stri
 }
 
 /** Every file below a checkpoint folder; names are relative to the folder (`model/pytorch_model.bin`). */
+function checkpointFiles(dir: Node, absolute: (rel: string) => string): CheckpointFile[] {
+  // Most hold one file: an array of exactly that (one filled by push keeps room for 17, and these outlive the parse).
+  const kids = dir.children.values();
+  if (kids.length === 1 && kids[0].type === 'f') {
+    const only = kids[0];
+    return [{ name: only.name, path: absolute(only.rel), bytes: only.bytes, mtime: only.mtime }];
+  }
+  return filesUnder(dir, '', absolute).slice();
+}
+
 function filesUnder(dir: Node, prefix: string, absolute: (rel: string) => string, out: CheckpointFile[] = []): CheckpointFile[] {
   // Most checkpoint folders hold one or two files: sort (a copy) only when there is an order to make.
   const children = dir.children.size > 1 ? [...dir.children.values()].sort(byName) : dir.children.values();
