@@ -79,6 +79,7 @@ interface Node {
 class Children {
   private list: Node[];
   private index: Map<string, Node> | undefined;
+  private lookups = 0;
 
   constructor(first?: Node) {
     this.list = first ? [first] : [];
@@ -89,18 +90,20 @@ class Children {
   }
 
   get(name: string): Node | undefined {
-    if (this.index) return this.index.get(name);
     const list = this.list;
+    if (this.index === undefined && list.length > INDEX_AFTER && ++this.lookups > SCANS_BEFORE_INDEX) this.index = new Map(list.map((n) => [n.name, n]));
+    if (this.index) return this.index.get(name);
     for (let i = 0; i < list.length; i++) if (list[i].name === name) return list[i];
     return undefined;
   }
 
-  /** Adds a node whose name is not there yet (the tree looks it up first). */
+  /**
+   * Adds a node whose name is not there yet (the tree looks it up first, or knows). The index is made by a large
+   * folder's fifth lookup, so a folder looked up in a few times (`checkpoints/`, for its pointer files) never has one.
+   */
   add(node: Node): void {
-    const list = this.list;
-    list.push(node);
-    if (this.index) this.index.set(node.name, node);
-    else if (list.length > INDEX_AFTER) this.index = new Map(list.map((n) => [n.name, n]));
+    this.list.push(node);
+    this.index?.set(node.name, node);
   }
 
   /** The nodes, in order; the caller reads them, never changes the array. */
@@ -120,6 +123,8 @@ class Children {
 
 /** Past this many children a folder's lookups by name go through a Map (a scan of a few names is cheaper). */
 const INDEX_AFTER = 8;
+/** Lookups by scan in a large folder before it is indexed: building the Map costs more than a few scans. */
+const SCANS_BEFORE_INDEX = 4;
 
 /** The children of a node nothing was listed under: one shared empty list instead of one per file. */
 const NO_CHILDREN: Children = new Children();
@@ -217,6 +222,11 @@ export class EntryTree {
   private lastParent: Node = this.root;
   /** addAt: the last node added at each depth of the current walk (its folder at 0). */
   private readonly stack: Node[] = [this.root];
+  /**
+   * addAt: whether stack[d] was made in this walk. find prints each entry once per walk, so what a folder made in
+   * this walk holds is new and needs no lookup; a folder met again (a second walk, a second root's copy) is looked in.
+   */
+  private readonly fresh: boolean[] = [false];
 
   constructor(private readonly reuse: boolean) {}
 
@@ -256,10 +266,11 @@ export class EntryTree {
    */
   addAt(depth: number, e: Entry, name: string): void {
     const parent = this.stack[depth - 1];
-    const existing = parent.children.get(name);
+    const existing = this.fresh[depth - 1] ? undefined : parent.children.get(name);
     if (existing) {
       refreshNode(existing, e);
       this.stack[depth] = existing;
+      this.fresh[depth] = false;
       return;
     }
     const node: Node = this.reuse ? (e as Node) : { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: 0, children: NO_CHILDREN };
@@ -270,12 +281,14 @@ export class EntryTree {
     if (!this.reuse && e.text !== undefined) node.text = e.text;
     addChild(parent, node);
     this.stack[depth] = node;
+    this.fresh[depth] = true;
   }
 
   /** addAt's next entries are in the root's folder NAME ('' for the root itself): the fair listing's walks. */
   walkFrom(name: string): void {
     const found = name === '' ? this.root : this.root.children.get(name);
     this.stack[0] = found ?? this.folder(name);
+    this.fresh[0] = false;
   }
 
   private folder(rel: string): Node {
