@@ -12,6 +12,7 @@ import { walkTorchPickle, type WalkLimits } from './torchPickle';
 import { readSafetensorsHeader, readShardIndex, MAX_SAFETENSORS_HEADER } from './safetensors';
 import { entryDataRange, findEndRecord, firstLocalEntry, readCentralDirectory, type ZipEntry } from './zip';
 import { readDcpMetadata } from './dcp';
+import { DEEPSPEED_ZERO_SHARD } from '../discovery/checkpointLayout';
 import type { CheckpointFormat, EntryInfo, FileFormat, FileInspection, Inspection, OpaqueGlobal, TensorInfo } from './types';
 
 /** The most a pickle or index is read to (data.pkl of a huge optimizer state is a few MB). */
@@ -323,8 +324,6 @@ function combine(results: FileResult[], files: FileBytes[]): Inspection {
   };
 }
 
-/** DeepSpeed's ZeRO optimizer shard of one data-parallel rank (engine.py _get_rank_zero_ckpt_name). */
-const ZERO_SHARD = /^(?:.*\/)?(?:bf16_|fp16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$/;
 /** DeepSpeed's model states (engine.py _get_ckpt_name): `mp_rank_00_model_states.pt`, per rank under ZeRO-3. */
 const DS_MODEL_STATES = /^(?:.*\/)?(?:zero_pp_rank_\d+_)?mp_rank_\d+_model_states\.pt$/;
 
@@ -335,7 +334,7 @@ const DS_MODEL_STATES = /^(?:.*\/)?(?:zero_pp_rank_\d+_)?mp_rank_\d+_model_state
  */
 function deepspeedZeroShards(results: FileResult[]): { entry: EntryInfo; incomplete?: string } | undefined {
   const shards = results.flatMap((r) => {
-    const m = ZERO_SHARD.exec(r.file.name);
+    const m = DEEPSPEED_ZERO_SHARD.exec(r.file.name);
     return m ? [{ r, rank: Number(m[1]), mp: m[2] }] : [];
   });
   const model = results.find((r) => DS_MODEL_STATES.test(r.file.name));
