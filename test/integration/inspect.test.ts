@@ -45,6 +45,8 @@ const LAYOUT: [fixture: string, checkpoint: string][] = [
   ['many_tensors.pt', 'step_1200'],
   ['../inspect_more/hf_bin', 'step_1300'],
   ['../inspect_more/hf_bin_broken', 'step_1400'],
+  ['../inspect_more/base.pt', 'step_1500'],
+  ['../inspect_more/edited.pt', 'step_1600'],
 ];
 
 let host: TestHost;
@@ -60,7 +62,7 @@ function place(root: string): void {
     else if (name.includes('.')) fs.copyFileSync(src, path.join(ck, name));
     else {
       fs.mkdirSync(path.join(ck, name));
-      fs.copyFileSync(src, path.join(ck, name, fixture));
+      fs.copyFileSync(src, path.join(ck, name, path.basename(fixture)));
     }
   }
   fs.cpSync(path.join(MORE, 'deepspeed'), path.join(root, DS_RUN), { recursive: true });
@@ -218,7 +220,8 @@ for (const [label, hostName, , spec] of TARGETS) {
       assert.equal(ls.code, 0, ls.stderr);
       const run = (JSON.parse(ls.stdout) as { run: { latest: string; checkpoints: { name: string; incomplete?: string }[] } }).run;
       assert.equal(run.checkpoints.find((c) => c.name === 'step_1400')?.incomplete, '4 of 5 shards of pytorch_model.bin are there');
-      assert.equal(run.latest, 'step_1300');
+      assert.equal(run.latest, 'step_1600');
+      assert.ok(run.checkpoints.some((c) => c.name === 'step_1300' && c.incomplete === undefined));
     });
 
     test('a DeepSpeed save_dir: global_stepN tags, module tensors as params, ZeRO shards counted, the unfinished tag never latest', () => {
@@ -323,6 +326,20 @@ describe('diff', () => {
     assert.ok(d.removed.length > 0);
     assert.ok(d.removed.every((t) => t.file === (expected.hf_shards_broken.missing as string[])[0]));
     assert.equal(d.b.completeness, 'incomplete');
+  });
+});
+
+describe('diff of a run\'s checkpoint against one on another host', () => {
+  test('a base state dict on the bare host against its edited architecture in the container: added, removed, changed as the writer edited', () => {
+    const r = runBuiltCli(['diff', `h/host/${RUN}/step_1500`, `c/pct:200/${RUN}/step_1600`, '--json', '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+    assert.equal(r.code, 0, r.stderr);
+    const d = JSON.parse(r.stdout) as { added: { name: string }[]; removed: { name: string }[]; changed: { name: string; changed: string[] }[]; a: { totals: { params: number } }; b: { totals: { params: number } } };
+    const exp = (expectedMore['edited.pt'] as { against_base: { added: string[]; removed: string[]; changed: string[] } }).against_base;
+    assert.deepEqual(d.added.map((t) => t.name).sort(), exp.added);
+    assert.deepEqual(d.removed.map((t) => t.name).sort(), exp.removed);
+    assert.deepEqual(d.changed.map((c) => [c.name, c.changed]).sort(), [['embed_tokens.weight', ['shape']], ['layers.1.norm.weight', ['dtype']]]);
+    assert.equal(d.a.totals.params, (expectedMore['base.pt'] as { params: number }).params);
+    assert.equal(d.b.totals.params, (expectedMore['edited.pt'] as { params: number }).params);
   });
 });
 
