@@ -22,6 +22,8 @@ import { registerDownloads } from './download/register';
 import { registerEvals, type EvalsHandle } from './eval/register';
 import { EvalResultsHub } from './eval/resultsHub';
 import { registerDemo } from './demo/register';
+import { registerCompare } from './inspect/register';
+import type { Checkpoint, TargetRef } from '../core/types';
 import { registerLanguageServer } from './lsp/client';
 
 export interface RemoteRunsApi {
@@ -77,6 +79,9 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
 
   let evalsHandle: EvalsHandle | undefined;
   const inspectCache = new InspectCache();
+  // A checkpoint's contents (tree rows, hover, compare): its headers over one remote command, cached per (path, size, mtime).
+  const inspectCheckpoint = async (hostName: string, target: TargetRef, checkpoint: Checkpoint) =>
+    (await inspectRemote(core.executor(hostName), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection;
   const tree = store.register(
     new RunsTreeProvider({
       core,
@@ -103,11 +108,11 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       // Bound once evals are registered below (they need the tree to redraw).
       checkpointDecoration: (node) => evalsHandle?.checkpointDecoration(node),
       checkpointEvalRunning: (node) => evalsHandle?.checkpointEvalRunning(node) ?? false,
-      // A checkpoint's contents and hover: its headers over one remote command, cached per (path, size, mtime).
-      inspect: async (hostName, target, checkpoint) => (await inspectRemote(core.executor(hostName), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection,
+      inspect: inspectCheckpoint,
     }),
   );
-  const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true }));
+  // canSelectMany: two checkpoints selected together can be compared (Compare Checkpoints… on the selection).
+  const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true }));
   tree.attach(view);
 
   // A workspace's settings files are read for restricted settings VS Code will not apply, and each one is said
@@ -157,6 +162,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   });
   registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings });
   evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults });
+  registerCompare({ store, core, hosts, log, context, inspect: inspectCheckpoint });
   registerDemo({ store, context, log });
   // Last: the language server asks the tree and the pool, so both exist before its first question.
   registerLanguageServer({ store, context, core, hosts, pool, tree, view, log });

@@ -220,6 +220,12 @@ export function finalWeightFiles(names: readonly string[]): string[] {
 }
 
 /**
+ * DeepSpeed's ZeRO optimizer shard of one data-parallel rank inside a tag folder (deepspeed/runtime/engine.py,
+ * _get_rank_zero_ckpt_name: `{bf16_}zero_pp_rank_{dp_rank}_mp_rank_{mp_rank:02d}_optim_states.pt`). Groups: rank, mp rank.
+ */
+export const DEEPSPEED_ZERO_SHARD = /^(?:.*\/)?(?:bf16_|fp16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$/;
+
+/**
  * The pointer files frameworks keep beside their checkpoints, whose contents name the one they consider latest:
  * DeepSpeed's `latest` (the tag, `global_step500`: deepspeed/runtime/engine.py, save_checkpoint writes it when
  * save_latest) and Megatron-LM's `latest_checkpointed_iteration.txt` (the iteration, `1000`, or `release`:

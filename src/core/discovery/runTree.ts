@@ -28,6 +28,7 @@
 import { LIVE_WINDOW_MS, checkpointOrder, type Checkpoint, type CheckpointFile, type CheckpointKind, type FrameworkPointer, type Run } from '../types';
 import {
   CHECKPOINT_CONTAINERS,
+  DEEPSPEED_ZERO_SHARD,
   LOG_CONTAINERS,
   TEMPORARY_FILE,
   accelerateSave,
@@ -346,6 +347,7 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
   if (checkpoints.length === 0 && logs.length === 0) return undefined;
 
   sortCheckpoints(checkpoints);
+  deepspeedUnfinished(places, checkpoints, absolute);
   markNewest(checkpoints);
   const pointers = pointersOf(places, checkpoints);
   const metrics = logs.map((l) => absolute(l.rel));
@@ -421,6 +423,33 @@ function finalWeightsOf(node: Node, absolute: (rel: string) => string, unseen: (
     newest: false,
     ...(incomplete ? { incomplete } : {}),
   };
+}
+
+/**
+ * A DeepSpeed tag still being saved: every data-parallel rank writes its own ZeRO shard, and rank 0 writes the
+ * `latest` file only after all of them (deepspeed/runtime/engine.py save_checkpoint). A tag newer than the one
+ * `latest` names that holds fewer ZeRO shards than that one is a save not finished (rank files still to come), not
+ * the run's latest. (A newer tag with as many shards is complete as far as names tell: saved with save_latest=False,
+ * or `latest` about to be written.)
+ */
+function deepspeedUnfinished(places: readonly Node[], checkpoints: Checkpoint[], absolute: (rel: string) => string): void {
+  const shards = (c: Checkpoint): number => c.files.filter((f) => !f.name.includes('/') && DEEPSPEED_ZERO_SHARD.test(f.name)).length;
+  for (const place of places) {
+    const n = place.children.get('latest');
+    if (n?.type !== 'f' || n.link !== undefined || n.text === undefined) continue;
+    const means = pointerNames('latest', n.text);
+    const dir = `${absolute(place.rel).replace(/\/+$/, '')}/`;
+    const here = checkpoints.filter((c) => c.isDir && c.kind === 'step' && c.path.startsWith(dir) && !c.path.slice(dir.length).includes('/'));
+    const named = means ? here.find((c) => means(c.name)) : undefined;
+    if (!named || named.step === null) continue;
+    const want = shards(named);
+    if (want === 0) continue;
+    for (const c of here) {
+      if (c === named || c.step === null || c.step <= named.step || c.incomplete !== undefined) continue;
+      const have = shards(c);
+      if (have < want) c.incomplete = `${have} ZeRO optimizer shard${have === 1 ? '' : 's'} where ${named.name}, which DeepSpeed's latest file names, has ${want}: still being saved (latest is written after every rank's shard)`;
+    }
+  }
 }
 
 /** DeepSpeed's `latest` and Megatron-LM's tracker file beside the checkpoints: what they name, and where that disagrees with us. */
