@@ -15,6 +15,7 @@
  * change; the extension computes with them and never sends them back, so a restored panel cannot end up echoing two
  * values to and fro. Runs, statuses and the highlighted checkpoint belong to the extension.
  */
+import type { MetricDirection, PlateauDirection } from './metricDirection';
 
 export type TargetKindWire = 'host' | 'pct' | 'docker';
 
@@ -67,7 +68,13 @@ export interface SeriesUpdate extends SeriesChunk {
 /** A metric that has stopped improving (from detectPlateau on the smoothed series of the primary run). */
 export interface PlateauHint {
   key: string;
+  /** Which way counts as better for this hint (the name's, or the user's choice in the webview). */
+  direction: MetricDirection;
+  /** The first step from which the metric never again improved by more than `fraction` on its best so far. */
   flatSince: number;
+  /** The smoothed value at `flatSince` (the best so far there: the hint never names a best newer than that). */
+  flatValue: number;
+  /** The best smoothed value of the segment, and its step (at or after `flatSince`, within `fraction` of it). */
   best: number;
   bestStep: number;
   window: number;
@@ -218,12 +225,17 @@ export type FromWebview =
   /** From the eval table page: put the table on the clipboard as CSV or Markdown. */
   | { type: 'copyEvalTable'; format: 'csv' | 'markdown' };
 
-/** The plot width in CSS pixels, the visible step range (null = all), smoothing weight, metrics not shown. */
+/**
+ * The plot width in CSS pixels, the visible step range (null = all), smoothing weight, metrics not shown, and the
+ * plateau direction the user chose for some metrics.
+ */
 export interface ViewWire {
   width: number;
   range: XRange | null;
   smoothing: number;
   hidden: string[];
+  /** The user's choice of which way is better per metric (the plateau hint's direction); absent: the names' own. */
+  directions?: Record<string, PlateauDirection>;
 }
 
 /** Kept by the webview (vscode.setState) and handed back to the panel serializer after a reload. */
