@@ -50,6 +50,9 @@ export interface ChartHost {
   setDirection(key: string, direction: PlateauDirection): void;
 }
 
+/** Width of every chart's y axis (its tick labels), in CSS pixels: `0.2548`, `1.5e-4`, `12.5k` fit at 10 px. */
+const Y_AXIS_WIDTH = 46;
+
 /** Radius of an eval's point, in CSS pixels. */
 const EVAL_POINT_RADIUS = 5;
 
@@ -85,7 +88,7 @@ export class MetricChart {
     // Which way is better for this metric (what the plateau hint judges by); a click flips it (lower → higher → off).
     this.directionEl = el('button', 'metric-direction');
     this.directionEl.type = 'button';
-    this.directionEl.addEventListener('click', () => this.host.setDirection(key, nextDirection(plateauDirection(key, this.host.ui.directions))));
+    this.directionEl.addEventListener('click', () => this.host.setDirection(key, nextDirection(plateauDirection(key, this.host.ui.directions), plateauDirection(key, {}))));
     head.append(title, this.valueEl, this.directionEl);
     // One line, always there (empty when the metric is not flat): a hint coming or going never moves the chart.
     this.hintEl = el('div', 'metric-hint');
@@ -199,6 +202,10 @@ export class MetricChart {
         type: ui.logY ? 'logarithmic' : 'linear',
         // Room above and below the data: a point at the top or bottom value is not cut by the plot's edge.
         ...(ui.logY ? {} : { afterBuildTicks: yBuild, grace: '6%' }),
+        // The same width on every chart, so their plot areas (and the checkpoint markers in them) line up in the grid.
+        afterFit: (axis: { width: number }) => {
+          axis.width = Y_AXIS_WIDTH;
+        },
         ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 7, callback: (v: number | string, _i: number, ticks: TickList) => (ui.logY ? formatValue(Number(v)) : formatTick(Number(v), stepOf(ticks))) },
         grid: { color: withAlpha(theme.grid, 0.4) },
         border: { color: theme.grid },
@@ -221,7 +228,7 @@ export class MetricChart {
     if (text) this.hintEl.setAttribute('aria-label', text.full);
     else this.hintEl.removeAttribute('aria-label');
     this.hintEl.classList.toggle('on', plateau !== undefined);
-    const sw = directionSwitch(this.key, plateauDirection(this.key, ui.directions));
+    const sw = directionSwitch(this.key, plateauDirection(this.key, ui.directions), plateauDirection(this.key, {}));
     if (this.directionEl.textContent !== sw.symbol) this.directionEl.textContent = sw.symbol;
     if (this.directionEl.title !== sw.label) {
       this.directionEl.title = sw.label;

@@ -20,15 +20,20 @@ export function plateauText(h: PlateauHint, mode: 'panel' | 'inline'): { short: 
   return { short, full };
 }
 
-/** The next choice of the direction switch: lower → higher → off → lower. */
-export function nextDirection(d: PlateauDirection): PlateauDirection {
-  return d === 'lower' ? 'higher' : d === 'higher' ? 'off' : 'lower';
+/**
+ * The next choice of a metric's direction switch, from its name's own direction: a click first flips it (what a
+ * wrongly guessed metric needs), then turns the hint off, then back: `higher → lower → off`; a metric whose name
+ * says nothing goes `off → lower → higher`.
+ */
+export function nextDirection(d: PlateauDirection, own: PlateauDirection): PlateauDirection {
+  const order: PlateauDirection[] = own === 'off' ? ['off', 'lower', 'higher'] : [own, own === 'higher' ? 'lower' : 'higher', 'off'];
+  return order[(order.indexOf(d) + 1) % order.length];
 }
 
 /** The switch's face and what it says it does. */
-export function directionSwitch(key: string, d: PlateauDirection): { symbol: string; label: string } {
+export function directionSwitch(key: string, d: PlateauDirection, own: PlateauDirection): { symbol: string; label: string } {
   const now = d === 'off' ? `No plateau hint for ${key}` : `${d === 'higher' ? 'Higher' : 'Lower'} is better for ${key} (plateau hint)`;
-  const next = nextDirection(d);
+  const next = nextDirection(d, own);
   const then = next === 'off' ? 'no plateau hint' : `${next} is better`;
   return { symbol: d === 'higher' ? '↑' : d === 'lower' ? '↓' : '–', label: `${now}; click for ${then}` };
 }

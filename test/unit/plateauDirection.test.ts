@@ -41,8 +41,11 @@ test('names say which way is better; the user\'s choice wins; no known direction
   assert.equal(plateauDirection('lr', {}), 'off');
   assert.equal(plateauDirection('lr', { lr: 'higher' }), 'higher');
   assert.equal(plateauDirection('constructor', {}), 'off', 'an inherited property is no choice');
-  assert.deepEqual([nextDirection('lower'), nextDirection('higher'), nextDirection('off')], ['higher', 'off', 'lower']);
-  assert.deepEqual(directionSwitch('acc', 'higher'), { symbol: '↑', label: 'Higher is better for acc (plateau hint); click for no plateau hint' });
+  // A click flips a named metric first, then turns its hint off, then back; a nameless one goes off → lower → higher.
+  assert.deepEqual([nextDirection('higher', 'higher'), nextDirection('lower', 'higher'), nextDirection('off', 'higher')], ['lower', 'off', 'higher']);
+  assert.deepEqual([nextDirection('off', 'off'), nextDirection('lower', 'off'), nextDirection('higher', 'off')], ['lower', 'higher', 'off']);
+  assert.deepEqual(directionSwitch('acc', 'higher', 'higher'), { symbol: '↑', label: 'Higher is better for acc (plateau hint); click for lower is better' });
+  assert.deepEqual(directionSwitch('acc', 'lower', 'higher'), { symbol: '↓', label: 'Lower is better for acc (plateau hint); click for no plateau hint' });
 });
 
 test('the flip is the webview\'s: one view message carries it, the default again removes it, and it survives a reload', () => {
