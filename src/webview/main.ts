@@ -339,7 +339,7 @@ function renderLegend(): void {
     const role = h('span', 'legend-role');
     role.textContent = run.role === 'primary' ? '' : run.role === 'reference' ? 'reference run' : 'compared';
     toggle.append(sw, name, role);
-    toggle.title = `${run.where} — click to show or hide`;
+    toggle.title = `${run.label} · ${run.where} — click to show or hide`;
     toggle.addEventListener('click', () => {
       dispatch({ type: 'showRun', runKey: run.runKey, shown: ui.hiddenRuns.has(run.runKey) });
       renderLegend();
@@ -367,6 +367,7 @@ function renderLegend(): void {
       const text = h('span', 'legend-label');
       const profiles = [...new Set(withValue.map((e) => e.profile))].join(', ');
       text.textContent = `eval ${key} (${profiles}): ${withValue.length} point${withValue.length === 1 ? '' : 's'}${store.runs.length > 1 ? ` · ${run.label}` : ''}`;
+      item.title = text.textContent; // the inline view's one-line legend may cut it
       item.append(sw, text);
       legend.append(item);
     }
