@@ -16,7 +16,7 @@ import { runColor, withAlpha, type Theme } from './theme';
 import { plateauDirection, type PlateauDirection } from '../shared/metricDirection';
 import { directionSwitch, nextDirection, plateauText } from './plateauText';
 import { evalLines } from './evalSeries';
-import type { Extent } from './panelRange';
+import { padRange, type Extent } from './panelRange';
 import { placeTip } from './tipPlacement';
 
 export interface UiState {
@@ -52,6 +52,9 @@ export interface ChartHost {
 
 /** Width of every chart's y axis (its tick labels), in CSS pixels: `0.2548`, `1.5e-4`, `12.5k` fit at 10 px. */
 const Y_AXIS_WIDTH = 46;
+
+/** Room added above and below a linear y axis' data, as a fraction of its span. */
+const Y_PADDING = 0.06;
 
 /** Radius of an eval's point, in CSS pixels. */
 const EVAL_POINT_RADIUS = 5;
@@ -89,9 +92,11 @@ export class MetricChart {
     this.directionEl = el('button', 'metric-direction');
     this.directionEl.type = 'button';
     this.directionEl.addEventListener('click', () => this.host.setDirection(key, nextDirection(plateauDirection(key, this.host.ui.directions), plateauDirection(key, {}))));
-    head.append(title, this.valueEl, this.directionEl);
-    // One line, always there (empty when the metric is not flat): a hint coming or going never moves the chart.
+    // One line, always there (empty when the metric is not flat): a hint coming or going never moves the chart. In
+    // the short inline view it shares the title's line instead, so it never takes height from the chart.
     this.hintEl = el('div', 'metric-hint');
+    const inline = host.ui.mode === 'inline';
+    head.append(title, ...(inline ? [this.hintEl] : []), this.valueEl, this.directionEl);
     const body = el('div', 'metric-body');
     this.canvas = document.createElement('canvas');
     this.canvas.setAttribute('role', 'img');
@@ -105,7 +110,7 @@ export class MetricChart {
     body.append(this.canvas, this.markers, this.evalButtons, this.tip, this.selection);
     this.readoutEl = el('div', 'metric-readout');
     this.tickLists = { x: tickList(`x axis of ${key}`, 'x'), y: tickList(`y axis of ${key}`, 'y') };
-    this.el.append(head, this.hintEl, body, this.readoutEl, this.tickLists.x, this.tickLists.y);
+    this.el.append(head, ...(inline ? [] : [this.hintEl]), body, this.readoutEl, this.tickLists.x, this.tickLists.y);
     parent.append(this.el);
     this.chart = new Chart<'line', Point[]>(this.canvas, {
       type: 'line',
@@ -200,8 +205,7 @@ export class MetricChart {
       x: { type: 'linear', min: xMin, max: xMax, afterBuildTicks: xBuild, ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 8, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
       y: {
         type: ui.logY ? 'logarithmic' : 'linear',
-        // Room above and below the data: a point at the top or bottom value is not cut by the plot's edge.
-        ...(ui.logY ? {} : { afterBuildTicks: yBuild, grace: '6%' }),
+        ...(ui.logY ? {} : { afterBuildTicks: yBuild }),
         // The same width on every chart, so their plot areas (and the checkpoint markers in them) line up in the grid.
         afterFit: (axis: { width: number }) => {
           axis.width = Y_AXIS_WIDTH;
@@ -332,6 +336,9 @@ export class MetricChart {
           if (ref.value < args.scale.min) args.scale.min = ref.value;
           if (ref.value > args.scale.max) args.scale.max = ref.value;
         }
+        // Room above and below the data, so a point at the top or bottom value is not cut by the plot's edge; never
+        // across zero (a learning rate gets no negative ticks).
+        if (!this.host.ui.logY) Object.assign(args.scale, padRange(args.scale.min, args.scale.max, Y_PADDING));
       },
       afterDatasetsDraw: (chart) => {
         const { ctx, chartArea: area, scales } = chart;

@@ -2,7 +2,8 @@
  * One x range for every chart of a panel: the span of everything any chart draws (the shown runs' curves of the
  * shown metrics, their eval points, the primary run's checkpoints), on the chosen x axis. Charts that each fit
  * their own data disagree (an eval-only chart at 0–30000 beside training charts at 0–40000), and then the same
- * checkpoint sits at different places. Pure, unit-tested in node.
+ * checkpoint sits at different places. Also the room each chart's y axis leaves around its data. Pure, unit-tested
+ * in node.
  */
 import type { MetricsStore, RunState, XMode } from './store';
 
@@ -38,4 +39,17 @@ export function panelXExtent(store: MetricsStore, keys: readonly string[], xMode
     for (const c of primary.checkpoints) take(store.xOfStep(primary, anyKey, c.step, xMode));
   }
   return min <= max ? { min, max } : undefined;
+}
+
+/**
+ * [min, max] widened by `fraction` of its span at both ends (of the value when flat): room above and below a chart's
+ * data, so a point at the top or bottom value is not cut by the plot's edge. Never across zero: a learning rate's
+ * axis gets no negative ticks.
+ */
+export function padRange(min: number, max: number, fraction: number): Extent {
+  if (!Number.isFinite(min) || !Number.isFinite(max) || max < min) return { min, max };
+  const pad = (max > min ? max - min : Math.abs(max) || 1) * fraction;
+  // Flat: widen away from zero only (all zeros: upwards).
+  if (max === min) return min >= 0 ? { min: Math.max(0, min - pad), max: max + pad } : { min: min - pad, max: Math.min(0, max + pad) };
+  return { min: min >= 0 && min - pad < 0 ? 0 : min - pad, max: max <= 0 && max + pad > 0 ? 0 : max + pad };
 }

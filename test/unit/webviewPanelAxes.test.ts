@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { EVAL_SCRIPT } from '../../src/demo/scripts';
 import { MetricsStore, evalMetricKeys, evalTooltip } from '../../src/webview/store';
 import { countFields, evalLines, namedLikeCount } from '../../src/webview/evalSeries';
-import { panelXExtent } from '../../src/webview/panelRange';
+import { padRange, panelXExtent } from '../../src/webview/panelRange';
 import { placeTip } from '../../src/webview/tipPlacement';
 import type { EvalPointWire, RunRefWire, RunSnapshot } from '../../src/shared/metricsProtocol';
 
@@ -103,4 +103,12 @@ test('the tooltip stays whole inside the window: beside its point, on its left a
   assert.ok(top.top >= 24, `below a point at the top: ${JSON.stringify(top)}`);
   const huge = placeTip({ left: 10, top: 10, width: 14, height: 14 }, { width: 2000, height: 900 }, view);
   assert.deepEqual(huge, { left: 2, top: 2 }, 'larger than the window: from its top-left corner');
+});
+
+test('y padding: room at both ends, never across zero', () => {
+  assert.deepEqual(padRange(1, 3, 0.05), { min: 0.9, max: 3.1 });
+  assert.deepEqual(padRange(7.5e-7, 1.5e-4, 0.06), { min: 0, max: 1.5e-4 + (1.5e-4 - 7.5e-7) * 0.06 }, 'a learning rate: no negative ticks');
+  assert.deepEqual(padRange(-3, -1, 0.5), { min: -4, max: 0 });
+  assert.deepEqual(padRange(2, 2, 0.1), { min: 1.8, max: 2.2 }, 'flat: a fraction of the value');
+  assert.deepEqual(padRange(0, 0, 0.1), { min: 0, max: 0.1 });
 });
