@@ -126,6 +126,11 @@ export interface RunHeader {
   loggedAgoMs: number | null;
   /** A run that has not written for this long is shown as stopped logging. */
   stoppedAfterMs: number;
+  /**
+   * The earliest wall time (ms) in the run's logs: where the relative time axis starts. Sent because a zoomed view
+   * holds only the zoom's points, whose first is not the run's start. Absent when the logs have no time.
+   */
+  startTime?: number;
 }
 
 export interface RunSnapshot extends RunHeader {

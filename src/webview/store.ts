@@ -125,8 +125,12 @@ export class MetricsStore {
     return out.sort((a, b) => a.x - b.x);
   }
 
-  /** The earliest wall time of a run (relative time counts from it); NaN when it logs no time. */
+  /**
+   * The earliest wall time of a run (relative time counts from it): the extension's, from the whole log (a zoomed view
+   * holds only the zoom's points); else the earliest of the points held. NaN when it logs no time.
+   */
   startTime(run: RunState): number {
+    if (run.startTime !== undefined && Number.isFinite(run.startTime)) return run.startTime;
     let t0 = Infinity;
     for (const s of run.series.values()) {
       if (!s.t) continue;

@@ -112,3 +112,25 @@ test('y padding: room at both ends, never across zero', () => {
   assert.deepEqual(padRange(2, 2, 0.1), { min: 1.8, max: 2.2 }, 'flat: a fraction of the value');
   assert.deepEqual(padRange(0, 0, 0.1), { min: 0, max: 0.1 });
 });
+
+test('relative time counts from the run\'s start, also when a zoom sent only later points (the header says where it starts)', async () => {
+  const { JsonlParser, RunMetrics } = await import('../../src/core/metrics');
+  const { MetricsPresenter } = await import('../../src/extension/metrics/presenter');
+  const metrics = new RunMetrics('line');
+  const lines = Array.from({ length: 400 }, (_, i) => JSON.stringify({ step: (i + 1) * 10, loss: 2 - i / 1000, time: 1_700_000_000 + (i + 1) * 5 }));
+  new JsonlParser(metrics).push(new TextEncoder().encode(lines.join('\n') + '\n'));
+  const p = new MetricsPresenter({ plateau: () => ({ window: 1000, fraction: 0.01 }), now: () => 0 });
+  p.addRun({ hostName: 'h', target: { kind: 'host', id: '' }, runPath: '/r', runName: 'r', metrics: ['/r/train.jsonl'], checkpoints: [] }, 'primary', {
+    series: () => metrics.series, get revision() { return metrics.revision; }, status: 'following', skipped: undefined, badLines: 0, latestStep: () => 4000,
+  });
+  p.setView(300, { xMin: 2000, xMax: 3000 }, 0, []);
+  const snap = p.snapshot('panel', 'r')!;
+  assert.equal(snap.runs[0]!.startTime, 1_700_000_005_000, 'the first time of the log');
+  const store = new MetricsStore();
+  store.apply(snap);
+  const run = store.runs[0]!;
+  assert.ok(run.series.get('loss')!.x[0]! >= 1990, 'the zoom sent only its own points');
+  // Step 2000 is 199 lines of 5 s after the first: 995 s, not 0.
+  assert.equal(store.xOfStep(run, 'loss', 2000, 'relative'), 995_000);
+  assert.equal(store.points(run, 'loss', 'raw', 'relative', false).find((pt) => pt.x === 995_000)?.y, Number((2 - 199 / 1000).toFixed(3)));
+});

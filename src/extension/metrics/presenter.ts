@@ -320,7 +320,11 @@ export class MetricsPresenter {
     const now = this.options.now();
     const latest: Record<string, number> = {};
     const all = run.feed.series();
-    for (const [key, s] of all) if (s.length) put(latest, key, s.yShown(s.length - 1));
+    let startTime = Infinity;
+    for (const [key, s] of all) {
+      if (s.length) put(latest, key, s.yShown(s.length - 1));
+      startTime = Math.min(startTime, firstTime(s));
+    }
     return {
       runKey: run.key,
       label: run.ref.runName,
@@ -339,6 +343,7 @@ export class MetricsPresenter {
       link: linkWire(run.feed.link, now),
       loggedAgoMs: run.feed.lastLoggedAt !== undefined ? Math.max(0, now - run.feed.lastLoggedAt) : null,
       stoppedAfterMs: run.feed.stoppedAfterMs ?? STOPPED_MIN_MS,
+      ...(Number.isFinite(startTime) ? { startTime } : {}),
     };
   }
 
@@ -384,6 +389,16 @@ function trackerFor(trackers: Map<string, SeriesTracker>, key: string): SeriesTr
     trackers.set(key, t);
   }
   return t;
+}
+
+/** The first known wall time of a series (ms); Infinity when it has none. */
+function firstTime(s: Series): number {
+  if (!s.hasTime) return Infinity;
+  for (let i = 0; i < s.length; i++) {
+    const t = s.timeAt(i);
+    if (Number.isFinite(t)) return t;
+  }
+  return Infinity;
 }
 
 /** The smoothed value at a step of the series' last segment (where detectPlateau looked). */
