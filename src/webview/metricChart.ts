@@ -88,7 +88,7 @@ export class MetricChart {
     const title = el('h2', 'metric-title');
     title.textContent = key;
     this.valueEl = el('span', 'metric-latest');
-    // Which way is better for this metric (what the plateau hint judges by); a click flips it (lower → higher → off).
+    // Which way is better for this metric (what the plateau hint judges by); a click flips it, then turns it off.
     this.directionEl = el('button', 'metric-direction');
     this.directionEl.type = 'button';
     this.directionEl.addEventListener('click', () => this.host.setDirection(key, nextDirection(plateauDirection(key, this.host.ui.directions), plateauDirection(key, {}))));

@@ -1,13 +1,15 @@
 /**
  * Issue 17's eval charts: one x range for every chart of a panel (an eval-only chart spanned 0–30000 beside training
  * charts at 0–40000, so the checkpoint markers did not line up), counts an eval prints beside its results
- * (`prompts: 200`) not charted as metrics, eval results joined by a line per profile, and a tooltip that stays whole
- * inside the window.
+ * (`prompts: 200`) not charted as metrics, eval results joined by a line per profile, a tooltip that stays whole
+ * inside the window, y padding that never crosses zero, and relative time counted from the run's start when zoomed.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { EVAL_SCRIPT } from '../../src/demo/scripts';
+import { JsonlParser, RunMetrics } from '../../src/core/metrics';
+import { MetricsPresenter } from '../../src/extension/metrics/presenter';
 import { MetricsStore, evalMetricKeys, evalTooltip } from '../../src/webview/store';
 import { countFields, evalLines, namedLikeCount } from '../../src/webview/evalSeries';
 import { padRange, panelXExtent } from '../../src/webview/panelRange';
@@ -113,9 +115,7 @@ test('y padding: room at both ends, never across zero', () => {
   assert.deepEqual(padRange(0, 0, 0.1), { min: 0, max: 0.1 });
 });
 
-test('relative time counts from the run\'s start, also when a zoom sent only later points (the header says where it starts)', async () => {
-  const { JsonlParser, RunMetrics } = await import('../../src/core/metrics');
-  const { MetricsPresenter } = await import('../../src/extension/metrics/presenter');
+test('relative time counts from the run\'s start, also when a zoom sent only later points (the header says where it starts)', () => {
   const metrics = new RunMetrics('line');
   const lines = Array.from({ length: 400 }, (_, i) => JSON.stringify({ step: (i + 1) * 10, loss: 2 - i / 1000, time: 1_700_000_000 + (i + 1) * 5 }));
   new JsonlParser(metrics).push(new TextEncoder().encode(lines.join('\n') + '\n'));
