@@ -1,15 +1,15 @@
 /**
  * The README's pictures, made by a real run against the demo host (what a newcomer sees is what is tested): the
  * demo training host started as `npm run demo` starts it, a real VS Code on the demo profile's settings, the tree
- * opened down to the live run's checkpoints beside its metrics panel, in a dark theme (Dark Modern) and then, the
- * setting changed while it runs, a light one (Light Modern). The view is asserted (tree rows, charts that drew, the
+ * opened down to the live run's checkpoints beside its metrics panel, in a dark theme (Dark Modern) and then, picked
+ * from Preferences: Color Theme while it runs, a light one (Light Modern). The view is asserted (tree rows, charts that drew, the
  * live run's step moving on, the webview following the theme, the compared run's colour at least 3:1 on each
  * background); the pictures are written to media/screenshots/tree-and-metrics-{dark,light}.png only with
  * UPDATE_SCREENSHOTS=1 (`UPDATE_SCREENSHOTS=1 node --import tsx --test test/e2e/screenshots.test.ts`), otherwise
  * under .test-tmp, so a test run never dirties the work tree.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -18,7 +18,7 @@ import { demoSettings } from '../../src/demo/profile';
 import type { Frame } from 'playwright-core';
 import { contrastRatio, parseColor } from '../../src/webview/contrast';
 import { addRunFromPanel, drawnPixels, hasMetricsFrame, metricsFrame } from './metricsView';
-import { readSettingsFile } from './settingsFile';
+import { filterAndPick } from './ui';
 import { REPO_ROOT } from './toolchain';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
@@ -97,7 +97,9 @@ test('the tree beside the live run\'s metrics panel, on the demo host, in a dark
     const first = await stepOf();
     await frame.waitForFunction((s) => Number((document.querySelector('.latest')?.textContent ?? '').replace(/[^\d]/g, '')) > s, first, { timeout: 60_000 });
 
-    // The finished reference run on the bare host compared, as a user comparing two runs would.
+    // The finished reference run on the bare host compared, as a user comparing two runs would (its target listed).
+    await expandTreeRow(session, 'host');
+    await treeRow(session, 'baseline-ref').waitFor({ state: 'visible', timeout: 30_000 });
     await addRunFromPanel(session, frame, 'baseline-ref');
     await frame.locator('.legend .legend-item.run.compare').waitFor({ timeout: 30_000 });
     await frame.waitForFunction(() => Array.from(document.querySelectorAll('section.metric')).length >= 3 && document.querySelectorAll('section.metric:not([data-x-max])').length === 0, undefined, { timeout: 30_000 });
@@ -107,11 +109,9 @@ test('the tree beside the live run\'s metrics panel, on the demo host, in a dark
     await assertRunColoursContrast(frame, 'Dark Modern');
     await shoot(screenshot('dark'));
 
-    // The same window in a light theme: the setting changed while VS Code runs, which the webview follows.
-    const settingsFile = path.join(session.root, 'user-data', 'User', 'settings.json');
-    const settings = readSettingsFile(settingsFile);
-    writeFileSync(`${settingsFile}.tmp`, JSON.stringify({ ...settings, 'workbench.colorTheme': 'Light Modern' }, null, 2));
-    renameSync(`${settingsFile}.tmp`, settingsFile);
+    // The same window in a light theme, picked as a user does (Preferences: Color Theme); the webview follows.
+    await session.runCommand('Preferences: Color Theme');
+    await filterAndPick(session, 'Light Modern', 'Light Modern');
     await session.page.locator('.monaco-workbench.vs').waitFor({ timeout: 60_000 });
     await frame.waitForFunction(() => document.body.classList.contains('vscode-light'), undefined, { timeout: 60_000 });
     for (const [metric, n] of Object.entries(await drawnPixels(frame))) assert.ok(n > 500, `${metric} drew ${n} pixels in the light theme`);
