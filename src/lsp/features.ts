@@ -58,7 +58,12 @@ export function diagnosticsOf(doc: TextDocument, result: DocumentResult): Diagno
 /** Hover over a reference: what is there, on which place. */
 export function hoverFor(doc: TextDocument, r: RefResult, extra?: string): Hover | undefined {
   let value: string;
-  if (r.analysis) value = hoverOf(r.analysis) + (extra ? `\n\n${extra}` : '');
+  if (r.analysis) {
+    // Undefined: the diagnostic VS Code shows in the same hover says it all.
+    const parts = [hoverOf(r.analysis), extra].filter((p): p is string => p !== undefined && p !== '');
+    if (parts.length === 0) return undefined;
+    value = parts.join('\n\n');
+  }
   else if (r.unknownHost) value = `\`${r.ref.path}\` is on \`${r.unknownHost}\`, which is not a configured host (remoteRuns.hosts or ~/.ssh/config)`;
   else if (r.ambiguous) value = `\`${r.ref.path}\` exists on ${r.ambiguous.map(formatPlace).join(', ')}: add a \`# remote-runs: host/target\` comment or a \`remoteRuns.pathMappings\` entry to say which`;
   else value = `\`${r.ref.path}\` was not found on any connected host: open its host in the Remote Runs tree, or add a \`# remote-runs: host/target\` comment`;

@@ -90,16 +90,25 @@ export function fallbackHint(f: Fallback, nearby?: Analysis): string {
   return text;
 }
 
-/** Markdown for a hover over a reference. */
-export function hoverOf(a: Analysis): string {
+/**
+ * Markdown for a hover over a reference. Where the reference has a diagnostic, VS Code already shows its message in
+ * the same hover: this one then adds only what the message does not say (the entries it summed up), never the
+ * message again (issue 17: the diagnostic hover repeated its message); undefined when there is nothing to add.
+ */
+export function hoverOf(a: Analysis): string | undefined {
   const where = formatPlace(a.place);
   switch (a.kind) {
     case 'error':
-      return `Cannot check \`${a.path}\` on ${where}: ${a.message}`;
+      return problemOf(a) ? undefined : `Cannot check \`${a.path}\` on ${where}: ${a.message}`;
     case 'missing':
-      return problemOf(a)?.message ?? `\`${a.path}\` does not exist on ${where}`;
+      if (!problemOf(a)) return `\`${a.path}\` does not exist on ${where}`;
+      return a.reason === 'path-missing' && a.nearest && a.nearest.children.length > 0 ? entryList(`\`${a.nearest.path}\` on ${where} holds`, a.nearest.children, a.remoteNow) : undefined;
     case 'glob': {
-      if (a.matches.length === 0) return problemOf(a)?.message ?? `\`${a.path}\` matches nothing on ${where} (the listing was cut short)`;
+      if (a.matches.length === 0) {
+        if (!problemOf(a)) return `\`${a.path}\` matches nothing on ${where} (the listing was cut short)`;
+        if (a.oneLevelDown.length > 0) return entryList(`One level down on ${where}`, a.oneLevelDown, a.remoteNow, a.dir);
+        return a.dirState === 'ok' && a.dirChildren.length > 0 ? entryList(`\`${a.dir}\` on ${where} holds`, a.dirChildren, a.remoteNow) : undefined;
+      }
       const lines = a.matches.slice(0, 10).map((m) => `- \`${m.name}\`${m.type === 'd' ? '/' : ''} — ${sizeAge(m, a.remoteNow)}`);
       const total = a.matches.reduce((s, m) => s + m.bytes, 0);
       return [`**glob** \`${a.path}\` matches ${a.matches.length} entr${a.matches.length === 1 ? 'y' : 'ies'} on ${where} (${formatBytes(total)})`, '', ...lines, ...(a.matches.length > 10 ? ['- …'] : [])].join('\n');
@@ -138,6 +147,20 @@ function existsHover(a: Extract<Analysis, { kind: 'exists' }>, where: string): s
   if (ctx?.checkpoint) out.push('', `in checkpoint \`${ctx.checkpoint.name}\` (${checkpointLabel(ctx.checkpoint)}${ctx.checkpoint.newest ? ', newest' : ''}) of run \`${ctx.run.name}\``);
   else if (ctx) out.push('', `in run \`${ctx.run.name}\``);
   return out.join('\n');
+}
+
+/** A heading and up to 10 entries with size and age, newest checkpoints first (names relative to `base`). */
+function entryList(heading: string, entries: readonly Found[], now: number, base?: string): string {
+  const name = (f: Found): string => (base && f.path.startsWith(`${base}/`) ? f.path.slice(base.length + 1) : f.name);
+  const ckpts = checkpointFolders(entries);
+  // Checkpoint folders newest first; entries one level down (`step_N/checkpoint.pt`) by their folder's number, newest
+  // first too; anything else by name.
+  const shown =
+    ckpts.length === entries.length
+      ? ckpts
+      : [...entries].sort((x, y) => (base ? name(y).localeCompare(name(x), 'en', { numeric: true }) : name(x).localeCompare(name(y), 'en', { numeric: true })));
+  const lines = shown.slice(0, 10).map((f) => `- \`${name(f)}\`${f.type === 'd' ? '/' : ''} — ${sizeAge(f, now)}`);
+  return [`${heading}:`, '', ...lines, ...(shown.length > 10 ? [`- … ${shown.length - 10} more`] : [])].join('\n');
 }
 
 /** "3.2 GB · 10 min ago" */

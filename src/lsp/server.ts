@@ -140,7 +140,7 @@ connection.onHover(async (params, token) => {
     const contents = await connection.sendRequest<InspectSummaryResult>(LspMethods.inspectSummary, ck, token).catch(() => undefined);
     if (contents) extra = [extra, contents.ok ? `contents: ${contents.summary}` : `contents not read: ${contents.message}`].filter(Boolean).join('\n\n');
   }
-  return token.isCancellationRequested ? null : hoverFor(doc, r, extra);
+  return token.isCancellationRequested ? null : (hoverFor(doc, r, extra) ?? null);
 });
 
 connection.onCompletion(async (params, token) => {

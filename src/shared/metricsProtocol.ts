@@ -15,6 +15,7 @@
  * change; the extension computes with them and never sends them back, so a restored panel cannot end up echoing two
  * values to and fro. Runs, statuses and the highlighted checkpoint belong to the extension.
  */
+import type { MetricDirection, PlateauDirection } from './metricDirection';
 
 export type TargetKindWire = 'host' | 'pct' | 'docker';
 
@@ -67,7 +68,13 @@ export interface SeriesUpdate extends SeriesChunk {
 /** A metric that has stopped improving (from detectPlateau on the smoothed series of the primary run). */
 export interface PlateauHint {
   key: string;
+  /** Which way counts as better for this hint (the name's, or the user's choice in the webview). */
+  direction: MetricDirection;
+  /** The first step from which the metric never again improved by more than `fraction` on its best so far. */
   flatSince: number;
+  /** The smoothed value at `flatSince` (the best so far there: the hint never names a best newer than that). */
+  flatValue: number;
+  /** The best smoothed value of the segment, and its step (at or after `flatSince`, within `fraction` of it). */
   best: number;
   bestStep: number;
   window: number;
@@ -119,6 +126,11 @@ export interface RunHeader {
   loggedAgoMs: number | null;
   /** A run that has not written for this long is shown as stopped logging. */
   stoppedAfterMs: number;
+  /**
+   * The earliest wall time (ms) in the run's logs: where the relative time axis starts. Sent because a zoomed view
+   * holds only the zoom's points, whose first is not the run's start. Absent when the logs have no time.
+   */
+  startTime?: number;
 }
 
 export interface RunSnapshot extends RunHeader {
@@ -223,12 +235,17 @@ export type FromWebview =
 /** What the compare page asks: swap A and B, pick another B (host → target → run → checkpoint), read both again. */
 export type CompareAction = 'swap' | 'changeB' | 'retry';
 
-/** The plot width in CSS pixels, the visible step range (null = all), smoothing weight, metrics not shown. */
+/**
+ * The plot width in CSS pixels, the visible step range (null = all), smoothing weight, metrics not shown, and the
+ * plateau direction the user chose for some metrics.
+ */
 export interface ViewWire {
   width: number;
   range: XRange | null;
   smoothing: number;
   hidden: string[];
+  /** The user's choice of which way is better per metric (the plateau hint's direction); absent: the names' own. */
+  directions?: Record<string, PlateauDirection>;
 }
 
 /** Kept by the webview (vscode.setState) and handed back to the panel serializer after a reload. */

@@ -11,6 +11,7 @@ import { MetricChart, type ChartHost, type UiState } from './metricChart';
 import { MetricsStore, evalMetricKeys, formatValue } from './store';
 import { readTheme, runColor, type Theme } from './theme';
 import { liveness } from './liveness';
+import { panelXExtent } from './panelRange';
 import { initialState, reduce, savedState, type SavedState, type WebviewEvent, type XMode } from './viewState';
 
 interface VsCodeApi {
@@ -39,6 +40,9 @@ const ui: UiState = {
   xMode: state.settings.xMode,
   logY: state.settings.logY,
   hiddenRuns: new Set(state.settings.hiddenRuns),
+  directions: state.settings.directions,
+  xExtent: undefined,
+  mode,
   hoverX: null,
   rows: [],
 };
@@ -56,6 +60,7 @@ function dispatch(event: WebviewEvent): void {
   ui.xMode = state.settings.xMode;
   ui.logY = state.settings.logY;
   ui.hiddenRuns = new Set(state.settings.hiddenRuns);
+  ui.directions = state.settings.directions;
   if (step.save) vscode.setState(savedState(state));
   for (const m of step.post) post(m);
 }
@@ -118,6 +123,11 @@ const host: ChartHost = {
   },
   showEvalTable() {
     post({ type: 'showEvalTable' });
+  },
+  setDirection(key, direction) {
+    // The presenter judges plateaus again with it and sends a snapshot; the switch shows the choice at once.
+    dispatch({ type: 'setDirection', key, direction });
+    charts.get(key)?.renderText();
   },
 };
 
@@ -329,7 +339,7 @@ function renderLegend(): void {
     const role = h('span', 'legend-role');
     role.textContent = run.role === 'primary' ? '' : run.role === 'reference' ? 'reference run' : 'compared';
     toggle.append(sw, name, role);
-    toggle.title = `${run.where} — click to show or hide`;
+    toggle.title = `${run.label} · ${run.where} — click to show or hide`;
     toggle.addEventListener('click', () => {
       dispatch({ type: 'showRun', runKey: run.runKey, shown: ui.hiddenRuns.has(run.runKey) });
       renderLegend();
@@ -357,6 +367,7 @@ function renderLegend(): void {
       const text = h('span', 'legend-label');
       const profiles = [...new Set(withValue.map((e) => e.profile))].join(', ');
       text.textContent = `eval ${key} (${profiles}): ${withValue.length} point${withValue.length === 1 ? '' : 's'}${store.runs.length > 1 ? ` · ${run.label}` : ''}`;
+      item.title = text.textContent; // the inline view's one-line legend may cut it
       item.append(sw, text);
       legend.append(item);
     }
@@ -402,6 +413,8 @@ function redrawAll(full: boolean): void {
         charts.delete(key);
       }
     }
+    // One x range for all of them (panelRange.ts), set before any chart draws.
+    ui.xExtent = panelXExtent(store, keys, ui.xMode, ui.hiddenRuns);
     for (const key of keys) if (!charts.has(key)) charts.set(key, new MetricChart(grid, key, host));
     // Keep the grid in metric order.
     keys.forEach((k) => grid.append(charts.get(k)!.el));

@@ -13,6 +13,11 @@ import type { ValueRow, XRange } from '../shared/metricsProtocol';
 import { evalTooltip, formatDiff, formatValue, type EvalMark, type MetricsStore, type Point, type XMode } from './store';
 import { durationTicks, formatDurationTick, formatTick, niceTicks, stepOf } from './ticks';
 import { runColor, withAlpha, type Theme } from './theme';
+import { plateauDirection, type PlateauDirection } from '../shared/metricDirection';
+import { directionSwitch, nextDirection, plateauText } from './plateauText';
+import { evalLines } from './evalSeries';
+import { padRange, type Extent } from './panelRange';
+import { placeTip } from './tipPlacement';
 
 export interface UiState {
   /** The user's smoothing weight and zoom range (the webview's own settings, viewState.ts). */
@@ -21,6 +26,11 @@ export interface UiState {
   xMode: XMode;
   logY: boolean;
   hiddenRuns: Set<string>;
+  /** The user's plateau direction per metric, where it differs from the name's (viewState.ts). */
+  directions: Readonly<Record<string, PlateauDirection>>;
+  /** The x range every chart of the panel shows when not zoomed (panelRange.ts); undefined: each its own data. */
+  xExtent: Extent | undefined;
+  mode: 'panel' | 'inline';
   /** Cursor position on the x axis (axis units), shared by every chart; null when not hovering. */
   hoverX: number | null;
   /** Exact values at the cursor (or at the highlighted checkpoint), from the extension. */
@@ -36,7 +46,15 @@ export interface ChartHost {
   selectCheckpoint(step: number): void;
   /** Open the table of the primary run's evals. */
   showEvalTable(): void;
+  /** The user flipped which way is better for a metric. */
+  setDirection(key: string, direction: PlateauDirection): void;
 }
+
+/** Width of every chart's y axis (its tick labels), in CSS pixels: `0.2548`, `1.5e-4`, `12.5k` fit at 10 px. */
+const Y_AXIS_WIDTH = 46;
+
+/** Room added above and below a linear y axis' data, as a fraction of its span. */
+const Y_PADDING = 0.06;
 
 /** Radius of an eval's point, in CSS pixels. */
 const EVAL_POINT_RADIUS = 5;
@@ -46,6 +64,9 @@ export class MetricChart {
   private readonly canvas: HTMLCanvasElement;
   private readonly valueEl: HTMLElement;
   private readonly hintEl: HTMLElement;
+  private readonly directionEl: HTMLButtonElement;
+  /** The axes' tick labels as text (the canvas shows them only as pixels): for screen readers and tests. */
+  private readonly tickLists: Record<'x' | 'y', HTMLElement>;
   private readonly readoutEl: HTMLElement;
   private readonly markers: HTMLElement;
   private readonly evalButtons: HTMLElement;
@@ -67,8 +88,15 @@ export class MetricChart {
     const title = el('h2', 'metric-title');
     title.textContent = key;
     this.valueEl = el('span', 'metric-latest');
-    head.append(title, this.valueEl);
+    // Which way is better for this metric (what the plateau hint judges by); a click flips it, then turns it off.
+    this.directionEl = el('button', 'metric-direction');
+    this.directionEl.type = 'button';
+    this.directionEl.addEventListener('click', () => this.host.setDirection(key, nextDirection(plateauDirection(key, this.host.ui.directions), plateauDirection(key, {}))));
+    // One line, always there (empty when the metric is not flat): a hint coming or going never moves the chart. In
+    // the short inline view it shares the title's line instead, so it never takes height from the chart.
     this.hintEl = el('div', 'metric-hint');
+    const inline = host.ui.mode === 'inline';
+    head.append(title, ...(inline ? [this.hintEl] : []), this.valueEl, this.directionEl);
     const body = el('div', 'metric-body');
     this.canvas = document.createElement('canvas');
     this.canvas.setAttribute('role', 'img');
@@ -81,7 +109,8 @@ export class MetricChart {
     this.selection = el('div', 'zoom-selection');
     body.append(this.canvas, this.markers, this.evalButtons, this.tip, this.selection);
     this.readoutEl = el('div', 'metric-readout');
-    this.el.append(head, this.hintEl, body, this.readoutEl);
+    this.tickLists = { x: tickList(`x axis of ${key}`, 'x'), y: tickList(`y axis of ${key}`, 'y') };
+    this.el.append(head, ...(inline ? [] : [this.hintEl]), body, this.readoutEl, this.tickLists.x, this.tickLists.y);
     parent.append(this.el);
     this.chart = new Chart<'line', Point[]>(this.canvas, {
       type: 'line',
@@ -132,6 +161,10 @@ export class MetricChart {
       if (marks.length === 0) continue;
       this.evalMarks.push({ runLabel: run.label, marks });
       const color = runColor(theme, run.color);
+      // A line through the results of each profile (newest per step), dashed so it is not taken for a curve.
+      for (const { points } of evalLines(marks)) {
+        datasets.push({ data: points, borderColor: color, borderWidth: 1.5, borderDash: [4, 3], pointRadius: 0, clip: EVAL_POINT_RADIUS + 2 });
+      }
       datasets.push({
         data: marks.map(({ x, y }) => ({ x, y })),
         showLine: false,
@@ -141,6 +174,8 @@ export class MetricChart {
         pointBorderColor: theme.foreground,
         pointBorderWidth: 1,
         borderColor: color,
+        // A point on the plot's edge (the first or last checkpoint) is drawn whole, not cut in half.
+        clip: EVAL_POINT_RADIUS + 2,
       });
     }
     this.chart.data.datasets = datasets;
@@ -162,13 +197,19 @@ export class MetricChart {
     };
     const range = ui.range;
     const primary = store.primary;
-    const xMin = range && ui.xMode === 'step' ? range.xMin : range ? store.xOfStep(primary, this.key, range.xMin, ui.xMode) : undefined;
-    const xMax = range && ui.xMode === 'step' ? range.xMax : range ? store.xOfStep(primary, this.key, range.xMax, ui.xMode) : undefined;
+    // Zoomed: the zoom's range; else the panel's one range, the same on every chart (panelRange.ts).
+    const whole = ui.xExtent && ui.xExtent.max > ui.xExtent.min ? ui.xExtent : undefined;
+    const xMin = range && ui.xMode === 'step' ? range.xMin : range ? store.xOfStep(primary, this.key, range.xMin, ui.xMode) : whole?.min;
+    const xMax = range && ui.xMode === 'step' ? range.xMax : range ? store.xOfStep(primary, this.key, range.xMax, ui.xMode) : whole?.max;
     this.chart.options.scales = {
-      x: { type: 'linear', min: xMin, max: xMax, ...this.evalOnlySpan(), afterBuildTicks: xBuild, ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 8, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
+      x: { type: 'linear', min: xMin, max: xMax, afterBuildTicks: xBuild, ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 8, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
       y: {
         type: ui.logY ? 'logarithmic' : 'linear',
         ...(ui.logY ? {} : { afterBuildTicks: yBuild }),
+        // The same width on every chart, so their plot areas (and the checkpoint markers in them) line up in the grid.
+        afterFit: (axis: { width: number }) => {
+          axis.width = Y_AXIS_WIDTH;
+        },
         ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 7, callback: (v: number | string, _i: number, ticks: TickList) => (ui.logY ? formatValue(Number(v)) : formatTick(Number(v), stepOf(ticks))) },
         grid: { color: withAlpha(theme.grid, 0.4) },
         border: { color: theme.grid },
@@ -178,18 +219,6 @@ export class MetricChart {
     this.renderText();
   }
 
-  /**
-   * A chart with eval points but no curve (a metric only evals measure) spans the run's checkpoints, not just the
-   * evaluated steps, so a lone point is not stretched across the whole width and its place in training shows.
-   */
-  private evalOnlySpan(): { suggestedMin?: number; suggestedMax?: number } {
-    const { store, ui } = this.host;
-    if (ui.xMode !== 'step' || ui.range || this.evalMarks.length === 0 || store.runs.some((r) => r.series.has(this.key))) return {};
-    const steps = (store.primary?.checkpoints ?? []).map((c) => c.step);
-    if (steps.length < 2) return {};
-    return { suggestedMin: Math.min(...steps), suggestedMax: Math.max(...steps) };
-  }
-
   /** Header, plateau hint and readout (text only; no redraw of the canvas). */
   renderText(): void {
     const { store, ui } = this.host;
@@ -197,10 +226,21 @@ export class MetricChart {
     const latest = primary?.latest[this.key];
     this.valueEl.textContent = latest !== undefined ? formatValue(latest) : '';
     const plateau = primary?.plateaus.find((p) => p.key === this.key);
-    this.hintEl.textContent = plateau
-      ? `Plateau: no improvement above ${formatValue(plateau.fraction * 100)}% over the last ${formatValue(plateau.window)} steps; flat since step ${formatValue(plateau.flatSince)} (best ${formatValue(plateau.best)} at step ${formatValue(plateau.bestStep)})`
-      : '';
-    this.hintEl.hidden = !plateau;
+    const text = plateau ? plateauText(plateau, ui.mode) : undefined;
+    this.hintEl.textContent = text?.short ?? '';
+    this.hintEl.title = text?.full ?? '';
+    if (text) this.hintEl.setAttribute('aria-label', text.full);
+    else this.hintEl.removeAttribute('aria-label');
+    this.hintEl.classList.toggle('on', plateau !== undefined);
+    const sw = directionSwitch(this.key, plateauDirection(this.key, ui.directions), plateauDirection(this.key, {}));
+    if (this.directionEl.textContent !== sw.symbol) this.directionEl.textContent = sw.symbol;
+    if (this.directionEl.title !== sw.label) {
+      this.directionEl.title = sw.label;
+      this.directionEl.setAttribute('aria-label', sw.label);
+    }
+    // A line per run that has this metric, reserved whether or not the cursor is on a chart: hovering never moves it.
+    const lines = store.runs.filter((r) => !ui.hiddenRuns.has(r.runKey) && r.series.has(this.key)).length;
+    this.readoutEl.style.setProperty('--readout-lines', String(Math.max(1, lines)));
     this.renderReadout(ui.rows.filter((r) => r.metric === this.key));
   }
 
@@ -222,6 +262,8 @@ export class MetricChart {
       if (row.referenceValue !== undefined) parts.push(`Δ ref run ${formatDiff(row.value - row.referenceValue)}`);
       for (const ref of refs) parts.push(`Δ ${ref.label} ${formatDiff(row.value - ref.value)}`);
       text.textContent = parts.join(' ');
+      // One line each (the reserved height): what does not fit is cut with an ellipsis and shown on hover.
+      line.title = text.textContent;
       line.append(swatch, text);
       this.readoutEl.append(line);
     }
@@ -294,6 +336,9 @@ export class MetricChart {
           if (ref.value < args.scale.min) args.scale.min = ref.value;
           if (ref.value > args.scale.max) args.scale.max = ref.value;
         }
+        // Room above and below the data, so a point at the top or bottom value is not cut by the plot's edge; never
+        // across zero (a learning rate gets no negative ticks).
+        if (!this.host.ui.logY) Object.assign(args.scale, padRange(args.scale.min, args.scale.max, Y_PADDING));
       },
       afterDatasetsDraw: (chart) => {
         const { ctx, chartArea: area, scales } = chart;
@@ -363,6 +408,8 @@ export class MetricChart {
           this.el.dataset.xMin = String(x.min);
           this.el.dataset.xMax = String(x.max);
           this.el.dataset.yScale = y.type;
+          writeTicks(this.tickLists.x, x);
+          writeTicks(this.tickLists.y, y);
         }
       },
     };
@@ -453,12 +500,11 @@ export class MetricChart {
     this.tip.textContent = b.dataset.tip ?? '';
     this.tip.dataset.for = String(Array.prototype.indexOf.call(this.evalButtons.children, b));
     this.tip.hidden = false;
-    // Beside the point, kept inside the chart's box.
-    const box = (this.tip.parentElement ?? this.el).getBoundingClientRect();
-    const left = b.offsetLeft + b.offsetWidth + 4;
-    const maxLeft = Math.max(0, box.width - this.tip.offsetWidth - 2);
-    this.tip.style.left = `${Math.min(left, maxLeft)}px`;
-    this.tip.style.top = `${Math.max(0, b.offsetTop - this.tip.offsetHeight - 2)}px`;
+    // Beside the point and whole inside the window (a point at the right edge gets its tooltip on its left).
+    const anchor = b.getBoundingClientRect();
+    const at = placeTip(anchor, { width: this.tip.offsetWidth, height: this.tip.offsetHeight }, { width: document.documentElement.clientWidth, height: window.innerHeight });
+    this.tip.style.left = `${at.left}px`;
+    this.tip.style.top = `${at.top}px`;
   }
 
   private hideTip(): void {
@@ -473,6 +519,28 @@ interface EvalButtonSpec {
   py: number;
   label: string;
   tip: string;
+}
+
+/** An off-screen list of an axis' tick labels, as chart.js formatted them. */
+function tickList(label: string, axis: 'x' | 'y'): HTMLElement {
+  const list = el('ul', 'axis-ticks');
+  list.dataset.axis = axis;
+  list.setAttribute('aria-label', label);
+  return list;
+}
+
+function writeTicks(list: HTMLElement, scale: Scale): void {
+  const labels = scale.ticks.map((t) => (Array.isArray(t.label) ? t.label.join(' ') : String(t.label ?? '')));
+  const text = labels.join('\n');
+  if (list.dataset.text === text) return;
+  list.dataset.text = text;
+  list.replaceChildren(
+    ...labels.map((l) => {
+      const li = document.createElement('li');
+      li.textContent = l;
+      return li;
+    }),
+  );
 }
 
 function line(ctx: CanvasRenderingContext2D, x0: number, y0: number, x1: number, y1: number): void {

@@ -16,6 +16,7 @@ import type {
   ViewMode,
 } from '../shared/metricsProtocol';
 import type { XMode } from './viewState';
+import { countFields } from './evalSeries';
 
 export type { XMode };
 
@@ -112,6 +113,8 @@ export class MetricsStore {
    */
   evalMarks(run: RunState, key: string, xMode: XMode, logY: boolean): EvalMark[] {
     const out: EvalMark[] = [];
+    // A count the eval printed (`prompts: 200`) is no metric: no point (its tooltip and the table still show it).
+    if (countFields(run.evals).has(key)) return out;
     for (const e of run.evals) {
       const y = e.values[key];
       if (y === undefined || !Number.isFinite(y) || (logY && !(y > 0))) continue;
@@ -122,8 +125,12 @@ export class MetricsStore {
     return out.sort((a, b) => a.x - b.x);
   }
 
-  /** The earliest wall time of a run (relative time counts from it); NaN when it logs no time. */
+  /**
+   * The earliest wall time of a run (relative time counts from it): the extension's, from the whole log (a zoomed view
+   * holds only the zoom's points); else the earliest of the points held. NaN when it logs no time.
+   */
   startTime(run: RunState): number {
+    if (run.startTime !== undefined && Number.isFinite(run.startTime)) return run.startTime;
     let t0 = Infinity;
     for (const s of run.series.values()) {
       if (!s.t) continue;
@@ -208,10 +215,11 @@ export class MetricsStore {
   }
 }
 
-/** The metrics a run's evals measured, in order of first appearance. */
+/** The metrics a run's evals measured, in order of first appearance; counts (evalSeries.ts) are not metrics. */
 export function evalMetricKeys(run: Pick<RunState, 'evals'>): string[] {
   const keys: string[] = [];
-  for (const e of run.evals) for (const k of Object.keys(e.values)) if (!keys.includes(k)) keys.push(k);
+  const counts = countFields(run.evals);
+  for (const e of run.evals) for (const k of Object.keys(e.values)) if (!keys.includes(k) && !counts.has(k)) keys.push(k);
   return keys;
 }
 

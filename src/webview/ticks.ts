@@ -46,7 +46,8 @@ const SUFFIXES: ReadonlyArray<readonly [number, string]> = [
 ];
 
 /**
- * A tick's label, with no more digits than the step between ticks needs: `10k`, `12.5k`, `1.5M` from 10,000 up;
+ * A tick's label, with no more digits than the step between ticks needs: `10k`, `12.5k`, `1.5M` from 10,000 up
+ * (from 1,000 up when the ticks step by thousands);
  * `5e-5`, `1.5e-4` below 0.001; `0.25`, `3`, `120` in between. Step 0 (a lone tick): the value's own 3 digits.
  */
 export function formatTick(v: number, step: number): string {
@@ -54,7 +55,8 @@ export function formatTick(v: number, step: number): string {
   if (v === 0) return '0';
   const a = Math.abs(v);
   const s = step > 0 && Number.isFinite(step) ? step : a / 100;
-  if (a >= 1e4) {
+  // From 10,000 up, or from 1,000 up on an axis that steps by thousands: one axis reads `8k, 10k, 12k`, not `8000, 10k`.
+  if (a >= 1e4 || (a >= 1e3 && s >= 1e3)) {
     const [unit, suffix] = SUFFIXES.find(([u]) => a >= u) ?? [1, ''];
     return `${trimFixed(v / unit, decimalsFor(s / unit))}${suffix}`;
   }

@@ -1,11 +1,14 @@
 /**
  * The webview's own state: the user's view choices (smoothing, zoom range, hidden metrics, x axis, log y, hidden
- * runs), the plot width, and the restore state the panel serializer gets back after a reload. A pure reducer:
+ * runs, which way is better per metric), the plot width, and the restore state the panel serializer gets back after
+ * a reload. A pure reducer:
  * each event (the page started, the user changed something, a chart measured its width, the extension sent a
  * message) gives the next state, the messages to post and whether to save. No DOM, so it is unit-tested in node;
  * main.ts only dispatches events and draws.
  */
 import type { FromWebview, PanelRestoreState, ToWebview, XRange } from '../shared/metricsProtocol';
+import { metricDirection, type PlateauDirection } from '../shared/metricDirection';
+import { put } from '../shared/dict';
 
 export type XMode = 'step' | 'wall' | 'relative';
 
@@ -22,6 +25,8 @@ export interface ViewSettings {
   logY: boolean;
   /** Runs (by key) whose curves are not drawn. */
   hiddenRuns: string[];
+  /** Which way is better, per metric, where the user flipped the name's default (the plateau hint's direction). */
+  directions: Record<string, PlateauDirection>;
 }
 
 export interface WebviewState {
@@ -50,6 +55,8 @@ export type WebviewEvent =
   | { type: 'setXMode'; value: XMode }
   | { type: 'setLogY'; value: boolean }
   | { type: 'showRun'; runKey: string; shown: boolean }
+  /** The user chose which way is better for a metric (the plateau hint's direction; `off`: no hint). */
+  | { type: 'setDirection'; key: string; direction: PlateauDirection }
   | { type: 'received'; msg: ToWebview };
 
 export interface Step {
@@ -60,7 +67,7 @@ export interface Step {
   save: boolean;
 }
 
-export const DEFAULT_SETTINGS: ViewSettings = { smoothing: DEFAULT_SMOOTHING, range: null, hidden: [], xMode: 'step', logY: false, hiddenRuns: [] };
+export const DEFAULT_SETTINGS: ViewSettings = { smoothing: DEFAULT_SMOOTHING, range: null, hidden: [], xMode: 'step', logY: false, hiddenRuns: [], directions: {} };
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const strings = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((s) => typeof s === 'string') ? [...(v as string[])] : undefined);
@@ -81,7 +88,24 @@ export function settingsOf(ui: unknown): ViewSettings {
     xMode: ui.xMode === 'wall' || ui.xMode === 'relative' || ui.xMode === 'step' ? ui.xMode : 'step',
     logY: ui.logY === true,
     hiddenRuns: strings(ui.hiddenRuns) ?? [],
+    directions: directionsOf(ui.directions),
   };
+}
+
+/** The well-formed entries of a saved direction map (metric → lower, higher, off); anything else is dropped. */
+function directionsOf(v: unknown): Record<string, PlateauDirection> {
+  const out: Record<string, PlateauDirection> = {};
+  if (!isObj(v)) return out;
+  for (const [k, d] of Object.entries(v)) if (k && (d === 'lower' || d === 'higher' || d === 'off')) put(out, k, d);
+  return out;
+}
+
+/** The choices after the user picked `direction` for `key`: the name's own default is no choice at all. */
+function withDirection(chosen: Readonly<Record<string, PlateauDirection>>, key: string, direction: PlateauDirection): Record<string, PlateauDirection> {
+  const out: Record<string, PlateauDirection> = {};
+  for (const [k, d] of Object.entries(chosen)) if (k !== key) put(out, k, d);
+  if (direction !== (metricDirection(key) ?? 'off')) put(out, key, direction);
+  return out;
 }
 
 /** The state a page starts with, from what vscode.getState() returned (anything: it is parsed, never trusted). */
@@ -101,8 +125,9 @@ export function savedState(state: WebviewState): SavedState {
 
 /** The `view` message for this state. */
 export function viewMessage(state: WebviewState): Extract<FromWebview, { type: 'view' }> {
-  const { smoothing, range, hidden } = state.settings;
-  return { type: 'view', width: state.width, range, smoothing, hidden: [...hidden] };
+  const { smoothing, range, hidden, directions } = state.settings;
+  // Directions only when the user chose any: the presenter computes the plateau hints with them.
+  return { type: 'view', width: state.width, range, smoothing, hidden: [...hidden], ...(Object.keys(directions).length ? { directions: { ...directions } } : {}) };
 }
 
 /** The `ready` message for this state: the settings go with it, so the first snapshot is computed for them. */
@@ -140,6 +165,8 @@ export function reduce(state: WebviewState, event: WebviewEvent): Step {
       return { state: set({ xMode: event.value }), post: [], save: true };
     case 'setLogY':
       return { state: set({ logY: event.value }), post: [], save: true };
+    case 'setDirection':
+      return withView(set({ directions: withDirection(state.settings.directions, event.key, event.direction) }));
     case 'showRun':
       return { state: set({ hiddenRuns: toggled(state.settings.hiddenRuns, event.runKey, !event.shown) }), post: [], save: true };
     case 'received':

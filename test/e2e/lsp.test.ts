@@ -1,8 +1,8 @@
 /**
  * Remote paths in the editor, in a real VS Code (code-server + Chromium) against the real test sshd with the pct
  * shim: a shell script holding the story's command shows the diagnostic (and the fallback hint) in the Problems
- * panel; completing a path segment offers the step folders newest first; hovering a checkpoint path says what is
- * there. The extension's language server asks the extension, which lists over the one pooled connection.
+ * panel, and its hover says that message once and then the files it summed up; completing a path segment offers
+ * the step folders newest first; hovering a checkpoint path says what is there. The extension's language server asks the extension, which lists over the one pooled connection.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -107,6 +107,22 @@ test("the story's command: the Problems panel says it matches nothing and where 
     assert.equal(await hint.first().locator('.codicon-info').count(), 1);
     // The glob carries a warning squiggle in the editor itself.
     await session.page.locator('.part.editor .monaco-editor .squiggly-warning').first().waitFor({ timeout: 60_000 });
+  });
+});
+
+test("hovering the story's glob: the diagnostic's message once, then what it summed up (issue 17: it came twice)", async () => {
+  await withArtifactsOnFailure(session, 'lsp-diagnostic-hover', async () => {
+    await openFile('find_ckpt.sh');
+    await goTo(3, 'ls /workspace/check'.length);
+    await session.page.keyboard.press('Control+K');
+    await session.page.keyboard.press('Control+I');
+    const hover = session.page.locator('.monaco-hover:not(.hidden)', { hasText: 'One level down on testbox/pct:200' });
+    await hover.first().waitFor({ timeout: 180_000 });
+    const text = await hover.first().innerText();
+    assert.equal(text.split('matches nothing on testbox/pct:200').length - 1, 1, `the message once: ${text}`);
+    const listed = [...text.matchAll(/step_(\d+)\/checkpoint\.pt/g)].map((m) => Number(m[1]));
+    assert.deepEqual(listed, [...host.storySteps].sort((a, b) => b - a), `the checkpoints one level down, newest first: ${text}`);
+    await session.page.keyboard.press('Escape');
   });
 });
 

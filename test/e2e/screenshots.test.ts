@@ -1,8 +1,10 @@
 /**
- * The README's picture, made by a real run against the demo host (what a newcomer sees is what is tested): the
+ * The README's pictures, made by a real run against the demo host (what a newcomer sees is what is tested): the
  * demo training host started as `npm run demo` starts it, a real VS Code on the demo profile's settings, the tree
- * opened down to the live run's checkpoints beside its metrics panel. The view is asserted (tree rows, charts that
- * drew, the live run's step moving on); the picture is written to media/screenshots/tree-and-metrics.png only with
+ * opened down to the live run's checkpoints beside its metrics panel, in a dark theme (Dark Modern) and then, picked
+ * from Preferences: Color Theme while it runs, a light one (Light Modern). The view is asserted (tree rows, charts that drew, the
+ * live run's step moving on, the webview following the theme, the compared run's colour at least 3:1 on each
+ * background); the pictures are written to media/screenshots/tree-and-metrics-{dark,light}.png only with
  * UPDATE_SCREENSHOTS=1 (`UPDATE_SCREENSHOTS=1 node --import tsx --test test/e2e/screenshots.test.ts`), otherwise
  * under .test-tmp, so a test run never dirties the work tree.
  */
@@ -13,16 +15,16 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { demoEvalProfile, startDemoHost, type DemoHost } from '../../src/demo/demoHost';
 import { demoSettings } from '../../src/demo/profile';
-import { drawnPixels, hasMetricsFrame, metricsFrame } from './metricsView';
+import type { Frame } from 'playwright-core';
+import { contrastRatio, parseColor } from '../../src/webview/contrast';
+import { addRunFromPanel, drawnPixels, hasMetricsFrame, metricsFrame } from './metricsView';
+import { filterAndPick } from './ui';
 import { REPO_ROOT } from './toolchain';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 
-const SCREENSHOT = path.join(
-  REPO_ROOT,
-  ...(process.env.UPDATE_SCREENSHOTS === '1' ? ['media', 'screenshots'] : ['.test-tmp', 'e2e', 'screenshots']),
-  'tree-and-metrics.png',
-);
+const screenshot = (theme: 'dark' | 'light'): string =>
+  path.join(REPO_ROOT, ...(process.env.UPDATE_SCREENSHOTS === '1' ? ['media', 'screenshots'] : ['.test-tmp', 'e2e', 'screenshots']), `tree-and-metrics-${theme}.png`);
 
 let demoBase: string;
 let demo: DemoHost;
@@ -36,7 +38,7 @@ before(async () => {
   // A folder name that reads well in the window title of the picture.
   const folder = path.join(workspace, 'experiments');
   mkdirSync(folder);
-  session = await startVSCode({ workspaceFolder: folder, settings: demoSettings(demo.paths, demo.hostConfig, demoEvalProfile()) });
+  session = await startVSCode({ workspaceFolder: folder, settings: { ...demoSettings(demo.paths, demo.hostConfig, demoEvalProfile()), 'workbench.colorTheme': 'Dark Modern' } });
 });
 
 after(async () => {
@@ -45,7 +47,34 @@ after(async () => {
   for (const d of [workspace, demoBase]) if (d) rmSync(d, { recursive: true, force: true });
 });
 
-test('the tree beside the live run\'s metrics panel, on the demo host', async () => {
+/** Writes the picture and checks it is the whole window. */
+async function shoot(file: string): Promise<void> {
+  // A clean picture: no toasts over the panel, the pointer off the tree.
+  await session.page.keyboard.press('Escape');
+  for (const close of await session.page.locator('.notifications-toasts .codicon-notifications-clear, .notifications-toasts .codicon-close').all()) {
+    await close.click().catch(() => undefined);
+  }
+  await session.page.mouse.move(1150, 780); // empty editor space: no hover tooltip in the picture
+  await session.screenshot(file);
+  const png = readFileSync(file);
+  assert.equal(png.subarray(1, 4).toString(), 'PNG');
+  assert.equal(png.readUInt32BE(16), 1400, 'the whole window, 1400 px wide');
+}
+
+/** Every run colour in the legend against the webview's background: at least 3:1 (contrast.ts). */
+async function assertRunColoursContrast(frame: Frame, theme: string): Promise<void> {
+  const { bg, swatches } = await frame.evaluate(() => ({
+    bg: getComputedStyle(document.body).backgroundColor,
+    swatches: Array.from(document.querySelectorAll('.legend .legend-item.run .swatch')).map((e) => getComputedStyle(e).backgroundColor),
+  }));
+  assert.ok(swatches.length >= 2, `the live run and the compared one: ${swatches}`);
+  for (const c of swatches) {
+    const ratio = contrastRatio(parseColor(c)!, parseColor(bg)!);
+    assert.ok(ratio >= 3, `${theme}: ${c} on ${bg} is ${ratio.toFixed(2)}:1`);
+  }
+}
+
+test('the tree beside the live run\'s metrics panel, on the demo host, in a dark and a light theme', async () => {
   await withArtifactsOnFailure(session, 'screenshot-tree-and-metrics', async () => {
     await session.openViewContainer('Remote Runs');
     await expandTreeRow(session, 'demo');
@@ -68,15 +97,25 @@ test('the tree beside the live run\'s metrics panel, on the demo host', async ()
     const first = await stepOf();
     await frame.waitForFunction((s) => Number((document.querySelector('.latest')?.textContent ?? '').replace(/[^\d]/g, '')) > s, first, { timeout: 60_000 });
 
-    // A clean picture: no toasts over the panel, the pointer off the tree.
-    await session.page.keyboard.press('Escape');
-    for (const close of await session.page.locator('.notifications-toasts .codicon-notifications-clear, .notifications-toasts .codicon-close').all()) {
-      await close.click().catch(() => undefined);
-    }
-    await session.page.mouse.move(1150, 780); // empty editor space: no hover tooltip in the picture
-    await session.screenshot(SCREENSHOT);
-    const png = readFileSync(SCREENSHOT);
-    assert.equal(png.subarray(1, 4).toString(), 'PNG');
-    assert.equal(png.readUInt32BE(16), 1400, 'the whole window, 1400 px wide');
+    // The finished reference run on the bare host compared, as a user comparing two runs would (its target listed).
+    await expandTreeRow(session, 'host');
+    await treeRow(session, 'baseline-ref').waitFor({ state: 'visible', timeout: 30_000 });
+    await addRunFromPanel(session, frame, 'baseline-ref');
+    await frame.locator('.legend .legend-item.run.compare').waitFor({ timeout: 30_000 });
+    await frame.waitForFunction(() => Array.from(document.querySelectorAll('section.metric')).length >= 3 && document.querySelectorAll('section.metric:not([data-x-max])').length === 0, undefined, { timeout: 30_000 });
+
+    assert.ok(await session.page.locator('.monaco-workbench.vs-dark').count(), 'a dark workbench');
+    await frame.waitForFunction(() => document.body.classList.contains('vscode-dark'), undefined, { timeout: 30_000 });
+    await assertRunColoursContrast(frame, 'Dark Modern');
+    await shoot(screenshot('dark'));
+
+    // The same window in a light theme, picked as a user does (Preferences: Color Theme); the webview follows.
+    await session.runCommand('Preferences: Color Theme');
+    await filterAndPick(session, 'Light Modern', 'Light Modern');
+    await session.page.locator('.monaco-workbench.vs').waitFor({ timeout: 60_000 });
+    await frame.waitForFunction(() => document.body.classList.contains('vscode-light'), undefined, { timeout: 60_000 });
+    for (const [metric, n] of Object.entries(await drawnPixels(frame))) assert.ok(n > 500, `${metric} drew ${n} pixels in the light theme`);
+    await assertRunColoursContrast(frame, 'Light Modern');
+    await shoot(screenshot('light'));
   });
 });

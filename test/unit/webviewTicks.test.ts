@@ -34,6 +34,9 @@ test('any range: ticks ascend inside it, at one step from {1,2,5}×10^k, at most
 test('labels as short as the step allows: 10k, 12.5k, 1.5M, 5e-5, 0.25', () => {
   assert.deepEqual([0, 10_000, 20_000].map((v) => formatTick(v, 10_000)), ['0', '10k', '20k']);
   assert.equal(formatTick(12_500, 2_500), '12.5k');
+  // One axis, one way: a zoomed axis stepping by 2,000 reads 8k, 10k, 12k (issue 17's e2e saw `8000, 10k`).
+  assert.deepEqual([8000, 10_000, 12_000].map((v) => formatTick(v, 2000)), ['8k', '10k', '12k']);
+  assert.deepEqual([500, 1000, 1500].map((v) => formatTick(v, 500)), ['500', '1000', '1500'], 'finer steps stay plain numbers');
   assert.equal(formatTick(1_500_000, 500_000), '1.5M');
   assert.equal(formatTick(5e-5, 1e-5), '5e-5', 'not 5.0000e-5');
   assert.equal(formatTick(1.5e-4, 5e-5), '1.5e-4');

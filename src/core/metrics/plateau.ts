@@ -3,8 +3,9 @@
  * Only the last segment is looked at: after a resume, that is the run as it is now.
  */
 import type { Points, Segment } from './series';
+import type { MetricDirection } from '../../shared/metricDirection';
 
-export type MetricDirection = 'lower' | 'higher';
+export type { MetricDirection };
 
 export interface PlateauOptions {
   /** How many steps (x units, not points) without enough improvement make a plateau. */
@@ -95,17 +96,5 @@ export function detectPlateau(
   };
 }
 
-// Whole words only (`_`, `/`, `-`, `.`, digits separate them): `grad_accum` is not an accuracy.
-const LOWER = /(^|[^a-z])(loss|losses|perplexity|ppl|err|error|mse|mae|rmse|nll|wer|cer|bpc|bpb|regret)(?![a-z])/;
-const HIGHER = /(^|[^a-z])(acc|accuracy|f1|precision|recall|auc|auroc|bleu|rouge\w*|meteor|iou|miou|dice|map|em|exact_match|reward|return|score|psnr|ssim|r2)(?![a-z])/;
-
-/**
- * Which way is better for a metric key, from its last path part; undefined when the name does not say
- * (learning rate, grad norm, epoch), where a plateau means nothing.
- */
-export function metricDirection(key: string): MetricDirection | undefined {
-  const name = key.slice(key.lastIndexOf('/') + 1).toLowerCase();
-  if (LOWER.test(name)) return 'lower';
-  if (HIGHER.test(name)) return 'higher';
-  return undefined;
-}
+// The name rule lives in src/shared (the webview shows and flips the direction too).
+export { metricDirection } from '../../shared/metricDirection';

@@ -155,12 +155,12 @@ export class MetricsView implements vscode.Disposable {
           // The webview's settings are the only ones (a restored page brings those it kept); the presenter only
           // computes with them.
           this.ready = true;
-          this.presenter.setView(msg.width, msg.range, msg.smoothing, msg.hidden);
+          this.presenter.setView(msg.width, msg.range, msg.smoothing, msg.hidden, msg.directions);
           if (this.presenter.primary) this.sendSnapshot();
           else this.post({ type: 'empty', message: 'Select or pin a run in the Remote Runs tree to see its metrics here.' });
           break;
         case 'view':
-          if (this.presenter.setView(msg.width, msg.range, msg.smoothing, msg.hidden)) this.sendSnapshot();
+          if (this.presenter.setView(msg.width, msg.range, msg.smoothing, msg.hidden, msg.directions)) this.sendSnapshot();
           break;
         case 'hover':
           this.post({ type: 'values', seq: msg.seq, x: msg.x, rows: this.presenter.valuesAt(msg.x) });

@@ -4,7 +4,8 @@
  * hidden metrics), the reference lines, the highlighted checkpoint, each run's evals. Builds whole snapshots and
  * incremental updates from the runs' feeds, and answers "values at this step". Pure: no `vscode`, no I/O.
  */
-import { detectPlateau, metricDirection, type Series } from '../../core/metrics';
+import { detectPlateau, type Series } from '../../core/metrics';
+import { plateauDirection, type PlateauDirection } from '../../shared/metricDirection';
 import type {
   EvalPointWire,
   PanelRestoreState,
@@ -98,6 +99,8 @@ export interface ViewState {
   range: XRange | null;
   smoothing: number;
   hidden: Set<string>;
+  /** The user's plateau direction per metric (the webview's choice); a metric not named: its name's direction. */
+  directions: Readonly<Record<string, PlateauDirection>>;
 }
 
 const DEFAULT_WIDTH = 400;
@@ -111,7 +114,7 @@ export class MetricsPresenter {
   private readonly plateauCache = new Map<string, { revision: number; at: number; hint: PlateauHint | undefined }>();
   /** Each run's evals as last sent (or to be sent with the next snapshot). */
   private readonly evalsByRun = new Map<string, { evals: EvalPointWire[]; text: string }>();
-  view: ViewState = { width: DEFAULT_WIDTH, range: null, smoothing: 0.6, hidden: new Set() };
+  view: ViewState = { width: DEFAULT_WIDTH, range: null, smoothing: 0.6, hidden: new Set(), directions: {} };
   references: ReferenceLine[] = [];
   highlight: number | null = null;
 
@@ -184,16 +187,19 @@ export class MetricsPresenter {
    * Take the webview's view (the webview owns it: these values are never sent back); true when it differs from the
    * one the last snapshot was computed for (a new snapshot is due).
    */
-  setView(width: number, range: XRange | null, smoothing: number, hidden: readonly string[]): boolean {
+  setView(width: number, range: XRange | null, smoothing: number, hidden: readonly string[], directions: Readonly<Record<string, PlateauDirection>> = {}): boolean {
     const v = this.view;
     const hiddenSet = new Set(hidden);
+    const sameDirections = (a: Readonly<Record<string, PlateauDirection>>, b: Readonly<Record<string, PlateauDirection>>) =>
+      Object.keys(a).length === Object.keys(b).length && Object.keys(a).every((k) => Object.prototype.hasOwnProperty.call(b, k) && a[k] === b[k]);
     const same =
       v.width === width &&
       v.smoothing === smoothing &&
       ((v.range === null && range === null) || (v.range !== null && range !== null && v.range.xMin === range.xMin && v.range.xMax === range.xMax)) &&
       v.hidden.size === hiddenSet.size &&
-      [...hiddenSet].every((h) => v.hidden.has(h));
-    this.view = { width, range, smoothing, hidden: hiddenSet };
+      [...hiddenSet].every((h) => v.hidden.has(h)) &&
+      sameDirections(v.directions, directions);
+    this.view = { width, range, smoothing, hidden: hiddenSet, directions: { ...directions } };
     return !same;
   }
 
@@ -314,7 +320,11 @@ export class MetricsPresenter {
     const now = this.options.now();
     const latest: Record<string, number> = {};
     const all = run.feed.series();
-    for (const [key, s] of all) if (s.length) put(latest, key, s.yShown(s.length - 1));
+    let startTime = Infinity;
+    for (const [key, s] of all) {
+      if (s.length) put(latest, key, s.yShown(s.length - 1));
+      startTime = Math.min(startTime, firstTime(s));
+    }
     return {
       runKey: run.key,
       label: run.ref.runName,
@@ -333,6 +343,7 @@ export class MetricsPresenter {
       link: linkWire(run.feed.link, now),
       loggedAgoMs: run.feed.lastLoggedAt !== undefined ? Math.max(0, now - run.feed.lastLoggedAt) : null,
       stoppedAfterMs: run.feed.stoppedAfterMs ?? STOPPED_MIN_MS,
+      ...(Number.isFinite(startTime) ? { startTime } : {}),
     };
   }
 
@@ -343,15 +354,18 @@ export class MetricsPresenter {
     const interval = this.options.plateauIntervalMs ?? 2000;
     const trackers = this.trackersOf(run.key);
     for (const [key, s] of all) {
-      const direction = metricDirection(key);
-      if (!direction || this.view.hidden.has(key) || s.length === 0) continue;
-      const cacheKey = `${run.key}\u0000${key}\u0000${settings.window}\u0000${settings.fraction}\u0000${this.view.smoothing}`;
+      const direction = plateauDirection(key, this.view.directions);
+      if (direction === 'off' || this.view.hidden.has(key) || s.length === 0) continue;
+      const cacheKey = `${run.key}\u0000${key}\u0000${settings.window}\u0000${settings.fraction}\u0000${this.view.smoothing}\u0000${direction}`;
       const cached = this.plateauCache.get(cacheKey);
       let hint = cached?.hint;
       if (!cached || (cached.revision !== s.length && now - cached.at >= interval)) {
         const smoothed = trackerFor(trackers, key).smoothed(s, this.view.smoothing);
         const r = detectPlateau(s, smoothed, { window: settings.window, fraction: settings.fraction, direction }, s.segments);
-        hint = r.state === 'plateau' ? { key, flatSince: r.flatSince, best: r.best, bestStep: r.bestStep, window: settings.window, fraction: settings.fraction } : undefined;
+        hint =
+          r.state === 'plateau'
+            ? { key, direction, flatSince: r.flatSince, flatValue: valueAtStep(s, smoothed, r.flatSince), best: r.best, bestStep: r.bestStep, window: settings.window, fraction: settings.fraction }
+            : undefined;
         this.plateauCache.set(cacheKey, { revision: s.length, at: now, hint });
       }
       if (hint) out.push(hint);
@@ -375,6 +389,23 @@ function trackerFor(trackers: Map<string, SeriesTracker>, key: string): SeriesTr
     trackers.set(key, t);
   }
   return t;
+}
+
+/** The first known wall time of a series (ms); Infinity when it has none. */
+function firstTime(s: Series): number {
+  if (!s.hasTime) return Infinity;
+  for (let i = 0; i < s.length; i++) {
+    const t = s.timeAt(i);
+    if (Number.isFinite(t)) return t;
+  }
+  return Infinity;
+}
+
+/** The smoothed value at a step of the series' last segment (where detectPlateau looked). */
+function valueAtStep(s: Series, smoothed: ArrayLike<number>, step: number): number {
+  const seg = s.segments[s.segments.length - 1];
+  for (let i = seg ? seg.start : 0; i < (seg ? seg.end : s.length); i++) if (s.xAt(i) === step && Number.isFinite(smoothed[i])) return smoothed[i];
+  return smoothed[nearestIndex(s, step)];
 }
 
 /** Index of the point whose step is nearest to x, over all segments (the later segment wins a tie). */

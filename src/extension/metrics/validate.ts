@@ -4,6 +4,8 @@
  * restored panel hands back after a reload. Pure: no `vscode`.
  */
 import type { FromWebview, PanelRestoreState, RunRefWire, ViewWire, XRange } from '../../shared/metricsProtocol';
+import type { PlateauDirection } from '../../shared/metricDirection';
+import { put } from '../../shared/dict';
 
 const MAX_TEXT = 500;
 const MAX_WIDTH = 20_000;
@@ -40,7 +42,23 @@ function viewOf(msg: Obj): ViewWire | undefined {
   if (w === undefined || r === undefined) return undefined;
   if (!finite(msg.smoothing) || msg.smoothing < 0 || msg.smoothing >= 1) return undefined;
   if (!Array.isArray(msg.hidden) || msg.hidden.length > MAX_LIST || !msg.hidden.every((h) => text(h))) return undefined;
-  return { width: w, range: r, smoothing: msg.smoothing, hidden: [...(msg.hidden as string[])] };
+  const d = directions(msg.directions);
+  if (d === null) return undefined;
+  return { width: w, range: r, smoothing: msg.smoothing, hidden: [...(msg.hidden as string[])], ...(d ? { directions: d } : {}) };
+}
+
+/** The plateau directions a view names (metric → lower, higher, off); undefined when absent, null when malformed. */
+function directions(v: unknown): Record<string, PlateauDirection> | undefined | null {
+  if (v === undefined) return undefined;
+  if (!isObj(v)) return null;
+  const entries = Object.entries(v);
+  if (entries.length > MAX_LIST) return null;
+  const out: Record<string, PlateauDirection> = {};
+  for (const [k, d] of entries) {
+    if (!text(k) || k.length === 0 || (d !== 'lower' && d !== 'higher' && d !== 'off')) return null;
+    put(out, k, d); // a metric named `__proto__` is a key like any other
+  }
+  return entries.length ? out : undefined;
 }
 
 /**
