@@ -19,6 +19,7 @@ import type { TreeNode } from '../core/tree/nodes';
 import { registerCommands } from './commands';
 import { registerMetrics } from './metrics/register';
 import { registerDownloads } from './download/register';
+import { DownloadMarks } from './download/downloadMarks';
 import { registerEvals, type EvalsHandle } from './eval/register';
 import { EvalResultsHub } from './eval/resultsHub';
 import { registerDemo } from './demo/register';
@@ -76,6 +77,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   });
 
   let evalsHandle: EvalsHandle | undefined;
+  let downloadMarks: DownloadMarks | undefined;
   const inspectCache = new InspectCache();
   const tree = store.register(
     new RunsTreeProvider({
@@ -103,12 +105,14 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       // Bound once evals are registered below (they need the tree to redraw).
       checkpointDecoration: (node) => evalsHandle?.checkpointDecoration(node),
       checkpointEvalRunning: (node) => evalsHandle?.checkpointEvalRunning(node) ?? false,
+      checkpointLocalCopy: (node) => downloadMarks?.markOf(node),
       // A checkpoint's contents and hover: its headers over one remote command, cached per (path, size, mtime).
       inspect: async (hostName, target, checkpoint) => (await inspectRemote(core.executor(hostName), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection,
     }),
   );
   const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true }));
   tree.attach(view);
+  downloadMarks = store.register(new DownloadMarks((node) => tree.redraw(node)));
 
   // A workspace's settings files are read for restricted settings VS Code will not apply, and each one is said
   // (README "Settings: what a workspace may set"); again whenever they or the trust may have changed.
@@ -155,7 +159,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
     connectionState: (name) => pool.getState(name),
     onDidChangeConnectionState: pool.onDidChangeState,
   });
-  registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings });
+  registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings, onDidDownload: () => downloadMarks?.recheckAll() });
   evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults });
   registerDemo({ store, context, log });
   // Last: the language server asks the tree and the pool, so both exist before its first question.

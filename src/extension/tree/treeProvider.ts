@@ -10,6 +10,7 @@ import { RunsTreeModel, groupDescription, type HostEntry } from '../../core/tree
 import type { Checkpoint, TargetRef } from '../../core/types';
 import { summaryLine, type Inspection } from '../../core/inspect';
 import type { Logger } from '../log';
+import type { LocalCopy } from '../../core/transfer';
 
 export type { HostEntry };
 
@@ -27,6 +28,8 @@ export interface TreeDeps {
   checkpointDecoration?(node: CheckpointNode): string | undefined;
   /** An eval of this checkpoint is pending or running (Stop Eval is offered only then). */
   checkpointEvalRunning?(node: CheckpointNode): boolean;
+  /** The checkpoint's local copy, when it is downloaded (download/downloadMarks.ts); redraw with `redraw` when it changes. */
+  checkpointLocalCopy?(node: CheckpointNode): LocalCopy | undefined;
   /** What a checkpoint holds (its headers, read over one remote command, cached per file): its contents row and hover. */
   inspect?(hostName: string, target: TargetRef, checkpoint: Checkpoint): Promise<Inspection>;
 }
@@ -117,7 +120,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     } catch (e) {
       contents = `Contents not read: ${e instanceof Error ? e.message : String(e)}`;
     }
-    item.tooltip = `${checkpointTooltip(node.checkpoint)}\n${contents}`;
+    item.tooltip = `${checkpointTooltip(node.checkpoint, this.deps.checkpointLocalCopy?.(node))}\n${contents}`;
     return item;
   }
 
@@ -230,11 +233,13 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     item.id = node.id;
     const now = Date.now();
     const what = c.kind === 'step' ? '' : checkpointLabel(c);
-    item.description = [what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
+    const local = this.deps.checkpointLocalCopy?.(node);
+    const downloaded = local?.kind === 'downloaded';
+    item.description = [what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', downloaded ? 'downloaded' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
     // Left unset with inspect: resolveTreeItem fills it on hover, with the contents' summary.
-    if (!this.deps.inspect) item.tooltip = checkpointTooltip(c);
-    item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}${this.deps.checkpointEvalRunning?.(node) ? '.evalRunning' : ''}`;
+    if (!this.deps.inspect) item.tooltip = checkpointTooltip(c, local);
+    item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}${downloaded ? '.downloaded' : ''}${this.deps.checkpointEvalRunning?.(node) ? '.evalRunning' : ''}`;
     return item;
   }
 
@@ -305,8 +310,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 /** State kinds where Retry can change the answer. */
 const RETRYABLE: ReadonlySet<string> = new Set(['unreachable', 'auth-failed', 'host-key-unknown', 'timeout', 'command-failed', 'permission-denied', 'protocol', 'cancelled', 'container-stopped']);
 
-function checkpointTooltip(c: Checkpoint): string {
-  return `${c.path}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
+function checkpointTooltip(c: Checkpoint, local?: LocalCopy): string {
+  return `${c.path}${local?.kind === 'downloaded' ? `\nDownloaded: ${local.path}` : ''}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
 }
 
 function stateLabel(s: ConnectionState): string {
