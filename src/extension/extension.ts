@@ -158,6 +158,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
     store, core, tree, view, log, context, evals: evalResults,
     connectionState: (name) => pool.getState(name),
     onDidChangeConnectionState: pool.onDidChangeState,
+    hostNames: () => hosts.all().map((h) => h.config.name),
   });
   registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings, onDidDownload: () => downloadMarks?.recheckAll() });
   evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults });

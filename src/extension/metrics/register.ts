@@ -19,6 +19,7 @@ import { ReferenceStore } from './referenceStore';
 import { FeedRegistry, RunFeed, type EvalSource } from '../../core/metrics/runFeed';
 import { runKeyOf } from '../../core/runRef';
 import { PinnedRunStatus } from './statusBar';
+import { pickRunEverywhere } from './pickRunEverywhere';
 import { pickRun, revealCheckpoint, runRefOfArg, runRefOfNode, selectedStepOf } from './treeGlue';
 import { parseRestoreState } from './validate';
 import { METRICS_INLINE_VIEW } from './webviewSetup';
@@ -38,6 +39,8 @@ export interface MetricsDeps {
   /** Each host's connection state (the pool's), for the connection a panel shows. */
   connectionState(hostName: string): ConnectionState;
   onDidChangeConnectionState: Event<StateChange>;
+  /** The configured hosts' names: "Add run…" lists runs on all of them, not only the targets the tree expanded. */
+  hostNames(): string[];
 }
 
 const PINNED_KEY = 'remoteRuns.pinnedRun';
@@ -84,7 +87,7 @@ export function registerMetrics(deps: MetricsDeps): void {
       window: Math.max(1, metricsConfig().get<number>('plateauWindow', 2000)),
       fraction: Math.max(0, metricsConfig().get<number>('plateauFraction', 0.01)),
     }),
-    pickRun: (exclude) => pickRun(tree, 'Add a run to compare', exclude),
+    pickRun: (exclude) => pickRunEverywhere(core, deps.hostNames(), 'Add a run to compare', exclude),
     revealCheckpoint: (run, step) => revealCheckpoint(tree, view, run, step),
     openPanel: (run) => void panels?.open(run),
     selectedStep: (runKey) => selectedStepOf(view, runKey),
@@ -167,7 +170,7 @@ export function registerMetrics(deps: MetricsDeps): void {
       async (arg) => {
         const target = panels?.activeView;
         if (!target?.primary) throw new Error('Open a metrics panel first (Remote Runs: Open Metrics)');
-        const ref = runRefOfArg(arg) ?? (await pickRun(tree, 'Add a run to compare', target.presenter.runs.map((r) => r.key)));
+        const ref = runRefOfArg(arg) ?? (await pickRunEverywhere(core, deps.hostNames(), 'Add a run to compare', target.presenter.runs.map((r) => r.key)));
         if (ref) target.addRun(ref, 'compare');
       },
     ],
