@@ -110,7 +110,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       inspect: async (hostName, target, checkpoint) => (await inspectRemote(core.executor(hostName), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection,
     }),
   );
-  const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true }));
+  const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true }));
   tree.attach(view);
   downloadMarks = store.register(new DownloadMarks((node) => tree.redraw(node)));
 
