@@ -20,6 +20,8 @@ import { registerCommands } from './commands';
 import { registerMetrics } from './metrics/register';
 import { registerDownloads } from './download/register';
 import { DownloadMarks } from './download/downloadMarks';
+import { RunFactsReader } from './runs/runFacts';
+import { registerRuns } from './runs/register';
 import { registerEvals, type EvalsHandle } from './eval/register';
 import { EvalResultsHub } from './eval/resultsHub';
 import { registerDemo } from './demo/register';
@@ -76,6 +78,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
     },
   });
 
+  const runFacts = new RunFactsReader(core);
   let evalsHandle: EvalsHandle | undefined;
   let downloadMarks: DownloadMarks | undefined;
   const inspectCache = new InspectCache();
@@ -106,6 +109,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       checkpointDecoration: (node) => evalsHandle?.checkpointDecoration(node),
       checkpointEvalRunning: (node) => evalsHandle?.checkpointEvalRunning(node) ?? false,
       checkpointLocalCopy: (node) => downloadMarks?.markOf(node),
+      // A run's hover: its config files (config.yaml/.json, hparams.yaml, args.json), one bounded remote command.
+      runConfig: (node) => runFacts.config(node.hostName, node.target, node.run),
       // A checkpoint's contents and hover: its headers over one remote command, cached per (path, size, mtime).
       inspect: async (hostName, target, checkpoint) => (await inspectRemote(core.executor(hostName), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection,
     }),
@@ -162,6 +167,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   });
   registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings, onDidDownload: () => downloadMarks?.recheckAll() });
   evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults });
+  registerRuns({ store, core, hosts, reader: runFacts, log, context });
   registerDemo({ store, context, log });
   // Last: the language server asks the tree and the pool, so both exist before its first question.
   registerLanguageServer({ store, context, core, hosts, pool, tree, view, log });

@@ -11,6 +11,7 @@ import type { Checkpoint, TargetRef } from '../../core/types';
 import { summaryLine, type Inspection } from '../../core/inspect';
 import type { Logger } from '../log';
 import type { LocalCopy } from '../../core/transfer';
+import { configSummary, type RunConfig } from '../../core/runs/config';
 
 export type { HostEntry };
 
@@ -30,6 +31,8 @@ export interface TreeDeps {
   checkpointEvalRunning?(node: CheckpointNode): boolean;
   /** The checkpoint's local copy, when it is downloaded (download/downloadMarks.ts); redraw with `redraw` when it changes. */
   checkpointLocalCopy?(node: CheckpointNode): LocalCopy | undefined;
+  /** A run's config files, for its hover (read when the pointer rests on it, cached by the reader). */
+  runConfig?(node: RunNode): Promise<RunConfig>;
   /** What a checkpoint holds (its headers, read over one remote command, cached per file): its contents row and hover. */
   inspect?(hostName: string, target: TargetRef, checkpoint: Checkpoint): Promise<Inspection>;
 }
@@ -111,6 +114,19 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
    * Called by VS Code only for items whose tooltip is unset.
    */
   async resolveTreeItem(item: vscode.TreeItem, node: TreeNode, token: vscode.CancellationToken): Promise<vscode.TreeItem> {
+    if (node.type === 'run' && this.deps.runConfig) {
+      let lines: string[];
+      try {
+        lines = configSummary(await this.deps.runConfig(node));
+      } catch (e) {
+        lines = [`Config not read: ${e instanceof Error ? e.message : String(e)}`];
+      }
+      if (token.isCancellationRequested) return item;
+      const tip = new vscode.MarkdownString();
+      tip.appendText(`${runTooltip(node.run)}\n${lines.join('\n')}`);
+      item.tooltip = tip;
+      return item;
+    }
     if (node.type !== 'checkpoint' || !this.deps.inspect) return item;
     let contents: string;
     try {
@@ -216,11 +232,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const parts = [run.live ? '● live' : '', `${run.checkpoints.length} checkpoint${run.checkpoints.length === 1 ? '' : 's'}`, newest ? latestPhrase(newest) : ''];
     item.description = parts.filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(run.live ? 'pulse' : 'beaker');
-    item.tooltip = new vscode.MarkdownString();
-    item.tooltip.appendText(`${run.path}\n`);
-    item.tooltip.appendText(`Metrics: ${run.metrics.length ? run.metrics.join(', ') : 'none found'}\n`);
-    if (run.live) item.tooltip.appendText('Live: a metrics log changed in the last two minutes\n');
-    for (const p of run.pointers ?? []) item.tooltip.appendText(`${p.file}: ${p.note ?? `names ${p.checkpoint}`}\n`);
+    // Left unset with runConfig: resolveTreeItem fills it on hover, with the run's config.
+    if (!this.deps.runConfig) {
+      item.tooltip = new vscode.MarkdownString();
+      item.tooltip.appendText(runTooltip(run));
+    }
     item.contextValue = `run${run.live ? '.live' : ''}`;
     return item;
   }
@@ -309,6 +325,15 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
 /** State kinds where Retry can change the answer. */
 const RETRYABLE: ReadonlySet<string> = new Set(['unreachable', 'auth-failed', 'host-key-unknown', 'timeout', 'command-failed', 'permission-denied', 'protocol', 'cancelled', 'container-stopped']);
+
+function runTooltip(run: RunNode['run']): string {
+  return [
+    run.path,
+    `Metrics: ${run.metrics.length ? run.metrics.join(', ') : 'none found'}`,
+    ...(run.live ? ['Live: a metrics log changed in the last two minutes'] : []),
+    ...(run.pointers ?? []).map((p) => `${p.file}: ${p.note ?? `names ${p.checkpoint}`}`),
+  ].join('\n');
+}
 
 function checkpointTooltip(c: Checkpoint, local?: LocalCopy): string {
   return `${c.path}${local?.kind === 'downloaded' ? `\nDownloaded: ${local.path}` : ''}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
