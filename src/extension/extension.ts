@@ -22,6 +22,7 @@ import { registerDownloads } from './download/register';
 import { DownloadMarks } from './download/downloadMarks';
 import { RunFactsReader } from './runs/runFacts';
 import { registerRuns } from './runs/register';
+import { Notifier } from './notifications';
 import { registerEvals, type EvalsHandle } from './eval/register';
 import { EvalResultsHub } from './eval/resultsHub';
 import { registerDemo } from './demo/register';
@@ -159,14 +160,15 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles })) store.register(d);
   // Eval listings → the charts' points and the eval table (the hub is shared, so metrics can register first).
   const evalResults = store.register(new EvalResultsHub());
-  registerMetrics({
+  const { feeds } = registerMetrics({
     store, core, tree, view, log, context, evals: evalResults,
     connectionState: (name) => pool.getState(name),
     onDidChangeConnectionState: pool.onDidChangeState,
     hostNames: () => hosts.all().map((h) => h.config.name),
   });
   registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings, onDidDownload: () => downloadMarks?.recheckAll() });
-  evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults });
+  const notifier = store.register(new Notifier({ core, context, log, feeds }));
+  evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults, onEvalsListed: (subject, before, after) => notifier.evalsListed(subject, before, after) });
   registerRuns({ store, core, hosts, reader: runFacts, log, context });
   registerDemo({ store, context, log });
   // Last: the language server asks the tree and the pool, so both exist before its first question.

@@ -54,6 +54,8 @@ export interface EvalDeps {
   settings: Settings;
   /** Where listings are published for the charts and the eval table. */
   results: EvalResultsHub;
+  /** A run's evals were listed again (`before`: the previous listing, undefined the first time), for notifications. */
+  onEvalsListed?(subject: EvalRunRef, before: readonly EvalRecord[] | undefined, after: readonly EvalRecord[]): void;
 }
 
 /** What the tree asks of evals. */
@@ -161,8 +163,10 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
           log.warn(`evals of ${subject.run.path} in ${place.kind === 'local' ? 'local' : `${place.host}/${formatTarget(place.target)}`}:${place.evalsDir}: ${e instanceof Error ? e.message : String(e)}`);
         }
       }
+      const before = entry.loadedAt > 0 ? entry.entries.map((e) => e.record) : undefined;
       entry.entries = found;
       entry.loadedAt = Date.now();
+      deps.onEvalsListed?.(subject, before, found.map((e) => e.record));
       results.publish(subject, found.map((e) => e.record));
       for (const { place, record } of found) {
         if ((record.state === 'running' || record.state === 'pending') && !terminals.has(record.id) && !letGo.has(record.id)) {

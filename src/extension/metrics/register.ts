@@ -50,7 +50,7 @@ function metricsConfig(): vscode.WorkspaceConfiguration {
 }
 
 /** Register everything of the metrics feature on `store`. */
-export function registerMetrics(deps: MetricsDeps): void {
+export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
   const { store, core, tree, view, log, context } = deps;
 
   const feeds = store.register(
@@ -185,4 +185,5 @@ export function registerMetrics(deps: MetricsDeps): void {
     [CommandIds.showInlineMetrics, () => vscode.commands.executeCommand(`${METRICS_INLINE_VIEW}.focus`)],
   ];
   for (const [id, handler] of commands) store.register(registerCommand(id, handler, log));
+  return { feeds };
 }
