@@ -119,6 +119,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true }));
   tree.attach(view);
   downloadMarks = store.register(new DownloadMarks((node) => tree.redraw(node)));
+  // A whole-tree refresh (the Refresh button) reads every downloaded mark again too.
+  store.register(tree.onDidChangeTreeData((node) => node === undefined && downloadMarks?.recheckAll()));
 
   // A workspace's settings files are read for restricted settings VS Code will not apply, and each one is said
   // (README "Settings: what a workspace may set"); again whenever they or the trust may have changed.
