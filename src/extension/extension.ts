@@ -23,6 +23,7 @@ import { DownloadMarks } from './download/downloadMarks';
 import { RunFactsReader } from './runs/runFacts';
 import { registerRuns } from './runs/register';
 import { Notifier } from './notifications';
+import { configSummary } from '../core/runs/config';
 import { registerEvals, type EvalsHandle } from './eval/register';
 import { EvalResultsHub } from './eval/resultsHub';
 import { registerDemo } from './demo/register';
@@ -167,6 +168,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
     connectionState: (name) => pool.getState(name),
     onDidChangeConnectionState: pool.onDidChangeState,
     hostNames: () => hosts.all().map((h) => h.config.name),
+    runConfig: (ref) =>
+      runFacts.config(ref.hostName, ref.target, { path: ref.runPath }).then(configSummary, (e: unknown) => [`Config not read: ${e instanceof Error ? e.message : String(e)}`]),
   });
   registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings, onDidDownload: () => downloadMarks?.recheckAll() });
   const notifier = store.register(new Notifier({ core, context, log, feeds }));

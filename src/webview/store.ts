@@ -85,6 +85,7 @@ export class MetricsStore {
         return 'none';
       case 'values':
       case 'empty':
+      case 'runConfig':
         return 'none';
     }
   }

@@ -5,8 +5,8 @@
  * - Show Run Table on a target: a webview table with each run's state, latest step, last values and only the config
  *   key that differs;
  * - a multi-select of two checkpoints → Evaluate: one profile, one queue, both results on their checkpoints;
- * - a metrics panel's Add run… lists runs on every configured host (one never expanded in the tree), metrics runs
- *   only, and marks the unreachable one.
+ * - a metrics panel shows its run's config collapsed under its header; its Add run… lists runs on every configured
+ *   host (one never expanded in the tree), metrics runs only, and marks the unreachable one.
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -178,11 +178,16 @@ test('a multi-select of two checkpoints → Evaluate: one profile, one queue, ea
   });
 });
 
-test("a metrics panel's Add run… lists runs with metrics on every configured host and marks the unreachable one", async () => {
+test("a metrics panel shows the run's config; its Add run… lists runs with metrics on every configured host and marks the unreachable one", async () => {
   await withArtifactsOnFailure(session, 'runs-add-run', async () => {
     await session.page.keyboard.press('Escape');
     await treeContextMenu(session, 'alpha', /^Open Metrics$/);
     const frame = await metricsFrame(session, 'panel');
+    // The run's config, collapsed under the panel's header.
+    const config = await until(session.page, () => frame.locator('details.run-config').innerText({ timeout: 5_000 }).catch(() => ''), /Config: config\.yaml \(3 keys\)/, "the panel's config block");
+    assert.doesNotMatch(config, /optimizer\.lr/, 'collapsed: only its summary shows');
+    await frame.locator('details.run-config summary').click();
+    await until(session.page, () => frame.locator('details.run-config').innerText(), /optimizer\.lr: 0\.1/, 'the config block opened');
     await act(session.page, {
       what: 'the Add run… quick pick open',
       action: async () => {

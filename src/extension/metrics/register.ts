@@ -41,6 +41,8 @@ export interface MetricsDeps {
   onDidChangeConnectionState: Event<StateChange>;
   /** The configured hosts' names: "Add run…" lists runs on all of them, not only the targets the tree expanded. */
   hostNames(): string[];
+  /** A run's config as text lines, for the panel (never rejects: a failure is a line saying why). */
+  runConfig?(run: RunRefWire): Promise<string[]>;
 }
 
 const PINNED_KEY = 'remoteRuns.pinnedRun';
@@ -93,6 +95,7 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
     selectedStep: (runKey) => selectedStepOf(view, runKey),
     ...(deps.evals ? { evals: deps.evals } : {}),
     showEvalTable: (run) => void vscode.commands.executeCommand(CommandIds.showEvalResults, run),
+    ...(deps.runConfig ? { runConfig: deps.runConfig } : {}),
   };
   panels = store.register(new MetricsPanels(context.extensionUri, viewDeps, log));
   const inline = store.register(new InlineMetricsView(context.extensionUri, viewDeps));
