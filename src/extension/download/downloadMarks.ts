@@ -6,7 +6,7 @@
  */
 import * as vscode from 'vscode';
 import { localCopyOf, type LocalCopy } from '../../core/transfer';
-import { downloadRootFor } from '../../core/eval/localCheckpoint';
+import { downloadFolder, downloadRootFor } from '../../core/eval/localCheckpoint';
 import type { CheckpointNode } from '../../core/tree/nodes';
 
 /** A mark older than this is checked again the next time its checkpoint is drawn. */
@@ -77,7 +77,8 @@ export class DownloadMarks implements vscode.Disposable {
 
   /** A deletion under the download folder drops the marks it concerns (all are read again: a few local stats each). */
   private watch(): void {
-    const dir = vscode.workspace.getConfiguration('remoteRuns').get<string>('downloadDirectory', '').trim().replace(/^~(?=\/|$)/, process.env.HOME ?? '~');
+    const setting = vscode.workspace.getConfiguration('remoteRuns').get<string>('downloadDirectory', '').trim();
+    const dir = setting ? downloadFolder(setting) : '';
     if (dir === this.watched) return;
     this.watcher.splice(0).forEach((d) => d.dispose());
     this.watched = dir;
