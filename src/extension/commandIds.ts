@@ -18,6 +18,7 @@ export const CommandIds = {
   evaluateCheckpoint: 'remoteRuns.evaluateCheckpoint',
   stopEval: 'remoteRuns.stopEval',
   showEvalResults: 'remoteRuns.showEvalResults',
+  compareCheckpoints: 'remoteRuns.compareCheckpoints',
   revealInTree: 'remoteRuns.revealInTree',
   tryDemoHost: 'remoteRuns.tryDemoHost',
   stopDemoHost: 'remoteRuns.stopDemoHost',

@@ -27,6 +27,8 @@ import { configSummary } from '../core/runs/config';
 import { registerEvals, type EvalsHandle } from './eval/register';
 import { EvalResultsHub } from './eval/resultsHub';
 import { registerDemo } from './demo/register';
+import { registerCompare } from './inspect/register';
+import type { Checkpoint, TargetRef } from '../core/types';
 import { registerLanguageServer } from './lsp/client';
 
 export interface RemoteRunsApi {
@@ -84,6 +86,9 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   let evalsHandle: EvalsHandle | undefined;
   let downloadMarks: DownloadMarks | undefined;
   const inspectCache = new InspectCache();
+  // A checkpoint's contents (tree rows, hover, compare): its headers over one remote command, cached per (path, size, mtime).
+  const inspectCheckpoint = async (hostName: string, target: TargetRef, checkpoint: Checkpoint) =>
+    (await inspectRemote(core.executor(hostName), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection;
   const tree = store.register(
     new RunsTreeProvider({
       core,
@@ -113,10 +118,11 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       checkpointLocalCopy: (node) => downloadMarks?.markOf(node),
       // A run's hover: its config files (config.yaml/.json, hparams.yaml, args.json), one bounded remote command.
       runConfig: (node) => runFacts.config(node.hostName, node.target, node.run),
-      // A checkpoint's contents and hover: its headers over one remote command, cached per (path, size, mtime).
-      inspect: async (hostName, target, checkpoint) => (await inspectRemote(core.executor(hostName), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection,
+      inspect: inspectCheckpoint,
     }),
   );
+  // canSelectMany: two checkpoints selected together can be compared (Compare Checkpoints… on the selection), and
+  // several evaluated in one queue (Evaluate Checkpoint… on the selection).
   const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true }));
   tree.attach(view);
   downloadMarks = store.register(new DownloadMarks((node) => tree.redraw(node)));
@@ -174,6 +180,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings, onDidDownload: () => downloadMarks?.recheckAll() });
   const notifier = store.register(new Notifier({ core, context, log, feeds }));
   evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults, onEvalsListed: (subject, before, after) => notifier.evalsListed(subject, before, after) });
+  registerCompare({ store, core, hosts, log, context, inspect: inspectCheckpoint });
   registerRuns({ store, core, hosts, reader: runFacts, log, context });
   registerDemo({ store, context, log });
   // Last: the language server asks the tree and the pool, so both exist before its first question.

@@ -221,7 +221,12 @@ export type FromWebview =
   /** Open the table of the primary run's evals. */
   | { type: 'showEvalTable' }
   /** From the eval table page: put the table on the clipboard as CSV or Markdown. */
-  | { type: 'copyEvalTable'; format: 'csv' | 'markdown' };
+  | { type: 'copyEvalTable'; format: 'csv' | 'markdown' }
+  /** From the checkpoint compare page (src/extension/inspect/compareView.ts). */
+  | { type: 'compare'; action: CompareAction };
+
+/** What the compare page asks: swap A and B, pick another B (host → target → run → checkpoint), read both again. */
+export type CompareAction = 'swap' | 'changeB' | 'retry';
 
 /** The plot width in CSS pixels, the visible step range (null = all), smoothing weight, metrics not shown. */
 export interface ViewWire {

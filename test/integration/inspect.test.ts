@@ -21,6 +21,11 @@ import type { HostConfig, TargetRef } from '../../src/core/types';
 
 const FIX = path.join(ROOT, 'test', 'fixtures', 'real', 'written', 'inspect');
 const expected = JSON.parse(fs.readFileSync(path.join(FIX, 'expected.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+/** make_inspect_more.py: transformers 4.57.6's sharded .bin, DeepSpeed 0.16.5's ZeRO-2 layout, an edited architecture. */
+const MORE = path.join(ROOT, 'test', 'fixtures', 'real', 'written', 'inspect_more');
+const expectedMore = JSON.parse(fs.readFileSync(path.join(MORE, 'expected.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+/** The DeepSpeed run: the save_dir as DeepSpeed leaves it (global_stepN tags, `latest`, zero_to_fp32.py). */
+const DS_RUN = 'ds-run';
 const CANARY = expected['evil.pt'].canary as string;
 
 /** Fixture → the checkpoint it becomes in the run (folders by step; two flat files as their writers name them). */
@@ -38,6 +43,10 @@ const LAYOUT: [fixture: string, checkpoint: string][] = [
   ['lightning.ckpt', 'epoch=0-step=3.ckpt'],
   ['train_state.pt', 'model_step_50.pt'],
   ['many_tensors.pt', 'step_1200'],
+  ['../inspect_more/hf_bin', 'step_1300'],
+  ['../inspect_more/hf_bin_broken', 'step_1400'],
+  ['../inspect_more/base.pt', 'step_1500'],
+  ['../inspect_more/edited.pt', 'step_1600'],
 ];
 
 let host: TestHost;
@@ -53,9 +62,10 @@ function place(root: string): void {
     else if (name.includes('.')) fs.copyFileSync(src, path.join(ck, name));
     else {
       fs.mkdirSync(path.join(ck, name));
-      fs.copyFileSync(src, path.join(ck, name, fixture));
+      fs.copyFileSync(src, path.join(ck, name, path.basename(fixture)));
     }
   }
+  fs.cpSync(path.join(MORE, 'deepspeed'), path.join(root, DS_RUN), { recursive: true });
 }
 
 const TARGETS: [label: string, hostName: string, target: TargetRef, spec: string][] = [
@@ -190,6 +200,59 @@ for (const [label, hostName, , spec] of TARGETS) {
       assert.equal(fs.existsSync(CANARY), false);
     });
 
+    test('step_1300: save_pretrained(safe_serialization=False) .bin shards through their index: the writer tensor list', () => {
+      const j = inspect(spec, hostName, 'step_1300');
+      const exp = expectedMore.hf_bin as { tensors: unknown[]; hf_params: number; total_size: number; shards: string[] };
+      assert.equal(j.format, 'torch-zip-sharded');
+      assert.equal(JSON.stringify(plain(j.tensors, true).sort(byName as never)), JSON.stringify(exp.tensors));
+      assert.equal(j.totals.params, exp.hf_params);
+      assert.equal(j.completeness, 'complete');
+      assert.equal(j.remote.commands, 1);
+      assert.equal(j.files.find((f) => f.name === 'pytorch_model.bin.index.json')?.note, `a shard index: ${exp.tensors.length} tensors in ${exp.shards.length} shards, total_size ${exp.total_size} bytes (the shards hold that)`);
+    });
+
+    test('step_1400: a .bin shard the index names is missing: incomplete in inspect, and never the latest in the listing', () => {
+      const j = inspect(spec, hostName, 'step_1400');
+      const exp = expectedMore.hf_bin_broken as { missing: string[]; missing_tensors: string[] };
+      assert.equal(j.completeness, 'incomplete');
+      assert.deepEqual(j.incomplete, [`4 of 5 shards named by pytorch_model.bin.index.json are there (missing: ${exp.missing[0]}; ${exp.missing_tensors.length} of the 21 tensors its weight_map names are in it)`]);
+      const ls = runBuiltCli(['ls', `${hostName}/${spec}/${RUN}`, '--json', '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+      assert.equal(ls.code, 0, ls.stderr);
+      const run = (JSON.parse(ls.stdout) as { run: { latest: string; checkpoints: { name: string; incomplete?: string }[] } }).run;
+      assert.equal(run.checkpoints.find((c) => c.name === 'step_1400')?.incomplete, '4 of 5 shards of pytorch_model.bin are there');
+      assert.equal(run.latest, 'step_1600');
+      assert.ok(run.checkpoints.some((c) => c.name === 'step_1300' && c.incomplete === undefined));
+    });
+
+    test('a DeepSpeed save_dir: global_stepN tags, module tensors as params, ZeRO shards counted, the unfinished tag never latest', () => {
+      const ls = runBuiltCli(['ls', `${hostName}/${spec}/${DS_RUN}`, '--json', '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+      assert.equal(ls.code, 0, ls.stderr);
+      const run = (JSON.parse(ls.stdout) as { run: { latest: string; checkpoints: { name: string; step: number; incomplete?: string }[]; pointers: unknown[] } }).run;
+      assert.deepEqual(run.checkpoints.map((c) => [c.name, c.step]), [['global_step20', 20], ['global_step30', 30], ['global_step40', 40]]);
+      assert.equal(run.checkpoints[2].incomplete, "1 ZeRO optimizer shard where global_step30, which DeepSpeed's latest file names, has 2: still being saved (latest is written after every rank's shard)");
+      assert.equal(run.latest, (expectedMore.deepspeed as { latest: string }).latest);
+      assert.deepEqual(run.pointers, [{ file: 'latest', says: 'global_step30', checkpoint: 'global_step30' }]);
+      for (const tag of ['global_step20', 'global_step30']) {
+        const r = runBuiltCli(['inspect', `${hostName}/${spec}/${DS_RUN}/${tag}`, '--json', '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+        assert.equal(r.code, 0, r.stderr);
+        const j = JSON.parse(r.stdout) as Json;
+        const exp = expectedMore[`deepspeed/${tag}`] as { tensors: unknown[]; params: number; step: number };
+        assert.equal(JSON.stringify(plain(j.tensors, true)), JSON.stringify(exp.tensors));
+        assert.equal(j.totals.params, exp.params);
+        assert.equal(j.step, exp.step);
+        assert.equal(j.completeness, 'complete');
+        assert.equal(j.remote.commands, 1);
+        // Each tag is its files: the model states and one ZeRO shard per rank (not `latest` or zero_to_fp32.py).
+        assert.deepEqual(j.files.map((f) => f.name), ['mp_rank_00_model_states.pt', 'zero_pp_rank_0_mp_rank_00_optim_states.pt', 'zero_pp_rank_1_mp_rank_00_optim_states.pt']);
+        assert.equal(j.entries.find((e) => e.name === 'ZeRO optimizer shards')?.what, 'ZeRO stage 2 AdamW state (exp_avg, exp_avg_sq) in 2 of 2 data-parallel shards');
+        assert.match(j.summary, new RegExp(`^324 params · fp32 · 9 tensors · optimizer: ZeRO stage 2 AdamW state \\(exp_avg, exp_avg_sq\\) in 2 of 2 data-parallel shards · step ${exp.step} · `));
+      }
+      const r = runBuiltCli(['inspect', `${hostName}/${spec}/${DS_RUN}/global_step40`, '--json', '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+      assert.equal(r.code, 0, r.stderr);
+      const j = JSON.parse(r.stdout) as Json;
+      assert.deepEqual(j.incomplete, ['1 of 2 ZeRO optimizer shards are there (dp_world_size 2 in mp_rank_00_model_states.pt; missing: zero_pp_rank_1_mp_rank_00_optim_states.pt): a save not finished']);
+    });
+
     test('step_1000 and step_1100: a 2^64-1 header length is refused, a 100000-deep pickle bounded, both said', () => {
       const huge = inspect(spec, hostName, 'step_1000');
       assert.equal(huge.files[0].problem?.code, 'absurd-length');
@@ -226,7 +289,7 @@ describe('remote commands per inspection, counted at the pool', () => {
           assert.equal(execs - before, want, `${label} ${name} (${fixture}): ${execs - before} remote commands`);
           assert.equal(r.commands, want);
           const again = await inspectRemote(core.executor(hostName), target, listedFilesOf(c), { cache, host: hostName });
-          const complete = !['truncated.pt', 'hf_shards_broken'].includes(fixture);
+          const complete = !['truncated.pt', 'hf_shards_broken', '../inspect_more/hf_bin_broken'].includes(fixture);
           // Read whole and unchanged: from the cache, no command at all.
           if (complete) assert.equal(execs - before, want, `${label} ${name}: read again`);
           assert.deepEqual(totals(again.inspection), totals(r.inspection));
@@ -263,6 +326,20 @@ describe('diff', () => {
     assert.ok(d.removed.length > 0);
     assert.ok(d.removed.every((t) => t.file === (expected.hf_shards_broken.missing as string[])[0]));
     assert.equal(d.b.completeness, 'incomplete');
+  });
+});
+
+describe('diff of a run\'s checkpoint against one on another host', () => {
+  test('a base state dict on the bare host against its edited architecture in the container: added, removed, changed as the writer edited', () => {
+    const r = runBuiltCli(['diff', `h/host/${RUN}/step_1500`, `c/pct:200/${RUN}/step_1600`, '--json', '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+    assert.equal(r.code, 0, r.stderr);
+    const d = JSON.parse(r.stdout) as { added: { name: string }[]; removed: { name: string }[]; changed: { name: string; changed: string[] }[]; a: { totals: { params: number } }; b: { totals: { params: number } } };
+    const exp = (expectedMore['edited.pt'] as { against_base: { added: string[]; removed: string[]; changed: string[] } }).against_base;
+    assert.deepEqual(d.added.map((t) => t.name).sort(), exp.added);
+    assert.deepEqual(d.removed.map((t) => t.name).sort(), exp.removed);
+    assert.deepEqual(d.changed.map((c) => [c.name, c.changed]).sort(), [['embed_tokens.weight', ['shape']], ['layers.1.norm.weight', ['dtype']]]);
+    assert.equal(d.a.totals.params, (expectedMore['base.pt'] as { params: number }).params);
+    assert.equal(d.b.totals.params, (expectedMore['edited.pt'] as { params: number }).params);
   });
 });
 

@@ -93,7 +93,7 @@ test('an incomplete checkpoint says why first; a hostile one names its global; a
   const open = async (c: CheckpointNode): Promise<string[]> => (await model.childrenOf((await model.childrenOf(c))[0])).map(labelOf);
   const b = await open(broken);
   assert.match(b[0], /^incomplete incomplete: model-00003-of-00005\.safetensors is 6580 bytes, its header says 6680/);
-  assert.match(b[1], /^incomplete incomplete: 4 of 5 shards named by model\.safetensors\.index\.json are there \(missing: model-00002-of-00005\.safetensors\)/);
+  assert.match(b[1], /^incomplete incomplete: 4 of 5 shards named by model\.safetensors\.index\.json are there \(missing: model-00002-of-00005\.safetensors; 6 of the 21 tensors its weight_map names are in it\)/);
   // Its files still follow the contents row.
   assert.deepEqual((await model.childrenOf(broken)).map((k) => k.type), ['contents', ...broken.checkpoint.files.map(() => 'file')]);
   const e = await open(evil);

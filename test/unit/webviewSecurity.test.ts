@@ -124,7 +124,7 @@ test('any message a webview posts is rejected or comes out typed: finite numbers
     fc.anything({ withObjectString: true, withNullPrototype: true, withMap: true, withTypedArray: true, withSparseArray: true }),
     fc.record(
       {
-        type: fc.constantFrom('ready', 'view', 'hover', 'selectCheckpoint', 'addRun', 'openPanel', 'removeRun', 'setReferenceRun', 'addReferenceLine', 'removeReferenceLine', '__proto__', 'constructor', 'toString'),
+        type: fc.constantFrom('ready', 'view', 'hover', 'selectCheckpoint', 'addRun', 'openPanel', 'removeRun', 'setReferenceRun', 'addReferenceLine', 'removeReferenceLine', 'compare', '__proto__', 'constructor', 'toString'),
         width: fc.oneof(fc.double(), fc.integer(), fc.string()),
         range: fc.oneof(fc.constant(null), fc.record({ xMin: fc.double(), xMax: fc.double() }), fc.anything()),
         smoothing: fc.oneof(fc.double(), fc.string()),
@@ -138,11 +138,12 @@ test('any message a webview posts is rejected or comes out typed: finite numbers
         label: fc.string({ maxLength: 600 }),
         source: fc.string({ maxLength: 600 }),
         id: fc.string({ maxLength: 600 }),
+        action: fc.oneof(fc.constantFrom('swap', 'changeB', 'retry', 'toString'), fc.string(), fc.integer()),
       },
       { requiredKeys: ['type'] },
     ),
   );
-  const known = new Set(['ready', 'view', 'hover', 'selectCheckpoint', 'addRun', 'openPanel', 'removeRun', 'setReferenceRun', 'addReferenceLine', 'removeReferenceLine']);
+  const known = new Set(['ready', 'view', 'hover', 'selectCheckpoint', 'addRun', 'openPanel', 'removeRun', 'setReferenceRun', 'addReferenceLine', 'removeReferenceLine', 'compare']);
   fc.assert(
     fc.property(msg, (m) => {
       const out = parseFromWebview(m);

@@ -31,6 +31,21 @@ export interface ParsedCheckpointName {
   layout: CheckpointLayout;
 }
 
+/**
+ * Patterns of the hot paths, made once: a regular expression literal is a new RegExp object each time it is evaluated,
+ * and these run for every entry of a listing.
+ */
+const LIGHTNING_EXT = /\.ckpt$/i;
+const KERAS_EXT = /\.(keras|weights\.h5)$/i;
+const EPOCH_WORD = /(?:^|[^a-z])epoch[_=-]?(\d+)(?![\d.]*\d)/i;
+const ACCELERATE_FOLDER = /^checkpoint_(\d+)$/;
+const DISTCP_FILE = /\.distcp$/i;
+const ORBAX_TMP = /^(\d+)\.orbax-checkpoint-tmp-\d+$/;
+const DIGITS = /^\d+$/;
+const JSONL_FILE = /\.jsonl$/i;
+const LOG_CSV = /^(metrics[^/]*|progress|log[^/]*)\.csv$/i;
+const INDEX_JSON = /\.index\.json$/i;
+
 const FOLDER_PATTERNS: ReadonlyArray<readonly [RegExp, CheckpointLayout]> = [
   [/^step[_-]?(\d+)$/i, 'step_N'],
   // transformers Trainer: f"{PREFIX_CHECKPOINT_DIR}-{self.state.global_step}" with PREFIX_CHECKPOINT_DIR = "checkpoint"
@@ -83,7 +98,21 @@ const KEYWORD_NUMBER = /(?:^|[^a-z])(?:step|iter|it|checkpoint|ckpt)[_=-]?(\d+)(
 /** Names that are a checkpoint's companions or shards, not a checkpoint. */
 const NOT_A_CHECKPOINT = /(rng_state|optim|scheduler|scaler|mp_rank|pp_rank|zero_|\d+-of-\d+|training_args|tokenizer)/i;
 
-const step = (n: number, layout: CheckpointLayout, epoch?: number): ParsedCheckpointName => ({ kind: 'step', step: n, layout, ...(epoch !== undefined ? { epoch } : {}) });
+const step = (n: number, layout: CheckpointLayout, epoch?: number): ParsedCheckpointName =>
+  epoch !== undefined ? { kind: 'step', step: n, layout, epoch } : { kind: 'step', step: n, layout };
+
+/**
+ * The number a name ends with, as Number() reads those digits (every FOLDER_PATTERNS step is the name's last digits):
+ * read here without a match array or a slice, a listing holds thousands of step folders.
+ */
+function trailingNumber(name: string): number {
+  let k = name.length;
+  while (k > 0 && name.charCodeAt(k - 1) >= 0x30 && name.charCodeAt(k - 1) <= 0x39) k--;
+  if (name.length - k > 15) return Number(name.slice(k)); // beyond what adding digits keeps exact
+  let n = 0;
+  for (let i = k; i < name.length; i++) n = n * 10 + (name.charCodeAt(i) - 0x30);
+  return n;
+}
 
 /**
  * Recognise a checkpoint by its entry name. `isDir` tells folder layouts from flat files.
@@ -91,10 +120,7 @@ const step = (n: number, layout: CheckpointLayout, epoch?: number): ParsedCheckp
  */
 export function parseCheckpointName(name: string, isDir: boolean): ParsedCheckpointName | undefined {
   if (isDir) {
-    for (const [pattern, layout] of FOLDER_PATTERNS) {
-      const m = pattern.exec(name);
-      if (m) return step(Number(m[1]), layout);
-    }
+    for (const [pattern, layout] of FOLDER_PATTERNS) if (pattern.test(name)) return step(trailingNumber(name), layout);
     const composer = COMPOSER_FOLDER.exec(name);
     if (composer) return step(Number(composer[2]), 'composer', Number(composer[1]));
     const alias = ALIAS_FOLDER.exec(name);
@@ -111,8 +137,8 @@ export function parseCheckpointName(name: string, isDir: boolean): ParsedCheckpo
   if (composer) return step(Number(composer[2]), 'composer', Number(composer[1]));
   if (!CHECKPOINT_FILE_EXT.test(name) || NOT_A_CHECKPOINT.test(name)) return undefined;
   const stem = name.replace(CHECKPOINT_FILE_EXT, '');
-  const isLightning = /\.ckpt$/i.test(name);
-  const isKeras = /\.(keras|weights\.h5)$/i.test(name);
+  const isLightning = LIGHTNING_EXT.test(name);
+  const isKeras = KERAS_EXT.test(name);
   const layout: CheckpointLayout = isKeras ? 'keras' : isLightning && /(^|[-_])epoch=\d+/i.test(stem) ? 'lightning' : 'flat';
   const alias = ALIAS_WORD.exec(stem);
   if (alias) {
@@ -123,7 +149,7 @@ export function parseCheckpointName(name: string, isDir: boolean): ParsedCheckpo
   const keyword = keywordNumber(stem);
   // `final` with no step in the name: the weights a run ends with (`model_final_step_100.pt` is step 100).
   if (FINAL_WORD.test(stem) && keyword === undefined) return { kind: 'final', step: null, layout };
-  const epochWord = /(?:^|[^a-z])epoch[_=-]?(\d+)(?![\d.]*\d)/i.exec(stem);
+  const epochWord = EPOCH_WORD.exec(stem);
   if (keyword !== undefined) return step(keyword, layout, epochWord ? Number(epochWord[1]) : undefined);
   // Keras' ModelCheckpoint formats its filepath with epoch (1-based) and the logs (keras/src/callbacks/
   // model_checkpoint.py, _get_file_path): a bare number in a .keras name is the epoch, as in its docs' examples.
@@ -156,7 +182,7 @@ function lastStandingNumber(stem: string): number | undefined {
  * such, never shown as a step. `childNames` are the names directly inside the folder.
  */
 export function accelerateSave(name: string, childNames: Iterable<string>): ParsedCheckpointName | undefined {
-  const m = /^checkpoint_(\d+)$/.exec(name);
+  const m = ACCELERATE_FOLDER.exec(name);
   if (!m || !someOf(childNames, (c) => /^random_states_\d+\.pkl$/.test(c))) return undefined;
   return { kind: 'save', step: null, save: Number(m[1]), layout: 'accelerate' };
 }
@@ -192,6 +218,12 @@ export function finalWeightFiles(names: readonly string[]): string[] {
   if (!names.some((n) => FINAL_WEIGHTS.test(n))) return [];
   return names.filter((n) => FINAL_WEIGHTS.test(n) || FINAL_COMPANIONS.has(n));
 }
+
+/**
+ * DeepSpeed's ZeRO optimizer shard of one data-parallel rank inside a tag folder (deepspeed/runtime/engine.py,
+ * _get_rank_zero_ckpt_name: `{bf16_}zero_pp_rank_{dp_rank}_mp_rank_{mp_rank:02d}_optim_states.pt`). Groups: rank, mp rank.
+ */
+export const DEEPSPEED_ZERO_SHARD = /^(?:.*\/)?(?:bf16_|fp16_)?zero_pp_rank_(\d+)_mp_rank_(\d+)_optim_states\.pt$/;
 
 /**
  * The pointer files frameworks keep beside their checkpoints, whose contents name the one they consider latest:
@@ -253,8 +285,8 @@ export function incompleteReason(files: readonly { name: string; bytes: number }
     const n = f.name;
     if (TEMPORARY_FILE.test(n)) return `${n} is still being written`;
     if (n.endsWith('.metadata') && (n === '.metadata' || n.endsWith('/.metadata'))) metadata = true;
-    else if (/\.distcp$/i.test(n)) distcp = true;
-    else if (n.includes('-of-') || /\.index\.json$/i.test(n)) named = true;
+    else if (DISTCP_FILE.test(n)) distcp = true;
+    else if (n.includes('-of-') || INDEX_JSON.test(n)) named = true;
   }
   if (distcp && !metadata) return 'torch.distributed.checkpoint shards without their .metadata (written last)';
   if (!named) return undefined;
@@ -292,9 +324,9 @@ export function incompleteReason(files: readonly { name: string; bytes: number }
  * decide. `childNames` are the names directly inside the folder.
  */
 export function orbaxStep(name: string, childNames: Iterable<string>): (ParsedCheckpointName & { incomplete?: string }) | undefined {
-  const tmp = /^(\d+)\.orbax-checkpoint-tmp-\d+$/.exec(name);
+  const tmp = ORBAX_TMP.exec(name);
   if (tmp) return { kind: 'step', step: Number(tmp[1]), layout: 'orbax', incomplete: 'Orbax is still writing it (a temporary folder until the save is renamed)' };
-  if (!/^\d+$/.test(name)) return undefined;
+  if (!DIGITS.test(name)) return undefined;
   return someOf(childNames, (c) => c === '_CHECKPOINT_METADATA' || c === 'commit_success.txt') ? { kind: 'step', step: Number(name), layout: 'orbax' } : undefined;
 }
 
@@ -319,8 +351,8 @@ const DATASET_JSONL = /^((train|val|valid|validation|test|dev|eval|data|dataset)
  * CSV not named like a dataset, and Keras' `training.log` (isExtraMetricsLog).
  */
 export function isMetricsLog(name: string, place: MetricsPlace = 'logs'): boolean {
-  if (/\.jsonl$/i.test(name)) return place === 'logs' || !DATASET_JSONL.test(name);
-  if (/^(metrics[^/]*|progress|log[^/]*)\.csv$/i.test(name)) return true;
+  if (JSONL_FILE.test(name)) return place === 'logs' || !DATASET_JSONL.test(name);
+  if (LOG_CSV.test(name)) return true;
   if (name === 'trainer_state.json') return true;
   if (place === 'logs' && isExtraMetricsLog(name)) return true;
   return name.startsWith('events.out.tfevents.');

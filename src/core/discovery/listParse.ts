@@ -94,7 +94,6 @@ export class ListRecordReader {
   /** After the marker: bytes after the last NUL seen (a field not yet whole), as chunks. */
   private pending: Buffer[] = [];
   /** Fields of a record not yet whole. */
-  private left: string[] = [];
   private error: unknown;
   private pushed = 0;
 
@@ -164,14 +163,16 @@ export class ListRecordReader {
       return;
     }
     const data = this.pending.length > 0 ? Buffer.concat([...this.pending, chunk.subarray(0, last + 1)]) : chunk.subarray(0, last + 1);
-    this.pending = last + 1 < chunk.length ? [Buffer.from(chunk.subarray(last + 1))] : [];
-    const fields = splitFields(data);
-    const left = this.left;
-    this.read(left.length > 0 ? left.concat(fields) : fields);
+    const tail = last + 1 < chunk.length ? Buffer.from(chunk.subarray(last + 1)) : undefined;
+    const left = this.read(splitFields(data));
+    // A record cut at the chunk's end is read again with the next chunk, from its bytes: they go in front of what is
+    // pending (a few bytes), instead of its fields in front of the next chunk's (a copy of thousands of them).
+    const cut = left > 0 ? Buffer.from(data.subarray(fieldsStart(data, left))) : undefined;
+    this.pending = cut && tail ? [cut, tail] : cut ? [cut] : tail ? [tail] : [];
   }
 
-  /** Reads the records in `fields`; keeps the fields of one not yet whole for the next chunk. */
-  private read(fields: string[]): void {
+  /** Reads the records in `fields`; returns how many fields at the end (one record not yet whole) it left unread. */
+  private read(fields: string[]): number {
     const records = this.records;
     let i = 0;
     let whole = 0; // fields[0, whole) are records read
@@ -210,9 +211,9 @@ export class ListRecordReader {
           // The folder it is in: the last entry one level up (the walk's folder at depth 1).
           if (!Number.isInteger(depth) || depth < 1 || depth > current.top + 1) throw protocol(`bad entry depth ${JSON.stringify(depthText.slice(0, 20))} for ${JSON.stringify(name.slice(0, 80))}`);
           if (name === '' || name === '.' || name === '..' || name.includes('/')) throw protocol(`bad entry name ${JSON.stringify(name.slice(0, 80))}`);
-          const parent = parents[depth - 1];
-          const rel = parent === '' ? name : `${parent}/${name}`;
-          parents[depth] = rel;
+          // parents[d]: the path of the last folder at depth d with its slash, so each path is one concatenation.
+          const rel = parents[depth - 1] + name;
+          parents[depth] = `${rel}/`;
           current.top = depth;
           const entry = toEntryRecord(fields[i + 1], fields[i + 2], fields[i + 3], rel, fields[i + 5], current.tree ? name : undefined);
           current.entries.push(entry);
@@ -247,7 +248,7 @@ export class ListRecordReader {
           if (f[0].includes('/') || f[0] === '.' || f[0] === '..') throw protocol(`bad folder record ${JSON.stringify(f[0].slice(0, 80))}`);
           current.prefix = f[0];
           // A new walk, of that folder.
-          current.parents[0] = f[0];
+          current.parents[0] = f[0] === '' ? '' : `${f[0]}/`;
           current.top = 0;
           current.tree?.walkFrom(f[0]);
           break;
@@ -278,8 +279,18 @@ export class ListRecordReader {
       }
       whole = i;
     }
-    this.left = this.finished || whole >= fields.length ? [] : fields.slice(whole);
+    return this.finished || whole >= fields.length ? 0 : fields.length - whole;
   }
+}
+
+/** Where the last `count` NUL-terminated fields of `data` (which ends with a NUL) begin. */
+function fieldsStart(data: Buffer, count: number): number {
+  let at = data.length - 1; // the last field's NUL
+  for (let k = 0; k < count; k++) {
+    at = data.lastIndexOf(0, at - 1);
+    if (at < 0) return 0;
+  }
+  return at + 1;
 }
 
 /**

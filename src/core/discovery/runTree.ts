@@ -28,6 +28,7 @@
 import { LIVE_WINDOW_MS, checkpointOrder, type Checkpoint, type CheckpointFile, type CheckpointKind, type FrameworkPointer, type Run } from '../types';
 import {
   CHECKPOINT_CONTAINERS,
+  DEEPSPEED_ZERO_SHARD,
   LOG_CONTAINERS,
   TEMPORARY_FILE,
   accelerateSave,
@@ -67,18 +68,74 @@ interface Node {
   /** Levels below the root (a child of the root is 1). */
   depth: number;
   /** NO_CHILDREN (shared, never written) until something is put below the node. */
-  children: Map<string, Node>;
+  children: Children;
 }
 
-/** The children of a node nothing was listed under: one shared empty map instead of one per file. */
-const NO_CHILDREN: ReadonlyMap<string, Node> = new Map();
+/**
+ * A folder's children by name, in the order they were added: the part of a Map the tree uses. Most folders of a
+ * listing hold one or two entries (`step_N/checkpoint.pt`), and the tree lives through the whole parse, so every
+ * young-generation collection copies it: an array of the nodes (their names are the keys) costs a third of a Map's
+ * hash table, and an index by name is made only for a folder that grows past a few entries.
+ */
+class Children {
+  private list: Node[];
+  private index: Map<string, Node> | undefined;
+  private lookups = 0;
+
+  constructor(first?: Node) {
+    this.list = first ? [first] : [];
+  }
+
+  get size(): number {
+    return this.list.length;
+  }
+
+  get(name: string): Node | undefined {
+    const list = this.list;
+    if (this.index === undefined && list.length > INDEX_AFTER && ++this.lookups > SCANS_BEFORE_INDEX) this.index = new Map(list.map((n) => [n.name, n]));
+    if (this.index) return this.index.get(name);
+    for (let i = 0; i < list.length; i++) if (list[i].name === name) return list[i];
+    return undefined;
+  }
+
+  /**
+   * Adds a node whose name is not there yet (the tree looks it up first, or knows). The index is made by a large
+   * folder's fifth lookup, so a folder looked up in a few times (`checkpoints/`, for its pointer files) never has one.
+   */
+  add(node: Node): void {
+    this.list.push(node);
+    this.index?.set(node.name, node);
+  }
+
+  /** The nodes, in order; the caller reads them, never changes the array. */
+  values(): readonly Node[] {
+    return this.list;
+  }
+
+  /** The names, in order: the folder itself, iterable over them, so nothing is made unless they are read. */
+  keys(): Iterable<string> {
+    return this;
+  }
+
+  *[Symbol.iterator](): IterableIterator<string> {
+    for (const n of this.list) yield n.name;
+  }
+}
+
+/** Past this many children a folder's lookups by name go through a Map (a scan of a few names is cheaper). */
+const INDEX_AFTER = 8;
+/** Lookups by scan in a large folder before it is indexed: building the Map costs more than a few scans. */
+const SCANS_BEFORE_INDEX = 4;
+
+/** The children of a node nothing was listed under: one shared empty list instead of one per file. */
+const NO_CHILDREN: Children = new Children();
 
 /**
  * An entry made in the shape of the tree's node (for a tree built with `reuse`): it becomes the node without gaining
  * fields, which would give each entry a second, out-of-object store for them.
  */
 export function nodeShapedEntry(type: string, bytes: number, mtime: number, rel: string, name: string): Entry {
-  const node: Node = { name, rel, type, bytes, mtime, depth: 0, children: NO_CHILDREN as Map<string, Node> };
+  const node: Node = { name, rel, type, bytes, mtime, depth: 0, children: NO_CHILDREN };
   return node;
 }
 
@@ -95,7 +152,10 @@ export function findRuns(rootPath: string, entries: readonly Entry[], now: numbe
 /** findRuns over a tree built already (the listing reader builds it while the output arrives). */
 export function findRunsInTree(rootPath: string, tree: EntryTree, now: number, maxDepth = Infinity): Run[] {
   const root = tree.root;
-  const absolute = (rel: string): string => (rel === '' ? rootPath : rootPath === '/' ? `/${rel}` : `${rootPath}/${rel}`);
+  // One concatenation per path (a template literal makes two), so a path held by a checkpoint is one string node
+  // over the shared prefix and its relative path.
+  const prefix = rootPath === '/' ? '/' : `${rootPath}/`;
+  const absolute = (rel: string): string => (rel === '' ? rootPath : prefix + rel);
   // A folder at the walk's depth was listed, its contents were not: what it holds is unknown, not "nothing".
   const unseen = (n: Node): boolean => n.type === 'd' && n.depth >= maxDepth;
   const runs: Run[] = [];
@@ -155,7 +215,7 @@ function refreshNode(node: Node, e: Entry): void {
  * becomes the tree's node: one object per entry instead of two.
  */
 export class EntryTree {
-  readonly root: Node = { name: '', rel: '', type: 'd', bytes: 0, mtime: 0, depth: 0, children: new Map() };
+  readonly root: Node = { name: '', rel: '', type: 'd', bytes: 0, mtime: 0, depth: 0, children: new Children() };
   private readonly byRel = new Map<string, Node>([['', this.root]]);
   // find prints a folder right before its contents and siblings one after another: the last parent found is
   // almost always the next one's too, so most entries cost no lookup by path.
@@ -163,6 +223,11 @@ export class EntryTree {
   private lastParent: Node = this.root;
   /** addAt: the last node added at each depth of the current walk (its folder at 0). */
   private readonly stack: Node[] = [this.root];
+  /**
+   * addAt: whether stack[d] was made in this walk. find prints each entry once per walk, so what a folder made in
+   * this walk holds is new and needs no lookup; a folder met again (a second walk, a second root's copy) is looked in.
+   */
+  private readonly fresh: boolean[] = [false];
 
   constructor(private readonly reuse: boolean) {}
 
@@ -184,13 +249,13 @@ export class EntryTree {
       return;
     }
     const reuse = this.reuse;
-    const node: Node = reuse ? (e as Node) : { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: 0, children: NO_CHILDREN as Map<string, Node> };
+    const node: Node = reuse ? (e as Node) : { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: 0, children: NO_CHILDREN };
     node.name = name;
     node.depth = parent.depth + 1;
-    node.children = NO_CHILDREN as Map<string, Node>;
+    node.children = NO_CHILDREN;
     if (!reuse && e.link !== undefined) node.link = e.link;
     if (!reuse && e.text !== undefined) node.text = e.text;
-    childrenOf(parent).set(name, node);
+    addChild(parent, node);
     // Only folders are ever looked up as parents.
     if (e.type !== 'f') this.byRel.set(e.rel, node);
   }
@@ -202,26 +267,29 @@ export class EntryTree {
    */
   addAt(depth: number, e: Entry, name: string): void {
     const parent = this.stack[depth - 1];
-    const existing = parent.children.get(name);
+    const existing = this.fresh[depth - 1] ? undefined : parent.children.get(name);
     if (existing) {
       refreshNode(existing, e);
       this.stack[depth] = existing;
+      this.fresh[depth] = false;
       return;
     }
-    const node: Node = this.reuse ? (e as Node) : { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: 0, children: NO_CHILDREN as Map<string, Node> };
+    const node: Node = this.reuse ? (e as Node) : { name, rel: e.rel, type: e.type, bytes: e.bytes, mtime: e.mtime, depth: 0, children: NO_CHILDREN };
     node.name = name;
     node.depth = parent.depth + 1;
-    node.children = NO_CHILDREN as Map<string, Node>;
+    node.children = NO_CHILDREN;
     if (!this.reuse && e.link !== undefined) node.link = e.link;
     if (!this.reuse && e.text !== undefined) node.text = e.text;
-    childrenOf(parent).set(name, node);
+    addChild(parent, node);
     this.stack[depth] = node;
+    this.fresh[depth] = true;
   }
 
   /** addAt's next entries are in the root's folder NAME ('' for the root itself): the fair listing's walks. */
   walkFrom(name: string): void {
     const found = name === '' ? this.root : this.root.children.get(name);
     this.stack[0] = found ?? this.folder(name);
+    this.fresh[0] = false;
   }
 
   private folder(rel: string): Node {
@@ -229,16 +297,16 @@ export class EntryTree {
     if (existing) return existing;
     const slash = rel.lastIndexOf('/');
     const parent = this.folder(slash < 0 ? '' : rel.slice(0, slash));
-    const node: Node = { name: rel.slice(slash + 1), rel, type: 'd', bytes: 0, mtime: 0, depth: parent.depth + 1, children: NO_CHILDREN as Map<string, Node> };
-    childrenOf(parent).set(node.name, node);
+    const node: Node = { name: rel.slice(slash + 1), rel, type: 'd', bytes: 0, mtime: 0, depth: parent.depth + 1, children: NO_CHILDREN };
+    addChild(parent, node);
     this.byRel.set(rel, node);
     return node;
   }
 }
 
-function childrenOf(node: Node): Map<string, Node> {
-  if (node.children === NO_CHILDREN) node.children = new Map();
-  return node.children;
+function addChild(parent: Node, node: Node): void {
+  if (parent.children === NO_CHILDREN) parent.children = new Children(node);
+  else parent.children.add(node);
 }
 
 function asRun(node: Node, absolute: (rel: string) => string, now: number, unseen: (n: Node) => boolean): { run: Run; claimed: Set<Node> } | undefined {
@@ -279,6 +347,7 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
   if (checkpoints.length === 0 && logs.length === 0) return undefined;
 
   sortCheckpoints(checkpoints);
+  deepspeedUnfinished(places, checkpoints, absolute);
   markNewest(checkpoints);
   const pointers = pointersOf(places, checkpoints);
   const metrics = logs.map((l) => absolute(l.rel));
@@ -354,6 +423,33 @@ function finalWeightsOf(node: Node, absolute: (rel: string) => string, unseen: (
     newest: false,
     ...(incomplete ? { incomplete } : {}),
   };
+}
+
+/**
+ * A DeepSpeed tag still being saved: every data-parallel rank writes its own ZeRO shard, and rank 0 writes the
+ * `latest` file only after all of them (deepspeed/runtime/engine.py save_checkpoint). A tag newer than the one
+ * `latest` names that holds fewer ZeRO shards than that one is a save not finished (rank files still to come), not
+ * the run's latest. (A newer tag with as many shards is complete as far as names tell: saved with save_latest=False,
+ * or `latest` about to be written.)
+ */
+function deepspeedUnfinished(places: readonly Node[], checkpoints: Checkpoint[], absolute: (rel: string) => string): void {
+  const shards = (c: Checkpoint): number => c.files.filter((f) => !f.name.includes('/') && DEEPSPEED_ZERO_SHARD.test(f.name)).length;
+  for (const place of places) {
+    const n = place.children.get('latest');
+    if (n?.type !== 'f' || n.link !== undefined || n.text === undefined) continue;
+    const means = pointerNames('latest', n.text);
+    const dir = `${absolute(place.rel).replace(/\/+$/, '')}/`;
+    const here = checkpoints.filter((c) => c.isDir && c.kind === 'step' && c.path.startsWith(dir) && !c.path.slice(dir.length).includes('/'));
+    const named = means ? here.find((c) => means(c.name)) : undefined;
+    if (!named || named.step === null) continue;
+    const want = shards(named);
+    if (want === 0) continue;
+    for (const c of here) {
+      if (c === named || c.step === null || c.step <= named.step || c.incomplete !== undefined) continue;
+      const have = shards(c);
+      if (have < want) c.incomplete = `${have} ZeRO optimizer shard${have === 1 ? '' : 's'} where ${named.name}, which DeepSpeed's latest file names, has ${want}: still being saved (latest is written after every rank's shard)`;
+    }
+  }
 }
 
 /** DeepSpeed's `latest` and Megatron-LM's tracker file beside the checkpoints: what they name, and where that disagrees with us. */
@@ -465,15 +561,16 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
   const links = new Map<Checkpoint, string>();
   // NeMo's `-unfinished` markers are rare: look one up per checkpoint only in a folder that holds one.
   let markers = false;
-  for (const name of dir.children.keys()) if (name.endsWith('-unfinished')) markers = true;
-  for (const child of dir.children.values()) {
+  const kids = dir.children.values();
+  for (let i = 0; i < kids.length; i++) if (kids[i].name.endsWith('-unfinished')) markers = true;
+  for (const child of kids) {
     if (child.type !== 'd' && child.type !== 'f') continue;
     // A file under a temporary name (`epoch=0-step=10.ckpt.tmp`) is the checkpoint it will be, still being written.
     const temp = child.type === 'f' && TEMPORARY_FILE.test(child.name);
     const parsed = checkpointName(child) ?? (temp ? parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) : undefined) ?? linkedAlias(child);
     if (!parsed) continue;
     const isDir = child.type === 'd';
-    const files = isDir ? filesUnder(child, '', absolute) : [];
+    const files = isDir ? checkpointFiles(child, absolute) : [];
     const marker = markers ? unfinishedMarker(child.name) : undefined;
     const deep = isDir && reachesDepth(child, unseen);
     // Below the walk's depth nothing can be told from the files: not marked (their sizes are not known either).
@@ -499,7 +596,7 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
   }
   // TensorFlow's prefix checkpoints: a group of files of this folder each (checkpointLayout.ts tfCheckpointGroups).
   let tfData = false;
-  for (const name of dir.children.keys()) if (name.includes('.data-')) tfData = true;
+  for (let i = 0; i < kids.length; i++) if (kids[i].name.includes('.data-')) tfData = true;
   if (tfData) {
     for (const g of tfCheckpointGroups(dir.children.keys())) {
       const nodes = g.files.map((n) => dir.children.get(n)!).filter((n) => n.type === 'f');
@@ -569,6 +666,16 @@ function checkpointName(node: Node): (ParsedCheckpointName & { incomplete?: stri
 }
 
 /** Every file below a checkpoint folder; names are relative to the folder (`model/pytorch_model.bin`). */
+function checkpointFiles(dir: Node, absolute: (rel: string) => string): CheckpointFile[] {
+  // Most hold one file: an array of exactly that (one filled by push keeps room for 17, and these outlive the parse).
+  const kids = dir.children.values();
+  if (kids.length === 1 && kids[0].type === 'f') {
+    const only = kids[0];
+    return [{ name: only.name, path: absolute(only.rel), bytes: only.bytes, mtime: only.mtime }];
+  }
+  return filesUnder(dir, '', absolute).slice();
+}
+
 function filesUnder(dir: Node, prefix: string, absolute: (rel: string) => string, out: CheckpointFile[] = []): CheckpointFile[] {
   // Most checkpoint folders hold one or two files: sort (a copy) only when there is an order to make.
   const children = dir.children.size > 1 ? [...dir.children.values()].sort(byName) : dir.children.values();

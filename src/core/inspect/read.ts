@@ -12,6 +12,7 @@ import { walkTorchPickle, type WalkLimits } from './torchPickle';
 import { readSafetensorsHeader, readShardIndex, MAX_SAFETENSORS_HEADER } from './safetensors';
 import { entryDataRange, findEndRecord, firstLocalEntry, readCentralDirectory, type ZipEntry } from './zip';
 import { readDcpMetadata } from './dcp';
+import { DEEPSPEED_ZERO_SHARD } from '../discovery/checkpointLayout';
 import type { CheckpointFormat, EntryInfo, FileFormat, FileInspection, Inspection, OpaqueGlobal, TensorInfo } from './types';
 
 /** The most a pickle or index is read to (data.pkl of a huge optimizer state is a few MB). */
@@ -173,7 +174,8 @@ function readTorchZip(f: FileBytes & { pieces: Pieces }, base: FileInspection, l
   } else if (pkl.method !== 0) throw new InspectError('unsupported', `data.pkl is compressed with zip method ${pkl.method}`);
   const { value } = readPickle(bytes);
   // Hugging Face Trainer's rng_state.pth (trainer.py, _save_rng_state): its tensors are generator states, not weights.
-  const walk = walkTorchPickle(value, limits, { rngFile: /(^|\/)rng_state[^/]*\.pth$/.test(f.name) });
+  // DeepSpeed's ZeRO shards (engine.py _get_rank_zero_ckpt_name, `…_optim_states.pt`) hold optimizer state only.
+  const walk = walkTorchPickle(value, limits, { rngFile: /(^|\/)rng_state[^/]*\.pth$/.test(f.name), optimizerFile: /(^|\/)[^/]*_optim_states\.pt$/.test(f.name) });
   const tensors = walk.tensors.map((t) => ({ ...t, file: f.name }));
   if (entries) {
     // Every storage the pickle names must be in the archive; a missing one is a save that did not finish.
@@ -270,8 +272,32 @@ function combine(results: FileResult[], files: FileBytes[]): Inspection {
     if (r.index) {
       const dirOf = r.file.name.includes('/') ? r.file.name.slice(0, r.file.name.lastIndexOf('/') + 1) : '';
       const missing = r.index.shards.filter((s) => !present.has(dirOf + s));
-      if (missing.length) incomplete.push(`${r.index.shards.length - missing.length} of ${r.index.shards.length} shards named by ${r.file.name} are there (missing: ${missing.slice(0, 4).join(', ')}${missing.length > 4 ? ', …' : ''})`);
+      if (missing.length) {
+        const gone = new Set(missing);
+        const lost = r.index.weightMap.filter(([, f]) => gone.has(f)).length;
+        incomplete.push(`${r.index.shards.length - missing.length} of ${r.index.shards.length} shards named by ${r.file.name} are there (missing: ${missing.slice(0, 4).join(', ')}${missing.length > 4 ? ', …' : ''}; ${lost} of the ${r.index.weightMap.length} tensors its weight_map names are in ${missing.length === 1 ? 'it' : 'them'})`);
+      }
     }
+  }
+  // The index against the shards read: every tensor its weight_map names is in the shard it names, and its
+  // metadata.total_size is what they hold (said on the index's row; a writer may count shared storage once).
+  for (const r of results) {
+    if (!r.index) continue;
+    const dirOf = r.file.name.includes('/') ? r.file.name.slice(0, r.file.name.lastIndexOf('/') + 1) : '';
+    const readOk = new Set(results.filter((x) => !x.file.problem && x.file.tensors > 0).map((x) => x.file.name));
+    const inFile = new Set(tensors.map((t) => `${t.file ?? ''}\0${t.name}`));
+    const notThere = r.index.weightMap.filter(([name, f]) => readOk.has(dirOf + f) && !inFile.has(`${dirOf + f}\0${name}`));
+    if (notThere.length) incomplete.push(`${notThere.length} tensor${notThere.length === 1 ? '' : 's'} named by ${r.file.name} ${notThere.length === 1 ? 'is' : 'are'} not in the shard it names (${notThere.slice(0, 3).map(([n, f]) => `${n} in ${f}`).join(', ')}${notThere.length > 3 ? ', …' : ''})`);
+    const shardBytes = tensors.filter((t) => t.file !== undefined && r.index!.shards.some((sh) => dirOf + sh === t.file)).reduce<number | null>((a, t) => (a === null || t.bytes === null ? null : a + t.bytes), 0);
+    const total = r.index.totalSize;
+    r.file.note = `a shard index: ${r.index.weightMap.length} tensors in ${r.index.shards.length} shards${total !== undefined ? `, total_size ${total} bytes` : ''}${total !== undefined && shardBytes !== null && r.index.shards.every((sh) => readOk.has(dirOf + sh)) ? (shardBytes === total ? ' (the shards hold that)' : ` (the shards' tensors hold ${shardBytes})`) : ''}`;
+  }
+  const zero = deepspeedZeroShards(results);
+  if (zero) {
+    // First among the optimizer entries: the summary line names the checkpoint's optimizer by it.
+    const firstOpt = entries.findIndex((e) => e.kind === 'optimizer');
+    entries.splice(firstOpt < 0 ? entries.length : firstOpt, 0, zero.entry);
+    if (zero.incomplete) incomplete.push(zero.incomplete);
   }
   const dcpShards = results.some((r) => r.file.format === 'dcp-shard');
   if (dcpShards && !results.some((r) => r.file.format === 'dcp-metadata')) incomplete.push('torch.distributed.checkpoint shards without their .metadata (written last)');
@@ -296,4 +322,37 @@ function combine(results: FileResult[], files: FileBytes[]): Inspection {
     ...(step !== undefined ? { step } : {}),
     ...(epoch !== undefined ? { epoch } : {}),
   };
+}
+
+/** DeepSpeed's model states (engine.py _get_ckpt_name): `mp_rank_00_model_states.pt`, per rank under ZeRO-3. */
+const DS_MODEL_STATES = /^(?:.*\/)?(?:zero_pp_rank_\d+_)?mp_rank_\d+_model_states\.pt$/;
+
+/**
+ * A DeepSpeed tag folder (`global_stepN/`): its ZeRO optimizer shards counted against the data-parallel world size
+ * the model states file records (`dp_world_size`, engine.py _save_checkpoint), as one optimizer entry; fewer shards
+ * than ranks is a save not finished (each rank writes its own shard; `latest` is written after all of them).
+ */
+function deepspeedZeroShards(results: FileResult[]): { entry: EntryInfo; incomplete?: string } | undefined {
+  const shards = results.flatMap((r) => {
+    const m = DEEPSPEED_ZERO_SHARD.exec(r.file.name);
+    return m ? [{ r, rank: Number(m[1]), mp: m[2] }] : [];
+  });
+  const model = results.find((r) => DS_MODEL_STATES.test(r.file.name));
+  if (shards.length === 0 || !model) return undefined;
+  const worldEntry = model.entries.find((e) => e.name === 'dp_world_size' && typeof e.value === 'number');
+  const world = worldEntry ? (worldEntry.value as number) : undefined;
+  const ranksPerMp = new Map<string, Set<number>>();
+  for (const s of shards) ranksPerMp.set(s.mp, (ranksPerMp.get(s.mp) ?? new Set()).add(s.rank));
+  const have = Math.min(...[...ranksPerMp.values()].map((s) => s.size));
+  // What one shard holds, as torchPickle's zeroOptimizerOf says it: `ZeRO stage 2 partition (…) of AdamW state (…) for …`.
+  const what = shards.map((s) => s.r.entries.find((e) => e.kind === 'optimizer')?.what).find((w) => w !== undefined);
+  const m = what ? /^ZeRO( stage \d+)? partition(?: \([^)]*\))? of (.*)$/.exec(what) : null;
+  // Per shard it is state `for 1 parameter` (the rank's flat partition): said of the whole, that would mislead.
+  const inner = m ? m[2].replace(/ for \d+ parameters?.*$/, '') : 'optimizer state';
+  const count = world !== undefined ? `${have} of ${world} data-parallel shards` : `${have} data-parallel shard${have === 1 ? '' : 's'}`;
+  const entry: EntryInfo = { name: 'ZeRO optimizer shards', kind: 'optimizer', what: `ZeRO${m?.[1] ?? ''} ${inner} in ${count}` };
+  if (world === undefined || have >= world) return { entry };
+  const missing: string[] = [];
+  for (const [mp, ranks] of ranksPerMp) for (let r = 0; r < world; r++) if (!ranks.has(r)) missing.push(`zero_pp_rank_${r}_mp_rank_${mp}_optim_states.pt`);
+  return { entry, incomplete: `${have} of ${world} ZeRO optimizer shards are there (dp_world_size ${world} in ${model.file.name}; missing: ${missing.slice(0, 4).join(', ')}${missing.length > 4 ? ', …' : ''}): a save not finished` };
 }

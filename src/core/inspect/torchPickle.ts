@@ -144,14 +144,22 @@ export interface TorchWalk {
 
 /** Globals that are values, not calls to report: dtypes, torch.Size, containers rebuilt above. */
 function isBenignGlobal(g: string): boolean {
-  return /^torch\.(float|int|uint|bfloat|complex|bool|qu?int|Size$|\w*Storage$|strided$|contiguous_format|preserve_format|channels_last)/.test(g) || g === 'collections.OrderedDict' || g === 'builtins.set' || g === 'builtins.frozenset' || g === 'torch._utils._rebuild_tensor_v2';
+  return /^torch\.(float|int|uint|bfloat|complex|bool|qu?int|Size$|\w*Storage$|strided$|contiguous_format|preserve_format|channels_last)/.test(g) || g === 'collections.OrderedDict' || g === 'builtins.set' || g === 'builtins.frozenset' || g === '__builtin__.set' || g === '__builtin__.frozenset' || g === 'torch._utils._rebuild_tensor_v2';
 }
 
 /**
  * Every tensor under `root` by its path, the opaque globals it names, and its top-level entries named for what
  * they are. Throws InspectError('too-large') past the limits.
  */
-export function walkTorchPickle(root: PickleValue, limits: WalkLimits = {}, options: { rngFile?: boolean } = {}): TorchWalk {
+export function walkTorchPickle(
+  root: PickleValue,
+  limits: WalkLimits = {},
+  options: {
+    rngFile?: boolean;
+    /** Every tensor of the file is optimizer state (DeepSpeed's `*_optim_states.pt`: the fp32 master partition too). */
+    optimizerFile?: boolean;
+  } = {},
+): TorchWalk {
   const maxDepth = limits.maxDepth ?? 256;
   const maxNodes = limits.maxNodes ?? 2_000_000;
   const tensors: TensorInfo[] = [];
@@ -159,7 +167,7 @@ export function walkTorchPickle(root: PickleValue, limits: WalkLimits = {}, opti
   let nodes = 0;
   // Depth-first, children pushed in reverse so tensors come out in the file's order.
   type Role = TensorInfo['role'];
-  const todo: { v: PickleValue; path: string; depth: number; opt: Role }[] = [{ v: root, path: '', depth: 0, opt: options.rngFile ? 'rng' : 'model' }];
+  const todo: { v: PickleValue; path: string; depth: number; opt: Role }[] = [{ v: root, path: '', depth: 0, opt: options.rngFile ? 'rng' : options.optimizerFile ? 'optimizer' : 'model' }];
   const roleBelow = (role: Role, key: string): Role => (role === 'model' && RNG.test(key) ? 'rng' : role);
   const join = (a: string, b: string): string => (a ? `${a}.${b}` : b);
   const noteOpaque = (g: string, at: string): void => {
@@ -211,7 +219,7 @@ export function walkTorchPickle(root: PickleValue, limits: WalkLimits = {}, opti
   if (top) {
     for (const [k, val] of top) {
       const key = keyText(k);
-      if ((key === 'global_step' || key === 'step') && intOf(val) !== undefined) walk.step = intOf(val);
+      if (STEP_KEYS.has(key) && intOf(val) !== undefined) walk.step = intOf(val);
       if (key === 'epoch' && intOf(val) !== undefined) walk.epoch = intOf(val);
     }
   }
@@ -238,9 +246,11 @@ function topEntries(root: PickleValue, rngFile: boolean): EntryInfo[] {
 }
 
 const RNG = /rng|random|generator|seed_state/i;
+/** Top-level keys holding the step: `global_step` (Lightning, most loops), `step`, DeepSpeed's `global_steps` (engine.py _save_checkpoint). */
+const STEP_KEYS: ReadonlySet<string> = new Set(['global_step', 'step', 'global_steps']);
 
 function describe(v: PickleValue, name: string): Omit<EntryInfo, 'name'> {
-  const opt = optimizerOf(v);
+  const opt = optimizerOf(v) ?? zeroOptimizerOf(v);
   if (opt) return { kind: 'optimizer', what: opt };
   const seq = asSeq(v);
   if (seq && seq.length > 0 && seq.every((x) => optimizerOf(x))) {
@@ -249,7 +259,7 @@ function describe(v: PickleValue, name: string): Omit<EntryInfo, 'name'> {
   if (RNG.test(name)) return { kind: 'rng', what: `RNG state (${shortType(v)})` };
   switch (v.t) {
     case 'int':
-      return { kind: name === 'global_step' || name === 'step' ? 'step' : name === 'epoch' ? 'epoch' : 'scalar', what: `int ${v.v}`, value: typeof v.v === 'number' ? v.v : String(v.v) };
+      return { kind: STEP_KEYS.has(name) ? 'step' : name === 'epoch' ? 'epoch' : 'scalar', what: `int ${v.v}`, value: typeof v.v === 'number' ? v.v : String(v.v) };
     case 'float':
       return { kind: 'scalar', what: `float ${v.v}`, value: Number.isFinite(v.v) ? v.v : String(v.v) };
     case 'str':
@@ -291,6 +301,27 @@ function shortType(v: PickleValue): string {
     default:
       return v.t;
   }
+}
+
+/**
+ * A DeepSpeed ZeRO stage 1/2 optimizer's state dict (deepspeed/runtime/zero/stage_1_and_2.py, state_dict): the torch
+ * optimizer's state over this rank's flat fp32 partition under `base_optimizer_state` (a list of per-group states
+ * when saved elastic), the partition itself under `single_partition_of_fp32_groups`, `zero_stage` a ZeroStageEnum
+ * (an int enum: pickled as a call with the number), `partition_count` the data-parallel ranks per group.
+ * `ZeRO stage 2 partition (1 of 2 per group) of AdamW state (exp_avg, exp_avg_sq) for 1 parameter, …`.
+ */
+function zeroOptimizerOf(v: PickleValue): string | undefined {
+  const d = asDict(v);
+  if (!d) return undefined;
+  const get = (k: string): PickleValue | undefined => d.find(([x]) => x.t === 'str' && x.v === k)?.[1];
+  const base = get('base_optimizer_state');
+  if (!base || !(get('single_partition_of_fp32_groups') || get('zero_stage'))) return undefined;
+  const stageV = get('zero_stage');
+  const stage = intOf(stageV) ?? (stageV?.t === 'call' && stageV.args.t === 'tuple' ? intOf(stageV.args.items[0]) : undefined);
+  const counts = (get('partition_count') && asSeq(get('partition_count')!)?.map(intOf)) ?? [];
+  const ranks = counts.length && counts.every((c) => c === counts[0]) ? counts[0] : undefined;
+  const inner = optimizerOf(base) ?? (asSeq(base)?.length ? `per-group state of ${asSeq(base)!.length} group${asSeq(base)!.length === 1 ? '' : 's'}` : 'optimizer state');
+  return `ZeRO${stage !== undefined ? ` stage ${stage}` : ''} partition${ranks !== undefined ? ` (one of ${ranks} data-parallel ranks)` : ''} of ${inner}`;
 }
 
 /** `AdamW state (exp_avg, exp_avg_sq) for 24 tensors, 1 param group (lr 0.001)`, for an optimizer's state dict. */

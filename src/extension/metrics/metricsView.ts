@@ -222,7 +222,8 @@ export class MetricsView implements vscode.Disposable {
           break;
         }
         case 'copyEvalTable':
-          // The eval table page's message (evalTableView.ts); a metrics view has no table to copy.
+        case 'compare':
+          // The eval table's and the compare page's messages (evalTableView.ts, compareView.ts): not a metrics view's.
           break;
         default: {
           // Compile-time exhaustiveness: a message added to FromWebview and not handled here is a type error.

@@ -67,6 +67,8 @@ export function parseFromWebview(msg: unknown): FromWebview | undefined {
       return { type: 'showEvalTable' };
     case 'copyEvalTable':
       return msg.format === 'csv' || msg.format === 'markdown' ? { type: 'copyEvalTable', format: msg.format } : undefined;
+    case 'compare':
+      return msg.action === 'swap' || msg.action === 'changeB' || msg.action === 'retry' ? { type: 'compare', action: msg.action } : undefined;
     case 'removeRun':
       return text(msg.runKey) ? { type: 'removeRun', runKey: msg.runKey } : undefined;
     case 'setXColumn':
