@@ -195,7 +195,8 @@ test("a metrics panel shows the run's config; its Add run… lists runs with met
       },
       effect: async () => (await quickInputState(session.page)).visible,
     });
-    const labels = (await quickPickStep(session, /^Add a run to compare$/, (l) => l.map((x) => x.trim()).includes('gonebox'))).map((l) => l.trim());
+    // Rows arrive as each host answers (the unreachable one first): wait for all three, then for the rows to settle.
+    const labels = (await quickPickStep(session, /^Add a run to compare$/, (l) => ['beta', 'gamma', 'gonebox'].every((x) => l.map((y) => y.trim()).includes(x)))).map((l) => l.trim());
     // farbox was never expanded in the tree; its run without metrics logs is not offered; alpha is already shown.
     assert.deepEqual([...labels].sort(), ['beta', 'gamma', 'gonebox']);
     const gone = await session.page.locator('.quick-input-list .monaco-list-row', { hasText: 'gonebox' }).first().innerText();
