@@ -2,7 +2,7 @@
  * Issue 17's tree- and run-level features in a real VS Code against the real test sshd:
  * - a downloaded checkpoint is marked in the tree, its local path in the tooltip; the mark survives a window reload
  *   and drops when the local copy is deleted;
- * - Show Run Table on a target: a webview table with each run's state, latest step, last values and only the config
+ * - a run's tooltip shows its config; Show Run Table on a target: a webview table with each run's state, latest step, last values and only the config
  *   key that differs;
  * - a multi-select of two checkpoints → Evaluate: one profile, one queue, both results on their checkpoints;
  * - a metrics panel shows its run's config collapsed under its header; its Add run… lists runs on every configured
@@ -141,8 +141,13 @@ async function runTableFrame(): Promise<Frame> {
   return found!;
 }
 
-test('Show Run Table on a target: state, latest step, last values and only the config key that differs', async () => {
+test('a run\'s tooltip shows its config; Show Run Table on a target: state, latest step, last values and only the config key that differs', async () => {
   await withArtifactsOnFailure(session, 'runs-table', async () => {
+    // The run's hover shows its config, read from the run folder.
+    const tip = session.page.locator('.monaco-hover, .workbench-hover-container').filter({ hasText: 'Config: config.yaml (3 keys)' });
+    await hoverUntil(session.page, treeRow(session, 'alpha'), tip.first(), "alpha's tooltip with its config");
+    assert.match(await tip.first().innerText(), /optimizer\.lr:\s0\.1/); // (appendText keeps the spaces as no-break spaces)
+    await session.page.mouse.move(1, 1);
     await treeContextMenu(session, 'host', /^Show Run Table$/);
     const frame = await runTableFrame();
     const cells = await frame.evaluate(() => Array.from(document.querySelectorAll('table[aria-label="Runs"] tr')).map((tr) => Array.from(tr.children).map((c) => c.textContent ?? '')));
