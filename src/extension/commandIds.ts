@@ -22,6 +22,8 @@ export const CommandIds = {
   revealInTree: 'remoteRuns.revealInTree',
   tryDemoHost: 'remoteRuns.tryDemoHost',
   stopDemoHost: 'remoteRuns.stopDemoHost',
+  evaluateCheckpointsSince: 'remoteRuns.evaluateCheckpointsSince',
+  showRunTable: 'remoteRuns.showRunTable',
 } as const;
 
 export type CommandId = (typeof CommandIds)[keyof typeof CommandIds];

@@ -19,6 +19,11 @@ import type { TreeNode } from '../core/tree/nodes';
 import { registerCommands } from './commands';
 import { registerMetrics } from './metrics/register';
 import { registerDownloads } from './download/register';
+import { DownloadMarks } from './download/downloadMarks';
+import { RunFactsReader } from './runs/runFacts';
+import { registerRuns } from './runs/register';
+import { Notifier } from './notifications';
+import { configSummary } from '../core/runs/config';
 import { registerEvals, type EvalsHandle } from './eval/register';
 import { EvalResultsHub } from './eval/resultsHub';
 import { registerDemo } from './demo/register';
@@ -77,7 +82,9 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
     },
   });
 
+  const runFacts = new RunFactsReader(core);
   let evalsHandle: EvalsHandle | undefined;
+  let downloadMarks: DownloadMarks | undefined;
   const inspectCache = new InspectCache();
   // A checkpoint's contents (tree rows, hover, compare): its headers over one remote command, cached per (path, size, mtime).
   const inspectCheckpoint = async (hostName: string, target: TargetRef, checkpoint: Checkpoint) =>
@@ -108,12 +115,19 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       // Bound once evals are registered below (they need the tree to redraw).
       checkpointDecoration: (node) => evalsHandle?.checkpointDecoration(node),
       checkpointEvalRunning: (node) => evalsHandle?.checkpointEvalRunning(node) ?? false,
+      checkpointLocalCopy: (node) => downloadMarks?.markOf(node),
+      // A run's hover: its config files (config.yaml/.json, hparams.yaml, args.json), one bounded remote command.
+      runConfig: (node) => runFacts.config(node.hostName, node.target, node.run),
       inspect: inspectCheckpoint,
     }),
   );
-  // canSelectMany: two checkpoints selected together can be compared (Compare Checkpoints… on the selection).
+  // canSelectMany: two checkpoints selected together can be compared (Compare Checkpoints… on the selection), and
+  // several evaluated in one queue (Evaluate Checkpoint… on the selection).
   const view = store.register(vscode.window.createTreeView<TreeNode>('remoteRuns.hosts', { treeDataProvider: tree, showCollapseAll: true, canSelectMany: true }));
   tree.attach(view);
+  downloadMarks = store.register(new DownloadMarks((node) => tree.redraw(node)));
+  // A whole-tree refresh (the Refresh button) reads every downloaded mark again too.
+  store.register(tree.onDidChangeTreeData((node) => node === undefined && downloadMarks?.recheckAll()));
 
   // A workspace's settings files are read for restricted settings VS Code will not apply, and each one is said
   // (README "Settings: what a workspace may set"); again whenever they or the trust may have changed.
@@ -155,14 +169,19 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles })) store.register(d);
   // Eval listings → the charts' points and the eval table (the hub is shared, so metrics can register first).
   const evalResults = store.register(new EvalResultsHub());
-  registerMetrics({
+  const { feeds } = registerMetrics({
     store, core, tree, view, log, context, evals: evalResults,
     connectionState: (name) => pool.getState(name),
     onDidChangeConnectionState: pool.onDidChangeState,
+    hostNames: () => hosts.all().map((h) => h.config.name),
+    runConfig: (ref) =>
+      runFacts.config(ref.hostName, ref.target, { path: ref.runPath }).then(configSummary, (e: unknown) => [`Config not read: ${e instanceof Error ? e.message : String(e)}`]),
   });
-  registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings });
-  evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults });
+  registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings, onDidDownload: () => downloadMarks?.recheckAll() });
+  const notifier = store.register(new Notifier({ core, context, log, feeds }));
+  evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults, onEvalsListed: (subject, before, after) => notifier.evalsListed(subject, before, after) });
   registerCompare({ store, core, hosts, log, context, inspect: inspectCheckpoint });
+  registerRuns({ store, core, hosts, reader: runFacts, log, context });
   registerDemo({ store, context, log });
   // Last: the language server asks the tree and the pool, so both exist before its first question.
   registerLanguageServer({ store, context, core, hosts, pool, tree, view, log });

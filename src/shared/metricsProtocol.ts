@@ -207,7 +207,12 @@ export type ToWebview =
   /** A run's evals changed (one started, finished, or was found on the remote): the whole list for that run. */
   | { type: 'evals'; runKey: string; evals: EvalPointWire[] }
   /** Nothing to show (the inline view before a run is selected or pinned). */
-  | { type: 'empty'; message: string };
+  | { type: 'empty'; message: string }
+  /**
+   * The primary run's config files (config.yaml/.json, hparams.yaml, args.json: core/runs/config.ts configSummary),
+   * as text lines, sent once after the first snapshot of a full panel: shown collapsed under the header. Remote text.
+   */
+  | { type: 'runConfig'; runKey: string; lines: string[] };
 
 /** Webview → extension. Validated on arrival (see src/extension/metrics/validate.ts). */
 export type FromWebview =

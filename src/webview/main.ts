@@ -90,7 +90,14 @@ const headerAt = new Map<string, number>();
 const emptyEl = h('div', 'empty');
 const grid = h('div', 'grid');
 header.append(titleEl, latestEl, toolbar);
-app.append(header, livenessEl, legend, statusEl, emptyEl, grid);
+// The primary run's config files (a full panel only), collapsed: filled by a `runConfig` message.
+const configEl = h('details', 'run-config');
+const configSummaryEl = h('summary');
+configSummaryEl.textContent = 'Config';
+const configText = h('pre');
+configEl.append(configSummaryEl, configText);
+configEl.hidden = true;
+app.append(header, livenessEl, configEl, legend, statusEl, emptyEl, grid);
 
 const charts = new Map<string, MetricChart>();
 
@@ -504,6 +511,12 @@ window.addEventListener('message', (event: MessageEvent<ToWebview>) => {
       latestEl.textContent = '';
       statusEl.hidden = true;
       livenessEl.hidden = true;
+      break;
+    case 'runConfig':
+      configSummaryEl.textContent = msg.lines[0] ?? 'Config';
+      configText.textContent = msg.lines.slice(1).join('\n');
+      configEl.hidden = false;
+      document.body.dataset.config = 'shown';
       break;
     default: {
       // Compile-time exhaustiveness (a message type added to the protocol must be handled here); at run time an

@@ -86,6 +86,7 @@ export class MetricsStore {
         return 'none';
       case 'values':
       case 'empty':
+      case 'runConfig':
         return 'none';
     }
   }

@@ -190,6 +190,7 @@ function received(state: WebviewState, msg: ToWebview): Step {
     case 'highlight':
     case 'evals':
     case 'empty':
+    case 'runConfig':
       return { state, post: [], save: false };
     default: {
       // Compile-time exhaustiveness: a message type added to the protocol and not handled here is a type error. At

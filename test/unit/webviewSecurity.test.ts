@@ -59,13 +59,13 @@ test('every resolved or restored webview gets its HTML from setupWebview, and on
   assert.match(setup, /enableCommandUris:\s*false/);
 });
 
-test('every listener of webview messages validates them with parseFromWebview before use', () => {
+test('every listener of webview messages validates them with parseFromWebview (or its page\'s own parse…FromWebview) before use', () => {
   const listeners = withText(/onDidReceiveMessage/);
   assert.ok(listeners.length > 0);
   for (const f of listeners) {
     const handler = /onDidReceiveMessage\(\(?(\w+)\)?\s*=>\s*(?:void\s+)?this\.(\w+)\(\1\)/.exec(f.text);
     assert.ok(handler, `${f.rel}: a message listener that is not a plain call of one method`);
-    const body = new RegExp(`private async ${handler[2]}\\(raw: unknown\\)[^{]*\\{\\s*const msg = parseFromWebview\\(raw\\);\\s*if \\(!msg\\)`).exec(f.text);
+    const body = new RegExp(`private async ${handler[2]}\\(raw: unknown\\)[^{]*\\{\\s*const msg = parse\\w*FromWebview\\(raw\\);\\s*if \\(!msg\\)`).exec(f.text);
     assert.ok(body, `${f.rel}: ${handler[2]}() does not start by validating with parseFromWebview`);
   }
 });

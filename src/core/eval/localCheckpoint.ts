@@ -27,8 +27,12 @@ export function usesLocalCheckpoint(profile: Pick<EvalProfile, 'command' | 'cwd'
  * home folder; a host name is made one safe path segment). The same layout the Download command writes.
  */
 export function downloadRootFor(downloadDirectory: string, hostName: string, home: string = os.homedir()): string {
-  const dir = downloadDirectory.replace(/^~(?=\/|$)/, home);
-  return path.join(dir, hostName.replace(/[/\0]/g, '_') || '_');
+  return path.join(downloadFolder(downloadDirectory, home), hostName.replace(/[/\0]/g, '_') || '_');
+}
+
+/** The download folder the setting names (a leading `~` is the home folder). */
+export function downloadFolder(downloadDirectory: string, home: string = os.homedir()): string {
+  return downloadDirectory.replace(/^~(?=\/|$)/, home);
 }
 
 export type LocalCheckpointState =

@@ -5,6 +5,7 @@
  */
 import type { EvalRecord, EvalResult, EvalState } from './types';
 import { put } from '../util/dict';
+import { cellsCsv, cellsMarkdown } from '../util/textTable';
 
 /** What an eval measured: the last value of each metric over its result lines (a later line wins). */
 export function latestValues(results: readonly EvalResult[]): EvalResult {
@@ -81,23 +82,19 @@ export function tableCells(table: EvalTable): string[][] {
   return [head, ...body];
 }
 
-/** CSV (RFC 4180): fields with a comma, quote, CR or LF are quoted, quotes doubled; lines end in CRLF. */
-export function evalTableCsv(table: EvalTable): string {
-  const field = (s: string): string => (/[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
-  return tableCells(table).map((row) => row.map(field).join(',') + '\r\n').join('');
+/** Which columns of tableCells are numbers: the step and the metrics. */
+export function evalTableNumeric(table: EvalTable): boolean[] {
+  return tableCells(table)[0]!.map((_, i) => i === 0 || i >= 5);
 }
 
-/**
- * A GitHub-flavoured Markdown table: `|` and `\` escaped, line breaks flattened to spaces, `<` and `&` as entities
- * (a name from a remote folder must not become markup where the table is pasted), numbers right-aligned.
- */
+/** The table as CSV (util/textTable.ts). */
+export function evalTableCsv(table: EvalTable): string {
+  return cellsCsv(tableCells(table));
+}
+
+/** The table as Markdown (util/textTable.ts), numbers right-aligned. */
 export function evalTableMarkdown(table: EvalTable): string {
-  const cell = (s: string): string =>
-    s.replace(/\\/g, '\\\\').replace(/\|/g, '\\|').replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/\r?\n|\r/g, ' ');
-  const [head, ...body] = tableCells(table);
-  const align = head!.map((_, i) => (i === 0 || i >= 5 ? '---:' : '---'));
-  const line = (cells: string[]): string => `| ${cells.map(cell).join(' | ')} |`;
-  return [line(head!), `| ${align.join(' | ')} |`, ...body.map(line)].join('\n') + '\n';
+  return cellsMarkdown(tableCells(table), evalTableNumeric(table));
 }
 
 function baseName(p: string): string {

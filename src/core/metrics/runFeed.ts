@@ -554,6 +554,11 @@ export class FeedRegistry {
     for (const { feed } of this.feeds.values()) feed.hostsChanged();
   }
 
+  /** The feeds in use now (a panel, the inline view or the status bar shows their runs). */
+  active(): RunFeed[] {
+    return [...this.feeds.values()].map((e) => e.feed);
+  }
+
   /** Poll every feed now (after a Refresh). */
   pollAll(): void {
     for (const { feed } of this.feeds.values()) void feed.pollNow();

@@ -4,11 +4,12 @@
  *
  * This folder never imports `vscode`.
  */
-export { planDownload, buildPlan, localState, type PlanDestination } from './plan';
+export { planDownload, buildPlan, localState, checkpointLocalRoot, type PlanDestination } from './plan';
 export { download } from './download';
 export { RangeSet, splitRanges, type ByteRange } from './ranges';
 export { filePaths, lockPath, STATE_DIR, type FilePaths } from './records';
 export { pullCheckpoint, verificationText, type PullOutcome } from './pull';
+export { localCopyOf, type LocalCopy } from './localCopy';
 export type {
   ClientChoice,
   DownloadOptions,

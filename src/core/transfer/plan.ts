@@ -36,9 +36,7 @@ export async function planDownload(
 /** The plan from a remote listing (separate so a refresh during download can reuse it). */
 export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, dest: PlanDestination, stats: RemoteFileStat[]): Promise<DownloadPlan> {
   const root = path.resolve(dest.root);
-  // A run's name may be a path below its root (`expA/seed1`): one folder per part, each checked.
-  const runDir = path.join(root, ...dest.run.split('/').map((p) => safeSegment(p, 'run name')));
-  const localRoot = path.join(runDir, safeSegment(checkpoint.name, 'checkpoint name'));
+  const localRoot = checkpointLocalRoot(root, dest.run, checkpoint);
   const files: PlanFile[] = [];
   if (!checkpoint.isDir) {
     const st = stats.find((s) => s.relative === '');
@@ -72,6 +70,15 @@ export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, 
   files.sort((a, b) => b.bytes - a.bytes || a.relative.localeCompare(b.relative));
   // The checkpoint's size is its bytes: a link kept as a link adds none.
   return { source, root, checkpoint, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0) };
+}
+
+/**
+ * Where a checkpoint of run `run` lands under the download root: `<root>/<run>/<checkpoint name>` (a folder, or the
+ * flat file itself). A run's name may be a path below its root (`expA/seed1`): one folder per part, each checked.
+ */
+export function checkpointLocalRoot(root: string, run: string, checkpoint: Pick<Checkpoint, 'name'>): string {
+  const runDir = path.join(path.resolve(root), ...run.split('/').map((p) => safeSegment(p, 'run name')));
+  return path.join(runDir, safeSegment(checkpoint.name, 'checkpoint name'));
 }
 
 async function planFile(root: string, relative: string, remotePath: string, st: RemoteFileStat, localPath: string): Promise<PlanFile> {

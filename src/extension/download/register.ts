@@ -35,6 +35,8 @@ export interface DownloadDeps {
   context: vscode.ExtensionContext;
   /** sshPath is read through it: user settings only, never a workspace's program. */
   settings: Settings;
+  /** A download ended with files in place (the tree's downloaded marks are read again). */
+  onDidDownload?(): void;
 }
 
 /** What a download is of: a checkpoint of a run on a host's target. */
@@ -188,6 +190,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
     throw e;
   }
   const { result, declined, plan } = outcome;
+  deps.onDidDownload?.();
   const client = result.client === 'openssh' ? 'OpenSSH' : `ssh2${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
   deps.log.info(`download ${label}: ${result.bytesFetched} bytes fetched, ${outcome.resumedBytes} resumed, ${result.lanes} lane(s) over ${result.transport} by ${client}, ${result.retries} retries; ${outcome.summary}`);
   const summary = outcome.alreadyThere

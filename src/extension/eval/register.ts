@@ -28,7 +28,9 @@ import { isRemoteRunsError } from '../../core/types';
 import { pickRun, runRefOfArg } from '../metrics/treeGlue';
 import { EvalTablePanels } from './evalTableView';
 import { evalRunOf, type EvalResultsHub } from './resultsHub';
-import { RemoteRunsError, evalStep, formatTarget, type TargetRef } from '../../core/types';
+import { RemoteRunsError, checkpointLabel, evalStep, formatTarget, type TargetRef } from '../../core/types';
+import { checkpointsSince, queueOrder, runEvalQueue } from '../../core/eval/queue';
+import { delay } from '../../core/util/delay';
 import { CommandIds } from '../commandIds';
 import { registerCommand } from '../commandRunner';
 import type { DisposableStore } from '../lifecycle';
@@ -52,6 +54,8 @@ export interface EvalDeps {
   settings: Settings;
   /** Where listings are published for the charts and the eval table. */
   results: EvalResultsHub;
+  /** A run's evals were listed again (`before`: the previous listing, undefined the first time), for notifications. */
+  onEvalsListed?(subject: EvalRunRef, before: readonly EvalRecord[] | undefined, after: readonly EvalRecord[]): void;
 }
 
 /** What the tree asks of evals. */
@@ -71,6 +75,9 @@ interface RunEvals {
 
 /** While some eval of a run runs, its listing is refreshed at most this often when the tree redraws it. */
 const RELIST_RUNNING_MS = 15_000;
+
+/** How often the eval queue reads the state of the eval it waits for. */
+const QUEUE_POLL_MS = 2000;
 
 /** globalState key: fingerprints of workspace eval profiles the user said yes to (src/core/settingsTrust.ts). */
 export const APPROVED_PROFILES_KEY = 'remoteRuns.approvedEvalProfiles';
@@ -156,8 +163,10 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
           log.warn(`evals of ${subject.run.path} in ${place.kind === 'local' ? 'local' : `${place.host}/${formatTarget(place.target)}`}:${place.evalsDir}: ${e instanceof Error ? e.message : String(e)}`);
         }
       }
+      const before = entry.loadedAt > 0 ? entry.entries.map((e) => e.record) : undefined;
       entry.entries = found;
       entry.loadedAt = Date.now();
+      deps.onEvalsListed?.(subject, before, found.map((e) => e.record));
       results.publish(subject, found.map((e) => e.record));
       for (const { place, record } of found) {
         if ((record.state === 'running' || record.state === 'pending') && !terminals.has(record.id) && !letGo.has(record.id)) {
@@ -253,47 +262,130 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
     return terminal;
   };
 
+  /** The profile to run (asked when there are several) once the user said yes to a workspace's; undefined: not now. */
+  const chooseProfile = async (title: string): Promise<EvalProfile | undefined> => {
+    const { profiles, origin, problems } = settings.evalProfiles();
+    for (const p of problems) log.warn(p);
+    if (profiles.length === 0) {
+      throw new RemoteRunsError('bad-config', 'No eval profiles: add one to the remoteRuns.evalProfiles setting (problems, if any, are in the log)');
+    }
+    const profile =
+      profiles.length === 1
+        ? profiles[0]
+        : await quickPick(
+            `${title}: profile`,
+            profiles.map((p) => ({ label: p.name, description: p.where.kind === 'remote' ? `${p.where.host}/${formatTarget(p.where.target)}` : p.where.kind, detail: p.command, value: p })),
+            'Pick an eval profile',
+          );
+    if (!profile) return undefined;
+    return (await confirmWorkspaceProfile(context, profile, origin, log)) ? profile : undefined;
+  };
+
+  /** Start one eval (its terminal shown, its run listed again); undefined when a download it needs was declined. */
+  const startEval = async (ref: PickedRef, profile: EvalProfile, signal: AbortSignal, show: boolean): Promise<{ place: EvalPlace; id: string } | undefined> => {
+    let subject: EvalSubject = subjectOf(ref);
+    if (usesLocalCheckpoint(profile)) {
+      const localCheckpoint = await resolveLocalCheckpoint(ref, profile);
+      if (localCheckpoint === undefined) return undefined;
+      subject = { ...subject, localCheckpoint };
+    }
+    const started = await evals.start(profile, subject, signal);
+    log.info(`eval ${started.id} started in ${started.dir}${started.pgid ? ` (process group ${started.pgid})` : ''}${started.jobId ? ` (Slurm job ${started.jobId})` : ''}`);
+    const key = runKey(subject);
+    attach(started.place, started.id, started.meta, key, show);
+    await load(key, subject);
+    return { place: started.place, id: started.id };
+  };
+
+  /** Resolves when the eval is no longer pending or running (its record read every few seconds). */
+  const evalEnded = async (started: { place: EvalPlace; id: string }, signal: AbortSignal): Promise<void> => {
+    for (;;) {
+      const r = await evals.get(started.place, started.id, { record: false, signal });
+      if (r.state !== 'running' && r.state !== 'pending') return;
+      await delay(QUEUE_POLL_MS, signal);
+    }
+  };
+
+  /**
+   * Several checkpoints, one profile, one queue: each eval starts when the one before it ended, through the same
+   * path as a single one (consent, \${localCheckpoint} downloads), and its result shows (tree, charts, table) as it
+   * finishes. Cancel stops the queue; the eval running then goes on on its target.
+   */
+  const evaluateMany = async (refs: PickedRef[], title: string): Promise<void> => {
+    const items = queueOrder(refs);
+    const profile = await chooseProfile(title);
+    if (!profile) return;
+    const report = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Evaluating ${items.length} checkpoints with ${profile.name}`, cancellable: true },
+      async (progress, token) => {
+        const controller = new AbortController();
+        const sub = token.onCancellationRequested(() => controller.abort());
+        try {
+          return await runEvalQueue(items, {
+            start: (ref, signal) => startEval(ref, profile, signal, false),
+            ended: (started, signal) => evalEnded(started, signal),
+            onItem: (ref, i, n) => progress.report({ message: `${ref.checkpoint.name} (${i + 1} of ${n})`, increment: i === 0 ? 0 : 100 / n }),
+            onDone: (ref, { error }) => {
+              if (error) void vscode.window.showErrorMessage(`Remote Runs: eval of ${ref.checkpoint.name}: ${error instanceof Error ? error.message : String(error)}`);
+              const r = [...runs.values()].find((e) => e.subject.host === ref.hostName && sameTarget(e.subject.target, ref.target) && e.subject.run.path === ref.run.path);
+              if (r) void load(runKey(r.subject), r.subject);
+            },
+          }, controller.signal);
+        } finally {
+          sub.dispose();
+        }
+      },
+    );
+    log.info(`eval queue of ${items.length} with ${profile.name}: ${report.started} ran, ${report.skipped} skipped, ${report.failed} failed, ${report.notReached} not reached`);
+    const parts = [`${report.started} of ${items.length} evaluated with ${profile.name}`, report.skipped ? `${report.skipped} skipped` : '', report.failed ? `${report.failed} could not start` : '', report.notReached ? `${report.notReached} not started (cancelled; the running eval goes on)` : ''];
+    void vscode.window.showInformationMessage(`Remote Runs: ${parts.filter(Boolean).join(', ')}.`);
+  };
+
   store.register(
-    registerCommand(CommandIds.evaluateCheckpoint, async (node?: TreeNode) => {
+    registerCommand(CommandIds.evaluateCheckpoint, async (node?: TreeNode, selected?: readonly TreeNode[]) => {
+      // A multi-select in the tree: the checkpoints selected (the one right-clicked among them).
+      const many = (Array.isArray(selected) ? selected : []).filter((n): n is CheckpointNode => n?.type === 'checkpoint');
+      if (many.length > 1 && (node?.type !== 'checkpoint' || many.some((n) => n.id === node.id))) {
+        await evaluateMany(many, `Evaluate ${many.length} checkpoints`);
+        return;
+      }
       const ref = node?.type === 'checkpoint' ? node : await pickCheckpoint(core, hosts, 'Evaluate Checkpoint');
       if (!ref) return;
-      const { profiles, origin, problems } = settings.evalProfiles();
-      for (const p of problems) log.warn(p);
-      if (profiles.length === 0) {
-        throw new RemoteRunsError('bad-config', 'No eval profiles: add one to the remoteRuns.evalProfiles setting (problems, if any, are in the log)');
-      }
-      const profile =
-        profiles.length === 1
-          ? profiles[0]
-          : await quickPick(
-              `Evaluate ${ref.run.name}/${ref.checkpoint.name}: profile`,
-              profiles.map((p) => ({ label: p.name, description: p.where.kind === 'remote' ? `${p.where.host}/${formatTarget(p.where.target)}` : p.where.kind, detail: p.command, value: p })),
-              'Pick an eval profile',
-            );
+      const profile = await chooseProfile(`Evaluate ${ref.run.name}/${ref.checkpoint.name}`);
       if (!profile) return;
-      if (!(await confirmWorkspaceProfile(context, profile, origin, log))) return;
-      let subject: EvalSubject = subjectOf(ref);
-      if (usesLocalCheckpoint(profile)) {
-        const localCheckpoint = await resolveLocalCheckpoint(ref, profile);
-        if (localCheckpoint === undefined) return;
-        subject = { ...subject, localCheckpoint };
-      }
-      const started = await vscode.window.withProgress(
+      await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `Starting eval ${profile.name} of ${ref.checkpoint.name}`, cancellable: true },
         async (_progress, token) => {
           const controller = new AbortController();
           const sub = token.onCancellationRequested(() => controller.abort());
           try {
-            return await evals.start(profile, subject, controller.signal);
+            return await startEval(ref, profile, controller.signal, true);
           } finally {
             sub.dispose();
           }
         },
       );
-      log.info(`eval ${started.id} started in ${started.dir}${started.pgid ? ` (process group ${started.pgid})` : ''}${started.jobId ? ` (Slurm job ${started.jobId})` : ''}`);
-      const key = runKey(subject);
-      attach(started.place, started.id, started.meta, key, true);
-      await load(key, subject);
+    }, log),
+  );
+
+  store.register(
+    registerCommand(CommandIds.evaluateCheckpointsSince, async (node?: TreeNode) => {
+      // From a checkpoint: it and every later one; from a run (or the palette): pick the first.
+      let ref: PickedRef | undefined = node?.type === 'checkpoint' ? node : undefined;
+      if (!ref && node?.type === 'run') {
+        const stepOnes = [...node.run.checkpoints].filter((c) => c.kind === 'step' && c.incomplete === undefined).reverse();
+        if (stepOnes.length === 0) throw new RemoteRunsError('not-found', `${node.run.name} has no complete step checkpoint to evaluate`);
+        const first = await quickPick(`Evaluate every checkpoint of ${node.run.name} since…`, stepOnes.map((c) => ({ label: c.name, description: checkpointLabel(c), value: c })), 'Pick the first checkpoint (newest first)');
+        if (!first) return;
+        ref = { hostName: node.hostName, target: node.target, run: node.run, checkpoint: first };
+      }
+      if (!ref) ref = await pickCheckpoint(core, hosts, 'Evaluate every checkpoint since');
+      if (!ref) return;
+      const from = evalStep(ref.checkpoint);
+      const since = checkpointsSince(ref.run, from);
+      if (since.length === 0) throw new RemoteRunsError('not-found', `${ref.run.name} has no complete step checkpoint from step ${from} on`);
+      const { hostName, target, run } = ref;
+      await evaluateMany(since.map((checkpoint) => ({ hostName, target, run, checkpoint })), `Evaluate ${since.length} checkpoints of ${run.name} since step ${from}`);
     }, log),
   );
 

@@ -28,6 +28,8 @@ export interface MetricsViewDeps {
   evals?: EvalSource;
   /** Open the table of a run's evals. */
   showEvalTable?(run: RunRefWire): void;
+  /** The run's config as text lines (a full panel shows it collapsed under its header). */
+  runConfig?(run: RunRefWire): Promise<string[]>;
 }
 
 /** Updates are coalesced: many polls finishing together cost one message. */
@@ -137,6 +139,14 @@ export class MetricsView implements vscode.Disposable {
     if (u) this.post(u);
   }
 
+  /** The primary run's config, once per ready page (it is read over one remote command, then cached a while). */
+  private async sendRunConfig(): Promise<void> {
+    const p = this.presenter.primary;
+    if (!p || !this.deps.runConfig) return;
+    const lines = await this.deps.runConfig(p.ref);
+    if (this.presenter.primary === p) this.post({ type: 'runConfig', runKey: p.key, lines });
+  }
+
   private post(msg: ToWebview): void {
     if (!this.ready || this.disposed) return;
     this.lastPostedBytes = JSON.stringify(msg).length;
@@ -158,6 +168,7 @@ export class MetricsView implements vscode.Disposable {
           this.presenter.setView(msg.width, msg.range, msg.smoothing, msg.hidden, msg.directions);
           if (this.presenter.primary) this.sendSnapshot();
           else this.post({ type: 'empty', message: 'Select or pin a run in the Remote Runs tree to see its metrics here.' });
+          if (this.mode === 'panel') void this.sendRunConfig();
           break;
         case 'view':
           if (this.presenter.setView(msg.width, msg.range, msg.smoothing, msg.hidden, msg.directions)) this.sendSnapshot();

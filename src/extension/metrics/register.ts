@@ -19,6 +19,7 @@ import { ReferenceStore } from './referenceStore';
 import { FeedRegistry, RunFeed, type EvalSource } from '../../core/metrics/runFeed';
 import { runKeyOf } from '../../core/runRef';
 import { PinnedRunStatus } from './statusBar';
+import { pickRunEverywhere } from './pickRunEverywhere';
 import { pickRun, revealCheckpoint, runRefOfArg, runRefOfNode, selectedStepOf } from './treeGlue';
 import { parseRestoreState } from './validate';
 import { METRICS_INLINE_VIEW } from './webviewSetup';
@@ -38,6 +39,10 @@ export interface MetricsDeps {
   /** Each host's connection state (the pool's), for the connection a panel shows. */
   connectionState(hostName: string): ConnectionState;
   onDidChangeConnectionState: Event<StateChange>;
+  /** The configured hosts' names: "Add run…" lists runs on all of them, not only the targets the tree expanded. */
+  hostNames(): string[];
+  /** A run's config as text lines, for the panel (never rejects: a failure is a line saying why). */
+  runConfig?(run: RunRefWire): Promise<string[]>;
 }
 
 const PINNED_KEY = 'remoteRuns.pinnedRun';
@@ -47,7 +52,7 @@ function metricsConfig(): vscode.WorkspaceConfiguration {
 }
 
 /** Register everything of the metrics feature on `store`. */
-export function registerMetrics(deps: MetricsDeps): void {
+export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
   const { store, core, tree, view, log, context } = deps;
 
   const feeds = store.register(
@@ -84,12 +89,13 @@ export function registerMetrics(deps: MetricsDeps): void {
       window: Math.max(1, metricsConfig().get<number>('plateauWindow', 2000)),
       fraction: Math.max(0, metricsConfig().get<number>('plateauFraction', 0.01)),
     }),
-    pickRun: (exclude) => pickRun(tree, 'Add a run to compare', exclude),
+    pickRun: (exclude) => pickRunEverywhere(core, deps.hostNames(), 'Add a run to compare', exclude),
     revealCheckpoint: (run, step) => revealCheckpoint(tree, view, run, step),
     openPanel: (run) => void panels?.open(run),
     selectedStep: (runKey) => selectedStepOf(view, runKey),
     ...(deps.evals ? { evals: deps.evals } : {}),
     showEvalTable: (run) => void vscode.commands.executeCommand(CommandIds.showEvalResults, run),
+    ...(deps.runConfig ? { runConfig: deps.runConfig } : {}),
   };
   panels = store.register(new MetricsPanels(context.extensionUri, viewDeps, log));
   const inline = store.register(new InlineMetricsView(context.extensionUri, viewDeps));
@@ -167,7 +173,7 @@ export function registerMetrics(deps: MetricsDeps): void {
       async (arg) => {
         const target = panels?.activeView;
         if (!target?.primary) throw new Error('Open a metrics panel first (Remote Runs: Open Metrics)');
-        const ref = runRefOfArg(arg) ?? (await pickRun(tree, 'Add a run to compare', target.presenter.runs.map((r) => r.key)));
+        const ref = runRefOfArg(arg) ?? (await pickRunEverywhere(core, deps.hostNames(), 'Add a run to compare', target.presenter.runs.map((r) => r.key)));
         if (ref) target.addRun(ref, 'compare');
       },
     ],
@@ -182,4 +188,5 @@ export function registerMetrics(deps: MetricsDeps): void {
     [CommandIds.showInlineMetrics, () => vscode.commands.executeCommand(`${METRICS_INLINE_VIEW}.focus`)],
   ];
   for (const [id, handler] of commands) store.register(registerCommand(id, handler, log));
+  return { feeds };
 }

@@ -10,6 +10,8 @@ import { RunsTreeModel, groupDescription, type HostEntry } from '../../core/tree
 import type { Checkpoint, TargetRef } from '../../core/types';
 import { summaryLine, type Inspection } from '../../core/inspect';
 import type { Logger } from '../log';
+import type { LocalCopy } from '../../core/transfer';
+import { configSummary, type RunConfig } from '../../core/runs/config';
 
 export type { HostEntry };
 
@@ -27,6 +29,10 @@ export interface TreeDeps {
   checkpointDecoration?(node: CheckpointNode): string | undefined;
   /** An eval of this checkpoint is pending or running (Stop Eval is offered only then). */
   checkpointEvalRunning?(node: CheckpointNode): boolean;
+  /** The checkpoint's local copy, when it is downloaded (download/downloadMarks.ts); redraw with `redraw` when it changes. */
+  checkpointLocalCopy?(node: CheckpointNode): LocalCopy | undefined;
+  /** A run's config files, for its hover (read when the pointer rests on it, cached by the reader). */
+  runConfig?(node: RunNode): Promise<RunConfig>;
   /** What a checkpoint holds (its headers, read over one remote command, cached per file): its contents row and hover. */
   inspect?(hostName: string, target: TargetRef, checkpoint: Checkpoint): Promise<Inspection>;
 }
@@ -108,6 +114,19 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
    * Called by VS Code only for items whose tooltip is unset.
    */
   async resolveTreeItem(item: vscode.TreeItem, node: TreeNode, token: vscode.CancellationToken): Promise<vscode.TreeItem> {
+    if (node.type === 'run' && this.deps.runConfig) {
+      let lines: string[];
+      try {
+        lines = configSummary(await this.deps.runConfig(node));
+      } catch (e) {
+        lines = [`Config not read: ${e instanceof Error ? e.message : String(e)}`];
+      }
+      if (token.isCancellationRequested) return item;
+      const tip = new vscode.MarkdownString();
+      tip.appendText(`${runTooltip(node.run)}\n${lines.join('\n')}`);
+      item.tooltip = tip;
+      return item;
+    }
     if (node.type !== 'checkpoint' || !this.deps.inspect) return item;
     let contents: string;
     try {
@@ -117,7 +136,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     } catch (e) {
       contents = `Contents not read: ${e instanceof Error ? e.message : String(e)}`;
     }
-    item.tooltip = `${checkpointTooltip(node.checkpoint)}\n${contents}`;
+    item.tooltip = `${checkpointTooltip(node.checkpoint, this.deps.checkpointLocalCopy?.(node))}\n${contents}`;
     return item;
   }
 
@@ -213,11 +232,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const parts = [run.live ? '● live' : '', `${run.checkpoints.length} checkpoint${run.checkpoints.length === 1 ? '' : 's'}`, newest ? latestPhrase(newest) : ''];
     item.description = parts.filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(run.live ? 'pulse' : 'beaker');
-    item.tooltip = new vscode.MarkdownString();
-    item.tooltip.appendText(`${run.path}\n`);
-    item.tooltip.appendText(`Metrics: ${run.metrics.length ? run.metrics.join(', ') : 'none found'}\n`);
-    if (run.live) item.tooltip.appendText('Live: a metrics log changed in the last two minutes\n');
-    for (const p of run.pointers ?? []) item.tooltip.appendText(`${p.file}: ${p.note ?? `names ${p.checkpoint}`}\n`);
+    // Left unset with runConfig: resolveTreeItem fills it on hover, with the run's config.
+    if (!this.deps.runConfig) {
+      item.tooltip = new vscode.MarkdownString();
+      item.tooltip.appendText(runTooltip(run));
+    }
     item.contextValue = `run${run.live ? '.live' : ''}`;
     return item;
   }
@@ -230,11 +249,13 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     item.id = node.id;
     const now = Date.now();
     const what = c.kind === 'step' ? '' : checkpointLabel(c);
-    item.description = [what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
+    const local = this.deps.checkpointLocalCopy?.(node);
+    const downloaded = local?.kind === 'downloaded';
+    item.description = [what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', downloaded ? 'downloaded' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
     // Left unset with inspect: resolveTreeItem fills it on hover, with the contents' summary.
-    if (!this.deps.inspect) item.tooltip = checkpointTooltip(c);
-    item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}${this.deps.checkpointEvalRunning?.(node) ? '.evalRunning' : ''}`;
+    if (!this.deps.inspect) item.tooltip = checkpointTooltip(c, local);
+    item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}${downloaded ? '.downloaded' : ''}${this.deps.checkpointEvalRunning?.(node) ? '.evalRunning' : ''}`;
     return item;
   }
 
@@ -305,8 +326,17 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 /** State kinds where Retry can change the answer. */
 const RETRYABLE: ReadonlySet<string> = new Set(['unreachable', 'auth-failed', 'host-key-unknown', 'timeout', 'command-failed', 'permission-denied', 'protocol', 'cancelled', 'container-stopped']);
 
-function checkpointTooltip(c: Checkpoint): string {
-  return `${c.path}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
+function runTooltip(run: RunNode['run']): string {
+  return [
+    run.path,
+    `Metrics: ${run.metrics.length ? run.metrics.join(', ') : 'none found'}`,
+    ...(run.live ? ['Live: a metrics log changed in the last two minutes'] : []),
+    ...(run.pointers ?? []).map((p) => `${p.file}: ${p.note ?? `names ${p.checkpoint}`}`),
+  ].join('\n');
+}
+
+function checkpointTooltip(c: Checkpoint, local?: LocalCopy): string {
+  return `${c.path}${local?.kind === 'downloaded' ? `\nDownloaded: ${local.path}` : ''}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
 }
 
 function stateLabel(s: ConnectionState): string {

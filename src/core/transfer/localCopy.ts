@@ -1,0 +1,66 @@
+/**
+ * Whether a checkpoint is already downloaded, read from the local side only (no remote command): what the tree marks.
+ *
+ * A checkpoint is downloaded when every file its listing shows is at its final place under the download root (the
+ * same place `buildPlan` gives it: `<root>/<run>/<checkpoint>/<file>`, or `<root>/<run>/<file>` for a flat file),
+ * and for each of them the download's own completed record (`.remote-runs/done/…`, records.ts) names that remote file
+ * and its size as listed now, and the local file still has exactly the size and mtime the record left it with (no
+ * one changed it since it was verified). A partial file never counts: its bytes live under `.remote-runs/partial/`
+ * and reach the final place only by the rename after verification, and a file at the final place without a done
+ * record (copied there by hand, or an interrupted older version) is not ours. A local copy deleted since drops the
+ * mark at the next check.
+ *
+ * The remote mtime is not compared: the listing reads it with another precision than the download's stat, and a
+ * remote file rewritten with the same size is what the download itself notices (it asks before replacing).
+ */
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
+import type { Checkpoint } from '../types';
+import { checkpointLocalRoot } from './plan';
+import { filePaths, readDoneRecord } from './records';
+
+export type LocalCopy =
+  /** Every listed file is here, complete and verified as it was fetched, untouched since. */
+  | { kind: 'downloaded'; path: string }
+  /** Not (or not all, or not as downloaded) at `path`. */
+  | { kind: 'none'; path: string };
+
+/** What the local side holds of `checkpoint` (of run `run`) under the download root `root`. Never throws. */
+export async function localCopyOf(root: string, run: string, checkpoint: Checkpoint): Promise<LocalCopy> {
+  let localRoot: string;
+  try {
+    localRoot = checkpointLocalRoot(root, run, checkpoint);
+  } catch {
+    return { kind: 'none', path: path.resolve(root) }; // a name that cannot be a local path is never downloaded
+  }
+  const none: LocalCopy = { kind: 'none', path: localRoot };
+  const files: { local: string; remote: string; bytes: number }[] = checkpoint.isDir
+    ? checkpoint.files.map((f) => ({ local: path.join(localRoot, ...f.name.split('/')), remote: path.posix.join(checkpoint.path, f.name), bytes: f.bytes }))
+    : [{ local: localRoot, remote: checkpoint.path, bytes: checkpoint.bytes }];
+  if (files.length === 0) return none;
+  const resolvedRoot = path.resolve(root);
+  for (const f of files) {
+    if (!(await intact(resolvedRoot, f.local, f.remote, f.bytes))) return none;
+  }
+  return { kind: 'downloaded', path: localRoot };
+}
+
+async function intact(root: string, local: string, remote: string, bytes: number): Promise<boolean> {
+  let st: import('node:fs').Stats;
+  try {
+    st = await fs.lstat(local);
+  } catch {
+    return false;
+  }
+  // A link the download kept as a link (one file of the checkpoint naming another) has no record of its own.
+  if (st.isSymbolicLink()) return true;
+  if (!st.isFile()) return false;
+  let paths;
+  try {
+    paths = filePaths(root, local);
+  } catch {
+    return false;
+  }
+  const rec = await readDoneRecord(paths);
+  return rec !== undefined && rec.remotePath === remote && rec.remoteBytes === bytes && rec.localBytes === st.size && rec.localMtimeMs === st.mtimeMs;
+}
