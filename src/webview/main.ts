@@ -39,6 +39,8 @@ const ui: UiState = {
   xMode: state.settings.xMode,
   logY: state.settings.logY,
   hiddenRuns: new Set(state.settings.hiddenRuns),
+  yRanges: state.settings.yRanges,
+  hiddenSeries: state.settings.hiddenSeries,
   hoverX: null,
   rows: [],
 };
@@ -56,6 +58,8 @@ function dispatch(event: WebviewEvent): void {
   ui.xMode = state.settings.xMode;
   ui.logY = state.settings.logY;
   ui.hiddenRuns = new Set(state.settings.hiddenRuns);
+  ui.yRanges = state.settings.yRanges;
+  ui.hiddenSeries = state.settings.hiddenSeries;
   if (step.save) vscode.setState(savedState(state));
   for (const m of step.post) post(m);
 }
@@ -118,6 +122,20 @@ const host: ChartHost = {
   },
   showEvalTable() {
     post({ type: 'showEvalTable' });
+  },
+  setYRange(key, range) {
+    dispatch({ type: 'setYRange', metric: key, range });
+    charts.get(key)?.render();
+  },
+  showSeries(key, runKey, shown) {
+    dispatch({ type: 'showSeries', metric: key, runKey, shown });
+    charts.get(key)?.render();
+  },
+  exportCsv(key, runKeys) {
+    post({ type: 'exportCsv', metric: key, runKeys });
+  },
+  exportPng(key, png) {
+    post({ type: 'exportPng', metric: key, png });
   },
 };
 

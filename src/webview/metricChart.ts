@@ -13,6 +13,10 @@ import type { ValueRow, XRange } from '../shared/metricsProtocol';
 import { evalTooltip, formatDiff, formatValue, type EvalMark, type MetricsStore, type Point, type XMode } from './store';
 import { durationTicks, formatDurationTick, formatTick, niceTicks, stepOf } from './ticks';
 import { runColor, withAlpha, type Theme } from './theme';
+import { BAND_ALPHA, bandPlugin, type Band } from './chartBand';
+import { ChartControls } from './chartControls';
+import { chartPngBase64 } from './chartExport';
+import type { ChartYRange, SeriesRef } from './viewState';
 
 export interface UiState {
   /** The user's smoothing weight and zoom range (the webview's own settings, viewState.ts). */
@@ -21,6 +25,9 @@ export interface UiState {
   xMode: XMode;
   logY: boolean;
   hiddenRuns: Set<string>;
+  /** Charts whose y axis the user fixed, and series hidden on one chart only (viewState.ts). */
+  yRanges: ChartYRange[];
+  hiddenSeries: SeriesRef[];
   /** Cursor position on the x axis (axis units), shared by every chart; null when not hovering. */
   hoverX: number | null;
   /** Exact values at the cursor (or at the highlighted checkpoint), from the extension. */
@@ -36,6 +43,11 @@ export interface ChartHost {
   selectCheckpoint(step: number): void;
   /** Open the table of the primary run's evals. */
   showEvalTable(): void;
+  setYRange(key: string, range: { yMin: number; yMax: number } | null): void;
+  showSeries(key: string, runKey: string, shown: boolean): void;
+  /** Save the chart's series (these runs', in legend order) as CSV, or its picture as PNG: the extension asks where. */
+  exportCsv(key: string, runKeys: string[]): void;
+  exportPng(key: string, pngBase64: string): void;
 }
 
 /** Radius of an eval's point, in CSS pixels. */
@@ -55,6 +67,9 @@ export class MetricChart {
   private evalMarks: { runLabel: string; marks: EvalMark[] }[] = [];
   private chart: Chart<'line', Point[]>;
   private dragFrom: number | null = null;
+  /** The min/max bands under the decimated curves (chartBand.ts), rebuilt with the datasets. */
+  private bands: Band[] = [];
+  private readonly controls: ChartControls;
 
   constructor(
     parent: HTMLElement,
@@ -67,7 +82,16 @@ export class MetricChart {
     const title = el('h2', 'metric-title');
     title.textContent = key;
     this.valueEl = el('span', 'metric-latest');
-    head.append(title, this.valueEl);
+    this.controls = new ChartControls(key, {
+      series: () => this.seriesItems(),
+      fixedY: () => this.host.ui.yRanges.find((r) => r.metric === key),
+      shownY: () => (this.chart.scales.y ? { min: this.chart.scales.y.min, max: this.chart.scales.y.max } : undefined),
+      setYRange: (range) => host.setYRange(key, range),
+      showSeries: (runKey, shown) => host.showSeries(key, runKey, shown),
+      exportPng: () => host.exportPng(key, chartPngBase64(this.canvas)),
+      exportCsv: () => host.exportCsv(key, this.shownRuns().filter((r) => r.series.has(key)).map((r) => r.runKey)),
+    });
+    head.append(title, this.controls.legend, this.valueEl, this.controls.menu);
     this.hintEl = el('div', 'metric-hint');
     const body = el('div', 'metric-body');
     this.canvas = document.createElement('canvas');
@@ -98,7 +122,7 @@ export class MetricChart {
         plugins: {},
         scales: {},
       },
-      plugins: [this.overlay()],
+      plugins: [bandPlugin(() => this.bands), this.overlay()],
     });
     this.listen();
     this.render();
@@ -115,10 +139,13 @@ export class MetricChart {
     const theme = this.host.theme();
     const datasets: ChartDataset<'line', Point[]>[] = [];
     const smoothing = ui.smoothing > 0;
-    for (const run of store.runs) {
-      if (ui.hiddenRuns.has(run.runKey) || !run.series.has(this.key)) continue;
+    this.bands = [];
+    for (const run of this.shownRuns()) {
+      if (!run.series.has(this.key)) continue;
       const color = runColor(theme, run.color);
       const dash = run.role === 'reference' ? [6, 3] : [];
+      const band = store.band(run, this.key, ui.xMode, ui.logY);
+      if (band.length) this.bands.push({ color: withAlpha(color, BAND_ALPHA), points: band });
       if (smoothing) {
         datasets.push({ data: store.points(run, this.key, 'raw', ui.xMode, ui.logY), borderColor: withAlpha(color, 0.22), borderWidth: 1, borderDash: dash, pointRadius: 0 });
       }
@@ -126,8 +153,7 @@ export class MetricChart {
     }
     // Evals: points only, over the curves, in the run's colour with an outline that shows on any background.
     this.evalMarks = [];
-    for (const run of store.runs) {
-      if (ui.hiddenRuns.has(run.runKey)) continue;
+    for (const run of this.shownRuns()) {
       const marks = store.evalMarks(run, this.key, ui.xMode, ui.logY);
       if (marks.length === 0) continue;
       this.evalMarks.push({ runLabel: run.label, marks });
@@ -168,6 +194,7 @@ export class MetricChart {
       x: { type: 'linear', min: xMin, max: xMax, ...this.evalOnlySpan(), afterBuildTicks: xBuild, ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 8, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
       y: {
         type: ui.logY ? 'logarithmic' : 'linear',
+        ...this.fixedYBounds(),
         ...(ui.logY ? {} : { afterBuildTicks: yBuild }),
         ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 7, callback: (v: number | string, _i: number, ticks: TickList) => (ui.logY ? formatValue(Number(v)) : formatTick(Number(v), stepOf(ticks))) },
         grid: { color: withAlpha(theme.grid, 0.4) },
@@ -175,7 +202,38 @@ export class MetricChart {
       },
     };
     this.chart.update('none');
+    this.controls.render();
+    this.el.dataset.yRange = this.fixedYBounds().min !== undefined ? 'fixed' : 'auto';
     this.renderText();
+  }
+
+  /** The runs whose series this chart draws: not hidden in the panel's legend, nor on this chart. */
+  private shownRuns() {
+    const { store, ui } = this.host;
+    return store.runs.filter((r) => !ui.hiddenRuns.has(r.runKey) && !ui.hiddenSeries.some((h) => h.metric === this.key && h.runKey === r.runKey));
+  }
+
+  /** The legend of this chart: every run (not hidden panel-wide) with a curve or an eval on it. */
+  private seriesItems() {
+    const { store, ui } = this.host;
+    const theme = this.host.theme();
+    return store.runs
+      .filter((r) => !ui.hiddenRuns.has(r.runKey) && (r.series.has(this.key) || r.evals.some((e) => e.values[this.key] !== undefined)))
+      .map((r) => ({
+        runKey: r.runKey,
+        label: r.label,
+        where: r.where,
+        color: runColor(theme, r.color),
+        hidden: ui.hiddenSeries.some((h) => h.metric === this.key && h.runKey === r.runKey),
+      }));
+  }
+
+  /** The user's fixed y range (on a log axis only a positive one). */
+  private fixedYBounds(): { min?: number; max?: number } {
+    const { ui } = this.host;
+    const r = ui.yRanges.find((x) => x.metric === this.key);
+    if (!r || (ui.logY && !(r.yMin > 0))) return {};
+    return { min: r.yMin, max: r.yMax };
   }
 
   /**
@@ -211,8 +269,8 @@ export class MetricChart {
     if (rows.length === 0) return;
     const refs = store.references.filter((r) => r.metric === this.key);
     for (const row of rows) {
-      const run = store.runs.find((r) => r.runKey === row.runKey);
-      if (!run || this.host.ui.hiddenRuns.has(run.runKey)) continue;
+      const run = this.shownRuns().find((r) => r.runKey === row.runKey);
+      if (!run) continue;
       const line = el('div', 'readout-row');
       const swatch = el('span', 'swatch');
       swatch.style.backgroundColor = runColor(theme, run.color);
@@ -287,8 +345,8 @@ export class MetricChart {
     return {
       id: 'remoteRunsOverlay',
       afterDataLimits: (chart, args: { scale: Scale }) => {
-        // Reference lines stay on the chart even when the curve is far from them.
-        if (args.scale.id !== 'y') return;
+        // Reference lines stay on the chart even when the curve is far from them (unless the user fixed its range).
+        if (args.scale.id !== 'y' || this.fixedYBounds().min !== undefined) return;
         for (const ref of this.host.store.references) {
           if (ref.metric !== this.key || (this.host.ui.logY && ref.value <= 0)) continue;
           if (ref.value < args.scale.min) args.scale.min = ref.value;
