@@ -203,7 +203,10 @@ export class MetricChart {
     };
     this.chart.update('none');
     this.controls.render();
+    // The y axis as drawn, on the element (for tests and anyone inspecting the webview), as afterRender does for x.
     this.el.dataset.yRange = this.fixedYBounds().min !== undefined ? 'fixed' : 'auto';
+    const yScale = this.chart.scales.y;
+    if (yScale) (this.el.dataset.yMin = String(yScale.min)), (this.el.dataset.yMax = String(yScale.max));
     this.renderText();
   }
 
