@@ -6,6 +6,7 @@
  * (viewState.ts); this only draws them and reports clicks. Remote strings (run names) are set as text only.
  */
 import type { ChartYRange } from './viewState';
+import { el } from './dom';
 
 /** One run's series on this chart, as its legend shows it. */
 export interface ChartSeriesItem {
@@ -172,12 +173,6 @@ export class ChartControls {
     this.menu.open = false;
     then();
   }
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  return e;
 }
 
 function button(text: string, onClick: () => void, title: string): HTMLButtonElement {

@@ -15,6 +15,7 @@ import { durationTicks, formatDurationTick, formatTick, niceTicks, stepOf } from
 import { runColor, withAlpha, type Theme } from './theme';
 import { BAND_ALPHA, bandPlugin, type Band } from './chartBand';
 import { ChartControls } from './chartControls';
+import { el } from './dom';
 import { chartPngBase64 } from './chartExport';
 import type { ChartYRange, SeriesRef } from './viewState';
 
@@ -541,10 +542,4 @@ function line(ctx: CanvasRenderingContext2D, x0: number, y0: number, x1: number,
   ctx.moveTo(x0, y0);
   ctx.lineTo(x1, y1);
   ctx.stroke();
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  e.className = className;
-  return e;
 }

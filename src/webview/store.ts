@@ -147,18 +147,25 @@ export class MetricsStore {
     const s = run.series.get(key);
     if (!s) return [];
     const ys = which === 'raw' ? s.y : s.s;
+    return this.onAxis(run, s, xMode, (i, x) => ({ x, y: logY && !(ys[i] > 0) ? NaN : ys[i] }), (x) => ({ x, y: NaN }));
+  }
+
+  /**
+   * One item per point of a series that has a place on the chosen axis (`at`), with a gap item (`gap`) before each
+   * segment after the first, so no line (or band) is drawn across a resumed run's step going back.
+   */
+  private onAxis<T>(run: RunState, s: SeriesChunk, xMode: XMode, at: (i: number, x: number) => T, gap: (x: number) => T): T[] {
     const t0 = xMode === 'relative' ? this.startTime(run) : 0;
-    const out: Point[] = [];
+    const out: T[] = [];
     let seg = 1;
     for (let i = 0; i < s.x.length; i++) {
       const x = xMode === 'step' ? s.x[i] : s.t ? s.t[i] - t0 : NaN;
       if (!Number.isFinite(x)) continue;
       if (seg < s.segmentStarts.length && s.segmentStarts[seg] === i) {
         seg++;
-        if (out.length) out.push({ x, y: NaN });
+        if (out.length) out.push(gap(x));
       }
-      const y = ys[i];
-      out.push({ x, y: logY && !(y > 0) ? NaN : y });
+      out.push(at(i, x));
     }
     return out;
   }
@@ -169,22 +176,10 @@ export class MetricsStore {
    */
   band(run: RunState, key: string, xMode: XMode, logY: boolean): BandPoint[] {
     const s = run.series.get(key);
-    if (!s?.lo || !s.hi) return [];
-    const t0 = xMode === 'relative' ? this.startTime(run) : 0;
-    const out: BandPoint[] = [];
-    let seg = 1;
-    for (let i = 0; i < s.x.length; i++) {
-      const x = xMode === 'step' ? s.x[i] : s.t ? s.t[i] - t0 : NaN;
-      if (!Number.isFinite(x)) continue;
-      if (seg < s.segmentStarts.length && s.segmentStarts[seg] === i) {
-        seg++;
-        if (out.length) out.push({ x, lo: NaN, hi: NaN });
-      }
-      const lo = s.lo[i];
-      const hi = s.hi[i];
-      out.push(logY && !(lo > 0) ? { x, lo: NaN, hi: NaN } : { x, lo, hi });
-    }
-    return out;
+    const lo = s?.lo;
+    const hi = s?.hi;
+    if (!s || !lo || !hi) return [];
+    return this.onAxis(run, s, xMode, (i, x) => (logY && !(lo[i] > 0) ? { x, lo: NaN, hi: NaN } : { x, lo: lo[i], hi: hi[i] }), (x) => ({ x, lo: NaN, hi: NaN }));
   }
 
   /** Can this x axis be drawn for the run (time modes need a time field)? */
