@@ -16,6 +16,7 @@ import { runColor, withAlpha, type Theme } from './theme';
 import { BAND_ALPHA, bandPlugin, type Band } from './chartBand';
 import { ChartControls } from './chartControls';
 import { el } from './dom';
+import { keepXWhenYFixed } from './fixedY';
 import { chartPngBase64 } from './chartExport';
 import type { ChartYRange, SeriesRef } from './viewState';
 
@@ -123,7 +124,7 @@ export class MetricChart {
         plugins: {},
         scales: {},
       },
-      plugins: [bandPlugin(() => this.bands), this.overlay()],
+      plugins: [bandPlugin(() => this.bands), keepXWhenYFixed(), this.overlay()],
     });
     this.listen();
     this.render();

@@ -106,6 +106,11 @@ async function openMenu(metric: string): Promise<void> {
 
 type Snapshot = Extract<ToWebview, { type: 'snapshot' }>;
 
+async function xRange(metric: string): Promise<{ xMin: string; xMax: string }> {
+  const d = await chart(metric).evaluate((e) => ({ ...(e as HTMLElement).dataset }));
+  return { xMin: d.xMin ?? '', xMax: d.xMax ?? '' };
+}
+
 async function recordSnapshots(): Promise<void> {
   await frame.evaluate(() => {
     const w = window as unknown as { __rrSnapshots?: unknown[] };
@@ -317,7 +322,8 @@ test('Save as PNG…: a PNG of the chart canvas’s size', async () => {
 test('a fixed y range and a series hidden on one chart survive a reload; the other chart still draws that series', async () => {
   await withArtifactsOnFailure(session, 'export-yrange-hidden', async () => {
     const otherRgb = await runRgb('export-other');
-    // Fix loss's y axis to 1.5 – 2.5.
+    // Fix loss's y axis to 1.5 – 2.5 (below its first steps' values).
+    const xBefore = await xRange('loss');
     await openMenu('loss');
     const menu = chart('loss').locator('.chart-menu');
     await menu.locator('input[type=radio][value=fixed]').check();
@@ -329,6 +335,8 @@ test('a fixed y range and a series hidden on one chart survive a reload; the oth
       return d?.yRange === 'fixed' && d.yMin === '1.5' && d.yMax === '2.5';
     }, undefined, { timeout: 15_000 });
     assert.equal(await chart('acc').getAttribute('data-y-range'), 'auto', 'acc still follows its data');
+    // chart.js would drop the points outside a fixed y range from the x range: the x axis stays where it was.
+    assert.deepEqual(await xRange('loss'), xBefore, 'the x axis did not move');
     await menuButton('loss').click(); // close the menu
     await chart('loss').locator('.chart-menu[open]').waitFor({ state: 'detached', timeout: 10_000 });
 
