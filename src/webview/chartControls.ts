@@ -25,6 +25,8 @@ export interface ChartControlsHost {
   fixedY(): ChartYRange | undefined;
   /** The y range the chart shows now (what "fix" starts from). */
   shownY(): { min: number; max: number } | undefined;
+  /** Why the fixed range is not applied now, if it is not (a log axis needs a minimum above 0). */
+  yNote(): string;
   setYRange(range: { yMin: number; yMax: number } | null): void;
   showSeries(runKey: string, shown: boolean): void;
   exportPng(): void;
@@ -121,6 +123,11 @@ export class ChartControls {
     this.yAuto.checked = !fixed;
     this.yFixed.checked = !!fixed;
     this.menu.dataset.yRange = fixed ? 'fixed' : 'auto';
+    const note = this.host.yNote();
+    if (note || this.yError.dataset.note) {
+      this.yError.textContent = note;
+      this.yError.dataset.note = note ? 'true' : '';
+    }
     // A legend with one series shows only when it is hidden (so it can be shown again).
     const shown = items.length > 1 || items.some((i) => i.hidden);
     const signature = JSON.stringify(shown ? items : []);
@@ -153,7 +160,7 @@ export class ChartControls {
       this.yMin.value = inputValue(shown.min);
       this.yMax.value = inputValue(shown.max);
     }
-    this.yError.textContent = '';
+    this.yError.textContent = this.host.yNote();
   }
 
   private applyFixed(): void {
@@ -165,6 +172,7 @@ export class ChartControls {
       return;
     }
     this.yError.textContent = '';
+    this.yError.dataset.note = '';
     this.host.setYRange({ yMin: lo, yMax: hi });
     this.render();
   }

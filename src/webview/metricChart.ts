@@ -88,6 +88,10 @@ export class MetricChart {
       series: () => this.seriesItems(),
       fixedY: () => this.host.ui.yRanges.find((r) => r.metric === key),
       shownY: () => (this.chart.scales.y ? { min: this.chart.scales.y.min, max: this.chart.scales.y.max } : undefined),
+      yNote: () => {
+        const r = host.ui.yRanges.find((x) => x.metric === key);
+        return r && host.ui.logY && !(r.yMin > 0) ? 'Log y: this range starts at or below 0, so the axis follows the data.' : '';
+      },
       setYRange: (range) => host.setYRange(key, range),
       showSeries: (runKey, shown) => host.showSeries(key, runKey, shown),
       exportPng: () => host.exportPng(key, chartPngBase64(this.canvas)),
