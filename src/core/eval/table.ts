@@ -5,7 +5,6 @@
  */
 import type { EvalRecord, EvalResult, EvalState } from './types';
 import { put } from '../util/dict';
-import { csvField } from '../util/csvField';
 
 /** What an eval measured: the last value of each metric over its result lines (a later line wins). */
 export function latestValues(results: readonly EvalResult[]): EvalResult {
@@ -84,7 +83,8 @@ export function tableCells(table: EvalTable): string[][] {
 
 /** CSV (RFC 4180): fields with a comma, quote, CR or LF are quoted, quotes doubled; lines end in CRLF. */
 export function evalTableCsv(table: EvalTable): string {
-  return tableCells(table).map((row) => row.map(csvField).join(',') + '\r\n').join('');
+  const field = (s: string): string => (/[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
+  return tableCells(table).map((row) => row.map(field).join(',') + '\r\n').join('');
 }
 
 /**
