@@ -17,6 +17,7 @@ import { RemoteRunsError, type TargetRef } from '../core/types';
 import { RunFeed, type Series } from '../core/metrics';
 import type { parseAddress } from '../core/address';
 import type { RunRefWire } from '../shared/metricsProtocol';
+import { csvField } from '../core/util/textTable';
 
 export interface MetricsCliDeps {
   core: RemoteRunsCore;
@@ -138,11 +139,6 @@ function summaryText(series: Map<string, Series>, x: string): string {
   const w = (k: 0 | 1 | 2): number => Math.max(...rows.map((r) => r[k].length), ['series', 'points', first][k].length);
   const head = `${'series'.padEnd(w(0))}  ${'points'.padStart(w(1))}  ${first.padEnd(w(2))}  last ${x}: value`;
   return `${[head, ...rows.map((r) => `${r[0].padEnd(w(0))}  ${r[1].padStart(w(1))}  ${r[2].padEnd(w(2))}  ${r[3]}${r[4]}`)].join('\n')}\n`;
-}
-
-/** A CSV field: quoted when it holds a comma, quote or line break (RFC 4180). */
-function csvField(s: string): string {
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 function delay(ms: number, signal: AbortSignal): Promise<void> {

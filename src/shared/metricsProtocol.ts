@@ -10,8 +10,8 @@
  *
  * x values on the wire are always steps; the webview maps them to wall or relative time with `t`.
  *
- * One owner per piece of state: the user's view settings (smoothing, zoom range, hidden metrics; x axis, log y and
- * hidden runs never leave the webview) belong to the webview. It sends them in `ready` and in `view` when they
+ * One owner per piece of state: the user's view settings (smoothing, zoom range, hidden metrics; x axis, log y,
+ * hidden runs, each chart's y range and its hidden series never leave the webview) belong to the webview. It sends them in `ready` and in `view` when they
  * change; the extension computes with them and never sends them back, so a restored panel cannot end up echoing two
  * values to and fro. Runs, statuses and the highlighted checkpoint belong to the extension.
  */
@@ -58,6 +58,13 @@ export interface SeriesChunk {
   segmentStarts: number[];
   /** Points in the whole series (not only those sent). */
   total: number;
+  /**
+   * When points were decimated (each stands for a bucket of the series, as its last point): per point, the bucket's
+   * smallest and largest raw value, drawn as a translucent band under the curve (equal to `y` for a point that
+   * stands only for itself). Absent when every point was sent as itself.
+   */
+  lo?: number[];
+  hi?: number[];
 }
 
 /** `replace` swaps the webview's copy for this chunk; `append` adds points after the ones it has. */
@@ -235,7 +242,14 @@ export type FromWebview =
   /** From the eval table page: put the table on the clipboard as CSV or Markdown. */
   | { type: 'copyEvalTable'; format: 'csv' | 'markdown' }
   /** From the checkpoint compare page (src/extension/inspect/compareView.ts). */
-  | { type: 'compare'; action: CompareAction };
+  | { type: 'compare'; action: CompareAction }
+  /**
+   * Save one chart's series as CSV, at full resolution (the extension has them; the webview only the decimated
+   * points): the metric and the runs whose series the chart shows, in its order. The extension asks where.
+   */
+  | { type: 'exportCsv'; metric: string; runKeys: string[] }
+  /** Save one chart as a PNG: the canvas's pixels, base64 (without the `data:` prefix). The extension asks where. */
+  | { type: 'exportPng'; metric: string; png: string };
 
 /** What the compare page asks: swap A and B, pick another B (host → target → run → checkpoint), read both again. */
 export type CompareAction = 'swap' | 'changeB' | 'retry';

@@ -43,6 +43,8 @@ const ui: UiState = {
   directions: state.settings.directions,
   xExtent: undefined,
   mode,
+  yRanges: state.settings.yRanges,
+  hiddenSeries: state.settings.hiddenSeries,
   hoverX: null,
   rows: [],
 };
@@ -61,6 +63,8 @@ function dispatch(event: WebviewEvent): void {
   ui.logY = state.settings.logY;
   ui.hiddenRuns = new Set(state.settings.hiddenRuns);
   ui.directions = state.settings.directions;
+  ui.yRanges = state.settings.yRanges;
+  ui.hiddenSeries = state.settings.hiddenSeries;
   if (step.save) vscode.setState(savedState(state));
   for (const m of step.post) post(m);
 }
@@ -135,6 +139,20 @@ const host: ChartHost = {
     // The presenter judges plateaus again with it and sends a snapshot; the switch shows the choice at once.
     dispatch({ type: 'setDirection', key, direction });
     charts.get(key)?.renderText();
+  },
+  setYRange(key, range) {
+    dispatch({ type: 'setYRange', metric: key, range });
+    charts.get(key)?.render();
+  },
+  showSeries(key, runKey, shown) {
+    dispatch({ type: 'showSeries', metric: key, runKey, shown });
+    charts.get(key)?.render();
+  },
+  exportCsv(key, runKeys) {
+    post({ type: 'exportCsv', metric: key, runKeys });
+  },
+  exportPng(key, png) {
+    post({ type: 'exportPng', metric: key, png });
   },
 };
 

@@ -18,6 +18,12 @@ import { directionSwitch, nextDirection, plateauText } from './plateauText';
 import { evalLines } from './evalSeries';
 import { padRange, type Extent } from './panelRange';
 import { placeTip } from './tipPlacement';
+import { BAND_ALPHA, bandPlugin, type Band } from './chartBand';
+import { ChartControls } from './chartControls';
+import { el } from './dom';
+import { keepXWhenYFixed } from './fixedY';
+import { chartPngBase64 } from './chartExport';
+import type { ChartYRange, SeriesRef } from './viewState';
 
 export interface UiState {
   /** The user's smoothing weight and zoom range (the webview's own settings, viewState.ts). */
@@ -31,6 +37,9 @@ export interface UiState {
   /** The x range every chart of the panel shows when not zoomed (panelRange.ts); undefined: each its own data. */
   xExtent: Extent | undefined;
   mode: 'panel' | 'inline';
+  /** Charts whose y axis the user fixed, and series hidden on one chart only (viewState.ts). */
+  yRanges: ChartYRange[];
+  hiddenSeries: SeriesRef[];
   /** Cursor position on the x axis (axis units), shared by every chart; null when not hovering. */
   hoverX: number | null;
   /** Exact values at the cursor (or at the highlighted checkpoint), from the extension. */
@@ -48,6 +57,11 @@ export interface ChartHost {
   showEvalTable(): void;
   /** The user flipped which way is better for a metric. */
   setDirection(key: string, direction: PlateauDirection): void;
+  setYRange(key: string, range: { yMin: number; yMax: number } | null): void;
+  showSeries(key: string, runKey: string, shown: boolean): void;
+  /** Save the chart's series (these runs', in legend order) as CSV, or its picture as PNG: the extension asks where. */
+  exportCsv(key: string, runKeys: string[]): void;
+  exportPng(key: string, pngBase64: string): void;
 }
 
 /** Width of every chart's y axis (its tick labels), in CSS pixels: `0.2548`, `1.5e-4`, `12.5k` fit at 10 px. */
@@ -76,6 +90,9 @@ export class MetricChart {
   private evalMarks: { runLabel: string; marks: EvalMark[] }[] = [];
   private chart: Chart<'line', Point[]>;
   private dragFrom: number | null = null;
+  /** The min/max bands under the decimated curves (chartBand.ts), rebuilt with the datasets. */
+  private bands: Band[] = [];
+  private readonly controls: ChartControls;
 
   constructor(
     parent: HTMLElement,
@@ -92,11 +109,24 @@ export class MetricChart {
     this.directionEl = el('button', 'metric-direction');
     this.directionEl.type = 'button';
     this.directionEl.addEventListener('click', () => this.host.setDirection(key, nextDirection(plateauDirection(key, this.host.ui.directions), plateauDirection(key, {}))));
+    this.controls = new ChartControls(key, {
+      series: () => this.seriesItems(),
+      fixedY: () => this.host.ui.yRanges.find((r) => r.metric === key),
+      shownY: () => (this.chart.scales.y ? { min: this.chart.scales.y.min, max: this.chart.scales.y.max } : undefined),
+      yNote: () => {
+        const r = host.ui.yRanges.find((x) => x.metric === key);
+        return r && host.ui.logY && !(r.yMin > 0) ? 'Log y: this range starts at or below 0, so the axis follows the data.' : '';
+      },
+      setYRange: (range) => host.setYRange(key, range),
+      showSeries: (runKey, shown) => host.showSeries(key, runKey, shown),
+      exportPng: () => host.exportPng(key, chartPngBase64(this.canvas)),
+      exportCsv: () => host.exportCsv(key, this.shownRuns().filter((r) => r.series.has(key)).map((r) => r.runKey)),
+    });
     // One line, always there (empty when the metric is not flat): a hint coming or going never moves the chart. In
     // the short inline view it shares the title's line instead, so it never takes height from the chart.
     this.hintEl = el('div', 'metric-hint');
     const inline = host.ui.mode === 'inline';
-    head.append(title, ...(inline ? [this.hintEl] : []), this.valueEl, this.directionEl);
+    head.append(title, this.controls.legend, ...(inline ? [this.hintEl] : []), this.valueEl, this.directionEl, this.controls.menu);
     const body = el('div', 'metric-body');
     this.canvas = document.createElement('canvas');
     this.canvas.setAttribute('role', 'img');
@@ -127,7 +157,7 @@ export class MetricChart {
         plugins: {},
         scales: {},
       },
-      plugins: [this.overlay()],
+      plugins: [bandPlugin(() => this.bands), keepXWhenYFixed(), this.overlay()],
     });
     this.listen();
     this.render();
@@ -144,10 +174,13 @@ export class MetricChart {
     const theme = this.host.theme();
     const datasets: ChartDataset<'line', Point[]>[] = [];
     const smoothing = ui.smoothing > 0;
-    for (const run of store.runs) {
-      if (ui.hiddenRuns.has(run.runKey) || !run.series.has(this.key)) continue;
+    this.bands = [];
+    for (const run of this.shownRuns()) {
+      if (!run.series.has(this.key)) continue;
       const color = runColor(theme, run.color);
       const dash = run.role === 'reference' ? [6, 3] : [];
+      const band = store.band(run, this.key, ui.xMode, ui.logY);
+      if (band.length) this.bands.push({ color: withAlpha(color, BAND_ALPHA), points: band });
       if (smoothing) {
         datasets.push({ data: store.points(run, this.key, 'raw', ui.xMode, ui.logY), borderColor: withAlpha(color, 0.22), borderWidth: 1, borderDash: dash, pointRadius: 0 });
       }
@@ -155,8 +188,7 @@ export class MetricChart {
     }
     // Evals: points only, over the curves, in the run's colour with an outline that shows on any background.
     this.evalMarks = [];
-    for (const run of store.runs) {
-      if (ui.hiddenRuns.has(run.runKey)) continue;
+    for (const run of this.shownRuns()) {
       const marks = store.evalMarks(run, this.key, ui.xMode, ui.logY);
       if (marks.length === 0) continue;
       this.evalMarks.push({ runLabel: run.label, marks });
@@ -205,6 +237,7 @@ export class MetricChart {
       x: { type: 'linear', min: xMin, max: xMax, afterBuildTicks: xBuild, ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 8, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
       y: {
         type: ui.logY ? 'logarithmic' : 'linear',
+        ...this.fixedYBounds(),
         ...(ui.logY ? {} : { afterBuildTicks: yBuild }),
         // The same width on every chart, so their plot areas (and the checkpoint markers in them) line up in the grid.
         afterFit: (axis: { width: number }) => {
@@ -216,7 +249,41 @@ export class MetricChart {
       },
     };
     this.chart.update('none');
+    this.controls.render();
+    // The y axis as drawn, on the element (for tests and anyone inspecting the webview), as afterRender does for x.
+    this.el.dataset.yRange = this.fixedYBounds().min !== undefined ? 'fixed' : 'auto';
+    const yScale = this.chart.scales.y;
+    if (yScale) (this.el.dataset.yMin = String(yScale.min)), (this.el.dataset.yMax = String(yScale.max));
     this.renderText();
+  }
+
+  /** The runs whose series this chart draws: not hidden in the panel's legend, nor on this chart. */
+  private shownRuns() {
+    const { store, ui } = this.host;
+    return store.runs.filter((r) => !ui.hiddenRuns.has(r.runKey) && !ui.hiddenSeries.some((h) => h.metric === this.key && h.runKey === r.runKey));
+  }
+
+  /** The legend of this chart: every run (not hidden panel-wide) with a curve or an eval on it. */
+  private seriesItems() {
+    const { store, ui } = this.host;
+    const theme = this.host.theme();
+    return store.runs
+      .filter((r) => !ui.hiddenRuns.has(r.runKey) && (r.series.has(this.key) || r.evals.some((e) => e.values[this.key] !== undefined)))
+      .map((r) => ({
+        runKey: r.runKey,
+        label: r.label,
+        where: r.where,
+        color: runColor(theme, r.color),
+        hidden: ui.hiddenSeries.some((h) => h.metric === this.key && h.runKey === r.runKey),
+      }));
+  }
+
+  /** The user's fixed y range (on a log axis only a positive one). */
+  private fixedYBounds(): { min?: number; max?: number } {
+    const { ui } = this.host;
+    const r = ui.yRanges.find((x) => x.metric === this.key);
+    if (!r || (ui.logY && !(r.yMin > 0))) return {};
+    return { min: r.yMin, max: r.yMax };
   }
 
   /** Header, plateau hint and readout (text only; no redraw of the canvas). */
@@ -251,8 +318,8 @@ export class MetricChart {
     if (rows.length === 0) return;
     const refs = store.references.filter((r) => r.metric === this.key);
     for (const row of rows) {
-      const run = store.runs.find((r) => r.runKey === row.runKey);
-      if (!run || this.host.ui.hiddenRuns.has(run.runKey)) continue;
+      const run = this.shownRuns().find((r) => r.runKey === row.runKey);
+      if (!run) continue;
       const line = el('div', 'readout-row');
       const swatch = el('span', 'swatch');
       swatch.style.backgroundColor = runColor(theme, run.color);
@@ -329,8 +396,8 @@ export class MetricChart {
     return {
       id: 'remoteRunsOverlay',
       afterDataLimits: (chart, args: { scale: Scale }) => {
-        // Reference lines stay on the chart even when the curve is far from them.
-        if (args.scale.id !== 'y') return;
+        // Reference lines stay on the chart even when the curve is far from them (unless the user fixed its range).
+        if (args.scale.id !== 'y' || this.fixedYBounds().min !== undefined) return;
         for (const ref of this.host.store.references) {
           if (ref.metric !== this.key || (this.host.ui.logY && ref.value <= 0)) continue;
           if (ref.value < args.scale.min) args.scale.min = ref.value;
@@ -548,10 +615,4 @@ function line(ctx: CanvasRenderingContext2D, x0: number, y0: number, x1: number,
   ctx.moveTo(x0, y0);
   ctx.lineTo(x1, y1);
   ctx.stroke();
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  e.className = className;
-  return e;
 }

@@ -31,6 +31,13 @@ export interface Point {
   y: number;
 }
 
+/** A bucket's range at x: the band under a decimated curve; `lo: NaN` is a gap. */
+export interface BandPoint {
+  x: number;
+  lo: number;
+  hi: number;
+}
+
 /** An eval drawn on one metric's chart: where, and which eval (for its tooltip). */
 export interface EvalMark extends Point {
   eval: EvalPointWire;
@@ -148,20 +155,39 @@ export class MetricsStore {
     const s = run.series.get(key);
     if (!s) return [];
     const ys = which === 'raw' ? s.y : s.s;
+    return this.onAxis(run, s, xMode, (i, x) => ({ x, y: logY && !(ys[i] > 0) ? NaN : ys[i] }), (x) => ({ x, y: NaN }));
+  }
+
+  /**
+   * One item per point of a series that has a place on the chosen axis (`at`), with a gap item (`gap`) before each
+   * segment after the first, so no line (or band) is drawn across a resumed run's step going back.
+   */
+  private onAxis<T>(run: RunState, s: SeriesChunk, xMode: XMode, at: (i: number, x: number) => T, gap: (x: number) => T): T[] {
     const t0 = xMode === 'relative' ? this.startTime(run) : 0;
-    const out: Point[] = [];
+    const out: T[] = [];
     let seg = 1;
     for (let i = 0; i < s.x.length; i++) {
       const x = xMode === 'step' ? s.x[i] : s.t ? s.t[i] - t0 : NaN;
       if (!Number.isFinite(x)) continue;
       if (seg < s.segmentStarts.length && s.segmentStarts[seg] === i) {
         seg++;
-        if (out.length) out.push({ x, y: NaN });
+        if (out.length) out.push(gap(x));
       }
-      const y = ys[i];
-      out.push({ x, y: logY && !(y > 0) ? NaN : y });
+      out.push(at(i, x));
     }
     return out;
+  }
+
+  /**
+   * The min/max band of one series on the chosen axis (decimated points only carry one, see SeriesChunk.lo), with a
+   * gap (NaN) between segments; empty when the series was sent point for point. Log-y leaves out what it cannot draw.
+   */
+  band(run: RunState, key: string, xMode: XMode, logY: boolean): BandPoint[] {
+    const s = run.series.get(key);
+    const lo = s?.lo;
+    const hi = s?.hi;
+    if (!s || !lo || !hi) return [];
+    return this.onAxis(run, s, xMode, (i, x) => (logY && !(lo[i] > 0) ? { x, lo: NaN, hi: NaN } : { x, lo: lo[i], hi: hi[i] }), (x) => ({ x, lo: NaN, hi: NaN }));
   }
 
   /** Can this x axis be drawn for the run (time modes need a time field)? */
@@ -226,20 +252,27 @@ export function evalMetricKeys(run: Pick<RunState, 'evals'>): string[] {
 
 /** Apply one series update: `replace` (or a key not held yet) takes a copy of the chunk, `append` adds to it. */
 function applySeries(map: Map<string, SeriesChunk>, u: SeriesUpdate): void {
-  const { mode, ...chunk } = u;
+  const { mode, lo, hi, ...chunk } = u;
   const have = map.get(u.key);
   if (mode === 'replace' || !have) {
-    map.set(u.key, { ...chunk, x: [...u.x], y: [...u.y], s: [...u.s], t: u.t ? [...u.t] : undefined, segmentStarts: [...u.segmentStarts] });
+    const copy: SeriesChunk = { ...chunk, x: [...u.x], y: [...u.y], s: [...u.s], t: u.t ? [...u.t] : undefined, segmentStarts: [...u.segmentStarts] };
+    if (lo && hi) (copy.lo = [...lo]), (copy.hi = [...hi]);
+    map.set(u.key, copy);
     return;
   }
   const base = have.x.length;
   // Loops, not push(...xs): a long chunk would overflow the call's argument limit.
   if (u.t || have.t) have.t ??= new Array<number>(base).fill(NaN);
+  // A band on either side: the points without one stand for themselves (lo = hi = y).
+  const banded = lo !== undefined && hi !== undefined;
+  if ((banded || have.lo) && !(have.lo && have.hi)) (have.lo = [...have.y]), (have.hi = [...have.y]);
   for (let i = 0; i < u.x.length; i++) {
     have.x.push(u.x[i]);
     have.y.push(u.y[i]);
     have.s.push(u.s[i]);
     have.t?.push(u.t ? u.t[i] : NaN);
+    have.lo?.push(banded ? lo[i] : u.y[i]);
+    have.hi?.push(banded ? hi[i] : u.y[i]);
   }
   for (const st of u.segmentStarts) have.segmentStarts.push(st + base);
   have.total = u.total;

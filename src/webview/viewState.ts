@@ -1,7 +1,7 @@
 /**
  * The webview's own state: the user's view choices (smoothing, zoom range, hidden metrics, x axis, log y, hidden
- * runs, which way is better per metric), the plot width, and the restore state the panel serializer gets back after
- * a reload. A pure reducer:
+ * runs, which way is better per metric, each chart's fixed y range and the series hidden on one chart), the plot
+ * width, and the restore state the panel serializer gets back after a reload. A pure reducer:
  * each event (the page started, the user changed something, a chart measured its width, the extension sent a
  * message) gives the next state, the messages to post and whether to save. No DOM, so it is unit-tested in node;
  * main.ts only dispatches events and draws.
@@ -27,6 +27,23 @@ export interface ViewSettings {
   hiddenRuns: string[];
   /** Which way is better, per metric, where the user flipped the name's default (the plateau hint's direction). */
   directions: Record<string, PlateauDirection>;
+  /** Charts (by metric) whose y axis the user fixed; every other chart's range follows its data. */
+  yRanges: ChartYRange[];
+  /** Series hidden on one chart only: that run's curve on that metric's chart. */
+  hiddenSeries: SeriesRef[];
+}
+
+/** A fixed y range of one chart. */
+export interface ChartYRange {
+  metric: string;
+  yMin: number;
+  yMax: number;
+}
+
+/** One run's series on one metric's chart. */
+export interface SeriesRef {
+  metric: string;
+  runKey: string;
 }
 
 export interface WebviewState {
@@ -57,6 +74,10 @@ export type WebviewEvent =
   | { type: 'showRun'; runKey: string; shown: boolean }
   /** The user chose which way is better for a metric (the plateau hint's direction; `off`: no hint). */
   | { type: 'setDirection'; key: string; direction: PlateauDirection }
+  /** Fix one chart's y axis to this range, or let it follow the data again (null). */
+  | { type: 'setYRange'; metric: string; range: { yMin: number; yMax: number } | null }
+  /** Show or hide one run's series on one chart. */
+  | { type: 'showSeries'; metric: string; runKey: string; shown: boolean }
   | { type: 'received'; msg: ToWebview };
 
 export interface Step {
@@ -67,7 +88,51 @@ export interface Step {
   save: boolean;
 }
 
-export const DEFAULT_SETTINGS: ViewSettings = { smoothing: DEFAULT_SMOOTHING, range: null, hidden: [], xMode: 'step', logY: false, hiddenRuns: [], directions: {} };
+export const DEFAULT_SETTINGS: ViewSettings = {
+  smoothing: DEFAULT_SMOOTHING,
+  range: null,
+  hidden: [],
+  xMode: 'step',
+  logY: false,
+  hiddenRuns: [],
+  directions: {},
+  yRanges: [],
+  hiddenSeries: [],
+};
+
+/** Is this a y range a chart can be fixed to (finite, max above min)? */
+export function validYRange(yMin: unknown, yMax: unknown): boolean {
+  return typeof yMin === 'number' && typeof yMax === 'number' && Number.isFinite(yMin) && Number.isFinite(yMax) && yMax > yMin;
+}
+
+/** The fixed y range of a metric's chart, if the user set one. */
+export function yRangeOf(settings: ViewSettings, metric: string): ChartYRange | undefined {
+  return settings.yRanges.find((r) => r.metric === metric);
+}
+
+/** Is this run's series hidden on this metric's chart? */
+export function seriesHidden(settings: ViewSettings, metric: string, runKey: string): boolean {
+  return settings.hiddenSeries.some((h) => h.metric === metric && h.runKey === runKey);
+}
+
+/** Each well-formed entry once (the last of a metric's y ranges wins); anything else is dropped. */
+function yRangesOf(v: unknown): ChartYRange[] {
+  if (!Array.isArray(v)) return [];
+  const out = new Map<string, ChartYRange>();
+  for (const r of v) if (isObj(r) && typeof r.metric === 'string' && validYRange(r.yMin, r.yMax)) out.set(r.metric, { metric: r.metric, yMin: r.yMin as number, yMax: r.yMax as number });
+  return [...out.values()];
+}
+
+function seriesRefsOf(v: unknown): SeriesRef[] {
+  if (!Array.isArray(v)) return [];
+  const out: SeriesRef[] = [];
+  for (const r of v) {
+    if (!isObj(r) || typeof r.metric !== 'string' || typeof r.runKey !== 'string') continue;
+    const ref = { metric: r.metric, runKey: r.runKey };
+    if (!out.some((o) => o.metric === ref.metric && o.runKey === ref.runKey)) out.push(ref);
+  }
+  return out;
+}
 
 const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const strings = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((s) => typeof s === 'string') ? [...(v as string[])] : undefined);
@@ -89,6 +154,8 @@ export function settingsOf(ui: unknown): ViewSettings {
     logY: ui.logY === true,
     hiddenRuns: strings(ui.hiddenRuns) ?? [],
     directions: directionsOf(ui.directions),
+    yRanges: yRangesOf(ui.yRanges),
+    hiddenSeries: seriesRefsOf(ui.hiddenSeries),
   };
 }
 
@@ -169,6 +236,17 @@ export function reduce(state: WebviewState, event: WebviewEvent): Step {
       return withView(set({ directions: withDirection(state.settings.directions, event.key, event.direction) }));
     case 'showRun':
       return { state: set({ hiddenRuns: toggled(state.settings.hiddenRuns, event.runKey, !event.shown) }), post: [], save: true };
+    // A chart's y range and its hidden series change only how it draws: nothing for the extension to compute.
+    case 'setYRange': {
+      const others = state.settings.yRanges.filter((r) => r.metric !== event.metric);
+      const r = event.range;
+      if (r && !validYRange(r.yMin, r.yMax)) return { state, post: [], save: false };
+      return { state: set({ yRanges: r ? [...others, { metric: event.metric, yMin: r.yMin, yMax: r.yMax }] : others }), post: [], save: true };
+    }
+    case 'showSeries': {
+      const others = state.settings.hiddenSeries.filter((h) => !(h.metric === event.metric && h.runKey === event.runKey));
+      return { state: set({ hiddenSeries: event.shown ? others : [...others, { metric: event.metric, runKey: event.runKey }] }), post: [], save: true };
+    }
     case 'received':
       return received(state, event.msg);
     default: {

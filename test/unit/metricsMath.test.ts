@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decimateMinMax, detectPlateau, emaSmooth, metricDirection, pointsOf, type Segment } from '../../src/core/metrics';
+import { decimateMinMax, detectPlateau, emaSmooth, metricDirection, pointsOf, type DecimatedSeries, type Segment } from '../../src/core/metrics';
 
 const close = (a: ArrayLike<number>, b: number[], msg?: string) => {
   assert.equal(a.length, b.length, msg);
@@ -49,9 +49,14 @@ function spiky(n: number, seed: number): { x: Float64Array; y: Float64Array } {
   return { x, y };
 }
 
-/** Check the min-max contract for one segment's output against the input, bucketing independently. */
-function checkBuckets(x: ArrayLike<number>, y: ArrayLike<number>, out: { index: number[] }, xMin: number, xMax: number, width: number) {
-  const picked = new Set(out.index);
+/**
+ * Check the band contract for one segment's output against the input, bucketing independently: each bucket is
+ * drawn as its last point, carrying the bucket's smallest and largest values (the band), and nothing else of it.
+ */
+function checkBuckets(x: ArrayLike<number>, y: ArrayLike<number>, out: DecimatedSeries, xMin: number, xMax: number, width: number) {
+  assert.ok(out.loIndex && out.hiIndex, 'a decimated output carries the band');
+  assert.equal(out.loIndex.length, out.index.length);
+  const at = new Map(out.index.map((src, k) => [src, k]));
   const buckets = new Map<number, number[]>();
   for (let i = 0; i < x.length; i++) {
     if (x[i] < xMin || x[i] > xMax) continue;
@@ -60,38 +65,43 @@ function checkBuckets(x: ArrayLike<number>, y: ArrayLike<number>, out: { index: 
   }
   for (const [b, idx] of buckets) {
     const ys = idx.map((i) => y[i]);
-    const lo = Math.min(...ys);
-    const hi = Math.max(...ys);
-    assert.ok(idx.some((i) => picked.has(i) && y[i] === lo), `bucket ${b}: its minimum ${lo} is drawn`);
-    assert.ok(idx.some((i) => picked.has(i) && y[i] === hi), `bucket ${b}: its maximum ${hi} is drawn`);
+    const last = idx[idx.length - 1];
+    const k = at.get(last);
+    assert.ok(k !== undefined, `bucket ${b}: its last point ${last} is drawn`);
+    assert.equal(y[out.loIndex[k]], Math.min(...ys), `bucket ${b}: the band reaches its minimum`);
+    assert.equal(y[out.hiIndex[k]], Math.max(...ys), `bucket ${b}: the band reaches its maximum`);
+    assert.ok(idx.includes(out.loIndex[k]) && idx.includes(out.hiIndex[k]), `bucket ${b}: its extremes are its own`);
+    // Of a bucket's other points only the series' first may be drawn (as itself: where the line starts).
+    for (const i of idx.slice(0, -1)) if (at.has(i)) assert.equal(i, out.index[0], `bucket ${b}: only its last point is drawn, not ${i}`);
   }
 }
 
-test('min-max decimation: every bucket keeps its min and max, at most 2·width+2 points, in x order', () => {
+test('min-max decimation: each bucket is its last point with its min and max as a band, at most width+2 points, in x order', () => {
   fc.assert(
     fc.property(fc.integer({ min: 50, max: 20000 }), fc.integer({ min: 1, max: 400 }), fc.integer(), (n, width, seed) => {
       const { x, y } = spiky(n, seed);
       const out = decimateMinMax({ points: pointsOf(x, y) }, { width });
-      assert.ok(out.x.length <= 2 * width + 2, `${out.x.length} points for width ${width}`);
-      for (let i = 1; i < out.x.length; i++) assert.ok(out.x[i] >= out.x[i - 1], 'x order');
+      assert.ok(out.x.length <= (n > 2 * width + 2 ? width + 2 : n), `${out.x.length} points for width ${width}`);
+      for (let i = 1; i < out.x.length; i++) assert.ok(out.x[i] > out.x[i - 1], 'x order');
       assert.equal(out.index[0], 0, 'the first point');
       assert.equal(out.index[out.index.length - 1], n - 1, 'the last point');
       out.index.forEach((src, k) => assert.equal(out.y[k], y[src]));
-      checkBuckets(x, y, out, x[0], x[n - 1], width);
+      if (n > 2 * width + 2) checkBuckets(x, y, out, x[0], x[n - 1], width);
+      else assert.equal(out.loIndex, undefined, 'passed through: no band');
     }),
     { numRuns: 60, seed: 20240601 },
   );
 });
 
-test('every single-step spike of a flat series survives', () => {
+test('every single-step spike of a flat series survives, in the band', () => {
   const n = 100_000;
   const x = Float64Array.from({ length: n }, (_, i) => i);
   const y = new Float64Array(n).fill(1);
   const spikes = [17, 4242, 50_000, 77_777, 99_998];
   for (const i of spikes) y[i] = i % 2 ? 50 : -50;
   const out = decimateMinMax({ points: pointsOf(x, y) }, { width: 300 });
-  for (const i of spikes) assert.ok(out.index.includes(i), `spike at ${i}`);
-  assert.ok(out.x.length <= 602);
+  for (const i of spikes) assert.ok(out.loIndex!.includes(i) || out.hiIndex!.includes(i), `spike at ${i}`);
+  assert.ok(out.x.length <= 302);
 });
 
 test('a visible range: binary-searched ends, one point beyond each edge, buckets over the range only', () => {
@@ -102,7 +112,7 @@ test('a visible range: binary-searched ends, one point beyond each edge, buckets
   assert.equal(out.index[0], 10_000, 'the point just left of the view');
   assert.equal(out.index[out.index.length - 1], 30_000, 'the point just right of the view');
   assert.ok(out.index.slice(1, -1).every((i) => x[i] >= xMin && x[i] <= xMax));
-  assert.ok(out.x.length <= 402);
+  assert.ok(out.x.length <= 202);
   checkBuckets(x, y, out, xMin, xMax, 200);
   // Zoomed in between two points: the two around the view are drawn.
   const gap = decimateMinMax({ points: pointsOf([0, 10], [1, 2]) }, { xMin: 4, xMax: 6, width: 100 });
@@ -126,7 +136,7 @@ test('small input passes through exactly; segments are decimated separately and 
   const second = out.segmentStarts[1];
   assert.ok(out.index.slice(0, second).every((i) => i < n1));
   assert.ok(out.index.slice(second).every((i) => i >= n1));
-  assert.ok(second <= 102 && out.x.length - second <= 102);
+  assert.ok(second <= 52 && out.x.length - second <= 52);
   for (let k = 1; k < out.x.length; k++) if (k !== second) assert.ok(out.x[k] >= out.x[k - 1]);
 });
 

@@ -61,7 +61,7 @@ function webviewCopy(first: SeriesChunk): MetricsStore {
   return store;
 }
 
-test('a long live series: first send ≤ ~2 points per pixel, appends are small, the copy stays bounded and ends at the last point', () => {
+test('a long live series: first send ≤ ~1 point per pixel with its band, appends are small, the copy stays bounded and ends at the last point', () => {
   const s = new Series('loss');
   let step = 0;
   const spike = 40_000;
@@ -69,8 +69,10 @@ test('a long live series: first send ≤ ~2 points per pixel, appends are small,
   const t = new SeriesTracker('loss');
   const view = { width: 400, range: null, smoothing: 0.6 };
   const first = t.whole(s, view);
-  assert.ok(first.x.length <= 2 * 400 + 2, `${first.x.length} points`);
-  assert.ok(first.y.includes(50), 'the spike survives decimation');
+  assert.ok(first.x.length <= 400 + 2, `${first.x.length} points`);
+  assert.ok(first.lo && first.hi && first.lo.length === first.x.length && first.hi.length === first.x.length, 'a band per point');
+  assert.ok(first.hi.includes(50), 'the spike survives decimation, in the band');
+  assert.ok(first.x.every((_, k) => first.lo![k] <= first.y[k] && first.y[k] <= first.hi![k]), 'each point inside its band');
   const store = webviewCopy(first);
   let appends = 0;
   let replaces = 0;
@@ -85,6 +87,7 @@ test('a long live series: first send ≤ ~2 points per pixel, appends are small,
     store.apply({ type: 'update', runs: [{ runKey: 'r', label: 'r', where: '', role: 'primary', color: 0, status: '', badLines: 0, latest: {}, plateaus: [], link: { state: 'connected' as const }, loggedAgoMs: null, stoppedAfterMs: 300_000, series: [u] }] });
     const copy = store.runs[0].series.get('loss')!;
     assert.equal(copy.x[copy.x.length - 1], step - 1, 'ends at the newest point');
+    assert.ok(copy.lo?.length === copy.x.length && copy.hi?.length === copy.x.length, 'the band is as long as the points');
     assert.ok(copy.x.length <= 3 * 400 + 16, `copy bounded (${copy.x.length})`);
     for (let i = 1; i < copy.x.length; i++) assert.ok(copy.x[i] > copy.x[i - 1], 'x increasing');
     assert.equal(copy.total, s.length);

@@ -36,7 +36,7 @@ test('saved settings are parsed, never trusted: each malformed field falls back 
     DEFAULT_SETTINGS,
   );
   const s = settingsOf({ smoothing: 0.95, range: { xMin: 100, xMax: 200 }, hidden: ['lr'], xMode: 'wall', logY: true, hiddenRuns: ['k'] });
-  assert.deepEqual(s, { smoothing: 0.95, range: { xMin: 100, xMax: 200 }, hidden: ['lr'], xMode: 'wall', logY: true, hiddenRuns: ['k'], directions: {} });
+  assert.deepEqual(s, { smoothing: 0.95, range: { xMin: 100, xMax: 200 }, hidden: ['lr'], xMode: 'wall', logY: true, hiddenRuns: ['k'], directions: {}, yRanges: [], hiddenSeries: [] });
   // What is saved reads back the same.
   const state = { ...initialState({ restore, ui: s }, 300) };
   assert.deepEqual(initialState(savedState(state), 300).settings, s);

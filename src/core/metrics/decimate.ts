@@ -1,7 +1,9 @@
 /**
- * Min-max decimation for drawing a long series into a chart a few hundred pixels wide. Per pixel bucket the
- * minimum and the maximum survive, in x order, so a one-step loss spike is still drawn; a plain stride or an
- * average would erase it. O(points in view), with binary search for the view's ends in each segment.
+ * Min-max decimation for drawing a long series into a chart a few hundred pixels wide, as W&B's "full fidelity"
+ * line plots do: per pixel bucket one point survives, the bucket's last (a real point of the series, so its step,
+ * time and smoothed value are exact), with the bucket's minimum and maximum beside it, which the chart draws as a
+ * translucent band under the curve. A one-step loss spike is still drawn (as the band's reach); a plain stride or
+ * an average would erase it. O(points in view), with binary search for the view's ends in each segment.
  */
 import type { Points, Segment } from './series';
 
@@ -19,6 +21,12 @@ export interface DecimatedSeries {
   index: number[];
   /** Output positions where a new segment begins (always starts with 0 when there are points). */
   segmentStarts: number[];
+  /**
+   * Present when a bucket was reduced to one point: per output point, the source index of the smallest and of the
+   * largest value of the bucket it stands for (its own index for a point passed through as itself).
+   */
+  loIndex?: number[];
+  hiIndex?: number[];
 }
 
 export interface DecimateRange {
@@ -30,10 +38,10 @@ export interface DecimateRange {
 }
 
 /**
- * Decimate each segment to at most 2·width + 2 points: the min and max of every bucket (the bucket of x is
- * floor((x − xMin) / (xMax − xMin) · width), the last one closed), plus the point just
+ * Decimate each segment to at most width + 2 points: the last point of every bucket with the bucket's min and max
+ * (the bucket of x is floor((x − xMin) / (xMax − xMin) · width), the last one closed), plus the point just
  * outside each end of the view (so lines run to the chart's edge; the first/last visible point when there is
- * none outside). A segment with no more than that many points in view is passed through exactly.
+ * none outside). A segment with no more than 2·width + 2 points in view is passed through exactly (no band).
  */
 export function decimateMinMax(series: DecimateInput, range: DecimateRange): DecimatedSeries {
   const out: DecimatedSeries = { x: [], y: [], index: [], segmentStarts: [] };
@@ -64,11 +72,13 @@ export function decimateMinMax(series: DecimateInput, range: DecimateRange): Dec
       emitSegment(out, p, all);
       continue;
     }
-    emitSegment(out, p, bucketExtremes(p, first, last, before, after, xMin, xMax, width));
+    const b = bucketExtremes(p, first, last, before, after, xMin, xMax, width);
+    emitSegment(out, p, b.picked, b.lo, b.hi);
   }
   return out;
 }
 
+/** Per bucket its last point, and the indices of its smallest and largest values; `before`/`after` as themselves. */
 function bucketExtremes(
   s: Points,
   first: number,
@@ -78,20 +88,36 @@ function bucketExtremes(
   xMin: number,
   xMax: number,
   width: number,
-): number[] {
-  const picked: number[] = [before];
+): { picked: number[]; lo: number[]; hi: number[] } {
+  const picked: number[] = [];
+  const lo: number[] = [];
+  const hi: number[] = [];
+  const own = (i: number) => {
+    picked.push(i);
+    lo.push(i);
+    hi.push(i);
+  };
+  // The point before the view (or the first in it) as itself, so the line starts where the data does.
+  own(before);
   const span = xMax - xMin;
   let bucket = -1;
+  let lastI = -1;
   let minI = -1;
   let maxI = -1;
   let minV = NaN;
   let maxV = NaN;
   const flush = () => {
-    if (minI < 0) return;
-    const a = Math.min(minI, maxI);
-    const b = Math.max(minI, maxI);
-    if (a !== picked[picked.length - 1]) picked.push(a);
-    if (b !== a) picked.push(b);
+    if (lastI < 0) return;
+    const k = picked.length - 1;
+    if (picked[k] === lastI) {
+      // A first bucket of one point, already out as `before`: it stands for its bucket.
+      lo[k] = minI;
+      hi[k] = maxI;
+      return;
+    }
+    picked.push(lastI);
+    lo.push(minI);
+    hi.push(maxI);
   };
   for (let i = first; i <= last; i++) {
     const b = span > 0 ? Math.min(width - 1, Math.floor(((s.xAt(i) - xMin) / span) * width)) : 0;
@@ -99,25 +125,38 @@ function bucketExtremes(
     if (b !== bucket) {
       flush();
       bucket = b;
-      minI = maxI = i;
+      lastI = minI = maxI = i;
       minV = maxV = v;
       continue;
     }
-    if (v < minV) (minI = i), (minV = v);
-    if (v > maxV) (maxI = i), (maxV = v);
+    lastI = i;
+    // A NaN (never in a parsed series, possible in plain arrays) is not an extreme unless the bucket has nothing else.
+    if (v < minV || Number.isNaN(minV)) (minI = i), (minV = v);
+    if (v > maxV || Number.isNaN(maxV)) (maxI = i), (maxV = v);
   }
   flush();
-  if (after !== picked[picked.length - 1]) picked.push(after);
-  return picked;
+  // The last bucket's point is `last`; the one after the view (when there is one) as itself.
+  if (after !== last) own(after);
+  return { picked, lo, hi };
 }
 
-function emitSegment(out: DecimatedSeries, s: Points, indices: number[]): void {
+function emitSegment(out: DecimatedSeries, s: Points, indices: number[], lo?: number[], hi?: number[]): void {
   if (indices.length === 0) return;
+  if (lo && hi && !out.loIndex) {
+    // The first banded segment: the points already out stand for themselves.
+    out.loIndex = [...out.index];
+    out.hiIndex = [...out.index];
+  }
   out.segmentStarts.push(out.x.length);
-  for (const i of indices) {
+  for (let k = 0; k < indices.length; k++) {
+    const i = indices[k];
     out.x.push(s.xAt(i));
     out.y.push(s.yAt(i));
     out.index.push(i);
+    if (out.loIndex) {
+      out.loIndex.push(lo ? lo[k] : i);
+      out.hiIndex!.push(hi ? hi[k] : i);
+    }
   }
 }
 

@@ -1,12 +1,16 @@
 /**
  * A table of text cells (a header row, then the rows) as text to paste elsewhere: CSV (RFC 4180) and a GitHub
- * Markdown table. One home for both, used by the eval table and the run table.
+ * Markdown table. One home for both, used by the eval table, the run table, a chart's CSV export and the CLI.
  */
 
-/** CSV (RFC 4180): fields with a comma, quote, CR or LF are quoted, quotes doubled; lines end in CRLF. */
+/** A CSV field (RFC 4180): quoted when it holds a comma, quote or line break, quotes doubled. */
+export function csvField(s: string): string {
+  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+}
+
+/** CSV (RFC 4180): every field as csvField writes it; lines end in CRLF. */
 export function cellsCsv(cells: readonly (readonly string[])[]): string {
-  const field = (s: string): string => (/[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
-  return cells.map((row) => row.map(field).join(',') + '\r\n').join('');
+  return cells.map((row) => row.map(csvField).join(',') + '\r\n').join('');
 }
 
 /**

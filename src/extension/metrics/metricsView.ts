@@ -11,6 +11,7 @@ import type { EvalSource, FeedRegistry } from '../../core/metrics/runFeed';
 import type { ReferenceStore } from './referenceStore';
 import { runKeyOf, whereOf } from '../../core/runRef';
 import { parseFromWebview } from './validate';
+import { chartCsv, chartPng, type ExportFile } from './exportContent';
 
 export interface MetricsViewDeps {
   feeds: FeedRegistry;
@@ -30,6 +31,10 @@ export interface MetricsViewDeps {
   showEvalTable?(run: RunRefWire): void;
   /** The run's config as text lines (a full panel shows it collapsed under its header). */
   runConfig?(run: RunRefWire): Promise<string[]>;
+  /** Ask where to save a chart's export and write it (chartExport.ts); without it, exports are refused with a log line. */
+  saveExport?(file: ExportFile): Promise<void>;
+  /** Tell the user something went wrong (a chart with nothing to export). */
+  showError?(message: string): void;
 }
 
 /** Updates are coalesced: many polls finishing together cost one message. */
@@ -221,6 +226,18 @@ export class MetricsView implements vscode.Disposable {
           if (p) this.deps.showEvalTable?.(p.ref);
           break;
         }
+        case 'exportCsv': {
+          const file = chartCsv(this.presenter.runs, msg.metric, msg.runKeys);
+          if (!file) this.refuse(`The ${msg.metric} chart has no logged series to save as CSV (eval results: Show Eval Results → Copy as CSV).`);
+          else await this.save(file);
+          break;
+        }
+        case 'exportPng': {
+          const file = chartPng(this.presenter.primary?.ref.runName ?? 'chart', msg.metric, msg.png);
+          if (!file) this.refuse(`The picture of the ${msg.metric} chart is not a PNG; nothing was saved.`);
+          else await this.save(file);
+          break;
+        }
         case 'copyEvalTable':
         case 'compare':
           // The eval table's and the compare page's messages (evalTableView.ts, compareView.ts): not a metrics view's.
@@ -234,6 +251,16 @@ export class MetricsView implements vscode.Disposable {
     } catch (e) {
       this.deps.log.error(`metrics view: ${msg.type} failed: ${e instanceof Error ? e.message : String(e)}`);
     }
+  }
+
+  private async save(file: ExportFile): Promise<void> {
+    if (!this.deps.saveExport) return this.refuse(`Saving ${file.name} is not available here.`);
+    await this.deps.saveExport(file);
+  }
+
+  private refuse(message: string): void {
+    this.deps.log.warn(`metrics view: ${message}`);
+    this.deps.showError?.(message);
   }
 
   dispose(): void {

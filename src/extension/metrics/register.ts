@@ -13,6 +13,7 @@ import type { Logger } from '../log';
 import type { TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { InlineMetricsView } from './inlineView';
+import { saveChartExport } from './chartExport';
 import type { MetricsViewDeps } from './metricsView';
 import { MetricsPanels } from './panels';
 import { ReferenceStore } from './referenceStore';
@@ -96,6 +97,8 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
     ...(deps.evals ? { evals: deps.evals } : {}),
     showEvalTable: (run) => void vscode.commands.executeCommand(CommandIds.showEvalResults, run),
     ...(deps.runConfig ? { runConfig: deps.runConfig } : {}),
+    saveExport: saveChartExport(log),
+    showError: (message) => void vscode.window.showErrorMessage(message),
   };
   panels = store.register(new MetricsPanels(context.extensionUri, viewDeps, log));
   const inline = store.register(new InlineMetricsView(context.extensionUri, viewDeps));

@@ -1,7 +1,7 @@
 /**
  * What one metric of one run looks like on the wire, and what the webview already has of it. The first send
- * (and any change of width, range, smoothing or segments) is the whole series min-max decimated to ~2 points
- * per pixel; after that, new points of a live run are decimated at the same bucket width and sent as an
+ * (and any change of width, range, smoothing or segments) is the whole series min-max decimated to ~1 point per
+ * pixel, each with its bucket's min and max (the band); after that, new points of a live run are decimated at the same bucket width and sent as an
  * `append`, so an update of 1,000 lines costs a few points, not a re-send. Once the appended points would push
  * the webview above ~3 points per pixel, the series is sent whole again, so its copy stays bounded.
  */
@@ -65,7 +65,7 @@ export class SeriesTracker {
       }
     }
     const d = decimateMinMax({ points: series, segments: segs }, { xMin, xMax, width: view.width });
-    const chunk = toChunk(this.key, series, s, d.index, d.segmentStarts);
+    const chunk = toChunk(this.key, series, s, d.index, d.segmentStarts, d);
     const lastIndex = d.index.length ? d.index[d.index.length - 1] : -1;
     const span = xMax !== undefined && xMin !== undefined && Number.isFinite(xMax - xMin) ? xMax - xMin : 0;
     this.sent = {
@@ -109,7 +109,8 @@ export class SeriesTracker {
     const d = decimateMinMax({ points: tail }, { width });
     if (sent.count + d.index.length > 3 * view.width + 16) return { mode: 'replace', ...this.whole(series, view) };
     const index = d.index.map((i) => i + from);
-    const chunk = toChunk(this.key, series, this.ema!.values, index, []);
+    const band = d.loIndex && d.hiIndex ? { loIndex: d.loIndex.map((i) => i + from), hiIndex: d.hiIndex.map((i) => i + from) } : undefined;
+    const chunk = toChunk(this.key, series, this.ema!.values, index, [], band);
     sent.count += chunk.x.length;
     sent.lastIndex = index[index.length - 1];
     return { mode: 'append', ...chunk };
@@ -129,7 +130,13 @@ function round(v: number): number {
   return Number.isFinite(v) ? Number(v.toPrecision(SMOOTH_DIGITS)) : v;
 }
 
-function toChunk(key: string, series: Series, smoothed: Float32Array, index: number[], segStarts: number[]): SeriesChunk {
+/** The band's source indices (decimate.ts), when points stand for buckets. */
+interface BandIndex {
+  loIndex?: number[];
+  hiIndex?: number[];
+}
+
+function toChunk(key: string, series: Series, smoothed: Float32Array, index: number[], segStarts: number[], band?: BandIndex): SeriesChunk {
   const ts = series.hasTime;
   const x = new Array<number>(index.length);
   const y = new Array<number>(index.length);
@@ -144,5 +151,9 @@ function toChunk(key: string, series: Series, smoothed: Float32Array, index: num
   }
   const chunk: SeriesChunk = { key, x, y, s, segmentStarts: segStarts, total: series.length };
   if (t) chunk.t = t;
+  if (band?.loIndex && band.hiIndex) {
+    chunk.lo = band.loIndex.map((i) => series.yShown(i));
+    chunk.hi = band.hiIndex.map((i) => series.yShown(i));
+  }
   return chunk;
 }

@@ -10,6 +10,8 @@ import { put } from '../../shared/dict';
 const MAX_TEXT = 500;
 const MAX_WIDTH = 20_000;
 const MAX_LIST = 1000;
+/** A chart's PNG as base64: a 4K-wide canvas at device pixel ratio 2 is well under this. */
+const MAX_PNG_BASE64 = 48 * 1024 * 1024;
 
 type Obj = Record<string, unknown>;
 
@@ -101,6 +103,16 @@ export function parseFromWebview(msg: unknown): FromWebview | undefined {
     }
     case 'removeReferenceLine':
       return text(msg.id) && msg.id.length > 0 ? { type: 'removeReferenceLine', id: msg.id } : undefined;
+    case 'exportCsv': {
+      const { metric, runKeys } = msg;
+      if (!text(metric) || metric.length === 0 || !Array.isArray(runKeys) || runKeys.length > MAX_LIST || !runKeys.every((k) => text(k))) return undefined;
+      return { type: 'exportCsv', metric, runKeys: [...(runKeys as string[])] };
+    }
+    case 'exportPng': {
+      const { metric, png } = msg;
+      if (!text(metric) || metric.length === 0 || typeof png !== 'string' || png.length === 0 || png.length > MAX_PNG_BASE64) return undefined;
+      return /^[A-Za-z0-9+/]+={0,2}$/.test(png) ? { type: 'exportPng', metric, png } : undefined;
+    }
     default:
       return undefined;
   }
