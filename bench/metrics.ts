@@ -146,6 +146,8 @@ async function main(): Promise<void> {
      * more to coalesce; not counted). Timed until that last update is serialised.
      */
     const openAndDraw = async (feed: RunFeed, t0: number) => {
+      const cpu0 = process.cpuUsage();
+      const elu0 = performance.eventLoopUtilization();
       const presenter = presenterFor(feed);
       JSON.stringify(presenter.snapshot('panel', 'big-run'));
       let partialAt: number | undefined;
@@ -172,15 +174,23 @@ async function main(): Promise<void> {
       const last = flush();
       const text = last ? JSON.stringify(last) : '';
       const ms = performance.now() - t0;
+      const cpu = process.cpuUsage(cpu0);
+      // CPU of the whole process (every thread: a worker's too), and how long this thread was busy.
+      const cpuMs = (cpu.user + cpu.system) / 1000;
+      const busyMs = performance.eventLoopUtilization(elu0).active;
       const points = feed.series().get('loss')?.length;
       if (points !== LINES) throw new Error(`read ${points} points, expected ${LINES}; feed status: ${feed.status}`);
       const total = last?.runs[0]?.series.find((x) => x.key === 'loss')?.total;
       if (total !== LINES) throw new Error(`the last update shows ${total} points of loss, expected ${LINES}`);
-      return { ms, partialMs: partialAt ?? NaN, bytes: text.length };
+      return { ms, partialMs: partialAt ?? NaN, bytes: text.length, cpuMs, busyMs };
     };
 
     const open: number[] = [];
     const openHere: number[] = [];
+    const cpuOpen: number[] = [];
+    const busyOpen: number[] = [];
+    const cpuHere: number[] = [];
+    const busyHere: number[] = [];
     const openViaOpenSsh: number[] = [];
     const firstPartial: number[] = [];
     const cat: number[] = [];
@@ -194,6 +204,8 @@ async function main(): Promise<void> {
         const feed = newFeed();
         const r = await openAndDraw(feed, t0);
         open.push(r.ms);
+        cpuOpen.push(r.cpuMs);
+        busyOpen.push(r.busyMs);
         firstPartial.push(r.partialMs);
         snapshotBytes = r.bytes;
         lastFeed = feed;
@@ -207,7 +219,10 @@ async function main(): Promise<void> {
       {
         const t0 = performance.now();
         const feed = newFeed(Infinity);
-        openHere.push((await openAndDraw(feed, t0)).ms);
+        const r = await openAndDraw(feed, t0);
+        openHere.push(r.ms);
+        cpuHere.push(r.cpuMs);
+        busyHere.push(r.busyMs);
         feed.dispose();
       }
       {
@@ -300,6 +315,8 @@ async function main(): Promise<void> {
       ['open with the reads over OpenSSH (a ControlMaster, as the OpenSSH transport)', fmt(stats(openViaOpenSsh))],
       ['ratio open over OpenSSH / cat', (stats(openViaOpenSsh).median / c.median).toFixed(2)],
       ['open → first partial chart (first read parsed, its snapshot)', fmt(stats(firstPartial))],
+      ['open: CPU of the process (all threads) / this thread busy, with the worker', `${fmt(stats(cpuOpen))} / ${fmt(stats(busyOpen))}`],
+      ['open: CPU of the process / this thread busy, without the worker', `${fmt(stats(cpuHere))} / ${fmt(stats(busyHere))}`],
     ]));
     out.push(`last update message (the whole log): ${snapshotBytes.toLocaleString('en-US')} bytes (4 metrics)`);
     out.push('');
@@ -314,7 +331,7 @@ async function main(): Promise<void> {
     out.push(`three compared runs in two panels: RSS growth ${mib(rssCompare)} (target ≤ 300 MiB), series ${mib(compareArrays)}`);
     console.log(out.join('\n'));
     console.log(JSON.stringify({
-      bench: 'metrics', lines: LINES, bytes, compressAbove: COMPRESS, openMs: o, catMs: c, ratio: o.median / c.median, openHereMs: stats(openHere), ratioHere: stats(openHere).median / c.median, openViaOpenSshMs: stats(openViaOpenSsh), ratioViaOpenSsh: stats(openViaOpenSsh).median / c.median, firstPartialMs: stats(firstPartial), snapshotBytes,
+      bench: 'metrics', lines: LINES, bytes, compressAbove: COMPRESS, openMs: o, catMs: c, ratio: o.median / c.median, cpuOpenMs: stats(cpuOpen), busyOpenMs: stats(busyOpen), cpuHereMs: stats(cpuHere), busyHereMs: stats(busyHere), openHereMs: stats(openHere), ratioHere: stats(openHere).median / c.median, openViaOpenSshMs: stats(openViaOpenSsh), ratioViaOpenSsh: stats(openViaOpenSsh).median / c.median, firstPartialMs: stats(firstPartial), snapshotBytes,
       appendPollMs: stats(pollMs), appendCpuMs: stats(cpuMs), updateBuildMs: stats(updateMs), updateBytes: stats(updateBytes),
       memory: { arrays, points, bytesPerPoint: arrays / points, heapAfterGc: heap, arrayBuffers: mem.arrayBuffers, rss: mem.rss, compare: { rssGrowth: rssCompare, arrays: compareArrays, points: comparePoints } },
       loadavg: { start: loadAtStart, end: os.loadavg()[0] },
