@@ -193,7 +193,11 @@ export class MetricsFollower {
       const update = step.parse();
       changed ||= update.changed;
       if (update.status !== 'ok' || options.signal?.aborted || queue.length === 0) return { ...update, changed };
-      if (!toWorker) options.onChunk?.(update);
+      if (!toWorker) {
+        options.onChunk?.(update);
+        // The first chart drawn, the rest of a long backlog goes to a worker.
+        if (this.tail) this.maybeOffload(this.tail);
+      }
     }
     return { status: 'ok', changed, more: true };
   }
@@ -203,8 +207,8 @@ export class MetricsFollower {
   }
 
   /**
-   * After a read parsed here: hand the rest of a long JSONL backlog to a worker, the first read having given the
-   * first chart (only within catchUp, which ends the worker).
+   * After a read parsed here and reported: hand the rest of a long JSONL backlog to a worker, the first read having
+   * given the first chart (only within catchUp, which ends the worker).
    */
   private maybeOffload(state: TailState): void {
     const parser = this.parser;
@@ -244,10 +248,7 @@ export class MetricsFollower {
         }
         if (step.data.length > 0) {
           if (this.offload) this.offload.push(step.data, step.state.offset);
-          else {
-            this.parser.push(step.data);
-            this.maybeOffload(step.state);
-          }
+          else this.parser.push(step.data);
         }
         if (step.complete) this.parser.end();
         return { status: 'ok', decision: step.decision, changed: this.metrics.revision !== before, more: step.more };
