@@ -8,6 +8,7 @@
  */
 import { FlatTokenizer } from './jsonlFlat';
 import { LineSplitter, type SplitterState } from './lines';
+import { TypedColumn } from './column';
 
 /** `meta` codes below 0 (0 and up: a flat line of that many pairs). */
 export const GENERAL_LINE = -1;
@@ -29,40 +30,13 @@ export interface FlatBatch {
   state: SplitterState;
 }
 
-/** Grows a typed array by doubling, handing out its filled part at the end. */
-class Growing<A extends Int32Array | Float64Array | Uint8Array> {
-  array: A;
-  length = 0;
-
-  constructor(private readonly make: (n: number) => A) {
-    this.array = make(1 << 12);
-  }
-
-  room(extra: number): A {
-    if (this.length + extra > this.array.length) {
-      const grown = this.make(Math.max(this.length + extra, this.array.length * 2));
-      grown.set(this.array.subarray(0, this.length));
-      this.array = grown;
-    }
-    return this.array;
-  }
-
-  /** The filled part, in an ArrayBuffer of its own (to transfer), and a fresh start. */
-  take(): A {
-    const out = this.array.length === this.length ? this.array : (this.array.slice(0, this.length) as A);
-    this.array = this.make(1 << 12);
-    this.length = 0;
-    return out;
-  }
-}
-
 export class FlatBatcher {
   private readonly splitter: LineSplitter;
   private readonly tokens = new FlatTokenizer();
   private namesSent = 0;
-  private readonly meta = new Growing((n) => new Int32Array(n));
-  private readonly values = new Growing((n) => new Float64Array(n));
-  private readonly raw = new Growing((n) => new Uint8Array(n));
+  private readonly meta = new TypedColumn((n) => new Int32Array(n), 1 << 12);
+  private readonly values = new TypedColumn((n) => new Float64Array(n), 1 << 12);
+  private readonly raw = new TypedColumn((n) => new Uint8Array(n), 1 << 12);
 
   /** `from`: the state of the splitter that read the stream's first bytes (JsonlParser.detach). */
   constructor(from?: SplitterState) {
@@ -70,10 +44,9 @@ export class FlatBatcher {
       {
         line: (buf, start, end, lineNo, byteOffset) => this.line(buf, start, end, lineNo, byteOffset),
         tooLong: (lineNo, byteOffset) => {
-          const meta = this.meta.room(2);
-          meta[this.meta.length++] = TOO_LONG_LINE;
-          meta[this.meta.length++] = lineNo;
-          this.values.room(1)[this.values.length++] = byteOffset;
+          this.meta.push(TOO_LONG_LINE);
+          this.meta.push(lineNo);
+          this.values.push(byteOffset);
         },
       },
       from,
@@ -92,29 +65,22 @@ export class FlatBatcher {
     const t = this.tokens;
     const n = t.scan(buf, start, end);
     if (n >= 0) {
-      const meta = this.meta.room(2 + n);
+      // Room for the line's entries at once (resize lengthens the column and hands out its storage).
       let m = this.meta.length;
+      const meta = this.meta.resize(m + 2 + n);
       meta[m++] = n;
       meta[m++] = lineNo;
-      const values = this.values.room(n);
       let v = this.values.length;
+      const values = this.values.resize(v + n);
       for (let k = 0; k < n; k++) {
         meta[m++] = t.lineIds[k];
         values[v++] = t.values[k];
       }
-      this.meta.length = m;
-      this.values.length = v;
       return;
     }
-    const raw = this.raw.room(end - start);
     const at = this.raw.length;
-    raw.set(buf.subarray(start, end), at);
-    this.raw.length = at + end - start;
-    const meta = this.meta.room(4);
-    meta[this.meta.length++] = GENERAL_LINE;
-    meta[this.meta.length++] = lineNo;
-    meta[this.meta.length++] = at;
-    meta[this.meta.length++] = at + end - start;
-    this.values.room(1)[this.values.length++] = byteOffset;
+    this.raw.resize(at + end - start).set(buf.subarray(start, end), at);
+    for (const e of [GENERAL_LINE, lineNo, at, at + end - start]) this.meta.push(e);
+    this.values.push(byteOffset);
   }
 }
