@@ -1,7 +1,7 @@
 /**
  * A long JSONL backlog parsed in a worker thread (src/core/metrics/parseOffload.ts), over the real sshd: the same
  * series as parsing every read on this thread; the worker gone once the backlog is read and when the feed is
- * disposed in the middle of it; a worker that dies (killed: its thread exits; or crashes: an uncaught error) fails
+ * disposed in the middle of it or its connection dies; a worker that dies (killed: its thread exits; or crashes: an uncaught error) fails
  * the round with an error that says so, keeps what was read, and the next poll reads the rest again, every line
  * exactly once. Reads are made small (64 KiB) so a 2 MB log is a long backlog.
  */
@@ -162,3 +162,24 @@ for (const how of ['exit', 'throw'] as const) {
     feed.dispose();
   });
 }
+
+test('the connection dying while a worker parses stops the worker; after the reconnect every line once', async () => {
+  delete process.env.REMOTE_RUNS_METRICS_WORKER;
+  const here = feedOf(Infinity);
+  await here.pollNow();
+  const feed = feedOf(4 * READ);
+  let killed = 0;
+  const sub = feed.onDidChange(() => {
+    if (killed === 0 && liveParseWorkers() > 0) killed = host.sshd.killConnections();
+  });
+  await feed.pollNow();
+  sub.dispose();
+  assert.ok(killed > 0, 'the connection was killed while a worker ran');
+  assert.notEqual(feed.status, 'following', 'the round says the connection was lost');
+  await workersGone();
+  for (let i = 0; i < 5 && feed.status !== 'following'; i++) await feed.pollNow();
+  assert.equal(feed.status, 'following');
+  assert.equal(seen(feed), seen(here));
+  here.dispose();
+  feed.dispose();
+});
