@@ -21,6 +21,9 @@ import {
   type TailState,
 } from './tail';
 
+/** Bytes of a log's first read (then DEFAULT_TAIL_MAX_BYTES each): enough for a first chart, quick to parse. */
+export const FIRST_READ_BYTES = 1024 * 1024;
+
 export interface FollowUpdate {
   /** `ok`, or why the file could not be read (the metrics keep what they had). */
   status: TailReadResult['status'];
@@ -99,7 +102,9 @@ export class MetricsFollower {
   }
 
   nextCommand(): RemoteCommand<TailReadResult> {
-    return tailReadCommand(this.path, nextTailRequest(this.tail, this.mode, this.maxBytes, this.compressAbove));
+    // A log's first read is small: it is what the first chart waits for (its transfer and its parse on this thread).
+    const first = this.tail === undefined && this.mode === 'append';
+    return tailReadCommand(this.path, nextTailRequest(this.tail, this.mode, first ? Math.min(this.maxBytes, FIRST_READ_BYTES) : this.maxBytes, this.compressAbove));
   }
 
   /**
@@ -174,7 +179,7 @@ export class MetricsFollower {
           // Not the next bytes of what we had (a first read, a re-read from 0, or a reply that was not used):
           // the reads sent ahead were planned on another file or position.
           queue.length = 0;
-          asked = taken && this.mode === 'append' ? result.from + this.maxBytes : -1;
+          asked = taken && this.mode === 'append' ? result.from + result.requestedBytes : -1;
         }
       }
       if (step.more && !options.signal?.aborted) {
