@@ -30,6 +30,14 @@ const entries = [
     target: 'node20',
   },
   {
+    // The parse worker of a long metrics backlog (src/core/metrics/parseWorker.ts), loaded by parseOffload.ts from
+    // beside the extension and CLI bundles.
+    entryPoints: { metricsWorker: 'src/core/metrics/parseWorker.ts' },
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+  },
+  {
     // The metrics webview (panel and inline view): browser code with chart.js bundled in, one file under the
     // webview's strict CSP (no eval, no inline script). Its types are checked by tsconfig.webview.json.
     entryPoints: { webview: 'src/webview/main.ts' },

@@ -4,8 +4,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { createParser, RunMetrics, Series } from '../../src/core/metrics';
-import { CHUNK, ExactColumn, ValueColumn, shortestFloat32 } from '../../src/core/metrics/compact';
+import { createParser, decimateMinMax, RunMetrics, Series } from '../../src/core/metrics';
+import { BLOCK, CHUNK, ExactColumn, ValueColumn, shortestFloat32 } from '../../src/core/metrics/compact';
 
 const anyDouble = fc.oneof(
   fc.double(),
@@ -172,4 +172,38 @@ test('a series of its own (merged TensorBoard files) holds the same points', () 
   assert.equal(s.xAt(4999), 4999 % 2000);
   assert.equal(s.timeAt(4999), Math.round(4999 * 1000.4));
   assert.ok(Number.isNaN(s.timeAt(4998 - (4998 % 3))));
+});
+
+test('min-max decimation read through block summaries picks exactly the points reading every point picks', () => {
+  // Values with ties, NaN, infinities, values kept exactly beside float32 (1e39), steps that repeat, jump and go back
+  // (segments); views over all of it and over parts, at widths from one bucket to about one bucket per block.
+  const value = fc.oneof(
+    { weight: 300, arbitrary: fc.integer({ min: -20, max: 20 }).map((v) => v / 4) },
+    { weight: 100, arbitrary: fc.integer({ min: -1e9, max: 1e9 }).map((v) => v / 997) },
+    // Rare, or no block would have a summary: a block holding one is read point by point.
+    { weight: 1, arbitrary: fc.constantFrom(NaN, Infinity, -Infinity, 1e39, -1e39, 3e39, 0, -0) },
+  );
+  const stepGap = fc.oneof({ weight: 8, arbitrary: fc.constantFrom(0, 1, 1, 1, 2) }, { weight: 1, arbitrary: fc.integer({ min: -400, max: 5000 }) });
+  fc.assert(
+    fc.property(
+      fc.array(fc.tuple(stepGap, value), { minLength: 2 * BLOCK, maxLength: 12 * BLOCK, size: "max" }),
+      // Widths below half the points in view, or every point would be passed through as it is.
+      fc.integer({ min: 1, max: 40 }),
+      fc.option(fc.tuple(fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 1, noNaN: true })), { nil: undefined }),
+      (points, width, view) => {
+        const s = new Series('v');
+        let x = 0;
+        for (const [gap, v] of points) s.push((x += gap), v);
+        const plain = { length: s.length, xAt: (i: number) => s.xAt(i), yAt: (i: number) => s.yAt(i) };
+        const lo = s.xAt(0);
+        const hi = s.lastX;
+        const range = view ? { xMin: lo + Math.min(...view) * (hi - lo), xMax: lo + Math.max(...view) * (hi - lo), width } : { width };
+        const fast = decimateMinMax({ points: s, segments: s.segments }, range);
+        const slow = decimateMinMax({ points: plain, segments: s.segments }, range);
+        assert.deepEqual(fast.index, slow.index);
+        assert.deepEqual(fast.segmentStarts, slow.segmentStarts);
+      },
+    ),
+    { numRuns: 500 },
+  );
 });

@@ -6,7 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { JsonlParser, RunMetrics } from '../../src/core/metrics';
+import { JsonlParser, MAX_LINE_BYTES, RunMetrics } from '../../src/core/metrics';
+import { FlatBatcher } from '../../src/core/metrics/flatBatch';
 
 const enc = new TextEncoder();
 
@@ -156,4 +157,62 @@ test('property: any mix of lines, in any chunking, reads the same on both paths'
     }),
     { numRuns: 2000 },
   );
+});
+
+// ---- Lines read in another thread (flatBatch.ts, the parse worker's half) -------------------------------------
+
+/**
+ * Parse `text` the way a follower with a parse worker does: the first `head` bytes pushed here, then the parser
+ * detached and the rest read by a FlatBatcher in `chunk`-byte pieces, each batch cloned as postMessage clones it and
+ * applied; then the parser takes the stream back from the last batch's state and pushes the rest itself. With
+ * `stopAfter`, the "worker" dies after that many batches: the rest is read again from the end of the last batch
+ * applied (what MetricsFollower does after a worker crash).
+ */
+function parseViaBatches(text: string, head: number, chunk: number, stopAfter?: number): RunMetrics {
+  const p = new JsonlParser(new RunMetrics('line'));
+  const bytes = enc.encode(text);
+  const first = Math.min(head, bytes.length);
+  p.push(bytes.subarray(0, first));
+  const handoff = { state: p.detach(), offset: first };
+  const batcher = new FlatBatcher(structuredClone(handoff.state));
+  let resumeFrom = handoff;
+  let batches = 0;
+  const size = Math.max(1, chunk);
+  for (let at = first; at < bytes.length; at += size) {
+    if (stopAfter !== undefined && batches === stopAfter) break;
+    const batch = structuredClone(batcher.push(bytes.slice(at, at + size)));
+    p.applyBatch(batch);
+    batches++;
+    resumeFrom = { state: batch.state, offset: Math.min(bytes.length, at + size) };
+  }
+  // The stream taken back: after the last batch (the backlog read), or after the last one applied (the worker died).
+  p.resume(resumeFrom.state);
+  p.push(bytes.subarray(resumeFrom.offset));
+  p.end();
+  return p.metrics;
+}
+
+test('property: lines read by a FlatBatcher and applied in order read the same as pushed here, also after taking the stream back', () => {
+  fc.assert(
+    fc.property(
+      fc.array(line, { maxLength: 14 }),
+      fc.integer({ min: 0, max: 60 }),
+      fc.integer({ min: 1, max: 40 }),
+      fc.option(fc.integer({ min: 0, max: 6 }), { nil: undefined }),
+      fc.boolean(),
+      (lines, head, chunk, stopAfter, crlf) => {
+        const text = lines.join(crlf ? '\r\n' : '\n') + (lines.length % 2 ? '\n' : '');
+        assert.equal(seen(parseViaBatches(text, head, chunk, stopAfter)), seen(parse(text, true, 0)), `for ${JSON.stringify(text.slice(0, 300))}`);
+      },
+    ),
+    { numRuns: 2000 },
+  );
+});
+
+test('a too-long line read by a FlatBatcher is counted where the parser counts it, and the lines around it are kept', () => {
+  const long = `{"step":2,"loss":${'1'.repeat(MAX_LINE_BYTES + 10)}}`;
+  const text = `{"step":1,"loss":0.5}\n${long}\n{"step":3,"loss":0.25}\n`;
+  for (const chunk of [1 << 20, 7_000_001]) {
+    assert.equal(seen(parseViaBatches(text, 5, chunk)), seen(parse(text, true, 1 << 20)));
+  }
 });

@@ -8,8 +8,8 @@ function nextCapacity(capacity: number): number {
   return capacity < 1 << 20 ? capacity * 2 : Math.ceil(capacity * 1.5);
 }
 
-/** The column over either float type: one implementation, the array type chosen by the subclass. */
-class TypedColumn<A extends Float64Array | Float32Array> {
+/** The column over any typed array type: one implementation, the array type chosen by `make`. */
+export class TypedColumn<A extends Float64Array | Float32Array | Int32Array | Uint8Array> {
   private buf: A;
   private len = 0;
 
@@ -74,6 +74,13 @@ class TypedColumn<A extends Float64Array | Float32Array> {
   clear(): void {
     this.len = 0;
     this.buf = this.make(64);
+  }
+
+  /** The values in an ArrayBuffer of their own (to transfer to another thread), and the column emptied. */
+  take(): A {
+    const out = this.buf.slice(0, this.len) as A;
+    this.clear();
+    return out;
   }
 }
 

@@ -101,9 +101,20 @@ export class ExactColumn {
 const F32_MAX = 3.4028234663852886e38;
 const F32_MIN_NORMAL = 1.1754943508222875e-38;
 
+/** Values per block of a ValueColumn's summary (blockExtremes): a chart bucket spans many blocks of a long series. */
+export const BLOCK = 64;
+const BLOCK_BITS = 6;
+/** A block whose summary cannot stand for its values (a NaN, a value kept exactly): read it point by point. */
+const NO_SUMMARY = 0xff;
+
 /** A growable column of values held as float32 (see the file comment for the precision kept). */
 export class ValueColumn {
   private readonly chunks: Float32Array[] = [];
+  /**
+   * Per chunk, per full block of BLOCK values: the offsets in the block of its first smallest and first largest
+   * value (two bytes), or NO_SUMMARY. What a min-max decimation of a long series needs without reading every point.
+   */
+  private readonly summaries: Uint8Array[] = [];
   /** Finite values float32 cannot hold within its relative error, by index: kept exactly. Rare. */
   private exact: Map<number, number> | undefined;
   private len = 0;
@@ -115,14 +126,17 @@ export class ValueColumn {
   get byteLength(): number {
     let b = this.exact ? this.exact.size * 32 : 0;
     for (const c of this.chunks) b += c.byteLength;
+    for (const c of this.summaries) b += c.byteLength;
     return b;
   }
 
   push(v: number): void {
     const o = this.len & MASK;
     const c = this.len >>> CHUNK_BITS;
-    if (o === 0) this.chunks.push(new Float32Array(c === 0 ? FIRST : CHUNK));
-    else if (o === this.chunks[c].length) {
+    if (o === 0) {
+      this.chunks.push(new Float32Array(c === 0 ? FIRST : CHUNK));
+      this.summaries.push(new Uint8Array(2 * (CHUNK / BLOCK)));
+    } else if (o === this.chunks[c].length) {
       // The first chunk grows by doubling up to CHUNK (see ExactColumn.room).
       const g = new Float32Array(Math.min(CHUNK, o * 2));
       g.set(this.chunks[c]);
@@ -134,6 +148,44 @@ export class ValueColumn {
       if (a > F32_MAX || a < F32_MIN_NORMAL) (this.exact ??= new Map()).set(this.len, v);
     }
     this.len++;
+    if ((o & (BLOCK - 1)) === BLOCK - 1) this.summarize(c, o - (BLOCK - 1));
+  }
+
+  /** The summary of the block of chunk `c` starting at offset `start` (just filled). */
+  private summarize(c: number, start: number): void {
+    const ch = this.chunks[c];
+    const out = this.summaries[c];
+    const at = 2 * (start >>> BLOCK_BITS);
+    let lo = ch[start];
+    let hi = lo;
+    let loAt = 0;
+    let hiAt = 0;
+    let usable = lo === lo;
+    for (let k = 1; k < BLOCK && usable; k++) {
+      const v = ch[start + k];
+      if (v !== v) usable = false;
+      else if (v < lo) (lo = v), (loAt = k);
+      else if (v > hi) (hi = v), (hiAt = k);
+    }
+    if (usable && this.exact) {
+      const first = (c << CHUNK_BITS) + start;
+      for (let k = 0; k < BLOCK && usable; k++) if (this.exact.has(first + k)) usable = false;
+    }
+    out[at] = usable ? loAt : NO_SUMMARY;
+    out[at + 1] = usable ? hiAt : NO_SUMMARY;
+  }
+
+  /**
+   * For the full block of BLOCK values starting at `i` (a multiple of BLOCK): the offset in it of its first smallest
+   * value, plus 256 × the offset of its first largest, as reading its values in order with `<` and `>` finds them;
+   * -1 when the block is not full or holds a value the summary does not stand for (NaN, a value kept exactly).
+   */
+  blockExtremes(i: number): number {
+    if ((i & (BLOCK - 1)) !== 0 || !(i >= 0 && i + BLOCK <= this.len)) return -1;
+    const s = this.summaries[i >>> CHUNK_BITS];
+    const at = 2 * ((i & MASK) >>> BLOCK_BITS);
+    const lo = s[at];
+    return lo === NO_SUMMARY ? -1 : lo + 256 * s[at + 1];
   }
 
   at(i: number): number {

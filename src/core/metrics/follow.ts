@@ -7,6 +7,8 @@ import type { RemoteCommand } from '../remote';
 import { createParser, tailModeOf, unitOf } from './format';
 import type { MetricsFormat, MetricsParser } from './parser';
 import { RunMetrics } from './series';
+import { JsonlParser } from './jsonl';
+import { PARSE_WORKER_ABOVE, ParseOffload } from './parseOffload';
 import {
   applyTailRead,
   DEFAULT_TAIL_COMPRESS_ABOVE,
@@ -18,6 +20,9 @@ import {
   type TailReadResult,
   type TailState,
 } from './tail';
+
+/** Bytes of a log's first read (then DEFAULT_TAIL_MAX_BYTES each): enough for a first chart, quick to parse. */
+export const FIRST_READ_BYTES = 1024 * 1024;
 
 export interface FollowUpdate {
   /** `ok`, or why the file could not be read (the metrics keep what they had). */
@@ -40,6 +45,11 @@ export interface CatchUpOptions {
   signal?: AbortSignal;
   /** After each read is parsed, before the next is awaited: a view can show a long backlog as it arrives. */
   onChunk?(update: FollowUpdate): void;
+  /**
+   * Parse a JSONL backlog of at least this many bytes (after its first read, parsed here for the first chart) in a
+   * worker thread while the next reads arrive (parseOffload.ts). Default PARSE_WORKER_ABOVE; Infinity: never.
+   */
+  workerAbove?: number;
 }
 
 export interface FollowerOptions {
@@ -58,6 +68,14 @@ export class MetricsFollower {
   readonly mode: TailMode;
   private parser: MetricsParser;
   private tail: TailState | undefined;
+  /** The worker parsing the backlog being read (catchUp only). */
+  private offload: ParseOffload | undefined;
+  /** Set by catchUp: a backlog this big goes to a worker (Infinity: not now). */
+  private offloadAbove = Infinity;
+  /** A worker of this follower died: parse here from now on (a crash is not worth repeating every poll). */
+  private offloadBroken = false;
+  /** Called by an offload after each batch is applied (catchUp's onChunk). */
+  private onOffloaded: ((changed: boolean) => void) | undefined;
 
   private readonly maxBytes: number;
   private readonly compressAbove: number;
@@ -84,7 +102,9 @@ export class MetricsFollower {
   }
 
   nextCommand(): RemoteCommand<TailReadResult> {
-    return tailReadCommand(this.path, nextTailRequest(this.tail, this.mode, this.maxBytes, this.compressAbove));
+    // A log's first read is small: it is what the first chart waits for (its transfer and its parse on this thread).
+    const first = this.tail === undefined && this.mode === 'append';
+    return tailReadCommand(this.path, nextTailRequest(this.tail, this.mode, first ? Math.min(this.maxBytes, FIRST_READ_BYTES) : this.maxBytes, this.compressAbove));
   }
 
   /**
@@ -95,6 +115,48 @@ export class MetricsFollower {
    * update, `changed` if any read changed the metrics; rejects with the first failed read's error.
    */
   async catchUp(run: (command: RemoteCommand<TailReadResult>) => Promise<TailReadResult>, options: CatchUpOptions = {}): Promise<FollowUpdate> {
+    this.offloadAbove = options.workerAbove ?? PARSE_WORKER_ABOVE;
+    let offloadChanged = false;
+    this.onOffloaded = (changed) => {
+      offloadChanged ||= changed;
+      if (!options.signal?.aborted) options.onChunk?.({ status: 'ok', changed, more: true });
+    };
+    // A stop (the feed disposed, the panel closed) ends the worker at once, not when the read in flight returns.
+    const onAbort = (): void => this.endOffload();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const u = await this.readBacklog(run, options);
+      if (this.offload) {
+        await this.offload.drained();
+        this.endOffload();
+      }
+      return { ...u, changed: u.changed || offloadChanged };
+    } catch (e) {
+      const failed = this.offload?.failed;
+      this.endOffload();
+      throw failed ?? e;
+    } finally {
+      this.endOffload();
+      this.offloadAbove = Infinity;
+      this.onOffloaded = undefined;
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * Stop the backlog's worker, if any: the parser takes its stream back as of the last batch applied, and the tail
+   * goes back to that point of the file (what was sent to the worker and not applied is read again).
+   */
+  private endOffload(): void {
+    const o = this.offload;
+    if (!o) return;
+    this.offload = undefined;
+    if (o.failed) this.offloadBroken = true;
+    const offset = o.close();
+    if (this.tail && offset < this.tail.offset) this.tail = { ...this.tail, offset };
+  }
+
+  private async readBacklog(run: (command: RemoteCommand<TailReadResult>) => Promise<TailReadResult>, options: CatchUpOptions): Promise<FollowUpdate> {
     const depth = Math.max(1, Math.floor(options.depth ?? 2));
     const queue: Promise<TailReadResult>[] = [];
     const send = (command: RemoteCommand<TailReadResult>): void => {
@@ -108,6 +170,7 @@ export class MetricsFollower {
     send(this.nextCommand());
     for (let reads = 0; reads < 100_000; reads++) {
       const result = await queue.shift()!;
+      if (this.offload?.failed) throw this.offload.failed;
       const before = this.tail?.offset;
       const step = this.advance(result);
       if (result.status === 'ok') {
@@ -116,7 +179,7 @@ export class MetricsFollower {
           // Not the next bytes of what we had (a first read, a re-read from 0, or a reply that was not used):
           // the reads sent ahead were planned on another file or position.
           queue.length = 0;
-          asked = taken && this.mode === 'append' ? result.from + this.maxBytes : -1;
+          asked = taken && this.mode === 'append' ? result.from + result.requestedBytes : -1;
         }
       }
       if (step.more && !options.signal?.aborted) {
@@ -129,16 +192,39 @@ export class MetricsFollower {
           asked += this.maxBytes;
         }
       }
+      // A read given to the worker reports itself when its batch is applied; one parsed here (the first of a long
+      // backlog, before the worker takes the rest) at once.
+      const toWorker = this.offload !== undefined;
       const update = step.parse();
       changed ||= update.changed;
       if (update.status !== 'ok' || options.signal?.aborted || queue.length === 0) return { ...update, changed };
-      options.onChunk?.(update);
+      if (!toWorker) {
+        options.onChunk?.(update);
+        // The first chart drawn, the rest of a long backlog goes to a worker.
+        if (this.tail) this.maybeOffload(this.tail);
+      }
     }
     return { status: 'ok', changed, more: true };
   }
 
   apply(result: TailReadResult): FollowUpdate {
     return this.advance(result).parse();
+  }
+
+  /**
+   * After a read parsed here and reported: hand the rest of a long JSONL backlog to a worker, the first read having
+   * given the first chart (only within catchUp, which ends the worker).
+   */
+  private maybeOffload(state: TailState): void {
+    const parser = this.parser;
+    if (this.offloadBroken || !(parser instanceof JsonlParser) || this.mode !== 'append' || !this.onOffloaded) return;
+    if (!(state.size - state.offset >= this.offloadAbove)) return;
+    try {
+      this.offload = new ParseOffload(parser, state.offset, (changed) => this.onOffloaded?.(changed));
+    } catch {
+      // No worker to be had (no script, no threads): parse here, as before.
+      this.offloadBroken = true;
+    }
   }
 
   /**
@@ -158,11 +244,17 @@ export class MetricsFollower {
       parse: () => {
         const before = this.metrics.revision;
         if (step.reset) {
+          // The reads a worker was given belong to the file as it was: dropped with it.
+          this.offload?.discard();
+          this.offload = undefined;
           // A whole-file parser replaces the data itself once the new text parses; until then the old curve stays.
           if (this.mode === 'append') this.metrics.reset();
           this.parser = createParser(this.format, this.metrics, this.key);
         }
-        if (step.data.length > 0) this.parser.push(step.data);
+        if (step.data.length > 0) {
+          if (this.offload) this.offload.push(step.data, step.state.offset);
+          else this.parser.push(step.data);
+        }
         if (step.complete) this.parser.end();
         return { status: 'ok', decision: step.decision, changed: this.metrics.revision !== before, more: step.more };
       },

@@ -11,18 +11,23 @@
  *   those values alone are skipped and counted (see judgeValue for the full value policy).
  * - Empty lines are ignored.
  */
-import { LineSplitter, stripBom } from './lines';
+import { LineSplitter, stripBom, type SplitterState } from './lines';
+import { GENERAL_LINE, TOO_LONG_LINE, type FlatBatch } from './flatBatch';
 import type { MetricsParser } from './parser';
 import type { RunMetrics } from './series';
 import { TIME_KEYS, chooseX, excerpt, isAxisKey, judgeValue, toTimeMs } from './fields';
-import { FlatLineScanner } from './jsonlFlat';
+import { FlatLineScanner, SlotTable } from './jsonlFlat';
 
 /** Nesting deeper than this is not a metric layout; deeper objects are ignored. */
 const MAX_DEPTH = 8;
 
 export class JsonlParser implements MetricsParser {
   readonly format = 'jsonl' as const;
-  private readonly splitter: LineSplitter;
+  private splitter: LineSplitter;
+  /** Lines come as batches read elsewhere (detach), not from push. */
+  private detached = false;
+  /** The key ids of the batches since the last detach (their tokenizer's). */
+  private batchSlots = new SlotTable();
   private readonly decoder = new TextDecoder('utf-8');
   private readonly flat: FlatLineScanner | undefined;
   private lastX: number | undefined;
@@ -36,10 +41,21 @@ export class JsonlParser implements MetricsParser {
     options: { flatFastPath?: boolean } = {},
   ) {
     this.flat = options.flatFastPath === false ? undefined : new FlatLineScanner(metrics);
-    this.splitter = new LineSplitter({
-      line: (buf, start, end, lineNo, offset) => this.line(buf, start, end, lineNo, offset, false),
-      tooLong: (lineNo, offset) => this.metrics.noteBadLine({ line: lineNo, byteOffset: offset, excerpt: '', reason: 'line too long' }),
-    });
+    this.splitter = this.newSplitter();
+  }
+
+  private newSplitter(from?: SplitterState): LineSplitter {
+    return new LineSplitter(
+      {
+        line: (buf, start, end, lineNo, offset) => this.line(buf, start, end, lineNo, offset, false),
+        tooLong: (lineNo, offset) => this.tooLong(lineNo, offset),
+      },
+      from,
+    );
+  }
+
+  private tooLong(lineNo: number, byteOffset: number): void {
+    this.metrics.noteBadLine({ line: lineNo, byteOffset, excerpt: '', reason: 'line too long' });
   }
 
   get pendingBytes(): number {
@@ -47,7 +63,51 @@ export class JsonlParser implements MetricsParser {
   }
 
   push(chunk: Uint8Array): void {
+    if (this.detached) throw new Error('JsonlParser.push after detach: its lines come as batches');
     this.splitter.push(chunk);
+  }
+
+  /**
+   * From now on the stream's lines are read elsewhere (a FlatBatcher started from the returned state) and come
+   * back through applyBatch. `resume` takes them back.
+   */
+  detach(): SplitterState {
+    this.detached = true;
+    this.batchSlots = new SlotTable();
+    return this.splitter.state();
+  }
+
+  /** Read the stream again from `state` (a detach's, or a batch's end) with push. */
+  resume(state: SplitterState): void {
+    this.splitter = this.newSplitter(state);
+    this.detached = false;
+  }
+
+  /** Add the lines of one batch (FlatBatcher.push), in order: the same points, counts and locations push gives. */
+  applyBatch(batch: FlatBatch): void {
+    const flat = this.flat;
+    if (!flat) throw new Error('JsonlParser.applyBatch needs the flat fast path');
+    const table = this.batchSlots;
+    flat.addNames(table, batch.names);
+    const { meta, values, raw } = batch;
+    let m = 0;
+    let v = 0;
+    while (m < meta.length) {
+      const code = meta[m];
+      const lineNo = meta[m + 1];
+      if (code >= 0) {
+        const x = flat.emit(table, meta, m + 2, values, v, code, lineNo, this.lastX);
+        if (x !== undefined) this.lastX = x;
+        m += 2 + code;
+        v += code;
+      } else if (code === GENERAL_LINE) {
+        this.general(raw, meta[m + 2], meta[m + 3], lineNo, values[v++], false);
+        m += 4;
+      } else if (code === TOO_LONG_LINE) {
+        this.tooLong(lineNo, values[v++]);
+        m += 2;
+      } else throw new Error(`JsonlParser.applyBatch: unknown line code ${code}`);
+    }
   }
 
   end(): void {
@@ -62,6 +122,11 @@ export class JsonlParser implements MetricsParser {
       if (fast !== undefined) this.lastX = fast;
       return;
     }
+    this.general(buf, start, end, lineNo, byteOffset, unterminated);
+  }
+
+  /** A line that is not a flat object of numbers: JSON.parse and the value policy. */
+  private general(buf: Uint8Array, start: number, end: number, lineNo: number, byteOffset: number, unterminated: boolean): void {
     const text = this.decoder.decode(stripBom(buf.subarray(start, end), byteOffset));
     if (text.trim() === '') return;
     const value = parseJsonLine(text);

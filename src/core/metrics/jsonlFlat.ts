@@ -14,8 +14,15 @@ import { ALL_X_KEYS, TIME_KEYS, X_KEYS, isAxisKey, toTimeMs } from './fields';
 import type { RunMetrics, Series } from './series';
 
 /** One key seen at one position of the line, remembered for the next line (logs repeat their layout). */
-interface Slot {
+interface TokenSlot {
   bytes: Uint8Array;
+  name: string;
+  /** The key's number in this tokenizer's name table (FlatTokenizer.names): the same key, the same id. */
+  id: number;
+}
+
+/** What the emitter knows of a key, by its id. */
+interface Slot {
   name: string;
   /** Index among the x candidates (ALL_X_KEYS, or the user's pick alone), or -1. */
   xRank: number;
@@ -55,125 +62,84 @@ function isWs(c: number): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0d || c === 0x0a;
 }
 
-export class FlatLineScanner {
-  private readonly slots: Slot[] = [];
-  private readonly lineSlots: Slot[] = [];
-  private values = new Float64Array(16);
+/**
+ * The byte half of the fast path: reads one line as a flat object of finite numbers into `ids` (each key's id in
+ * the name table, `names`) and `values`, or says it is not one. It knows nothing of metrics, so it can run in
+ * another thread (parseWorker.ts) while FlatLineScanner's emitter, on the thread that owns the metrics, adds the
+ * points.
+ */
+export class FlatTokenizer {
+  private readonly slots: TokenSlot[] = [];
+  /** Every key seen, in order of first appearance: a key's id is its index. */
+  readonly names: string[] = [];
+  private readonly ids = new Map<string, number>();
+  /** The last line's keys (ids) and values, `scan`'s count of them valid. */
+  lineIds = new Int32Array(16);
+  values = new Float64Array(16);
   private readonly decoder = new TextDecoder('utf-8');
   private readonly latin1 = new TextDecoder('latin1');
   /** Where readNumber stopped. */
   private pos = 0;
 
-  private readonly candidates: readonly string[];
-
-  constructor(private readonly metrics: RunMetrics) {
-    this.candidates = metrics.xPick !== undefined ? [metrics.xPick] : ALL_X_KEYS;
-  }
-
   /**
-   * Read `buf[start, end)` (one line without its newline) into the metrics if it is a flat object of finite
-   * numbers; `lastX` is the x of the last line that had one. Returns the x used (or undefined when this line
-   * had no x key), or false when the line is not for this path and nothing was added.
+   * Read `buf[start, end)` (one line without its newline): the number of key/value pairs when it is a flat object
+   * of finite numbers with distinct keys (in lineIds and values), else -1 and the line is for the general path.
    */
-  scan(buf: Uint8Array, start: number, end: number, lineNo: number, lastX: number | undefined): number | undefined | false {
+  scan(buf: Uint8Array, start: number, end: number): number {
     let i = start;
     while (i < end && isWs(buf[i])) i++;
-    if (i >= end || buf[i] !== OPEN) return false;
+    if (i >= end || buf[i] !== OPEN) return -1;
     i++;
     while (i < end && isWs(buf[i])) i++;
     let n = 0;
     for (;;) {
-      if (i >= end || buf[i] !== QUOTE) return false;
+      if (i >= end || buf[i] !== QUOTE) return -1;
       const ks = ++i;
       for (;;) {
-        if (i >= end) return false;
+        if (i >= end) return -1;
         const c = buf[i];
         if (c === QUOTE) break;
-        if (c === BACKSLASH || c < 0x20) return false;
+        if (c === BACKSLASH || c < 0x20) return -1;
         i++;
       }
       const slot = this.slotAt(n, buf, ks, i);
-      if (!slot) return false;
+      if (!slot) return -1;
       i++;
       while (i < end && isWs(buf[i])) i++;
-      if (i >= end || buf[i] !== COLON) return false;
+      if (i >= end || buf[i] !== COLON) return -1;
       i++;
       while (i < end && isWs(buf[i])) i++;
       const v = this.readNumber(buf, i, end);
-      if (Number.isNaN(v)) return false;
+      if (Number.isNaN(v)) return -1;
       i = this.pos;
       if (n === this.values.length) {
         const grown = new Float64Array(n * 2);
         grown.set(this.values);
         this.values = grown;
+        const ids = new Int32Array(n * 2);
+        ids.set(this.lineIds);
+        this.lineIds = ids;
       }
       this.values[n] = v;
-      this.lineSlots[n] = slot;
+      this.lineIds[n] = slot.id;
       n++;
       while (i < end && isWs(buf[i])) i++;
-      if (i >= end) return false;
+      if (i >= end) return -1;
       if (buf[i] === COMMA) {
         i++;
         while (i < end && isWs(buf[i])) i++;
         continue;
       }
-      if (buf[i] !== CLOSE) return false;
+      if (buf[i] !== CLOSE) return -1;
       i++;
       break;
     }
     while (i < end && isWs(buf[i])) i++;
-    if (i !== end) return false;
-    this.emit(n, lineNo, lastX);
-    return this.lineX;
-  }
-
-  /** x of the last accepted line, when it had an x key. */
-  private lineX: number | undefined;
-
-  private emit(n: number, lineNo: number, lastX: number | undefined): void {
-    const m = this.metrics;
-    const slots = this.lineSlots;
-    const values = this.values;
-    let x: number | undefined;
-    // The same choice as fields.ts chooseX: fallback keys (`epoch`) only while the log has used no step-like one.
-    let xRank = m.xPick !== undefined || m.fallbackXAllowed ? this.candidates.length : X_COUNT;
-    let xSlot = -1;
-    let t = NaN;
-    let tRank = TIME_COUNT;
-    for (let k = 0; k < n; k++) {
-      const s = slots[k];
-      if (s.xRank >= 0 && s.xRank < xRank) {
-        xRank = s.xRank;
-        x = values[k];
-        xSlot = k;
-      } else if (s.timeRank >= 0 && s.timeRank < tRank) {
-        tRank = s.timeRank;
-        t = values[k];
-      }
-    }
-    this.lineX = x;
-    if (xSlot >= 0) m.noteX(slots[xSlot].name);
-    else m.xMissing++;
-    const px = x ?? lastX ?? lineNo;
-    const time = tRank < TIME_COUNT ? toTimeMs(t) : NaN;
-    m.records++;
-    let added = false;
-    for (let k = 0; k < n; k++) {
-      const s = slots[k];
-      if (s.axis || k === xSlot) continue;
-      let series = s.series;
-      if (series === undefined || s.generation !== m.generation) {
-        series = s.series = m.seriesFor(s.name);
-        s.generation = m.generation;
-      }
-      series.push(px, values[k], time);
-      added = true;
-    }
-    if (added) m.revision++;
+    return i === end ? n : -1;
   }
 
   /** The slot for the n-th key of this line: the remembered one when the bytes match, else a new one. */
-  private slotAt(n: number, buf: Uint8Array, ks: number, ke: number): Slot | undefined {
+  private slotAt(n: number, buf: Uint8Array, ks: number, ke: number): TokenSlot | undefined {
     const known = this.slots[n];
     const len = ke - ks;
     if (known !== undefined && known.bytes.length === len) {
@@ -190,15 +156,13 @@ export class FlatLineScanner {
     for (let k = 0; k < n; k++) if (this.slots[k].name === name) return undefined;
     // Later slots were remembered alongside an older layout: forget them, so the distinctness above holds.
     this.slots.length = n;
-    const slot: Slot = {
-      bytes: buf.slice(ks, ke),
-      name,
-      xRank: this.candidates.indexOf(name),
-      axis: isAxisKey(name),
-      timeRank: TIME_KEYS.indexOf(name),
-      series: undefined,
-      generation: -1,
-    };
+    let id = this.ids.get(name);
+    if (id === undefined) {
+      id = this.names.length;
+      this.names.push(name);
+      this.ids.set(name, id);
+    }
+    const slot: TokenSlot = { bytes: buf.slice(ks, ke), name, id };
     this.slots.push(slot);
     return slot;
   }
@@ -269,5 +233,93 @@ export class FlatLineScanner {
       v = Number(this.latin1.decode(buf.subarray(from, i)));
     }
     return Number.isFinite(v) ? v : NaN;
+  }
+}
+
+/** The emitter's view of one tokenizer's key ids (each tokenizer numbers its keys from 0). */
+export class SlotTable {
+  readonly slots: Slot[] = [];
+}
+
+/**
+ * The fast path whole: FlatTokenizer reads a line, the emitter adds its points to the metrics. The emitter also
+ * takes lines a tokenizer read elsewhere (another thread): `emit` with a SlotTable of that tokenizer's names.
+ */
+export class FlatLineScanner {
+  private readonly tokens = new FlatTokenizer();
+  private readonly own = new SlotTable();
+  private readonly candidates: readonly string[];
+
+  constructor(private readonly metrics: RunMetrics) {
+    this.candidates = metrics.xPick !== undefined ? [metrics.xPick] : ALL_X_KEYS;
+  }
+
+  /**
+   * Read `buf[start, end)` (one line without its newline) into the metrics if it is a flat object of finite
+   * numbers; `lastX` is the x of the last line that had one. Returns the x used (or undefined when this line
+   * had no x key), or false when the line is not for this path and nothing was added.
+   */
+  scan(buf: Uint8Array, start: number, end: number, lineNo: number, lastX: number | undefined): number | undefined | false {
+    const t = this.tokens;
+    const n = t.scan(buf, start, end);
+    if (n < 0) return false;
+    const names = t.names;
+    const table = this.own;
+    if (table.slots.length < names.length) this.addNames(table, names.slice(table.slots.length));
+    return this.emit(table, t.lineIds, 0, t.values, 0, n, lineNo, lastX);
+  }
+
+  /** The next key ids' names (a tokenizer gives its ids in order, from 0). */
+  addNames(table: SlotTable, names: readonly string[]): void {
+    for (const name of names) {
+      table.slots.push({ name, xRank: this.candidates.indexOf(name), axis: isAxisKey(name), timeRank: TIME_KEYS.indexOf(name), series: undefined, generation: -1 });
+    }
+  }
+
+  /**
+   * Add one flat line: `n` pairs, key ids (of `table`'s tokenizer) from `ids[io]`, values from `values[vo]`. Returns
+   * the x used, or undefined when the line had no x key.
+   */
+  emit(table: SlotTable, ids: Int32Array, io: number, values: Float64Array, vo: number, n: number, lineNo: number, lastX: number | undefined): number | undefined {
+    const m = this.metrics;
+    const slots = table.slots;
+    let x: number | undefined;
+    // The same choice as fields.ts chooseX: fallback keys (`epoch`) only while the log has used no step-like one.
+    let xRank = m.xPick !== undefined || m.fallbackXAllowed ? this.candidates.length : X_COUNT;
+    let xSlot = -1;
+    let t = NaN;
+    let tRank = TIME_COUNT;
+    for (let k = 0; k < n; k++) {
+      const s = slots[ids[io + k]];
+      if (s.xRank >= 0 && s.xRank < xRank) {
+        xRank = s.xRank;
+        x = values[vo + k];
+        xSlot = k;
+      } else if (s.timeRank >= 0 && s.timeRank < tRank) {
+        tRank = s.timeRank;
+        t = values[vo + k];
+      }
+    }
+    if (xSlot >= 0) m.noteX(slots[ids[io + xSlot]].name);
+    else m.xMissing++;
+    const px = x ?? lastX ?? lineNo;
+    const time = tRank < TIME_COUNT ? toTimeMs(t) : NaN;
+    m.records++;
+    let added = false;
+    // The line's values share one record of the log's axis: found (or added) once, not once per value.
+    let recordAt = -1;
+    for (let k = 0; k < n; k++) {
+      const s = slots[ids[io + k]];
+      if (s.axis || k === xSlot) continue;
+      let series = s.series;
+      if (series === undefined || s.generation !== m.generation) {
+        series = s.series = m.seriesFor(s.name);
+        s.generation = m.generation;
+      }
+      recordAt = series.pushInRecord(px, values[vo + k], time, recordAt);
+      added = true;
+    }
+    if (added) m.revision++;
+    return x;
   }
 }

@@ -16,6 +16,19 @@ export interface LineSink {
   tooLong(lineNo: number, byteOffset: number): void;
 }
 
+/**
+ * Where a splitter is in its stream, to continue it elsewhere (another thread) or later: the lines handed on so far,
+ * the byte offset where the line being assembled starts, and that line's bytes so far (none while dropping one
+ * that is too long, whose `pendingLength` bytes are skipped).
+ */
+export interface SplitterState {
+  lineNo: number;
+  lineStart: number;
+  pending: Uint8Array;
+  pendingLength: number;
+  dropping: boolean;
+}
+
 const NL = 0x0a;
 const CR = 0x0d;
 
@@ -28,7 +41,24 @@ export class LineSplitter {
   /** Inside a too-long line: drop bytes until its end. */
   private dropping = false;
 
-  constructor(private readonly sink: LineSink) {}
+  /** `from`: continue a stream another splitter began (SplitterState); default its start. */
+  constructor(
+    private readonly sink: LineSink,
+    from?: SplitterState,
+  ) {
+    if (!from) return;
+    this.lineNo = from.lineNo;
+    this.lineStart = from.lineStart;
+    this.dropping = from.dropping;
+    this.pendingLength = from.pendingLength;
+    if (!from.dropping && from.pending.length > 0) this.parts.push(from.pending.slice());
+  }
+
+  /** Where this splitter is (a copy: the splitter can go on). */
+  state(): SplitterState {
+    const pending = this.dropping ? new Uint8Array(0) : this.take(true);
+    return { lineNo: this.lineNo, lineStart: this.lineStart, pending, pendingLength: this.pendingLength, dropping: this.dropping };
+  }
 
   /** Bytes of a partial last line held back. */
   get pendingBytes(): number {
@@ -100,10 +130,20 @@ export class LineSplitter {
     this.sink.line(line, 0, line.length, this.lineNo, start);
   }
 
-  private take(): Uint8Array {
+  /** The held bytes as one array; `keep`: leave them held (a copy for state()). */
+  private take(keep = false): Uint8Array {
     const parts = this.parts;
-    this.parts = [];
     const length = this.pendingLength;
+    if (keep) {
+      const out = new Uint8Array(length);
+      let at = 0;
+      for (const p of parts) {
+        out.set(p, at);
+        at += p.length;
+      }
+      return out;
+    }
+    this.parts = [];
     this.pendingLength = 0;
     if (parts.length === 1) return parts[0];
     const out = new Uint8Array(length);

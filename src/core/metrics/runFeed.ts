@@ -47,6 +47,8 @@ export interface RunFeedOptions {
   maxBytesPerRead?: number;
   /** Reads of at least this many bytes come gzip-compressed where the remote has gzip (default 0: never; for slow links). */
   compressAbove?: number;
+  /** A JSONL backlog of at least this many bytes is parsed in a worker thread (CatchUpOptions.workerAbove; Infinity: never). */
+  workerAbove?: number;
   /** The x column to use instead of the logs' own choice (RunMetrics.xPick); can be changed with setXPick. */
   xPick?: string;
   /** The connection state of the run's host (the pool's), for the link a panel shows (liveness.ts). */
@@ -407,6 +409,7 @@ export class RunFeed {
         // one is parsed, so transfer and parsing overlap; it is shown as it arrives, not only once all is read.
         const u = await f.catchUp((command) => runCommand(this.options.executor(), target, command, abort.signal), {
           signal: abort.signal,
+          ...(this.options.workerAbove !== undefined ? { workerAbove: this.options.workerAbove } : {}),
           onChunk: (chunk) => {
             if (chunk.changed) this.changed.fire();
           },

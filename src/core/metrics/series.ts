@@ -16,6 +16,11 @@ export interface Points {
   readonly length: number;
   xAt(i: number): number;
   yAt(i: number): number;
+  /**
+   * Optional: where the smallest and largest value of the BLOCK points from `i` (a multiple of BLOCK) are, as
+   * ValueColumn.blockExtremes says (-1: read them one by one). Lets a decimation skip most points of a long series.
+   */
+  blockExtremes?(i: number): number;
 }
 
 /** Plain arrays as Points (tests, small tails). */
@@ -80,6 +85,10 @@ export class Series {
 
   yAt(i: number): number {
     return this.values.at(i);
+  }
+
+  blockExtremes(i: number): number {
+    return this.values.blockExtremes(i);
   }
 
   /** The value as the log wrote it, to the precision held (shortestFloat32): for what is shown, printed or sent. */
@@ -172,6 +181,29 @@ export class Series {
     this.values.push(y);
   }
 
+  /**
+   * push(x, y, timeMs) for one of the values of a record whose values are pushed in a row (the metrics of one JSONL
+   * line), without asking the shared axis again for each: `recordAt` is where the record is on the log's shared axis
+   * so far (-1 before its first value); returns it for the next value. The same points as push.
+   */
+  pushInRecord(x: number, y: number, timeMs: number, recordAt: number): number {
+    const n = this.values.length;
+    if (!this.own && n > 0) {
+      const a = this.axis;
+      const pos = this.start + n;
+      const fresh = recordAt < 0 && pos === a.length;
+      if (fresh || (pos === recordAt && recordAt === a.length - 1)) {
+        if (!(x >= this.last)) this.starts.push(n);
+        this.last = x;
+        if (fresh) a.push(x, Number.isNaN(timeMs) ? NaN : Math.round(timeMs));
+        this.values.push(y);
+        return pos;
+      }
+    }
+    this.push(x, y, timeMs);
+    return this.own ? recordAt : this.axis.length - 1;
+  }
+
   /** This series skipped a record of its log (or took one no other did): copy its x and times into an axis of its own. */
   private leaveAxis(x: number, t: number): void {
     const shared = this.axis;
@@ -231,8 +263,15 @@ export class RunMetrics {
 
   /** May a fallback x key (`epoch`…) be a record's x? Not once a step-like key has been one in this log. */
   get fallbackXAllowed(): boolean {
-    return this.xKey === undefined || !isStepLike(this.xKey);
+    // Asked once per line: the key's kind is looked up when the key changes, not each time.
+    if (this.fallbackFor !== this.xKey) {
+      this.fallbackFor = this.xKey;
+      this.fallbackOk = this.xKey === undefined || !isStepLike(this.xKey);
+    }
+    return this.fallbackOk;
   }
+  private fallbackFor: string | undefined;
+  private fallbackOk = true;
 
   has(key: string): boolean {
     return this.series.has(key);

@@ -3,10 +3,9 @@
  * written in another thread, reported back as written ranges. Starting one opens the worker's own SSH connection
  * with the pool's already-unlocked secrets (ConnectionPool.siblingLogin), never a prompt.
  */
-import * as fs from 'node:fs';
-import { createRequire } from 'node:module';
 import * as path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { spawnWorker } from '../util/worker';
 import type { Logger } from '../ssh/types';
 import type { PoolHost, ConnectionPool } from '../ssh/pool';
 import { RemoteRunsError, type TargetRef } from '../types';
@@ -37,20 +36,14 @@ export function workerInit(pool: ConnectionPool, host: PoolHost, target: TargetR
 }
 
 /**
- * The worker's script: dist/transferWorker.js beside the bundle (extension, CLI); from source (tests, tsx) the
- * TypeScript entry, loaded through tsx's require hook, since a worker does not inherit the parent's loaders;
- * REMOTE_RUNS_TRANSFER_WORKER names another script (the benchmark's fresh bundle).
+ * The worker's script: dist/transferWorker.js beside the bundle (extension, CLI), else the TypeScript entry
+ * (spawnWorker); REMOTE_RUNS_TRANSFER_WORKER names another script (the benchmark's fresh bundle).
  */
 function spawn(init: WorkerInit): Worker {
-  // bench/transfer.ts points this at a fresh bundle, to measure from source what the extension ships.
-  const override = process.env.REMOTE_RUNS_TRANSFER_WORKER;
-  if (override) return new Worker(override, { workerData: init });
-  const bundled = path.join(__dirname, 'transferWorker.js');
-  if (fs.existsSync(bundled)) return new Worker(bundled, { workerData: init });
-  const source = path.join(__dirname, 'transferWorker.ts');
-  // Through createRequire so the bundler leaves this development-only lookup alone.
-  const tsx = createRequire(__filename).resolve('tsx/cjs/api');
-  return new Worker(`require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(source)});`, { eval: true, workerData: init });
+  return spawnWorker(
+    { bundled: path.join(__dirname, 'transferWorker.js'), source: path.join(__dirname, 'transferWorker.ts'), override: process.env.REMOTE_RUNS_TRANSFER_WORKER },
+    init,
+  );
 }
 
 function toError(e: ErrorData): RemoteRunsError {

@@ -1,0 +1,185 @@
+/**
+ * A long JSONL backlog parsed in a worker thread (src/core/metrics/parseOffload.ts), over the real sshd: the same
+ * series as parsing every read on this thread; the worker gone once the backlog is read and when the feed is
+ * disposed in the middle of it or its connection dies; a worker that dies (killed: its thread exits; or crashes: an uncaught error) fails
+ * the round with an error that says so, keeps what was read, and the next poll reads the rest again, every line
+ * exactly once. Reads are made small (64 KiB) so a 2 MB log is a long backlog.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { ConnectionPool } from '../../src/core/ssh/pool';
+import { HostDirectory } from '../../src/core/hosts';
+import { RemoteRunsCore } from '../../src/core/service';
+import { RunFeed } from '../../src/core/metrics/runFeed';
+import { liveParseWorkers, noParseWorkers } from '../../src/core/metrics/parseOffload';
+import type { RunRefWire } from '../../src/shared/metricsProtocol';
+import type { Series } from '../../src/core/metrics';
+import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+
+let host: TestHost;
+let pool: ConnectionPool;
+let core: RemoteRunsCore;
+let ref: RunRefWire;
+let scripts: string;
+/** Lines with a loss value (every line but the bad ones). */
+let lossPoints = 0;
+const LINES = 20_000;
+const READ = 64 * 1024;
+
+before(async () => {
+  host = await startTestHost();
+  const runDir = path.join(host.dir, 'worker-runs', 'long');
+  fs.mkdirSync(path.join(runDir, 'logs'), { recursive: true });
+  const log = path.join(runDir, 'logs', 'train.jsonl');
+  // Flat lines (the worker's fast path), with a line for the general path (a string value) and a bad one now and then.
+  let text = '';
+  for (let s = 0; s < LINES; s++) {
+    if (s % 997 === 5) text += `{"step":${s},"loss":${(1 / (s + 1)).toFixed(6)},"phase":"train"}\n`;
+    else if (s % 1999 === 7) {
+      text += `not json at ${s}\n`;
+      continue;
+    }
+    else text += `{"step":${s},"loss":${(1 / (s + 1)).toFixed(6)},"lr":${(3e-4 * (1 - s / LINES)).toExponential(4)},"time":${1.7e9 + s}}\n`;
+    lossPoints++;
+  }
+  fs.writeFileSync(log, text);
+  execFileSync('chmod', ['-R', 'a+rX', path.join(host.dir, 'worker-runs')]);
+  const hosts = [host.hostConfig('testbox', { targets: ['host'], runRoots: [path.dirname(runDir)] })];
+  pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 30_000 });
+  const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+  core = new RemoteRunsCore({ hosts: () => hosts, executorFor: (h) => pool.executor(dir.resolve(h), { idempotent: true }) });
+  ref = { hostName: 'testbox', target: { kind: 'host', id: '' }, runPath: runDir, runName: 'long', metrics: [log], checkpoints: [] };
+  scripts = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-parse-worker-'));
+});
+
+after(async () => {
+  delete process.env.REMOTE_RUNS_METRICS_WORKER;
+  pool?.dispose();
+  await host?.stop();
+  if (scripts) fs.rmSync(scripts, { recursive: true, force: true });
+});
+
+const feedOf = (workerAbove: number) => new RunFeed(ref, { executor: () => core.executor('testbox'), intervalMs: () => 1e9, maxBytesPerRead: READ, workerAbove });
+
+/** Every point of every series, and the skipped-line figures: what two reads of the same log must agree on. */
+function seen(feed: RunFeed): string {
+  const dump = (s: Series) => ({ x: [...s.x], y: [...s.y], t: s.time ? [...s.time] : null, segments: s.segments });
+  return JSON.stringify({ series: [...feed.series()].map(([k, s]) => [k, dump(s)]), bad: feed.badLines, skipped: feed.skipped ?? null });
+}
+
+/** Resolves once no parse worker runs, or fails after a generous wait (CI may be a loaded 2-core machine). */
+async function workersGone(): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${liveParseWorkers()} parse workers still running`)), 60_000)));
+  try {
+    await Promise.race([noParseWorkers(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * A worker script that is the real parse worker (the sources, through tsx) and then dies at its `dieAt`-th read:
+ * `exit` ends its thread (as a kill would), `throw` crashes it with an uncaught error.
+ */
+function dyingWorker(how: 'exit' | 'throw', dieAt: number): string {
+  const file = path.join(scripts, `dying-${how}-${dieAt}.js`);
+  const tsx = createRequire(__filename).resolve('tsx/cjs/api');
+  const source = path.join(__dirname, '..', '..', 'src', 'core', 'metrics', 'parseWorker.ts');
+  fs.writeFileSync(
+    file,
+    `require(${JSON.stringify(tsx)}).register();
+require(${JSON.stringify(source)});
+const { parentPort } = require('node:worker_threads');
+let reads = 0;
+parentPort.on('message', (m) => {
+  if (m.type !== 'chunk' || ++reads !== ${dieAt}) return;
+  ${how === 'exit' ? 'process.exit(7);' : "throw new Error('a parser bug, for the test');"}
+});
+`,
+  );
+  return file;
+}
+
+test('a long backlog parsed in a worker gives the same series as parsing every read here, and the worker is gone after', async () => {
+  delete process.env.REMOTE_RUNS_METRICS_WORKER;
+  const here = feedOf(Infinity);
+  await here.pollNow();
+  assert.equal(here.status, 'following');
+  const viaWorker = feedOf(4 * READ);
+  let sawWorker = false;
+  const sub = viaWorker.onDidChange(() => (sawWorker ||= liveParseWorkers() > 0));
+  await viaWorker.pollNow();
+  sub.dispose();
+  assert.equal(viaWorker.status, 'following');
+  assert.ok(sawWorker, 'a worker parsed the backlog');
+  assert.equal(viaWorker.series().get('loss')?.length, lossPoints);
+  assert.equal(seen(viaWorker), seen(here));
+  await workersGone();
+  here.dispose();
+  viaWorker.dispose();
+});
+
+test('a feed disposed while its worker parses stops the worker', async () => {
+  delete process.env.REMOTE_RUNS_METRICS_WORKER;
+  const feed = feedOf(4 * READ);
+  let disposedWithWorker = false;
+  const sub = feed.onDidChange(() => {
+    if (liveParseWorkers() > 0 && !disposedWithWorker) {
+      disposedWithWorker = true;
+      feed.dispose();
+    }
+  });
+  await feed.pollNow().catch(() => undefined);
+  sub.dispose();
+  assert.ok(disposedWithWorker, 'the feed was disposed while a worker ran');
+  await workersGone();
+});
+
+for (const how of ['exit', 'throw'] as const) {
+  test(`a worker that dies (${how === 'exit' ? 'its thread killed' : 'an uncaught error'}) fails the round with a clear error; the next poll reads the rest, every line once`, async () => {
+    delete process.env.REMOTE_RUNS_METRICS_WORKER;
+    const here = feedOf(Infinity);
+    await here.pollNow();
+    process.env.REMOTE_RUNS_METRICS_WORKER = dyingWorker(how, 3);
+    const feed = feedOf(4 * READ);
+    await feed.pollNow();
+    delete process.env.REMOTE_RUNS_METRICS_WORKER;
+    assert.match(feed.status, how === 'exit' ? /The metrics parser thread stopped \(exit code 7\)/ : /The metrics parser thread failed: a parser bug, for the test/);
+    assert.match(feed.status, /read again from byte \d+ at the next poll/);
+    const kept = feed.series().get('loss')?.length ?? 0;
+    assert.ok(kept > 0 && kept < LINES - 20, `what was read before the worker died is kept (${kept} points)`);
+    await workersGone();
+    await feed.pollNow();
+    assert.equal(feed.status, 'following');
+    assert.equal(seen(feed), seen(here));
+    here.dispose();
+    feed.dispose();
+  });
+}
+
+test('the connection dying while a worker parses stops the worker; after the reconnect every line once', async () => {
+  delete process.env.REMOTE_RUNS_METRICS_WORKER;
+  const here = feedOf(Infinity);
+  await here.pollNow();
+  const feed = feedOf(4 * READ);
+  let killed = 0;
+  const sub = feed.onDidChange(() => {
+    if (killed === 0 && liveParseWorkers() > 0) killed = host.sshd.killConnections();
+  });
+  await feed.pollNow();
+  sub.dispose();
+  assert.ok(killed > 0, 'the connection was killed while a worker ran');
+  assert.notEqual(feed.status, 'following', 'the round says the connection was lost');
+  await workersGone();
+  for (let i = 0; i < 5 && feed.status !== 'following'; i++) await feed.pollNow();
+  assert.equal(feed.status, 'following');
+  assert.equal(seen(feed), seen(here));
+  here.dispose();
+  feed.dispose();
+});
