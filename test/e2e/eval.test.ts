@@ -5,12 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { closeSuite } from './suite';
 import { hasMetricsFrame, metricsFrame } from './metricsView';
 import { act, hoverUntil, until as untilRead } from './ui';
 import { startTestHost, type TestHost } from '../harness/testHost';
@@ -55,9 +56,7 @@ before(async () => {
 after(async () => {
   // An eval a failed test left holding ends on its go file (it runs detached; nothing else would end it).
   if (evalsDir) writeFileSync(path.join(path.dirname(evalsDir), 'go'), '');
-  await session?.close();
-  await host?.stop();
-  if (workspace) rmSync(workspace, { recursive: true, force: true });
+  await closeSuite(session, host, workspace);
 });
 
 const row = (label: string) => treeRow(session, label);

@@ -8,13 +8,14 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Frame } from 'playwright-core';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { closeSuite } from './suite';
 import { until as untilRead } from './ui';
 import { hasMetricsFrame, metricsFrame } from './metricsView';
 import { startTestHost, type TestHost } from '../harness/testHost';
@@ -73,9 +74,7 @@ before(async () => {
 });
 
 after(async () => {
-  await session?.close();
-  await host?.stop();
-  if (workspace) rmSync(workspace, { recursive: true, force: true });
+  await closeSuite(session, host, workspace);
 });
 
 /**

@@ -5,12 +5,13 @@
  * the step folders newest first; hovering a checkpoint path says what is there. The extension's language server asks the extension, which lists over the one pooled connection.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { act } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { testHostSettings, closeSuite } from './suite';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
 let host: TestHost;
@@ -30,10 +31,7 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [host.hostConfig('testbox')],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host),
       // Suggestions only when asked, so the test sees the list it asked for.
       'editor.quickSuggestions': { other: false, comments: false, strings: false },
       'editor.hover.delay': 100,
@@ -42,9 +40,7 @@ before(async () => {
 });
 
 after(async () => {
-  await session?.close();
-  await host?.stop();
-  if (workspace) rmSync(workspace, { recursive: true, force: true });
+  await closeSuite(session, host, workspace);
 });
 
 /** Opens a workspace file from the Explorer and waits for its editor. */

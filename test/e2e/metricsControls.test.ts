@@ -11,7 +11,7 @@
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -24,6 +24,7 @@ import { addRunFromPanel, hasMetricsFrame, metricsFrame } from './metricsView';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { act } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { testHostSettings, closeSuite } from './suite';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -77,19 +78,14 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [host.hostConfig('testbox')],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host),
       'remoteRuns.metrics.pollIntervalSeconds': 1,
     },
   });
 });
 
 after(async () => {
-  await session?.close();
-  await host?.stop();
-  if (workspace) rmSync(workspace, { recursive: true, force: true });
+  await closeSuite(session, host, workspace);
 });
 
 // ---- The webview ---------------------------------------------------------------------------------------------

@@ -5,12 +5,13 @@
  * not applied — nothing dropped in silence.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, rowLabels, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { closeSuite } from './suite';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
 let host: TestHost;
@@ -46,9 +47,7 @@ before(async () => {
 });
 
 after(async () => {
-  await session?.close();
-  await host?.stop();
-  if (workspace) rmSync(workspace, { recursive: true, force: true });
+  await closeSuite(session, host, workspace);
 });
 
 test('in Restricted Mode the workspace hosts and profiles are not applied, the user hosts are, and a warning names all three settings', async () => {
