@@ -12,7 +12,7 @@ import type { ErrorKind } from '../../core/types';
 import { formatBytes } from '../../core/util/format';
 import type { CompareAction } from '../../shared/metricsProtocol';
 import { escapeHtml } from '../eval/evalTableHtml';
-import { contentSecurityPolicy, makeNonce } from '../metrics/html';
+import { makeNonce, pageHead } from '../metrics/html';
 
 /** One side as far as it got: being read, failed (with the error's kind), or read. */
 export type SideState =
@@ -168,16 +168,7 @@ ${diffRows(d)}
   }
   const retryable = content.problems.some((p) => p.problem.kind !== 'reading');
   const buttons = ACTIONS.map(([action, label]) => `<button type="button" data-action="${action}"${action === 'retry' && !retryable && !d ? ' disabled' : ''}>${escapeHtml(label)}</button>`).join('');
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${escapeHtml(contentSecurityPolicy(page.cspSource, nonce))}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${escapeHtml(page.styleUri)}">
-<title>Compare checkpoints</title>
-</head>
-<body>
+  return `${pageHead({ cspSource: page.cspSource, nonce, styleUri: page.styleUri, title: 'Compare checkpoints' }, escapeHtml)}<body>
 <h1>Compare checkpoints</h1>
 <div class="actions">${buttons}</div>
 <table class="sides" aria-label="Checkpoints"><tbody>

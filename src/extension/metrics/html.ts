@@ -34,18 +34,26 @@ export function contentSecurityPolicy(cspSource: string, nonce: string): string 
 
 const escapeAttr = (s: string): string => s.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;');
 
-export function metricsHtml(parts: HtmlParts): string {
-  const nonce = parts.nonce ?? makeNonce();
+/**
+ * The start of every webview page of ours up to its body: the strict CSP (contentSecurityPolicy), the viewport, its
+ * one stylesheet and its title.
+ */
+export function pageHead(page: { cspSource: string; nonce: string; styleUri: string; title: string }, escape: (s: string) => string = escapeAttr): string {
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${escapeAttr(contentSecurityPolicy(parts.cspSource, nonce))}">
+<meta http-equiv="Content-Security-Policy" content="${escape(contentSecurityPolicy(page.cspSource, page.nonce))}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${escapeAttr(parts.styleUri)}">
-<title>Metrics</title>
+<link rel="stylesheet" href="${escape(page.styleUri)}">
+<title>${escape(page.title)}</title>
 </head>
-<body data-mode="${parts.mode}">
+`;
+}
+
+export function metricsHtml(parts: HtmlParts): string {
+  const nonce = parts.nonce ?? makeNonce();
+  return `${pageHead({ cspSource: parts.cspSource, nonce, styleUri: parts.styleUri, title: 'Metrics' })}<body data-mode="${parts.mode}">
 <div id="app"></div>
 <script nonce="${escapeAttr(nonce)}" src="${escapeAttr(parts.scriptUri)}"></script>
 </body>

@@ -7,7 +7,7 @@
  * `vscode`.
  */
 import type { TableCopyMessageType } from '../../shared/tableProtocol';
-import { contentSecurityPolicy, makeNonce } from '../metrics/html';
+import { makeNonce, pageHead } from '../metrics/html';
 
 export interface TablePage {
   /** webview.cspSource */
@@ -76,16 +76,7 @@ export function tablePageHtml(page: TablePage): string {
   const notes = (page.notes ?? []).map((n) => `<p class="note">${escapeHtml(n)}</p>`).join('\n');
   const extra = (page.buttons ?? []).map((b) => `<button type="button" data-post="${escapeHtml(b.type)}">${escapeHtml(b.label)}</button>`).join('');
   const disabled = rows.length ? '' : ' disabled';
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="UTF-8">
-<meta http-equiv="Content-Security-Policy" content="${escapeHtml(contentSecurityPolicy(page.cspSource, nonce))}">
-<meta name="viewport" content="width=device-width, initial-scale=1.0">
-<link rel="stylesheet" href="${escapeHtml(page.styleUri)}">
-<title>${escapeHtml(page.name)}</title>
-</head>
-<body data-copy="${escapeHtml(page.copyMessage)}">
+  return `${pageHead({ cspSource: page.cspSource, nonce, styleUri: page.styleUri, title: page.name }, escapeHtml)}<body data-copy="${escapeHtml(page.copyMessage)}">
 <h1>${escapeHtml(page.title)}</h1>
 ${notes}
 <div class="actions"><button type="button" data-format="csv"${disabled}>Copy as CSV</button><button type="button" data-format="markdown"${disabled}>Copy as Markdown</button>${extra}<span id="copied" class="copied" role="status"></span></div>
