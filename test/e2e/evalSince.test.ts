@@ -61,7 +61,7 @@ test('Evaluate Every Checkpoint Since… from the palette: run, first checkpoint
     const steps = host.storySteps;
     const from = steps[steps.length - 3]!;
     const since = steps.filter((s) => s >= from);
-    const before = steps.filter((s) => s < from);
+    const earlier = steps.filter((s) => s < from);
     assert.equal(since.length, 3);
 
     await session.openViewContainer('Remote Runs');
@@ -96,7 +96,7 @@ test('Evaluate Every Checkpoint Since… from the palette: run, first checkpoint
     }
     assert.deepEqual(order, since, 'each result shown as its eval finished, in step order');
     for (const s of since) assert.match(await description(`step_${s}`), new RegExp(`eval ✓ acceptance_length=${s / 1000}$`));
-    for (const s of before) assert.doesNotMatch(await description(`step_${s}`), /eval/, `step_${s} is before the first picked`);
+    for (const s of earlier) assert.doesNotMatch(await description(`step_${s}`), /eval/, `step_${s} is before the first picked`);
 
     // One after the other on the target: each eval started after the one before it ended.
     assert.equal(readFileSync(path.join(own, 'order'), 'utf8'), since.map((s) => `start ${s}\nend ${s}\n`).join(''));

@@ -43,7 +43,7 @@ async function openStory(session: VSCodeSession, hostName: string): Promise<void
   await expandTreeRow(session, 'story');
 }
 
-/** Pins the story run from its context menu; done once the status bar follows it. */
+/** Pins the story run from its context menu (done once the extension logged the command). */
 async function pinStory(session: VSCodeSession): Promise<void> {
   await treeContextMenu(session, 'story', /^Pin Run$/);
 }
