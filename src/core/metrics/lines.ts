@@ -134,25 +134,10 @@ export class LineSplitter {
   private take(keep = false): Uint8Array {
     const parts = this.parts;
     const length = this.pendingLength;
-    if (keep) {
-      const out = new Uint8Array(length);
-      let at = 0;
-      for (const p of parts) {
-        out.set(p, at);
-        at += p.length;
-      }
-      return out;
-    }
+    if (keep) return joined(parts, length);
     this.parts = [];
     this.pendingLength = 0;
-    if (parts.length === 1) return parts[0];
-    const out = new Uint8Array(length);
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
+    return parts.length === 1 ? parts[0] : joined(parts, length);
   }
 }
 
@@ -165,4 +150,15 @@ export function stripBom(bytes: Uint8Array, byteOffset: number): Uint8Array {
   return byteOffset === 0 && bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf
     ? bytes.subarray(3)
     : bytes;
+}
+
+/** The parts copied into one new array of `length` bytes. */
+function joined(parts: readonly Uint8Array[], length: number): Uint8Array {
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
