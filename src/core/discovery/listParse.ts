@@ -110,7 +110,10 @@ export class ListRecordReader {
     this.pushed += chunk.length;
     if (this.error !== undefined || this.finished || chunk.length === 0) return;
     try {
-      this.feed(chunk);
+      // A large chunk (a whole output read at once) is read a piece at a time, so the fields of one piece (tens of
+      // thousands of short strings and their array) die young instead of living through the whole read, to be copied
+      // by each young-generation collection on the way.
+      for (let at = 0; at < chunk.length && !this.finished; at += PIECE) this.feed(chunk.length <= PIECE ? chunk : chunk.subarray(at, at + PIECE));
     } catch (e) {
       this.error = e;
     }
@@ -164,66 +167,101 @@ export class ListRecordReader {
     }
     const data = this.pending.length > 0 ? Buffer.concat([...this.pending, chunk.subarray(0, last + 1)]) : chunk.subarray(0, last + 1);
     const tail = last + 1 < chunk.length ? Buffer.from(chunk.subarray(last + 1)) : undefined;
-    const left = this.read(splitFields(data));
+    const text = fieldsText(data);
+    const left = this.read(text);
     // A record cut at the chunk's end is read again with the next chunk, from its bytes: they go in front of what is
     // pending (a few bytes), instead of its fields in front of the next chunk's (a copy of thousands of them).
-    const cut = left > 0 ? Buffer.from(data.subarray(fieldsStart(data, left))) : undefined;
+    const cut = left >= 0 ? Buffer.from(data.subarray(fieldsStart(data, countFields(text, left)))) : undefined;
     this.pending = cut && tail ? [cut, tail] : cut ? [cut] : tail ? [tail] : [];
   }
 
-  /** Reads the records in `fields`; returns how many fields at the end (one record not yet whole) it left unread. */
-  private read(fields: string[]): number {
+  /**
+   * Reads the records in `text` (whole fields, each ending in a NUL, fieldsText); returns where the record it left
+   * unread (cut at the end, not yet whole) begins, or -1. The fields of an entry are read in place: only its name
+   * becomes a string of its own, its numbers are read from the text (a split would make a string of each field, and
+   * an array of them all, for one parse of a listing to collect).
+   */
+  private read(text: string): number {
     const records = this.records;
+    const n = text.length;
     let i = 0;
-    let whole = 0; // fields[0, whole) are records read
-    const take = (n: number): string[] | undefined => {
-      if (i + n > fields.length) return undefined;
-      const out = fields.slice(i, i + n);
-      i += n;
+    /** The next `count` fields as strings, or undefined when the text ends first (the record is cut). */
+    const take = (count: number): string[] | undefined => {
+      const out: string[] = [];
+      let at = i;
+      for (let k = 0; k < count; k++) {
+        const end = text.indexOf('\0', at);
+        if (end < 0) return undefined;
+        out.push(text.slice(at, end));
+        at = end + 1;
+      }
+      i = at;
       return out;
     };
-    reading: while (i < fields.length && !this.finished) {
-      whole = i;
-      const tag = fields[i++];
+    reading: while (i < n && !this.finished) {
+      const whole = i;
+      const tagEnd = text.indexOf('\0', i);
+      const tag = text.slice(i, tagEnd); // one letter: V8's cached one-character string, nothing made
+      i = tagEnd + 1;
       switch (tag) {
         case 'E': {
-          if (i + 5 > fields.length) break reading; // cut inside a record: the next chunk, or the end check, decides
+          const f = take(5);
+          if (!f) {
+            i = whole; // cut inside a record: the next chunk, or the end check, decides
+            break reading;
+          }
           const current = records[records.length - 1];
           if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
           if (current.kind === 'N') throw protocol('entries by path after entries by name');
           current.kind = 'E';
-          const entry = toEntry(fields, i, current.prefix);
+          const entry = toEntry(f, 0, current.prefix);
           current.entries.push(entry);
           if (current.tree && current.entries.length <= this.treeLimit!) current.tree.add(entry);
-          i += 5;
           break;
         }
         case 'N': {
-          if (i + 6 > fields.length) break reading; // cut inside a record: the next chunk, or the end check, decides
+          // depth, type, size, mtime, name, detail: where each field ends.
+          const e1 = text.indexOf('\0', i);
+          const e2 = e1 < 0 ? -1 : text.indexOf('\0', e1 + 1);
+          const e3 = e2 < 0 ? -1 : text.indexOf('\0', e2 + 1);
+          const e4 = e3 < 0 ? -1 : text.indexOf('\0', e3 + 1);
+          const e5 = e4 < 0 ? -1 : text.indexOf('\0', e4 + 1);
+          const e6 = e5 < 0 ? -1 : text.indexOf('\0', e5 + 1);
+          if (e6 < 0) {
+            i = whole; // cut inside a record: the next chunk, or the end check, decides
+            break reading;
+          }
           const current = records[records.length - 1];
           if (!current || current.status !== 'ok' || current.ended) throw protocol('an entry outside any root');
           if (current.kind === 'E') throw protocol('entries by name after entries by path');
           current.kind = 'N';
-          const depthText = fields[i];
-          const depth = depthText.length > 0 && depthText.length < 6 ? Number(depthText) : NaN;
-          const name = fields[i + 4];
+          const digit = text.charCodeAt(i) - 0x30;
+          const depth = e1 - i === 1 && digit >= 0 && digit <= 9 ? digit : e1 > i && e1 - i < 6 ? Number(text.slice(i, e1)) : NaN;
+          const name = text.slice(e4 + 1, e5);
           const parents = current.parents;
           // The folder it is in: the last entry one level up (the walk's folder at depth 1).
-          if (!Number.isInteger(depth) || depth < 1 || depth > current.top + 1) throw protocol(`bad entry depth ${JSON.stringify(depthText.slice(0, 20))} for ${JSON.stringify(name.slice(0, 80))}`);
+          if (!Number.isInteger(depth) || depth < 1 || depth > current.top + 1) throw protocol(`bad entry depth ${JSON.stringify(text.slice(i, e1).slice(0, 20))} for ${JSON.stringify(name.slice(0, 80))}`);
           if (name === '' || name === '.' || name === '..' || name.includes('/')) throw protocol(`bad entry name ${JSON.stringify(name.slice(0, 80))}`);
           // parents[d]: the path of the last folder at depth d with its slash, so each path is one concatenation.
           const rel = parents[depth - 1] + name;
           parents[depth] = `${rel}/`;
           current.top = depth;
-          const entry = toEntryRecord(fields[i + 1], fields[i + 2], fields[i + 3], rel, fields[i + 5], current.tree ? name : undefined);
+          const asNode = current.tree ? name : undefined;
+          const entry =
+            entryAt(text, e1 + 1, e2, e3, e4, rel, asNode) ??
+            toEntryRecord(text.slice(e1 + 1, e2), text.slice(e2 + 1, e3), text.slice(e3 + 1, e4), rel, '', asNode);
+          if (e6 > e5 + 1) addDetail(entry, text.slice(e5 + 1, e6));
           current.entries.push(entry);
           if (current.tree && current.entries.length <= this.treeLimit!) current.tree.addAt(depth, entry, name);
-          i += 6;
+          i = e6 + 1;
           break;
         }
         case 'T': {
           const f = take(1);
-          if (!f) break reading;
+          if (!f) {
+            i = whole;
+            break reading;
+          }
           const secs = Number(f[0]);
           if (!Number.isFinite(secs) || f[0] === '') throw protocol(`bad remote clock ${JSON.stringify(f[0])}`);
           this.remoteNow = secs * 1000;
@@ -231,7 +269,10 @@ export class ListRecordReader {
         }
         case 'R': {
           const f = take(3);
-          if (!f) break reading;
+          if (!f) {
+            i = whole;
+            break reading;
+          }
           if (Number(f[0]) !== records.length || records.length >= this.rootCount) {
             throw protocol(`root record ${JSON.stringify(f[0])} out of order`);
           }
@@ -242,7 +283,10 @@ export class ListRecordReader {
         }
         case 'P': {
           const f = take(1);
-          if (!f) break reading;
+          if (!f) {
+            i = whole;
+            break reading;
+          }
           const current = records[records.length - 1];
           if (!current || current.status !== 'ok' || current.ended) throw protocol('a folder record outside any root');
           if (f[0].includes('/') || f[0] === '.' || f[0] === '..') throw protocol(`bad folder record ${JSON.stringify(f[0].slice(0, 80))}`);
@@ -255,7 +299,10 @@ export class ListRecordReader {
         }
         case 'B': {
           const f = take(2);
-          if (!f) break reading;
+          if (!f) {
+            i = whole;
+            break reading;
+          }
           const current = records[records.length - 1];
           const m = /^(\d+)(\+?)$/.exec(f[1]);
           if (!current || current.status !== 'ok' || current.ended || !m || f[0].split('/').some((p) => p === '..' || p === '.')) throw protocol('a bad too-large record');
@@ -264,7 +311,10 @@ export class ListRecordReader {
         }
         case 'X': {
           const f = take(2);
-          if (!f) break reading;
+          if (!f) {
+            i = whole;
+            break reading;
+          }
           const current = records[records.length - 1];
           if (!current || Number(f[0]) !== records.length - 1 || current.status !== 'ok') throw protocol('a root end out of order');
           current.errors = f[1];
@@ -277,11 +327,13 @@ export class ListRecordReader {
         default:
           throw protocol(`unknown record ${JSON.stringify(tag.slice(0, 40))}`);
       }
-      whole = i;
     }
-    return this.finished || whole >= fields.length ? 0 : fields.length - whole;
+    return this.finished || i >= n ? -1 : i;
   }
 }
+
+/** The most bytes of output split into fields at once (ListRecordReader.push). */
+const PIECE = 64 * 1024;
 
 /** Where the last `count` NUL-terminated fields of `data` (which ends with a NUL) begin. */
 function fieldsStart(data: Buffer, count: number): number {
@@ -293,20 +345,27 @@ function fieldsStart(data: Buffer, count: number): number {
   return at + 1;
 }
 
+/** How many NUL-ended fields `text` holds from `from` on. */
+function countFields(text: string, from: number): number {
+  let count = 0;
+  for (let at = text.indexOf('\0', from); at >= 0; at = text.indexOf('\0', at + 1)) count++;
+  return count;
+}
+
 /**
- * Split whole fields (`buf` ends with a NUL) on NUL. The bytes are decoded at once (one native call) unless they hold
- * bytes that are not UTF-8, which are then decoded field by field (decodeName). A field never spans two calls, so a
- * character never does either.
+ * Whole fields (`buf` ends with a NUL) as text, each still ending in its NUL. The bytes are decoded at once (one
+ * native call) unless they hold bytes that are not UTF-8, which are then decoded field by field (decodeName; it never
+ * makes a NUL). A field never spans two calls, so a character never does either.
  */
-function splitFields(buf: Buffer): string[] {
-  const text = buf.toString('utf8', 0, buf.length - 1);
-  if (!text.includes('\ufffd')) return text.split('\0');
-  const out: string[] = [];
+function fieldsText(buf: Buffer): string {
+  const text = buf.toString('utf8');
+  if (!text.includes('\ufffd')) return text;
+  let out = '';
   let from = 0;
   for (;;) {
     const at = buf.indexOf(0, from);
     if (at < 0) break;
-    out.push(decodeName(buf.subarray(from, at)));
+    out += `${decodeName(buf.subarray(from, at))}\0`;
     from = at + 1;
   }
   return out;
@@ -365,11 +424,38 @@ function toEntryRecord(type: string, size: string, mtime: string, rel: string, e
     throw protocol(`bad entry ${JSON.stringify([type, size, mtime, rel].join(' ').slice(0, 80))}`);
   }
   const entry: Entry = name === undefined ? { type, bytes, mtime: ms, rel } : nodeShapedEntry(type, bytes, ms, rel, name);
-  if (extra === '') return entry;
+  if (extra !== '') addDetail(entry, extra);
+  return entry;
+}
+
+/**
+ * An N record's entry read in place, its type, size and mtime the text's fields [type, sizeAt), [sizeAt + 1, mtimeAt),
+ * [mtimeAt + 1, end) as find prints them (one letter, digits, digits with a point), or undefined for anything else,
+ * which toEntryRecord then reads (or rejects) from the fields as strings.
+ */
+function entryAt(text: string, type: number, sizeAt: number, mtimeAt: number, end: number, rel: string, name: string | undefined): Entry | undefined {
+  if (sizeAt !== type + 1) return undefined;
+  const t = text.charCodeAt(type) | 0x20; // one ASCII letter, either case
+  if (t < 0x61 || t > 0x7a) return undefined;
+  const from = sizeAt + 1;
+  if (mtimeAt === from || mtimeAt - from > 15) return undefined; // no digits, or more than a double holds exactly
+  let bytes = 0;
+  for (let k = from; k < mtimeAt; k++) {
+    const d = text.charCodeAt(k) - 0x30;
+    if (d < 0 || d > 9) return undefined;
+    bytes = bytes * 10 + d;
+  }
+  const ms = millisAt(text, mtimeAt + 1, end);
+  if (Number.isNaN(ms)) return undefined;
+  const letter = text.slice(type, sizeAt); // one character: V8's cached string
+  return name === undefined ? { type: letter, bytes, mtime: ms, rel } : nodeShapedEntry(letter, bytes, ms, rel, name);
+}
+
+/** An entry's detail field: `K` and a symlink's target, or `C` and a pointer file's contents. */
+function addDetail(entry: Entry, extra: string): void {
   if (extra.charCodeAt(0) === 0x4b /* K */) entry.link = extra.slice(1);
   else if (extra.charCodeAt(0) === 0x43 /* C */) entry.text = extra.slice(1);
   else throw protocol(`bad entry detail ${JSON.stringify(extra.slice(0, 40))}`);
-  return entry;
 }
 
 /**
@@ -378,15 +464,19 @@ function toEntryRecord(type: string, size: string, mtime: string, rel: string, e
  * takes V8's slow path for doubles, once per entry.
  */
 function millis(text: string): number {
-  const n = text.length;
+  return millisAt(text, 0, text.length);
+}
+
+/** millis() of text[from, n). */
+function millisAt(text: string, from: number, n: number): number {
   let whole = 0;
-  let k = 0;
+  let k = from;
   for (; k < n; k++) {
     const d = text.charCodeAt(k) - 0x30;
     if (d < 0 || d > 9) break;
     whole = whole * 10 + d;
   }
-  if (k === 0 || k > 15) return NaN; // no digits, or more than a double holds exactly
+  if (k === from || k - from > 15) return NaN; // no digits, or more than a double holds exactly
   if (k === n) return whole * 1000;
   if (text.charCodeAt(k) !== 0x2e || k + 1 === n) return NaN;
   let frac = 0;
