@@ -11,7 +11,7 @@ import { formatTarget } from '../../core/types';
 import type { EvalTableToWebview } from '../../shared/metricsProtocol';
 import type { Logger } from '../log';
 import { parseFromWebview } from '../metrics/validate';
-import { setupWebviewPage, webviewOptions } from '../metrics/webviewSetup';
+import { KeyedPanels, setupWebviewPage } from '../metrics/webviewSetup';
 import { evalTableHtml } from './evalTableHtml';
 import { runIdentity, type EvalResultsHub } from './resultsHub';
 
@@ -72,35 +72,24 @@ class EvalTableView implements vscode.Disposable {
 }
 
 export class EvalTablePanels implements vscode.Disposable {
-  private readonly open = new Map<string, EvalTableView>();
+  private readonly panels: KeyedPanels<EvalTableView>;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly hub: EvalResultsHub,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.panels = new KeyedPanels(EVAL_TABLE_PANEL_TYPE, extensionUri);
+  }
 
   /** Open (or reveal) the table of a run's evals. */
   show(run: EvalRunRef): void {
     const id = runIdentity(run.host, run.target, run.run.path);
-    const existing = this.open.get(id);
-    if (existing) {
-      existing.panel.reveal(undefined, false);
-      return;
-    }
-    const panel = vscode.window.createWebviewPanel(EVAL_TABLE_PANEL_TYPE, `Evals: ${run.run.name}`, vscode.ViewColumn.Active, {
-      ...webviewOptions(this.extensionUri),
-      retainContextWhenHidden: false,
-    });
-    const view = new EvalTableView(panel, run, this.extensionUri, this.hub, this.log);
-    this.open.set(id, view);
-    panel.onDidDispose(() => {
-      view.dispose();
-      if (this.open.get(id) === view) this.open.delete(id);
-    });
+    if (this.panels.reveal(id)) return;
+    this.panels.create(id, `Evals: ${run.run.name}`, (panel) => new EvalTableView(panel, run, this.extensionUri, this.hub, this.log));
   }
 
   dispose(): void {
-    for (const v of [...this.open.values()]) v.panel.dispose();
+    this.panels.dispose();
   }
 }

@@ -9,7 +9,7 @@ import type { Inspection } from '../../core/inspect';
 import { formatTarget, isRemoteRunsError, type Checkpoint, type TargetRef } from '../../core/types';
 import type { Logger } from '../log';
 import { parseFromWebview } from '../metrics/validate';
-import { setupWebviewPage, webviewOptions } from '../metrics/webviewSetup';
+import { KeyedPanels, setupWebviewPage } from '../metrics/webviewSetup';
 import type { PickedCheckpoint } from '../pickCheckpoint';
 import { compareHtml, type SideState } from './compareHtml';
 
@@ -142,36 +142,25 @@ function pairKey(a: PickedCheckpoint, b: PickedCheckpoint): string {
 }
 
 export class ComparePanels implements vscode.Disposable {
-  private readonly open = new Map<string, CompareView>();
+  private readonly panels: KeyedPanels<CompareView>;
 
-  constructor(private readonly deps: CompareDeps) {}
+  constructor(private readonly deps: CompareDeps) {
+    this.panels = new KeyedPanels(COMPARE_PANEL_TYPE, deps.extensionUri);
+  }
 
   /** Open (or reveal) the comparison of A with B. */
   show(a: PickedCheckpoint, b: PickedCheckpoint): void {
-    const existing = this.open.get(pairKey(a, b));
+    const key = pairKey(a, b);
+    const existing = this.panels.reveal(key);
     if (existing) {
-      existing.panel.reveal(undefined, false);
       existing.load();
       return;
     }
-    const panel = vscode.window.createWebviewPanel(COMPARE_PANEL_TYPE, `Compare: ${a.checkpoint.name} ↔ ${b.checkpoint.name}`, vscode.ViewColumn.Active, {
-      ...webviewOptions(this.deps.extensionUri),
-      retainContextWhenHidden: false,
-    });
-    let key = pairKey(a, b);
-    const view = new CompareView(panel, a, b, this.deps, (v) => {
-      if (this.open.get(key) === v) this.open.delete(key);
-      key = v.key;
-      this.open.set(key, v);
-    });
-    this.open.set(key, view);
-    panel.onDidDispose(() => {
-      view.dispose();
-      if (this.open.get(key) === view) this.open.delete(key);
-    });
+    // A view whose pair changes (its sides swapped or re-picked) is kept under its new pair.
+    this.panels.create(key, `Compare: ${a.checkpoint.name} ↔ ${b.checkpoint.name}`, (panel, rekey) => new CompareView(panel, a, b, this.deps, (v) => rekey(v.key)));
   }
 
   dispose(): void {
-    for (const v of [...this.open.values()]) v.panel.dispose();
+    this.panels.dispose();
   }
 }

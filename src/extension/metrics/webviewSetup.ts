@@ -33,3 +33,64 @@ export function setupWebviewPage(webview: vscode.Webview, extensionUri: vscode.U
   webview.options = webviewOptions(extensionUri);
   webview.html = page({ cspSource: webview.cspSource, styleUri: webview.asWebviewUri(vscode.Uri.joinPath(extensionUri, 'media', stylesheet)).toString() });
 }
+
+/** A view living in one webview panel: disposed when its panel closes. */
+export interface PanelView {
+  readonly panel: vscode.WebviewPanel;
+  dispose(): void;
+}
+
+/**
+ * The panels of one kind, one per key (a run's eval table, a target's run table, a pair's comparison): a second
+ * `show` of the same key reveals the open one instead of a copy. A view is forgotten when its panel closes; all
+ * close with the registry.
+ */
+export class KeyedPanels<V extends PanelView> implements vscode.Disposable {
+  private readonly open = new Map<string, V>();
+
+  constructor(
+    private readonly viewType: string,
+    private readonly extensionUri: vscode.Uri,
+  ) {}
+
+  /** The view open under `key`, brought to the front; undefined when there is none. */
+  reveal(key: string): V | undefined {
+    const existing = this.open.get(key);
+    existing?.panel.reveal(undefined, false);
+    return existing;
+  }
+
+  /**
+   * A new panel titled `title` in the active column, its view made by `make` and kept under `key`. `make` is given
+   * `rekey`, which moves the view to another key (a comparison whose pair changed).
+   */
+  create(key: string, title: string, make: (panel: vscode.WebviewPanel, rekey: (to: string) => void) => V): V {
+    const panel = vscode.window.createWebviewPanel(this.viewType, title, vscode.ViewColumn.Active, {
+      ...webviewOptions(this.extensionUri),
+      retainContextWhenHidden: false,
+    });
+    let current = key;
+    let view: V | undefined;
+    const rekey = (to: string): void => {
+      if (view === undefined) {
+        current = to;
+        return;
+      }
+      if (this.open.get(current) === view) this.open.delete(current);
+      current = to;
+      this.open.set(current, view);
+    };
+    view = make(panel, rekey);
+    const made = view;
+    this.open.set(current, made);
+    panel.onDidDispose(() => {
+      made.dispose();
+      if (this.open.get(current) === made) this.open.delete(current);
+    });
+    return made;
+  }
+
+  dispose(): void {
+    for (const v of [...this.open.values()]) v.panel.dispose();
+  }
+}

@@ -12,7 +12,7 @@ import { formatTarget, type TargetRef } from '../../core/types';
 import { cellsCsv, cellsMarkdown } from '../../core/util/textTable';
 import type { RunTableFromWebview, TableToWebview } from '../../shared/tableProtocol';
 import type { Logger } from '../log';
-import { setupWebviewPage, webviewOptions } from '../metrics/webviewSetup';
+import { KeyedPanels, setupWebviewPage } from '../metrics/webviewSetup';
 import { tablePageHtml } from '../table/tablePage';
 import { parseRunTableFromWebview } from '../table/tableMessages';
 import type { RunFactsReader } from './runFacts';
@@ -129,32 +129,24 @@ class RunTableView implements vscode.Disposable {
 }
 
 export class RunTablePanels implements vscode.Disposable {
-  private readonly open = new Map<string, RunTableView>();
+  private readonly panels: KeyedPanels<RunTableView>;
 
-  constructor(private readonly deps: { core: RemoteRunsCore; reader: RunFactsReader; extensionUri: vscode.Uri; log: Logger }) {}
+  constructor(private readonly deps: { core: RemoteRunsCore; reader: RunFactsReader; extensionUri: vscode.Uri; log: Logger }) {
+    this.panels = new KeyedPanels(RUN_TABLE_PANEL_TYPE, deps.extensionUri);
+  }
 
   /** Open (or reveal and refresh) the run table of a target. */
   show(place: RunTablePlace): void {
     const id = `${place.hostName}\0${formatTarget(place.target)}`;
-    const existing = this.open.get(id);
+    const existing = this.panels.reveal(id);
     if (existing) {
-      existing.panel.reveal(undefined, false);
       void existing.load();
       return;
     }
-    const panel = vscode.window.createWebviewPanel(RUN_TABLE_PANEL_TYPE, `Runs: ${place.hostName}/${formatTarget(place.target)}`, vscode.ViewColumn.Active, {
-      ...webviewOptions(this.deps.extensionUri),
-      retainContextWhenHidden: false,
-    });
-    const view = new RunTableView(panel, place, this.deps);
-    this.open.set(id, view);
-    panel.onDidDispose(() => {
-      view.dispose();
-      if (this.open.get(id) === view) this.open.delete(id);
-    });
+    this.panels.create(id, `Runs: ${place.hostName}/${formatTarget(place.target)}`, (panel) => new RunTableView(panel, place, this.deps));
   }
 
   dispose(): void {
-    for (const v of [...this.open.values()]) v.panel.dispose();
+    this.panels.dispose();
   }
 }
