@@ -114,6 +114,21 @@ function mainThreadCpuMs(): number {
 }
 
 /**
+ * Busy CPU time of the whole machine so far, ms, from /proc/stat (user, nice, system, irq, softirq of every core;
+ * steal and idle left out): with sshd, the remote shell and `cat` on the same machine, what one open costs all of
+ * them together, and so the least wall time the machine's cores allow for it. NaN where there is no /proc.
+ */
+function machineBusyMs(): number {
+  try {
+    const line = fs.readFileSync('/proc/stat', 'utf8').split('\n', 1)[0];
+    const [user, nice, system, , , irq, softirq] = line.trim().split(/\s+/).slice(1).map(Number);
+    return ((user + nice + system + irq + softirq) * 1000) / CLK_TCK;
+  } catch {
+    return NaN;
+  }
+}
+
+/**
  * The parse worker as the extension ships it: a fresh esbuild bundle of its entry (esbuild.mjs's metricsWorker),
  * not the sources through tsx's hook, which a worker would load (and compile) anew at every open.
  */
@@ -217,15 +232,19 @@ async function main(): Promise<void> {
     const openViaOpenSsh: number[] = [];
     const firstPartial: number[] = [];
     const cat: number[] = [];
+    const machineOpen: number[] = [];
+    const machineCat: number[] = [];
     let snapshotBytes = 0;
     let lastFeed: RunFeed | undefined;
     for (let i = 0; i < N; i++) {
       process.stderr.write(`open sample ${i + 1}/${N}…\n`);
       lastFeed?.dispose();
       {
+        const m0 = machineBusyMs();
         const t0 = performance.now();
         const feed = newFeed();
         const r = await openAndDraw(feed, t0);
+        machineOpen.push(machineBusyMs() - m0);
         open.push(r.ms);
         cpuOpen.push(r.cpuMs);
         busyOpen.push(r.busyMs);
@@ -236,7 +255,9 @@ async function main(): Promise<void> {
         const gone = await Promise.race([noParseWorkers().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 10_000))]);
         if (!gone) throw new Error(`${liveParseWorkers()} parse workers still running 10 s after the open`);
       }
+      const m0 = machineBusyMs();
       const c = await sshCatWc(sshBase, log);
+      machineCat.push(machineBusyMs() - m0);
       if (c.lines !== LINES) throw new Error(`ssh cat | wc -l counted ${c.lines}`);
       cat.push(c.ms);
       {
@@ -340,6 +361,8 @@ async function main(): Promise<void> {
       ['open → first partial chart (first read parsed, its snapshot)', fmt(stats(firstPartial))],
       ['open: CPU of the process (all threads) / of this thread, with the worker', `${fmt(stats(cpuOpen))} / ${fmt(stats(busyOpen))}`],
       ['open: CPU of the process / of this thread, without the worker', `${fmt(stats(cpuHere))} / ${fmt(stats(busyHere))}`],
+      ['CPU of the whole machine (sshd, the remote shell and cat included): open with the worker / cat', `${fmt(stats(machineOpen))} / ${fmt(stats(machineCat))}`],
+      [`the least wall time ${os.cpus().length} cores allow for that CPU: open / cat, and their ratio`, `${ms(stats(machineOpen).median / os.cpus().length)} / ${ms(stats(machineCat).median / os.cpus().length)}, ${(stats(machineOpen).median / c.median / os.cpus().length).toFixed(2)}× cat's wall time`],
     ]));
     out.push(`last update message (the whole log): ${snapshotBytes.toLocaleString('en-US')} bytes (4 metrics)`);
     out.push('');
@@ -354,7 +377,7 @@ async function main(): Promise<void> {
     out.push(`three compared runs in two panels: RSS growth ${mib(rssCompare)} (target ≤ 300 MiB), series ${mib(compareArrays)}`);
     console.log(out.join('\n'));
     console.log(JSON.stringify({
-      bench: 'metrics', lines: LINES, bytes, compressAbove: COMPRESS, openMs: o, catMs: c, ratio: o.median / c.median, cpuOpenMs: stats(cpuOpen), mainThreadCpuOpenMs: stats(busyOpen), cpuHereMs: stats(cpuHere), mainThreadCpuHereMs: stats(busyHere), openHereMs: stats(openHere), ratioHere: stats(openHere).median / c.median, openViaOpenSshMs: stats(openViaOpenSsh), ratioViaOpenSsh: stats(openViaOpenSsh).median / c.median, firstPartialMs: stats(firstPartial), snapshotBytes,
+      bench: 'metrics', lines: LINES, bytes, compressAbove: COMPRESS, openMs: o, catMs: c, ratio: o.median / c.median, machineCpuOpenMs: stats(machineOpen), machineCpuCatMs: stats(machineCat), cpuOpenMs: stats(cpuOpen), mainThreadCpuOpenMs: stats(busyOpen), cpuHereMs: stats(cpuHere), mainThreadCpuHereMs: stats(busyHere), openHereMs: stats(openHere), ratioHere: stats(openHere).median / c.median, openViaOpenSshMs: stats(openViaOpenSsh), ratioViaOpenSsh: stats(openViaOpenSsh).median / c.median, firstPartialMs: stats(firstPartial), snapshotBytes,
       appendPollMs: stats(pollMs), appendCpuMs: stats(cpuMs), updateBuildMs: stats(updateMs), updateBytes: stats(updateBytes),
       memory: { arrays, points, bytesPerPoint: arrays / points, heapAfterGc: heap, arrayBuffers: mem.arrayBuffers, rss: mem.rss, compare: { rssGrowth: rssCompare, arrays: compareArrays, points: comparePoints } },
       loadavg: { start: loadAtStart, end: os.loadavg()[0] },
