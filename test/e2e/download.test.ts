@@ -12,6 +12,7 @@ import { expandTreeRow, treeContextMenu } from './treeRows';
 import { pickQuickItem, quickPickStep } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
+import { testHostSettings } from './suite';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -26,10 +27,7 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [host.hostConfig('dlbox', { targets: ['host'], runRoots: [host.paths.downloads] })],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host, [host.hostConfig('dlbox', { targets: ['host'], runRoots: [host.paths.downloads] })]),
       'remoteRuns.downloadDirectory': downloads,
     },
   });

@@ -15,6 +15,7 @@ import { expandTreeRow, treeContextMenu } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { isRunning, recordedBytes } from '../harness/faults';
 import { startTestHost, type ProxiedHost, type TestHost } from '../harness/testHost';
+import { testHostSettings } from './suite';
 
 const MiB = 1024 * 1024;
 const BYTES = 96 * MiB;
@@ -47,10 +48,7 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [slow.hostConfig('slowbox', { targets: ['host'], runRoots: [root] })],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host, [slow.hostConfig('slowbox', { targets: ['host'], runRoots: [root] })]),
       'remoteRuns.downloadDirectory': downloads,
     },
   });

@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
-import { closeSuite } from './suite';
+import { closeSuite, testHostSettings } from './suite';
 import { hasMetricsFrame, metricsFrame } from './metricsView';
 import { act, hoverUntil, until as untilRead } from './ui';
 import { startTestHost, type TestHost } from '../harness/testHost';
@@ -33,10 +33,7 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [host.hostConfig('evbox', { targets: ['host'], runRoots: [host.paths.runs] })],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host, [host.hostConfig('evbox', { targets: ['host'], runRoots: [host.paths.runs] })]),
       'remoteRuns.evalProfiles': [
         {
           name: 'acceptance',

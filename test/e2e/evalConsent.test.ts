@@ -12,6 +12,7 @@ import { expandTreeRow, treeContextMenu } from './treeRows';
 import { act } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
+import { testHostSettings } from './suite';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -37,10 +38,7 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [host.hostConfig('evbox', { targets: ['host'], runRoots: [host.paths.runs] })],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host, [host.hostConfig('evbox', { targets: ['host'], runRoots: [host.paths.runs] })]),
     },
   });
 });

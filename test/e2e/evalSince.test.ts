@@ -15,6 +15,7 @@ import { pickQuickItem, quickPickStep } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
+import { testHostSettings } from './suite';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -30,10 +31,7 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [host.hostConfig('sincebox', { targets: ['host'], runRoots: [host.paths.runs] })],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host, [host.hostConfig('sincebox', { targets: ['host'], runRoots: [host.paths.runs] })]),
       'remoteRuns.evalProfiles': [
         // Two profiles, so the profile is asked for. Each eval notes its start and end (in the run's folder, its
         // working directory) and answers a value made of its step, so a result on the wrong row would show.

@@ -15,7 +15,7 @@ import { after, before, test } from 'node:test';
 import type { Frame } from 'playwright-core';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
-import { closeSuite } from './suite';
+import { closeSuite, testHostSettings } from './suite';
 import { until as untilRead } from './ui';
 import { hasMetricsFrame, metricsFrame } from './metricsView';
 import { startTestHost, type TestHost } from '../harness/testHost';
@@ -57,13 +57,10 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [
+      ...testHostSettings(host, [
         host.hostConfig('markupbox', { targets: ['host'], runRoots: [root] }),
         host.hostConfig('partialbox', { targets: ['docker:trainer'], runRoots: ['/workspace/partial'] }),
-      ],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ]),
       'remoteRuns.evalProfiles': [
         // Values through env (taken literally), so the test's own quoting cannot be what keeps them inert.
         { name: 'markup', where: 'target', command: 'printf "%s\\n" "$EVAL_LINE" "$EVAL_RESULT"', env: { EVAL_LINE, EVAL_RESULT: `{${JSON.stringify(EVAL_KEY)}: 1.5}` } },

@@ -18,6 +18,7 @@ import { act, hoverUntil, pickQuickItem, quickPickStep } from './ui';
 import { diffInspections, inspectFiles, Pieces, type Inspection, type InspectionDiff } from '../../src/core/inspect';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
+import { testHostSettings } from './suite';
 
 const FIX = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'inspect');
 const MORE = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'inspect_more');
@@ -42,10 +43,7 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [host.hostConfig('insp', { targets: ['host'], runRoots: [root] })],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host, [host.hostConfig('insp', { targets: ['host'], runRoots: [root] })]),
     },
   });
 });

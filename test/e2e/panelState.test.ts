@@ -23,6 +23,7 @@ import { machineSettingsFileOf, machineSettingsOf, readSettingsFile } from './se
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { pickQuickItem, quickPickStep, until } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { testHostSettings } from './suite';
 
 let host: TestHost;
 let link: ProxiedHost;
@@ -52,10 +53,7 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [link.hostConfig(HOST)],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host, [link.hostConfig(HOST)]),
       'remoteRuns.metrics.pollIntervalSeconds': 1,
     },
   });

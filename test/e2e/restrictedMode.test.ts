@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, rowLabels, treeRow } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
-import { closeSuite } from './suite';
+import { closeSuite, testHostSettings } from './suite';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
 let host: TestHost;
@@ -38,10 +38,7 @@ before(async () => {
     workspaceFolder: workspace,
     untrustedWorkspace: true,
     settings: {
-      'remoteRuns.hosts': [host.hostConfig('userbox', { targets: ['host'], runRoots: [host.paths.runs] })],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host, [host.hostConfig('userbox', { targets: ['host'], runRoots: [host.paths.runs] })]),
     },
   });
 });

@@ -22,6 +22,7 @@ import { metricsFrame } from './metricsView';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
+import { testHostSettings } from './suite';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -66,14 +67,11 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [
+      ...testHostSettings(host, [
         host.hostConfig('rbox', { targets: ['host'], runRoots: [roots.main] }),
         host.hostConfig('farbox', { targets: ['host'], runRoots: [roots.far] }),
         { ...host.hostConfig('gonebox', { targets: ['host'], runRoots: [roots.far] }), port: await closedPort() },
-      ],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ]),
       'remoteRuns.downloadDirectory': downloads,
       'remoteRuns.evalProfiles': [{ name: 'quick', where: 'target', command: 'echo eval of ${step}; printf \'{"score": %s}\\n\' ${step}' }],
     },

@@ -6,12 +6,12 @@ import type { TestHost } from '../harness/testHost';
 import type { VSCodeSession } from './vscode';
 
 /**
- * The test host as the only host (`testbox`), trusted through the harness's known_hosts, nothing taken from
- * ~/.ssh/config, and no timed tree refresh (the suites refresh when they mean to).
+ * The test host as the only host (`testbox`), or the suite's own `hosts` on it, trusted through the harness's
+ * known_hosts, nothing taken from ~/.ssh/config, and no timed tree refresh (the suites refresh when they mean to).
  */
-export function testHostSettings(host: TestHost): Record<string, unknown> {
+export function testHostSettings(host: TestHost, hosts: readonly unknown[] = [host.hostConfig('testbox')]): Record<string, unknown> {
   return {
-    'remoteRuns.hosts': [host.hostConfig('testbox')],
+    'remoteRuns.hosts': hosts,
     'remoteRuns.knownHostsFiles': [host.knownHostsFile],
     'remoteRuns.useSshConfigHosts': false,
     'remoteRuns.refreshIntervalSeconds': 0,

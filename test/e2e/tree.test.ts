@@ -15,6 +15,7 @@ import { startTestHost, type TestHost } from '../harness/testHost';
 import { startSshd, type TestSshd } from '../harness/sshd';
 import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
+import { testHostSettings } from './suite';
 
 // The README's picture is refreshed with `REMOTE_RUNS_SCREENSHOTS=1 npm run test:e2e`; a plain run writes into
 // .test-tmp so tests never dirty the work tree.
@@ -39,14 +40,11 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [
+      ...testHostSettings(host, [
         host.hostConfig('testbox'),
         host.hostConfig('roots', { targets: ['host'], runRoots: [host.paths.missing, host.paths.unreadable, host.paths.unrecognised, host.paths.empty] }),
         { name: 'newbox', host: '127.0.0.1', port: stranger.port, user: stranger.user, identityFile: stranger.clientKeyPath, targets: ['host'] },
-      ],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ]),
     },
   });
 });

@@ -14,6 +14,7 @@ import { expandTreeRow, treeContextMenu } from './treeRows';
 import { machineSettingsFileOf, readSettingsFile } from './settingsFile';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
+import { testHostSettings } from './suite';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -42,10 +43,7 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [host.hostConfig('dlbox', { targets: ['host'], runRoots: [host.paths.runs] })],
-      'remoteRuns.knownHostsFiles': [host.knownHostsFile],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...testHostSettings(host, [host.hostConfig('dlbox', { targets: ['host'], runRoots: [host.paths.runs] })]),
       'remoteRuns.downloadDirectory': downloads,
       // OpenSSH or fail: the download must run an ssh program, so the canary would run if it were honoured.
       'remoteRuns.downloadClient': 'openssh',
