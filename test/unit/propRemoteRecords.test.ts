@@ -323,3 +323,56 @@ test('run listing: folders whose names differ in any bytes (UTF-8 or not) stay d
     { numRuns: RUNS },
   );
 });
+
+test('run listing: N records are read in place with the numbers find printed, in its usual and unusual forms alike', () => {
+  // size, mtime as printed → bytes, ms: digits and a point are read from the text; anything else as Number() reads it.
+  const cases: [string, string, number, number][] = [
+    ['0', '1750000000', 0, 1_750_000_000_000],
+    ['4096', '1750000000.5', 4096, 1_750_000_000_500],
+    ['007', '1750000000.12345678901', 7, 1_750_000_000_123],
+    ['12345678901234567', '1750000000.00049', 12345678901234568, 1_750_000_000_000],
+    ['1e3', '1.75e9', 1000, 1_750_000_000_000],
+    ['1', '1750000000.0125', 1, 1_750_000_000_013],
+  ];
+  const fields = ['T', '1750000000', 'R', '0', 'ok', '/w', 'N', '1', 'd', '4096', '1750000000', 'run', ''];
+  cases.forEach(([size, mtime], i) => fields.push('N', '2', 'f', size, mtime, `f${i}`, i === 0 ? 'Klatest' : ''));
+  fields.push('X', '0', '0', 'Z');
+  const out = Buffer.from('\0@rr-list@3\0' + fields.map((f) => `${f}\0`).join(''));
+  const [root] = readListRecords(result(out), 1).records;
+  assert.deepEqual(
+    root.entries.slice(1).map((e) => [e.rel, e.bytes, e.mtime]),
+    cases.map(([, , bytes, ms], i) => [`run/f${i}`, bytes, ms]),
+  );
+  assert.equal(root.entries[1].link, 'latest');
+  // A size that is not a number is still refused, with the entry named.
+  const bad = Buffer.from(out.toString('latin1').replace('\x004096\x001750000000.5\x00', '\x0040x6\x001750000000.5\x00'), 'latin1');
+  assert.throws(() => readListRecords(result(bad), 1), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'protocol' && /bad entry/.test(e.message));
+});
+
+test('run listing: a large output pushed at once (read 64 KiB at a time) is what the same bytes give in small chunks', () => {
+  const fields = ['T', '1750000000', 'R', '0', 'ok', '/w'];
+  for (let r = 0; r < 80; r++) {
+    fields.push('N', '1', 'd', '4096', '1750000000.5', `run_${r}`, '');
+    fields.push('N', '2', 'f', '120', '1750000001.25', 'metrics.jsonl', '');
+    fields.push('N', '2', 'd', '4096', '1750000000.5', 'checkpoints', '');
+    for (let s = 1; s <= 40; s++) {
+      fields.push('N', '3', 'd', '4096', '1750000000.5', `step_${s * 100}`, '');
+      fields.push('N', '4', 'f', String(1000 + s), `17500${String(s).padStart(5, '0')}.123456789`, 'checkpoint.pt', '');
+    }
+  }
+  fields.push('X', '0', '0', 'Z');
+  const out = Buffer.from('\0@rr-list@3\0' + fields.map((f) => `${f}\0`).join(''));
+  assert.ok(out.length > 3 * 64 * 1024, `the output (${out.length} bytes) spans several pieces`);
+  const command = listRunsCommand(['/w'], { maxEntries: 100_000 });
+  const whole = command.parse(result(out));
+  const chunked = command.reader!();
+  for (let at = 0; at < out.length; at += 777) chunked.push(out.subarray(at, at + 777));
+  assert.deepEqual(chunked.finish(result(out)), whole);
+  const [listing] = whole.roots;
+  assert.equal(listing.state, 'ok');
+  if (listing.state !== 'ok') return;
+  assert.equal(listing.runs.length, 80);
+  assert.deepEqual(listing.runs.map((run) => run.checkpoints.length), Array(80).fill(40));
+  const last = listing.runs.find((run) => run.name === 'run_79')!.checkpoints.find((c) => c.step === 4000)!;
+  assert.deepEqual([last.bytes, last.files[0].mtime], [1040, 1_750_000_040_123]);
+});
