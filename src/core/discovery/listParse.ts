@@ -110,9 +110,8 @@ export class ListRecordReader {
     this.pushed += chunk.length;
     if (this.error !== undefined || this.finished || chunk.length === 0) return;
     try {
-      // A large chunk (a whole output read at once) is read a piece at a time, so the fields of one piece (tens of
-      // thousands of short strings and their array) die young instead of living through the whole read, to be copied
-      // by each young-generation collection on the way.
+      // A large chunk (a whole output read at once) is read a piece at a time, so each piece's decoded text (and
+      // what is made from it and not kept) is garbage by the next piece instead of living through the whole read.
       for (let at = 0; at < chunk.length && !this.finished; at += PIECE) this.feed(chunk.length <= PIECE ? chunk : chunk.subarray(at, at + PIECE));
     } catch (e) {
       this.error = e;
