@@ -62,7 +62,8 @@ export class KeyedPanels<V extends PanelView> implements vscode.Disposable {
 
   /**
    * A new panel titled `title` in the active column, its view made by `make` and kept under `key`. `make` is given
-   * `rekey`, which moves the view to another key (a comparison whose pair changed).
+   * `rekey`, which moves the view to another key (a comparison whose pair changed); the view calls it later, never
+   * while it is being made.
    */
   create(key: string, title: string, make: (panel: vscode.WebviewPanel, rekey: (to: string) => void) => V): V {
     const panel = vscode.window.createWebviewPanel(this.viewType, title, vscode.ViewColumn.Active, {
@@ -70,24 +71,17 @@ export class KeyedPanels<V extends PanelView> implements vscode.Disposable {
       retainContextWhenHidden: false,
     });
     let current = key;
-    let view: V | undefined;
-    const rekey = (to: string): void => {
-      if (view === undefined) {
-        current = to;
-        return;
-      }
+    const view = make(panel, (to) => {
       if (this.open.get(current) === view) this.open.delete(current);
       current = to;
       this.open.set(current, view);
-    };
-    view = make(panel, rekey);
-    const made = view;
-    this.open.set(current, made);
-    panel.onDidDispose(() => {
-      made.dispose();
-      if (this.open.get(current) === made) this.open.delete(current);
     });
-    return made;
+    this.open.set(current, view);
+    panel.onDidDispose(() => {
+      view.dispose();
+      if (this.open.get(current) === view) this.open.delete(current);
+    });
+    return view;
   }
 
   dispose(): void {
