@@ -15,8 +15,6 @@
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Frame } from 'playwright-core';
@@ -25,8 +23,8 @@ import { startTestHost, type TestHost } from '../harness/testHost';
 import { addRunFromPanel, hasMetricsFrame, metricsFrame } from './metricsView';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { act, quickInputState, settled, until } from './ui';
-import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
-import { testHostSettings, closeSuite } from './suite';
+import { withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { closeSuite, openSuite } from './suite';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -70,14 +68,7 @@ before(async () => {
   host = await startTestHost();
   writeRun(path.join(host.containers.trainer.workspace, 'export-run'), mainRows);
   writeRun(path.join(host.containers.trainer.workspace, 'export-other'), otherRows);
-  workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-export-ws-'));
-  session = await startVSCode({
-    workspaceFolder: workspace,
-    settings: {
-      ...testHostSettings(host),
-      'remoteRuns.metrics.pollIntervalSeconds': 2,
-    },
-  });
+  ({ workspace, session } = await openSuite(host, 'export', { 'remoteRuns.metrics.pollIntervalSeconds': 2 }));
 });
 
 after(async () => {

@@ -7,16 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Frame } from 'playwright-core';
 import { addRunFromPanel, drawnPixels, hasMetricsFrame, metricsFrame as findMetricsFrame } from './metricsView';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { act } from './ui';
-import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
-import { testHostSettings, closeSuite } from './suite';
+import { withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { closeSuite, openSuite } from './suite';
 import { startTestHost, type TestHost } from '../harness/testHost';
 
 let host: TestHost;
@@ -25,14 +23,7 @@ let workspace: string;
 
 before(async () => {
   host = await startTestHost();
-  workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-metrics-ws-'));
-  session = await startVSCode({
-    workspaceFolder: workspace,
-    settings: {
-      ...testHostSettings(host),
-      'remoteRuns.metrics.pollIntervalSeconds': 0.5,
-    },
-  });
+  ({ workspace, session } = await openSuite(host, 'metrics', { 'remoteRuns.metrics.pollIntervalSeconds': 0.5 }));
 });
 
 after(async () => {

@@ -11,8 +11,6 @@
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Frame } from 'playwright-core';
@@ -23,8 +21,8 @@ import { startTestHost, type TestHost } from '../harness/testHost';
 import { addRunFromPanel, hasMetricsFrame, metricsFrame } from './metricsView';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { act } from './ui';
-import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
-import { testHostSettings, closeSuite } from './suite';
+import { withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { closeSuite, openSuite } from './suite';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -74,14 +72,7 @@ before(async () => {
   host = await startTestHost();
   writeRun(path.join(host.containers.trainer.workspace, 'controls-run'), primaryRows, CHECKPOINTS);
   writeRun(path.join(host.containers.trainer.workspace, 'controls-ref'), refRows, [10_000]);
-  workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-controls-ws-'));
-  session = await startVSCode({
-    workspaceFolder: workspace,
-    settings: {
-      ...testHostSettings(host),
-      'remoteRuns.metrics.pollIntervalSeconds': 1,
-    },
-  });
+  ({ workspace, session } = await openSuite(host, 'controls', { 'remoteRuns.metrics.pollIntervalSeconds': 1 }));
 });
 
 after(async () => {

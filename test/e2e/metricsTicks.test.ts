@@ -9,16 +9,14 @@
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import type { Frame } from 'playwright-core';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { hasMetricsFrame, metricsFrame } from './metricsView';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
-import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
-import { testHostSettings, closeSuite } from './suite';
+import { withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { closeSuite, openSuite } from './suite';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -51,14 +49,7 @@ before(async () => {
     fs.mkdirSync(path.join(dir, 'checkpoints', `step_${step}`), { recursive: true });
     fs.writeFileSync(path.join(dir, 'checkpoints', `step_${step}`, 'checkpoint.pt'), 'weights');
   }
-  workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-ticks-ws-'));
-  session = await startVSCode({
-    workspaceFolder: workspace,
-    settings: {
-      ...testHostSettings(host),
-      'remoteRuns.metrics.pollIntervalSeconds': 1,
-    },
-  });
+  ({ workspace, session } = await openSuite(host, 'ticks', { 'remoteRuns.metrics.pollIntervalSeconds': 1 }));
 });
 
 after(async () => {

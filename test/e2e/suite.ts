@@ -1,9 +1,11 @@
 /**
  * What the e2e suites on the harness's test host share: the settings VS Code starts with, and the teardown.
  */
-import { rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
 import type { TestHost } from '../harness/testHost';
-import type { VSCodeSession } from './vscode';
+import { startVSCode, type VSCodeSession } from './vscode';
 
 /**
  * The test host as the only host (`testbox`), or the suite's own `hosts` on it, trusted through the harness's
@@ -23,4 +25,19 @@ export async function closeSuite(session: VSCodeSession | undefined, host: TestH
   await session?.close();
   await host?.stop();
   if (workspace) rmSync(workspace, { recursive: true, force: true });
+}
+
+/**
+ * VS Code on a fresh workspace folder (`rr-e2e-NAME-ws-…`) with the test host's settings and `settings` over them. A
+ * start that fails removes the folder it made.
+ */
+export async function openSuite(host: TestHost, name: string, settings: Record<string, unknown> = {}): Promise<{ workspace: string; session: VSCodeSession }> {
+  const workspace = mkdtempSync(path.join(tmpdir(), `rr-e2e-${name}-ws-`));
+  try {
+    const session = await startVSCode({ workspaceFolder: workspace, settings: { ...testHostSettings(host), ...settings } });
+    return { workspace, session };
+  } catch (e) {
+    rmSync(workspace, { recursive: true, force: true });
+    throw e;
+  }
 }
