@@ -31,7 +31,7 @@ import { RemoteRunsCore } from '../src/core/service';
 import type { RunRefWire } from '../src/shared/metricsProtocol';
 import { DEFAULT_TAIL_COMPRESS_ABOVE } from '../src/core/metrics';
 import { RunFeed } from '../src/core/metrics/runFeed';
-import { liveParseWorkers, noParseWorkers } from '../src/core/metrics/parseOffload';
+import { busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers } from '../src/core/metrics/parseOffload';
 import { MetricsPresenter } from '../src/extension/metrics/presenter';
 import { startTestHost, ScriptedPrompter } from '../test/harness/testHost';
 import { heapAfterGc, mib, ms, stats, table } from './util';
@@ -230,6 +230,8 @@ async function main(): Promise<void> {
     const cpuHere: number[] = [];
     const busyHere: number[] = [];
     const openViaOpenSsh: number[] = [];
+    const openCold: number[] = [];
+    const machineCold: number[] = [];
     const firstPartial: number[] = [];
     const cat: number[] = [];
     const machineOpen: number[] = [];
@@ -251,9 +253,21 @@ async function main(): Promise<void> {
         firstPartial.push(r.partialMs);
         snapshotBytes = r.bytes;
         lastFeed = feed;
-        // The open's worker is gone once the backlog is read (it exits a moment after it is closed).
+        // The open's worker is idle once the backlog is read (kept warm for the next: parseOffload.ts).
+        if (busyParseWorkers() !== 0) throw new Error(`${busyParseWorkers()} parse workers still busy after the open`);
+      }
+      {
+        // The same open on a fresh parse thread (the first open of a session): its JIT starts cold.
+        closeIdleParseWorkers();
         const gone = await Promise.race([noParseWorkers().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 10_000))]);
-        if (!gone) throw new Error(`${liveParseWorkers()} parse workers still running 10 s after the open`);
+        if (!gone) throw new Error(`${liveParseWorkers()} parse workers still running 10 s after they were closed`);
+        const m0 = machineBusyMs();
+        const t0 = performance.now();
+        const feed = newFeed();
+        const r = await openAndDraw(feed, t0);
+        machineCold.push(machineBusyMs() - m0);
+        openCold.push(r.ms);
+        feed.dispose();
       }
       const m0 = machineBusyMs();
       const c = await sshCatWc(sshBase, log);
@@ -278,6 +292,7 @@ async function main(): Promise<void> {
     }
 
     openssh.close();
+    closeIdleParseWorkers();
 
     // Memory of one opened run (the last sample's feed; the others are garbage now).
     const feed = lastFeed!;
@@ -354,6 +369,8 @@ async function main(): Promise<void> {
       ['open → first full chart (feed + parse + decimate + update)', fmt(o)],
       ['ssh testbox cat FILE | wc -l', fmt(c)],
       ['ratio open / cat (target ≤ 1.3)', (o.median / c.median).toFixed(2)],
+      ['open on a fresh parse thread (the first open of a session: the worker\'s JIT cold)', fmt(stats(openCold))],
+      ['ratio open on a fresh thread / cat', (stats(openCold).median / c.median).toFixed(2)],
       ['open with every read parsed on this thread (no parse worker)', fmt(stats(openHere))],
       ['ratio open without the worker / cat', (stats(openHere).median / c.median).toFixed(2)],
       ['open with the reads over OpenSSH (a ControlMaster, as the OpenSSH transport)', fmt(stats(openViaOpenSsh))],
@@ -362,6 +379,7 @@ async function main(): Promise<void> {
       ['open: CPU of the process (all threads) / of this thread, with the worker', `${fmt(stats(cpuOpen))} / ${fmt(stats(busyOpen))}`],
       ['open: CPU of the process / of this thread, without the worker', `${fmt(stats(cpuHere))} / ${fmt(stats(busyHere))}`],
       ['CPU of the whole machine (sshd, the remote shell and cat included): open with the worker / cat', `${fmt(stats(machineOpen))} / ${fmt(stats(machineCat))}`],
+      ['CPU of the whole machine: open on a fresh parse thread', fmt(stats(machineCold))],
       [`the least wall time ${os.cpus().length} cores allow for that CPU: open / cat, and their ratio`, `${ms(stats(machineOpen).median / os.cpus().length)} / ${ms(stats(machineCat).median / os.cpus().length)}, ${(stats(machineOpen).median / c.median / os.cpus().length).toFixed(2)}× cat's wall time`],
     ]));
     out.push(`last update message (the whole log): ${snapshotBytes.toLocaleString('en-US')} bytes (4 metrics)`);
@@ -377,7 +395,7 @@ async function main(): Promise<void> {
     out.push(`three compared runs in two panels: RSS growth ${mib(rssCompare)} (target ≤ 300 MiB), series ${mib(compareArrays)}`);
     console.log(out.join('\n'));
     console.log(JSON.stringify({
-      bench: 'metrics', lines: LINES, bytes, compressAbove: COMPRESS, openMs: o, catMs: c, ratio: o.median / c.median, machineCpuOpenMs: stats(machineOpen), machineCpuCatMs: stats(machineCat), cpuOpenMs: stats(cpuOpen), mainThreadCpuOpenMs: stats(busyOpen), cpuHereMs: stats(cpuHere), mainThreadCpuHereMs: stats(busyHere), openHereMs: stats(openHere), ratioHere: stats(openHere).median / c.median, openViaOpenSshMs: stats(openViaOpenSsh), ratioViaOpenSsh: stats(openViaOpenSsh).median / c.median, firstPartialMs: stats(firstPartial), snapshotBytes,
+      bench: 'metrics', lines: LINES, bytes, compressAbove: COMPRESS, openMs: o, catMs: c, ratio: o.median / c.median, machineCpuOpenMs: stats(machineOpen), machineCpuCatMs: stats(machineCat), cpuOpenMs: stats(cpuOpen), mainThreadCpuOpenMs: stats(busyOpen), cpuHereMs: stats(cpuHere), mainThreadCpuHereMs: stats(busyHere), openHereMs: stats(openHere), openColdMs: stats(openCold), ratioCold: stats(openCold).median / c.median, machineCpuColdMs: stats(machineCold), ratioHere: stats(openHere).median / c.median, openViaOpenSshMs: stats(openViaOpenSsh), ratioViaOpenSsh: stats(openViaOpenSsh).median / c.median, firstPartialMs: stats(firstPartial), snapshotBytes,
       appendPollMs: stats(pollMs), appendCpuMs: stats(cpuMs), updateBuildMs: stats(updateMs), updateBytes: stats(updateBytes),
       memory: { arrays, points, bytesPerPoint: arrays / points, heapAfterGc: heap, arrayBuffers: mem.arrayBuffers, rss: mem.rss, compare: { rssGrowth: rssCompare, arrays: compareArrays, points: comparePoints } },
       loadavg: { start: loadAtStart, end: os.loadavg()[0] },

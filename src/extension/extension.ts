@@ -30,6 +30,7 @@ import { registerDemo } from './demo/register';
 import { registerCompare } from './inspect/register';
 import type { Checkpoint, TargetRef } from '../core/types';
 import { registerLanguageServer } from './lsp/client';
+import { closeIdleParseWorkers } from '../core/metrics';
 
 export interface RemoteRunsApi {
   tree: RunsTreeProvider;
@@ -41,6 +42,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   const store = new DisposableStore();
   context.subscriptions.push(store);
 
+  // The metrics parse threads kept warm between backlogs end with the extension, not a minute later.
+  store.register({ dispose: closeIdleParseWorkers });
   const channel = store.register(vscode.window.createOutputChannel('Remote Runs', { log: true }));
   const log = channelLogger(channel);
   const settings = new Settings(log);

@@ -1,7 +1,8 @@
 /**
  * A long JSONL backlog parsed in a worker thread (src/core/metrics/parseOffload.ts), over the real sshd: the same
- * series as parsing every read on this thread; the worker gone once the backlog is read and when the feed is
- * disposed in the middle of it or its connection dies; a worker that dies (killed: its thread exits; or crashes: an uncaught error) fails
+ * series as parsing every read on this thread; the thread kept warm once the backlog is read (the next backlog runs on
+ * it, and it exits after its idle wait), ended at once when the feed is disposed in the middle of a backlog or its
+ * connection dies; a worker that dies (killed: its thread exits; or crashes: an uncaught error) fails
  * the round with an error that says so, keeps what was read, and the next poll reads the rest again, every line
  * exactly once. Reads are made small (64 KiB) so a 2 MB log is a long backlog.
  */
@@ -16,7 +17,7 @@ import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore } from '../../src/core/service';
 import { RunFeed } from '../../src/core/metrics/runFeed';
-import { liveParseWorkers, noParseWorkers } from '../../src/core/metrics/parseOffload';
+import { busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers, parseWorkersStarted, PARSE_WORKER_IDLE_MS, setParseWorkerIdleMs } from '../../src/core/metrics/parseOffload';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
 import type { Series } from '../../src/core/metrics';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
@@ -59,6 +60,7 @@ before(async () => {
 
 after(async () => {
   delete process.env.REMOTE_RUNS_METRICS_WORKER;
+  closeIdleParseWorkers();
   pool?.dispose();
   await host?.stop();
   if (scripts) fs.rmSync(scripts, { recursive: true, force: true });
@@ -72,7 +74,10 @@ function seen(feed: RunFeed): string {
   return JSON.stringify({ series: [...feed.series()].map(([k, s]) => [k, dump(s)]), bad: feed.badLines, skipped: feed.skipped ?? null });
 }
 
-/** Resolves once no parse worker runs, or fails after a generous wait (CI may be a loaded 2-core machine). */
+/**
+ * Resolves once no parse thread runs, or fails after a generous wait (CI may be a loaded 2-core machine). Idle threads
+ * count: a test that means "ended at once" first makes the idle wait longer than this one.
+ */
 async function workersGone(): Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${liveParseWorkers()} parse workers still running`)), 60_000)));
@@ -106,31 +111,83 @@ parentPort.on('message', (m) => {
   return file;
 }
 
-test('a long backlog parsed in a worker gives the same series as parsing every read here, and the worker is gone after', async () => {
+test('a long backlog parsed in a worker gives the same series as parsing every read here; the thread is kept warm for the next backlog, then exits', async () => {
   delete process.env.REMOTE_RUNS_METRICS_WORKER;
+  closeIdleParseWorkers();
+  await workersGone();
+  setParseWorkerIdleMs(PARSE_WORKER_IDLE_MS);
   const here = feedOf(Infinity);
   await here.pollNow();
   assert.equal(here.status, 'following');
   const viaWorker = feedOf(4 * READ);
   let sawWorker = false;
-  const sub = viaWorker.onDidChange(() => (sawWorker ||= liveParseWorkers() > 0));
+  const sub = viaWorker.onDidChange(() => (sawWorker ||= busyParseWorkers() > 0));
+  const startedBefore = parseWorkersStarted();
   await viaWorker.pollNow();
   sub.dispose();
   assert.equal(viaWorker.status, 'following');
   assert.ok(sawWorker, 'a worker parsed the backlog');
   assert.equal(viaWorker.series().get('loss')?.length, lossPoints);
   assert.equal(seen(viaWorker), seen(here));
+  assert.equal(parseWorkersStarted(), startedBefore + 1, 'one thread was started');
+  // Read to the end: the thread waits idle, holding nothing of the backlog, for the next one.
+  assert.equal(busyParseWorkers(), 0);
+  assert.equal(liveParseWorkers(), 1, 'the thread is kept warm');
+  const again = feedOf(4 * READ);
+  await again.pollNow();
+  assert.equal(again.status, 'following');
+  assert.equal(seen(again), seen(here), 'a warm thread starts each backlog afresh');
+  assert.equal(parseWorkersStarted(), startedBefore + 1, 'the second backlog ran on the warm thread');
+  // The idle wait ends it.
+  setParseWorkerIdleMs(50);
   await workersGone();
+  setParseWorkerIdleMs(PARSE_WORKER_IDLE_MS);
   here.dispose();
   viaWorker.dispose();
+  again.dispose();
 });
 
-test('a feed disposed while its worker parses stops the worker', async () => {
+test('two backlogs read at once run on two threads, and only one is kept warm after', async () => {
   delete process.env.REMOTE_RUNS_METRICS_WORKER;
+  closeIdleParseWorkers();
+  await workersGone();
+  setParseWorkerIdleMs(10 * 60_000);
+  const here = feedOf(Infinity);
+  await here.pollNow();
+  const feeds = [feedOf(4 * READ), feedOf(4 * READ)];
+  let mostBusy = 0;
+  const subs = feeds.map((f) => f.onDidChange(() => (mostBusy = Math.max(mostBusy, busyParseWorkers()))));
+  const startedBefore = parseWorkersStarted();
+  await Promise.all(feeds.map((f) => f.pollNow()));
+  for (const s of subs) s.dispose();
+  for (const f of feeds) assert.equal(seen(f), seen(here));
+  // The two overlap (each is ~30 round trips of 64 KiB); should one end before the other's worker starts, the second
+  // runs on the first's warm thread instead. Either way one thread per backlog at a time.
+  const started = parseWorkersStarted() - startedBefore;
+  assert.ok(started === 1 || started === 2, `${started} threads started`);
+  assert.equal(mostBusy, started, 'the backlogs read at the same time ran on threads of their own');
+  // The second thread given back is ended (it exits a moment later); one waits idle.
+  const deadline = Date.now() + 60_000;
+  while (liveParseWorkers() > 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(liveParseWorkers(), 1);
+  assert.equal(busyParseWorkers(), 0);
+  closeIdleParseWorkers();
+  await workersGone();
+  setParseWorkerIdleMs(PARSE_WORKER_IDLE_MS);
+  here.dispose();
+  for (const f of feeds) f.dispose();
+});
+
+test('a feed disposed while its worker parses ends the thread at once (it is not kept warm)', async () => {
+  delete process.env.REMOTE_RUNS_METRICS_WORKER;
+  closeIdleParseWorkers();
+  await workersGone();
+  // Longer than workersGone waits: were the thread kept idle, the wait below would fail.
+  setParseWorkerIdleMs(10 * 60_000);
   const feed = feedOf(4 * READ);
   let disposedWithWorker = false;
   const sub = feed.onDidChange(() => {
-    if (liveParseWorkers() > 0 && !disposedWithWorker) {
+    if (busyParseWorkers() > 0 && !disposedWithWorker) {
       disposedWithWorker = true;
       feed.dispose();
     }
@@ -139,11 +196,13 @@ test('a feed disposed while its worker parses stops the worker', async () => {
   sub.dispose();
   assert.ok(disposedWithWorker, 'the feed was disposed while a worker ran');
   await workersGone();
+  setParseWorkerIdleMs(PARSE_WORKER_IDLE_MS);
 });
 
 for (const how of ['exit', 'throw'] as const) {
   test(`a worker that dies (${how === 'exit' ? 'its thread killed' : 'an uncaught error'}) fails the round with a clear error; the next poll reads the rest, every line once`, async () => {
     delete process.env.REMOTE_RUNS_METRICS_WORKER;
+    closeIdleParseWorkers();
     const here = feedOf(Infinity);
     await here.pollNow();
     process.env.REMOTE_RUNS_METRICS_WORKER = dyingWorker(how, 3);
@@ -170,7 +229,7 @@ test('the connection dying while a worker parses stops the worker; after the rec
   const feed = feedOf(4 * READ);
   let killed = 0;
   const sub = feed.onDidChange(() => {
-    if (killed === 0 && liveParseWorkers() > 0) killed = host.sshd.killConnections();
+    if (killed === 0 && busyParseWorkers() > 0) killed = host.sshd.killConnections();
   });
   await feed.pollNow();
   sub.dispose();
@@ -180,6 +239,8 @@ test('the connection dying while a worker parses stops the worker; after the rec
   // with the worker gone and every line exactly once; which one happened is a race of the test, not of the feed.
   const lost = feed.status !== 'following';
   if (lost) assert.ok(feed.status.length > 0, 'the round says why it stopped');
+  assert.equal(busyParseWorkers(), 0, 'no thread is left running the backlog');
+  closeIdleParseWorkers();
   await workersGone();
   for (let i = 0; i < 5 && feed.status !== 'following'; i++) await feed.pollNow();
   assert.equal(feed.status, 'following');

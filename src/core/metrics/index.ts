@@ -36,6 +36,7 @@ export {
   type TailStep,
 } from './tail';
 export { MetricsFollower, type FollowUpdate } from './follow';
+export { closeIdleParseWorkers } from './parseOffload';
 export { emaSmooth } from './smooth';
 export { decimateMinMax, type DecimateInput, type DecimateRange, type DecimatedSeries } from './decimate';
 export { detectPlateau, metricDirection, type MetricDirection, type PlateauOptions, type PlateauResult } from './plateau';

@@ -5,10 +5,18 @@
  * the points (JsonlParser.applyBatch), in order, as each batch comes back. The batch's arrays are transferred, and
  * so is each read's buffer on the way in: nothing is copied twice.
  *
- * The worker never outlives its owner: MetricsFollower.catchUp starts one for a backlog and closes it when the
- * backlog is read, when the feed stops (its signal), or when a read fails; a worker that dies (crash, killed, out of
- * memory) fails the backlog with a clear error, and the parser takes the stream back from the end of the last batch
- * applied, so the next poll reads the rest again and nothing is lost.
+ * A thread is kept warm between backlogs: one whose backlog was read to the end (nothing of it outstanding) waits
+ * idle for the next one for PARSE_WORKER_IDLE_MS, then exits; at most MAX_IDLE wait at a time. Its compiled code is what makes it fast: a fresh
+ * thread spends its first 8 MiB in V8's interpreter and baseline tiers (measured: ~320 ms for the first 8 MiB read,
+ * ~27 ms for each one after), so opening a second run, or the same run again, would pay that every time. An idle
+ * thread does not keep the process alive (unref) and holds no data of the backlog it read (each backlog starts a
+ * fresh batcher).
+ *
+ * The worker never outlives its owner's interest: MetricsFollower.catchUp gets one for a backlog and gives it back
+ * when the backlog is read; when the feed stops (its signal) or a read fails with reads still in the thread, the
+ * thread is ended at once, not reused. A worker that dies (crash, killed, out of memory) fails the backlog with a
+ * clear error, and the parser takes the stream back from the end of the last batch applied, so the next poll reads
+ * the rest again and nothing is lost.
  */
 import * as path from 'node:path';
 import type { Worker } from 'node:worker_threads';
@@ -28,23 +36,123 @@ export type FromParseWorker = { type: 'batch'; seq: number; batch: FlatBatch } |
 /** Backlogs of at least this many bytes not yet read are parsed in a worker (two default reads or more). */
 export const PARSE_WORKER_ABOVE = 16 * 1024 * 1024;
 
+/** How long a thread whose backlog is read waits for the next one before it exits (its compiled code kept warm). */
+export const PARSE_WORKER_IDLE_MS = 60_000;
+
+/**
+ * Idle threads kept at most: one serves the next open (runs are opened one after another), and each idle thread
+ * holds its own heap (measured: three kept after a comparison of three runs put the bench's RSS growth over its budget).
+ */
+const MAX_IDLE = 1;
+
 /** A buffer at least this big is the read's own (Buffer.concat's, never the shared pool's): transferred, not copied. */
 const TRANSFER_AT_LEAST = 1024 * 1024;
 
+/** One parse thread: running one backlog (`job`), or idle until its timer ends it. */
+interface ParseThread {
+  readonly worker: Worker;
+  /** The script it runs (a test's or a benchmark's override, or ''): only a backlog wanting the same one reuses it. */
+  readonly script: string;
+  job: ParseOffload | undefined;
+  idleTimer: ReturnType<typeof setTimeout> | undefined;
+  exited: boolean;
+}
+
 let live = 0;
-const idle: (() => void)[] = [];
-/** Parse workers running in this process (started and not yet exited): for tests and the benchmark. */
+let started = 0;
+let idleMs = PARSE_WORKER_IDLE_MS;
+const idleThreads: ParseThread[] = [];
+const gone: (() => void)[] = [];
+
+/** Parse threads in this process (started and not yet exited, busy or idle): for tests and the benchmark. */
 export function liveParseWorkers(): number {
   return live;
 }
 
-/** Resolves once no parse worker runs (a closed one exits a moment after it is told to). */
+/** Parse threads running a backlog now (live ones that are not idle). */
+export function busyParseWorkers(): number {
+  return live - idleThreads.length;
+}
+
+/** Parse threads started in this process so far (a warm one reused is not counted again). */
+export function parseWorkersStarted(): number {
+  return started;
+}
+
+/** Resolves once no parse thread runs (a closed one exits a moment after it is told to; an idle one after its wait). */
 export function noParseWorkers(): Promise<void> {
-  return live === 0 ? Promise.resolve() : new Promise((resolve) => idle.push(resolve));
+  return live === 0 ? Promise.resolve() : new Promise((resolve) => gone.push(resolve));
+}
+
+/** How long an idle thread waits (tests, the benchmark); the idle ones now wait that long from now. */
+export function setParseWorkerIdleMs(ms: number): void {
+  idleMs = ms;
+  for (const t of [...idleThreads]) armIdle(t);
+}
+
+/** End every idle thread now (deactivation, the CLI's exit, tests). Busy ones end with their backlog. */
+export function closeIdleParseWorkers(): void {
+  for (const t of idleThreads.splice(0)) endThread(t);
+}
+
+function armIdle(t: ParseThread): void {
+  if (t.idleTimer) clearTimeout(t.idleTimer);
+  t.idleTimer = setTimeout(() => {
+    const i = idleThreads.indexOf(t);
+    if (i >= 0) idleThreads.splice(i, 1);
+    endThread(t);
+  }, idleMs);
+  t.idleTimer.unref?.();
+}
+
+function endThread(t: ParseThread): void {
+  if (t.idleTimer) clearTimeout(t.idleTimer);
+  t.idleTimer = undefined;
+  t.job = undefined;
+  void t.worker.terminate();
+}
+
+/** A warm idle thread running `script`, or a new one. */
+function takeThread(script: string | undefined): ParseThread {
+  const key = script ?? '';
+  const i = idleThreads.findIndex((t) => t.script === key && !t.exited);
+  if (i >= 0) {
+    const [t] = idleThreads.splice(i, 1);
+    if (t.idleTimer) clearTimeout(t.idleTimer);
+    t.idleTimer = undefined;
+    t.worker.ref();
+    return t;
+  }
+  const worker = spawnWorker({ bundled: path.join(__dirname, 'metricsWorker.js'), source: path.join(__dirname, 'parseWorker.ts'), override: script });
+  const t: ParseThread = { worker, script: key, job: undefined, idleTimer: undefined, exited: false };
+  live++;
+  started++;
+  worker.on('message', (m: FromParseWorker) => t.job?.onMessage(m));
+  worker.on('error', (e: Error) => t.job?.fail(`failed: ${e.message}`));
+  worker.once('exit', (code: number) => {
+    t.exited = true;
+    const idle = idleThreads.indexOf(t);
+    if (idle >= 0) idleThreads.splice(idle, 1);
+    if (t.idleTimer) clearTimeout(t.idleTimer);
+    t.job?.fail(`stopped (exit code ${code})`);
+    t.job = undefined;
+    if (--live === 0) for (const f of gone.splice(0)) f();
+  });
+  return t;
+}
+
+/** Give back a thread whose backlog has nothing outstanding: it waits idle for the next one. */
+function releaseThread(t: ParseThread): void {
+  t.job = undefined;
+  if (t.exited) return;
+  if (idleThreads.length >= MAX_IDLE) return endThread(t);
+  t.worker.unref();
+  idleThreads.push(t);
+  armIdle(t);
 }
 
 export class ParseOffload {
-  private readonly worker: Worker;
+  private readonly thread: ParseThread;
   private seq = 0;
   /** The file offset after each read sent and not yet applied, oldest first. */
   private readonly ends: number[] = [];
@@ -53,8 +161,6 @@ export class ParseOffload {
   private failure: RemoteRunsError | undefined;
   private waiters: { resolve(): void; reject(e: RemoteRunsError): void }[] = [];
   private closed = false;
-  /** Resolves once the thread has exited. */
-  readonly exited: Promise<void>;
 
   /**
    * Detach `parser` (whose stream is at file offset `offset`) and start the worker. `onApplied` is called after each
@@ -65,23 +171,17 @@ export class ParseOffload {
     offset: number,
     private readonly onApplied: (changed: boolean) => void,
   ) {
-    // Started before the parser lets go of its stream: a worker that cannot start (throws) leaves the parser as it was.
-    this.worker = spawnWorker({ bundled: path.join(__dirname, 'metricsWorker.js'), source: path.join(__dirname, 'parseWorker.ts'), override: process.env.REMOTE_RUNS_METRICS_WORKER });
-    live++;
+    // Taken (or started) before the parser lets go of its stream: a worker that cannot start (throws) leaves the
+    // parser as it was.
+    this.thread = takeThread(process.env.REMOTE_RUNS_METRICS_WORKER);
+    this.thread.job = this;
     const state = parser.detach();
     this.resumeAt = { state, offset };
-    this.exited = new Promise((resolve) => this.worker.once('exit', () => resolve()));
-    this.worker.on('message', (m: FromParseWorker) => this.onMessage(m));
-    this.worker.on('error', (e: Error) => this.fail(`failed: ${e.message}`));
-    this.worker.once('exit', (code: number) => {
-      if (--live === 0) for (const f of idle.splice(0)) f();
-      if (!this.closed) this.fail(`stopped (exit code ${code})`);
-    });
     this.post({ type: 'start', state });
   }
 
   private post(m: ToParseWorker, transfer: ArrayBuffer[] = []): void {
-    this.worker.postMessage(m, transfer);
+    this.thread.worker.postMessage(m, transfer);
   }
 
   /** The next read's bytes; `endOffset` is the file offset after them. */
@@ -93,7 +193,8 @@ export class ParseOffload {
     this.post({ type: 'chunk', seq: ++this.seq, buffer: own.buffer as ArrayBuffer, offset: own.byteOffset, length: own.length }, [own.buffer as ArrayBuffer]);
   }
 
-  private onMessage(m: FromParseWorker): void {
+  /** A message of this backlog's thread (ParseThread dispatches). */
+  onMessage(m: FromParseWorker): void {
     if (this.closed || this.failure) return;
     if (m.type === 'failed') return this.fail(`failed: ${m.message}`);
     const before = this.parser.metrics.revision;
@@ -107,7 +208,8 @@ export class ParseOffload {
     if (this.ends.length === 0) for (const w of this.waiters.splice(0)) w.resolve();
   }
 
-  private fail(why: string): void {
+  /** The thread failed or stopped while this backlog had it. */
+  fail(why: string): void {
     if (this.failure || this.closed) return;
     this.failure = new RemoteRunsError('protocol', `The metrics parser thread ${why}; the log is read again from byte ${this.resumeAt.offset} at the next poll`);
     for (const w of this.waiters.splice(0)) w.reject(this.failure);
@@ -126,25 +228,32 @@ export class ParseOffload {
   }
 
   /**
-   * Stop the worker (reads not yet applied are dropped) and give the parser its stream back as of the last batch
-   * applied. Returns the file offset the stream is at: where reading goes on.
+   * Done with the worker: a thread with nothing of this backlog outstanding waits idle for the next one; one still
+   * holding reads (a stop or a failure mid-way) is ended at once. The parser gets its stream back as of the last
+   * batch applied. Returns the file offset the stream is at: where reading goes on.
    */
   close(): number {
     if (!this.closed) {
       this.closed = true;
-      void this.worker.terminate();
+      this.letGo();
       this.parser.resume(this.resumeAt.state);
       for (const w of this.waiters.splice(0)) w.reject(this.failure ?? new RemoteRunsError('cancelled', 'Parsing stopped'));
     }
     return this.resumeAt.offset;
   }
 
-  /** Stop the worker without giving anything back (the parser is being replaced). */
+  /** Done with the worker without giving anything back (the parser is being replaced). */
   discard(): void {
     if (this.closed) return;
     this.closed = true;
-    void this.worker.terminate();
+    this.letGo();
     for (const w of this.waiters.splice(0)) w.reject(new RemoteRunsError('cancelled', 'Parsing stopped'));
   }
 
+  private letGo(): void {
+    const t = this.thread;
+    if (t.job !== this) return;
+    if (this.ends.length === 0 && !this.failure) releaseThread(t);
+    else endThread(t);
+  }
 }
