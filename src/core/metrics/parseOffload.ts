@@ -159,7 +159,8 @@ export class ParseOffload {
   /** Where the stream is taken back from: after the last batch applied (or where the worker took it over). */
   private resumeAt: { state: SplitterState; offset: number };
   private failure: RemoteRunsError | undefined;
-  private waiters: { resolve(): void; reject(e: RemoteRunsError): void }[] = [];
+  /** Each waits until at most `n` reads are outstanding. */
+  private waiters: { n: number; resolve(): void; reject(e: RemoteRunsError): void }[] = [];
   private closed = false;
 
   /**
@@ -205,7 +206,8 @@ export class ParseOffload {
     }
     this.resumeAt = { state: m.batch.state, offset: this.ends.shift() ?? this.resumeAt.offset };
     this.onApplied(this.parser.metrics.revision !== before);
-    if (this.ends.length === 0) for (const w of this.waiters.splice(0)) w.resolve();
+    const left = this.ends.length;
+    this.waiters = this.waiters.filter((w) => (w.n >= left ? (w.resolve(), false) : true));
   }
 
   /** The thread failed or stopped while this backlog had it. */
@@ -217,9 +219,24 @@ export class ParseOffload {
 
   /** Resolves once every read pushed has been applied; rejects with the worker's failure. */
   drained(): Promise<void> {
+    return this.atMost(0);
+  }
+
+  /**
+   * Resolves once at most `n` of the reads pushed are not yet applied; rejects with the worker's failure, or when
+   * the backlog is closed first. A stream pushing faster than the worker parses waits on this, so what is held in
+   * flight stays bounded.
+   */
+  atMost(n: number): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    if (this.ends.length === 0) return Promise.resolve();
-    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+    if (this.closed) return Promise.reject(new RemoteRunsError('cancelled', 'Parsing stopped'));
+    if (this.ends.length <= n) return Promise.resolve();
+    return new Promise((resolve, reject) => this.waiters.push({ n, resolve, reject }));
+  }
+
+  /** Reads pushed and not yet applied. */
+  get pending(): number {
+    return this.ends.length;
   }
 
   /** Why the worker failed, once it has. */

@@ -206,7 +206,8 @@ fi
 exit 0
 `;
 
-const MARKER = Buffer.from('\n@rr-tail@1\n');
+/** What the tail read prints before its status line (rc-file noise before it is skipped). */
+export const TAIL_MARKER = Buffer.from('\n@rr-tail@1\n');
 
 /** The poll command for one file. `path` is absolute inside the target. */
 export function tailReadCommand(path: string, request: TailRequest): RemoteCommand<TailReadResult> {
@@ -235,11 +236,11 @@ export function tailReadCommand(path: string, request: TailRequest): RemoteComma
 export function parseTailOutput(result: ExecResult, request: TailRequest, describe: string): TailReadResult {
   if (result.code !== 0) throw commandFailed(describe, result);
   const out = result.stdout;
-  const at = out.indexOf(MARKER);
+  const at = out.indexOf(TAIL_MARKER);
   if (at < 0) {
     throw new RemoteRunsError('protocol', `${describe}: the reply did not start with its marker; it began with ${JSON.stringify(out.subarray(0, 60).toString('utf8'))}`);
   }
-  const lineStart = at + MARKER.length;
+  const lineStart = at + TAIL_MARKER.length;
   const lineEnd = out.indexOf(0x0a, lineStart);
   if (lineEnd < 0) throw new RemoteRunsError('protocol', `${describe}: the reply ended before its status line`);
   const fields = out.subarray(lineStart, lineEnd).toString('utf8').split(' ');
