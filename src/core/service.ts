@@ -18,6 +18,7 @@ import {
   type TargetRef,
 } from './types';
 import { runCommand, type Executor } from './remote';
+import type { StreamRunner } from './metrics/tailStream';
 import { DEFAULT_MAX_ENTRIES, listRunsCommand } from './discovery/listScript';
 import { cutShortText } from './discovery/listParse';
 import { discoverTargetsCommand } from './discovery/targetsDiscovery';
@@ -33,6 +34,8 @@ export interface CoreOptions {
   hosts(): HostConfig[];
   /** The shared executor for a host (one pooled connection per host). */
   executorFor(host: HostConfig): Executor;
+  /** How a long read on a host's target runs as one stream (OpenSSH: transfer/bulkLinks.ts); absent: never. */
+  streamFor?(host: HostConfig, target: TargetRef): StreamRunner | undefined;
   /** Bound on records per listing, so a huge directory cannot hang a view. */
   maxEntries?: number;
 }
@@ -57,6 +60,11 @@ export class RemoteRunsCore {
   /** The shared executor of a configured host (for callers that run their own command values, e.g. metrics tails). */
   executor(hostName: string): Executor {
     return this.options.executorFor(this.host(hostName));
+  }
+
+  /** How a long read on `target` of a configured host runs as one stream, where it can (RunFeed's backlog). */
+  stream(hostName: string, target: TargetRef): StreamRunner | undefined {
+    return this.options.streamFor?.(this.host(hostName), target);
   }
 
   /** Which targets a host has: the bare host plus discovered (or configured) containers, with their state. */

@@ -4,11 +4,13 @@
  * arrive); the step-by-step `nextCommand()` → `apply(result)` is there for callers that want one read at a time.
  */
 import type { RemoteCommand } from '../remote';
+import { RemoteRunsError } from '../types';
 import { createParser, tailModeOf, unitOf } from './format';
 import type { MetricsFormat, MetricsParser } from './parser';
 import { RunMetrics } from './series';
 import { JsonlParser } from './jsonl';
 import { PARSE_WORKER_ABOVE, ParseOffload } from './parseOffload';
+import { TailStreamReader, type StreamRunner, type TailStreamHeader } from './tailStream';
 import {
   applyTailRead,
   DEFAULT_TAIL_COMPRESS_ABOVE,
@@ -23,6 +25,13 @@ import {
 
 /** Bytes of a log's first read (then DEFAULT_TAIL_MAX_BYTES each): enough for a first chart, quick to parse. */
 export const FIRST_READ_BYTES = 1024 * 1024;
+
+/** A backlog of at least this many bytes after the first read comes as one stream where one can be had. */
+export const STREAM_ABOVE = 16 * 1024 * 1024;
+/** A stream's bytes go to the parser in pieces of this size (each one batch of the worker's). */
+const STREAM_PIECE = 1024 * 1024;
+/** Pieces given to the worker and not yet parsed before the stream waits (so what is in flight stays bounded). */
+const STREAM_MAX_PENDING = 16;
 
 export interface FollowUpdate {
   /** `ok`, or why the file could not be read (the metrics keep what they had). */
@@ -50,6 +59,15 @@ export interface CatchUpOptions {
    * worker thread while the next reads arrive (parseOffload.ts). Default PARSE_WORKER_ABOVE; Infinity: never.
    */
   workerAbove?: number;
+  /**
+   * How to read a long backlog of an append-only log as one stream (tailStream.ts) instead of reads of maxBytes
+   * each; absent, or when it can have no stream, the reads go on as before. Tried once per catchUp.
+   */
+  stream?: StreamRunner;
+  /** A backlog of at least this many bytes (after the first read) is streamed. Default STREAM_ABOVE. */
+  streamAbove?: number;
+  /** Told why a stream was given up part-way (the reads then go on from where it stopped). */
+  log?(message: string): void;
 }
 
 export interface FollowerOptions {
@@ -167,6 +185,7 @@ export class MetricsFollower {
     // End of the ranges asked for so far; -1 when nothing is planned ahead (whole files are read one at a time).
     let asked = -1;
     let changed = false;
+    let streamTried = false;
     send(this.nextCommand());
     for (let reads = 0; reads < 100_000; reads++) {
       const result = await queue.shift()!;
@@ -182,7 +201,12 @@ export class MetricsFollower {
           asked = taken && this.mode === 'append' ? result.from + result.requestedBytes : -1;
         }
       }
-      if (step.more && !options.signal?.aborted) {
+      // A long backlog as one stream, once per catchUp, when nothing else is in flight: the rest of the file after
+      // this read (parsed first, for the first chart) is asked for in one go.
+      const streamIt =
+        step.more && !streamTried && queue.length === 0 && options.stream !== undefined && !options.signal?.aborted && this.mode === 'append' && this.tail !== undefined &&
+        this.tail.size - this.tail.offset >= (options.streamAbove ?? STREAM_ABOVE);
+      if (step.more && !options.signal?.aborted && !streamIt) {
         if (queue.length === 0) {
           send(this.nextCommand());
           asked = this.mode === 'append' && this.tail ? this.tail.offset + this.maxBytes : -1;
@@ -197,14 +221,80 @@ export class MetricsFollower {
       const toWorker = this.offload !== undefined;
       const update = step.parse();
       changed ||= update.changed;
-      if (update.status !== 'ok' || options.signal?.aborted || queue.length === 0) return { ...update, changed };
+      if (update.status !== 'ok' || options.signal?.aborted || (queue.length === 0 && !streamIt)) return { ...update, changed };
       if (!toWorker) {
         options.onChunk?.(update);
         // The first chart drawn, the rest of a long backlog goes to a worker.
         if (this.tail) this.maybeOffload(this.tail);
       }
+      if (streamIt) {
+        streamTried = true;
+        changed = (await this.streamRest(options.stream!, options)) || changed;
+        if (options.signal?.aborted) return { status: 'ok', changed, more: true };
+        // Whatever the stream brought (all of it, part, or nothing), a read from where it stopped goes on: it checks
+        // the file again and takes what was written meanwhile.
+        send(this.nextCommand());
+        asked = -1;
+      }
     }
     return { status: 'ok', changed, more: true };
+  }
+
+  /**
+   * Read the rest of the file (from the tail's offset to its size as last seen) as one stream, its pieces taken as
+   * reads of their own (same state machine, same checks). True when that changed the metrics. A stream that
+   * cannot be had, fails or stops part-way leaves the tail where its last piece ended; a failed worker is rethrown.
+   */
+  private async streamRest(stream: StreamRunner, options: CatchUpOptions): Promise<boolean> {
+    const tail = this.tail!;
+    const request = { offset: tail.offset, maxBytes: tail.size - tail.offset, expectHead: tail.head, expectInode: tail.inode, compressAbove: 0 };
+    const command = tailReadCommand(this.path, request);
+    const stop = new AbortController();
+    const onAbort = (): void => stop.abort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    let header: TailStreamHeader | undefined;
+    let at = 0;
+    let changed = false;
+    const piece = (data: Uint8Array): void => {
+      if (header?.status !== 'ok' || stop.signal.aborted) return;
+      // (The worker takes the piece's buffer: its length reads 0 once it is pushed.)
+      const from = at;
+      const n = data.length;
+      at += n;
+      const toWorker = this.offload !== undefined;
+      const update = this.advance({ status: 'ok', stat: header.stat, from, data, requestedBytes: data.length }).parse();
+      changed ||= update.changed;
+      // Not taken (the file is not the one the stream was asked of): the rest of it is not used either.
+      if (this.tail?.offset !== from + n) throw new RemoteRunsError('protocol', `${command.describe}: the stream's bytes from ${from} do not continue what was read`);
+      if (!toWorker) options.onChunk?.(update);
+    };
+    const reader = new TailStreamReader(request, command.describe, STREAM_PIECE, (h) => {
+      header = h;
+      if (h.status === 'ok') at = h.from;
+    }, piece);
+    try {
+      const end = await stream(
+        command.argv,
+        (chunk) => {
+          if (this.offload?.failed) throw this.offload.failed;
+          reader.push(chunk);
+          if (this.offload && this.offload.pending > STREAM_MAX_PENDING) return this.offload.atMost(STREAM_MAX_PENDING / 2);
+        },
+        stop.signal,
+      );
+      if (end === undefined) return changed;
+      // What came is the file's bytes in order, whatever ended the stream: it is used, and reading goes on after it.
+      if (!stop.signal.aborted) reader.end();
+      if (end.code !== 0 && !stop.signal.aborted) {
+        options.log?.(`metrics ${this.path}: the stream ended after ${reader.dataBytes} of ${request.maxBytes} bytes (${end.code === null ? 'killed or dropped' : `exit ${end.code}`}${end.stderr ? `: ${end.stderr.trim().split('\n')[0]}` : ''}); reading on from byte ${this.tail?.offset}`);
+      }
+    } catch (e) {
+      if (this.offload?.failed) throw this.offload.failed;
+      if (!stop.signal.aborted) options.log?.(`metrics ${this.path}: the stream was given up after ${reader.dataBytes} bytes (${e instanceof Error ? e.message : String(e)}); reading on from byte ${this.tail?.offset}`);
+    } finally {
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+    return changed;
   }
 
   apply(result: TailReadResult): FollowUpdate {

@@ -11,6 +11,7 @@
  * `start()`, `onDidChange`, `series()`.
  */
 import { MetricsFollower } from './follow';
+import type { StreamRunner } from './tailStream';
 import { detectFormat } from './format';
 import { mlflowKeyOf } from './mlflow';
 import { RunSeries, compareEventFiles } from './runSeries';
@@ -49,6 +50,13 @@ export interface RunFeedOptions {
   compressAbove?: number;
   /** A JSONL backlog of at least this many bytes is parsed in a worker thread (CatchUpOptions.workerAbove; Infinity: never). */
   workerAbove?: number;
+  /**
+   * How a long backlog on `target` is read as one stream (CatchUpOptions.stream: through OpenSSH where it can be,
+   * transfer/bulkLinks.ts); absent: reads over the executor only.
+   */
+  stream?(target: TargetRef): StreamRunner | undefined;
+  /** A backlog of at least this many bytes after the first read is streamed (CatchUpOptions.streamAbove). */
+  streamAbove?: number;
   /** The x column to use instead of the logs' own choice (RunMetrics.xPick); can be changed with setXPick. */
   xPick?: string;
   /** The connection state of the run's host (the pool's), for the link a panel shows (liveness.ts). */
@@ -410,6 +418,9 @@ export class RunFeed {
         const u = await f.catchUp((command) => runCommand(this.options.executor(), target, command, abort.signal), {
           signal: abort.signal,
           ...(this.options.workerAbove !== undefined ? { workerAbove: this.options.workerAbove } : {}),
+          stream: this.options.stream?.(target),
+          ...(this.options.streamAbove !== undefined ? { streamAbove: this.options.streamAbove } : {}),
+          log: (m) => this.options.log?.(m),
           onChunk: (chunk) => {
             if (chunk.changed) this.changed.fire();
           },
