@@ -18,7 +18,8 @@ import { InspectCache, inspectRemote, listedFilesOf } from '../core/inspect/remo
 import type { TreeNode } from '../core/tree/nodes';
 import { registerCommands } from './commands';
 import { registerMetrics } from './metrics/register';
-import { registerDownloads } from './download/register';
+import { downloadClient, registerDownloads } from './download/register';
+import { BulkLinks } from '../core/transfer/bulkLinks';
 import { DownloadMarks } from './download/downloadMarks';
 import { RunFactsReader } from './runs/runFacts';
 import { registerRuns } from './runs/register';
@@ -76,6 +77,11 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
     sshConfigPath: () => settings.sshConfigFile(),
     onSshConfigProblems: (problems) => problems.forEach((p) => log.warn(`ssh config: ${p}`)),
   });
+  // Long metrics backlogs as one OpenSSH stream per read, on a session kept per host (same login, same host keys).
+  const bulk = new BulkLinks(pool, { sshPath: () => settings.sshPath(), client: downloadClient, logger: log });
+  store.register({ dispose: () => void bulk.dispose() });
+  // No session outlives the host's pool connection (idle, disconnected, failed).
+  store.register(pool.onDidChangeState((e) => e.state.kind !== 'connected' && e.state.kind !== 'connecting' && bulk.closeHost(e.host)));
   const core = new RemoteRunsCore({
     hosts: () => hosts.configs(),
     executorFor: (host): Executor => {
@@ -83,6 +89,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       // Listings are idempotent: safe to retry once on a connection that dropped under them.
       return pool.executor(resolved, { idempotent: true });
     },
+    streamFor: (host, target) => bulk.runner(hosts.resolve(host), target),
   });
 
   const runFacts = new RunFactsReader(core);

@@ -203,7 +203,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
 }
 
 /** remoteRuns.downloadClient, anything unknown read as the default. */
-function downloadClient(): ClientChoice {
+export function downloadClient(): ClientChoice {
   const v = config().get<string>('downloadClient', 'auto');
   return v === 'openssh' || v === 'ssh2' ? v : 'auto';
 }

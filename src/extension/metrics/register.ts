@@ -61,6 +61,7 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
       (ref) =>
         new RunFeed(ref, {
           executor: () => core.executor(ref.hostName),
+          stream: (target) => core.stream(ref.hostName, target),
           intervalMs: () => Math.max(0.25, metricsConfig().get<number>('pollIntervalSeconds', 5)) * 1000,
           log: (m) => log.warn(m),
           connection: {

@@ -1,0 +1,237 @@
+/**
+ * Bulk reads that are not downloads (a long metrics backlog) through the system's OpenSSH client, as one stream
+ * each: `ssh` decrypts in its own process, where ssh2 would do it in JavaScript on the extension host's one thread
+ * (bench/README.md, issue 19: a 97 MiB backlog through a warm OpenSSH link took 0.82× a fresh `ssh cat`, through
+ * ssh2 1.40×).
+ *
+ * Per host, one OpenSshSession (opensshSession.ts: the pool's own login and pinned host keys, a private agent, a
+ * lifeline that ends every ssh process when this one dies) is started at the first stream and kept while streams
+ * run and for `idleMs` after the last, so the next open finds it logged in and its connection warm. A host on the
+ * OpenSSH transport streams through that transport's own master. Where OpenSSH cannot be used (no `ssh`, Windows,
+ * a login only the pool can do, a host key that differs), the reason is logged once and the reads stay on ssh2.
+ */
+import type { ChildProcess } from 'node:child_process';
+import type { ConnectionPool, PoolHost } from '../ssh/pool';
+import { OpenSshConnection } from '../ssh/opensshConnection';
+import { SshConnection } from '../ssh/connection';
+import type { Logger } from '../ssh/types';
+import type { StreamEnd, StreamRunner } from '../metrics/tailStream';
+import { wrapForTarget } from '../targets';
+import type { TargetRef } from '../types';
+import { isRemoteRunsError } from '../types';
+import { OpenSshSession, OpenSshUnsupported } from './opensshSession';
+
+/**
+ * How long a host's session is kept after its last stream (it also ends with the host's pool connection: closeHost).
+ * Long, because a new connection is slow at first: on the test host the first ~10 MB a fresh OpenSSH connection
+ * carries take ~0.8 s, the next 135 MB ~0.4 s (bench/README.md), so a session is worth keeping once it has carried one.
+ */
+export const BULK_LINK_IDLE_MS = 10 * 60_000;
+
+export interface BulkLinkOptions {
+  /** The `ssh` binary (the user's remoteRuns.sshPath, never a workspace's); read at each start. */
+  sshPath?: () => string | undefined;
+  /** `ssh2`: never use OpenSSH for these reads (remoteRuns.downloadClient); read at each stream. */
+  client?: () => 'auto' | 'openssh' | 'ssh2';
+  idleMs?: number;
+  /**
+   * Where no session is up yet, start one for the next stream and give no stream now (the caller reads over ssh2
+   * meanwhile), instead of waiting for the login. Default true: a login and a new connection's slow start cost an
+   * open more than ssh2's reads do; a process that opens one log and exits (the CLI) passes false.
+   */
+  startInBackground?: boolean;
+  logger?: Logger;
+}
+
+interface Link {
+  session: Promise<OpenSshSession | undefined>;
+  /** The session, once it is up. */
+  ready?: OpenSshSession;
+  active: number;
+  timer?: NodeJS.Timeout;
+  dead?: boolean;
+}
+
+export class BulkLinks {
+  private readonly links = new Map<string, Link>();
+  /** Hosts OpenSSH was refused for, with why (said once; not tried again until the settings change or a reload). */
+  private readonly refused = new Map<string, string>();
+  private disposed = false;
+  /** Stops the starts made in the background (dispose). */
+  private readonly stop = new AbortController();
+
+  constructor(
+    private readonly pool: ConnectionPool,
+    private readonly options: BulkLinkOptions = {},
+  ) {}
+
+  /** A StreamRunner for `target` on `host`: the command runs there through OpenSSH, or not at all (undefined). */
+  runner(host: PoolHost, target: TargetRef): StreamRunner {
+    return async (argv, sink, signal) => {
+      if (this.disposed || signal.aborted || this.options.client?.() === 'ssh2') return undefined;
+      const lease = await this.pool.acquire(host, signal).catch(() => undefined);
+      if (!lease) return undefined;
+      try {
+        const conn = lease.connection;
+        const line = wrapForTarget(target, argv);
+        // The OpenSSH transport's master carries it; the lease keeps that master up while the stream runs.
+        if (conn instanceof OpenSshConnection) return await pipeChild(conn.run(line), sink, signal);
+        if (!(conn instanceof SshConnection)) return undefined;
+        const key = keyOf(host);
+        const background = this.options.startInBackground !== false;
+        const link = this.linkFor(key, host, conn.hostKeys, background ? this.stop.signal : signal);
+        lease.dispose();
+        if (background && !link.ready) return undefined;
+        const session = await link.session;
+        if (!session || link.dead || this.disposed) return undefined;
+        link.active++;
+        if (link.timer) clearTimeout(link.timer);
+        link.timer = undefined;
+        try {
+          const end = await pipeChild(session.run(line), sink, signal);
+          // 255 is ssh's own failure (the master gone, the link dropped): the next stream starts a new session.
+          if (end.code === 255) this.drop(key, link);
+          return end;
+        } finally {
+          link.active--;
+          this.scheduleIdle(key, link);
+        }
+      } finally {
+        lease.dispose();
+      }
+    };
+  }
+
+  private linkFor(key: string, host: PoolHost, hostKeys: Buffer[], signal: AbortSignal): Link {
+    const known = this.links.get(key);
+    if (known && !known.dead) return known;
+    const link: Link = { session: Promise.resolve(undefined), active: 0 };
+    const why = this.refused.get(key);
+    if (why === undefined) link.session = this.start(key, host, hostKeys, signal);
+    this.links.set(key, link);
+    link.session.then(
+      (s) => {
+        if (!s) return this.drop(key, link);
+        link.ready = s;
+        this.scheduleIdle(key, link);
+      },
+      () => this.drop(key, link),
+    );
+    return link;
+  }
+
+  private async start(key: string, host: PoolHost, hostKeys: Buffer[], signal: AbortSignal): Promise<OpenSshSession | undefined> {
+    const login = this.pool.siblingLogin(host);
+    const agent = login.settings.agent === null ? undefined : (login.settings.agent ?? process.env.SSH_AUTH_SOCK);
+    try {
+      const session = await OpenSshSession.start({ login, hostKeys, agent }, { sshPath: this.options.sshPath?.(), signal });
+      if (this.disposed) {
+        await session.dispose();
+        return undefined;
+      }
+      this.options.logger?.info(`metrics of ${host.name}: long backlogs are read through OpenSSH (one login, kept ${Math.round((this.options.idleMs ?? BULK_LINK_IDLE_MS) / 1000)} s after the last)`);
+      return session;
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      if (isRemoteRunsError(e) && e.kind === 'cancelled') return undefined;
+      if (isRemoteRunsError(e) && e.kind === 'host-key-mismatch') {
+        this.refused.set(key, why);
+        this.options.logger?.error(`metrics of ${host.name}: a new OpenSSH connection was shown another host key than the open one, so it is not used (the reads stay on the verified connection): ${why}`);
+        return undefined;
+      }
+      // A reason that will not change by itself is remembered; a passing one (unreachable) is tried again next time.
+      if (e instanceof OpenSshUnsupported || (isRemoteRunsError(e) && e.kind === 'auth-failed')) this.refused.set(key, why);
+      this.options.logger?.warn(`metrics of ${host.name}: long backlogs are read over ssh2, not OpenSSH: ${why}`);
+      return undefined;
+    }
+  }
+
+  private scheduleIdle(key: string, link: Link): void {
+    if (link.active > 0 || link.dead || this.disposed) return;
+    if (link.timer) clearTimeout(link.timer);
+    link.timer = setTimeout(() => this.drop(key, link), this.options.idleMs ?? BULK_LINK_IDLE_MS);
+    link.timer.unref?.();
+  }
+
+  private drop(key: string, link: Link): void {
+    if (link.dead) return;
+    link.dead = true;
+    if (link.timer) clearTimeout(link.timer);
+    if (this.links.get(key) === link) this.links.delete(key);
+    void link.session.then((s) => s?.dispose(), () => undefined);
+  }
+
+  /** End the sessions of the host named `name` (its pool connection was closed or failed): none outlives it. */
+  closeHost(name: string): void {
+    for (const [key, link] of [...this.links]) if ((JSON.parse(key) as unknown[])[0] === name) this.drop(key, link);
+  }
+
+  /** Hosts with a session now, up or starting (for tests and the log). */
+  get open(): number {
+    return [...this.links.values()].filter((l) => !l.dead).length;
+  }
+
+  /** Hosts whose session is up. */
+  get ready(): number {
+    return [...this.links.values()].filter((l) => !l.dead && l.ready).length;
+  }
+
+  /** End every session (their streams are killed; the lifelines see to any ssh left). */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.stop.abort();
+    const links = [...this.links.entries()];
+    this.links.clear();
+    await Promise.all(
+      links.map(async ([, link]) => {
+        link.dead = true;
+        if (link.timer) clearTimeout(link.timer);
+        await (await link.session.catch(() => undefined))?.dispose();
+      }),
+    );
+  }
+}
+
+function keyOf(host: PoolHost): string {
+  return JSON.stringify([host.name, host.jumps, host.target]);
+}
+
+/**
+ * A child's stdout into `sink` in order (paused while a promise the sink returned is pending); resolves with how it
+ * ended, rejects with the sink's error (the child is then killed). A stop kills it.
+ */
+export function pipeChild(child: ChildProcess, sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal): Promise<StreamEnd> {
+  return new Promise<StreamEnd>((resolve, reject) => {
+    let stderr = '';
+    let failed: { e: unknown } | undefined;
+    const fail = (e: unknown): void => {
+      failed ??= { e };
+      child.kill('SIGKILL');
+    };
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4096)));
+    child.stdout?.on('data', (d: Buffer) => {
+      if (failed) return;
+      try {
+        const p = sink(d);
+        if (p) {
+          child.stdout!.pause();
+          p.then(() => child.stdout!.resume(), fail);
+        }
+      } catch (e) {
+        fail(e);
+      }
+    });
+    const onAbort = (): void => {
+      child.kill('SIGKILL');
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) onAbort();
+    child.once('error', (e) => (failed ??= { e }));
+    child.once('close', (code) => {
+      signal.removeEventListener('abort', onAbort);
+      if (failed) reject(failed.e);
+      else resolve({ code, stderr });
+    });
+  });
+}

@@ -1,0 +1,290 @@
+/**
+ * A long metrics backlog read as one OpenSSH stream (src/core/metrics/tailStream.ts, src/core/transfer/bulkLinks.ts),
+ * over the real sshd and the real `ssh`: the first open reads over ssh2 while one OpenSSH login starts beside it;
+ * the next opens stream on that session, with the same series as over ssh2, in a handful of ssh2 reads, and no new
+ * login (a caller that opens one log, like the CLI, waits for the login instead); the OpenSSH master killed (SIGKILL)
+ * mid-stream: the reads go on over ssh2 from where the stream stopped, every line exactly once, and a new session
+ * starts; a feed disposed mid-stream kills its stream, and disposing the links leaves no ssh process; no `ssh` to
+ * be had: said once in the log, read over ssh2. Reads are small (64 KiB) and streams start at 256 KiB, so a 5 MB
+ * log is a long backlog.
+ */
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { ConnectionPool } from '../../src/core/ssh/pool';
+import { HostDirectory } from '../../src/core/hosts';
+import { RemoteRunsCore } from '../../src/core/service';
+import { RunFeed } from '../../src/core/metrics/runFeed';
+import { closeIdleParseWorkers } from '../../src/core/metrics/parseOffload';
+import { BulkLinks } from '../../src/core/transfer/bulkLinks';
+import type { StreamRunner } from '../../src/core/metrics/tailStream';
+import type { Executor } from '../../src/core/remote';
+import type { HostConfig, TargetRef } from '../../src/core/types';
+import type { RunRefWire } from '../../src/shared/metricsProtocol';
+import type { Series } from '../../src/core/metrics';
+import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+
+let host: TestHost;
+let pool: ConnectionPool;
+let dir: HostDirectory;
+let hosts: HostConfig[];
+let ref: RunRefWire;
+let logSize = 0;
+let lossPoints = 0;
+const LINES = 80_000;
+const READ = 64 * 1024;
+
+before(async () => {
+  host = await startTestHost();
+  const runDir = path.join(host.dir, 'stream-runs', 'long');
+  fs.mkdirSync(path.join(runDir, 'logs'), { recursive: true });
+  const log = path.join(runDir, 'logs', 'train.jsonl');
+  let text = '';
+  for (let s = 0; s < LINES; s++) {
+    if (s % 1999 === 7) {
+      text += `not json at ${s}\n`;
+      continue;
+    }
+    text += `{"step":${s},"loss":${(1 / (s + 1)).toFixed(6)},"lr":${(3e-4 * (1 - s / LINES)).toExponential(4)},"time":${1.7e9 + s}}\n`;
+    lossPoints++;
+  }
+  fs.writeFileSync(log, text);
+  logSize = Buffer.byteLength(text);
+  execFileSync('chmod', ['-R', 'a+rX', path.join(host.dir, 'stream-runs')]);
+  hosts = [host.hostConfig('testbox', { targets: ['host'], runRoots: [path.dirname(runDir)] })];
+  pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 30_000 });
+  dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+  ref = { hostName: 'testbox', target: { kind: 'host', id: '' }, runPath: runDir, runName: 'long', metrics: [log], checkpoints: [] };
+});
+
+after(async () => {
+  closeIdleParseWorkers();
+  pool?.dispose();
+  await host?.stop();
+});
+
+interface Rig {
+  core: RemoteRunsCore;
+  links: BulkLinks;
+  log: string[];
+  /** Tail reads that went over ssh2. */
+  reads(): number;
+  feed(wrap?: (r: StreamRunner) => StreamRunner): RunFeed;
+}
+
+function rig(options: { client?: 'auto' | 'ssh2'; sshPath?: string; startInBackground?: boolean } = {}): Rig {
+  const log: string[] = [];
+  const logger = { info: (m: string) => log.push(m), warn: (m: string) => log.push(m), error: (m: string) => log.push(m) };
+  const links = new BulkLinks(pool, { client: () => options.client ?? 'auto', sshPath: () => options.sshPath, logger, ...(options.startInBackground === false ? { startInBackground: false } : {}) });
+  let reads = 0;
+  const core = new RemoteRunsCore({
+    hosts: () => hosts,
+    executorFor: (h): Executor => {
+      const e = pool.executor(dir.resolve(h), { idempotent: true });
+      return { exec: (line, opts) => ((reads += line.includes('@rr-tail@') ? 1 : 0), e.exec(line, opts)) };
+    },
+    streamFor: (h, target) => links.runner(dir.resolve(h), target),
+  });
+  return {
+    core,
+    links,
+    log,
+    reads: () => reads,
+    feed: (wrap) =>
+      new RunFeed(ref, {
+        executor: () => core.executor('testbox'),
+        stream: (target: TargetRef) => {
+          const r = core.stream('testbox', target);
+          return r && wrap ? wrap(r) : r;
+        },
+        streamAbove: 256 * 1024,
+        workerAbove: 4 * READ,
+        maxBytesPerRead: READ,
+        intervalMs: () => 1e9,
+        log: (m) => log.push(m),
+      }),
+  };
+}
+
+function seen(feed: RunFeed): string {
+  const dump = (s: Series) => ({ x: [...s.x], y: [...s.y], t: s.time ? [...s.time] : null, segments: s.segments });
+  return JSON.stringify({ series: [...feed.series()].map(([k, s]) => [k, dump(s)]), bad: feed.badLines, skipped: feed.skipped ?? null });
+}
+
+/** Our `ssh` processes still running (children of this process: the masters, streams and mux clients). */
+function sshChildren(): string[] {
+  const out = execFileSync('ps', ['-o', 'pid=,ppid=,args=', '-e'], { encoding: 'utf8' });
+  const pids = new Set([String(process.pid)]);
+  const rows = out.split('\n').map((l) => l.trim().split(/\s+/)).filter((r) => r.length >= 3);
+  // Descendants of ours (the lifeline's sh is a child too), named ssh.
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [pid, ppid] of rows) if (pids.has(ppid) && !pids.has(pid)) (pids.add(pid), (grew = true));
+  }
+  return rows.filter(([pid, , cmd]) => pids.has(pid) && pid !== String(process.pid) && /(^|\/)ssh$/.test(cmd)).map((r) => r.join(' '));
+}
+
+async function eventually(ok: () => boolean, what: string): Promise<void> {
+  for (const end = Date.now() + 60_000; Date.now() < end; ) {
+    if (ok()) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  assert.fail(what);
+}
+
+let reference = '';
+
+/** An open that starts the rig's session (it reads over ssh2 meanwhile); resolves once the session is up. */
+async function warm(r: Rig): Promise<void> {
+  const feed = r.feed();
+  await feed.pollNow();
+  assert.equal(seen(feed), reference);
+  feed.dispose();
+  await eventually(() => r.links.ready === 1, `the session came up (${r.log.join(' | ')})`);
+}
+
+test('the first open reads over ssh2 while an OpenSSH login starts; the next comes as one stream on it: the same series, a few ssh2 reads, no new login', async () => {
+  const plain = rig({ client: 'ssh2' });
+  const viaSsh2 = plain.feed();
+  await viaSsh2.pollNow();
+  assert.equal(viaSsh2.status, 'following');
+  assert.equal(viaSsh2.series().get('loss')?.length, lossPoints);
+  reference = seen(viaSsh2);
+  assert.ok(plain.reads() >= logSize / READ, `${plain.reads()} reads of 64 KiB over ssh2`);
+  viaSsh2.dispose();
+  await plain.links.dispose();
+
+  const r = rig();
+  const logins = host.sshd.acceptedLogins();
+  // The first open: no session yet, so over ssh2, while one logs in beside it.
+  const first = r.feed();
+  await first.pollNow();
+  assert.equal(seen(first), reference);
+  assert.ok(r.reads() >= logSize / READ, `the first open read over ssh2 (${r.reads()} reads)`);
+  first.dispose();
+  await eventually(() => r.links.ready === 1, `the session came up (${r.log.join(' | ')})`);
+  const readsBefore = r.reads();
+  let streamed = 0;
+  const feed = r.feed((run) => (argv, sink, signal) => run(argv, (c) => ((streamed += c.length), sink(c)), signal));
+  await feed.pollNow();
+  assert.equal(feed.status, 'following');
+  assert.equal(seen(feed), reference, 'every line exactly once, the same values');
+  assert.ok(streamed > logSize - 2 * READ, `the stream brought ${streamed} of ${logSize} bytes; log: ${r.log.join(" | ")}`);
+  assert.ok(r.reads() - readsBefore <= 3, `${r.reads() - readsBefore} reads over ssh2 (the first, for the first chart, and one after the stream)`);
+  assert.equal(r.links.open, 1, 'the session is kept');
+  assert.equal(host.sshd.acceptedLogins() - logins, 1, 'one OpenSSH login');
+  assert.match(r.log.join('\n'), /metrics of testbox: long backlogs are read through OpenSSH/);
+  feed.dispose();
+
+  // The next open: the same session, no new login.
+  const again = r.feed();
+  await again.pollNow();
+  assert.equal(seen(again), reference);
+  assert.equal(host.sshd.acceptedLogins() - logins, 1, 'no second login for the second open');
+  again.dispose();
+  await r.links.dispose();
+  await eventually(() => sshChildren().length === 0, `ssh processes left after the links were disposed: ${sshChildren().join('; ')}`);
+});
+
+test('the OpenSSH master killed mid-stream: the reads go on over ssh2 from where it stopped, every line once; the next open logs in again', async () => {
+  const r = rig();
+  await warm(r);
+  const readsBefore = r.reads();
+  let streamed = 0;
+  let killed = false;
+  const feed = r.feed((run) => (argv, sink, signal) =>
+    run(
+      argv,
+      (c) => {
+        streamed += c.length;
+        const p = sink(c);
+        if (killed || streamed < 1 << 20) return p;
+        killed = true;
+        const masters = sshChildren().filter((row) => /ControlMaster=yes/.test(row));
+        assert.equal(masters.length, 1, `one master: ${sshChildren().join('; ')}`);
+        process.kill(Number(masters[0].split(' ')[0]), 'SIGKILL');
+        // Paused a moment, so the kill lands while the stream still has most of the file to send.
+        return Promise.all([p, new Promise((res) => setTimeout(res, 500))]).then(() => undefined);
+      },
+      signal,
+    ),
+  );
+  await feed.pollNow();
+  assert.ok(killed, 'the master was killed');
+  assert.ok(streamed < logSize - READ, `the stream stopped early (${streamed} of ${logSize} bytes)`);
+  assert.match(r.log.join('\n'), /the stream ended after \d+ of \d+ bytes \((killed or dropped|exit 255)/);
+  assert.equal(feed.status, 'following');
+  assert.equal(seen(feed), reference, 'every line exactly once after the fall back to ssh2');
+  assert.ok(r.reads() - readsBefore > 3, 'the rest came over ssh2');
+  assert.equal(r.links.open, 0, 'the dead session was let go');
+  feed.dispose();
+
+  const logins = host.sshd.acceptedLogins();
+  await warm(r);
+  assert.equal(host.sshd.acceptedLogins() - logins, 1, 'a new session for the next opens');
+  await r.links.dispose();
+  await eventually(() => sshChildren().length === 0, `ssh processes left: ${sshChildren().join('; ')}`);
+});
+
+test('a feed disposed mid-stream kills its stream at once; disposing the links leaves no ssh process', async () => {
+  const r = rig();
+  await warm(r);
+  let feed: RunFeed | undefined;
+  let streamed = 0;
+  let streams = 0;
+  feed = r.feed((run) => (argv, sink, signal) => {
+    streams++;
+    return run(
+      argv,
+      (c) => {
+        streamed += c.length;
+        if (streamed >= 1 << 20 && feed) {
+          feed.dispose();
+          feed = undefined;
+          return new Promise((res) => setTimeout(res, 200));
+        }
+        return sink(c);
+      },
+      signal,
+    );
+  });
+  const polled = feed.pollNow();
+  await eventually(() => feed === undefined, 'the feed was disposed mid-stream');
+  await polled.catch(() => undefined);
+  assert.equal(streams, 1);
+  // The stream's mux client is gone; the master stays for the next open until the links are disposed.
+  await eventually(() => sshChildren().every((row) => /ControlMaster=yes/.test(row)), `a stream outlived its feed: ${sshChildren().join('; ')}`);
+  // Killed at 1 MiB of its 5 MB: what was already in the pipes still arrives, never the rest.
+  assert.ok(streamed < 3 << 20, `the stream was stopped (${streamed} of ${logSize} bytes)`);
+  await r.links.dispose();
+  await eventually(() => sshChildren().length === 0, `ssh processes left: ${sshChildren().join('; ')}`);
+});
+
+test('a caller that opens one log (startInBackground false) waits for the login and streams its first open', async () => {
+  const r = rig({ startInBackground: false });
+  const logins = host.sshd.acceptedLogins();
+  const feed = r.feed();
+  await feed.pollNow();
+  assert.equal(seen(feed), reference);
+  assert.ok(r.reads() <= 3, `${r.reads()} reads over ssh2`);
+  assert.equal(host.sshd.acceptedLogins() - logins, 1);
+  feed.dispose();
+  await r.links.dispose();
+  await eventually(() => sshChildren().length === 0, `ssh processes left: ${sshChildren().join('; ')}`);
+});
+
+test('no ssh to be had: the log says so once, and the backlog is read over ssh2 all the same', async () => {
+  const r = rig({ sshPath: path.join(host.dir, 'no-such-ssh') });
+  for (let i = 0; i < 2; i++) {
+    const feed = r.feed();
+    await feed.pollNow();
+    assert.equal(seen(feed), reference);
+    feed.dispose();
+  }
+  const said = r.log.filter((m) => /long backlogs are read over ssh2, not OpenSSH: no OpenSSH client at /.test(m));
+  assert.equal(said.length, 1, r.log.join('\n'));
+  assert.equal(r.links.open, 0);
+  await r.links.dispose();
+});
