@@ -31,6 +31,7 @@ import { inspectCommand, diffCommand } from './inspect';
 import { EvalService } from '../core/eval/service';
 import { parseEvalProfiles } from '../core/eval/profiles';
 import type { EvalProfile } from '../core/eval/types';
+import { BulkLinks } from '../core/transfer/bulkLinks';
 
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs pull ADDRESS [--to DIR] [--verify] [--size-only] [--force] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
@@ -126,6 +127,8 @@ export async function main(
     // The ssh of hosts on the OpenSSH transport (certificates, security keys, …), as for pull's OpenSSH streams.
     sshPath: io.env.REMOTE_RUNS_SSH || undefined,
   });
+  // A long metrics backlog as one OpenSSH stream; this process opens one log, so it waits for that login.
+  const bulk = new BulkLinks(pool, { sshPath: () => io.env.REMOTE_RUNS_SSH || undefined, startInBackground: false, logger: { info: debug, warn: debug, error: debug } });
   try {
     const config = loadConfig(values.config, io.env, home);
     const hostsFromFile = config.hosts;
@@ -140,6 +143,7 @@ export async function main(
       hosts: () => hosts.configs(),
       // Listings are idempotent: safe to retry once on a connection that dropped under them.
       executorFor: (host) => pool.executor(hosts.resolve(host), { idempotent: true }),
+      streamFor: (host, target) => bulk.runner(hosts.resolve(host), target),
     });
     const addr = parseAddress(address);
     // diff's second address may name another host.
@@ -240,6 +244,7 @@ export async function main(
     io.stderr.write(`remote-runs: ${err.kind}: ${err.message}\n`);
     return 2;
   } finally {
+    await bulk.dispose();
     pool.dispose();
   }
 }

@@ -52,7 +52,7 @@ export async function metricsCommand(
     metrics: run.metrics,
     checkpoints: [],
   };
-  const feed = new RunFeed(ref, { executor: () => deps.executor(addr.host), intervalMs: () => deps.pollMs ?? 2000 });
+  const feed = new RunFeed(ref, { executor: () => deps.executor(addr.host), stream: (t) => deps.core.stream(addr.host, t), intervalMs: () => deps.pollMs ?? 2000 });
   const onAbort = (): void => feed.stop();
   deps.signal.addEventListener('abort', onAbort, { once: true });
   try {
