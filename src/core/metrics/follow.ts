@@ -201,12 +201,15 @@ export class MetricsFollower {
           asked = taken && this.mode === 'append' ? result.from + result.requestedBytes : -1;
         }
       }
-      // A long backlog as one stream, once per catchUp, when nothing else is in flight: the rest of the file after
-      // this read (parsed first, for the first chart) is asked for in one go.
-      const streamIt =
-        step.more && !streamTried && queue.length === 0 && options.stream !== undefined && !options.signal?.aborted && this.mode === 'append' && this.tail !== undefined &&
-        this.tail.size - this.tail.offset >= (options.streamAbove ?? STREAM_ABOVE);
-      if (step.more && !options.signal?.aborted && !streamIt) {
+      // A long backlog as one stream, once per catchUp: the rest of the file after this read (the first is parsed
+      // first, for the first chart) asked for in one go. Where a stream can only be had later (a login starting
+      // beside this backlog), the reads go on and the question is asked again after each; once it can, no more reads
+      // are sent, and the stream starts when those in flight are in.
+      const streamPossible =
+        step.more && !streamTried && options.stream !== undefined && !options.signal?.aborted && this.mode === 'append' && this.tail !== undefined &&
+        this.tail.size - Math.max(this.tail.offset, asked) >= (options.streamAbove ?? STREAM_ABOVE) && (options.stream.ready?.() ?? true);
+      const streamIt = streamPossible && queue.length === 0;
+      if (step.more && !options.signal?.aborted && !streamPossible) {
         if (queue.length === 0) {
           send(this.nextCommand());
           asked = this.mode === 'append' && this.tail ? this.tail.offset + this.maxBytes : -1;

@@ -23,7 +23,13 @@ export interface StreamEnd {
  * promise pauses the stream until it settles (a rejection stops it). Resolves with how it ended, or `undefined` when
  * no stream could be had (nothing was run: the caller reads as before). A stop (`signal`) kills the stream.
  */
-export type StreamRunner = (argv: readonly string[], sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal) => Promise<StreamEnd | undefined>;
+export type StreamRunner = ((argv: readonly string[], sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal) => Promise<StreamEnd | undefined>) & {
+  /**
+   * Can a stream start now without waiting (a login, say)? Asked after each read of a backlog: false lets the reads
+   * go on (and may start what a later stream needs); absent: always.
+   */
+  ready?(): boolean;
+};
 
 /** The status line's part of a tail read (its data follows as pieces). */
 export type TailStreamHeader = { status: 'ok'; stat: TailStat; from: number } | { status: Exclude<TailReadResult['status'], 'ok'> };

@@ -57,6 +57,8 @@ export class BulkLinks {
   /** Hosts OpenSSH was refused for, with why (said once; not tried again until the settings change or a reload). */
   private readonly refused = new Map<string, string>();
   private disposed = false;
+  /** Hosts whose session is being asked for in the background (before its link exists). */
+  private readonly preparing = new Set<string>();
   /** Stops the starts made in the background (dispose). */
   private readonly stop = new AbortController();
 
@@ -65,9 +67,12 @@ export class BulkLinks {
     private readonly options: BulkLinkOptions = {},
   ) {}
 
-  /** A StreamRunner for `target` on `host`: the command runs there through OpenSSH, or not at all (undefined). */
+  /**
+   * A StreamRunner for `target` on `host`: the command runs there through OpenSSH, or not at all (undefined). Its
+   * `ready()` says whether a stream can start at once, and starts the host's session beside the caller if none is.
+   */
   runner(host: PoolHost, target: TargetRef): StreamRunner {
-    return async (argv, sink, signal) => {
+    const run = async (argv: readonly string[], sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal) => {
       if (this.disposed || signal.aborted || this.options.client?.() === 'ssh2') return undefined;
       const lease = await this.pool.acquire(host, signal).catch(() => undefined);
       if (!lease) return undefined;
@@ -100,6 +105,34 @@ export class BulkLinks {
         lease.dispose();
       }
     };
+    return Object.assign(run, { ready: () => this.readyFor(host) });
+  }
+
+  private readyFor(host: PoolHost): boolean {
+    if (this.disposed || this.options.client?.() === 'ssh2') return false;
+    if (this.options.startInBackground === false || this.pool.transportFor(host).kind === 'openssh') return true;
+    const key = keyOf(host);
+    const link = this.links.get(key);
+    if (link && !link.dead) return link.ready !== undefined;
+    if (!this.refused.has(key) && !this.preparing.has(key)) void this.prepare(host, key);
+    return false;
+  }
+
+  /** Start the host's session in the background (the pool's connection gives the host keys to pin). */
+  private async prepare(host: PoolHost, key: string): Promise<void> {
+    this.preparing.add(key);
+    try {
+      const lease = await this.pool.acquire(host, this.stop.signal);
+      try {
+        if (lease.connection instanceof SshConnection && !this.disposed) this.linkFor(key, host, lease.connection.hostKeys, this.stop.signal);
+      } finally {
+        lease.dispose();
+      }
+    } catch {
+      // No connection now: the next backlog asks again.
+    } finally {
+      this.preparing.delete(key);
+    }
   }
 
   private linkFor(key: string, host: PoolHost, hostKeys: Buffer[], signal: AbortSignal): Link {
