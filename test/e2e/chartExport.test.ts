@@ -109,12 +109,20 @@ async function recordSnapshots(): Promise<void> {
   });
 }
 
-/** The run's colour as the panel legend shows it, `[r, g, b]`. */
+/**
+ * The run's colour as the panel legend shows it, `[r, g, b]`. Asked again until it reads as one: a snapshot that
+ * arrives meanwhile redraws the legend, and a swatch read as it is replaced has no computed colour ('').
+ */
 async function runRgb(label: string): Promise<[number, number, number]> {
-  const css = await frame.locator('.legend .legend-item.run').filter({ hasText: label }).locator('.swatch').evaluate((e) => getComputedStyle(e).backgroundColor);
-  const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(css);
-  assert.ok(m, `a colour: ${css}`);
-  return [Number(m[1]), Number(m[2]), Number(m[3])];
+  const swatch = frame.locator('.legend .legend-item.run').filter({ hasText: label }).locator('.swatch');
+  let css = '';
+  for (const end = Date.now() + 60_000; Date.now() < end; ) {
+    css = await swatch.evaluate((e) => getComputedStyle(e).backgroundColor).catch(() => '');
+    const m = /rgba?\((\d+),\s*(\d+),\s*(\d+)/.exec(css);
+    if (m) return [Number(m[1]), Number(m[2]), Number(m[3])];
+    await session.page.waitForTimeout(250);
+  }
+  assert.fail(`the legend's swatch of ${label} never showed a colour (last: ${JSON.stringify(css)})`);
 }
 
 /** Pixels of a chart canvas in this colour: opaque ones, and faint ones (translucent: a band, a faint line). */
