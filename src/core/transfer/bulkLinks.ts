@@ -19,7 +19,7 @@ import type { StreamEnd, StreamRunner } from '../metrics/tailStream';
 import { wrapForTarget } from '../targets';
 import type { TargetRef } from '../types';
 import { isRemoteRunsError } from '../types';
-import { OpenSshSession, OpenSshUnsupported } from './opensshSession';
+import { lastingRefusal, startBesidePool, type OpenSshSession } from './opensshSession';
 
 /**
  * How long a host's session is kept after its last stream (it also ends with the host's pool connection: closeHost).
@@ -154,10 +154,8 @@ export class BulkLinks {
   }
 
   private async start(key: string, host: PoolHost, hostKeys: Buffer[], signal: AbortSignal): Promise<OpenSshSession | undefined> {
-    const login = this.pool.siblingLogin(host);
-    const agent = login.settings.agent === null ? undefined : (login.settings.agent ?? process.env.SSH_AUTH_SOCK);
     try {
-      const session = await OpenSshSession.start({ login, hostKeys, agent }, { sshPath: this.options.sshPath?.(), signal });
+      const session = await startBesidePool(this.pool, host, hostKeys, { sshPath: this.options.sshPath?.(), signal });
       if (this.disposed) {
         await session.dispose();
         return undefined;
@@ -173,7 +171,7 @@ export class BulkLinks {
         return undefined;
       }
       // A reason that will not change by itself is remembered; a passing one (unreachable) is tried again next time.
-      if (e instanceof OpenSshUnsupported || (isRemoteRunsError(e) && e.kind === 'auth-failed')) this.refused.set(key, why);
+      if (lastingRefusal(e)) this.refused.set(key, why);
       this.options.logger?.warn(`metrics of ${host.name}: long backlogs are read over ssh2, not OpenSSH: ${why}`);
       return undefined;
     }

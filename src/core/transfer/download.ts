@@ -25,7 +25,7 @@ import { delay } from '../util/delay';
 import { createLane, type Lane, type RangeHashes } from './lanes';
 import { acquireLock, busyError, type DownloadLock } from './lock';
 import { OpenSshLane } from './opensshLane';
-import { OpenSshSession, OpenSshUnsupported, type OpenSshStreams } from './opensshSession';
+import { lastingRefusal, startBesidePool, type OpenSshSession, type OpenSshStreams } from './opensshSession';
 import { SshConnection } from '../ssh/connection';
 import type { Transport } from '../ssh/transport';
 import { OpenSshConnection } from '../ssh/opensshConnection';
@@ -360,10 +360,8 @@ async function openSshFor(plan: DownloadPlan, hostKeys: Buffer[], options: Downl
     state.note = known;
     return undefined;
   }
-  const login = pool.siblingLogin(host);
-  const agent = login.settings.agent === null ? undefined : (login.settings.agent ?? process.env.SSH_AUTH_SOCK);
   try {
-    return await OpenSshSession.start({ login, hostKeys, agent }, { sshPath: options.sshPath, signal });
+    return await startBesidePool(pool, host, hostKeys, { sshPath: options.sshPath, signal });
   } catch (e) {
     if (isRemoteRunsError(e) && e.kind === 'cancelled') throw e;
     // The host showed OpenSSH another key than the one the pool's connection trusted: a new connection would not be
@@ -376,7 +374,7 @@ async function openSshFor(plan: DownloadPlan, hostKeys: Buffer[], options: Downl
       throw isRemoteRunsError(e) ? e : new RemoteRunsError('bad-config', `Cannot download with OpenSSH: ${why}`);
     }
     // A reason that will not change by itself (no binary, no key login, a refused login) is remembered.
-    if (e instanceof OpenSshUnsupported || (isRemoteRunsError(e) && e.kind === 'auth-failed')) refused.set(key, why);
+    if (lastingRefusal(e)) refused.set(key, why);
     state.note = why;
     options.logger?.warn(`Downloading from ${host.name} with ssh2 instead of OpenSSH: ${why}`);
     return undefined;

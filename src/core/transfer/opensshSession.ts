@@ -36,9 +36,9 @@ import { startPrivateAgent, type PrivateAgent } from '../ssh/agentServer';
 import { startAskpass, type Askpass } from '../ssh/askpass';
 import { createSessionFolder } from '../ssh/sessionFolder';
 import { keyTypeOfBlob } from '../ssh/knownHosts';
-import type { SiblingLogin } from '../ssh/pool';
+import type { ConnectionPool, PoolHost, SiblingLogin } from '../ssh/pool';
 import type { ResolvedHop } from '../ssh/types';
-import { RemoteRunsError } from '../types';
+import { RemoteRunsError, isRemoteRunsError } from '../types';
 
 /** What is needed to reach a host as the pool does. */
 export interface OpenSshLogin {
@@ -61,6 +61,22 @@ export interface OpenSshOptions {
 
 /** Why a host cannot use the OpenSSH client (before anything is started). */
 export class OpenSshUnsupported extends Error {}
+
+/**
+ * Start an OpenSSH session beside the pool's connection to `host`, logged in with what that connection holds (its
+ * secrets, its agent) and trusting the host keys it verified. Rejects as OpenSshSession.start does.
+ */
+export function startBesidePool(pool: ConnectionPool, host: PoolHost, hostKeys: Buffer[], options: OpenSshOptions = {}): Promise<OpenSshSession> {
+  const login = pool.siblingLogin(host);
+  // The pool's own agent rule (SshConnection.connect): null never uses one, undefined is SSH_AUTH_SOCK.
+  const agent = login.settings.agent === null ? undefined : (login.settings.agent ?? process.env.SSH_AUTH_SOCK);
+  return OpenSshSession.start({ login, hostKeys, agent }, options);
+}
+
+/** Whether a failure to start will not change by itself (no binary, no key login, a refused login): worth remembering. */
+export function lastingRefusal(e: unknown): boolean {
+  return e instanceof OpenSshUnsupported || (isRemoteRunsError(e) && e.kind === 'auth-failed');
+}
 
 /** OpenSSH's names for the cipher ssh2 and scp use on AES-NI machines first, then its usual ones. */
 const CIPHERS = 'aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr';
