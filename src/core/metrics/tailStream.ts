@@ -7,16 +7,9 @@
  * The reader here is pure: it is given the stream's pieces in order and hands out the status line once, then the
  * file's bytes in pieces of `piece` bytes (the last one shorter), never more than were asked for.
  */
+import type { StreamEnd } from '../transfer/stream';
 import { RemoteRunsError } from '../types';
 import { TAIL_MARKER, parseTailOutput, type TailReadResult, type TailRequest, type TailStat } from './tail';
-
-/** How a stream ended. */
-export interface StreamEnd {
-  /** The remote command's exit status (null: killed, or the link dropped). */
-  code: number | null;
-  /** The end of its stderr, for the log. */
-  stderr: string;
-}
 
 /**
  * Run `argv` on the run's target as one stream, each stdout piece given to `sink` in order; a sink that returns a

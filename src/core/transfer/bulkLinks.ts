@@ -15,7 +15,8 @@ import type { ConnectionPool, PoolHost } from '../ssh/pool';
 import { OpenSshConnection } from '../ssh/opensshConnection';
 import { SshConnection } from '../ssh/connection';
 import type { Logger } from '../ssh/types';
-import type { StreamEnd, StreamRunner } from '../metrics/tailStream';
+import type { StreamRunner } from '../metrics/tailStream';
+import { childSource, type StreamEnd } from './stream';
 import { wrapForTarget } from '../targets';
 import type { TargetRef } from '../types';
 import { isRemoteRunsError } from '../types';
@@ -230,39 +231,41 @@ function keyOf(host: PoolHost): string {
 
 /**
  * A child's stdout into `sink` in order (paused while a promise the sink returned is pending); resolves with how it
- * ended, rejects with the sink's error (the child is then killed). A stop kills it.
+ * ended, rejects with the sink's error (the child is then killed). A stop kills it. Built on the downloads' source of
+ * an `ssh` child (stream.ts childSource): the same reading, stderr and end.
  */
 export function pipeChild(child: ChildProcess, sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal): Promise<StreamEnd> {
+  const source = childSource(child, () => undefined);
   return new Promise<StreamEnd>((resolve, reject) => {
-    let stderr = '';
     let failed: { e: unknown } | undefined;
     const fail = (e: unknown): void => {
-      failed ??= { e };
-      child.kill('SIGKILL');
-    };
-    child.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4096)));
-    child.stdout?.on('data', (d: Buffer) => {
       if (failed) return;
-      try {
-        const p = sink(d);
-        if (p) {
-          child.stdout!.pause();
-          p.then(() => child.stdout!.resume(), fail);
-        }
-      } catch (e) {
-        fail(e);
-      }
-    });
-    const onAbort = (): void => {
-      child.kill('SIGKILL');
+      failed = { e };
+      source.stop();
     };
+    const onAbort = (): void => source.stop();
     signal.addEventListener('abort', onAbort, { once: true });
     if (signal.aborted) onAbort();
-    child.once('error', (e) => (failed ??= { e }));
-    child.once('close', (code) => {
-      signal.removeEventListener('abort', onAbort);
-      if (failed) reject(failed.e);
-      else resolve({ code, stderr });
-    });
+    source.start(
+      (chunk) => {
+        if (failed || typeof chunk === 'number') return;
+        try {
+          const p = sink(chunk);
+          if (p) {
+            source.pause();
+            p.then(() => source.resume(), fail);
+          }
+        } catch (e) {
+          fail(e);
+        }
+      },
+      (end) => {
+        signal.removeEventListener('abort', onAbort);
+        if (failed) reject(failed.e);
+        else resolve(end);
+      },
+      // The child could not start: its 'close' follows and settles.
+      (e) => (failed ??= { e }),
+    );
   });
 }
