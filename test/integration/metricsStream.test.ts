@@ -11,6 +11,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { ConnectionPool } from '../../src/core/ssh/pool';
@@ -74,7 +75,8 @@ interface Rig {
   feed(wrap?: (r: StreamRunner) => StreamRunner): RunFeed;
 }
 
-function rig(options: { client?: 'auto' | 'ssh2'; sshPath?: string; startInBackground?: boolean } = {}): Rig {
+function rig(options: { client?: 'auto' | 'ssh2'; sshPath?: string; startInBackground?: boolean; hostName?: string; streamMaxBytes?: number } = {}): Rig {
+  const name = options.hostName ?? 'testbox';
   const log: string[] = [];
   const logger = { info: (m: string) => log.push(m), warn: (m: string) => log.push(m), error: (m: string) => log.push(m) };
   const links = new BulkLinks(pool, { client: () => options.client ?? 'auto', sshPath: () => options.sshPath, logger, ...(options.startInBackground === false ? { startInBackground: false } : {}) });
@@ -93,13 +95,14 @@ function rig(options: { client?: 'auto' | 'ssh2'; sshPath?: string; startInBackg
     log,
     reads: () => reads,
     feed: (wrap) =>
-      new RunFeed(ref, {
-        executor: () => core.executor('testbox'),
+      new RunFeed({ ...ref, hostName: name }, {
+        executor: () => core.executor(name),
         stream: (target: TargetRef) => {
-          const r = core.stream('testbox', target);
+          const r = core.stream(name, target);
           return r && wrap ? wrap(r) : r;
         },
         streamAbove: 256 * 1024,
+        ...(options.streamMaxBytes !== undefined ? { streamMaxBytes: options.streamMaxBytes } : {}),
         workerAbove: 4 * READ,
         maxBytesPerRead: READ,
         intervalMs: () => 1e9,
@@ -188,6 +191,67 @@ test('the first open reads over ssh2 while an OpenSSH login starts; the next com
   await eventually(() => sshChildren().length === 0, `ssh processes left after the links were disposed: ${sshChildren().join('; ')}`);
 });
 
+/** Files in this process's OpenSSH session folders (os.tmpdir()/rr-ssh-*, `owner` naming this pid). */
+function sessionFiles(): string[] {
+  const out: string[] = [];
+  for (const name of fs.readdirSync(os.tmpdir()).filter((n) => n.startsWith('rr-ssh-'))) {
+    const folder = path.join(os.tmpdir(), name);
+    try {
+      if (fs.readFileSync(path.join(folder, 'owner'), 'utf8') !== String(process.pid)) continue;
+      out.push(...fs.readdirSync(folder).map((f) => path.join(name, f)));
+    } catch {
+      // gone meanwhile, or not a session folder
+    }
+  }
+  return out;
+}
+
+test('a backlog longer than one stream comes as several, one after the other, every line once; each spools into a file with no name, and none is left', async () => {
+  const r = rig({ streamMaxBytes: 1024 * 1024 });
+  await warm(r);
+  const readsBefore = r.reads();
+  const streams: number[] = [];
+  const stdouts: string[] = [];
+  const feed = r.feed((run) =>
+    Object.assign(
+      (argv: readonly string[], sink: (c: Buffer) => void | Promise<void>, signal: AbortSignal) => {
+        streams.push(0);
+        return run(
+          argv,
+          (c) => {
+            if (streams[streams.length - 1] === 0) {
+              // While it runs: the stream's ssh writes into a file that has no name, and the folder holds none.
+              for (const row of sshChildren().filter((x) => !/ControlMaster=yes/.test(x))) {
+                try {
+                  stdouts.push(fs.readlinkSync(`/proc/${row.split(' ')[0]}/fd/1`));
+                } catch {
+                  // exited meanwhile
+                }
+              }
+              assert.deepEqual(sessionFiles().filter((f) => /spool/.test(f)), [], 'no spool file has a name');
+            }
+            streams[streams.length - 1] += c.length;
+            return sink(c);
+          },
+          signal,
+        );
+      },
+      { ready: () => true },
+    ),
+  );
+  await feed.pollNow();
+  assert.equal(feed.status, 'following');
+  assert.equal(seen(feed), reference, 'every line exactly once across the streams');
+  assert.ok(streams.length >= Math.floor((logSize - 2 * READ) / (1024 * 1024)), `${streams.length} streams of at most 1 MiB for ${logSize} bytes: ${streams.join(', ')}`);
+  assert.ok(streams.every((n) => n <= 1024 * 1024 + 4096), `each stream at most 1 MiB (and its status line): ${streams.join(', ')}`);
+  assert.ok(r.reads() - readsBefore <= 3, `${r.reads() - readsBefore} reads over ssh2 besides the streams`);
+  assert.ok(stdouts.length > 0 && stdouts.every((l) => /\/spool-[0-9a-f]+ \(deleted\)$/.test(l)), `the streams' stdout: ${stdouts.join('; ')}`);
+  feed.dispose();
+  assert.deepEqual(sessionFiles().filter((f) => /spool/.test(f)), []);
+  await r.links.dispose();
+  assert.deepEqual(sessionFiles(), [], 'the session folder is gone');
+});
+
 test('a stream that can start only part-way through a backlog: the reads in flight come in, then the rest streams, every line once', async () => {
   const r = rig();
   await warm(r);
@@ -211,7 +275,11 @@ test('a stream that can start only part-way through a backlog: the reads in flig
 });
 
 test('the OpenSSH master killed mid-stream: the reads go on over ssh2 from where it stopped, every line once; the next open logs in again', async () => {
-  const r = rig();
+  // Through a link of 2 MB/s, so the kill lands while the server is still sending (on loopback the whole log is in the
+  // stream's spool file within milliseconds, and a kill after that would find nothing left to interrupt).
+  const slow = await host.throughProxy({ rateBytesPerSec: 2_000_000 });
+  hosts = [...hosts.filter((h) => h.name !== 'slowbox'), slow.hostConfig('slowbox', { targets: ['host'], runRoots: hosts[0].runRoots })];
+  const r = rig({ hostName: 'slowbox' });
   await warm(r);
   const readsBefore = r.reads();
   let streamed = 0;

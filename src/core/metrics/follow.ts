@@ -28,6 +28,11 @@ export const FIRST_READ_BYTES = 1024 * 1024;
 
 /** A backlog of at least this many bytes after the first read comes as one stream where one can be had. */
 export const STREAM_ABOVE = 16 * 1024 * 1024;
+/**
+ * Most bytes one stream asks for: a longer backlog comes as several streams, one after the other. The OpenSSH runner
+ * spools a stream into a file (transfer/bulkLinks.ts spoolChild), which this bounds, on a disk or a tmpfs alike.
+ */
+export const STREAM_MAX_BYTES = 64 * 1024 * 1024;
 /** A stream's bytes go to the parser in pieces of this size (each one batch of the worker's). */
 const STREAM_PIECE = 1024 * 1024;
 /** Pieces given to the worker and not yet parsed before the stream waits (so what is in flight stays bounded). */
@@ -61,11 +66,14 @@ export interface CatchUpOptions {
   workerAbove?: number;
   /**
    * How to read a long backlog of an append-only log as one stream (tailStream.ts) instead of reads of maxBytes
-   * each; absent, or when it can have no stream, the reads go on as before. Tried once per catchUp.
+   * each; absent, or when it can have no stream, the reads go on as before. Tried once per catchUp: a backlog longer
+   * than one stream's `streamMaxBytes` goes on with the next stream while each brings all it asked for.
    */
   stream?: StreamRunner;
   /** A backlog of at least this many bytes (after the first read) is streamed. Default STREAM_ABOVE. */
   streamAbove?: number;
+  /** Most bytes one stream asks for. Default STREAM_MAX_BYTES. */
+  streamMaxBytes?: number;
   /** Told why a stream was given up part-way (the reads then go on from where it stopped). */
   log?(message: string): void;
 }
@@ -232,8 +240,13 @@ export class MetricsFollower {
       }
       if (streamIt) {
         streamTried = true;
-        changed = (await this.streamRest(options.stream!, options)) || changed;
-        if (options.signal?.aborted) return { status: 'ok', changed, more: true };
+        for (;;) {
+          const r = await this.streamRest(options.stream!, options);
+          changed ||= r.changed;
+          if (options.signal?.aborted) return { status: 'ok', changed, more: true };
+          const left = this.tail ? this.tail.size - this.tail.offset : 0;
+          if (!r.whole || this.mode !== 'append' || !(left >= (options.streamAbove ?? STREAM_ABOVE))) break;
+        }
         // Whatever the stream brought (all of it, part, or nothing), a read from where it stopped goes on: it checks
         // the file again and takes what was written meanwhile.
         send(this.nextCommand());
@@ -244,13 +257,15 @@ export class MetricsFollower {
   }
 
   /**
-   * Read the rest of the file (from the tail's offset to its size as last seen) as one stream, its pieces taken as
-   * reads of their own (same state machine, same checks). True when that changed the metrics. A stream that
-   * cannot be had, fails or stops part-way leaves the tail where its last piece ended; a failed worker is rethrown.
+   * Read the rest of the file (from the tail's offset to its size as last seen, at most streamMaxBytes) as one
+   * stream, its pieces taken as reads of their own (same state machine, same checks). `changed`: that changed the
+   * metrics; `whole`: it brought every byte it asked for and ended well. A stream that cannot be had, fails or stops
+   * part-way leaves the tail where its last piece ended; a failed worker is rethrown.
    */
-  private async streamRest(stream: StreamRunner, options: CatchUpOptions): Promise<boolean> {
+  private async streamRest(stream: StreamRunner, options: CatchUpOptions): Promise<{ changed: boolean; whole: boolean }> {
     const tail = this.tail!;
-    const request = { offset: tail.offset, maxBytes: tail.size - tail.offset, expectHead: tail.head, expectInode: tail.inode, compressAbove: 0 };
+    const maxBytes = Math.min(tail.size - tail.offset, options.streamMaxBytes ?? STREAM_MAX_BYTES);
+    const request = { offset: tail.offset, maxBytes, expectHead: tail.head, expectInode: tail.inode, compressAbove: 0 };
     const command = tailReadCommand(this.path, request);
     const stop = new AbortController();
     const onAbort = (): void => stop.abort();
@@ -285,9 +300,12 @@ export class MetricsFollower {
         },
         stop.signal,
       );
-      if (end === undefined) return changed;
+      if (end === undefined) return { changed, whole: false };
       // What came is the file's bytes in order, whatever ended the stream: it is used, and reading goes on after it.
       if (!stop.signal.aborted) reader.end();
+      if (end.code === 0 && !stop.signal.aborted && header?.status === 'ok' && reader.dataBytes === request.maxBytes && this.tail?.offset === request.offset + maxBytes) {
+        return { changed, whole: true };
+      }
       if (end.code !== 0 && !stop.signal.aborted) {
         options.log?.(`metrics ${this.path}: the stream ended after ${reader.dataBytes} of ${request.maxBytes} bytes (${end.code === null ? 'killed or dropped' : `exit ${end.code}`}${end.stderr ? `: ${end.stderr.trim().split('\n')[0]}` : ''}); reading on from byte ${this.tail?.offset}`);
       }
@@ -297,7 +315,7 @@ export class MetricsFollower {
     } finally {
       options.signal?.removeEventListener('abort', onAbort);
     }
-    return changed;
+    return { changed, whole: false };
   }
 
   apply(result: TailReadResult): FollowUpdate {

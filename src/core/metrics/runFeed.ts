@@ -57,6 +57,8 @@ export interface RunFeedOptions {
   stream?(target: TargetRef): StreamRunner | undefined;
   /** A backlog of at least this many bytes after the first read is streamed (CatchUpOptions.streamAbove). */
   streamAbove?: number;
+  /** Most bytes one stream asks for (CatchUpOptions.streamMaxBytes). */
+  streamMaxBytes?: number;
   /** The x column to use instead of the logs' own choice (RunMetrics.xPick); can be changed with setXPick. */
   xPick?: string;
   /** The connection state of the run's host (the pool's), for the link a panel shows (liveness.ts). */
@@ -420,6 +422,7 @@ export class RunFeed {
           ...(this.options.workerAbove !== undefined ? { workerAbove: this.options.workerAbove } : {}),
           stream: this.options.stream?.(target),
           ...(this.options.streamAbove !== undefined ? { streamAbove: this.options.streamAbove } : {}),
+          ...(this.options.streamMaxBytes !== undefined ? { streamMaxBytes: this.options.streamMaxBytes } : {}),
           log: (m) => this.options.log?.(m),
           onChunk: (chunk) => {
             if (chunk.changed) this.changed.fire();

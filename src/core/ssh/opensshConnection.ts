@@ -312,6 +312,11 @@ export class OpenSshConnection implements Transport {
     return this.lifeline.pid;
   }
 
+  /** The connection's private 0700 folder, for files of its streams (removed with it). */
+  get spoolDir(): string {
+    return this.folder;
+  }
+
   private get control(): string {
     return path.join(this.folder, 'cm');
   }

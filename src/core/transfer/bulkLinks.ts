@@ -11,12 +11,15 @@
  * a login only the pool can do, a host key that differs), the reason is logged once and the reads stay on ssh2.
  */
 import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { promises as fs } from 'node:fs';
+import * as path from 'node:path';
 import type { ConnectionPool, PoolHost } from '../ssh/pool';
 import { OpenSshConnection } from '../ssh/opensshConnection';
 import { SshConnection } from '../ssh/connection';
 import type { Logger } from '../ssh/types';
 import type { StreamRunner } from '../metrics/tailStream';
-import { childSource, type StreamEnd } from './stream';
+import { fileSource, type ByteSource, type StreamEnd } from './stream';
 import { wrapForTarget } from '../targets';
 import type { TargetRef } from '../types';
 import { isRemoteRunsError } from '../types';
@@ -81,7 +84,7 @@ export class BulkLinks {
         const conn = lease.connection;
         const line = wrapForTarget(target, argv);
         // The OpenSSH transport's master carries it; the lease keeps that master up while the stream runs.
-        if (conn instanceof OpenSshConnection) return await pipeChild(conn.run(line), sink, signal);
+        if (conn instanceof OpenSshConnection) return await spoolChild(conn.spoolDir, (fd) => conn.run(line, fd), sink, signal);
         if (!(conn instanceof SshConnection)) return undefined;
         const key = keyOf(host);
         const background = this.options.startInBackground !== false;
@@ -94,7 +97,7 @@ export class BulkLinks {
         if (link.timer) clearTimeout(link.timer);
         link.timer = undefined;
         try {
-          const end = await pipeChild(session.run(line), sink, signal);
+          const end = await spoolChild(session.spoolDir, (fd) => session.run(line, fd), sink, signal);
           // 255 is ssh's own failure (the master gone, the link dropped): the next stream starts a new session.
           if (end.code === 255) this.drop(key, link);
           return end;
@@ -230,25 +233,34 @@ function keyOf(host: PoolHost): string {
 }
 
 /**
- * A child's stdout into `sink` in order (paused while a promise the sink returned is pending); resolves with how it
- * ended, rejects with the sink's error (the child is then killed). A stop kills it. Built on the downloads' source of
- * an `ssh` child (stream.ts childSource): the same reading, stderr and end.
+ * A source's bytes into `sink` in order (paused while a promise the sink returned is pending). Resolves with how it
+ * ended; a stop (`signal`) stops the source and resolves at once as killed; the sink's error, or the source's
+ * (ssh could not start, its file could not be read), stops it and rejects.
  */
-export function pipeChild(child: ChildProcess, sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal): Promise<StreamEnd> {
-  const source = childSource(child, () => undefined);
+export function pipeSource(source: ByteSource, sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal): Promise<StreamEnd> {
   return new Promise<StreamEnd>((resolve, reject) => {
-    let failed: { e: unknown } | undefined;
-    const fail = (e: unknown): void => {
-      if (failed) return;
-      failed = { e };
-      source.stop();
+    let settled = false;
+    const settle = (how: () => void): void => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      how();
     };
-    const onAbort = (): void => source.stop();
+    const fail = (e: unknown): void => {
+      if (settled) return;
+      source.stop();
+      settle(() => reject(e));
+    };
+    const onAbort = (): void => {
+      if (settled) return;
+      source.stop();
+      settle(() => resolve({ code: null, signal: 'SIGKILL', stderr: '' }));
+    };
     signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) onAbort();
+    if (signal.aborted) return onAbort();
     source.start(
       (chunk) => {
-        if (failed || typeof chunk === 'number') return;
+        if (settled || typeof chunk === 'number') return;
         try {
           const p = sink(chunk);
           if (p) {
@@ -259,13 +271,36 @@ export function pipeChild(child: ChildProcess, sink: (chunk: Buffer) => void | P
           fail(e);
         }
       },
-      (end) => {
-        signal.removeEventListener('abort', onAbort);
-        if (failed) reject(failed.e);
-        else resolve(end);
-      },
-      // The child could not start: its 'close' follows and settles.
-      (e) => (failed ??= { e }),
+      (end) => settle(() => resolve(end)),
+      fail,
     );
   });
+}
+
+/**
+ * Run an `ssh` child whose stdout is a spool file, and give what it writes to `sink` as it arrives (read back from
+ * the page cache). Not a pipe: OpenSSH writes a pipe's 64 KiB per turn of its loop while it reads up to 256 KiB from
+ * the connection, so its channel buffer grows to the window, 32 KiB at a time, each growth a fresh allocation copied
+ * and cleared (recallocarray); on the test host a fresh master moved 100 MB into a pipe in 1.4-1.8 s and into a file
+ * in 0.35-0.44 s (bench/README.md). The file is created 0600 in the session's own 0700 folder and unlinked at once,
+ * so it holds no name while the stream runs and its space is freed when the last descriptor closes, whoever dies
+ * (this process, the child: the lifeline kills the child); a kill between the two leaves it in a folder the next
+ * process removes as an orphan (sessionFolder.ts). It grows to the stream's size: the caller bounds that.
+ * A chunk given to `sink` is valid only until the sink returns (the buffer is read into again).
+ */
+export async function spoolChild(
+  dir: string,
+  start: (stdout: number) => ChildProcess,
+  sink: (chunk: Buffer) => void | Promise<void>,
+  signal: AbortSignal,
+): Promise<StreamEnd> {
+  const file = path.join(dir, `spool-${randomBytes(8).toString('hex')}`);
+  const fh = await fs.open(file, 'wx+', 0o600);
+  try {
+    await fs.unlink(file);
+    const child = start(fh.fd);
+    return await pipeSource(fileSource(child, fh, 0, true, () => undefined), sink, signal);
+  } finally {
+    await fh.close().catch(() => undefined);
+  }
 }

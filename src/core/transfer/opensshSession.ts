@@ -214,6 +214,11 @@ export class OpenSshSession implements OpenSshStreams {
     private readonly target: string,
   ) {}
 
+  /** The session's private 0700 folder, for files of its streams (removed with it). */
+  get spoolDir(): string {
+    return this.folder;
+  }
+
   private get configFile(): string {
     return path.join(this.folder, 'config');
   }

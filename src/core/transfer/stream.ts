@@ -210,7 +210,8 @@ const FOLLOW_POLL_MS = 10;
  */
 export function fileSource(
   child: ChildProcess,
-  file: string,
+  /** The file's path, or a handle open for reading (kept open: the caller closes it). */
+  file: string | fs.FileHandle,
   start: number,
   /** Read the bytes back (to hash them), or only follow the file's size. */
   readBack: boolean,
@@ -243,7 +244,7 @@ export function fileSource(
         let fh: fs.FileHandle | undefined;
         const spare = readBack ? Buffer.allocUnsafe(FOLLOW_CHUNK) : Buffer.alloc(0);
         try {
-          fh = await fs.open(file, 'r');
+          fh = typeof file === 'string' ? await fs.open(file, 'r') : file;
           let pos = start;
           while (!stopped) {
             if (paused) {
@@ -277,9 +278,10 @@ export function fileSource(
             await nap(FOLLOW_POLL_MS);
           }
         } catch (e) {
-          if (!stopped) broken(new RemoteRunsError('protocol', `Reading back ${file} failed: ${e instanceof Error ? e.message : String(e)}`, { path: file }));
+          const name = typeof file === 'string' ? file : 'the stream\'s file';
+          if (!stopped) broken(new RemoteRunsError('protocol', `Reading back ${name} failed: ${e instanceof Error ? e.message : String(e)}`, typeof file === 'string' ? { path: file } : undefined));
         } finally {
-          await fh?.close().catch(() => undefined);
+          if (typeof file === 'string') await fh?.close().catch(() => undefined);
         }
       })();
     },
