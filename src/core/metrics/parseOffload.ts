@@ -56,10 +56,14 @@ interface ParseThread {
   job: ParseOffload | undefined;
   idleTimer: ReturnType<typeof setTimeout> | undefined;
   exited: boolean;
+  /** Told to end (terminate stops its JavaScript at once; it exits a moment later). */
+  ending?: boolean;
 }
 
 let live = 0;
 let started = 0;
+/** Live threads told to end that have not exited yet. */
+let ending = 0;
 let idleMs = PARSE_WORKER_IDLE_MS;
 const idleThreads: ParseThread[] = [];
 const gone: (() => void)[] = [];
@@ -69,9 +73,9 @@ export function liveParseWorkers(): number {
   return live;
 }
 
-/** Parse threads running a backlog now (live ones that are not idle). */
+/** Parse threads running a backlog now (live ones neither idle nor told to end). */
 export function busyParseWorkers(): number {
-  return live - idleThreads.length;
+  return live - idleThreads.length - ending;
 }
 
 /** Parse threads started in this process so far (a warm one reused is not counted again). */
@@ -109,6 +113,10 @@ function endThread(t: ParseThread): void {
   if (t.idleTimer) clearTimeout(t.idleTimer);
   t.idleTimer = undefined;
   t.job = undefined;
+  if (!t.ending && !t.exited) {
+    t.ending = true;
+    ending++;
+  }
   void t.worker.terminate();
 }
 
@@ -131,6 +139,7 @@ function takeThread(script: string | undefined): ParseThread {
   worker.on('error', (e: Error) => t.job?.fail(`failed: ${e.message}`));
   worker.once('exit', (code: number) => {
     t.exited = true;
+    if (t.ending) ending--;
     const idle = idleThreads.indexOf(t);
     if (idle >= 0) idleThreads.splice(idle, 1);
     if (t.idleTimer) clearTimeout(t.idleTimer);
