@@ -24,7 +24,7 @@ import {
 } from './tail';
 
 /** Bytes of a log's first read (then DEFAULT_TAIL_MAX_BYTES each): enough for a first chart, quick to parse. */
-export const FIRST_READ_BYTES = 1024 * 1024;
+export const FIRST_READ_BYTES = 256 * 1024;
 
 /** A backlog of at least this many bytes after the first read comes as one stream where one can be had. */
 export const STREAM_ABOVE = 16 * 1024 * 1024;

@@ -27,8 +27,8 @@ import { lastingRefusal, startBesidePool, type OpenSshSession } from './opensshS
 
 /**
  * How long a host's session is kept after its last stream (it also ends with the host's pool connection: closeHost).
- * Long, because a new connection is slow at first: on the test host the first ~10 MB a fresh OpenSSH connection
- * carries take ~0.8 s, the next 135 MB ~0.4 s (bench/README.md), so a session is worth keeping once it has carried one.
+ * Long, because a stream on a live session skips the login (~0.3 s on the test host) and the first stream of a new
+ * `ssh` process grows its buffers from nothing (bench/README.md).
  */
 export const BULK_LINK_IDLE_MS = 10 * 60_000;
 
