@@ -75,7 +75,9 @@ interface Rig {
   feed(wrap?: (r: StreamRunner) => StreamRunner): RunFeed;
 }
 
-function rig(options: { client?: 'auto' | 'ssh2'; sshPath?: string; startInBackground?: boolean; hostName?: string; streamMaxBytes?: number } = {}): Rig {
+function rig(
+  options: { client?: 'auto' | 'ssh2'; sshPath?: string; startInBackground?: boolean; hostName?: string; streamMaxBytes?: number; run?: RunRefWire; read?: number; streamAbove?: number } = {},
+): Rig {
   const name = options.hostName ?? 'testbox';
   const log: string[] = [];
   const logger = { info: (m: string) => log.push(m), warn: (m: string) => log.push(m), error: (m: string) => log.push(m) };
@@ -95,16 +97,16 @@ function rig(options: { client?: 'auto' | 'ssh2'; sshPath?: string; startInBackg
     log,
     reads: () => reads,
     feed: (wrap) =>
-      new RunFeed({ ...ref, hostName: name }, {
+      new RunFeed({ ...(options.run ?? ref), hostName: name }, {
         executor: () => core.executor(name),
         stream: (target: TargetRef) => {
           const r = core.stream(name, target);
           return r && wrap ? wrap(r) : r;
         },
-        streamAbove: 256 * 1024,
+        streamAbove: options.streamAbove ?? 256 * 1024,
         ...(options.streamMaxBytes !== undefined ? { streamMaxBytes: options.streamMaxBytes } : {}),
         workerAbove: 4 * READ,
-        maxBytesPerRead: READ,
+        maxBytesPerRead: options.read ?? READ,
         intervalMs: () => 1e9,
         log: (m) => log.push(m),
       }),
@@ -250,6 +252,44 @@ test('a backlog longer than one stream comes as several, one after the other, ev
   assert.deepEqual(sessionFiles().filter((f) => /spool/.test(f)), []);
   await r.links.dispose();
   assert.deepEqual(sessionFiles(), [], 'the session folder is gone');
+});
+
+test('a TensorBoard event file written by torch comes through streams cut mid-record as over ssh2: the same series', async () => {
+  // The real file (test/fixtures/real, torch.utils.tensorboard) is small, so the reads and streams are made smaller
+  // still: a first read of 512 bytes, then streams of at most 700 bytes, each ending inside a record.
+  const src = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'metrics', 'torch_tb', 'resumed', 'events.out.tfevents.1796148097.vm.9285.0');
+  const runDir = path.join(host.dir, 'stream-runs', 'tb');
+  fs.mkdirSync(runDir, { recursive: true });
+  const file = path.join(runDir, path.basename(src));
+  fs.copyFileSync(src, file);
+  execFileSync('chmod', ['-R', 'a+rX', runDir]);
+  const run: RunRefWire = { ...ref, runPath: runDir, runName: 'tb', metrics: [file] };
+  const plain = rig({ client: 'ssh2', run, read: 512 });
+  const viaSsh2 = plain.feed();
+  await viaSsh2.pollNow();
+  assert.equal(viaSsh2.status, 'following');
+  const want = seen(viaSsh2);
+  assert.ok((viaSsh2.series().size ?? 0) > 0 && [...viaSsh2.series().values()].some((s) => s.length > 3), `series read over ssh2: ${want.slice(0, 200)}`);
+  viaSsh2.dispose();
+  await plain.links.dispose();
+
+  const r = rig({ run, read: 512, streamAbove: 256, streamMaxBytes: 700, startInBackground: false });
+  const streams: number[] = [];
+  const feed = r.feed((runner) =>
+    Object.assign(
+      (argv: readonly string[], sink: (c: Buffer) => void | Promise<void>, signal: AbortSignal) => {
+        streams.push(0);
+        return runner(argv, (c) => ((streams[streams.length - 1] += c.length), sink(c)), signal);
+      },
+      { ready: () => true },
+    ),
+  );
+  await feed.pollNow();
+  assert.equal(feed.status, 'following', r.log.join(' | '));
+  assert.equal(seen(feed), want, 'the same series through the streams');
+  assert.ok(streams.length >= 2, `the backlog came as ${streams.length} streams (${streams.join(', ')} bytes with their status lines): ${r.log.join(' | ')}`);
+  feed.dispose();
+  await r.links.dispose();
 });
 
 test('a stream that can start only part-way through a backlog: the reads in flight come in, then the rest streams, every line once', async () => {
