@@ -60,7 +60,12 @@ before(async () => {
   ref = { hostName: 'testbox', target: { kind: 'host', id: '' }, runPath: runDir, runName: 'long', metrics: [log], checkpoints: [] };
 });
 
+/** Every rig's links, disposed after the tests even where one failed before disposing its own (a session left up
+ * keeps its lifeline, and with it this file's process, alive). */
+const allLinks: BulkLinks[] = [];
+
 after(async () => {
+  await Promise.all(allLinks.map((l) => l.dispose()));
   closeIdleParseWorkers();
   pool?.dispose();
   await host?.stop();
@@ -82,6 +87,7 @@ function rig(
   const log: string[] = [];
   const logger = { info: (m: string) => log.push(m), warn: (m: string) => log.push(m), error: (m: string) => log.push(m) };
   const links = new BulkLinks(pool, { client: () => options.client ?? 'auto', sshPath: () => options.sshPath, logger, ...(options.startInBackground === false ? { startInBackground: false } : {}) });
+  allLinks.push(links);
   let reads = 0;
   const core = new RemoteRunsCore({
     hosts: () => hosts,
