@@ -19,7 +19,7 @@ import { OpenSshConnection } from '../ssh/opensshConnection';
 import { SshConnection } from '../ssh/connection';
 import type { Logger } from '../ssh/types';
 import type { StreamRunner } from '../metrics/tailStream';
-import { fileSource, type ByteSource, type StreamEnd } from './stream';
+import { fileSource, pipeSource, type StreamEnd } from './stream';
 import { wrapForTarget } from '../targets';
 import type { TargetRef } from '../types';
 import { isRemoteRunsError } from '../types';
@@ -230,51 +230,6 @@ export class BulkLinks {
 
 function keyOf(host: PoolHost): string {
   return JSON.stringify([host.name, host.jumps, host.target]);
-}
-
-/**
- * A source's bytes into `sink` in order (paused while a promise the sink returned is pending). Resolves with how it
- * ended; a stop (`signal`) stops the source and resolves at once as killed; the sink's error, or the source's
- * (ssh could not start, its file could not be read), stops it and rejects.
- */
-export function pipeSource(source: ByteSource, sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal): Promise<StreamEnd> {
-  return new Promise<StreamEnd>((resolve, reject) => {
-    let settled = false;
-    const settle = (how: () => void): void => {
-      if (settled) return;
-      settled = true;
-      signal.removeEventListener('abort', onAbort);
-      how();
-    };
-    const fail = (e: unknown): void => {
-      if (settled) return;
-      source.stop();
-      settle(() => reject(e));
-    };
-    const onAbort = (): void => {
-      if (settled) return;
-      source.stop();
-      settle(() => resolve({ code: null, signal: 'SIGKILL', stderr: '' }));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    if (signal.aborted) return onAbort();
-    source.start(
-      (chunk) => {
-        if (settled || typeof chunk === 'number') return;
-        try {
-          const p = sink(chunk);
-          if (p) {
-            source.pause();
-            p.then(() => source.resume(), fail);
-          }
-        } catch (e) {
-          fail(e);
-        }
-      },
-      (end) => settle(() => resolve(end)),
-      fail,
-    );
-  });
 }
 
 /**

@@ -153,6 +153,51 @@ function stderrCollector(): { add(b: Buffer): void; text(): string } {
 }
 
 /**
+ * A source's bytes into `sink` in order (paused while a promise the sink returned is pending). Resolves with how it
+ * ended; a stop (`signal`) stops the source and resolves at once as killed; the sink's error, or the source's
+ * (ssh could not start, its file could not be read), stops it and rejects.
+ */
+export function pipeSource(source: ByteSource, sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal): Promise<StreamEnd> {
+  return new Promise<StreamEnd>((resolve, reject) => {
+    let settled = false;
+    const settle = (how: () => void): void => {
+      if (settled) return;
+      settled = true;
+      signal.removeEventListener('abort', onAbort);
+      how();
+    };
+    const fail = (e: unknown): void => {
+      if (settled) return;
+      source.stop();
+      settle(() => reject(e));
+    };
+    const onAbort = (): void => {
+      if (settled) return;
+      source.stop();
+      settle(() => resolve({ code: null, signal: 'SIGKILL', stderr: '' }));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal.aborted) return onAbort();
+    source.start(
+      (chunk) => {
+        if (settled || typeof chunk === 'number') return;
+        try {
+          const p = sink(chunk);
+          if (p) {
+            source.pause();
+            p.then(() => source.resume(), fail);
+          }
+        } catch (e) {
+          fail(e);
+        }
+      },
+      (end) => settle(() => resolve(end)),
+      fail,
+    );
+  });
+}
+
+/**
  * An ssh2 exec channel as a byte source. `failure` classifies a non-zero exit (container errors first); `dropped`
  * says whether the connection went away (a missing exit status or a short stream then means a drop, retried).
  */
