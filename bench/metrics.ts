@@ -15,8 +15,10 @@
  *   1M-line runs shown in two panels.
  * The last stdout line is one JSON object with the same figures. No timing is judged: ratios are what matter.
  *
- *   node --import tsx bench/metrics.ts [--lines 1000000] [--n 5] [--appends 10] [--compress BYTES]
+ *   node --import tsx bench/metrics.ts [--lines 1000000] [--n 5] [--appends 10] [--compress BYTES] [--cpu-profile FILE]
  *
+ * --cpu-profile: write a V8 CPU profile of this thread (the extension host's) during the warm open samples only, for
+ * chrome://inspect or `node bench/profileTop.mjs FILE`.
  * --compress: gzip reads of at least BYTES (the product's default is 0, never; see DEFAULT_TAIL_COMPRESS_ABOVE).
  */
 import { execFileSync, spawn } from 'node:child_process';
@@ -24,6 +26,7 @@ import { buildSync } from 'esbuild';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
 import { ConnectionPool } from '../src/core/ssh/pool';
 import { BulkLinks } from '../src/core/transfer/bulkLinks';
@@ -50,6 +53,13 @@ const N = arg('n', 5);
 const APPENDS = arg('appends', 10);
 const COMPRESS = arg('compress', DEFAULT_TAIL_COMPRESS_ABOVE, 0);
 const WIDTH = 400;
+const CPU_PROFILE = (() => {
+  const i = process.argv.indexOf('--cpu-profile');
+  if (i < 0) return undefined;
+  const file = process.argv[i + 1];
+  if (!file || file.startsWith('--')) throw new Error('--cpu-profile needs a file');
+  return path.resolve(file);
+})();
 /** The panel's coalescing of updates (src/extension/metrics/metricsView.ts FLUSH_MS). */
 const FLUSH_MS = 50;
 
@@ -274,14 +284,24 @@ async function main(): Promise<void> {
     const machineCat: number[] = [];
     let snapshotBytes = 0;
     let lastFeed: RunFeed | undefined;
+    const profiler = CPU_PROFILE ? new Session() : undefined;
+    if (profiler) {
+      profiler.connect();
+      await profiler.post('Profiler.enable');
+    }
     for (let i = 0; i < N; i++) {
       process.stderr.write(`open sample ${i + 1}/${N}…\n`);
       lastFeed?.dispose();
       {
         const m0 = machineBusyMs();
         const t0 = performance.now();
+        await profiler?.post('Profiler.start');
         const feed = newFeed();
         const r = await openAndDraw(feed, t0);
+        if (profiler) {
+          const { profile } = await profiler.post('Profiler.stop');
+          fs.writeFileSync(N > 1 ? CPU_PROFILE!.replace(/(\.cpuprofile)?$/, `.${i + 1}.cpuprofile`) : CPU_PROFILE!, JSON.stringify(profile));
+        }
         machineOpen.push(machineBusyMs() - m0);
         open.push(r.ms);
         cpuOpen.push(r.cpuMs);
