@@ -163,8 +163,8 @@ test('property: any mix of lines, in any chunking, reads the same on both paths'
 
 /**
  * Parse `text` the way a follower with a parse worker does: the first `head` bytes pushed here, then the parser
- * detached and the rest read by a FlatBatcher in `chunk`-byte pieces, each batch cloned as postMessage clones it and
- * applied; then the parser takes the stream back from the last batch's state and pushes the rest itself. With
+ * detached and the rest read by a FlatBatcher in `chunk`-byte pieces, each batch moved as postMessage moves it,
+ * applied and its buffers given back; then the parser takes the stream back from the last batch's state and pushes the rest itself. With
  * `stopAfter`, the "worker" dies after that many batches: the rest is read again from the end of the last batch
  * applied (what MetricsFollower does after a worker crash).
  */
@@ -178,10 +178,19 @@ function parseViaBatches(text: string, head: number, chunk: number, stopAfter?: 
   let resumeFrom = handoff;
   let batches = 0;
   const size = Math.max(1, chunk);
+  // As the worker does: one read buffer filled again and again (given back after each batch), and each batch's
+  // buffers transferred, then given back to be written into again once applied.
+  const piece = new Uint8Array(size);
   for (let at = first; at < bytes.length; at += size) {
     if (stopAfter !== undefined && batches === stopAfter) break;
-    const batch = structuredClone(batcher.push(bytes.slice(at, at + size)));
+    const part = bytes.subarray(at, at + size);
+    piece.set(part);
+    const made = batcher.push(piece.subarray(0, part.length));
+    // The batcher keeps no view of the read: what it holds of a cut line is its own copy.
+    piece.fill(0x7b);
+    const batch = structuredClone(made, { transfer: [made.meta.buffer, made.values.buffer, made.raw.buffer] as ArrayBuffer[] });
     p.applyBatch(batch);
+    batcher.recycle({ meta: batch.meta.buffer as ArrayBuffer, values: batch.values.buffer as ArrayBuffer, raw: batch.raw.buffer as ArrayBuffer });
     batches++;
     resumeFrom = { state: batch.state, offset: Math.min(bytes.length, at + size) };
   }

@@ -48,8 +48,9 @@ export class TypedColumn<A extends Float64Array | Float32Array | Int32Array | Ui
 
   /**
    * Lengthen the column to `length` (no-op when already that long) and return its storage, so a caller that
-   * computes many values at once writes them straight in instead of pushing one by one. The new places hold
-   * zeros until written. The returned array is valid until the next push or resize.
+   * computes many values at once writes them straight in instead of pushing one by one. The caller writes every new
+   * place: they hold zeros in new storage, but old values in storage a `handOff` reused. The returned array is valid
+   * until the next push or resize.
    */
   resize(length: number): A {
     if (length > this.buf.length) {
@@ -57,7 +58,6 @@ export class TypedColumn<A extends Float64Array | Float32Array | Int32Array | Ui
       grown.set(this.buf.subarray(0, this.len));
       this.buf = grown;
     }
-    // Nothing is ever written past `len` except by growing it, so the new places are still zero.
     if (length > this.len) this.len = length;
     return this.buf;
   }
@@ -76,26 +76,17 @@ export class TypedColumn<A extends Float64Array | Float32Array | Int32Array | Ui
     this.buf = this.make(64);
   }
 
-  /** The values in an ArrayBuffer of their own (to transfer to another thread), and the column emptied. */
-  take(): A {
-    const out = this.buf.slice(0, this.len) as A;
-    this.clear();
+  /**
+   * The values, as a view from the start of the column's own storage (its ArrayBuffer can be transferred to another
+   * thread), and the column emptied onto `next` when that holds as many values (storage handed back after such a
+   * transfer), else onto new storage a quarter bigger than what was handed off. Handed off again and again with its
+   * storage given back, a column allocates nothing: new memory costs a page fault per 4 KiB at its first touch.
+   * (New storage is sized by the values, not the capacity: one large batch does not make every later one large.)
+   */
+  handOff(next?: A): A {
+    const out = this.buf.subarray(0, this.len) as A;
+    this.buf = next !== undefined && next.length >= this.len ? next : this.make(Math.max(64, this.len + (this.len >>> 2)));
+    this.len = 0;
     return out;
-  }
-}
-
-export class Float64Column extends TypedColumn<Float64Array> {
-  constructor(initialCapacity = 64) {
-    super((n) => new Float64Array(n), initialCapacity);
-  }
-}
-
-/**
- * The same growable column in float32: for derived values shown to 7 digits at most (smoothed curves), where
- * float64 would double the memory for digits nobody sees.
- */
-export class Float32Column extends TypedColumn<Float32Array> {
-  constructor(initialCapacity = 64) {
-    super((n) => new Float32Array(n), initialCapacity);
   }
 }

@@ -13,6 +13,19 @@ import { TypedColumn } from './column';
 /** `meta` codes below 0 (0 and up: a flat line of that many pairs). */
 export const GENERAL_LINE = -1;
 export const TOO_LONG_LINE = -2;
+/** Buffers of each kind kept for reuse (batches come back about as fast as they go). */
+const MAX_SPARES = 4;
+
+/** Batch storage given back, by kind (FlatBatcher.recycle). */
+export interface BatchSpares {
+  meta: Int32Array<ArrayBuffer>[];
+  values: Float64Array<ArrayBuffer>[];
+  raw: Uint8Array<ArrayBuffer>[];
+}
+
+export function newBatchSpares(): BatchSpares {
+  return { meta: [], values: [], raw: [] };
+}
 
 export interface FlatBatch {
   /**
@@ -38,8 +51,15 @@ export class FlatBatcher {
   private readonly values = new TypedColumn((n) => new Float64Array(n), 1 << 12);
   private readonly raw = new TypedColumn((n) => new Uint8Array(n), 1 << 12);
 
-  /** `from`: the state of the splitter that read the stream's first bytes (JsonlParser.detach). */
-  constructor(from?: SplitterState) {
+  /**
+   * `from`: the state of the splitter that read the stream's first bytes (JsonlParser.detach). `spares`: storage of
+   * earlier batches given back once applied (`recycle`), written into by the next ones; the parse thread keeps one
+   * for all the backlogs it reads.
+   */
+  constructor(
+    from?: SplitterState,
+    private readonly spares: BatchSpares = newBatchSpares(),
+  ) {
     this.splitter = new LineSplitter(
       {
         line: (buf, start, end, lineNo, byteOffset) => this.line(buf, start, end, lineNo, byteOffset),
@@ -53,12 +73,24 @@ export class FlatBatcher {
     );
   }
 
-  /** The lines the next bytes complete, as one batch (every array in a buffer of its own). */
+  /**
+   * The lines the next bytes complete, as one batch. Each array is a view from the start of a buffer of its own
+   * (transfer the buffer: the view keeps its length).
+   */
   push(chunk: Uint8Array): FlatBatch {
     this.splitter.push(chunk);
     const names = this.tokens.names.slice(this.namesSent);
     this.namesSent = this.tokens.names.length;
-    return { meta: this.meta.take(), values: this.values.take(), raw: this.raw.take(), names, state: this.splitter.state() };
+    const s = this.spares;
+    return { meta: this.meta.handOff(s.meta.pop()), values: this.values.handOff(s.values.pop()), raw: this.raw.handOff(s.raw.pop()), names, state: this.splitter.state() };
+  }
+
+  /** A batch's buffers, given back once it was applied, for the next batches (a few are kept). */
+  recycle(buffers: { meta: ArrayBuffer; values: ArrayBuffer; raw: ArrayBuffer }): void {
+    const s = this.spares;
+    if (s.meta.length < MAX_SPARES) s.meta.push(new Int32Array(buffers.meta));
+    if (s.values.length < MAX_SPARES) s.values.push(new Float64Array(buffers.values));
+    if (s.raw.length < MAX_SPARES) s.raw.push(new Uint8Array(buffers.raw));
   }
 
   private line(buf: Uint8Array, start: number, end: number, lineNo: number, byteOffset: number): void {

@@ -35,8 +35,12 @@ export const STREAM_ABOVE = 16 * 1024 * 1024;
 export const STREAM_MAX_BYTES = 64 * 1024 * 1024;
 /** A stream's bytes go to the parser in pieces of this size (each one batch of the worker's). */
 const STREAM_PIECE = 1024 * 1024;
-/** Pieces given to the worker and not yet parsed before the stream waits (so what is in flight stays bounded). */
-const STREAM_MAX_PENDING = 16;
+/**
+ * Pieces given to the worker and not yet applied before the stream waits (so what is in flight stays bounded): a
+ * few keep the worker busy while this thread applies batches, and each one more is a buffer (and a batch's) that
+ * is new memory before the first comes back.
+ */
+const STREAM_MAX_PENDING = 8;
 
 export interface FollowUpdate {
   /** `ok`, or why the file could not be read (the metrics keep what they had). */
@@ -289,7 +293,7 @@ export class MetricsFollower {
     const reader = new TailStreamReader(request, command.describe, STREAM_PIECE, (h) => {
       header = h;
       if (h.status === 'ok') at = h.from;
-    }, piece);
+    }, piece, (bytes) => this.offload?.spare(bytes));
     try {
       const end = await stream(
         command.argv,

@@ -5,7 +5,6 @@
  * given.
  */
 export { Series, RunMetrics, describeSkipped, describeX, pointsOf, type Points, type Segment, type BadLocation, type RecordUnit } from './series';
-export { Float32Column, Float64Column } from './column';
 export type { MetricsFormat, MetricsParser } from './parser';
 export { detectFormat, createParser, tailModeOf, unitOf } from './format';
 export { JsonlParser, parseJsonLine } from './jsonl';

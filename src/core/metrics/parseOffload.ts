@@ -28,10 +28,13 @@ import { RemoteRunsError } from '../types';
 
 export type ToParseWorker =
   | { type: 'start'; state: SplitterState }
-  /** The bytes `buffer[offset, offset + length)`, the read numbered `seq` (from 1). */
-  | { type: 'chunk'; seq: number; buffer: ArrayBuffer; offset: number; length: number };
+  /** The bytes `buffer[offset, offset + length)`, the read numbered `seq` (from 1); `back`: return the buffer when parsed. */
+  | { type: 'chunk'; seq: number; buffer: ArrayBuffer; offset: number; length: number; back?: boolean }
+  /** An applied batch's buffers, given back for the next batches to be written into. */
+  | { type: 'spare'; meta: ArrayBuffer; values: ArrayBuffer; raw: ArrayBuffer };
 
-export type FromParseWorker = { type: 'batch'; seq: number; batch: FlatBatch } | { type: 'failed'; message: string };
+/** `buffer`: the chunk's buffer, handed back once parsed (the parser keeps no view of it), for a later read to fill. */
+export type FromParseWorker = { type: 'batch'; seq: number; batch: FlatBatch; buffer?: ArrayBuffer } | { type: 'failed'; message: string };
 
 /** Backlogs of at least this many bytes not yet read are parsed in a worker (two default reads or more). */
 export const PARSE_WORKER_ABOVE = 16 * 1024 * 1024;
@@ -47,6 +50,10 @@ const MAX_IDLE = 1;
 
 /** A buffer at least this big is the read's own (Buffer.concat's, never the shared pool's): transferred, not copied. */
 const TRANSFER_AT_LEAST = 1024 * 1024;
+/** Read buffers kept per thread (a stream has STREAM_MAX_PENDING in flight, follow.ts): 1 MiB each at most. */
+const MAX_SPARES = 12;
+/** Only buffers up to this size are asked back (a stream's pieces; an 8 MiB ssh2 read's buffer is never reused). */
+const SPARE_AT_MOST = 1024 * 1024;
 
 /** One parse thread: running one backlog (`job`), or idle until its timer ends it. */
 interface ParseThread {
@@ -58,6 +65,13 @@ interface ParseThread {
   exited: boolean;
   /** Told to end (terminate stops its JavaScript at once; it exits a moment later). */
   ending?: boolean;
+  /**
+   * Read buffers the thread gave back after parsing them, kept with the thread from one backlog to the next: a
+   * stream copies its next pieces into these. A buffer allocated anew for every piece cost a page fault per 4 KiB
+   * at its first touch, ~12 µs each on this project's machines: a quarter of a second of this thread's time for a
+   * 100 MB log (bench/README.md, session 15).
+   */
+  readonly spares: ArrayBuffer[];
 }
 
 let live = 0;
@@ -110,6 +124,7 @@ function armIdle(t: ParseThread): void {
 }
 
 function endThread(t: ParseThread): void {
+  t.spares.length = 0;
   if (t.idleTimer) clearTimeout(t.idleTimer);
   t.idleTimer = undefined;
   t.job = undefined;
@@ -132,7 +147,7 @@ function takeThread(script: string | undefined): ParseThread {
     return t;
   }
   const worker = spawnWorker({ bundled: path.join(__dirname, 'metricsWorker.js'), source: path.join(__dirname, 'parseWorker.ts'), override: script });
-  const t: ParseThread = { worker, script: key, job: undefined, idleTimer: undefined, exited: false };
+  const t: ParseThread = { worker, script: key, job: undefined, idleTimer: undefined, exited: false, spares: [] };
   live++;
   started++;
   worker.on('message', (m: FromParseWorker) => t.job?.onMessage(m));
@@ -200,19 +215,35 @@ export class ParseOffload {
     // A read's buffer is its own once it is this big (its one ArrayBuffer is sent over, no copy); a small one is copied.
     const own = data.buffer.byteLength >= TRANSFER_AT_LEAST && data.buffer instanceof ArrayBuffer ? data : data.slice();
     this.ends.push(endOffset);
-    this.post({ type: 'chunk', seq: ++this.seq, buffer: own.buffer as ArrayBuffer, offset: own.byteOffset, length: own.length }, [own.buffer as ArrayBuffer]);
+    const buffer = own.buffer as ArrayBuffer;
+    const back = buffer.byteLength <= SPARE_AT_MOST && buffer.byteLength >= TRANSFER_AT_LEAST;
+    this.post({ type: 'chunk', seq: ++this.seq, buffer, offset: own.byteOffset, length: own.length, ...(back ? { back } : {}) }, [buffer]);
+  }
+
+  /**
+   * A buffer of exactly `bytes` the thread gave back (its old contents still in it), or undefined: storage for a
+   * read that `push` will send, so the same few buffers go back and forth instead of new memory for each read.
+   */
+  spare(bytes: number): Uint8Array | undefined {
+    const spares = this.thread.spares;
+    const i = spares.findIndex((b) => b.byteLength === bytes);
+    return i < 0 ? undefined : new Uint8Array(spares.splice(i, 1)[0]);
   }
 
   /** A message of this backlog's thread (ParseThread dispatches). */
   onMessage(m: FromParseWorker): void {
     if (this.closed || this.failure) return;
     if (m.type === 'failed') return this.fail(`failed: ${m.message}`);
+    if (m.buffer && this.thread.spares.length < MAX_SPARES) this.thread.spares.push(m.buffer);
     const before = this.parser.metrics.revision;
     try {
       this.parser.applyBatch(m.batch);
     } catch (e) {
       return this.fail(`sent a batch that could not be applied: ${e instanceof Error ? e.message : String(e)}`);
     }
+    // Applied: nothing here keeps a view of the batch, so its storage goes back to be filled again.
+    const spare = { meta: m.batch.meta.buffer as ArrayBuffer, values: m.batch.values.buffer as ArrayBuffer, raw: m.batch.raw.buffer as ArrayBuffer };
+    this.post({ type: 'spare', ...spare }, [spare.meta, spare.values, spare.raw]);
     this.resumeAt = { state: m.batch.state, offset: this.ends.shift() ?? this.resumeAt.offset };
     this.onApplied(this.parser.metrics.revision !== before);
     const left = this.ends.length;

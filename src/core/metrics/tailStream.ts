@@ -45,8 +45,18 @@ export class TailStreamReader {
     private readonly piece: number,
     private readonly onHeader: (h: TailStreamHeader) => void,
     private readonly onPiece: (data: Uint8Array) => void,
+    /**
+     * Storage for the next piece, `piece` bytes long (a buffer the parse thread gave back, say), or undefined for a
+     * new one. Fresh memory is paid for at its first touch, a page fault per 4 KiB (bench/README.md, session 15).
+     */
+    private readonly storage: (bytes: number) => Uint8Array | undefined = () => undefined,
   ) {
-    this.buf = new Uint8Array(piece);
+    this.buf = this.fresh();
+  }
+
+  private fresh(): Uint8Array {
+    const b = this.storage(this.piece);
+    return b !== undefined && b.length === this.piece ? b : new Uint8Array(this.piece);
   }
 
   /** The status line, once it has arrived. */
@@ -93,9 +103,9 @@ export class TailStreamReader {
       at += n;
       if (this.fill === this.piece) {
         const full = this.buf;
-        this.buf = new Uint8Array(this.piece);
         this.fill = 0;
         this.onPiece(full);
+        this.buf = this.fresh();
       }
     }
   }
