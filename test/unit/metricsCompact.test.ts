@@ -207,3 +207,27 @@ test('min-max decimation read through block summaries picks exactly the points r
     { numRuns: 500 },
   );
 });
+
+test('ValueColumn.read gives what at gives, over chunk edges and with values kept exactly', () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 0, max: 3 * CHUNK }),
+      fc.array(fc.tuple(fc.nat(), fc.constantFrom(1e-40, -3e39, Number.MAX_VALUE, NaN, Infinity, 0.1, -0)), { maxLength: 12 }),
+      fc.nat(),
+      fc.nat(),
+      (n, specials, a, b) => {
+        const col = new ValueColumn();
+        const at = new Map(specials.map(([i, v]) => [n ? i % n : 0, v]));
+        for (let i = 0; i < n; i++) col.push(at.get(i) ?? Math.sin(i) * 1e3);
+        const from = n ? a % (n + 1) : 0;
+        const to = from + (n - from ? b % (n - from + 1) : 0);
+        const out = new Float64Array(to - from + 2).fill(7);
+        col.read(from, to, out);
+        for (let i = from; i < to; i++) assert.ok(Object.is(out[i - from], col.at(i)), `at ${i}: ${out[i - from]} ≠ ${col.at(i)}`);
+        // Nothing past what was asked for is written.
+        assert.deepEqual([...out.subarray(to - from)], [7, 7]);
+      },
+    ),
+    { numRuns: 200 },
+  );
+});

@@ -43,11 +43,36 @@ test('incremental EMA equals emaSmooth over any chunking, with segments and cons
         ema.extend(s, s.segmentStarts);
         const raw = Float64Array.from({ length: s.length }, (_, i) => s.yAt(i));
         // Held as float32 (incrementalEma.ts): the same values, rounded once.
-        assert.deepEqual([...ema.values], [...Float32Array.from(emaSmooth(raw, w, s.segments))]);
+        assert.deepEqual(Array.from({ length: ema.length }, (_, i) => ema.at(i)), [...Float32Array.from(emaSmooth(raw, w, s.segments))]);
       },
     ),
     { numRuns: 300 },
   );
+});
+
+test('incremental EMA over many storage chunks: a constant stretch across chunk edges, then rewritten, equals emaSmooth', () => {
+  // 4,096 values per storage chunk (incrementalEma.ts): a constant run of 9,000 points then a change rewrites
+  // values in three chunks; a second segment starts inside the third; extends come in uneven pieces.
+  const s = new Series('m');
+  const ema = new IncrementalEma(0.9);
+  const raw: number[] = [];
+  const add = (x: number, y: number) => {
+    s.push(x, y);
+    raw.push(s.yAt(s.length - 1)); // what the series holds (float32), as the EMA reads it
+  };
+  let x = 0;
+  for (let i = 0; i < 9000; i++) add(++x, 2.5);
+  for (const piece of [1, 4095, 3000, 7]) {
+    for (let i = 0; i < piece; i++) add(++x, Math.sin(x / 7) + (i % 13 === 0 ? NaN : 0));
+    ema.extend(s, s.segmentStarts);
+  }
+  x = 100; // a resumed run: a new segment
+  for (let i = 0; i < 5000; i++) add(++x, i < 2000 ? -1 : Math.cos(i));
+  ema.extend(s, s.segmentStarts);
+  assert.equal(ema.length, raw.length);
+  assert.ok(raw.length > 4 * 4096);
+  assert.deepEqual(Array.from({ length: ema.length }, (_, i) => ema.at(i)), [...Float32Array.from(emaSmooth(raw, 0.9, s.segments))]);
+  assert.ok(Number.isNaN(ema.at(raw.length)));
 });
 
 /** Apply chunks/updates to the webview's store, the way the webview does. */

@@ -40,7 +40,8 @@ export type PlateauResult =
  */
 export function detectPlateau(
   points: Pick<Points, 'length' | 'xAt'>,
-  y: ArrayLike<number>,
+  /** The (smoothed) values by index: an array, or a store with `at` (incrementalEma.ts). */
+  y: { at(index: number): number | undefined },
   options: PlateauOptions,
   segments?: readonly Segment[],
 ): PlateauResult {
@@ -53,7 +54,7 @@ export function detectPlateau(
   let best = Infinity;
   let bestAt = -1;
   for (let i = seg.start; i < seg.end; i++) {
-    const yi = y[i];
+    const yi = y.at(i) ?? NaN;
     if (!Number.isFinite(yi)) continue;
     if (first < 0) first = i;
     last = i;
@@ -76,7 +77,7 @@ export function detectPlateau(
   let bestSoFar = Infinity;
   const windowStart = lastX - options.window;
   for (let i = first; i <= last; i++) {
-    const yi = y[i];
+    const yi = y.at(i) ?? NaN;
     if (!Number.isFinite(yi)) continue;
     const v = sign * yi;
     if (v < bestSoFar) bestSoFar = v;

@@ -91,6 +91,11 @@ export class Series {
     return this.values.blockExtremes(i);
   }
 
+  /** Values `from` to `to` (0 ≤ from ≤ to ≤ length) into `out` from index 0, as yAt reads them. */
+  readY(from: number, to: number, out: Float64Array): void {
+    this.values.read(from, to, out);
+  }
+
   /** The value as the log wrote it, to the precision held (shortestFloat32): for what is shown, printed or sent. */
   yShown(i: number): number {
     return shortestFloat32(this.values.at(i));

@@ -3,12 +3,19 @@
  * million-point series again each time would cost tens of milliseconds per metric. Produces exactly what
  * `emaSmooth(series.y, weight, series.segments)` (its values as an array) gives for the same points (a unit test holds that).
  */
-import { Float32Column } from '../../core/metrics';
+/** Smoothed values are held in chunks of this many: growing never copies what is held, nor asks for twice the memory. */
+const CHUNK_BITS = 12;
+const CHUNK = 1 << CHUNK_BITS;
+const MASK = CHUNK - 1;
+/** A chunk's worth of the values being smoothed (one thread: one at a time). */
+let scratch: Float64Array | undefined;
 
 /** What is smoothed: a Series, or an array through `valuesOf`. */
 export interface Values {
   readonly length: number;
   yAt(i: number): number;
+  /** Values `from` to `to` into `out` from 0 (a Series reads its storage in one pass): else yAt, one by one. */
+  readY?(from: number, to: number, out: Float64Array): void;
 }
 
 export function valuesOf(y: ArrayLike<number>): Values {
@@ -25,8 +32,13 @@ interface SegmentState {
 }
 
 export class IncrementalEma {
-  /** float32: smoothed values are sent and shown to 7 significant digits (seriesTracker.ts), half the memory of float64. */
-  private readonly out = new Float32Column();
+  /**
+   * float32: smoothed values are sent and shown to 7 significant digits (seriesTracker.ts), half the memory of
+   * float64. In fixed chunks: one array doubled as a million-point series loads asked for twice its size in new
+   * memory and copied it (bench/README.md, session 15).
+   */
+  private readonly out: Float32Array[] = [];
+  private len = 0;
   private seg: SegmentState | undefined;
   private segCount = 0;
   readonly weight: number;
@@ -35,13 +47,19 @@ export class IncrementalEma {
     this.weight = Number.isFinite(weight) ? Math.min(Math.max(weight, 0), 0.999999) : 0;
   }
 
-  /** Smoothed values so far (a view, valid until the next extend). */
-  get values(): Float32Array {
-    return this.out.values;
+  /** The smoothed value of point `i` (NaN past the end). */
+  at(i: number): number {
+    return i >= 0 && i < this.len ? this.out[i >>> CHUNK_BITS][i & MASK] : NaN;
   }
 
   get length(): number {
-    return this.out.length;
+    return this.len;
+  }
+
+  /** Room for `n` values (the new places to be written). */
+  private grow(n: number): void {
+    while (this.out.length * CHUNK < n) this.out.push(new Float32Array(CHUNK));
+    this.len = n;
   }
 
   /**
@@ -50,11 +68,15 @@ export class IncrementalEma {
    */
   extend(y: Values, segmentStarts: readonly number[]): void {
     const n = y.length;
-    let i = this.out.length;
+    let i = this.len;
     if (i >= n) return;
-    // Opening a long run smooths a million points per metric: write them in one pass into storage sized once,
-    // with the segment's state in locals, instead of a push and a segment check per point.
-    const out = this.out.resize(n);
+    // Opening a long run smooths a million points per metric: write them in one pass into storage made room for
+    // once, with the segment's state in locals, instead of a push and a segment check per point.
+    this.grow(n);
+    const chunks = this.out;
+    const vals = (scratch ??= new Float64Array(CHUNK));
+    let out = chunks[i >>> CHUNK_BITS];
+    let base = i & ~MASK;
     const w = this.weight;
     while (i < n) {
       while (this.segCount < segmentStarts.length && segmentStarts[this.segCount] <= i) {
@@ -65,10 +87,23 @@ export class IncrementalEma {
       const end = this.segCount < segmentStarts.length ? Math.min(n, segmentStarts[this.segCount]) : n;
       let { last, wk, constant } = seg;
       const first = y.yAt(seg.start);
+      // The values come in runs of at most one storage chunk, read at once into `vals`.
+      let runEnd = i;
+      let runStart = i;
       for (; i < end; i++) {
-        const v = y.yAt(i);
+        if (i - base === CHUNK) {
+          base = i;
+          out = chunks[i >>> CHUNK_BITS];
+        }
+        if (i === runEnd) {
+          runStart = i;
+          runEnd = Math.min(end, base + CHUNK);
+          if (y.readY) y.readY(runStart, runEnd, vals);
+          else for (let k = runStart; k < runEnd; k++) vals[k - runStart] = y.yAt(k);
+        }
+        const v = vals[i - runStart];
         if (w === 0 || !Number.isFinite(v)) {
-          out[i] = v;
+          out[i - base] = v;
           continue;
         }
         if (constant && i > seg.start && v !== first) {
@@ -78,7 +113,7 @@ export class IncrementalEma {
         }
         last = last * w + (1 - w) * v;
         wk *= w;
-        out[i] = constant ? v : last / (1 - wk);
+        out[i - base] = constant ? v : last / (1 - wk);
       }
       seg.last = last;
       seg.wk = wk;
@@ -88,7 +123,7 @@ export class IncrementalEma {
 
   private rewrite(y: Values, start: number, end: number): void {
     const w = this.weight;
-    const vals = this.out.values;
+    const chunks = this.out;
     let last = 0;
     let wk = 1;
     for (let i = start; i < end; i++) {
@@ -96,7 +131,7 @@ export class IncrementalEma {
       if (!Number.isFinite(v)) continue;
       last = last * w + (1 - w) * v;
       wk *= w;
-      vals[i] = last / (1 - wk);
+      chunks[i >>> CHUNK_BITS][i & MASK] = last / (1 - wk);
     }
   }
 }

@@ -26,6 +26,7 @@ import type {
 } from '../../shared/metricsProtocol';
 import { runKeyOf, whereOf } from '../../core/runRef';
 import { SeriesTracker } from './seriesTracker';
+import type { IncrementalEma } from './incrementalEma';
 import { put } from '../../core/util/dict';
 import { STOPPED_MIN_MS, type LinkState } from '../../core/metrics/liveness';
 
@@ -294,7 +295,7 @@ export class MetricsPresenter {
         if (this.view.hidden.has(key) || s.length === 0) continue;
         const i = nearestIndex(s, x);
         const smoothed = trackerFor(trackers, key).smoothed(s, this.view.smoothing);
-        const row: ValueRow = { runKey: run.key, metric: key, step: s.xAt(i), value: s.yShown(i), smoothed: smoothed[i] };
+        const row: ValueRow = { runKey: run.key, metric: key, step: s.xAt(i), value: s.yShown(i), smoothed: smoothed.at(i) };
         const rs = refSeries?.get(key);
         if (rs && rs.length && run !== ref) row.referenceValue = rs.yShown(nearestIndex(rs, s.xAt(i)));
         rows.push(row);
@@ -402,10 +403,10 @@ function firstTime(s: Series): number {
 }
 
 /** The smoothed value at a step of the series' last segment (where detectPlateau looked). */
-function valueAtStep(s: Series, smoothed: ArrayLike<number>, step: number): number {
+function valueAtStep(s: Series, smoothed: IncrementalEma, step: number): number {
   const seg = s.segments[s.segments.length - 1];
-  for (let i = seg ? seg.start : 0; i < (seg ? seg.end : s.length); i++) if (s.xAt(i) === step && Number.isFinite(smoothed[i])) return smoothed[i];
-  return smoothed[nearestIndex(s, step)];
+  for (let i = seg ? seg.start : 0; i < (seg ? seg.end : s.length); i++) if (s.xAt(i) === step && Number.isFinite(smoothed.at(i))) return smoothed.at(i);
+  return smoothed.at(nearestIndex(s, step));
 }
 
 /** Index of the point whose step is nearest to x, over all segments (the later segment wins a tie). */

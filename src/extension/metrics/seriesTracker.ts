@@ -39,14 +39,14 @@ export class SeriesTracker {
   constructor(readonly key: string) {}
 
   /** The smoothed values for the current source (extended to its length). */
-  smoothed(series: Series, smoothing: number): Float32Array {
+  smoothed(series: Series, smoothing: number): IncrementalEma {
     if (this.source !== series || !this.ema || this.ema.weight !== new IncrementalEma(smoothing).weight) {
       this.source = series;
       this.ema = new IncrementalEma(smoothing);
       this.sent = undefined;
     }
     this.ema.extend(series, series.segmentStarts);
-    return this.ema.values;
+    return this.ema;
   }
 
   /** The whole series for this view (a snapshot), and remember it as sent. */
@@ -110,7 +110,7 @@ export class SeriesTracker {
     if (sent.count + d.index.length > 3 * view.width + 16) return { mode: 'replace', ...this.whole(series, view) };
     const index = d.index.map((i) => i + from);
     const band = d.loIndex && d.hiIndex ? { loIndex: d.loIndex.map((i) => i + from), hiIndex: d.hiIndex.map((i) => i + from) } : undefined;
-    const chunk = toChunk(this.key, series, this.ema!.values, index, [], band);
+    const chunk = toChunk(this.key, series, this.ema!, index, [], band);
     sent.count += chunk.x.length;
     sent.lastIndex = index[index.length - 1];
     return { mode: 'append', ...chunk };
@@ -136,7 +136,7 @@ interface BandIndex {
   hiIndex?: number[];
 }
 
-function toChunk(key: string, series: Series, smoothed: Float32Array, index: number[], segStarts: number[], band?: BandIndex): SeriesChunk {
+function toChunk(key: string, series: Series, smoothed: IncrementalEma, index: number[], segStarts: number[], band?: BandIndex): SeriesChunk {
   const ts = series.hasTime;
   const x = new Array<number>(index.length);
   const y = new Array<number>(index.length);
@@ -146,7 +146,7 @@ function toChunk(key: string, series: Series, smoothed: Float32Array, index: num
     const i = index[k];
     x[k] = series.xAt(i);
     y[k] = series.yShown(i);
-    s[k] = round(smoothed[i]);
+    s[k] = round(smoothed.at(i));
     if (t) t[k] = series.timeAt(i);
   }
   const chunk: SeriesChunk = { key, x, y, s, segmentStarts: segStarts, total: series.length };
