@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { shortestFloat32 } from '../../src/core/metrics/compact';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { CLI, ensureBuiltCli, runBuiltCli } from '../harness/builtCli';
 
@@ -145,4 +145,105 @@ describe('remote-runs metrics', () => {
     const rows = out.trim().split('\n');
     assert.deepEqual(rows, ['series,step,value,time', 'loss,1,0.5,', 'loss,2,0.25,', 'loss,3,0.125,', 'loss,4,0.0625,'], 'every point exactly once');
   });
+});
+
+/** Every process on the machine, as [pid, ppid, args]. */
+function processes(): [string, string, string][] {
+  const out = execFileSync('ps', ['-o', 'pid=,ppid=,args=', '-e'], { encoding: 'utf8' });
+  return out
+    .split('\n')
+    .map((l) => l.trim().match(/^(\d+)\s+(\d+)\s+(.*)$/))
+    .filter((m): m is RegExpMatchArray => m !== null)
+    .map((m) => [m[1], m[2], m[3]]);
+}
+
+/** `pid` and the processes below it. */
+function descendants(pid: number): string[] {
+  const rows = processes();
+  const pids = new Set([String(pid)]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [p, pp] of rows) if (pids.has(pp) && !pids.has(p)) (pids.add(p), (grew = true));
+  }
+  return [...pids];
+}
+
+/** What the open descriptors of `pid` point at ([] once it is gone). */
+function openFiles(pid: string): string[] {
+  try {
+    return fs.readdirSync(`/proc/${pid}/fd`).map((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        return '';
+      }
+    });
+  } catch {
+    return [];
+  }
+}
+
+const alive = (pid: string): boolean => fs.existsSync(`/proc/${pid}`);
+
+test('remote-runs metrics killed with SIGKILL mid-stream: none of its ssh outlives it, no spool is left, the next run reads every line', async () => {
+  // 24 MB, past the 16 MiB a backlog needs to come as one OpenSSH stream (follow.ts STREAM_ABOVE), through a link of
+  // 4 MB/s: the kill lands while the server is still sending.
+  const LINES = 240_000;
+  const run = path.join(root, 'big-run');
+  fs.mkdirSync(path.join(run, 'logs'), { recursive: true });
+  let text = '';
+  for (let s = 1; s <= LINES; s++) text += `{"step":${s},"loss":${(1 / s).toFixed(9)},"lr":0.000300000,"grad_norm":${(1 + 1 / s).toFixed(9)},"pad":1234567.25}\n`;
+  fs.writeFileSync(path.join(run, 'logs', 'train.jsonl'), text);
+  execFileSync('chmod', ['-R', 'a+rwX', run]);
+  const slow = await host.throughProxy({ rateBytesPerSec: 4_000_000 });
+  const slowConfig = path.join(host.dir, 'metrics-cli-slow.json');
+  fs.writeFileSync(slowConfig, JSON.stringify({ hosts: [slow.hostConfig('slowbox', { runRoots: [root], targets: ['host'] })] }));
+  // The CLI's TMPDIR: where its OpenSSH session folder (and the stream's spool) is made.
+  const tmp = fs.mkdtempSync(path.join(host.dir, 'cli-tmp-'));
+  const env = { PATH: process.env.PATH, HOME: host.clientHome, TMPDIR: tmp };
+  const args = ['metrics', 'slowbox/host/big-run', '--json', '--config', slowConfig, '--known-hosts', host.knownHostsFile];
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  child.stderr.setEncoding('utf8').on('data', (s: string) => (err += s));
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+
+  // Wait until one of its processes writes the stream into a spool file (created in the session folder, unlinked at once).
+  let family: string[] = [];
+  const spooling = (): boolean => {
+    family = descendants(child.pid!);
+    return family.some((p) => openFiles(p).some((f) => f.startsWith(tmp) && /spool-.*\(deleted\)$/.test(f)));
+  };
+  for (const end = Date.now() + 90_000; !spooling(); ) {
+    assert.ok(Date.now() < end, `no stream into a spool file within 90 s; stderr: ${err}`);
+    assert.ok(alive(String(child.pid)), `the CLI ended before it streamed; stderr: ${err}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const sshOfIt = processes().filter(([p, , cmd]) => family.includes(p) && /(^|\/)ssh\s/.test(cmd));
+  assert.ok(sshOfIt.length > 0, `its ssh processes: ${family.join(' ')}`);
+  child.kill('SIGKILL');
+  assert.equal(await exited, 'SIGKILL');
+
+  // Nothing of it lives on: not its ssh (master, mux client, stream), not its lifeline, no descriptor on the spool.
+  const lingering = (): string[] => family.filter((p) => p !== String(child.pid) && alive(p)).map((p) => processes().find(([q]) => q === p)?.join(' ') ?? p);
+  for (const end = Date.now() + 30_000; lingering().length > 0; ) {
+    assert.ok(Date.now() < end, `processes of the killed CLI still running after 30 s: ${lingering().join('; ')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const onTmp = processes().filter(([p]) => openFiles(p).some((f) => f.startsWith(tmp)));
+  assert.deepEqual(onTmp, [], 'no process holds a file of the killed session');
+  // No spool file has a name (it never had one for longer than its creation took); the session folder may be left.
+  const named = (fs.readdirSync(tmp, { recursive: true }) as string[]).filter((n) => /spool-/.test(n));
+  assert.deepEqual(named, []);
+
+  // The next run (straight to the host: the slow link has done its part) removes the dead session's folder and
+  // reads the whole log.
+  await slow.proxy.close();
+  const left = fs.readdirSync(tmp).filter((n) => n.startsWith('rr-ssh-'));
+  const again = spawnSync(process.execPath, [CLI, 'metrics', 'box/host/big-run', '--json', '--config', config, '--known-hosts', host.knownHostsFile], { env, encoding: 'utf8', input: '', timeout: 180_000 });
+  assert.equal(again.status, 0, again.stderr);
+  const summary = JSON.parse(again.stdout) as { series: { name: string; points: number; last: { step: number } }[] };
+  const loss = summary.series.find((s) => s.name === 'loss');
+  assert.deepEqual([loss?.points, loss?.last.step], [LINES, LINES], 'every line once');
+  for (const name of left) assert.ok(!fs.existsSync(path.join(tmp, name)), `the dead session's folder ${name} was removed`);
+  assert.deepEqual(fs.readdirSync(tmp).filter((n) => n.startsWith('rr-ssh-')), [], 'and the new run removed its own');
 });
