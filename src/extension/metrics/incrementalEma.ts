@@ -7,6 +7,8 @@
 const CHUNK_BITS = 12;
 const CHUNK = 1 << CHUNK_BITS;
 const MASK = CHUNK - 1;
+/** Capacity of the first chunk. */
+const FIRST = 64;
 /** A chunk's worth of the values being smoothed (one thread: one at a time). */
 let scratch: Float64Array | undefined;
 
@@ -56,9 +58,25 @@ export class IncrementalEma {
     return this.len;
   }
 
-  /** Room for `n` values (the new places to be written). */
+  /**
+   * Room for `n` values (the new places to be written). The first chunk starts small and doubles up to CHUNK, as
+   * compact.ts's columns do (a series of a few eval points is common), then whole chunks are added.
+   */
   private grow(n: number): void {
-    while (this.out.length * CHUNK < n) this.out.push(new Float32Array(CHUNK));
+    const out = this.out;
+    if (out.length === 1 && out[0].length < CHUNK && n > out[0].length) {
+      let size = out[0].length;
+      while (size < n && size < CHUNK) size *= 2;
+      const first = new Float32Array(size);
+      first.set(out[0]);
+      out[0] = first;
+    }
+    if (out.length === 0) {
+      let size = FIRST;
+      while (size < n && size < CHUNK) size *= 2;
+      out.push(new Float32Array(size));
+    }
+    while (out.length * CHUNK < n) out.push(new Float32Array(CHUNK));
     this.len = n;
   }
 
