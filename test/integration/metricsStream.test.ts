@@ -81,12 +81,12 @@ interface Rig {
 }
 
 function rig(
-  options: { client?: 'auto' | 'ssh2'; sshPath?: string; startInBackground?: boolean; hostName?: string; streamMaxBytes?: number; run?: RunRefWire; read?: number; streamAbove?: number } = {},
+  options: { client?: 'auto' | 'ssh2'; sshPath?: string; startInBackground?: boolean; loginWaitMs?: number; hostName?: string; streamMaxBytes?: number; run?: RunRefWire; read?: number; streamAbove?: number } = {},
 ): Rig {
   const name = options.hostName ?? 'testbox';
   const log: string[] = [];
   const logger = { info: (m: string) => log.push(m), warn: (m: string) => log.push(m), error: (m: string) => log.push(m) };
-  const links = new BulkLinks(pool, { client: () => options.client ?? 'auto', sshPath: () => options.sshPath, logger, ...(options.startInBackground === false ? { startInBackground: false } : {}) });
+  const links = new BulkLinks(pool, { client: () => options.client ?? 'auto', sshPath: () => options.sshPath, logger, ...(options.startInBackground === false ? { startInBackground: false } : {}), ...(options.loginWaitMs !== undefined ? { loginWaitMs: options.loginWaitMs } : {}) });
   allLinks.push(links);
   let reads = 0;
   const core = new RemoteRunsCore({
@@ -147,7 +147,7 @@ async function eventually(ok: () => boolean, what: string): Promise<void> {
 
 let reference = '';
 
-/** An open that starts the rig's session (it reads over ssh2 meanwhile); resolves once the session is up. */
+/** An open that starts the rig's session (it streams once the session is up); resolves once the session is up. */
 async function warm(r: Rig): Promise<void> {
   const feed = r.feed();
   await feed.pollNow();
@@ -156,7 +156,7 @@ async function warm(r: Rig): Promise<void> {
   await eventually(() => r.links.ready === 1, `the session came up (${r.log.join(' | ')})`);
 }
 
-test('the first open reads over ssh2 while an OpenSSH login starts; the next comes as one stream on it: the same series, a few ssh2 reads, no new login', async () => {
+test('the first open begins an OpenSSH login at its first read and streams the rest on it once it is up; the next open uses it too: the same series, a few ssh2 reads, one login', async () => {
   const plain = rig({ client: 'ssh2' });
   const viaSsh2 = plain.feed();
   await viaSsh2.pollNow();
@@ -169,13 +169,15 @@ test('the first open reads over ssh2 while an OpenSSH login starts; the next com
 
   const r = rig();
   const logins = host.sshd.acceptedLogins();
-  // The first open: no session yet, so over ssh2 while one logs in beside it (it may switch to it part-way).
-  const first = r.feed();
+  // The first open: no session yet; one logs in beside the first read, and the rest waits for it (LOGIN_WAIT_MS).
+  let streamedFirst = 0;
+  const first = r.feed((run) => Object.assign((argv: readonly string[], sink: (c: Buffer) => void | Promise<void>, signal: AbortSignal) => run(argv, (c) => ((streamedFirst += c.length), sink(c)), signal), { ready: run.ready, prepare: run.prepare }));
   await first.pollNow();
   assert.equal(seen(first), reference);
-  assert.ok(r.reads() > 3, `the first open did not wait for the login (${r.reads()} reads over ssh2)`);
+  assert.ok(r.reads() <= 3, `the first open read ${r.reads()} times over ssh2 (the first read, one after the stream)`);
+  assert.ok(streamedFirst > logSize - 2 * READ, `the first open streamed ${streamedFirst} of ${logSize} bytes; log: ${r.log.join(' | ')}`);
+  assert.equal(r.links.ready, 1, 'its session is up');
   first.dispose();
-  await eventually(() => r.links.ready === 1, `the session came up (${r.log.join(' | ')})`);
   const readsBefore = r.reads();
   let streamed = 0;
   const feed = r.feed((run) => (argv, sink, signal) => run(argv, (c) => ((streamed += c.length), sink(c)), signal));
@@ -400,6 +402,25 @@ test('a feed disposed mid-stream kills its stream at once; disposing the links l
   assert.ok(streamed < 3 << 20, `the stream was stopped (${streamed} of ${logSize} bytes)`);
   await r.links.dispose();
   await eventually(() => sshChildren().length === 0, `ssh processes left: ${sshChildren().join('; ')}`);
+});
+
+test('a login slower than the wait (loginWaitMs 0): the first open reads over ssh2 while it logs in, and the next streams on it, every line once', async () => {
+  const r = rig({ loginWaitMs: 0 });
+  const logins = host.sshd.acceptedLogins();
+  const first = r.feed();
+  await first.pollNow();
+  assert.equal(seen(first), reference);
+  assert.ok(r.reads() > 3, `the first open waited for the login (${r.reads()} reads over ssh2)`);
+  first.dispose();
+  await eventually(() => r.links.ready === 1, `the session came up (${r.log.join(' | ')})`);
+  const readsBefore = r.reads();
+  const again = r.feed();
+  await again.pollNow();
+  assert.equal(seen(again), reference);
+  assert.ok(r.reads() - readsBefore <= 3, `${r.reads() - readsBefore} reads over ssh2 once the session was up`);
+  assert.equal(host.sshd.acceptedLogins() - logins, 1, 'one OpenSSH login');
+  again.dispose();
+  await r.links.dispose();
 });
 
 test('a caller that opens one log (startInBackground false) waits for the login and streams its first open', async () => {

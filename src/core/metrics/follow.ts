@@ -198,7 +198,10 @@ export class MetricsFollower {
     let asked = -1;
     let changed = false;
     let streamTried = false;
+    const firstRead = this.tail === undefined;
     send(this.nextCommand());
+    // A log's first read: what a long backlog's stream would need (a login) starts beside it.
+    if (firstRead && this.mode === 'append') options.stream?.prepare?.();
     for (let reads = 0; reads < 100_000; reads++) {
       const result = await queue.shift()!;
       if (this.offload?.failed) throw this.offload.failed;

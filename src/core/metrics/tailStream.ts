@@ -18,10 +18,13 @@ import { TAIL_MARKER, parseTailOutput, type TailReadResult, type TailRequest, ty
  */
 export type StreamRunner = ((argv: readonly string[], sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal) => Promise<StreamEnd | undefined>) & {
   /**
-   * Can a stream start now without waiting (a login, say)? Asked after each read of a backlog: false lets the reads
-   * go on (and may start what a later stream needs); absent: always.
+   * Should a stream be asked for now? Asked after each read of a backlog: false lets the reads go on (and may start
+   * what a later stream needs); true where it can start at once or soon (a login just begun, which the stream then
+   * waits for); absent: always.
    */
   ready?(): boolean;
+  /** Start now what a stream will need (a login) beside the reads: called when a log's first read is sent. */
+  prepare?(): void;
 };
 
 /** The status line's part of a tail read (its data follows as pieces). */

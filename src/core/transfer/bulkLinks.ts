@@ -32,6 +32,15 @@ import { lastingRefusal, startBesidePool, type OpenSshSession } from './opensshS
  */
 export const BULK_LINK_IDLE_MS = 10 * 60_000;
 
+/**
+ * How long after its start a login is waited for by a stream, instead of reading over ssh2 meanwhile. Waiting won:
+ * ssh2's reads beside a login slowed it from ~0.3 s to ~0.9 s (both want the same two cores: JavaScript decryption
+ * here, sshd's encryption there), and an open that waited was ~0.3 s faster than one that read meanwhile
+ * (`bench/metrics.ts --first-parts`, bench/README.md session 16). A login still going after this long is a slow
+ * link or a stuck one: the reads go on over ssh2 and the stream starts once it is up.
+ */
+export const LOGIN_WAIT_MS = 5_000;
+
 export interface BulkLinkOptions {
   /** The `ssh` binary (the user's remoteRuns.sshPath, never a workspace's); read at each start. */
   sshPath?: () => string | undefined;
@@ -39,16 +48,21 @@ export interface BulkLinkOptions {
   client?: () => 'auto' | 'openssh' | 'ssh2';
   idleMs?: number;
   /**
-   * Where no session is up yet, start one for the next stream and give no stream now (the caller reads over ssh2
-   * meanwhile), instead of waiting for the login. Default true: a login and a new connection's slow start cost an
-   * open more than ssh2's reads do; a process that opens one log and exits (the CLI) passes false.
+   * Where no session is up yet, start one beside the caller's reads (`prepare`, or the first `ready()`), and have a
+   * stream wait for it only while it is young (LOGIN_WAIT_MS); past that, give no stream (the caller reads over ssh2
+   * meanwhile) until it is up. Default true. False: every stream waits for its login, however long (a process that
+   * opens one log and exits: the CLI).
    */
   startInBackground?: boolean;
+  /** How long a stream waits for a login begun in the background. Default LOGIN_WAIT_MS. */
+  loginWaitMs?: number;
   logger?: Logger;
 }
 
 interface Link {
   session: Promise<OpenSshSession | undefined>;
+  /** When its start was asked for (performance.now()). */
+  since: number;
   /** The session, once it is up. */
   ready?: OpenSshSession;
   active: number;
@@ -61,8 +75,8 @@ export class BulkLinks {
   /** Hosts OpenSSH was refused for, with why (said once; not tried again until the settings change or a reload). */
   private readonly refused = new Map<string, string>();
   private disposed = false;
-  /** Hosts whose session is being asked for in the background (before its link exists). */
-  private readonly preparing = new Set<string>();
+  /** Hosts whose session is being asked for in the background (before its link exists), with since when. */
+  private readonly preparing = new Map<string, number>();
   /** Stops the starts made in the background (dispose). */
   private readonly stop = new AbortController();
 
@@ -88,9 +102,9 @@ export class BulkLinks {
         if (!(conn instanceof SshConnection)) return undefined;
         const key = keyOf(host);
         const background = this.options.startInBackground !== false;
-        const link = this.linkFor(key, host, conn.hostKeys, background ? this.stop.signal : signal);
+        const link = this.linkFor(key, host, conn.hostKeys, background ? this.stop.signal : signal, this.preparing.get(key));
         lease.dispose();
-        if (background && !link.ready) return undefined;
+        if (background && !link.ready && !(await this.young(link, signal))) return undefined;
         const session = await link.session;
         if (!session || link.dead || this.disposed) return undefined;
         link.active++;
@@ -109,26 +123,53 @@ export class BulkLinks {
         lease.dispose();
       }
     };
-    return Object.assign(run, { ready: () => this.readyFor(host) });
+    return Object.assign(run, { ready: () => this.readyFor(host), prepare: () => void this.readyFor(host) });
   }
 
+  /** A stream now or soon (see startInBackground); starts the host's session in the background if none is. */
   private readyFor(host: PoolHost): boolean {
     if (this.disposed || this.options.client?.() === 'ssh2') return false;
     if (this.options.startInBackground === false || this.pool.transportFor(host).kind === 'openssh') return true;
     const key = keyOf(host);
     const link = this.links.get(key);
-    if (link && !link.dead) return link.ready !== undefined;
-    if (!this.refused.has(key) && !this.preparing.has(key)) void this.prepare(host, key);
-    return false;
+    if (link && !link.dead) return link.ready !== undefined || this.waitLeft(link.since) > 0;
+    if (this.refused.has(key)) return false;
+    if (!this.preparing.has(key)) void this.prepare(host, key);
+    return this.waitLeft(this.preparing.get(key) ?? -Infinity) > 0;
+  }
+
+  private waitLeft(since: number): number {
+    return since + (this.options.loginWaitMs ?? LOGIN_WAIT_MS) - performance.now();
+  }
+
+  /** Wait for `link`'s login while it is young: whether it is up (false: too slow, failed, or `signal` stopped). */
+  private async young(link: Link, signal: AbortSignal): Promise<boolean> {
+    const left = this.waitLeft(link.since);
+    if (left <= 0 || signal.aborted) return false;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, left);
+      onAbort = resolve;
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      await Promise.race([link.session.catch(() => undefined), late]);
+    } finally {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', onAbort!);
+    }
+    return link.ready !== undefined && !link.dead && !signal.aborted;
   }
 
   /** Start the host's session in the background (the pool's connection gives the host keys to pin). */
   private async prepare(host: PoolHost, key: string): Promise<void> {
-    this.preparing.add(key);
+    const since = performance.now();
+    this.preparing.set(key, since);
     try {
       const lease = await this.pool.acquire(host, this.stop.signal);
       try {
-        if (lease.connection instanceof SshConnection && !this.disposed) this.linkFor(key, host, lease.connection.hostKeys, this.stop.signal);
+        if (lease.connection instanceof SshConnection && !this.disposed) this.linkFor(key, host, lease.connection.hostKeys, this.stop.signal, since);
       } finally {
         lease.dispose();
       }
@@ -139,10 +180,10 @@ export class BulkLinks {
     }
   }
 
-  private linkFor(key: string, host: PoolHost, hostKeys: Buffer[], signal: AbortSignal): Link {
+  private linkFor(key: string, host: PoolHost, hostKeys: Buffer[], signal: AbortSignal, since = performance.now()): Link {
     const known = this.links.get(key);
     if (known && !known.dead) return known;
-    const link: Link = { session: Promise.resolve(undefined), active: 0 };
+    const link: Link = { session: Promise.resolve(undefined), since, active: 0 };
     const why = this.refused.get(key);
     if (why === undefined) link.session = this.start(key, host, hostKeys, signal);
     this.links.set(key, link);
