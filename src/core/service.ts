@@ -19,6 +19,7 @@ import {
 } from './types';
 import { runCommand, type Executor } from './remote';
 import type { StreamRunner } from './metrics/tailStream';
+import { warmParseThread } from './metrics/parseOffload';
 import { DEFAULT_MAX_ENTRIES, listRunsCommand } from './discovery/listScript';
 import { cutShortText } from './discovery/listParse';
 import { discoverTargetsCommand } from './discovery/targetsDiscovery';
@@ -65,6 +66,16 @@ export class RemoteRunsCore {
   /** How a long read on `target` of a configured host runs as one stream, where it can (RunFeed's backlog). */
   stream(hostName: string, target: TargetRef): StreamRunner | undefined {
     return this.options.streamFor?.(this.host(hostName), target);
+  }
+
+  /**
+   * Someone is about to open a run's metrics on `target` (its runs were just expanded in the tree): start what a long
+   * backlog will need beside them, so the open does not wait for it. The host's OpenSSH session logs in (where
+   * streams go through one) and a parse thread starts (it waits idle for a minute; parseOffload.ts). Nothing is read.
+   */
+  prepareMetrics(hostName: string, target: TargetRef): void {
+    this.stream(hostName, target)?.prepare?.();
+    warmParseThread();
   }
 
   /** Which targets a host has: the bare host plus discovered (or configured) containers, with their state. */

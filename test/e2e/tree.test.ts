@@ -71,6 +71,7 @@ test('host → container → run → checkpoints, newest first with sizes', asyn
     await expectRow('pct:201', /stopped/);
     await expectRow('docker:trainer', /running/);
     await expectRow('testbox', /connected/);
+    const logins = host.sshd.acceptedLogins();
     await expandRow('pct:200');
     await waitForRow('workspace');
     await expectRow('workspace', /live/);
@@ -84,6 +85,10 @@ test('host → container → run → checkpoints, newest first with sizes', asyn
     await expectRow(last, /newest/);
     await expectRow(`step_${host.storySteps[0]}`, /3\.2 GB/);
     await session.screenshot(SCREENSHOT);
+    // Expanding a target's runs began the host's OpenSSH session for their metrics (core.prepareMetrics): one more
+    // login than the tree's own connection, with no metrics panel open.
+    for (const end = Date.now() + 60_000; host.sshd.acceptedLogins() === logins && Date.now() < end; ) await new Promise((r) => setTimeout(r, 200));
+    assert.equal(host.sshd.acceptedLogins() - logins, 1, 'one login for the metrics session, begun by the expansion');
   });
 });
 

@@ -18,7 +18,7 @@ import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore } from '../../src/core/service';
 import { RunFeed } from '../../src/core/metrics/runFeed';
-import { closeIdleParseWorkers } from '../../src/core/metrics/parseOffload';
+import { closeIdleParseWorkers, liveParseWorkers, noParseWorkers, parseWorkersStarted } from '../../src/core/metrics/parseOffload';
 import { BulkLinks } from '../../src/core/transfer/bulkLinks';
 import type { StreamRunner } from '../../src/core/metrics/tailStream';
 import type { Executor } from '../../src/core/remote';
@@ -431,6 +431,33 @@ test('a caller that opens one log (startInBackground false) waits for the login 
   assert.equal(seen(feed), reference);
   assert.ok(r.reads() <= 3, `${r.reads()} reads over ssh2`);
   assert.equal(host.sshd.acceptedLogins() - logins, 1);
+  feed.dispose();
+  await r.links.dispose();
+  await eventually(() => sshChildren().length === 0, `ssh processes left: ${sshChildren().join('; ')}`);
+});
+
+test('a target expanded in the tree (core.prepareMetrics): its login and a parse thread start with nothing read, and the open that follows uses both', async () => {
+  closeIdleParseWorkers();
+  await noParseWorkers();
+  const r = rig();
+  const logins = host.sshd.acceptedLogins();
+  const threads = parseWorkersStarted();
+  r.core.prepareMetrics('testbox', ref.target);
+  await eventually(() => r.links.ready === 1, `the session came up (${r.log.join(' | ')})`);
+  assert.equal(liveParseWorkers(), 1, 'one parse thread waits');
+  assert.equal(parseWorkersStarted() - threads, 1);
+  assert.equal(r.reads(), 0, 'nothing was read');
+  // Asked again (another expansion): nothing more starts.
+  r.core.prepareMetrics('testbox', ref.target);
+  assert.equal(parseWorkersStarted() - threads, 1, 'no second thread while one waits');
+  let streamed = 0;
+  const feed = r.feed((run) => Object.assign((argv: readonly string[], sink: (c: Buffer) => void | Promise<void>, signal: AbortSignal) => run(argv, (c) => ((streamed += c.length), sink(c)), signal), { ready: run.ready, prepare: run.prepare }));
+  await feed.pollNow();
+  assert.equal(seen(feed), reference);
+  assert.ok(streamed > logSize - 2 * READ, `the open streamed ${streamed} of ${logSize} bytes`);
+  assert.ok(r.reads() <= 2, `${r.reads()} reads over ssh2 (the first, one after the stream)`);
+  assert.equal(host.sshd.acceptedLogins() - logins, 1, 'the login it began, no other');
+  assert.equal(parseWorkersStarted() - threads, 1, 'the backlog was parsed on the thread started beforehand');
   feed.dispose();
   await r.links.dispose();
   await eventually(() => sshChildren().length === 0, `ssh processes left: ${sshChildren().join('; ')}`);

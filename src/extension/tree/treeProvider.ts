@@ -70,9 +70,26 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   /** Hook the view's expand/collapse events (for timed refresh of what is open). */
   attach(view: vscode.TreeView<TreeNode>): void {
     this.subscriptions.push(
-      view.onDidExpandElement((e) => this.model.setExpanded(e.element.id, true)),
+      view.onDidExpandElement((e) => {
+        this.model.setExpanded(e.element.id, true);
+        this.prepareMetrics(e.element);
+      }),
       view.onDidCollapseElement((e) => this.model.setExpanded(e.element.id, false)),
     );
+  }
+
+  /**
+   * A target's runs, or a run, opened by the user: a metrics panel may follow, so what its backlog will need (the
+   * host's OpenSSH login, a parse thread) starts now rather than when the panel opens (core.prepareMetrics).
+   */
+  private prepareMetrics(node: TreeNode): void {
+    if (node.type !== 'target' && node.type !== 'run') return;
+    try {
+      this.deps.core.prepareMetrics(node.hostName, { kind: node.target.kind, id: node.target.id });
+    } catch (e) {
+      // A host gone from the settings: its row says so when it is drawn again.
+      this.deps.log.info(`not preparing metrics of ${node.hostName}: ${e instanceof Error ? e.message : String(e)}`);
+    }
   }
 
   // ---- TreeDataProvider ----------------------------------------------------------------------------
