@@ -36,7 +36,7 @@ import type { RunRefWire } from '../src/shared/metricsProtocol';
 import type { TargetRef } from '../src/core/types';
 import { DEFAULT_TAIL_COMPRESS_ABOVE } from '../src/core/metrics';
 import { RunFeed } from '../src/core/metrics/runFeed';
-import { busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers } from '../src/core/metrics/parseOffload';
+import { warmParseThread, busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers } from '../src/core/metrics/parseOffload';
 import { MetricsPresenter } from '../src/extension/metrics/presenter';
 import { startTestHost, ScriptedPrompter } from '../test/harness/testHost';
 import { heapAfterGc, mib, ms, stats, table } from './util';
@@ -53,6 +53,8 @@ const N = arg('n', 5);
 const APPENDS = arg('appends', 10);
 const COMPRESS = arg('compress', DEFAULT_TAIL_COMPRESS_ABOVE, 0);
 const WIDTH = 400;
+/** Only the warm-up and the parts of a session's first open (which of its differences from a warm open costs what). */
+const FIRST_PARTS = process.argv.includes('--first-parts');
 const CPU_PROFILE = (() => {
   const i = process.argv.indexOf('--cpu-profile');
   if (i < 0) return undefined;
@@ -156,10 +158,19 @@ async function main(): Promise<void> {
   const host = await startTestHost();
   const pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile] });
   // As the extension wires it (extension.ts): a long backlog comes as one OpenSSH stream, on a session kept per host.
-  const links = new BulkLinks(pool, { logger: { info() {}, warn: (m) => process.stderr.write(`${m}\n`), error: (m) => process.stderr.write(`${m}\n`) } });
+  const benchLogger = { info() {}, warn: (m: string) => process.stderr.write(`${m}\n`), error: (m: string) => process.stderr.write(`${m}\n`) };
+  const links = new BulkLinks(pool, { logger: benchLogger });
+  // --first-parts: a session whose first stream waits for the OpenSSH login instead of reading over ssh2 meanwhile.
+  const waitingLinks = new BulkLinks(pool, { logger: benchLogger, startInBackground: false });
+  let streamLinks = links;
+  /** When the open being measured started its first stream (--first-parts). */
+  let streamAt: number | undefined;
+  /** When its first stream's first bytes came. */
+  let streamByteAt: number | undefined;
   const cleanup = async () => {
     fs.rmSync(workerDir, { recursive: true, force: true });
     await links.dispose();
+    await waitingLinks.dispose();
     pool.dispose();
     await host.stop();
   };
@@ -177,7 +188,16 @@ async function main(): Promise<void> {
     const core = new RemoteRunsCore({
       hosts: () => hosts,
       executorFor: (h) => pool.executor(dir.resolve(h), { idempotent: true }),
-      streamFor: (h, target) => links.runner(dir.resolve(h), target),
+      streamFor: (h, target) => {
+        const run = streamLinks.runner(dir.resolve(h), target);
+        return Object.assign(
+          (argv: readonly string[], sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal) => {
+            streamAt ??= performance.now();
+            return run(argv, (chunk) => ((streamByteAt ??= performance.now()), sink(chunk)), signal);
+          },
+          { ready: run.ready, prepare: run.prepare },
+        );
+      },
     });
     const ref: RunRefWire = { hostName: 'testbox', target: { kind: 'host', id: '' }, runPath: runDir, runName: 'big-run', metrics: [log], checkpoints: [] };
     const sshBase = ['-F', host.sshConfigFile, '-o', 'BatchMode=yes', '-o', `UserKnownHostsFile=${host.knownHostsFile}`, '-o', 'GlobalKnownHostsFile=/dev/null', '-o', 'StrictHostKeyChecking=yes', '-o', 'LogLevel=ERROR'];
@@ -265,6 +285,71 @@ async function main(): Promise<void> {
     await untimed();
     await sessionUp();
     await untimed();
+    if (FIRST_PARTS) return await firstParts();
+
+    /**
+     * --first-parts: a session's first open differs from a warm one in a fresh parse thread, the OpenSSH session not
+     * up (reads over ssh2 while it logs in, then a stream on a new connection), and both. Each variant 5 times,
+     * interleaved, with when its first stream started.
+     */
+    async function firstParts(): Promise<void> {
+      const closeWorkers = async () => {
+        closeIdleParseWorkers();
+        await noParseWorkers();
+      };
+      const closeSession = async (l: BulkLinks) => {
+        l.closeHost('testbox');
+        await new Promise((r) => setTimeout(r, 1000));
+      };
+      const variants: { name: string; prepare: () => Promise<void>; links?: BulkLinks }[] = [
+        { name: 'warm (session up, parse thread warm)', prepare: async () => {} },
+        { name: 'fresh parse thread, session up', prepare: closeWorkers },
+        { name: 'fresh parse thread started 1 s before (warmParseThread)', prepare: async () => (await closeWorkers(), warmParseThread(), await new Promise((r) => setTimeout(r, 1000))) },
+        { name: 'session closed (the stream waits for a login begun at the first read), parse thread warm', prepare: async () => closeSession(links) },
+        { name: 'session closed, startInBackground false (the CLI: a login begun at the stream), parse thread warm', prepare: async () => closeSession(waitingLinks), links: waitingLinks },
+        { name: 'both closed (the first open of a session)', prepare: async () => (await closeWorkers(), await closeSession(links)) },
+        {
+          name: 'both closed, then the run\'s target expanded 1 s before (core.prepareMetrics)',
+          prepare: async () => (await closeWorkers(), await closeSession(links), core.prepareMetrics('testbox', ref.target), await new Promise((r) => setTimeout(r, 1000))),
+        },
+      ];
+      const times = variants.map(() => [] as number[]);
+      const starts = variants.map(() => [] as number[]);
+      const firstBytes = variants.map(() => [] as number[]);
+      const cats: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        process.stderr.write(`first-open parts ${i + 1}/5…\n`);
+        for (const [k, v] of variants.entries()) {
+          await v.prepare();
+          streamLinks = v.links ?? links;
+          streamAt = undefined;
+          streamByteAt = undefined;
+          const t0 = performance.now();
+          const feed = newFeed();
+          times[k].push((await openAndDraw(feed, t0)).ms);
+          starts[k].push(streamAt === undefined ? NaN : streamAt - t0);
+          firstBytes[k].push(streamByteAt === undefined ? NaN : streamByteAt - t0);
+          feed.dispose();
+          // Each variant after the warm one starts from a warm session again (the one it uses).
+          if (v.links) {
+            for (const end = Date.now() + 60_000; v.links.ready === 0 && Date.now() < end; ) await new Promise((r) => setTimeout(r, 50));
+          }
+          await sessionUp();
+        }
+        const c = await sshCatWc(sshBase, log);
+        if (c.lines !== LINES) throw new Error(`ssh cat | wc -l counted ${c.lines}`);
+        cats.push(c.ms);
+        streamLinks = links;
+      }
+      const c = stats(cats);
+      const fmt = (s: ReturnType<typeof stats>) => `${ms(s.median)} [${ms(s.min)}-${ms(s.max)}]`;
+      console.log(`First-open parts: ${LINES.toLocaleString('en-US')} JSONL lines, ${mib(bytes)}, 5 interleaved samples; load (1 min) at start ${loadAtStart.toFixed(2)}, at end ${os.loadavg()[0].toFixed(2)}.`);
+      console.log(table(['', 'open ms median [min-max]', '/ cat', 'first stream asked for at, ms', 'its first bytes at, ms'], [
+        ...variants.map((v, k) => [v.name, fmt(stats(times[k])), (stats(times[k]).median / c.median).toFixed(2), fmt(stats(starts[k])), fmt(stats(firstBytes[k]))]),
+        ['ssh testbox cat FILE | wc -l', fmt(c), '1.00', ''],
+      ]));
+      console.log(JSON.stringify({ bench: 'metrics-first-parts', lines: LINES, catMs: c, variants: variants.map((v, k) => ({ name: v.name, openMs: stats(times[k]), streamAtMs: stats(starts[k]), streamBytesAtMs: stats(firstBytes[k]) })), loadavg: { start: loadAtStart, end: os.loadavg()[0] } }));
+    }
 
     const open: number[] = [];
     const openSecond: number[] = [];
@@ -277,6 +362,7 @@ async function main(): Promise<void> {
     const openSsh2: number[] = [];
     const machineSsh2: number[] = [];
     const openCold: number[] = [];
+    const openPrepared: number[] = [];
     const machineCold: number[] = [];
     const firstPartial: number[] = [];
     const cat: number[] = [];
@@ -337,9 +423,9 @@ async function main(): Promise<void> {
       }
     }
 
-    // The first opens of a session, three times: the session and the parse thread closed first. The first open reads
-    // over ssh2 on a fresh parse thread while the OpenSSH login starts beside it; the second is the first stream on the
-    // new connection.
+    // The first opens of a session, three times: the session and the parse thread closed first. The first open starts
+    // the OpenSSH login at its first read (over ssh2) and its stream waits for it, on a fresh parse thread; the second
+    // is the first stream on the new connection; a third first open follows an expansion of its target 1 s before.
     for (let i = 0; i < 3; i++) {
       process.stderr.write(`first opens ${i + 1}/3…\n`);
       closeIdleParseWorkers();
@@ -357,6 +443,17 @@ async function main(): Promise<void> {
         feed.dispose();
         await sessionUp();
       }
+      // The same first open, the run's target expanded in the tree a second before (what the tree does then).
+      closeIdleParseWorkers();
+      links.closeHost('testbox');
+      await noParseWorkers();
+      await new Promise((r) => setTimeout(r, 1000));
+      core.prepareMetrics('testbox', ref.target);
+      await new Promise((r) => setTimeout(r, 1000));
+      const t0 = performance.now();
+      const feed = newFeed();
+      openPrepared.push((await openAndDraw(feed, t0)).ms);
+      feed.dispose();
     }
     closeIdleParseWorkers();
 
@@ -435,8 +532,10 @@ async function main(): Promise<void> {
       ['open → first full chart (feed + parse + decimate + update)', fmt(o)],
       ['ssh testbox cat FILE | wc -l', fmt(c)],
       ['ratio open / cat (target ≤ 1.3)', (o.median / c.median).toFixed(2)],
-      ['the first open of a session (over ssh2 on a fresh parse thread, the OpenSSH login starting beside it), 3 samples', fmt(stats(openCold))],
+      ['the first open of a session (a fresh parse thread, the OpenSSH login begun at the first read), 3 samples', fmt(stats(openCold))],
       ['ratio first open / cat', (stats(openCold).median / c.median).toFixed(2)],
+      ['the first open of a session, its target expanded in the tree 1 s before (core.prepareMetrics), 3 samples', fmt(stats(openPrepared))],
+      ['ratio first open after the expansion / cat', (stats(openPrepared).median / c.median).toFixed(2)],
       ['the second open (the first stream on the new OpenSSH connection), 3 samples', fmt(stats(openSecond))],
       ['ratio second open / cat', (stats(openSecond).median / c.median).toFixed(2)],
       ['open with every read parsed on this thread (no parse worker)', fmt(stats(openHere))],
@@ -463,7 +562,7 @@ async function main(): Promise<void> {
     out.push(`three compared runs in two panels: RSS growth ${mib(rssCompare)} (target ≤ 300 MiB), series ${mib(compareArrays)}`);
     console.log(out.join('\n'));
     console.log(JSON.stringify({
-      bench: 'metrics', lines: LINES, bytes, compressAbove: COMPRESS, openMs: o, catMs: c, ratio: o.median / c.median, machineCpuOpenMs: stats(machineOpen), machineCpuCatMs: stats(machineCat), cpuOpenMs: stats(cpuOpen), mainThreadCpuOpenMs: stats(busyOpen), cpuHereMs: stats(cpuHere), mainThreadCpuHereMs: stats(busyHere), openHereMs: stats(openHere), openColdMs: stats(openCold), ratioCold: stats(openCold).median / c.median, machineCpuColdMs: stats(machineCold), openSecondMs: stats(openSecond), ratioSecond: stats(openSecond).median / c.median, machineCpuSecondMs: stats(machineSecond), ratioHere: stats(openHere).median / c.median, openSsh2Ms: stats(openSsh2), ratioSsh2: stats(openSsh2).median / c.median, machineCpuSsh2Ms: stats(machineSsh2), firstPartialMs: stats(firstPartial), snapshotBytes,
+      bench: 'metrics', lines: LINES, bytes, compressAbove: COMPRESS, openMs: o, catMs: c, ratio: o.median / c.median, machineCpuOpenMs: stats(machineOpen), machineCpuCatMs: stats(machineCat), cpuOpenMs: stats(cpuOpen), mainThreadCpuOpenMs: stats(busyOpen), cpuHereMs: stats(cpuHere), mainThreadCpuHereMs: stats(busyHere), openHereMs: stats(openHere), openColdMs: stats(openCold), ratioCold: stats(openCold).median / c.median, machineCpuColdMs: stats(machineCold), openPreparedMs: stats(openPrepared), ratioPrepared: stats(openPrepared).median / c.median, openSecondMs: stats(openSecond), ratioSecond: stats(openSecond).median / c.median, machineCpuSecondMs: stats(machineSecond), ratioHere: stats(openHere).median / c.median, openSsh2Ms: stats(openSsh2), ratioSsh2: stats(openSsh2).median / c.median, machineCpuSsh2Ms: stats(machineSsh2), firstPartialMs: stats(firstPartial), snapshotBytes,
       appendPollMs: stats(pollMs), appendCpuMs: stats(cpuMs), updateBuildMs: stats(updateMs), updateBytes: stats(updateBytes),
       memory: { arrays, points, bytesPerPoint: arrays / points, heapAfterGc: heap, arrayBuffers: mem.arrayBuffers, rss: mem.rss, compare: { rssGrowth: rssCompare, arrays: compareArrays, points: comparePoints } },
       loadavg: { start: loadAtStart, end: os.loadavg()[0] },
