@@ -13,6 +13,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
+import * as fsSync from 'node:fs';
 import * as path from 'node:path';
 import type { ConnectionPool, PoolHost } from '../ssh/pool';
 import { OpenSshConnection } from '../ssh/opensshConnection';
@@ -111,7 +112,8 @@ export class BulkLinks {
         if (link.timer) clearTimeout(link.timer);
         link.timer = undefined;
         try {
-          const end = await spoolChild(session.spoolDir, (fd) => session.run(line, fd), sink, signal);
+          // Started by the session's process starter where it has one: no fork of this process per stream.
+          const end = await spoolChild(session.spoolDir, session.starter ? { byPath: (file) => session.runToFile(line, file) } : (fd) => session.run(line, fd), sink, signal);
           // 255 is ssh's own failure (the master gone, the link dropped): the next stream starts a new session.
           if (end.code === 255) this.drop(key, link);
           return end;
@@ -200,7 +202,7 @@ export class BulkLinks {
 
   private async start(key: string, host: PoolHost, hostKeys: Buffer[], signal: AbortSignal): Promise<OpenSshSession | undefined> {
     try {
-      const session = await startBesidePool(this.pool, host, hostKeys, { sshPath: this.options.sshPath?.(), signal });
+      const session = await startBesidePool(this.pool, host, hostKeys, { sshPath: this.options.sshPath?.(), signal, starter: true });
       if (this.disposed) {
         await session.dispose();
         return undefined;
@@ -286,15 +288,33 @@ function keyOf(host: PoolHost): string {
  */
 export async function spoolChild(
   dir: string,
-  start: (stdout: number) => ChildProcess,
+  /**
+   * Start the child with stdout the descriptor given; or, `byPath`, appending to the file named (which exists: a
+   * process starter opens it, util/spawner.ts), its name removed once the child runs ('spawn').
+   */
+  start: ((stdout: number) => ChildProcess) | { byPath: (file: string) => ChildProcess },
   sink: (chunk: Buffer) => void | Promise<void>,
   signal: AbortSignal,
 ): Promise<StreamEnd> {
   const file = path.join(dir, `spool-${randomBytes(8).toString('hex')}`);
   const fh = await fs.open(file, 'wx+', 0o600);
   try {
-    await fs.unlink(file);
-    const child = start(fh.fd);
+    let child: ChildProcess;
+    if (typeof start === 'function') {
+      await fs.unlink(file);
+      child = start(fh.fd);
+    } else {
+      child = start.byPath(file);
+      const unname = (): void => {
+        try {
+          fsSync.unlinkSync(file);
+        } catch {
+          // gone already
+        }
+      };
+      child.once('spawn', unname);
+      child.once('close', unname);
+    }
     return await pipeSource(fileSource(child, fh, 0, true, () => undefined), sink, signal);
   } finally {
     await fh.close().catch(() => undefined);

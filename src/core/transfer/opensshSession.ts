@@ -28,6 +28,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Lifeline } from '../util/lifeline';
+import { Spawner } from '../util/spawner';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -57,6 +58,8 @@ export interface OpenSshOptions {
   /** What runs the askpass program's script: this process's executable (node, or Electron run as node). */
   runtime?: string;
   signal?: AbortSignal;
+  /** Start a process starter beside the master, for `runToFile` (util/spawner.ts). */
+  starter?: boolean;
 }
 
 /** Why a host cannot use the OpenSSH client (before anything is started). */
@@ -285,6 +288,7 @@ export class OpenSshSession implements OpenSshStreams {
         session.lifeline.close();
         throw e;
       }
+      if (options.starter) session.starter = new Spawner([session.sshPath, '-F', session.configFile, '-T', '--', session.target], folder, env);
       return session;
     } catch (e) {
       agent?.dispose();
@@ -341,6 +345,22 @@ export class OpenSshSession implements OpenSshStreams {
    * Run one remote command (a shell line, quoted by the caller) on the master connection; stdout and stderr are
    * pipes, or stdout is the descriptor `stdout` (a file the stream writes itself: the master writes into it).
    */
+  /**
+   * Run one remote command as `run` does, started by the session's process starter (util/spawner.ts: no fork of this
+   * process), its stdout appended to `file` (which exists); emits 'spawn' once it runs with the file open.
+   */
+  runToFile(line: string, file: string): ChildProcess {
+    if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
+    if (!this.starter) return this.run(line, fs.openSync(file, 'a'));
+    const child = this.starter.run(line, file);
+    this.children.add(child as unknown as ChildProcess);
+    child.once('close', () => this.children.delete(child as unknown as ChildProcess));
+    return child as unknown as ChildProcess;
+  }
+
+  /** Starts this session's streams without forking this process (see runToFile); absent where it could not start. */
+  starter: Spawner | undefined;
+
   run(line: string, stdout?: number): ChildProcess {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
     const child = spawn(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', stdout ?? 'pipe', 'pipe'], env: this.env });
@@ -368,6 +388,7 @@ export class OpenSshSession implements OpenSshStreams {
       });
     });
     if (this.master && this.master.exitCode === null && this.master.signalCode === null) this.master.kill('SIGKILL');
+    this.starter?.close();
     this.lifeline.close();
     this.agent?.dispose();
     this.askpass?.dispose();
