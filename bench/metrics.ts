@@ -416,8 +416,8 @@ async function main(): Promise<void> {
         feed.dispose();
       }
       {
-        // Streams of at most 64 MiB (the default before session 16): two `ssh` started for this log, not one. Each
-        // start forks this process, and every page written after a fork faults once (copy-on-write).
+        // Streams of at most 64 MiB (the default before session 16): two streams for this log, not one (each `ssh`
+        // started by the session's process starter, util/spawner.ts).
         const t0 = performance.now();
         const feed = newFeed(undefined, true, 64 * 1024 * 1024);
         const r = await openAndDraw(feed, t0);
@@ -553,7 +553,7 @@ async function main(): Promise<void> {
       ['ratio second open / cat', (stats(openSecond).median / c.median).toFixed(2)],
       ['open with every read parsed on this thread (no parse worker)', fmt(stats(openHere))],
       ['ratio open without the worker / cat', (stats(openHere).median / c.median).toFixed(2)],
-      ['open with streams of at most 64 MiB (two ssh started, not one): wall / CPU of the process', `${fmt(stats(openSmallStreams))} / ${fmt(stats(cpuSmallStreams))}`],
+      ['open with streams of at most 64 MiB (two streams, not one): wall / CPU of the process', `${fmt(stats(openSmallStreams))} / ${fmt(stats(cpuSmallStreams))}`],
       ['ratio open with 64 MiB streams / cat', (stats(openSmallStreams).median / c.median).toFixed(2)],
       ['open with every read over the ssh2 pool (no stream)', fmt(stats(openSsh2))],
       ['ratio open over ssh2 only / cat', (stats(openSsh2).median / c.median).toFixed(2)],

@@ -31,9 +31,9 @@ export const STREAM_ABOVE = 16 * 1024 * 1024;
 /**
  * Most bytes one stream asks for: a longer backlog comes as several streams, one after the other. The OpenSSH runner
  * spools a stream into a file (transfer/bulkLinks.ts spoolChild), which this bounds, on a disk or a tmpfs alike.
- * Not smaller: each stream starts an `ssh`, and a start forks this process, after which every page it writes again
- * faults once (copy-on-write). On the bench's machines a 97 MiB log in two 64 MiB streams cost ~0.25 s more wall
- * time and CPU than in one (bench/metrics.ts, bench/README.md session 16).
+ * Not smaller: each stream is an `ssh` started, a remote shell and a new channel. A 97 MiB log in two 64 MiB streams
+ * took ~0.25 s longer than in one (bench/metrics.ts, bench/README.md session 16), when each start forked this process
+ * and again once the session's process starter started them (util/spawner.ts).
  */
 export const STREAM_MAX_BYTES = 128 * 1024 * 1024;
 /** A stream's bytes go to the parser in pieces of this size (each one batch of the worker's). */
