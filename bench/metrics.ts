@@ -15,7 +15,10 @@
  *   1M-line runs shown in two panels.
  * The last stdout line is one JSON object with the same figures. No timing is judged: ratios are what matter.
  *
- *   node --import tsx bench/metrics.ts [--lines 1000000] [--n 5] [--appends 10] [--compress BYTES] [--cpu-profile FILE]
+ *   node --import tsx bench/metrics.ts [--lines 1000000] [--n 5] [--appends 10] [--compress BYTES] [--cpu-profile FILE] [--first-parts]
+ *
+ * --first-parts: only a session's first open, split into its parts (a fresh parse thread, the OpenSSH session
+ * closed, both, the CLI's wait for the login, one prepared by core.prepareMetrics), 5 interleaved samples each.
  *
  * --cpu-profile: write a V8 CPU profile of this thread (the extension host's) during the warm open samples only, for
  * chrome://inspect or `node bench/profileTop.mjs FILE`.
