@@ -126,15 +126,24 @@ function seen(feed: RunFeed): string {
 
 /** Our `ssh` processes still running (children of this process: the masters, streams and mux clients). */
 function sshChildren(): string[] {
+  // Descendants of ours (the lifeline's sh is a child too), named ssh.
+  return descendantRows().filter(([, , cmd]) => /(^|\/)ssh$/.test(cmd)).map((r) => r.join(' '));
+}
+
+/** Our descendants as `pid ppid args…`. */
+function descendants(): string[] {
+  return descendantRows().map((r) => r.join(' '));
+}
+
+function descendantRows(): string[][] {
   const out = execFileSync('ps', ['-o', 'pid=,ppid=,args=', '-e'], { encoding: 'utf8' });
   const pids = new Set([String(process.pid)]);
   const rows = out.split('\n').map((l) => l.trim().split(/\s+/)).filter((r) => r.length >= 3);
-  // Descendants of ours (the lifeline's sh is a child too), named ssh.
   for (let grew = true; grew; ) {
     grew = false;
     for (const [pid, ppid] of rows) if (pids.has(ppid) && !pids.has(pid)) (pids.add(pid), (grew = true));
   }
-  return rows.filter(([pid, , cmd]) => pids.has(pid) && pid !== String(process.pid) && /(^|\/)ssh$/.test(cmd)).map((r) => r.join(' '));
+  return rows.filter(([pid]) => pids.has(pid) && pid !== String(process.pid));
 }
 
 async function eventually(ok: () => boolean, what: string): Promise<void> {
@@ -459,6 +468,28 @@ test('a target expanded in the tree (core.prepareMetrics): its login and a parse
   assert.equal(host.sshd.acceptedLogins() - logins, 1, 'the login it began, no other');
   assert.equal(parseWorkersStarted() - threads, 1, 'the backlog was parsed on the thread started beforehand');
   feed.dispose();
+  await r.links.dispose();
+  await eventually(() => sshChildren().length === 0, `ssh processes left: ${sshChildren().join('; ')}`);
+});
+
+test("the session's process starter killed: the next stream's ssh is started from here instead, every line once", async () => {
+  const r = rig();
+  await warm(r);
+  const starters = descendants().filter((row) => row.includes('umask 077'));
+  assert.equal(starters.length, 1, `one process starter: ${descendants().join('; ')}`);
+  process.kill(Number(starters[0].split(' ')[0]), 'SIGKILL');
+  let streamed = 0;
+  const feed = r.feed((run) => Object.assign((argv: readonly string[], sink: (c: Buffer) => void | Promise<void>, signal: AbortSignal) => run(argv, (c) => ((streamed += c.length), sink(c)), signal), { ready: run.ready }));
+  // The helper's death may be seen only once a stream asks it; then the next poll's stream is forked from here.
+  await feed.pollNow();
+  assert.equal(seen(feed), reference);
+  const again = r.feed((run) => Object.assign((argv: readonly string[], sink: (c: Buffer) => void | Promise<void>, signal: AbortSignal) => run(argv, (c) => ((streamed += c.length), sink(c)), signal), { ready: run.ready }));
+  streamed = 0;
+  await again.pollNow();
+  assert.equal(seen(again), reference);
+  assert.ok(streamed > logSize - 2 * READ, `streamed ${streamed} of ${logSize} bytes without the starter; log: ${r.log.join(' | ')}`);
+  feed.dispose();
+  again.dispose();
   await r.links.dispose();
   await eventually(() => sshChildren().length === 0, `ssh processes left: ${sshChildren().join('; ')}`);
 });

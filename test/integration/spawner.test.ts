@@ -119,3 +119,23 @@ test('its owner killed with SIGKILL: the helper ends every child it started, and
   await eventually(() => !alive(child), `the child ${child} outlived its owner: ${execFileSync('ps', ['-o', 'pid,ppid,args', '-e'], { encoding: 'utf8' })}`);
   await eventually(() => !alive(helper), 'the helper outlived its owner');
 });
+
+test('the helper killed: what it had running ends, it says why, and a child asked for after that ends at once with that error', async () => {
+  const s = new Spawner(['sleep'], dir, process.env);
+  const out = path.join(dir, 'out-dead');
+  fs.writeFileSync(out, '');
+  const running = s.run('60', out);
+  await new Promise<void>((r) => running.once('spawn', () => r()));
+  const pid = running.pid!;
+  const done = ended(running);
+  process.kill(s.pid!, 'SIGKILL');
+  const end = await done;
+  assert.equal(end.code, null, 'no status from a dead helper');
+  await eventually(() => !alive(pid), 'its child was killed by pid');
+  await eventually(() => s.failed !== undefined, 'the helper is known to be gone');
+  const late = s.run('1', out);
+  const errors: Error[] = [];
+  late.on('error', (e: Error) => errors.push(e));
+  await ended(late);
+  assert.match(errors[0]?.message ?? '', /the process starter exited/);
+});

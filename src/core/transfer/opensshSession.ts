@@ -288,7 +288,8 @@ export class OpenSshSession implements OpenSshStreams {
         session.lifeline.close();
         throw e;
       }
-      if (options.starter) session.starter = new Spawner([session.sshPath, '-F', session.configFile, '-T', '--', session.target], folder, env);
+      // (Its requests name files of the folder on a line each, split at white space: a folder without any.)
+      if (options.starter && !/\s/.test(folder)) session.starter = new Spawner([session.sshPath, '-F', session.configFile, '-T', '--', session.target], folder, env);
       return session;
     } catch (e) {
       agent?.dispose();
@@ -351,7 +352,15 @@ export class OpenSshSession implements OpenSshStreams {
    */
   runToFile(line: string, file: string): ChildProcess {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
-    if (!this.starter) return this.run(line, fs.openSync(file, 'a'));
+    if (!this.starter || this.starter.failed) {
+      // No starter (or it died): forked from here, as `run` does; the child has its own copy of the descriptor.
+      const fd = fs.openSync(file, 'a');
+      try {
+        return this.run(line, fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+    }
     const child = this.starter.run(line, file);
     this.children.add(child as unknown as ChildProcess);
     child.once('close', () => this.children.delete(child as unknown as ChildProcess));

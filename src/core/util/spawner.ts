@@ -130,6 +130,11 @@ export class Spawner {
     (this.child.stdout as unknown as { unref?: () => void } | null)?.unref?.();
   }
 
+  /** Why the helper is gone (killed, or it could not start), once it is: children are then started elsewhere. */
+  get failed(): Error | undefined {
+    return this.dead;
+  }
+
   /** The helper's pid (a process group of its own). */
   get pid(): number | undefined {
     return this.child.pid;
