@@ -24,6 +24,7 @@ import { ConnectionPool } from '../../src/core/ssh/pool';
 import { SshConnection } from '../../src/core/ssh/connection';
 import { RemoteRunsCore } from '../../src/core/service';
 import { RunsTreeModel } from '../../src/core/tree/model';
+import { alive } from '../harness/processes';
 
 let host: TestHost;
 /** Only a user certificate logs in here. */
@@ -138,15 +139,6 @@ function configJson(name: string, alias: string, extra: Record<string, unknown> 
   const f = path.join(host.dir, `${name}.json`);
   fs.writeFileSync(f, JSON.stringify({ hosts: [{ name, host: alias, runRoots: [host.paths.runs], targets: ['host'] }], ...extra }));
   return f;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /** ssh processes started by `pid` (the master and its mux clients), from /proc. */

@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { Spawner, type SpawnedChild } from '../../src/core/util/spawner';
+import { alive } from '../harness/processes';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-spawner-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -17,15 +18,6 @@ function ended(c: SpawnedChild): Promise<{ code: number | null; signal: NodeJS.S
   let stderr = '';
   c.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
   return new Promise((resolve) => c.once('close', (code: number | null, signal: NodeJS.Signals | null) => resolve({ code, signal, stderr })));
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function eventually(ok: () => boolean, what: string): Promise<void> {

@@ -8,15 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { Lifeline } from '../../src/core/util/lifeline';
 import { streamsForRoundTrip } from '../../src/core/transfer/download';
-
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
+import { alive as running } from '../harness/processes';
 
 async function until(cond: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 600; i++) {
