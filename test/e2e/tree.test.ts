@@ -85,8 +85,9 @@ test('host → container → run → checkpoints, newest first with sizes', asyn
     await expectRow(last, /newest/);
     await expectRow(`step_${host.storySteps[0]}`, /3\.2 GB/);
     await session.screenshot(SCREENSHOT);
-    // Expanding a target's runs began the host's OpenSSH session for their metrics (core.prepareMetrics): one more
-    // login than the tree's own connection, with no metrics panel open.
+    // Expanding a target whose runs have metrics logs began the host's OpenSSH session for them
+    // (core.prepareMetrics): one more login than the tree's own connection, with no metrics panel open. (The
+    // targets with no run expanded after this start none: the refresh test counts every login.)
     for (const end = Date.now() + 60_000; host.sshd.acceptedLogins() === logins && Date.now() < end; ) await new Promise((r) => setTimeout(r, 200));
     assert.equal(host.sshd.acceptedLogins() - logins, 1, 'one login for the metrics session, begun by the expansion');
   });

@@ -80,16 +80,28 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   /**
    * A target's runs, or a run, opened by the user: a metrics panel may follow, so what its backlog will need (the
-   * host's OpenSSH login, a parse thread) starts now rather than when the panel opens (core.prepareMetrics).
+   * host's OpenSSH login, a parse thread) starts now rather than when the panel opens (core.prepareMetrics). Only
+   * where there is a metrics log to open: a run with one, or a target whose listing (the one the view asks for,
+   * shared) holds such a run.
    */
   private prepareMetrics(node: TreeNode): void {
     if (node.type !== 'target' && node.type !== 'run') return;
-    try {
-      this.deps.core.prepareMetrics(node.hostName, { kind: node.target.kind, id: node.target.id });
-    } catch (e) {
-      // A host gone from the settings: its row says so when it is drawn again.
-      this.deps.log.info(`not preparing metrics of ${node.hostName}: ${e instanceof Error ? e.message : String(e)}`);
+    const prepare = (): void => {
+      try {
+        this.deps.core.prepareMetrics(node.hostName, { kind: node.target.kind, id: node.target.id });
+      } catch (e) {
+        // A host gone from the settings: its row says so when it is drawn again.
+        this.deps.log.info(`not preparing metrics of ${node.hostName}: ${e instanceof Error ? e.message : String(e)}`);
+      }
+    };
+    if (node.type === 'run') {
+      if (node.run.metrics.length > 0) prepare();
+      return;
     }
+    void this.model.childrenOf(node).then(
+      (children) => children.some((c) => c.type === 'run' && c.run.metrics.length > 0) && prepare(),
+      () => undefined, // the listing failed: its row says why
+    );
   }
 
   // ---- TreeDataProvider ----------------------------------------------------------------------------
