@@ -100,11 +100,15 @@ async function xRange(metric: string): Promise<{ xMin: string; xMax: string }> {
 
 async function recordSnapshots(): Promise<void> {
   await frame.evaluate(() => {
-    const w = window as unknown as { __rrSnapshots?: unknown[] };
+    const w = window as unknown as { __rrSnapshots?: unknown[]; __rrOtherLoss?: boolean };
     if (w.__rrSnapshots) return;
     w.__rrSnapshots = [];
     window.addEventListener('message', (e: MessageEvent) => {
       if (e.data && typeof e.data === 'object' && e.data.type === 'snapshot') w.__rrSnapshots!.push(e.data);
+      // Whether the compared run's loss points have come (in a snapshot or an update): its log may still be loading
+      // when its legend shows.
+      const runs = (e.data as { runs?: { label?: string; series?: { key?: string; x?: unknown[] }[] }[] } | null)?.runs;
+      if (runs?.some((r) => r.label === 'export-other' && r.series?.some((x) => x.key === 'loss' && (x.x?.length ?? 0) > 0))) w.__rrOtherLoss = true;
     });
   });
 }
@@ -192,6 +196,8 @@ test('open the resumed run: its decimated curve arrives with each bucket’s min
       /export-other/,
       'a snapshot with both runs',
     ).then((t) => JSON.parse(t))) as Snapshot;
+    // The CSV below saves what the host holds: the compared run's points, once they have come.
+    await until(session.page, async () => String(await frame.evaluate(() => (window as unknown as { __rrOtherLoss?: boolean }).__rrOtherLoss === true)), /^true$/, 'the compared run\'s loss points', 60_000);
     const loss = snap.runs.find((r) => r.label === 'export-run')!.series.find((s) => s.key === 'loss')!;
     assert.ok(loss.x.length < mainRows.length / 4, `decimated: ${loss.x.length} of ${mainRows.length}`);
     assert.ok(loss.lo && loss.hi && loss.lo.length === loss.x.length && loss.hi.length === loss.x.length, 'a band per point');
