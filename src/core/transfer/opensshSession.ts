@@ -206,6 +206,8 @@ export class OpenSshSession implements OpenSshStreams {
   private readonly children = new Set<ChildProcess>();
   private readonly lifeline = new Lifeline();
   private master: ChildProcess | undefined;
+  /** Starts this session's streams without forking this process (see runToFile); absent where it could not start. */
+  starter: Spawner | undefined;
 
   private constructor(
     private readonly sshPath: string,
@@ -343,10 +345,6 @@ export class OpenSshSession implements OpenSshStreams {
   }
 
   /**
-   * Run one remote command (a shell line, quoted by the caller) on the master connection; stdout and stderr are
-   * pipes, or stdout is the descriptor `stdout` (a file the stream writes itself: the master writes into it).
-   */
-  /**
    * Run one remote command as `run` does, started by the session's process starter (util/spawner.ts: no fork of this
    * process), its stdout appended to `file` (which exists); emits 'spawn' once it runs with the file open.
    */
@@ -367,9 +365,10 @@ export class OpenSshSession implements OpenSshStreams {
     return child as unknown as ChildProcess;
   }
 
-  /** Starts this session's streams without forking this process (see runToFile); absent where it could not start. */
-  starter: Spawner | undefined;
-
+  /**
+   * Run one remote command (a shell line, quoted by the caller) on the master connection; stdout and stderr are
+   * pipes, or stdout is the descriptor `stdout` (a file the stream writes itself: the master writes into it).
+   */
   run(line: string, stdout?: number): ChildProcess {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
     const child = spawn(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', stdout ?? 'pipe', 'pipe'], env: this.env });

@@ -19,9 +19,9 @@ import * as path from 'node:path';
 import { PassThrough } from 'node:stream';
 
 /**
- * $1 the program, $2... its fixed arguments up to $#-1... (passed as "$@" after a shift of none: see below).
- * Each request line: `ID OUT ERR CMD` (paths without spaces or newlines: the caller's own names). The reply lines:
- * `s ID PID` once the child runs with its stdout open, then `e ID STATUS` (128 + n: killed by signal n).
+ * The positional parameters are the program and its fixed arguments ("$@"); the child's last argument is read from
+ * its command file. Each request line: `ID OUT ERR CMD` (paths without white space: the caller's own names). The
+ * reply lines: `s ID PID` once the child runs with its stdout open, then `e ID STATUS` (128 + n: killed by signal n).
  */
 const SPAWNER_SCRIPT = [
   'umask 077',
@@ -56,6 +56,9 @@ export class SpawnedChild extends EventEmitter {
     super();
   }
 
+  /** The signal a kill asked for (sent once the pid is known, if it was not yet). */
+  private wantSignal: NodeJS.Signals | undefined;
+
   kill(signal: NodeJS.Signals = 'SIGTERM'): boolean {
     if (this.done) return false;
     this.killed = true;
@@ -68,9 +71,6 @@ export class SpawnedChild extends EventEmitter {
       return false;
     }
   }
-
-  /** The signal a kill asked for before the pid was known. */
-  private wantSignal: NodeJS.Signals | undefined;
 
   /** @internal The helper's `s` line. */
   started(pid: number): void {
