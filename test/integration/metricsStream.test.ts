@@ -26,6 +26,7 @@ import type { HostConfig, TargetRef } from '../../src/core/types';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
 import type { Series } from '../../src/core/metrics';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { alive } from '../harness/processes';
 
 let host: TestHost;
 let pool: ConnectionPool;
@@ -128,6 +129,11 @@ function seen(feed: RunFeed): string {
 function sshChildren(): string[] {
   // Descendants of ours (the lifeline's sh is a child too), named ssh.
   return descendantRows().filter(([, , cmd]) => /(^|\/)ssh$/.test(cmd)).map((r) => r.join(' '));
+}
+
+/** The process starters of our sessions (util/spawner.ts): our children running its script, not their subshells. */
+function starterProcesses(): string[] {
+  return descendants().filter((row) => row.includes('umask 077') && row.split(' ')[1] === String(process.pid));
 }
 
 /** Our descendants as `pid ppid args…`. */
@@ -375,6 +381,43 @@ test('the OpenSSH master killed mid-stream: the reads go on over ssh2 from where
   await eventually(() => sshChildren().length === 0, `ssh processes left: ${sshChildren().join('; ')}`);
 });
 
+test("the session's process starter killed mid-stream: its stream's ssh is killed too, the reads go on over ssh2 from where it stopped, every line once", async () => {
+  const slow = await host.throughProxy({ rateBytesPerSec: 2_000_000 });
+  hosts = [...hosts.filter((h) => h.name !== 'slowbox2'), slow.hostConfig('slowbox2', { targets: ['host'], runRoots: hosts[0].runRoots })];
+  const r = rig({ hostName: 'slowbox2' });
+  await warm(r);
+  const readsBefore = r.reads();
+  let streamed = 0;
+  let streamSsh: number[] = [];
+  const feed = r.feed((run) => (argv, sink, signal) =>
+    run(
+      argv,
+      (c) => {
+        streamed += c.length;
+        const p = sink(c);
+        if (streamSsh.length > 0 || streamed < 1 << 20) return p;
+        const starters = starterProcesses();
+        assert.equal(starters.length, 1, `one process starter: ${descendants().join('; ')}`);
+        streamSsh = sshChildren().filter((row) => !/ControlMaster=yes/.test(row)).map((row) => Number(row.split(' ')[0]));
+        assert.ok(streamSsh.length > 0, 'the stream has its ssh');
+        process.kill(Number(starters[0].split(' ')[0]), 'SIGKILL');
+        return Promise.all([p, new Promise((res) => setTimeout(res, 500))]).then(() => undefined);
+      },
+      signal,
+    ),
+  );
+  await feed.pollNow();
+  assert.ok(streamSsh.length > 0, `the starter was killed mid-stream (streamed ${streamed}; log: ${r.log.join(' | ')})`);
+  assert.ok(streamed < logSize - READ, `the stream stopped early (${streamed} of ${logSize} bytes)`);
+  assert.match(r.log.join('\n'), /the stream ended after \d+ of \d+ bytes \(killed or dropped/);
+  assert.equal(seen(feed), reference, 'every line exactly once after the fall back to ssh2');
+  assert.ok(r.reads() - readsBefore > 3, 'the rest came over ssh2');
+  await eventually(() => streamSsh.every((pid) => !alive(pid)), `the stream's ssh outlived the starter: ${streamSsh.join(' ')}`);
+  feed.dispose();
+  await r.links.dispose();
+  await eventually(() => sshChildren().length === 0, `ssh processes left: ${sshChildren().join('; ')}`);
+});
+
 test('a feed disposed mid-stream kills its stream at once; disposing the links leaves no ssh process', async () => {
   // Over the 2 MB/s link, so the server is still sending when the feed goes (on loopback the whole log can be in the
   // spool, and read back in one 4 MiB piece, before the first piece is looked at).
@@ -475,7 +518,7 @@ test('a target expanded in the tree (core.prepareMetrics): its login and a parse
 test("the session's process starter killed: the next stream's ssh is started from here instead, every line once", async () => {
   const r = rig();
   await warm(r);
-  const starters = descendants().filter((row) => row.includes('umask 077'));
+  const starters = starterProcesses();
   assert.equal(starters.length, 1, `one process starter: ${descendants().join('; ')}`);
   process.kill(Number(starters[0].split(' ')[0]), 'SIGKILL');
   let streamed = 0;
