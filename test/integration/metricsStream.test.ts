@@ -162,6 +162,42 @@ async function eventually(ok: () => boolean, what: string): Promise<void> {
 
 let reference = '';
 
+/**
+ * A rig for a host reached through a 2 MB/s link, its session up: a kill or a dispose lands while the server is still
+ * sending (on loopback the whole log is in the spool within milliseconds).
+ */
+async function slowRig(name: string): Promise<Rig> {
+  const slow = await host.throughProxy({ rateBytesPerSec: 2_000_000 });
+  hosts = [...hosts.filter((h) => h.name !== name), slow.hostConfig(name, { targets: ['host'], runRoots: hosts[0].runRoots })];
+  const r = rig({ hostName: name });
+  await warm(r);
+  return r;
+}
+
+/**
+ * A feed whose stream calls `kill` once, after its first MiB, then pauses a moment, so the kill lands while the stream
+ * still has most of the file to send.
+ */
+function feedThatKills(r: Rig, kill: () => void): { feed: RunFeed; streamed: () => number; killed: () => boolean } {
+  let streamed = 0;
+  let killed = false;
+  const feed = r.feed((run) => (argv, sink, signal) =>
+    run(
+      argv,
+      (c) => {
+        streamed += c.length;
+        const p = sink(c);
+        if (killed || streamed < 1 << 20) return p;
+        killed = true;
+        kill();
+        return Promise.all([p, new Promise((res) => setTimeout(res, 500))]).then(() => undefined);
+      },
+      signal,
+    ),
+  );
+  return { feed, streamed: () => streamed, killed: () => killed };
+}
+
 /** An open that starts the rig's session (it streams once the session is up); resolves once the session is up. */
 async function warm(r: Rig): Promise<void> {
   const feed = r.feed();
@@ -340,33 +376,16 @@ test('a stream that can start only part-way through a backlog: the reads in flig
 test('the OpenSSH master killed mid-stream: the reads go on over ssh2 from where it stopped, every line once; the next open logs in again', async () => {
   // Through a link of 2 MB/s, so the kill lands while the server is still sending (on loopback the whole log is in the
   // stream's spool file within milliseconds, and a kill after that would find nothing left to interrupt).
-  const slow = await host.throughProxy({ rateBytesPerSec: 2_000_000 });
-  hosts = [...hosts.filter((h) => h.name !== 'slowbox'), slow.hostConfig('slowbox', { targets: ['host'], runRoots: hosts[0].runRoots })];
-  const r = rig({ hostName: 'slowbox' });
-  await warm(r);
+  const r = await slowRig('slowbox');
   const readsBefore = r.reads();
-  let streamed = 0;
-  let killed = false;
-  const feed = r.feed((run) => (argv, sink, signal) =>
-    run(
-      argv,
-      (c) => {
-        streamed += c.length;
-        const p = sink(c);
-        if (killed || streamed < 1 << 20) return p;
-        killed = true;
-        const masters = sshChildren().filter((row) => /ControlMaster=yes/.test(row));
-        assert.equal(masters.length, 1, `one master: ${sshChildren().join('; ')}`);
-        process.kill(Number(masters[0].split(' ')[0]), 'SIGKILL');
-        // Paused a moment, so the kill lands while the stream still has most of the file to send.
-        return Promise.all([p, new Promise((res) => setTimeout(res, 500))]).then(() => undefined);
-      },
-      signal,
-    ),
-  );
+  const { feed, streamed, killed } = feedThatKills(r, () => {
+    const masters = sshChildren().filter((row) => /ControlMaster=yes/.test(row));
+    assert.equal(masters.length, 1, `one master: ${sshChildren().join('; ')}`);
+    process.kill(Number(masters[0].split(' ')[0]), 'SIGKILL');
+  });
   await feed.pollNow();
-  assert.ok(killed, 'the master was killed');
-  assert.ok(streamed < logSize - READ, `the stream stopped early (${streamed} of ${logSize} bytes)`);
+  assert.ok(killed(), 'the master was killed');
+  assert.ok(streamed() < logSize - READ, `the stream stopped early (${streamed()} of ${logSize} bytes)`);
   assert.match(r.log.join('\n'), /the stream ended after \d+ of \d+ bytes \((killed or dropped|exit 255)/);
   assert.equal(feed.status, 'following');
   assert.equal(seen(feed), reference, 'every line exactly once after the fall back to ssh2');
@@ -382,33 +401,19 @@ test('the OpenSSH master killed mid-stream: the reads go on over ssh2 from where
 });
 
 test("the session's process starter killed mid-stream: its stream's ssh is killed too, the reads go on over ssh2 from where it stopped, every line once", async () => {
-  const slow = await host.throughProxy({ rateBytesPerSec: 2_000_000 });
-  hosts = [...hosts.filter((h) => h.name !== 'slowbox2'), slow.hostConfig('slowbox2', { targets: ['host'], runRoots: hosts[0].runRoots })];
-  const r = rig({ hostName: 'slowbox2' });
-  await warm(r);
+  const r = await slowRig('slowbox2');
   const readsBefore = r.reads();
-  let streamed = 0;
   let streamSsh: number[] = [];
-  const feed = r.feed((run) => (argv, sink, signal) =>
-    run(
-      argv,
-      (c) => {
-        streamed += c.length;
-        const p = sink(c);
-        if (streamSsh.length > 0 || streamed < 1 << 20) return p;
-        const starters = starterProcesses();
-        assert.equal(starters.length, 1, `one process starter: ${descendants().join('; ')}`);
-        streamSsh = sshChildren().filter((row) => !/ControlMaster=yes/.test(row)).map((row) => Number(row.split(' ')[0]));
-        assert.ok(streamSsh.length > 0, 'the stream has its ssh');
-        process.kill(Number(starters[0].split(' ')[0]), 'SIGKILL');
-        return Promise.all([p, new Promise((res) => setTimeout(res, 500))]).then(() => undefined);
-      },
-      signal,
-    ),
-  );
+  const { feed, streamed } = feedThatKills(r, () => {
+    const starters = starterProcesses();
+    assert.equal(starters.length, 1, `one process starter: ${descendants().join('; ')}`);
+    streamSsh = sshChildren().filter((row) => !/ControlMaster=yes/.test(row)).map((row) => Number(row.split(' ')[0]));
+    assert.ok(streamSsh.length > 0, 'the stream has its ssh');
+    process.kill(Number(starters[0].split(' ')[0]), 'SIGKILL');
+  });
   await feed.pollNow();
-  assert.ok(streamSsh.length > 0, `the starter was killed mid-stream (streamed ${streamed}; log: ${r.log.join(' | ')})`);
-  assert.ok(streamed < logSize - READ, `the stream stopped early (${streamed} of ${logSize} bytes)`);
+  assert.ok(streamSsh.length > 0, `the starter was killed mid-stream (streamed ${streamed()}; log: ${r.log.join(' | ')})`);
+  assert.ok(streamed() < logSize - READ, `the stream stopped early (${streamed()} of ${logSize} bytes)`);
   assert.match(r.log.join('\n'), /the stream ended after \d+ of \d+ bytes \(killed or dropped/);
   assert.equal(seen(feed), reference, 'every line exactly once after the fall back to ssh2');
   assert.ok(r.reads() - readsBefore > 3, 'the rest came over ssh2');
@@ -421,10 +426,7 @@ test("the session's process starter killed mid-stream: its stream's ssh is kille
 test('a feed disposed mid-stream kills its stream at once; disposing the links leaves no ssh process', async () => {
   // Over the 2 MB/s link, so the server is still sending when the feed goes (on loopback the whole log can be in the
   // spool, and read back in one 4 MiB piece, before the first piece is looked at).
-  const slow = await host.throughProxy({ rateBytesPerSec: 2_000_000 });
-  hosts = [...hosts.filter((h) => h.name !== 'slowbox'), slow.hostConfig('slowbox', { targets: ['host'], runRoots: hosts[0].runRoots })];
-  const r = rig({ hostName: 'slowbox' });
-  await warm(r);
+  const r = await slowRig('slowbox');
   let feed: RunFeed | undefined;
   let streamed = 0;
   let streams = 0;
