@@ -58,6 +58,11 @@ test('right-click a checkpoint → Download: progress shows and the file lands u
     await expandRow('dlbox');
     await expandRow('host');
     await expandRow('dl-run');
+    // The expansions may have begun the host's metrics session (core.prepareMetrics): its login is let land first,
+    // so what is counted below is the download's alone.
+    for (let last = -1, since = Date.now(); Date.now() - since < 3_000; await new Promise((r) => setTimeout(r, 200))) {
+      if (host.sshd.acceptedLogins() !== last) (last = host.sshd.acceptedLogins()), (since = Date.now());
+    }
     const logins = host.sshd.acceptedLogins();
     await contextMenu('step_300', /^Download Checkpoint…$/);
     await session.waitForNotification(/Downloading dl-run\/step_300/, 30_000);
