@@ -419,7 +419,7 @@ async function main(): Promise<void> {
         feed.dispose();
       }
       {
-        // Streams of at most 64 MiB (the default before session 16): two streams for this log, not one (each `ssh`
+        // Streams of at most 64 MiB (STREAM_MAX_BYTES was that once): two streams for this log, not one (each `ssh`
         // started by the session's process starter, util/spawner.ts).
         const t0 = performance.now();
         const feed = newFeed(undefined, true, 64 * 1024 * 1024);

@@ -1,9 +1,9 @@
 /**
- * The measurement that led to the product's stream (issue 19; bench/README.md, session 12): a 1M-line JSONL backlog read as one OpenSSH
+ * The measurement that led to the product's stream (issue 19): a 1M-line JSONL backlog read as one OpenSSH
  * stream (`ssh testbox tail -c +1 FILE`: a fresh login like the baseline's, or a mux client of a ControlMaster
  * started before), its pipe fed to the real parse worker (ParseOffload) in 1 MiB pieces and the batches applied on
  * this thread into the real store; against RunFeed with every read over the ssh2 pool (parse worker on; the product's
- * open before session 12) and
+ * open before this stream) and
  * `ssh testbox cat FILE | wc -l`, interleaved. Each is timed until every line is in the store; no presenter (the
  * last update costs the same on every path). Also the whole machine's busy CPU (/proc/stat) per open.
  *

@@ -69,7 +69,7 @@ interface ParseThread {
    * Read buffers the thread gave back after parsing them, kept with the thread from one backlog to the next: a
    * stream copies its next pieces into these. A buffer allocated anew for every piece cost a page fault per 4 KiB
    * at its first touch, ~12 µs each on this project's machines: a quarter of a second of this thread's time for a
-   * 100 MB log (bench/README.md, session 15).
+   * 100 MB log (bench/metrics.ts: 100-300 ms of copies per open).
    */
   readonly spares: ArrayBuffer[];
 }

@@ -37,7 +37,7 @@ export const BULK_LINK_IDLE_MS = 10 * 60_000;
  * How long after its start a login is waited for by a stream, instead of reading over ssh2 meanwhile. Waiting won:
  * ssh2's reads beside a login slowed it from ~0.3 s to ~0.9 s (both want the same two cores: JavaScript decryption
  * here, sshd's encryption there), and an open that waited was ~0.3 s faster than one that read meanwhile
- * (`bench/metrics.ts --first-parts`, bench/README.md session 16). A login still going after this long is a slow
+ * (`bench/metrics.ts --first-parts`). A login still going after this long is a slow
  * link or a stuck one: the reads go on over ssh2 and the stream starts once it is up.
  */
 export const LOGIN_WAIT_MS = 5_000;

@@ -2,7 +2,7 @@
  * Starts children from a small `sh` instead of from this process. Every start by this process forks it, and after
  * a fork every page it writes again faults once (copy-on-write, until it is its own again): on the bench's machines
  * rewriting 64 MiB took 252 ms after one spawn instead of 3 ms, and a metrics open that started one `ssh` for its
- * stream paid ~0.25 s of CPU for it (bench/README.md, session 16). The helper's fork copies a few pages instead.
+ * stream paid ~0.25 s of CPU for it (bench/metrics.ts). The helper's fork copies a few pages instead.
  *
  * One helper runs one program with fixed leading arguments (`ssh -F config -T -- target`) and a last argument per
  * child (the remote command line), its stdout appended to a file that exists already (the caller's spool file), its

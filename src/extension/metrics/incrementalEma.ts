@@ -37,7 +37,7 @@ export class IncrementalEma {
   /**
    * float32: smoothed values are sent and shown to 7 significant digits (seriesTracker.ts), half the memory of
    * float64. In fixed chunks: one array doubled as a million-point series loads asked for twice its size in new
-   * memory and copied it (bench/README.md, session 15).
+   * memory and copied it (bench/metrics.ts: the RSS growth of three compared runs).
    */
   private readonly out: Float32Array[] = [];
   private len = 0;
