@@ -61,7 +61,9 @@ downloading or loading it: tensors by module with dtype and shape, parameter cou
 whether it is complete. diff compares two checkpoints (on any hosts): tensors added, removed, changed in shape or
 dtype, and the totals side by side.
 Hosts come from --config (JSON {"hosts": [...]}, same schema as the remoteRuns.hosts setting; default
-$REMOTE_RUNS_CONFIG or ~/.config/remote-runs/config.json) and from the Host entries of ~/.ssh/config.`;
+$REMOTE_RUNS_CONFIG or ~/.config/remote-runs/config.json) and from the Host entries of ~/.ssh/config. Host keys are
+checked against --known-hosts, else the config's "knownHostsFiles" (as the remoteRuns.knownHostsFiles setting),
+else ~/.ssh/known_hosts.`;
 
 export interface CliIo {
   stdout: NodeJS.WritableStream;
@@ -118,10 +120,16 @@ export async function main(
   const debug = (m: string): void => {
     if (io.env.REMOTE_RUNS_DEBUG) io.stderr.write(`${m}\n`);
   };
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(values.config, io.env, home);
+  } catch (e) {
+    return failed(e, values.json, io);
+  }
   const pool = new ConnectionPool({
     prompter: new TerminalPrompter(io.stdin, io.stderr as NodeJS.WriteStream),
     logger: { info: debug, warn: debug, error: debug },
-    knownHostsFiles: values['known-hosts']?.length ? values['known-hosts'] : [path.join(home, '.ssh', 'known_hosts')],
+    knownHostsFiles: values['known-hosts']?.length ? values['known-hosts'] : config.knownHostsFiles ?? [path.join(home, '.ssh', 'known_hosts')],
     // Named on the command line: like `ssh -o UserKnownHostsFile=`, they win over the ssh config's files.
     knownHostsPinned: Boolean(values['known-hosts']?.length),
     // The ssh of hosts on the OpenSSH transport (certificates, security keys, …), as for pull's OpenSSH streams.
@@ -130,7 +138,6 @@ export async function main(
   // A long metrics backlog as one OpenSSH stream; this process opens one log, so it waits for that login.
   const bulk = new BulkLinks(pool, { sshPath: () => io.env.REMOTE_RUNS_SSH || undefined, startInBackground: false, logger: { info: debug, warn: debug, error: debug } });
   try {
-    const config = loadConfig(values.config, io.env, home);
     const hostsFromFile = config.hosts;
     const hosts = new HostDirectory({
       hosts: () => hostsFromFile,
@@ -239,18 +246,27 @@ export async function main(
     io.stdout.write(values.json ? `${JSON.stringify(json)}\n` : out.text);
     return out.exitCode;
   } catch (e) {
-    const err = isRemoteRunsError(e) ? e : new RemoteRunsError('command-failed', e instanceof Error ? e.message : String(e));
-    if (values.json) io.stdout.write(`${JSON.stringify({ error: { kind: err.kind, message: err.message } })}\n`);
-    io.stderr.write(`remote-runs: ${err.kind}: ${err.message}\n`);
-    return 2;
+    return failed(e, values.json, io);
   } finally {
     await bulk.dispose();
     pool.dispose();
   }
 }
 
+/** A failure as the CLI reports it: `remote-runs: KIND: message` on stderr (and as JSON with --json); exit 2. */
+function failed(e: unknown, json: boolean, io: CliIo): number {
+  const err = isRemoteRunsError(e) ? e : new RemoteRunsError('command-failed', e instanceof Error ? e.message : String(e));
+  if (json) io.stdout.write(`${JSON.stringify({ error: { kind: err.kind, message: err.message } })}\n`);
+  io.stderr.write(`remote-runs: ${err.kind}: ${err.message}\n`);
+  return 2;
+}
+
 /** The config file's hosts, and its eval profiles parsed on demand (strictly: any problem is `bad-config`). */
-function loadConfig(configPath: string | undefined, env: NodeJS.ProcessEnv, home: string): { hosts: HostConfig[]; evalProfiles(): EvalProfile[] } {
+function loadConfig(
+  configPath: string | undefined,
+  env: NodeJS.ProcessEnv,
+  home: string,
+): { hosts: HostConfig[]; knownHostsFiles?: string[]; evalProfiles(): EvalProfile[] } {
   const explicit = configPath ?? env.REMOTE_RUNS_CONFIG;
   const file = explicit ?? path.join(home, '.config', 'remote-runs', 'config.json');
   let text: string;
@@ -261,8 +277,11 @@ function loadConfig(configPath: string | undefined, env: NodeJS.ProcessEnv, home
     throw new RemoteRunsError('bad-config', `Cannot read config ${file}: ${(e as Error).message}`);
   }
   const hosts = parseConfigFile(text, file);
+  // Checked by parseConfigFile; `~/` is the home folder, as in the setting, and a relative path is the config's.
+  const known = (JSON.parse(text) as { knownHostsFiles?: string[] }).knownHostsFiles;
   return {
     hosts,
+    knownHostsFiles: known?.map((f) => path.resolve(path.dirname(file), f.replace(/^~(?=\/|$)/, home))),
     evalProfiles(): EvalProfile[] {
       const { profiles, problems } = parseEvalProfiles((JSON.parse(text) as Record<string, unknown>).evalProfiles, `${file}: evalProfiles`);
       if (problems.length > 0) throw new RemoteRunsError('bad-config', problems.join('\n'), { path: file, problems });

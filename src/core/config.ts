@@ -121,7 +121,8 @@ export function parseHostsSetting(value: unknown, source: string): { hosts: Host
 }
 
 /**
- * Parse a CLI config file: JSON `{"hosts": [...], "evalProfiles"?: [...]}` (hosts only; see parseEvalProfiles). Stricter than settings: any problem (even an unknown
+ * Parse a CLI config file: JSON `{"hosts": [...], "evalProfiles"?: [...], "knownHostsFiles"?: [...]}` (hosts only; see parseEvalProfiles;
+ * knownHostsFiles is checked here, read by the CLI). Stricter than settings: any problem (even an unknown
  * field, usually a typo) throws RemoteRunsError('bad-config') listing all of them.
  */
 export function parseConfigFile(text: string, path: string): HostConfig[] {
@@ -137,7 +138,12 @@ export function parseConfigFile(text: string, path: string): HostConfig[] {
   const problems: string[] = [];
   for (const key of Object.keys(data)) {
     // evalProfiles is validated by whoever uses it (parseEvalProfiles in core/eval), not here.
-    if (key !== 'hosts' && key !== '$schema' && key !== 'evalProfiles') problems.push(`${path}: unknown top-level field ${JSON.stringify(key)}`);
+    if (key !== 'hosts' && key !== '$schema' && key !== 'evalProfiles' && key !== 'knownHostsFiles') problems.push(`${path}: unknown top-level field ${JSON.stringify(key)}`);
+  }
+  // As the remoteRuns.knownHostsFiles setting: a user's own file, so it may name which host keys are trusted.
+  const known = (data as Record<string, unknown>).knownHostsFiles;
+  if (known !== undefined && !(Array.isArray(known) && known.every((f) => typeof f === 'string' && f.trim() !== ''))) {
+    problems.push(`${path}: knownHostsFiles: expected an array of file paths, got ${describe(known)}`);
   }
   const raw = (data as Record<string, unknown>).hosts;
   if (raw === undefined) problems.push(`${path}: missing "hosts" array`);

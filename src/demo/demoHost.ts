@@ -67,7 +67,8 @@ export async function startDemoHost(options: StartDemoOptions): Promise<DemoHost
 
   const hostConfig: HostConfig = { name: DEMO_HOST_NAME, host: '127.0.0.1', port: server.port, user: 'root', identityFile: keys.clientKeyPath };
   fs.writeFileSync(paths.knownHosts, `[127.0.0.1]:${server.port} ${keys.hostPublicLine}\n`);
-  fs.writeFileSync(paths.cliConfig, `${JSON.stringify({ hosts: [hostConfig] }, null, 2)}\n`);
+  // With its known_hosts, so `REMOTE_RUNS_CONFIG=<this file> remote-runs ls demo` needs no other flag (README).
+  fs.writeFileSync(paths.cliConfig, `${JSON.stringify({ hosts: [hostConfig], knownHostsFiles: [paths.knownHosts] }, null, 2)}\n`);
   fs.writeFileSync(path.join(paths.base, 'last-port'), `${server.port}\n`);
 
   let stopping: Promise<void> | undefined;

@@ -90,7 +90,10 @@ export async function main(argv: string[]): Promise<number> {
   say(`  client key: ${host.keys.clientKeyPath}`);
   say(`  known_hosts: ${host.paths.knownHosts}`);
   say(`  CLI config: ${host.paths.cliConfig}`);
-  say(`  try: node ${path.join(repo, 'dist', 'cli.js')} ls ${DEMO_HOST_NAME}/pct:200 --config ${host.paths.cliConfig} --known-hosts ${host.paths.knownHosts}`);
+  // The README's CLI examples, as typed there (`npm link` puts remote-runs on PATH; the config names the host key).
+  say(`  CLI: npm link (once, in ${repo}), then`);
+  say(`    export REMOTE_RUNS_CONFIG=${host.paths.cliConfig}`);
+  say(`    remote-runs ls ${DEMO_HOST_NAME}/pct:200`);
   say(`  or:  ssh -i ${host.keys.clientKeyPath} -p ${host.port} -o UserKnownHostsFile=${host.paths.knownHosts} root@127.0.0.1`);
 
   if (!values.headless) {

@@ -110,6 +110,27 @@ describe('remote-runs ls', () => {
     assert.equal(fs.readFileSync(empty, 'utf8'), '');
   });
 
+  test("the config's knownHostsFiles replace ~/.ssh/known_hosts (a relative one is the config's neighbour); --known-hosts wins", () => {
+    // ~/.ssh/known_hosts of the client home holds the host's key: only a config naming other files can refuse it.
+    const dir = fs.mkdtempSync(path.join(host.dir, 'kh-config-'));
+    fs.writeFileSync(path.join(dir, 'empty_known_hosts'), '');
+    fs.copyFileSync(host.knownHostsFile, path.join(dir, 'known_hosts'));
+    const withFile = (file: string): string => {
+      const p = path.join(dir, `config-${path.basename(file)}.json`);
+      fs.writeFileSync(p, JSON.stringify({ hosts: [host.hostConfig('box')], knownHostsFiles: [file] }));
+      return p;
+    };
+    const refused = cli(['ls', 'box', '--json', '--config', withFile(path.join(dir, 'empty_known_hosts'))]);
+    assert.equal(refused.code, 2, refused.stderr);
+    assert.equal(refused.json.error.kind, 'host-key-unknown');
+    assert.equal(fs.readFileSync(path.join(dir, 'empty_known_hosts'), 'utf8'), '', 'nothing is added without a terminal');
+    const relative = cli(['ls', 'box', '--json', '--config', withFile('known_hosts')]);
+    assert.equal(relative.code, 0, relative.stderr);
+    assert.ok(relative.json.targets.some((t: { id: string }) => t.id === 'pct:200'));
+    const pinned = cli(['ls', 'box', '--json', '--config', withFile(path.join(dir, 'empty_known_hosts')), '--known-hosts', host.knownHostsFile]);
+    assert.equal(pinned.code, 0, pinned.stderr);
+  });
+
   test('a bad address is a usage error with the accepted forms', () => {
     const r = cli(['ls', 'box/lxc:1', '--json', '--config', config]);
     assert.equal(r.code, 2);

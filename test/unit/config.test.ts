@@ -183,6 +183,11 @@ describe('parseConfigFile', () => {
   test('a bare array is not the expected shape', () => rejects('[]', /expected an object like \{"hosts": \[\.\.\.\]\}, got an array/));
   test('missing hosts', () => rejects('{}', /missing "hosts" array/));
   test('unknown top-level field', () => rejects('{"hosts": [], "host": []}', /unknown top-level field "host"/));
+  test('knownHostsFiles, as the setting: a list of paths, anything else refused', () => {
+    assert.deepEqual(parseConfigFile(JSON.stringify({ hosts: [], knownHostsFiles: ['~/.ssh/known_hosts', 'kh'] }), '/etc/rr.json'), []);
+    rejects('{"hosts": [], "knownHostsFiles": "kh"}', /knownHostsFiles: expected an array of file paths, got/);
+    rejects('{"hosts": [], "knownHostsFiles": ["kh", ""]}', /knownHostsFiles: expected an array of file paths/);
+  });
 
   test('any problem in an entry fails the file, listing all of them', () => {
     assert.throws(
