@@ -1,7 +1,7 @@
 /**
  * `remote-runs inspect ADDRESS [--json]` and `remote-runs diff ADDRESS_A ADDRESS_B [--json]`: what a remote checkpoint
  * holds, read from its headers over SSH (one remote command per checkpoint; nothing is loaded, nothing downloaded).
- * JSON shapes are documented in README.md (CLI section) and built by inspectionJson / diffJson below.
+ * JSON shapes are documented in docs/cli.md and built by inspectionJson / diffJson below.
  */
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpointWithNote } from '../core/service';
@@ -62,7 +62,7 @@ const tensorJson = (t: TensorInfo): unknown => ({
   ...(t.storage !== undefined ? { storage: t.storage } : {}),
 });
 
-/** The JSON of one inspection, as documented in the README. */
+/** The JSON of one inspection, as documented in docs/cli.md. */
 export function inspectionJson(x: InspectedCheckpoint): unknown {
   const ins = x.result.inspection;
   const t = totals(ins);
@@ -128,7 +128,7 @@ export async function inspectCommand(deps: InspectCliDeps, addr: Address, option
   return 0;
 }
 
-/** The JSON of a diff, as documented in the README. */
+/** The JSON of a diff, as documented in docs/cli.md. */
 export function diffJson(a: InspectedCheckpoint, b: InspectedCheckpoint, d: InspectionDiff): unknown {
   const side = (x: InspectedCheckpoint, t: InspectionDiff['totals']['a']): unknown => ({
     address: x.address,

@@ -13,7 +13,7 @@ export interface CommandOutput {
   exitCode: number;
 }
 
-/** The JSON shape of a run, as documented in the README. Checkpoints in step order. */
+/** The JSON shape of a run, as documented in docs/cli.md. Checkpoints in step order. */
 export function runJson(run: Run): unknown {
   return {
     name: run.name,

@@ -20,7 +20,7 @@ export const MACHINE_SETTINGS = ['remoteRuns.sshPath', 'remoteRuns.knownHostsFil
 /** Window-scoped settings whose workspace values VS Code does not apply in Restricted Mode (untrusted workspace). */
 export const RESTRICTED_SETTINGS = [...MACHINE_SETTINGS, 'remoteRuns.hosts', 'remoteRuns.evalProfiles', 'remoteRuns.downloadDirectory'] as const;
 
-/** Why each setting is kept from workspaces: the README's table and the warnings say the same. */
+/** Why each setting is kept from workspaces: docs/workspace-trust.md's table and the warnings say the same. */
 export const WHY_RESTRICTED: Record<(typeof RESTRICTED_SETTINGS)[number], string> = {
   'remoteRuns.sshPath': 'names a program that every download runs',
   'remoteRuns.knownHostsFiles': 'decides which host keys are trusted',

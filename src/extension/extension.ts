@@ -140,7 +140,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   store.register(tree.onDidChangeTreeData((node) => node === undefined && downloadMarks?.recheckAll()));
 
   // A workspace's settings files are read for restricted settings VS Code will not apply, and each one is said
-  // (README "Settings: what a workspace may set"); again whenever they or the trust may have changed.
+  // (docs/workspace-trust.md); again whenever they or the trust may have changed.
   const checkWorkspaceSettings = (): void => void settings.checkWorkspaceFiles().catch((e) => log.warn(`checking workspace settings: ${e instanceof Error ? e.message : String(e)}`));
   checkWorkspaceSettings();
   const settingsFiles = store.register(vscode.workspace.createFileSystemWatcher('**/.vscode/settings.json'));

@@ -19,7 +19,7 @@ import type { Logger } from './log';
 /**
  * Typed reads of the `remoteRuns.*` settings; invalid host entries are reported once and skipped.
  *
- * Trust (README "Settings: what a workspace may set"): `sshPath`, `knownHostsFiles` and `sshConfigFile` are
+ * Trust (docs/workspace-trust.md): `sshPath`, `knownHostsFiles` and `sshConfigFile` are
  * machine scoped and read through `inspect()` from the user level only; hosts from a workspace lose `identityFile`
  * and `proxyJump`; eval profiles carry where they came from. Every workspace value not honoured is logged and shown
  * once (a notification naming the setting) — never dropped in silence.

@@ -72,7 +72,7 @@ test('"Try the demo host" starts the demo host: the tree shows it, its container
     assert.equal(entry.host, '127.0.0.1');
     assert.equal(entry.identityFile, path.join(demoDir, 'keys', 'client_ed25519'));
     // knownHostsFiles is machine scoped: VS Code writes it to the remote (Machine) settings of code-server's
-    // remote extension host, as it would in a Remote-SSH window (README "What a workspace may set").
+    // remote extension host, as it would in a Remote-SSH window (docs/settings.md, "Remote-SSH windows").
     assert.equal(settings['remoteRuns.knownHostsFiles'], undefined);
     assert.deepEqual(machineSettingsOf(session.root)['remoteRuns.knownHostsFiles'], ['~/.ssh/known_hosts', path.join(demoDir, 'known_hosts')]);
     assert.deepEqual((settings['remoteRuns.evalProfiles'] as { name: string }[]).map((p) => p.name), ['Demo: acceptance length']);

@@ -1,7 +1,7 @@
 /**
  * Bulk reads that are not downloads (a long metrics backlog) through the system's OpenSSH client, as one stream
  * each: `ssh` decrypts in its own process, where ssh2 would do it in JavaScript on the extension host's one thread
- * (bench/README.md, issue 19: a 97 MiB backlog through a warm OpenSSH link took 0.82× a fresh `ssh cat`, through
+ * (bench/metricsStream.ts: a 97 MiB backlog through a warm OpenSSH link took 0.82× a fresh `ssh cat`, through
  * ssh2 1.40×).
  *
  * Per host, one OpenSshSession (opensshSession.ts: the pool's own login and pinned host keys, a private agent, a
@@ -29,7 +29,7 @@ import { lastingRefusal, startBesidePool, type OpenSshSession } from './opensshS
 /**
  * How long a host's session is kept after its last stream (it also ends with the host's pool connection: closeHost).
  * Long, because a stream on a live session skips the login (~0.3 s on the test host) and the first stream of a new
- * `ssh` process grows its buffers from nothing (bench/README.md).
+ * `ssh` process grows its buffers from nothing (spoolChild below).
  */
 export const BULK_LINK_IDLE_MS = 10 * 60_000;
 
@@ -280,7 +280,7 @@ function keyOf(host: PoolHost): string {
  * the page cache). Not a pipe: OpenSSH writes a pipe's 64 KiB per turn of its loop while it reads up to 256 KiB from
  * the connection, so its channel buffer grows to the window, 32 KiB at a time, each growth a fresh allocation copied
  * and cleared (recallocarray); on the test host a fresh master moved 100 MB into a pipe in 1.4-1.8 s and into a file
- * in 0.35-0.44 s (bench/README.md). The file is created 0600 in the session's own 0700 folder and unlinked at once,
+ * in 0.35-0.44 s. The file is created 0600 in the session's own 0700 folder and unlinked at once,
  * so it holds no name while the stream runs and its space is freed when the last descriptor closes, whoever dies
  * (this process, the child: the lifeline kills the child); a kill between the two leaves it in a folder the next
  * process removes as an orphan (sessionFolder.ts). It grows to the stream's size: the caller bounds that.

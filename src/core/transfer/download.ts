@@ -543,7 +543,7 @@ async function runAttempt(
     // OPENSSH_MIN_PIECE. One channel carries at most its window per round trip (2 MiB for OpenSSH's sessions: ~40 MB/s
     // at 50 ms), so over a long link the streams add up; over loopback they only share the master's one decrypting
     // process and cost CPU. Channels of one login are cheap (no login, no thread): up to twice `concurrency` of them.
-    // On a 50 ms link 4 streams moved 2.5x scp's throughput, 8 moved 3.1x (bench/README.md); how many a file gets
+    // On a 50 ms link 4 streams moved 2.5x scp's throughput, 8 moved 3.1x (bench/transfer.ts); how many a file gets
     // follows from the round trip, measured here.
     const maxStreams = 2 * (options.concurrency ?? 4);
     const perFile = openssh

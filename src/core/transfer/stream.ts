@@ -249,7 +249,7 @@ const FOLLOW_POLL_MS = 10;
  * An `ssh` child that writes its range into the file itself (its stdout is the `.part`, opened for appending at the
  * range's start; the master writes into it) as a byte source: what has been written is read back as the file grows
  * (from the page cache), so the runner counts and hashes the bytes that are on disk. Passing every byte through this
- * process as well costs more CPU than the link on loopback or a LAN (bench/README.md). The file's size is the
+ * process as well costs more CPU than the link on loopback or a LAN (bench/transfer.ts). The file's size is the
  * count of bytes written: it is appended to by that one writer only (the download's lock; the lifeline kills the
  * writer when this process dies, and the next owner waits for it, lock.ts).
  */
