@@ -16,6 +16,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { groupMembers } from '../e2e/processGroup';
+import { processesMentioning } from '../harness/processes';
 
 const ROOT = path.join(__dirname, '..', '..');
 let tmp: string;
@@ -34,20 +35,6 @@ after(() => {
   }
   fs.rmSync(tmp, { recursive: true, force: true });
 });
-
-/** Pids whose command line mentions `text`. */
-function processesMentioning(text: string): number[] {
-  const out: number[] = [];
-  for (const e of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
-    try {
-      if (fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').includes(text)) out.push(Number(e));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return out;
-}
 
 test('fresh clone → install → npm run demo -- --headless → CLI ls → Ctrl-C leaves nothing running', { timeout: 300_000 }, async () => {
   const repo = path.join(tmp, 'remote-runs');
