@@ -42,7 +42,7 @@ const EXPECT: Record<string, (out: string, env: NodeJS.ProcessEnv) => void> = {
   },
   'remote-runs ls demo/pct:200': (out) => assert.match(out, /^workspace\t\/workspace\t\d+ checkpoints, latest step \d+ .*live$/m),
   'remote-runs ls demo/pct:200/workspace': (out) => {
-    assert.match(out, /^workspace\s+\/workspace$/m);
+    assert.match(out, /^workspace\s+\/workspace\s+\(live\)$/m);
     assert.ok((out.match(/\bstep_\d+\b/g) ?? []).length >= 10, out);
     assert.match(out, /step_\d+ .* newest$/m);
   },
