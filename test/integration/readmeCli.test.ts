@@ -97,7 +97,8 @@ test("the README's CLI examples, each line as typed, against the demo host, in a
   // The demo host as the README says, in its own process group like a terminal's job.
   demo = spawnGroup('npm', ['run', 'demo', '--', '--headless'], { cwd: repo, env });
   const running = demo;
-  await eventually(() => /ready on 127\.0\.0\.1:\d+/.test(running.output()) || running.child.exitCode !== null, 'the demo host starts', 180_000);
+  // Its last line once everything it has to say is printed.
+  await eventually(() => /Stop everything with Ctrl-C/.test(running.output()) || running.child.exitCode !== null, 'the demo host starts', 180_000);
   assert.match(running.output(), /ready on 127\.0\.0\.1:\d+/, running.output());
   // What it prints is what the README says to type.
   const config = path.join(home, '.cache', 'remote-runs-demo', 'cli-config.json');
