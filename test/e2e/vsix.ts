@@ -14,7 +14,7 @@ import { REPO_ROOT } from './toolchain';
 const CACHE_DIR = path.join(REPO_ROOT, '.test-tmp', 'e2e');
 const CACHED_VSIX = path.join(CACHE_DIR, 'remote-runs.vsix');
 /** Everything that goes into the package; a change to any of these makes the cached build stale. */
-const INPUTS = ['src', 'media', 'package.json', 'esbuild.mjs', 'README.md', '.vscodeignore', 'LICENSE'];
+const INPUTS = ['src', 'media', 'package.json', 'esbuild.mjs', 'README.md', 'CHANGELOG.md', '.vscodeignore', 'LICENSE'];
 
 let building: Promise<string> | undefined;
 
@@ -106,7 +106,10 @@ export function readVsixFile(file: string, name: string): Buffer {
   throw new Error(`${name}: zip method ${entry.method} not supported`);
 }
 
-/** What a package may hold: vsce's own two files, the manifest, readme, licence, the bundles and the icons/styles. */
+/**
+ * What a package may hold: vsce's own two files, the manifest, readme, changelog, licence, the bundles and the
+ * icons/styles. No other document: docs/, CONTRIBUTING.md and bench/ are for the repository's readers.
+ */
 const ALLOWED: RegExp[] = [
   /^extension\.vsixmanifest$/,
   /^\[Content_Types\]\.xml$/,
@@ -117,12 +120,13 @@ const ALLOWED: RegExp[] = [
   /^extension\/media\/[\w.-]+\.(svg|css|png)$/,
 ];
 
-/** The bundles the extension cannot run without. */
-const REQUIRED = ['extension/package.json', 'extension/dist/extension.js', 'extension/dist/webview.js', 'extension/dist/cli.js'];
+/** The bundles the extension cannot run without, and the documents the Marketplace page shows (readme, changelog, licence). */
+const REQUIRED = ['extension/package.json', 'extension/dist/extension.js', 'extension/dist/webview.js', 'extension/dist/cli.js', 'extension/readme.md', 'extension/changelog.md', 'extension/LICENSE.txt'];
 
 /**
  * Why a package holds more (or less) than what runs: tests, sources, source maps, dependencies or dev tooling,
- * pictures for the README, anything else not on the allowed list; or a bundle missing. Empty when it is right.
+ * pictures for the README, documents other than readme, changelog and licence, anything else not on the allowed
+ * list; or a bundle or one of those documents missing. Empty when it is right.
  */
 export function vsixProblems(entries: readonly VsixEntry[]): string[] {
   const problems: string[] = [];
