@@ -12,6 +12,7 @@ import { MetricsStore, evalMetricKeys, formatValue } from './store';
 import { readTheme, runColor, type Theme } from './theme';
 import { liveness } from './liveness';
 import { panelXExtent } from './panelRange';
+import { closeOpenPopups, popup } from './dom';
 import { initialState, reduce, savedState, type SavedState, type WebviewEvent, type XMode } from './viewState';
 
 interface VsCodeApi {
@@ -173,7 +174,7 @@ function button(label: string, onClick: () => void, title = label): HTMLButtonEl
 
 // ---- Toolbar -----------------------------------------------------------------------------------------
 
-const metricsMenu = h('details', 'metrics-menu');
+const metricsMenu = popup('metrics-menu');
 const metricsSummary = h('summary');
 metricsSummary.textContent = 'Metrics';
 const metricsList = h('div', 'metrics-list');
@@ -559,6 +560,7 @@ new ResizeObserver(() => {
   resizeTimer = setTimeout(() => dispatch({ type: 'measured', width: currentWidth() }), 250);
 }).observe(grid);
 
+closeOpenPopups(document);
 statusEl.hidden = true;
 emptyEl.hidden = true;
 dispatch({ type: 'started', width: currentWidth() });

@@ -120,3 +120,25 @@ export function formatDurationTick(ms: number): string {
 export function stepOf(ticks: readonly { value: number }[]): number {
   return ticks.length >= 2 ? Math.abs(ticks[1].value - ticks[0].value) : 0;
 }
+
+/**
+ * Ticks of a log axis over [min, max] (both > 0): 1, 2 and 5 × each power of ten inside, fewer (1 and 5, then only
+ * powers of ten, then every other power) until at most `maxCount` remain. Labelled with `formatTick(v, v)`: `1e-5`,
+ * `2e-5`, `0.002`, `20k`, never chart.js's `2.0000e-5` (which a 46 px axis cut to `000e-5`).
+ */
+export function logTicks(min: number, max: number, maxCount: number): number[] {
+  if (!(min > 0) || !(max > 0) || !Number.isFinite(min) || !Number.isFinite(max)) return [];
+  if (max < min) [min, max] = [max, min];
+  const lo = Math.floor(Math.log10(min));
+  const hi = Math.ceil(Math.log10(max));
+  const within = (v: number): boolean => v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9);
+  let out: number[] = [];
+  for (const mantissas of [[1, 2, 5], [1, 5], [1]]) {
+    out = [];
+    for (let e = lo; e <= hi; e++) for (const m of mantissas) if (within(m * 10 ** e)) out.push(Number((m * 10 ** e).toPrecision(12)));
+    if (out.length <= maxCount) return out.length ? out : [min, max];
+  }
+  // Many decades: every k-th power of ten.
+  const every = Math.ceil(out.length / Math.max(1, maxCount));
+  return out.filter((v) => Math.round(Math.log10(v)) % every === 0);
+}
