@@ -68,7 +68,7 @@ export interface ChartHost {
 const Y_AXIS_WIDTH = 46;
 
 /** Plot width per x tick: room for a label such as `12.5k` or `1h 20m` at 10 px and a gap. */
-const X_TICK_SPACING = 56;
+const X_TICK_SPACING = 48;
 
 /** Room added above and below a linear y axis' data, as a fraction of its span. */
 const Y_PADDING = 0.06;
@@ -227,10 +227,10 @@ export class MetricChart {
           : (v: number | string, _i: number, ticks: TickList) => formatTick(Number(v), stepOf(ticks));
     // Our own tick values (ticks.ts): 1-2-5 steps inside any range, a zoomed one included (chart.js gave only its
     // two ends there), clock steps for time.
-    // As many x ticks as fit their labels side by side: one per X_TICK_SPACING px of plot, at most 6 (a 160 px
-    // inline chart gets 2, not `10k20k30k40k`).
+    // As many x ticks as fit their labels side by side: one per X_TICK_SPACING px of plot, 2 to 6 (a 160 px inline
+    // chart gets `20k 40k`, not `10k20k30k40k`).
     const xBuild = (axis: { min: number; max: number; ticks: TickList; maxWidth: number }) => {
-      const count = Math.max(1, Math.min(6, Math.floor((axis.maxWidth - Y_AXIS_WIDTH) / X_TICK_SPACING)));
+      const count = Math.max(2, Math.min(6, Math.floor((axis.maxWidth - Y_AXIS_WIDTH) / X_TICK_SPACING)));
       axis.ticks = (ui.xMode === 'step' ? niceTicks(axis.min, axis.max, count) : durationTicks(axis.min, axis.max, count)).map((value) => ({ value }));
     };
     const yBuild = (axis: { min: number; max: number; ticks: TickList }) => {
@@ -496,8 +496,9 @@ export class MetricChart {
           this.el.dataset.xMax = String(x.max);
           this.el.dataset.yScale = y.type;
           this.el.dataset.yAxisWidth = String(Math.round(y.width));
-          writeTicks(this.tickLists.x, x);
-          writeTicks(this.tickLists.y, y);
+          const font = `10px ${this.host.theme().font}`;
+          writeTicks(this.tickLists.x, x, chart.ctx, font);
+          writeTicks(this.tickLists.y, y, chart.ctx, font);
         }
       },
     };
@@ -617,18 +618,28 @@ function tickList(label: string, axis: 'x' | 'y'): HTMLElement {
   return list;
 }
 
-function writeTicks(list: HTMLElement, scale: Scale): void {
+/**
+ * The tick labels chart.js drew, each with where (`data-px`, CSS px from the canvas' left or top) and how wide
+ * (`data-width`, its text in the tick font): what tests check for labels that overlap or are cut.
+ */
+function writeTicks(list: HTMLElement, scale: Scale, ctx: CanvasRenderingContext2D, font: string): void {
   const labels = scale.ticks.map((t) => (Array.isArray(t.label) ? t.label.join(' ') : String(t.label ?? '')));
-  const text = labels.join('\n');
+  const px = scale.ticks.map((_t, i) => Math.round(scale.getPixelForTick(i)));
+  const text = `${labels.join('\n')}|${px.join(',')}`;
   if (list.dataset.text === text) return;
   list.dataset.text = text;
+  ctx.save();
+  ctx.font = font;
   list.replaceChildren(
-    ...labels.map((l) => {
+    ...labels.map((l, i) => {
       const li = document.createElement('li');
       li.textContent = l;
+      li.dataset.px = String(px[i]);
+      li.dataset.width = String(Math.ceil(ctx.measureText(l).width));
       return li;
     }),
   );
+  ctx.restore();
 }
 
 function line(ctx: CanvasRenderingContext2D, x0: number, y0: number, x1: number, y1: number): void {

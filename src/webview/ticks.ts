@@ -122,8 +122,8 @@ export function stepOf(ticks: readonly { value: number }[]): number {
 }
 
 /**
- * Ticks of a log axis over [min, max] (both > 0): 1, 2 and 5 × each power of ten inside, fewer (1 and 5, then only
- * powers of ten, then every other power) until at most `maxCount` remain. Labelled with `formatTick(v, v)`: `1e-5`,
+ * Ticks of a log axis over [min, max] (both > 0): 1…9, else 1, 2 and 5, else 1 and 5, else 1 × each power of ten
+ * inside (the densest that keeps at most `maxCount`), then every k-th power; linear steps in a range too narrow for two. Labelled with `formatTick(v, v)`: `1e-5`,
  * `2e-5`, `0.002`, `20k`, never chart.js's `2.0000e-5` (which a 46 px axis cut to `000e-5`).
  */
 export function logTicks(min: number, max: number, maxCount: number): number[] {
@@ -133,11 +133,15 @@ export function logTicks(min: number, max: number, maxCount: number): number[] {
   const hi = Math.ceil(Math.log10(max));
   const within = (v: number): boolean => v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9);
   let out: number[] = [];
-  for (const mantissas of [[1, 2, 5], [1, 5], [1]]) {
+  // Densest first: a range inside one decade (0.9–3.5) gets 1, 2, 3; one over many gets 1, 5 or powers of ten only.
+  for (const mantissas of [[1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 5], [1, 5], [1]]) {
     out = [];
     for (let e = lo; e <= hi; e++) for (const m of mantissas) if (within(m * 10 ** e)) out.push(Number((m * 10 ** e).toPrecision(12)));
-    if (out.length <= maxCount) return out.length ? out : [min, max];
+    if (out.length <= maxCount) break;
   }
+  // Too narrow for two of those (0.91–0.99): linear steps inside it.
+  if (out.length < 2) return niceTicks(min, max, maxCount).filter((v) => v > 0);
+  if (out.length <= maxCount) return out;
   // Many decades: every k-th power of ten.
   const every = Math.ceil(out.length / Math.max(1, maxCount));
   return out.filter((v) => Math.round(Math.log10(v)) % every === 0);
