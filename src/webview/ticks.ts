@@ -122,7 +122,7 @@ export function stepOf(ticks: readonly { value: number }[]): number {
 }
 
 /**
- * Ticks of a log axis over [min, max] (both > 0): 1…9, else 1, 2 and 5, else 1 and 5, else 1 × each power of ten
+ * Ticks of a log axis over [min, max] (both > 0): 1, 2, 3 and 5, else 1, 2 and 5, else 1 and 5, else 1 × each power of ten
  * inside (the densest that keeps at most `maxCount`), then every k-th power; linear steps in a range too narrow for two. Labelled with `formatTick(v, v)`: `1e-5`,
  * `2e-5`, `0.002`, `20k`, never chart.js's `2.0000e-5` (which a 46 px axis cut to `000e-5`).
  */
@@ -134,7 +134,8 @@ export function logTicks(min: number, max: number, maxCount: number): number[] {
   const within = (v: number): boolean => v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9);
   let out: number[] = [];
   // Densest first: a range inside one decade (0.9–3.5) gets 1, 2, 3; one over many gets 1, 5 or powers of ten only.
-  for (const mantissas of [[1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 2, 5], [1, 5], [1]]) {
+  // Never 7, 8, 9 beside the next 1: on a log axis they are a few pixels apart and their labels overlap.
+  for (const mantissas of [[1, 2, 3, 5], [1, 2, 5], [1, 5], [1]]) {
     out = [];
     for (let e = lo; e <= hi; e++) for (const m of mantissas) if (within(m * 10 ** e)) out.push(Number((m * 10 ** e).toPrecision(12)));
     if (out.length <= maxCount) break;
