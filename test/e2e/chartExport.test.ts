@@ -29,6 +29,7 @@ import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { act, quickInputState, settled, until } from './ui';
 import { withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { closeSuite, openSuite } from './suite';
+import { REPO_ROOT } from './toolchain';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -316,6 +317,9 @@ test('Save as PNG…: the chart at twice its pixels at least, under its title an
     assert.equal(path.basename(offered), 'export-run-acc.png');
     await until(session.page, async () => String(fs.existsSync(pngFile) && fs.statSync(pngFile).size), /^[1-9]\d*$/, 'the PNG written', 60_000);
     const bytes = fs.readFileSync(pngFile);
+    // Kept for a look (not compared).
+    fs.mkdirSync(path.join(REPO_ROOT, '.test-tmp', 'e2e', 'artifacts', 'export'), { recursive: true });
+    fs.writeFileSync(path.join(REPO_ROOT, '.test-tmp', 'e2e', 'artifacts', 'export', 'acc.png'), bytes);
     assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'the PNG signature');
     assert.equal(bytes.subarray(12, 16).toString('latin1'), 'IHDR');
     const png = { width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
@@ -341,21 +345,17 @@ test('Save as PNG…: the chart at twice its pixels at least, under its title an
           const ctx = c.getContext('2d')!;
           ctx.drawImage(img, 0, 0);
           const data = ctx.getImageData(0, 0, c.width, header).data;
-          const bg = [data[0], data[1], data[2]];
-          const near = (i: number, rgb: number[]) => Math.abs(data[i] - rgb[0]) + Math.abs(data[i + 1] - rgb[1]) + Math.abs(data[i + 2] - rgb[2]) <= 24;
-          let ink = 0;
+          // Pixels near each colour (no helper function: the page gets this function's source as it is).
+          const refs = [[data[0], data[1], data[2]], colours.run, colours.other];
+          const near = [0, 0, 0];
           let inkTop = 0;
-          let run = 0;
-          let other = 0;
           for (let i = 0; i < data.length; i += 4) {
-            if (!near(i, bg)) {
-              ink++;
-              if (i / 4 / c.width < header / 2) inkTop++;
+            for (let k = 0; k < refs.length; k++) {
+              if (Math.abs(data[i] - refs[k][0]) + Math.abs(data[i + 1] - refs[k][1]) + Math.abs(data[i + 2] - refs[k][2]) <= 24) near[k]++;
+              else if (k === 0 && i / 4 / c.width < header / 2) inkTop++;
             }
-            if (near(i, colours.run)) run++;
-            if (near(i, colours.other)) other++;
           }
-          return { ink, inkTop, run, other };
+          return { ink: data.length / 4 - near[0], inkTop, run: near[1], other: near[2] };
         },
         { b64: bytes.toString('base64'), header, colours },
       );
