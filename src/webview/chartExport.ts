@@ -3,9 +3,9 @@
  * A chart's picture for "Save as PNG…": a header with the chart's title (the metric, then the panel's title in the
  * muted colour) and a legend of the runs drawn (a swatch in each run's colour, dashed for the reference run), over
  * the chart drawn again at EXPORT_SCALE device pixels per CSS pixel at least, all on the page's background (a
- * transparent PNG of light lines on a dark theme is unreadable elsewhere). The chart on screen was 385×180 px
- * without title or legend on a 1× display; the export is 770×(360 + header) px there, sharp on a HiDPI screen or
- * a slide. The webview cannot write files: the PNG goes to the extension, which asks where to save it.
+ * transparent PNG of light lines on a dark theme is unreadable elsewhere). A 385×180 px chart on a 1× display
+ * exports as 770 px wide and 360 px plus the header high: sharp on a HiDPI screen or a slide. The webview cannot
+ * write files: the PNG goes to the extension, which asks where to save it.
  */
 import type { Chart } from './chartjs';
 import type { Theme } from './theme';
