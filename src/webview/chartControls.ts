@@ -6,7 +6,7 @@
  * (viewState.ts); this only draws them and reports clicks. Remote strings (run names) are set as text only.
  */
 import type { ChartYRange } from './viewState';
-import { el } from './dom';
+import { el, popup } from './dom';
 
 /** One run's series on this chart, as its legend shows it. */
 export interface ChartSeriesItem {
@@ -56,7 +56,8 @@ export class ChartControls {
     this.legend.setAttribute('role', 'group');
     this.legend.setAttribute('aria-label', `Series on the ${metric} chart`);
 
-    this.menu = el('details', 'chart-menu');
+    // Closed by Apply, a save, a press outside it and Escape (dom.ts closeOpenPopups).
+    this.menu = popup('chart-menu');
     const summary = el('summary', 'chart-menu-button');
     summary.textContent = '⋯';
     summary.title = `Chart options: save as PNG or CSV, y range`;
@@ -65,7 +66,7 @@ export class ChartControls {
     pop.setAttribute('role', 'group');
     const png = button('Save as PNG…', () => this.close(() => host.exportPng()), `Save this chart as a PNG image`);
     png.dataset.action = 'export-png';
-    const csv = button('Save as CSV…', () => this.close(() => host.exportCsv()), `Save every point of this chart's series (full resolution) as CSV`);
+    const csv = button('Save as CSV…', () => this.close(() => host.exportCsv()), `Save every point of this metric's series (full resolution) as CSV: every run that has it, hidden ones too`);
     csv.dataset.action = 'export-csv';
 
     const yGroup = el('fieldset', 'chart-yrange');
@@ -90,9 +91,11 @@ export class ChartControls {
     this.yAuto.addEventListener('change', () => {
       if (this.yAuto.checked) host.setYRange(null);
       this.render();
+      this.menu.open = false;
     });
     this.yFixed.addEventListener('change', () => {
-      if (this.yFixed.checked) this.applyFixed();
+      // Applies the range shown and keeps the menu open to edit it.
+      if (this.yFixed.checked) this.applyFixed(false);
     });
     for (const input of [this.yMin, this.yMax]) {
       input.addEventListener('keydown', (e) => {
@@ -106,12 +109,6 @@ export class ChartControls {
     this.menu.append(summary, pop);
     this.menu.addEventListener('toggle', () => {
       if (this.menu.open) this.fillInputs();
-    });
-    this.menu.addEventListener('keydown', (e) => {
-      if (e.key === 'Escape' && this.menu.open) {
-        this.menu.open = false;
-        summary.focus();
-      }
     });
     this.render();
   }
@@ -163,7 +160,8 @@ export class ChartControls {
     this.yError.textContent = this.host.yNote();
   }
 
-  private applyFixed(): void {
+  /** Fix the y range to the inputs' values; `close`: and close the menu (Apply, Enter), when they were valid. */
+  private applyFixed(close = true): void {
     const lo = this.yMin.value.trim() === '' ? NaN : Number(this.yMin.value);
     const hi = this.yMax.value.trim() === '' ? NaN : Number(this.yMax.value);
     if (!Number.isFinite(lo) || !Number.isFinite(hi) || !(hi > lo)) {
@@ -175,6 +173,7 @@ export class ChartControls {
     this.yError.dataset.note = '';
     this.host.setYRange({ yMin: lo, yMax: hi });
     this.render();
+    if (close) this.menu.open = false;
   }
 
   private close(then: () => void): void {

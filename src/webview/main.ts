@@ -12,6 +12,7 @@ import { MetricsStore, evalMetricKeys, formatValue } from './store';
 import { readTheme, runColor, type Theme } from './theme';
 import { liveness } from './liveness';
 import { panelXExtent } from './panelRange';
+import { closeOpenPopups, popup } from './dom';
 import { initialState, reduce, savedState, type SavedState, type WebviewEvent, type XMode } from './viewState';
 
 interface VsCodeApi {
@@ -173,7 +174,7 @@ function button(label: string, onClick: () => void, title = label): HTMLButtonEl
 
 // ---- Toolbar -----------------------------------------------------------------------------------------
 
-const metricsMenu = h('details', 'metrics-menu');
+const metricsMenu = popup('metrics-menu');
 const metricsSummary = h('summary');
 metricsSummary.textContent = 'Metrics';
 const metricsList = h('div', 'metrics-list');
@@ -321,7 +322,9 @@ function renderHeader(): void {
     if (run.role !== 'primary' && run.link.state !== 'connected') {
       statuses.push(`${run.label}: ${liveness(run, run.where.split('/')[0], now - (headerAt.get(run.runKey) ?? now), now).connection.text}`);
     }
-    if (run.status !== 'following') statuses.push(`${run.label}: ${run.status}`);
+    // While its host cannot be reached, what the last round failed at is that: said once, by the connection line
+    // (the liveness banner for the primary run, the line above for the others), not again as the run's status.
+    if (run.status !== 'following' && run.link.state === 'connected') statuses.push(`${run.label}: ${run.status}`);
     if (run.skipped) statuses.push(`${run.label}: ${run.skipped}`);
     if (run.xAxis !== undefined && run.xAxis !== 'step') statuses.push(`${run.label}: x: ${run.xAxis}`);
     if (ui.xMode !== 'step' && run.series.size > 0 && !store.hasTime(run)) statuses.push(`${run.label}: no time field in its log, so nothing on a time axis`);
@@ -559,6 +562,7 @@ new ResizeObserver(() => {
   resizeTimer = setTimeout(() => dispatch({ type: 'measured', width: currentWidth() }), 250);
 }).observe(grid);
 
+closeOpenPopups(document);
 statusEl.hidden = true;
 emptyEl.hidden = true;
 dispatch({ type: 'started', width: currentWidth() });

@@ -11,7 +11,7 @@
 import { Chart, type ChartDataset, type Plugin, type Scale } from './chartjs';
 import type { ValueRow, XRange } from '../shared/metricsProtocol';
 import { evalTooltip, formatDiff, formatValue, type EvalMark, type MetricsStore, type Point, type XMode } from './store';
-import { durationTicks, formatDurationTick, formatTick, niceTicks, stepOf } from './ticks';
+import { durationTicks, formatDurationTick, formatTick, logTicks, niceTicks, stepOf } from './ticks';
 import { runColor, withAlpha, type Theme } from './theme';
 import { plateauDirection, type PlateauDirection } from '../shared/metricDirection';
 import { directionSwitch, nextDirection, plateauText } from './plateauText';
@@ -22,7 +22,7 @@ import { BAND_ALPHA, bandPlugin, type Band } from './chartBand';
 import { ChartControls } from './chartControls';
 import { el } from './dom';
 import { keepXWhenYFixed } from './fixedY';
-import { chartPngBase64 } from './chartExport';
+import { chartPngBase64, type ChartPicture } from './chartExport';
 import type { ChartYRange, SeriesRef } from './viewState';
 
 export interface UiState {
@@ -67,6 +67,9 @@ export interface ChartHost {
 /** Width of every chart's y axis (its tick labels), in CSS pixels: `0.2548`, `1.5e-4`, `12.5k` fit at 10 px. */
 const Y_AXIS_WIDTH = 46;
 
+/** Plot width per x tick: room for a label such as `12.5k` or `1h 20m` at 10 px and a gap. */
+const X_TICK_SPACING = 48;
+
 /** Room added above and below a linear y axis' data, as a fraction of its span. */
 const Y_PADDING = 0.06;
 
@@ -104,6 +107,8 @@ export class MetricChart {
     const head = el('header', 'metric-head');
     const title = el('h2', 'metric-title');
     title.textContent = key;
+    // Its whole name on hover where a narrow chart cuts it (metrics.css: the title gives way last).
+    title.title = key;
     this.valueEl = el('span', 'metric-latest');
     // Which way is better for this metric (what the plateau hint judges by); a click flips it, then turns it off.
     this.directionEl = el('button', 'metric-direction');
@@ -119,8 +124,9 @@ export class MetricChart {
       },
       setYRange: (range) => host.setYRange(key, range),
       showSeries: (runKey, shown) => host.showSeries(key, runKey, shown),
-      exportPng: () => host.exportPng(key, chartPngBase64(this.canvas)),
-      exportCsv: () => host.exportCsv(key, this.shownRuns().filter((r) => r.series.has(key)).map((r) => r.runKey)),
+      exportPng: () => host.exportPng(key, chartPngBase64(this.chart, this.picture())),
+      // Every run with this series, hidden ones too (on this chart or in the panel): the CSV holds every point.
+      exportCsv: () => host.exportCsv(key, host.store.runs.filter((r) => r.series.has(key)).map((r) => r.runKey)),
     });
     // One line, always there (empty when the metric is not flat): a hint coming or going never moves the chart. In
     // the short inline view it shares the title's line instead, so it never takes height from the chart.
@@ -221,11 +227,14 @@ export class MetricChart {
           : (v: number | string, _i: number, ticks: TickList) => formatTick(Number(v), stepOf(ticks));
     // Our own tick values (ticks.ts): 1-2-5 steps inside any range, a zoomed one included (chart.js gave only its
     // two ends there), clock steps for time.
-    const xBuild = (axis: { min: number; max: number; ticks: TickList }) => {
-      axis.ticks = (ui.xMode === 'step' ? niceTicks(axis.min, axis.max, 6) : durationTicks(axis.min, axis.max, 6)).map((value) => ({ value }));
+    // As many x ticks as fit their labels side by side: one per X_TICK_SPACING px of plot, 2 to 6 (a 160 px inline
+    // chart gets `20k 40k`, not `10k20k30k40k`).
+    const xBuild = (axis: { min: number; max: number; ticks: TickList; maxWidth: number }) => {
+      const count = Math.max(2, Math.min(6, Math.floor((axis.maxWidth - Y_AXIS_WIDTH) / X_TICK_SPACING)));
+      axis.ticks = (ui.xMode === 'step' ? niceTicks(axis.min, axis.max, count) : durationTicks(axis.min, axis.max, count)).map((value) => ({ value }));
     };
     const yBuild = (axis: { min: number; max: number; ticks: TickList }) => {
-      axis.ticks = niceTicks(axis.min, axis.max, 5).map((value) => ({ value }));
+      axis.ticks = (ui.logY ? logTicks(axis.min, axis.max, 6) : niceTicks(axis.min, axis.max, 5)).map((value) => ({ value }));
     };
     const range = ui.range;
     const primary = store.primary;
@@ -234,16 +243,17 @@ export class MetricChart {
     const xMin = range && ui.xMode === 'step' ? range.xMin : range ? store.xOfStep(primary, this.key, range.xMin, ui.xMode) : whole?.min;
     const xMax = range && ui.xMode === 'step' ? range.xMax : range ? store.xOfStep(primary, this.key, range.xMax, ui.xMode) : whole?.max;
     this.chart.options.scales = {
-      x: { type: 'linear', min: xMin, max: xMax, afterBuildTicks: xBuild, ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 8, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
+      x: { type: 'linear', min: xMin, max: xMax, afterBuildTicks: xBuild, ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 8, maxRotation: 0, autoSkipPadding: 8, callback: xTicks }, grid: { color: withAlpha(theme.grid, 0.4) }, border: { color: theme.grid } },
       y: {
         type: ui.logY ? 'logarithmic' : 'linear',
         ...this.fixedYBounds(),
-        ...(ui.logY ? {} : { afterBuildTicks: yBuild }),
-        // The same width on every chart, so their plot areas (and the checkpoint markers in them) line up in the grid.
+        afterBuildTicks: yBuild,
+        // The same width on every chart, so their plot areas (and the checkpoint markers in them) line up in the grid;
+        // wider only where the labels chart.js measured need it (never cut, as `000e-5` was).
         afterFit: (axis: { width: number }) => {
-          axis.width = Y_AXIS_WIDTH;
+          axis.width = Math.max(Y_AXIS_WIDTH, Math.ceil(axis.width));
         },
-        ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 7, callback: (v: number | string, _i: number, ticks: TickList) => (ui.logY ? formatValue(Number(v)) : formatTick(Number(v), stepOf(ticks))) },
+        ticks: { color: theme.muted, font: tickFont, maxTicksLimit: 7, callback: (v: number | string, _i: number, ticks: TickList) => (ui.logY ? formatTick(Number(v), Number(v)) : formatTick(Number(v), stepOf(ticks))) },
         grid: { color: withAlpha(theme.grid, 0.4) },
         border: { color: theme.grid },
       },
@@ -255,6 +265,15 @@ export class MetricChart {
     const yScale = this.chart.scales.y;
     if (yScale) (this.el.dataset.yMin = String(yScale.min)), (this.el.dataset.yMax = String(yScale.max));
     this.renderText();
+  }
+
+  /** What a saved PNG shows above the chart: the metric, the panel's title, the runs drawn in their colours. */
+  private picture(): ChartPicture {
+    const theme = this.host.theme();
+    const legend = this.shownRuns()
+      .filter((r) => r.series.has(this.key) || r.evals.some((e) => e.values[this.key] !== undefined))
+      .map((r) => ({ label: r.label, color: runColor(theme, r.color), dashed: r.role === 'reference' }));
+    return { title: this.key, subtitle: this.host.store.title, legend, theme };
   }
 
   /** The runs whose series this chart draws: not hidden in the panel's legend, nor on this chart. */
@@ -292,6 +311,7 @@ export class MetricChart {
     const primary = store.primary;
     const latest = primary?.latest[this.key];
     this.valueEl.textContent = latest !== undefined ? formatValue(latest) : '';
+    this.valueEl.title = this.valueEl.textContent;
     const plateau = primary?.plateaus.find((p) => p.key === this.key);
     const text = plateau ? plateauText(plateau, ui.mode) : undefined;
     this.hintEl.textContent = text?.short ?? '';
@@ -475,8 +495,10 @@ export class MetricChart {
           this.el.dataset.xMin = String(x.min);
           this.el.dataset.xMax = String(x.max);
           this.el.dataset.yScale = y.type;
-          writeTicks(this.tickLists.x, x);
-          writeTicks(this.tickLists.y, y);
+          this.el.dataset.yAxisWidth = String(Math.round(y.width));
+          const font = `10px ${this.host.theme().font}`;
+          writeTicks(this.tickLists.x, x, chart.ctx, font);
+          writeTicks(this.tickLists.y, y, chart.ctx, font);
         }
       },
     };
@@ -596,18 +618,28 @@ function tickList(label: string, axis: 'x' | 'y'): HTMLElement {
   return list;
 }
 
-function writeTicks(list: HTMLElement, scale: Scale): void {
+/**
+ * The tick labels chart.js drew, each with where (`data-px`, CSS px from the canvas' left or top) and how wide
+ * (`data-width`, its text in the tick font): what tests check for labels that overlap or are cut.
+ */
+function writeTicks(list: HTMLElement, scale: Scale, ctx: CanvasRenderingContext2D, font: string): void {
   const labels = scale.ticks.map((t) => (Array.isArray(t.label) ? t.label.join(' ') : String(t.label ?? '')));
-  const text = labels.join('\n');
+  const px = scale.ticks.map((_t, i) => Math.round(scale.getPixelForTick(i)));
+  const text = `${labels.join('\n')}|${px.join(',')}`;
   if (list.dataset.text === text) return;
   list.dataset.text = text;
+  ctx.save();
+  ctx.font = font;
   list.replaceChildren(
-    ...labels.map((l) => {
+    ...labels.map((l, i) => {
       const li = document.createElement('li');
       li.textContent = l;
+      li.dataset.px = String(px[i]);
+      li.dataset.width = String(Math.ceil(ctx.measureText(l).width));
       return li;
     }),
   );
+  ctx.restore();
 }
 
 function line(ctx: CanvasRenderingContext2D, x0: number, y0: number, x1: number, y1: number): void {

@@ -120,3 +120,30 @@ export function formatDurationTick(ms: number): string {
 export function stepOf(ticks: readonly { value: number }[]): number {
   return ticks.length >= 2 ? Math.abs(ticks[1].value - ticks[0].value) : 0;
 }
+
+/**
+ * Ticks of a log axis over [min, max] (both > 0): 1, 2, 3 and 5, else 1, 2 and 5, else 1 and 5, else 1 × each power of ten
+ * inside (the densest that keeps at most `maxCount`), then every k-th power; linear steps in a range too narrow for two. Labelled with `formatTick(v, v)`: `1e-5`,
+ * `2e-5`, `0.002`, `20k`, never chart.js's `2.0000e-5` (which a 46 px axis cut to `000e-5`).
+ */
+export function logTicks(min: number, max: number, maxCount: number): number[] {
+  if (!(min > 0) || !(max > 0) || !Number.isFinite(min) || !Number.isFinite(max)) return [];
+  if (max < min) [min, max] = [max, min];
+  const lo = Math.floor(Math.log10(min));
+  const hi = Math.ceil(Math.log10(max));
+  const within = (v: number): boolean => v >= min * (1 - 1e-9) && v <= max * (1 + 1e-9);
+  let out: number[] = [];
+  // Densest first: a range inside one decade (0.9–3.5) gets 1, 2, 3; one over many gets 1, 5 or powers of ten only.
+  // Never 7, 8, 9 beside the next 1: on a log axis they are a few pixels apart and their labels overlap.
+  for (const mantissas of [[1, 2, 3, 5], [1, 2, 5], [1, 5], [1]]) {
+    out = [];
+    for (let e = lo; e <= hi; e++) for (const m of mantissas) if (within(m * 10 ** e)) out.push(Number((m * 10 ** e).toPrecision(12)));
+    if (out.length <= maxCount) break;
+  }
+  // Too narrow for two of those (0.91–0.99): linear steps inside it.
+  if (out.length < 2) return niceTicks(min, max, maxCount).filter((v) => v > 0);
+  if (out.length <= maxCount) return out;
+  // Many decades: every k-th power of ten.
+  const every = Math.ceil(out.length / Math.max(1, maxCount));
+  return out.filter((v) => Math.round(Math.log10(v)) % every === 0);
+}

@@ -6,9 +6,13 @@
  * - "Save as CSV…" from the chart's menu, by keyboard, through VS Code's own save dialog (opened in the home folder:
  *   no download folder is set): the file holds every point of both runs' series, exactly as their logs wrote them,
  *   the resumed run's repeated steps included; saving over it again asks first;
- * - "Save as PNG…": a PNG of the chart canvas's size;
+ * - "Save as PNG…": the chart at twice its CSS pixels at least (HiDPI), under a header with its title and a legend
+ *   holding each run's colour (issue 33: it was the bare 385×180 canvas);
+ * - the ⋯ menu closes on Apply, on a click elsewhere (another chart's menu button included) and on Escape (issue 33:
+ *   it never closed);
  * - a fixed y range and a series hidden on one chart survive a window reload, and the series stays drawn on the
- *   other chart.
+ *   other chart;
+ * - "Save as CSV…" of that chart still holds the hidden run (issue 33: it was silently dropped).
  *
  * Two runs of our own in the docker container `trainer`: `export-run` (steps 10…20,000, then resumed from step
  * 15,000 up to 25,000, with wall times; loss with a spike every 97 lines, acc) and `export-other` (steps 20…24,000).
@@ -25,6 +29,7 @@ import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { act, quickInputState, settled, until } from './ui';
 import { withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { closeSuite, openSuite } from './suite';
+import { REPO_ROOT } from './toolchain';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -303,7 +308,7 @@ test('saving over an existing file asks first; cancelling leaves it as it was', 
   });
 });
 
-test('Save as PNG…: a PNG of the chart canvas’s size', async () => {
+test('Save as PNG…: the chart at twice its pixels at least, under its title and a legend of its runs', async () => {
   await withArtifactsOnFailure(session, 'export-png', async () => {
     const pngFile = path.join(session.home, 'exports', 'acc.png');
     await openMenu('acc');
@@ -312,11 +317,75 @@ test('Save as PNG…: a PNG of the chart canvas’s size', async () => {
     assert.equal(path.basename(offered), 'export-run-acc.png');
     await until(session.page, async () => String(fs.existsSync(pngFile) && fs.statSync(pngFile).size), /^[1-9]\d*$/, 'the PNG written', 60_000);
     const bytes = fs.readFileSync(pngFile);
+    // Kept for a look (not compared).
+    fs.mkdirSync(path.join(REPO_ROOT, '.test-tmp', 'e2e', 'artifacts', 'export'), { recursive: true });
+    fs.writeFileSync(path.join(REPO_ROOT, '.test-tmp', 'e2e', 'artifacts', 'export', 'acc.png'), bytes);
     assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'the PNG signature');
     assert.equal(bytes.subarray(12, 16).toString('latin1'), 'IHDR');
-    const size = await chart('acc').locator('canvas').evaluate((c) => ({ width: (c as HTMLCanvasElement).width, height: (c as HTMLCanvasElement).height }));
-    assert.ok(size.width > 100 && size.height > 50, JSON.stringify(size));
-    assert.deepEqual({ width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) }, size);
+    const png = { width: bytes.readUInt32BE(16), height: bytes.readUInt32BE(20) };
+    const shown = await chart('acc').locator('canvas').evaluate((c) => ({ width: (c as HTMLCanvasElement).clientWidth, height: (c as HTMLCanvasElement).clientHeight, dpr: window.devicePixelRatio }));
+    const scale = Math.max(2, shown.dpr);
+    assert.ok(shown.width > 100 && shown.height > 50, JSON.stringify(shown));
+    assert.equal(png.width, Math.round(shown.width * scale), `${scale}× the chart's ${shown.width} CSS px: ${JSON.stringify(png)}`);
+    const header = png.height - Math.round(shown.height * scale);
+    assert.ok(header >= 2 * 30, `a header (title, legend) above the chart: ${header} px of ${JSON.stringify(png)}`);
+    // Read the picture back in a page of its own: the header is not blank (the title's text), and holds each run's
+    // colour (the legend's swatches).
+    const colours = { run: await runRgb('export-run'), other: await runRgb('export-other') };
+    const reader = await session.context.newPage();
+    try {
+      const seen = await reader.evaluate(
+        async ({ b64, header, colours }) => {
+          const img = new Image();
+          img.src = `data:image/png;base64,${b64}`;
+          await img.decode();
+          const c = document.createElement('canvas');
+          c.width = img.width;
+          c.height = img.height;
+          const ctx = c.getContext('2d')!;
+          ctx.drawImage(img, 0, 0);
+          const data = ctx.getImageData(0, 0, c.width, header).data;
+          // Pixels near each colour (no helper function: the page gets this function's source as it is).
+          const refs = [[data[0], data[1], data[2]], colours.run, colours.other];
+          const near = [0, 0, 0];
+          let inkTop = 0;
+          for (let i = 0; i < data.length; i += 4) {
+            for (let k = 0; k < refs.length; k++) {
+              if (Math.abs(data[i] - refs[k][0]) + Math.abs(data[i + 1] - refs[k][1]) + Math.abs(data[i + 2] - refs[k][2]) <= 24) near[k]++;
+              else if (k === 0 && i / 4 / c.width < header / 2) inkTop++;
+            }
+          }
+          return { ink: data.length / 4 - near[0], inkTop, run: near[1], other: near[2] };
+        },
+        { b64: bytes.toString('base64'), header, colours },
+      );
+      assert.ok(seen.inkTop > 150, `the title drawn in the header's top half: ${JSON.stringify(seen)}`);
+      assert.ok(seen.run > 40 && seen.other > 40, `both runs' swatches in the legend: ${JSON.stringify(seen)}`);
+    } finally {
+      await reader.close();
+    }
+  });
+});
+
+test('the ⋯ menu closes on a click elsewhere and on Escape (focus back on its button)', async () => {
+  await withArtifactsOnFailure(session, 'export-menu-close', async () => {
+    const open = chart('acc').locator('.chart-menu[open]');
+    await openMenu('acc');
+    await frame.locator('h1.title').click();
+    await open.waitFor({ state: 'detached', timeout: 10_000 });
+    // Another chart's menu button: that one opens, this one closes.
+    await openMenu('acc');
+    await menuButton('loss').click();
+    await open.waitFor({ state: 'detached', timeout: 10_000 });
+    await chart('loss').locator('.chart-menu[open]').waitFor({ timeout: 10_000 });
+    await frame.locator('h1.title').click();
+    await chart('loss').locator('.chart-menu[open]').waitFor({ state: 'detached', timeout: 10_000 });
+    // Escape, with the focus inside the menu.
+    await openMenu('acc');
+    await chart('acc').locator('input[aria-label="Y minimum of acc"]').focus();
+    await session.page.keyboard.press('Escape');
+    await open.waitFor({ state: 'detached', timeout: 10_000 });
+    assert.equal(await frame.evaluate(() => document.activeElement?.className), 'chart-menu-button');
   });
 });
 
@@ -335,11 +404,11 @@ test('a fixed y range and a series hidden on one chart survive a reload; the oth
       const d = document.querySelector<HTMLElement>('section.metric[data-metric="loss"]')?.dataset;
       return d?.yRange === 'fixed' && d.yMin === '1.5' && d.yMax === '2.5';
     }, undefined, { timeout: 15_000 });
+    // Apply closed the menu.
+    await chart('loss').locator('.chart-menu[open]').waitFor({ state: 'detached', timeout: 10_000 });
     assert.equal(await chart('acc').getAttribute('data-y-range'), 'auto', 'acc still follows its data');
     // chart.js would drop the points outside a fixed y range from the x range: the x axis stays where it was.
     assert.deepEqual(await xRange('loss'), xBefore, 'the x axis did not move');
-    await menuButton('loss').click(); // close the menu
-    await chart('loss').locator('.chart-menu[open]').waitFor({ state: 'detached', timeout: 10_000 });
 
     // Hide export-other on the loss chart only.
     const lossOther = chart('loss').locator('.chart-legend-item', { hasText: 'export-other' });
@@ -361,5 +430,19 @@ test('a fixed y range and a series hidden on one chart survive a reload; the oth
     await until(session.page, async () => String((await ink('acc', otherRgb)).strong > 100), 'true', 'acc draws export-other after the reload', 30_000);
     assert.equal((await ink('loss', otherRgb)).strong, 0, 'loss still does not');
     assert.equal(await chart('acc').getAttribute('data-y-range'), 'auto');
+  });
+});
+
+test('Save as CSV… of a chart with a run hidden on it: the hidden run’s points are in the file too', async () => {
+  await withArtifactsOnFailure(session, 'export-csv-hidden', async () => {
+    assert.equal(await chart('loss').locator('.chart-legend-item', { hasText: 'export-other' }).getAttribute('aria-pressed'), 'false', 'export-other hidden on loss');
+    const file = path.join(session.home, 'exports', 'loss-hidden.csv');
+    await openMenu('loss');
+    await chart('loss').locator('button[data-action="export-csv"]').click();
+    await saveDialog(file);
+    const text = await until(session.page, async () => (fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : ''), /\r\n$/, 'the CSV written', 60_000);
+    assert.deepEqual(csvRows(text)[0], ['step', 'export-run - wall_time', 'export-run - loss', 'export-other - loss']);
+    assert.equal(text, fs.readFileSync(csvFile, 'utf8'), 'the same file as with both runs shown');
+    await session.waitForNotification(/Saved loss of export-run, export-other, [\d,]+ rows to /);
   });
 });

@@ -2,7 +2,9 @@
  * Axis ticks people read at a glance, in a real VS Code (code-server + Chromium) over a real OpenSSH server (issue 17:
  * a zoomed x axis showed only its two ends, learning rates printed as `5.0000e-5`, relative time as `8m 20s, 16m 40s,
  * 33m 20s`). The labels are read from the page, from the off-screen list each chart writes of what it drew on its
- * axes (the canvas shows them only as pixels). Also the inline view of a run with six metrics: every chart in sight.
+ * axes (the canvas shows them only as pixels), with where each was drawn and how wide it is. Issue 33: log y labels
+ * whole inside their axis (not `000e-5`); the inline view of a run with six metrics: every chart in sight, x labels
+ * apart (not `10k20k30k40k`), titles whole where there is room (not `l.`).
  *
  * The run (docker container `trainer`): 4,000 lines every 10 steps to step 40,000, 0.5 s per step (5.6 hours),
  * loss, acc, lr (linear warmup to 1.5e-4, cosine decay to 1e-5), streak, grad_norm, tokens_per_s.
@@ -17,6 +19,7 @@ import { hasMetricsFrame, metricsFrame } from './metricsView';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
 import { withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { closeSuite, openSuite } from './suite';
+import { REPO_ROOT } from './toolchain';
 
 let host: TestHost;
 let session: VSCodeSession;
@@ -24,6 +27,8 @@ let workspace: string;
 let frame: Frame;
 
 const RUN = 'ticks-run';
+/** Screenshots of what these tests drew, kept for a look (not compared). */
+const ARTIFACTS = path.join(REPO_ROOT, '.test-tmp', 'e2e', 'artifacts', 'ticks');
 const T0 = 1_700_000_000;
 
 before(async () => {
@@ -162,6 +167,38 @@ test('a zoomed x axis: ticks inside the range at a finer 1-2-5 step, not only it
   });
 });
 
+/** A chart's tick labels as drawn: text, position (CSS px along the axis) and width in the tick font. */
+async function drawnTicks(f: Frame, metric: string, axis: 'x' | 'y'): Promise<{ label: string; px: number; width: number }[]> {
+  return f.locator(`section.metric[data-metric="${metric}"] ul.axis-ticks[data-axis="${axis}"] li`).evaluateAll((lis) =>
+    lis.map((li) => ({ label: li.textContent ?? '', px: Number((li as HTMLElement).dataset.px), width: Number((li as HTMLElement).dataset.width) })),
+  );
+}
+
+/** chart.js draws a y label right-aligned this far left of the plot: its tick mark (8 px) and padding (3 px). */
+const Y_LABEL_INSET = 11;
+
+test('log y: every y label whole inside its axis (`1e-5`, not `2.0000e-5` cut to `000e-5`)', async () => {
+  await withArtifactsOnFailure(session, 'ticks-logy', async () => {
+    await frame.locator('label.control', { hasText: 'Log y' }).locator('input').check();
+    await frame.waitForFunction(() => document.querySelector<HTMLElement>('section.metric[data-metric="lr"]')?.dataset.yScale === 'logarithmic', undefined, { timeout: 20_000 });
+    await frame.waitForFunction(() => Array.from(document.querySelectorAll('section.metric[data-metric="lr"] ul.axis-ticks[data-axis="y"] li')).some((li) => /e-5$/.test(li.textContent ?? '')), undefined, { timeout: 20_000 });
+    for (const metric of ['lr', 'loss', 'acc', 'grad_norm', 'tokens_per_s']) {
+      const labels = await drawnTicks(frame, metric, 'y');
+      const axisWidth = Number(await chart(metric).getAttribute('data-y-axis-width'));
+      assert.ok(labels.length >= 2, `${metric}: at least two log ticks: ${JSON.stringify(labels)}`);
+      for (const l of labels) {
+        assert.ok(l.width > 0 && l.width + Y_LABEL_INSET <= axisWidth, `${metric}: "${l.label}" (${l.width} px) fits its ${axisWidth} px axis`);
+        assert.doesNotMatch(l.label, /\.0+e|0000/, `${metric}: short labels, no padded mantissa`);
+      }
+    }
+    const lr = (await drawnTicks(frame, 'lr', 'y')).map((l) => l.label);
+    assert.ok(lr.every((l) => /^\de-\d$|^0\.\d+$|^\d$/.test(l)), `learning rates on a log axis as 1e-5, 5e-5: ${lr}`);
+    await session.screenshot(path.join(ARTIFACTS, 'ticks-logy.png'));
+    await frame.locator('label.control', { hasText: 'Log y' }).locator('input').uncheck();
+    await frame.waitForFunction(() => document.querySelector<HTMLElement>('section.metric[data-metric="lr"]')?.dataset.yScale === 'linear', undefined, { timeout: 20_000 });
+  });
+});
+
 test('the inline view of the six-metric run: every chart in sight, the fifth and sixth too', async () => {
   await withArtifactsOnFailure(session, 'ticks-inline', async () => {
     await treeContextMenu(session, RUN, /^Pin Run$/);
@@ -178,6 +215,29 @@ test('the inline view of the six-metric run: every chart in sight, the fifth and
     for (const b of boxes) {
       assert.ok(b.top >= 0 && b.bottom <= view.height && b.right <= view.width, `${b.metric} in sight in the ${view.width}×${view.height} view: ${JSON.stringify(boxes)}`);
       assert.ok(b.canvas >= 60, `${b.metric} keeps a chart: ${JSON.stringify(b)}`);
+    }
+    await session.screenshot(path.join(ARTIFACTS, 'ticks-inline.png'));
+    // Narrow charts: x labels side by side with room between them (not `10k20k30k40k`), two at least.
+    for (const b of boxes) {
+      const x = await drawnTicks(inline, b.metric!, 'x');
+      assert.ok(x.length >= 2, `${b.metric}: at least two x labels: ${JSON.stringify(x)}`);
+      for (let i = 1; i < x.length; i++) {
+        const gap = x[i]!.px - x[i - 1]!.px - (x[i]!.width + x[i - 1]!.width) / 2;
+        assert.ok(gap >= 4, `${b.metric}: "${x[i - 1]!.label}" and "${x[i]!.label}" ${gap} px apart: ${JSON.stringify(x)}`);
+      }
+    }
+    // Titles: whole where the chart has room (not `l.`), cut only as the last thing, the whole name on hover.
+    const titles = await inline.locator('section.metric').evaluateAll((s) =>
+      s.map((e) => {
+        const t = e.querySelector<HTMLElement>('.metric-title')!;
+        return { metric: (e as HTMLElement).dataset.metric!, text: t.textContent, tip: t.title, shown: t.clientWidth, full: t.scrollWidth, head: e.querySelector<HTMLElement>('.metric-head')!.clientWidth };
+      }),
+    );
+    for (const t of titles) {
+      assert.equal(t.text, t.metric);
+      assert.equal(t.tip, t.metric, 'the whole name in its tooltip');
+      if (t.metric.length <= 6) assert.ok(t.shown >= t.full, `${t.metric} whole: ${JSON.stringify(t)}`);
+      assert.ok(t.shown >= Math.min(t.full, t.head * 0.5), `${t.metric} gives way last: ${JSON.stringify(t)}`);
     }
   });
 });

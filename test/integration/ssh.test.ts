@@ -485,6 +485,9 @@ describe('dropped and frozen connections', () => {
       assert.equal((await pool.exec(host, 'echo back')).stdout.toString(), 'back\n');
       assert.deepEqual(states.map((x) => x.state.kind), ['connecting', 'connected', 'unreachable', 'connecting', 'connected']);
       assert.match((states[2].state as { message: string }).message, /Connection to drop lost: connection reset|Connection to drop lost/);
+      // The first connect is a connect; the one after the drop says it is a reconnect (what the tree and the metrics
+      // panel both word as "reconnecting (attempt 1)").
+      assert.deepEqual([states[0].state, states[3].state], [{ kind: 'connecting', attempt: 1 }, { kind: 'connecting', attempt: 1, reconnect: true }]);
     } finally {
       pool.dispose();
     }

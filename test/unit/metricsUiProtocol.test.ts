@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { parseFromWebview, parseRestoreState } from '../../src/extension/metrics/validate';
 import { parseReferences, serializeReferences, withLineAdded, withLineRemoved } from '../../src/extension/metrics/references';
 import { contentSecurityPolicy, metricsHtml } from '../../src/extension/metrics/html';
-import { panelTitles, pickStatusMetric, statusText, xLabel } from '../../src/extension/metrics/statusText';
+import { panelTitles, pickStatusMetric, statusAriaLabel, statusText, xLabel } from '../../src/extension/metrics/statusText';
 
 test('well-formed messages come through typed, with extra fields dropped', () => {
   // ready carries the page's view settings (the webview owns them), checked as a view is.
@@ -111,6 +111,12 @@ test('status bar text: chosen metric, else a loss, else the first; codicon synta
   assert.equal(statusText('run', 23760, 'loss', 0.912345), '$(pulse) run · step 23,760 · loss 0.9123');
   assert.equal(statusText('run', undefined, undefined, undefined), '$(pulse) run');
   assert.doesNotMatch(statusText('$(alert) x', 1, '$(bug)', 1).slice(10), /\$\(/);
+});
+
+test('status bar accessibility label: plain words (no codicon, no &nbsp; from the markdown tooltip)', () => {
+  assert.equal(statusAriaLabel('run-a', 'box/docker:trainer', 23760, 'loss', 0.912345), 'Pinned run run-a on box/docker:trainer, step 23,760, loss 0.9123. Click to open its metrics.');
+  assert.equal(statusAriaLabel('run a', 'box', 12, undefined, undefined, 'epoch'), 'Pinned run run a on box, epoch 12. Click to open its metrics.');
+  assert.doesNotMatch(statusAriaLabel('run a', 'box', undefined, undefined, undefined), /&\w+;|\$\(/);
 });
 
 test('setXColumn: a run key and a column name, or null for the logs own choice; anything else dropped', () => {

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { durationTicks, formatDurationTick, formatTick, niceStep, niceTicks, stepOf } from '../../src/webview/ticks';
+import { durationTicks, formatDurationTick, formatTick, logTicks, niceStep, niceTicks, stepOf } from '../../src/webview/ticks';
 
 test('a zoomed x axis gets inner ticks at 1-2-5 steps, not only its two ends', () => {
   assert.deepEqual(niceTicks(12_345, 27_890, 6), [15_000, 20_000, 25_000]);
@@ -56,4 +56,23 @@ test('relative time ticks fall on clock steps and read 20m, 1h 20m', () => {
   assert.equal(formatDurationTick((2 * 24 + 3) * 3600_000), '2d 3h');
   assert.equal(formatDurationTick(500), '0.5s');
   assert.equal(stepOf([{ value: 0 }, { value: 600_000 }]), 600_000);
+});
+
+test('log ticks: the densest of 1-2-3-5, 1-2-5, 1-5, powers of ten that fits; labelled short (1e-5, not 2.0000e-5)', () => {
+  // A learning rate from 7.5e-7 to 1.5e-4: 1-2-5 would be 7 ticks, so 1 and 5.
+  const lr = logTicks(7.5e-7, 1.5e-4, 6);
+  assert.deepEqual(lr, [1e-6, 5e-6, 1e-5, 5e-5, 1e-4]);
+  assert.deepEqual(lr.map((v) => formatTick(v, v)), ['1e-6', '5e-6', '1e-5', '5e-5', '1e-4']);
+  // A loss inside one decade and a bit: every integer mantissa.
+  assert.deepEqual(logTicks(0.9, 3.5, 6), [1, 2, 3]);
+  assert.deepEqual(logTicks(2e-5, 9e-5, 6).map((v) => formatTick(v, v)), ['2e-5', '3e-5', '5e-5']);
+  // Ten decades: powers of ten, every other one.
+  const wide = logTicks(1e-8, 1e2, 6);
+  assert.ok(wide.length <= 6 && wide.length >= 3, String(wide));
+  assert.ok(wide.every((v) => Number.isInteger(Math.log10(v))), String(wide));
+  // Too narrow for two of those: linear steps inside the range, all positive.
+  const narrow = logTicks(0.91, 0.99, 5);
+  assert.ok(narrow.length >= 2 && narrow.every((v) => v >= 0.91 && v <= 0.99), String(narrow));
+  assert.deepEqual(logTicks(0, 1, 5), []);
+  assert.deepEqual(logTicks(20_000, 60_000, 6).map((v) => formatTick(v, v)), ['20k', '30k', '50k']);
 });

@@ -341,7 +341,7 @@ export class ConnectionPool implements Disposable {
     const attempts = entry.everConnected ? Math.max(1, o.reconnectAttempts ?? 4) : 1;
     for (let attempt = 1; ; attempt++) {
       if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
-      this.setState(entry, { kind: 'connecting', attempt });
+      this.setState(entry, { kind: 'connecting', attempt, ...(entry.everConnected ? { reconnect: true } : {}) });
       const host = entry.host;
       const generation = entry.generation;
       const choice = this.transportFor(host);

@@ -102,7 +102,11 @@ export interface Prompter {
 /** Connection state per host, shown on the tree node. */
 export type ConnectionState =
   | { kind: 'idle' }
-  | { kind: 'connecting'; attempt: number }
+  /**
+   * `attempt` counts from 1 in each round of attempts; `reconnect`: the host was connected before (the attempts
+   * follow a lost connection). The tree and the metrics panels both word it from these two (one count, not two).
+   */
+  | { kind: 'connecting'; attempt: number; reconnect?: boolean }
   | { kind: 'connected' }
   | { kind: 'unreachable'; message: string }
   | { kind: 'auth-failed'; message: string }

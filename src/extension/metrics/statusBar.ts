@@ -7,7 +7,7 @@ import type { RunRefWire } from '../../shared/metricsProtocol';
 import { CommandIds } from '../commandIds';
 import type { RunFeed, FeedRegistry } from '../../core/metrics/runFeed';
 import { runKeyOf, whereOf } from '../../core/runRef';
-import { pickStatusMetric, statusText } from './statusText';
+import { pickStatusMetric, statusAriaLabel, statusText } from './statusText';
 
 export class PinnedRunStatus implements vscode.Disposable {
   private readonly item: vscode.StatusBarItem;
@@ -49,7 +49,9 @@ export class PinnedRunStatus implements vscode.Disposable {
     const series = feed.series();
     const metric = pickStatusMetric([...series.keys()], this.metricSetting());
     const s = metric !== undefined ? series.get(metric) : undefined;
-    this.item.text = statusText(ref.runName, feed.latestStep(), metric, s && s.length ? s.yShown(s.length - 1) : undefined, feed.xAxis);
+    const value = s && s.length ? s.yShown(s.length - 1) : undefined;
+    this.item.text = statusText(ref.runName, feed.latestStep(), metric, value, feed.xAxis);
+    this.item.accessibilityInformation = { label: statusAriaLabel(ref.runName, whereOf(ref), feed.latestStep(), metric, value, feed.xAxis), role: 'button' };
     const md = new vscode.MarkdownString();
     md.appendText(`${ref.runName} on ${whereOf(ref)}\n${ref.runPath}\n${feed.status}${feed.skipped ? `\n${feed.skipped}` : ''}\n\nClick to open its metrics.`);
     this.item.tooltip = md;

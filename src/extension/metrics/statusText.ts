@@ -23,6 +23,17 @@ export function statusText(runName: string, step: number | undefined, metric: st
   return parts.join(' · ');
 }
 
+/**
+ * What a screen reader says for the pinned run's item: `Pinned run run-a on box/docker:trainer, step 23,760, loss
+ * 0.9123. Click to open its metrics.` Given to the item as its accessibility label: without one, VS Code reads the
+ * text and then the tooltip's raw markdown, where MarkdownString.appendText wrote every space as `&nbsp;`.
+ */
+export function statusAriaLabel(runName: string, where: string, step: number | undefined, metric: string | undefined, value: number | undefined, xAxis?: string): string {
+  const parts = [`Pinned run ${runName} on ${where}`];
+  if (step !== undefined) parts.push(`${xLabel(xAxis)} ${step.toLocaleString('en-US')}`);
+  if (metric !== undefined && value !== undefined) parts.push(`${metric} ${Number(value.toPrecision(4))}`);
+  return `${parts.join(', ')}. Click to open its metrics.`;
+}
 
 /**
  * Tab titles of the open metrics panels, by run key: `Metrics: <run>`, and where two panels show runs of the same

@@ -373,7 +373,8 @@ function stateLabel(s: ConnectionState): string {
     case 'idle':
       return '';
     case 'connecting':
-      return s.attempt > 1 ? `reconnecting (attempt ${s.attempt})…` : 'connecting…';
+      // The pool's own attempt number, as the metrics panel shows it (a reconnect's first attempt is attempt 1 in both).
+      return s.reconnect || s.attempt > 1 ? `reconnecting (attempt ${s.attempt})…` : 'connecting…';
     case 'connected':
       return 'connected';
     default:
