@@ -5,8 +5,8 @@ import type { ConnectionState } from '../../core/ssh/types';
 import { emptyStateText, stateReason } from '../../core/emptyStates';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../../core/util/format';
 import type { Event } from '../../core/util/event';
-import { hostId, type CheckpointNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from '../../core/tree/nodes';
-import { RunsTreeModel, groupDescription, type HostEntry } from '../../core/tree/model';
+import { hostId, isAtOrBelow, type CheckpointNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from '../../core/tree/nodes';
+import { RunsTreeModel, groupDescription, type HostEntry, type TreeViewState } from '../../core/tree/model';
 import type { Checkpoint, TargetRef } from '../../core/types';
 import { summaryLine, type Inspection } from '../../core/inspect';
 import type { Logger } from '../log';
@@ -35,6 +35,8 @@ export interface TreeDeps {
   runConfig?(node: RunNode): Promise<RunConfig>;
   /** What a checkpoint holds (its headers, read over one remote command, cached per file): its contents row and hover. */
   inspect?(hostName: string, target: TargetRef, checkpoint: Checkpoint): Promise<Inspection>;
+  /** Where the user's place (rows open, the row selected) is kept for the next window: the workspace's state. */
+  viewState?: { get(): unknown; set(state: TreeViewState): void };
 }
 
 /**
@@ -50,6 +52,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   /** The connection-state text each host item was last drawn with. */
   private readonly renderedHostState = new Map<string, string>();
   private readonly subscriptions: vscode.Disposable[] = [];
+  private view: vscode.TreeView<TreeNode> | undefined;
+  /**
+   * Whether the row the user selected is in the tree now. It leaves when its rows are listed again without it (a
+   * listing failed above it; VS Code then drops the selection) and comes back selected when listed again.
+   */
+  private selectionShown = false;
 
   constructor(private readonly deps: TreeDeps) {
     this.model = new RunsTreeModel({
@@ -59,6 +67,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
       sshConfigProblems: (h) => deps.sshConfigProblems?.(h) ?? [],
       ...(deps.inspect ? { inspect: deps.inspect } : {}),
     });
+    this.model.restoreViewState(deps.viewState?.get());
     const changed = this.model.onDidChange((node) => this.changeEmitter.fire(node));
     const sub = deps.onDidChangeConnectionState(({ host }) => {
       const node = this.model.nodeAt(hostId(host));
@@ -67,14 +76,31 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     this.subscriptions.push({ dispose: () => sub.dispose() }, { dispose: () => changed.dispose() });
   }
 
-  /** Hook the view's expand/collapse events (for timed refresh of what is open). */
+  /**
+   * Hook the view's expand, collapse and selection events: the model keeps what is open (for the timed refresh, and
+   * to draw it open when listed again) and what is selected (to select it again), saved for the next window.
+   */
   attach(view: vscode.TreeView<TreeNode>): void {
+    this.view = view;
+    const save = (): void => this.deps.viewState?.set(this.model.viewState());
     this.subscriptions.push(
       view.onDidExpandElement((e) => {
         this.model.setExpanded(e.element.id, true);
+        save();
         this.prepareMetrics(e.element);
       }),
-      view.onDidCollapseElement((e) => this.model.setExpanded(e.element.id, false)),
+      view.onDidCollapseElement((e) => {
+        this.model.setExpanded(e.element.id, false);
+        save();
+      }),
+      view.onDidChangeSelection((e) => {
+        // An empty selection is the selected row gone from the tree (or nothing chosen yet), not a choice to keep.
+        const [first] = e.selection;
+        if (!first) return;
+        this.model.setSelected(first.id);
+        this.selectionShown = true;
+        save();
+      }),
     );
   }
 
@@ -107,6 +133,15 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   // ---- TreeDataProvider ----------------------------------------------------------------------------
 
   getTreeItem(node: TreeNode): vscode.TreeItem {
+    const item = this.item(node);
+    // A row the user left open is drawn open when it is listed again (VS Code forgets it once the row was gone).
+    if (item.collapsibleState === vscode.TreeItemCollapsibleState.Collapsed && this.model.isExpanded(node.id)) {
+      item.collapsibleState = vscode.TreeItemCollapsibleState.Expanded;
+    }
+    return item;
+  }
+
+  private item(node: TreeNode): vscode.TreeItem {
     switch (node.type) {
       case 'host':
         return this.hostItem(node);
@@ -183,7 +218,33 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
         setTimeout(() => this.changeEmitter.fire(this.model.nodeAt(node.id) ?? node), 0);
       }
     }
+    this.followSelection(node, children);
     return children;
+  }
+
+  /**
+   * The selected row listed again after it was gone (a failed listing above it, a reloaded window) is selected
+   * again: VS Code keeps a selection only while its row stays in the tree.
+   */
+  private followSelection(parent: TreeNode | undefined, children: TreeNode[]): void {
+    const want = this.model.selectedId;
+    if (!want || !this.view || (parent && !isAtOrBelow(want, parent.id))) return;
+    const selected = children.find((c) => c.id === want);
+    if (!selected) {
+      // Listed without it, and without the rows it lies below: it is not in the tree any more.
+      if (!children.some((c) => isAtOrBelow(want, c.id))) this.selectionShown = false;
+      return;
+    }
+    if (this.selectionShown) return;
+    this.selectionShown = true;
+    const view = this.view;
+    // After the children are handed to VS Code, so that the row to select is there.
+    setTimeout(() => {
+      view.reveal(selected, { select: true, focus: false, expand: false }).then(undefined, (e: unknown) => {
+        this.selectionShown = false;
+        this.deps.log.info(`not selecting ${selected.id.replace(/\u0000/g, '/')} again: ${e instanceof Error ? e.message : String(e)}`);
+      });
+    }, 0);
   }
 
   // ---- Refresh (the model's) -----------------------------------------------------------------------
