@@ -274,8 +274,14 @@ test('the user\'s place: rows gone with a failed listing come back with the same
 
   // The host unreachable for a moment: its listing is one state row, the rows below it are gone.
   src.targets = new RemoteRunsError('unreachable', 'connect ECONNREFUSED');
+  src.listing.set('pct:200', new RemoteRunsError('unreachable', 'connect ECONNREFUSED'));
+  const changed: (string | undefined)[] = [];
+  model.onDidChange((n) => changed.push(n?.id));
   model.refresh(host);
+  model.refresh(targets[1]);
   await model.whenIdle();
+  assert.deepEqual(changed, [host.id], 'the host and its target changed in one batch: the host alone is redrawn (it redraws the target)');
+  src.listing.set('pct:200', listing(PCT, [run('a', [100, 200])]));
   const down = await model.childrenOf(host);
   assert.deepEqual(down.map((n) => n.type), ['state']);
   // Back: listed again, the same ids, and what was open is still open (the view draws them open).

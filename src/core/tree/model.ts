@@ -11,7 +11,7 @@ import { cutShortText } from '../discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../discovery/listScript';
 import { formatTarget, isRemoteRunsError, RemoteRunsError, type TargetListing, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
-import { childId, hostId, listingKey, runId, targetId, type CheckpointNode, type ContentsNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from './nodes';
+import { childId, hostId, isAtOrBelow, listingKey, runId, targetId, type CheckpointNode, type ContentsNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from './nodes';
 import type { Checkpoint } from '../types';
 import type { Inspection } from '../inspect/types';
 import { groupTensors, inspectCompleteness, totals, formatCount } from '../inspect/summary';
@@ -336,6 +336,7 @@ export class RunsTreeModel {
       this.changeEmitter.fire(undefined);
       return;
     }
+    const changed: TreeNode[] = [];
     await Promise.all(
       [...ids].map(async (id) => {
         const node = this.nodes.get(id);
@@ -347,17 +348,20 @@ export class RunsTreeModel {
           if (!sameResult(before, after)) {
             // Targets changed: their listings may be stale too.
             for (const key of [...this.listingCache.keys()]) if (key.startsWith(`${node.id}\u0000`)) this.listingCache.delete(key);
-            this.changeEmitter.fire(node);
+            changed.push(node);
           }
         } else if (node.type === 'target') {
           const key = listingKey(node.hostName, node.target);
           const before = this.listingCache.get(key);
           this.listingCache.delete(key);
           const after = await this.loadListing(node.hostName, node.target);
-          if (!sameResult(before, after)) this.changeEmitter.fire(node);
+          if (!sameResult(before, after)) changed.push(node);
         }
       }),
     );
+    // A host redrawn redraws its targets: reported alone, so that the view never refreshes a row and, at once, the
+    // row above it that may replace it (a target whose host turned unreachable in the same batch).
+    for (const node of changed) if (!changed.some((above) => above !== node && isAtOrBelow(node.id, above.id))) this.changeEmitter.fire(node);
   }
 }
 
