@@ -71,52 +71,58 @@ interface Piped {
   /** The CLI's exit status (a signal's name if one ended it). */
   status: number | string;
   stderr: string;
-  /** What the reader got. */
+  /** What the reader printed. */
   read: string;
-  /** Every process seen below the CLI while it ran, as "pid args". */
+  /** Every process seen below the one started (the CLI, or the shell running the pipeline) while it ran, as "pid args". */
   family: Map<string, string>;
 }
 
 /**
- * The built CLI with its stdout into `reader` (`head -n 4`), or into a pipe whose reading end is closed at once
- * (`reader` undefined: the reader gone before the first byte). `whileRunning` acts while both run (appends to a log).
+ * The built CLI piped into `reader` by a shell, as a user types it (`remote-runs … | head -n 4`; the CLI's status is
+ * the pipeline's first, on descriptor 3), or, with no `reader`, into a pipe whose reading end is closed at once (the
+ * reader gone before the first byte). `whileRunning` acts while it runs (appends to a log).
  */
-async function piped(args: string[], reader: string[] | undefined, whileRunning?: (read: () => string) => Promise<void>, watchEveryMs = 200): Promise<Piped> {
-  const cli = spawn(process.execPath, [CLI, ...args, '--config', config, '--known-hosts', host.knownHostsFile], {
-    env: { PATH: process.env.PATH, HOME: host.clientHome, TMPDIR: tmp },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+async function piped(args: string[], reader: string | undefined, whileRunning?: (read: () => string) => Promise<void>, watchEveryMs = 200): Promise<Piped> {
+  const cliArgs = [CLI, ...args, '--config', config, '--known-hosts', host.knownHostsFile];
+  const env = { PATH: process.env.PATH, HOME: host.clientHome, TMPDIR: tmp };
+  const child = reader
+    ? spawn('bash', ['-c', `"$@" 3>&- | ${reader} 3>&-; echo "\${PIPESTATUS[0]}" >&3`, 'bash', process.execPath, ...cliArgs], { env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] })
+    : spawn(process.execPath, cliArgs, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
-  cli.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
-  const exited = new Promise<number | string>((resolve) => cli.once('exit', (code, signal) => resolve(code ?? signal ?? 'none')));
   let read = '';
-  let readerDone: Promise<void> = Promise.resolve();
-  const r = reader ? spawn(reader[0], reader.slice(1), { stdio: [cli.stdout, 'pipe', 'inherit'] }) : undefined;
-  if (r) {
-    r.stdout!.setEncoding('utf8').on('data', (s: string) => (read += s));
-    readerDone = new Promise((resolve) => r.once('exit', () => resolve()));
+  let statusLine = '';
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+  if (reader) {
+    child.stdout!.setEncoding('utf8').on('data', (s: string) => (read += s));
+    (child.stdio[3] as NodeJS.ReadableStream).setEncoding('utf8').on('data', (s: string) => (statusLine += s));
+  } else {
+    child.stdout!.destroy(); // the only reading end: closed before the CLI writes
   }
-  // This process lets go of the pipe: the reader alone holds its reading end (closed now when there is none).
-  cli.stdout.destroy();
+  const exited = new Promise<number | string>((resolve) => child.once('close', (code, signal) => resolve(code ?? signal ?? 'none')));
   const family = new Map<string, string>();
   let done = false;
   void exited.then(() => (done = true));
   const watch = (async () => {
     while (!done) {
-      for (const [p, cmd] of descendants(cli.pid!)) family.set(p, cmd);
+      for (const [p, cmd] of descendants(child.pid!)) family.set(p, cmd);
       await new Promise((res) => setTimeout(res, watchEveryMs));
     }
   })();
   try {
     await whileRunning?.(() => read);
   } catch (e) {
-    cli.kill('SIGKILL');
-    r?.kill('SIGKILL');
+    for (const p of [...descendants(child.pid!).keys(), String(child.pid)]) {
+      try {
+        process.kill(Number(p), 'SIGKILL');
+      } catch {
+        // ended meanwhile
+      }
+    }
     throw e;
   }
-  const status = await exited;
-  await Promise.all([watch, readerDone]);
-  return { status, stderr, read, family };
+  const code = await exited;
+  await watch;
+  return { status: reader ? (/^\d+$/.test(statusLine.trim()) ? Number(statusLine.trim()) : `the pipeline said ${JSON.stringify(statusLine)}`) : code, stderr, read, family };
 }
 
 /** Waits (generously) until no process of `family` is running; fails naming those that are. */
@@ -132,7 +138,7 @@ async function noneLeft(family: Map<string, string>): Promise<void> {
 describe('remote-runs output read by a program that stops reading', () => {
   test('metrics --csv | head -n 4, over the OpenSSH stream: four lines, a quiet end with 141, none of its ssh left', { timeout: 300_000 }, async () => {
     // Its ssh live for the second the 24 MB take: looked for every 20 ms.
-    const r = await piped(['metrics', 'box/host/big-run', '--csv'], ['head', '-n', '4'], undefined, 20);
+    const r = await piped(['metrics', 'box/host/big-run', '--csv'], 'head -n 4', undefined, 20);
     const lines = r.read.split('\n');
     assert.deepEqual([lines.length, lines[0], lines[4]], [5, 'series,step,value,time', ''], r.read);
     lines.slice(1, 4).forEach((l, i) => assert.match(l, new RegExp(`^loss,${i + 1},[\\d.]+,$`)));
@@ -146,7 +152,7 @@ describe('remote-runs output read by a program that stops reading', () => {
     const log = path.join(root, 'live', 'metrics.jsonl');
     // head writing each line as it reads it (into a pipe it would keep them until its fourth): what it read so far
     // says where the CLI is.
-    const r = await piped(['metrics', 'box/host/live', '--csv', '--follow'], ['stdbuf', '-oL', 'head', '-n', '4'], async (read) => {
+    const r = await piped(['metrics', 'box/host/live', '--csv', '--follow'], 'stdbuf -oL head -n 4', async (read) => {
       const waitFor = async (re: RegExp): Promise<void> => {
         for (const end = Date.now() + 90_000; !re.test(read()); ) {
           assert.ok(Date.now() < end, `${re} not read within 90 s: ${JSON.stringify(read())}`);
