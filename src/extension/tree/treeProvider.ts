@@ -42,7 +42,8 @@ export interface TreeDeps {
 /**
  * The hosts → targets → runs → checkpoints tree, rendered: the model (core/tree/model.ts) holds the listings,
  * the nodes and the refresh; this provider turns nodes into TreeItems and the model's changes into redraws. Stable
- * ids keep expansion and selection.
+ * ids keep expansion and selection while rows stay; the model's record of what is open and selected brings them back
+ * when rows are listed again (after a failed listing, in a reloaded window).
  */
 export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
   private readonly changeEmitter = new vscode.EventEmitter<TreeNode | undefined>();
