@@ -59,6 +59,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
    * listing failed above it; VS Code then drops the selection) and comes back selected when listed again.
    */
   private selectionShown = false;
+  /**
+   * Rows redrawn whose children VS Code has not asked for since. VS Code asks for a row's children only while it is
+   * open, except for a row redrawn itself: the other rows asked for are open, whatever events were lost.
+   */
+  private readonly redrawn = new Set<string>();
 
   constructor(private readonly deps: TreeDeps) {
     this.model = new RunsTreeModel({
@@ -69,10 +74,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
       ...(deps.inspect ? { inspect: deps.inspect } : {}),
     });
     this.model.restoreViewState(deps.viewState?.get());
-    const changed = this.model.onDidChange((node) => this.changeEmitter.fire(node));
+    const changed = this.model.onDidChange((node) => this.fire(node));
     const sub = deps.onDidChangeConnectionState(({ host }) => {
       const node = this.model.nodeAt(hostId(host));
-      if (node) this.changeEmitter.fire(node);
+      if (node) this.fire(node);
     });
     this.subscriptions.push({ dispose: () => sub.dispose() }, { dispose: () => changed.dispose() });
   }
@@ -83,7 +88,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
    */
   attach(view: vscode.TreeView<TreeNode>): void {
     this.view = view;
-    const save = (): void => this.deps.viewState?.set(this.model.viewState());
+    const save = (): void => this.saveViewState();
     this.subscriptions.push(
       view.onDidExpandElement((e) => {
         this.model.setExpanded(e.element.id, true);
@@ -94,15 +99,33 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
         this.model.setExpanded(e.element.id, false);
         save();
       }),
-      view.onDidChangeSelection((e) => {
-        // An empty selection is the selected row gone from the tree (or nothing chosen yet), not a choice to keep.
-        const [first] = e.selection;
-        if (!first) return;
-        this.model.setSelected(first.id);
-        this.selectionShown = true;
-        save();
-      }),
+      view.onDidChangeSelection(() => this.noteSelection()),
     );
+  }
+
+  /**
+   * The row selected, as the view has it now. Read from `view.selection`, not from the event: a click that lands
+   * while its row is redrawn reaches the extension host before the row's new element, and the event then holds
+   * nothing, while `view.selection` finds the element once it is there. An empty selection is the selected row gone
+   * from the tree (or nothing chosen yet), not a choice to keep.
+   */
+  private noteSelection(): void {
+    const [first] = this.view?.selection ?? [];
+    // The same row again is no news (it may be an element VS Code no longer shows: followSelection decides).
+    if (!first || first.id === this.model.selectedId) return;
+    this.model.setSelected(first.id);
+    this.selectionShown = true;
+    this.saveViewState();
+  }
+
+  private saveViewState(): void {
+    this.deps.viewState?.set(this.model.viewState());
+  }
+
+  /** Redraw a node (and what is open below it), or everything. */
+  private fire(node?: TreeNode): void {
+    if (node) this.redrawn.add(node.id);
+    this.changeEmitter.fire(node);
   }
 
   /**
@@ -210,15 +233,21 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   }
 
   async getChildren(node?: TreeNode): Promise<TreeNode[]> {
+    // Asked for its children: the row is open (its expand event may have been lost to a redraw of its parent).
+    if (node && !this.redrawn.delete(node.id) && !this.model.isExpanded(node.id)) {
+      this.model.setExpanded(node.id, true);
+      this.saveViewState();
+    }
     const children = await this.model.childrenOf(node);
     if (node?.type === 'host') {
       // A state change fired while VS Code was still waiting for these children can be dropped by the view;
       // redraw the host once more if what it shows is no longer the pool's state.
       const shown = this.renderedHostState.get(node.hostName);
       if (shown !== undefined && shown !== stateLabel(this.deps.connectionState(node.hostName))) {
-        setTimeout(() => this.changeEmitter.fire(this.model.nodeAt(node.id) ?? node), 0);
+        setTimeout(() => this.fire(this.model.nodeAt(node.id) ?? node), 0);
       }
     }
+    this.noteSelection();
     this.followSelection(node, children);
     return children;
   }
@@ -257,7 +286,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   /** Redraw a node and its children from what is cached (no re-listing): for decorations that changed. */
   redraw(node?: TreeNode): void {
-    this.changeEmitter.fire(node);
+    this.fire(node);
   }
 
   /** Refresh everything that is currently expanded (the timer's job). */
