@@ -9,7 +9,8 @@
  *   remote-runs diff ADDRESS_A ADDRESS_B [--json]
  *   common: [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
  *
- * Exit codes: 0 ok, 2 a typed failure (the kind is printed), 1 a usage error.
+ * Exit codes: 0 ok, 2 a typed failure (the kind is printed), 1 a usage error, 141 when the program reading the
+ * output stopped first (`| head`), as a shell reports for `cat`.
  */
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -77,6 +78,56 @@ export async function main(
   io: CliIo = { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env },
   signal: AbortSignal = new AbortController().signal,
 ): Promise<number> {
+  // Output read by a program that may stop reading (`| head -4`): its end closing is the end of this run.
+  const output = watchOutput(io, signal);
+  try {
+    const code = await command(argv, io, output.signal);
+    // A write that failed in the command's last tick reports its error on the next one: heard before the status.
+    await new Promise((resolve) => setImmediate(resolve));
+    return output.status ?? code;
+  } catch (e) {
+    // Whatever failed once the output was gone (the command it cancelled) has nobody to read it.
+    if (output.status !== undefined) return output.status;
+    throw e;
+  }
+}
+
+/** What a shell reports for `cat` killed by SIGPIPE (128 + 13): the status of a command whose reader left first. */
+const SIGPIPE_STATUS = 141;
+
+/**
+ * Every command writes through io.stdout and io.stderr, so their failures are handled here, once. A reader that
+ * closes its end (`remote-runs metrics … --csv | head -4`) makes the next write fail with EPIPE, and an unhandled
+ * stream error is a stack trace. Here it aborts the command instead (its channels close through the signal, its ssh
+ * processes with the pool when `command` returns), writes nothing more, and the run ends with SIGPIPE_STATUS, as
+ * `cat` would. Any other output error (a full disk under `> file`) ends the run the same way, said on stderr, with 2.
+ *
+ * The listeners stay for the life of the streams: a write that failed in the last tick of a run reports its error
+ * after `main` has returned.
+ */
+function watchOutput(io: CliIo, outer: AbortSignal): { signal: AbortSignal; readonly status: number | undefined } {
+  const controller = new AbortController();
+  if (outer.aborted) controller.abort();
+  else outer.addEventListener('abort', () => controller.abort(), { once: true });
+  let status: number | undefined;
+  const onError = (stream: NodeJS.WritableStream) => (e: NodeJS.ErrnoException): void => {
+    if (status !== undefined) return;
+    status = e.code === 'EPIPE' ? SIGPIPE_STATUS : 2;
+    controller.abort();
+    if (status !== SIGPIPE_STATUS && stream !== io.stderr) io.stderr.write(`remote-runs: output: ${e.message}\n`);
+  };
+  io.stdout.on('error', onError(io.stdout));
+  io.stderr.on('error', onError(io.stderr));
+  return {
+    signal: controller.signal,
+    get status() {
+      return status;
+    },
+  };
+}
+
+/** One command, from its arguments to its exit status (see the file's head). */
+async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({

@@ -33,6 +33,9 @@ import type { Checkpoint, TargetRef } from '../core/types';
 import { registerLanguageServer } from './lsp/client';
 import { closeIdleParseWorkers } from '../core/metrics';
 
+/** workspaceState key of the tree's open and selected rows (core/tree/model.ts TreeViewState). */
+const TREE_VIEW_STATE_KEY = 'remoteRuns.treeViewState';
+
 export interface RemoteRunsApi {
   tree: RunsTreeProvider;
   core: RemoteRunsCore;
@@ -129,6 +132,12 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       // A run's hover: its config files (config.yaml/.json, hparams.yaml, args.json), one bounded remote command.
       runConfig: (node) => runFacts.config(node.hostName, node.target, node.run),
       inspect: inspectCheckpoint,
+      // The rows left open and the row selected, for the next window on this workspace.
+      viewState: {
+        get: () => context.workspaceState.get(TREE_VIEW_STATE_KEY),
+        set: (state) =>
+          void context.workspaceState.update(TREE_VIEW_STATE_KEY, state).then(undefined, (e: unknown) => log.warn(`saving the tree's state: ${e instanceof Error ? e.message : String(e)}`)),
+      },
     }),
   );
   // canSelectMany: two checkpoints selected together can be compared (Compare Checkpoints… on the selection), and

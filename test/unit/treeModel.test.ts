@@ -260,3 +260,61 @@ test('lines of the ssh config the host does not follow are rows under the host, 
   assert.equal(last.label, 'ssh config: /home/u/.ssh/config:7: ForwardAgent is not honoured by Remote Runs; ignored for gpu1');
   assert.deepEqual(targets.slice(0, 3).map((t) => t.type), ['target', 'target', 'target']);
 });
+
+test('the user\'s place: rows gone with a failed listing come back with the same ids, still open and selected; saved and restored', async () => {
+  const src = source();
+  src.listing.set('pct:200', listing(PCT, [run('a', [100, 200])]));
+  const model = new RunsTreeModel(src, 5);
+  const { host, targets } = await walk(model);
+  const [runA] = await model.childrenOf(targets[1]);
+  const [newest] = await model.childrenOf(runA);
+  for (const n of [host, targets[1], runA]) model.setExpanded(n.id, true);
+  model.setSelected(newest.id);
+  const ids = [host.id, targets[1].id, runA.id, newest.id];
+
+  // The host unreachable for a moment: its listing is one state row, the rows below it are gone.
+  src.targets = new RemoteRunsError('unreachable', 'connect ECONNREFUSED');
+  src.listing.set('pct:200', new RemoteRunsError('unreachable', 'connect ECONNREFUSED'));
+  const changed: (string | undefined)[] = [];
+  model.onDidChange((n) => changed.push(n?.id));
+  model.refresh(host);
+  model.refresh(targets[1]);
+  await model.whenIdle();
+  assert.deepEqual(changed, [host.id], 'the host and its target changed in one batch: the host alone is redrawn (it redraws the target)');
+  src.listing.set('pct:200', listing(PCT, [run('a', [100, 200])]));
+  const down = await model.childrenOf(host);
+  assert.deepEqual(down.map((n) => n.type), ['state']);
+  // Back: listed again, the same ids, and what was open is still open (the view draws them open).
+  src.targets = { targets: [HOST, PCT, STOPPED], problems: [] };
+  model.refresh(host);
+  await model.whenIdle();
+  const target = (await model.childrenOf(host)).find((n) => n.id === targets[1].id)!;
+  const runAgain = (await model.childrenOf(target))[0];
+  const newestAgain = (await model.childrenOf(runAgain))[0];
+  assert.deepEqual([host.id, target.id, runAgain.id, newestAgain.id], ids, 'ids are paths, not objects: the same rows');
+  assert.deepEqual(ids.map((id) => model.isExpanded(id)), [true, true, true, false]);
+  assert.equal(model.selectedId, newest.id);
+
+  // A new window: the saved state (JSON, as the workspace keeps it) restores both; anything else is ignored.
+  const saved = JSON.parse(JSON.stringify(model.viewState())) as unknown;
+  const next = new RunsTreeModel(src, 5);
+  next.restoreViewState(saved);
+  assert.deepEqual(ids.map((id) => next.isExpanded(id)), [true, true, true, false]);
+  assert.equal(next.selectedId, newest.id);
+  for (const bad of [undefined, null, 'x', { expanded: 'h' }, { expanded: [1] }, { expanded: [], selected: 3 }]) {
+    const m = new RunsTreeModel(src, 5);
+    m.restoreViewState(bad);
+    assert.deepEqual(m.viewState(), { expanded: [] }, JSON.stringify(bad));
+    m.dispose();
+  }
+
+  // A collapse is kept as one; the ids kept are bounded (the oldest go first).
+  next.setExpanded(target.id, false);
+  assert.equal(next.isExpanded(target.id), false);
+  for (let i = 0; i < 600; i++) next.setExpanded(`h\u0000x${i}`, true);
+  assert.equal(next.viewState().expanded.length, 500);
+  assert.equal(next.isExpanded(host.id), false, 'the oldest dropped');
+  assert.equal(next.isExpanded('h\u0000x599'), true);
+  model.dispose();
+  next.dispose();
+});

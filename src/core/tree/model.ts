@@ -11,7 +11,7 @@ import { cutShortText } from '../discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../discovery/listScript';
 import { formatTarget, isRemoteRunsError, RemoteRunsError, type TargetListing, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
-import { childId, hostId, listingKey, runId, targetId, type CheckpointNode, type ContentsNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from './nodes';
+import { childId, hostId, isAtOrBelow, listingKey, runId, targetId, type CheckpointNode, type ContentsNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from './nodes';
 import type { Checkpoint } from '../types';
 import type { Inspection } from '../inspect/types';
 import { groupTensors, inspectCompleteness, totals, formatCount } from '../inspect/summary';
@@ -35,6 +35,20 @@ export interface TreeSource {
   inspect?(hostName: string, target: TargetRef, checkpoint: Checkpoint): Promise<Inspection>;
 }
 
+/**
+ * What the user has open and selected in the view, by node id. VS Code keeps a row's expansion only while the row
+ * stays in the tree: a listing that fails (the host unreachable for a moment) replaces the rows below it, and a
+ * reload starts from nothing. Kept here, rows listed again come back as they were; the extension saves it per
+ * workspace for the next window.
+ */
+export interface TreeViewState {
+  expanded: string[];
+  selected?: string;
+}
+
+/** Ids of expanded rows kept at most (the oldest go first): rows that never come back are not kept forever. */
+const MAX_EXPANDED = 500;
+
 type Result<T> = { ok: true; value: T; at: number } | { ok: false; error: RemoteRunsError; at: number };
 
 export class RunsTreeModel {
@@ -50,6 +64,7 @@ export class RunsTreeModel {
   /** Nodes handed out, by id. */
   private readonly nodes = new Map<string, TreeNode>();
   private readonly expanded = new Set<string>();
+  private selected: string | undefined;
   private readonly queue: RefreshQueue;
 
   constructor(
@@ -76,10 +91,40 @@ export class RunsTreeModel {
     return [...this.nodes.values()].filter((n): n is RunNode => n.type === 'run');
   }
 
-  /** What the view shows open (for the timed refresh of what is expanded). */
+  /** What the view shows open (for the timed refresh of what is expanded, and to draw it open when listed again). */
   setExpanded(id: string, open: boolean): void {
+    this.expanded.delete(id);
     if (open) this.expanded.add(id);
-    else this.expanded.delete(id);
+    for (const old of this.expanded) {
+      if (this.expanded.size <= MAX_EXPANDED) break;
+      this.expanded.delete(old);
+    }
+  }
+
+  /** Whether the user left this row open (it is drawn open when it is listed again). */
+  isExpanded(id: string): boolean {
+    return this.expanded.has(id);
+  }
+
+  /** The row the user selected last (a selection that merely vanished with its rows is not a new one). */
+  setSelected(id: string): void {
+    this.selected = id;
+  }
+
+  get selectedId(): string | undefined {
+    return this.selected;
+  }
+
+  /** The user's place, to save. */
+  viewState(): TreeViewState {
+    return { expanded: [...this.expanded], ...(this.selected !== undefined ? { selected: this.selected } : {}) };
+  }
+
+  /** The place saved by a previous window; anything but a TreeViewState (a file from elsewhere) is ignored. */
+  restoreViewState(state: unknown): void {
+    if (!isTreeViewState(state)) return;
+    for (const id of state.expanded) this.setExpanded(id, true);
+    if (state.selected !== undefined) this.selected = state.selected;
   }
 
   /** Ask for a refresh of a node's scope (or everything); coalesced by the queue. */
@@ -291,6 +336,7 @@ export class RunsTreeModel {
       this.changeEmitter.fire(undefined);
       return;
     }
+    const changed: TreeNode[] = [];
     await Promise.all(
       [...ids].map(async (id) => {
         const node = this.nodes.get(id);
@@ -302,17 +348,20 @@ export class RunsTreeModel {
           if (!sameResult(before, after)) {
             // Targets changed: their listings may be stale too.
             for (const key of [...this.listingCache.keys()]) if (key.startsWith(`${node.id}\u0000`)) this.listingCache.delete(key);
-            this.changeEmitter.fire(node);
+            changed.push(node);
           }
         } else if (node.type === 'target') {
           const key = listingKey(node.hostName, node.target);
           const before = this.listingCache.get(key);
           this.listingCache.delete(key);
           const after = await this.loadListing(node.hostName, node.target);
-          if (!sameResult(before, after)) this.changeEmitter.fire(node);
+          if (!sameResult(before, after)) changed.push(node);
         }
       }),
     );
+    // A host redrawn redraws its targets: reported alone, so that the view never refreshes a row and, at once, the
+    // row above it that may replace it (a target whose host turned unreachable in the same batch).
+    for (const node of changed) if (!changed.some((above) => above !== node && isAtOrBelow(node.id, above.id))) this.changeEmitter.fire(node);
   }
 }
 
@@ -344,6 +393,12 @@ export function groupDescription(g: { params: number; bytes: number | null; tens
 function errorNode(parent: HostNode | TargetNode, error: RemoteRunsError): StateNode {
   const text = emptyStateText(error.kind);
   return { type: 'state', id: childId(parent, 'e', error.kind), parent, kind: error.kind, label: text.title, message: error.message, seen: [], scope: parent };
+}
+
+function isTreeViewState(v: unknown): v is TreeViewState {
+  if (typeof v !== 'object' || v === null) return false;
+  const s = v as Record<string, unknown>;
+  return Array.isArray(s.expanded) && s.expanded.every((id) => typeof id === 'string') && (s.selected === undefined || typeof s.selected === 'string');
 }
 
 /** The host or target whose listing a node comes from. */

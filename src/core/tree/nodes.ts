@@ -118,6 +118,11 @@ export function childId(parent: TreeNode, kind: string, key: string): string {
   return `${parent.id}${SEP}${kind}${SEP}${key}`;
 }
 
+/** Whether the node `id` is `ancestor` or lies below it (an id is the path from its host down). */
+export function isAtOrBelow(id: string, ancestor: string): boolean {
+  return id === ancestor || id.startsWith(`${ancestor}${SEP}`);
+}
+
 /** Host/target key of the listing a node belongs to. */
 export function listingKey(hostName: string, target: TargetRef): string {
   return targetId(hostName, target);

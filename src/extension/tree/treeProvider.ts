@@ -5,8 +5,8 @@ import type { ConnectionState } from '../../core/ssh/types';
 import { emptyStateText, stateReason } from '../../core/emptyStates';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../../core/util/format';
 import type { Event } from '../../core/util/event';
-import { hostId, type CheckpointNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from '../../core/tree/nodes';
-import { RunsTreeModel, groupDescription, type HostEntry } from '../../core/tree/model';
+import { hostId, isAtOrBelow, type CheckpointNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from '../../core/tree/nodes';
+import { RunsTreeModel, groupDescription, type HostEntry, type TreeViewState } from '../../core/tree/model';
 import type { Checkpoint, TargetRef } from '../../core/types';
 import { summaryLine, type Inspection } from '../../core/inspect';
 import type { Logger } from '../log';
@@ -35,12 +35,15 @@ export interface TreeDeps {
   runConfig?(node: RunNode): Promise<RunConfig>;
   /** What a checkpoint holds (its headers, read over one remote command, cached per file): its contents row and hover. */
   inspect?(hostName: string, target: TargetRef, checkpoint: Checkpoint): Promise<Inspection>;
+  /** Where the user's place (rows open, the row selected) is kept for the next window: the workspace's state. */
+  viewState?: { get(): unknown; set(state: TreeViewState): void };
 }
 
 /**
  * The hosts → targets → runs → checkpoints tree, rendered: the model (core/tree/model.ts) holds the listings,
  * the nodes and the refresh; this provider turns nodes into TreeItems and the model's changes into redraws. Stable
- * ids keep expansion and selection.
+ * ids keep expansion and selection while rows stay; the model's record of what is open and selected brings them back
+ * when rows are listed again (after a failed listing, in a reloaded window).
  */
 export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vscode.Disposable {
   private readonly changeEmitter = new vscode.EventEmitter<TreeNode | undefined>();
@@ -50,6 +53,17 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   /** The connection-state text each host item was last drawn with. */
   private readonly renderedHostState = new Map<string, string>();
   private readonly subscriptions: vscode.Disposable[] = [];
+  private view: vscode.TreeView<TreeNode> | undefined;
+  /**
+   * Whether the row the user selected is in the tree now. It leaves when its rows are listed again without it (a
+   * listing failed above it; VS Code then drops the selection) and comes back selected when listed again.
+   */
+  private selectionShown = false;
+  /**
+   * Rows redrawn whose children VS Code has not asked for since. VS Code asks for a row's children only while it is
+   * open, except for a row redrawn itself: the other rows asked for are open, whatever events were lost.
+   */
+  private readonly redrawn = new Set<string>();
 
   constructor(private readonly deps: TreeDeps) {
     this.model = new RunsTreeModel({
@@ -59,23 +73,59 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
       sshConfigProblems: (h) => deps.sshConfigProblems?.(h) ?? [],
       ...(deps.inspect ? { inspect: deps.inspect } : {}),
     });
-    const changed = this.model.onDidChange((node) => this.changeEmitter.fire(node));
+    this.model.restoreViewState(deps.viewState?.get());
+    const changed = this.model.onDidChange((node) => this.fire(node));
     const sub = deps.onDidChangeConnectionState(({ host }) => {
       const node = this.model.nodeAt(hostId(host));
-      if (node) this.changeEmitter.fire(node);
+      if (node) this.fire(node);
     });
     this.subscriptions.push({ dispose: () => sub.dispose() }, { dispose: () => changed.dispose() });
   }
 
-  /** Hook the view's expand/collapse events (for timed refresh of what is open). */
+  /**
+   * Hook the view's expand, collapse and selection events: the model keeps what is open (for the timed refresh, and
+   * to draw it open when listed again) and what is selected (to select it again), saved for the next window.
+   */
   attach(view: vscode.TreeView<TreeNode>): void {
+    this.view = view;
+    const save = (): void => this.saveViewState();
     this.subscriptions.push(
       view.onDidExpandElement((e) => {
         this.model.setExpanded(e.element.id, true);
+        save();
         this.prepareMetrics(e.element);
       }),
-      view.onDidCollapseElement((e) => this.model.setExpanded(e.element.id, false)),
+      view.onDidCollapseElement((e) => {
+        this.model.setExpanded(e.element.id, false);
+        save();
+      }),
+      view.onDidChangeSelection(() => this.noteSelection()),
     );
+  }
+
+  /**
+   * The row selected, as the view has it now. Read from `view.selection`, not from the event: a click that lands
+   * while its row is redrawn reaches the extension host before the row's new element, and the event then holds
+   * nothing, while `view.selection` finds the element once it is there. An empty selection is the selected row gone
+   * from the tree (or nothing chosen yet), not a choice to keep.
+   */
+  private noteSelection(): void {
+    const [first] = this.view?.selection ?? [];
+    // The same row again is no news (it may be an element VS Code no longer shows: followSelection decides).
+    if (!first || first.id === this.model.selectedId) return;
+    this.model.setSelected(first.id);
+    this.selectionShown = true;
+    this.saveViewState();
+  }
+
+  private saveViewState(): void {
+    this.deps.viewState?.set(this.model.viewState());
+  }
+
+  /** Redraw a node (and what is open below it), or everything. */
+  private fire(node?: TreeNode): void {
+    if (node) this.redrawn.add(node.id);
+    this.changeEmitter.fire(node);
   }
 
   /**
@@ -107,6 +157,15 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   // ---- TreeDataProvider ----------------------------------------------------------------------------
 
   getTreeItem(node: TreeNode): vscode.TreeItem {
+    const item = this.item(node);
+    // A row the user left open is drawn open when it is listed again (VS Code forgets it once the row was gone).
+    if (item.collapsibleState === vscode.TreeItemCollapsibleState.Collapsed && this.model.isExpanded(node.id)) {
+      item.collapsibleState = vscode.TreeItemCollapsibleState.Expanded;
+    }
+    return item;
+  }
+
+  private item(node: TreeNode): vscode.TreeItem {
     switch (node.type) {
       case 'host':
         return this.hostItem(node);
@@ -174,16 +233,48 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   }
 
   async getChildren(node?: TreeNode): Promise<TreeNode[]> {
+    // Asked for its children: the row is open (its expand event may have been lost to a redraw of its parent).
+    if (node && !this.redrawn.delete(node.id) && !this.model.isExpanded(node.id)) {
+      this.model.setExpanded(node.id, true);
+      this.saveViewState();
+    }
     const children = await this.model.childrenOf(node);
     if (node?.type === 'host') {
       // A state change fired while VS Code was still waiting for these children can be dropped by the view;
       // redraw the host once more if what it shows is no longer the pool's state.
       const shown = this.renderedHostState.get(node.hostName);
       if (shown !== undefined && shown !== stateLabel(this.deps.connectionState(node.hostName))) {
-        setTimeout(() => this.changeEmitter.fire(this.model.nodeAt(node.id) ?? node), 0);
+        setTimeout(() => this.fire(this.model.nodeAt(node.id) ?? node), 0);
       }
     }
+    this.noteSelection();
+    this.followSelection(node, children);
     return children;
+  }
+
+  /**
+   * The selected row listed again after it was gone (a failed listing above it, a reloaded window) is selected
+   * again: VS Code keeps a selection only while its row stays in the tree.
+   */
+  private followSelection(parent: TreeNode | undefined, children: TreeNode[]): void {
+    const want = this.model.selectedId;
+    if (!want || !this.view || (parent && !isAtOrBelow(want, parent.id))) return;
+    const selected = children.find((c) => c.id === want);
+    if (!selected) {
+      // Listed without it, and without the rows it lies below: it is not in the tree any more.
+      if (!children.some((c) => isAtOrBelow(want, c.id))) this.selectionShown = false;
+      return;
+    }
+    if (this.selectionShown) return;
+    this.selectionShown = true;
+    const view = this.view;
+    // After the children are handed to VS Code, so that the row to select is there.
+    setTimeout(() => {
+      view.reveal(selected, { select: true, focus: false, expand: false }).then(undefined, (e: unknown) => {
+        this.selectionShown = false;
+        this.deps.log.info(`not selecting ${selected.id.replace(/\u0000/g, '/')} again: ${e instanceof Error ? e.message : String(e)}`);
+      });
+    }, 0);
   }
 
   // ---- Refresh (the model's) -----------------------------------------------------------------------
@@ -195,7 +286,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   /** Redraw a node and its children from what is cached (no re-listing): for decorations that changed. */
   redraw(node?: TreeNode): void {
-    this.changeEmitter.fire(node);
+    this.fire(node);
   }
 
   /** Refresh everything that is currently expanded (the timer's job). */
