@@ -22,7 +22,7 @@ import * as path from 'node:path';
 import { runCommand, type RemoteCommand } from '../remote';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
 import { delay } from '../util/delay';
-import { createLane, type Lane, type RangeHashes } from './lanes';
+import { createLane, type Lane } from './lanes';
 import { acquireLock, busyError, type DownloadLock } from './lock';
 import { OpenSshLane } from './opensshLane';
 import { lastingRefusal, startBesidePool, type OpenSshSession, type OpenSshStreams } from './opensshSession';
@@ -625,7 +625,9 @@ async function runAttempt(
             stop.signal,
             written,
           );
-          if (hashes) streamChecked(w, range, hashes);
+          const remote = hashes?.remote;
+          if (hashes && remote !== undefined) streamChecked(w, range, hashes.local, remote);
+          else if (hashes) options.logger?.warn(`The stream of ${w.file.remotePath} [${range[0]}, ${range[1]}) ended without the remote side's SHA-256; that range is hashed on both sides before the rename`);
         } catch (e) {
           failure ??= e;
           stop.abort();
@@ -698,14 +700,14 @@ export function streamsForRoundTrip(rttMs: number): number {
 }
 
 /** A streamed range's two hashes: equal, the range is proven; different, it is dropped and fetched again (once). */
-function streamChecked(w: Work, [start, end]: ByteRange, hashes: RangeHashes): void {
-  if (hashes.remote === 'none') throw noHashTool();
-  if (hashes.remote === hashes.local) {
-    w.checked.push({ start, end, sha256: hashes.local });
+function streamChecked(w: Work, [start, end]: ByteRange, local: string, remote: string): void {
+  if (remote === 'none') throw noHashTool();
+  if (remote === local) {
+    w.checked.push({ start, end, sha256: local });
     w.dirty = true;
     return;
   }
-  mismatch(w, start, end, hashes.local, hashes.remote);
+  mismatch(w, start, end, local, remote);
 }
 
 /** Forget a range whose hashes disagree, so the next attempt fetches it again; the second time, fail. */
