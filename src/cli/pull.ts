@@ -2,10 +2,9 @@ import * as readline from 'node:readline';
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpointWithNote } from '../core/service';
 import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
-import { pullCheckpoint, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice } from '../core/transfer';
+import { progressText, pullCheckpoint, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice } from '../core/transfer';
 import { RemoteRunsError, formatTarget } from '../core/types';
 import type { parseAddress } from '../core/address';
-import { formatBytes } from '../core/util/format';
 
 export interface PullDeps {
   core: RemoteRunsCore;
@@ -73,10 +72,7 @@ async function askOverwrite(deps: PullDeps, file: PlanFile): Promise<boolean> {
 function progressPrinter(out: NodeJS.WritableStream & { isTTY?: boolean }, label: string) {
   let last = 0;
   let lastLine = '';
-  const line = (p: DownloadProgress): string =>
-    `${label}: ${p.phase === 'verify' ? 'verifying ' : ''}${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}` +
-    `${p.bytesPerSec > 0 ? ` · ${formatBytes(p.bytesPerSec)}/s` : ''}${p.etaSec !== undefined ? ` · ${Math.ceil(p.etaSec)} s left` : ''}` +
-    `${p.fileCount > 1 ? ` · file ${p.fileIndex} of ${p.fileCount}` : ''}`;
+  const line = (p: DownloadProgress): string => `${label}: ${progressText(p)}`;
   return {
     update(p: DownloadProgress): void {
       const now = Date.now();

@@ -184,7 +184,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
   const totalBytes = works.reduce((n, w) => n + w.bytes, 0);
   let lastFile = works[0];
   let lastProgress = 0;
-  const report = (force: boolean, phase: 'transfer' | 'verify' = 'transfer'): void => {
+  const report = (force: boolean, phase: 'transfer' | 'verify' = 'transfer', verifying?: { done: number; total: number }): void => {
     const now = Date.now();
     meter.sample(now, bytesFetched);
     if (!options.onProgress || (!force && now - lastProgress < PROGRESS_INTERVAL_MS)) return;
@@ -199,6 +199,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
       fileCount: plan.files.length,
       file: lastFile?.file.relative ?? '',
       phase,
+      ...(verifying ? { verifyDone: verifying.done, verifyTotal: verifying.total } : {}),
     });
   };
 
@@ -250,8 +251,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
           }
           if (laneChanged) continue;
           lastFile = w;
-          report(true, 'verify');
-          if (verify === 'sha256' && !(await checkRanges(plan, w, signal))) {
+          if (verify === 'sha256' && !(await checkRanges(plan, w, signal, (done, total) => report(done === 0 || done === total, 'verify', { done, total })))) {
             again = true;
             continue;
           }
@@ -729,13 +729,16 @@ function mismatch(w: Work, start: number, end: number, local: string, remote: st
 
 /**
  * Prove every byte of a fully written `.part` equal to the remote: ranges not checked as they streamed (resumed from
- * an earlier run, read over SFTP, cut short by a kill) are hashed on both sides now. False when a range disagreed
- * and was dropped for the next attempt.
+ * an earlier run, read over SFTP, cut short by a kill) are hashed on both sides now, `progress` told of the bytes hashed
+ * here. False when a range disagreed and was dropped for the next attempt.
  */
-async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal): Promise<boolean> {
+async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal, progress: (done: number, total: number) => void): Promise<boolean> {
   const proven = new RangeSet(w.checked.map((c) => [c.start, c.end] as const));
   const holes = proven.missing(w.bytes);
   if (holes.length === 0) return true;
+  const total = holes.reduce((n, [s, e]) => n + (e - s), 0);
+  let done = 0;
+  progress(done, total);
   await closeHandle(w);
   const { source } = plan;
   const exec = source.pool.executor(source.host, { idempotent: true });
@@ -743,7 +746,7 @@ async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal): Pr
   for (const [start, end] of holes) {
     const [remote, local] = await Promise.all([
       runCommand(exec, source.target, rangeSha256Command(w.file.remotePath, start, end, w.bytes), signal),
-      sha256File(w.file.paths.part, signal, { start, end }),
+      sha256File(w.file.paths.part, signal, { start, end }, (n) => progress((done += n), total)),
     ]);
     if (remote === local) {
       w.checked.push({ start, end, sha256: local });

@@ -9,6 +9,7 @@ export { download } from './download';
 export { RangeSet, splitRanges, type ByteRange } from './ranges';
 export { filePaths, lockPath, STATE_DIR, type FilePaths } from './records';
 export { pullCheckpoint, verificationText, type PullOutcome } from './pull';
+export { progressText } from './progress';
 export { localCopyOf, type LocalCopy } from './localCopy';
 export type {
   ClientChoice,

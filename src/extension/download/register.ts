@@ -11,7 +11,7 @@ import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
 import { pickCheckpoint as checkpointOf } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
-import { pullCheckpoint, verificationText, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
+import { progressText, pullCheckpoint, verificationText, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
 import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
 import { formatBytes } from '../../core/util/format';
 import { CommandIds } from '../commandIds';
@@ -160,14 +160,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
             overwrite: (file) => askOverwrite(file),
             onProgress: (p) => {
               const pct = p.bytesTotal > 0 ? (100 * p.bytesDone) / p.bytesTotal : 100;
-              const parts = [
-                p.phase === 'verify' ? 'verifying' : '',
-                `${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`,
-                p.bytesPerSec > 0 ? `${formatBytes(p.bytesPerSec)}/s` : '',
-                p.etaSec !== undefined ? `${formatEta(p.etaSec)} left` : '',
-                p.fileCount > 1 ? `file ${p.fileIndex} of ${p.fileCount}` : '',
-              ];
-              progress.report({ message: parts.filter(Boolean).join(' · '), increment: Math.max(0, pct - reported) });
+              progress.report({ message: progressText(p), increment: Math.max(0, pct - reported) });
               reported = Math.max(reported, pct);
             },
           });
@@ -233,10 +226,4 @@ async function afterDownload(message: string, localPath: string, ref: Checkpoint
     const node: TreeNode = { type: 'checkpoint', id: '', hostName: ref.hostName, target: ref.target, run: ref.run, checkpoint: ref.checkpoint };
     await vscode.commands.executeCommand(CommandIds.evaluateCheckpoint, node);
   }
-}
-
-function formatEta(sec: number): string {
-  if (sec < 90) return `${Math.max(1, Math.round(sec))} s`;
-  if (sec < 5400) return `${Math.round(sec / 60)} min`;
-  return `${(sec / 3600).toFixed(1)} h`;
 }
