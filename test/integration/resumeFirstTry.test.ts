@@ -127,6 +127,11 @@ function statePaths(to: string): { part: string; record: string; local: string }
   return { part, record: `${part}.json`, local: path.join(to, 'rep', 'step_1', 'checkpoint.pt') };
 }
 
+/** Record temps (`….json.<pid>.<rand>.tmp`) anywhere under `dir`. */
+function tempsIn(dir: string): string[] {
+  return (fs.readdirSync(dir, { recursive: true }) as string[]).filter((n) => n.endsWith('.tmp'));
+}
+
 const sha = (file: string): string => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
 /**
@@ -199,6 +204,7 @@ for (const which of ['demo', 'sshd'] as const) {
           assert.equal(again.code, 0, again.output);
           assert.match(again.output, /resumed/, again.output);
           assert.equal(sha(statePaths(to).local), want);
+          assert.deepEqual(tempsIn(path.join(to, '.remote-runs')), [], 'no record temp left in the state folder');
         });
       }
     }

@@ -35,7 +35,7 @@ import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
 import { linkState, localState } from './plan';
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
-import { lockPath, overwriteJsonInPlace, readPartRecord, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type PartRecord } from './records';
+import { lockPath, overwriteJsonInPlace, readPartRecord, removeStaleTemps, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type PartRecord } from './records';
 import { noHashTool, rangeSha256Command, sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
 import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, PlanFile, TransportKind, VerifyMode } from './types';
 
@@ -122,6 +122,9 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
   const verify: VerifyMode = options.verify ?? 'sha256';
   const outcomes: FileOutcome[] = [];
   const works: Work[] = [];
+
+  // Records a killed process was writing when it died: this download, holding the lock, is their next owner.
+  for (const dir of new Set(plan.files.flatMap((f) => [path.dirname(f.paths.partRecord), path.dirname(f.paths.doneRecord)]))) await removeStaleTemps(dir);
 
   const links: PlanFile[] = [];
   for (const [i, planned] of plan.files.entries()) {

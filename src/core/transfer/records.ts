@@ -14,6 +14,7 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { pidRunning } from '../util/pids';
 import type { ByteRange } from './ranges';
 import type { VerifyMode } from './types';
 
@@ -121,13 +122,35 @@ export async function writeDoneRecord(paths: FilePaths, rec: DoneRecord): Promis
  * somewhat longer value without needing a single new block of a full disk.
  */
 export async function writeJsonAtomic(file: string, value: unknown, reserve = 0): Promise<void> {
-  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`; // TEMP_NAME
   const text = JSON.stringify(value);
   await fs.writeFile(tmp, reserve > 0 ? text.padEnd(Math.ceil((text.length + 1) / reserve) * reserve, ' ') : text).catch(async (e: unknown) => {
     await fs.rm(tmp, { force: true });
     throw e;
   });
   await fs.rename(tmp, file);
+}
+
+/** A temp file of writeJsonAtomic: `<file>.<pid>.<random>.tmp`. */
+const TEMP_NAME = /^.+\.(\d+)\.[0-9a-z]+\.tmp$/;
+
+/**
+ * Remove the temp files writeJsonAtomic left in `dir` (and with `recursive` the folders under it) when its process died between
+ * creating one and renaming it (a window reloaded mid-download left a 0-byte `….part.json.<pid>.<rand>.tmp` for
+ * good): those whose pid no longer runs. A running writer's temp is its own. Returns the paths removed; a folder
+ * that cannot be read is skipped.
+ */
+export async function removeStaleTemps(dir: string, recursive = false): Promise<string[]> {
+  const removed: string[] = [];
+  const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory() && recursive) removed.push(...(await removeStaleTemps(p, true)));
+    const m = e.isFile() ? TEMP_NAME.exec(e.name) : null;
+    if (!m || pidRunning(Number(m[1]))) continue;
+    if (await fs.rm(p, { force: true }).then(() => true, () => false)) removed.push(p);
+  }
+  return removed;
 }
 
 /**
