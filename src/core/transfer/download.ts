@@ -35,7 +35,7 @@ import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
 import { linkState, localState } from './plan';
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
-import { lockPath, overwriteJsonInPlace, readPartRecord, removeStaleTemps, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type PartRecord } from './records';
+import { lockPath, overwriteJsonInPlace, readPartRecord, removeStaleTemps, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type DownloadOrigin, type PartRecord } from './records';
 import { noHashTool, rangeSha256Command, sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
 import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, PlanFile, TransportKind, VerifyMode } from './types';
 
@@ -63,6 +63,7 @@ interface Work {
   replaced: boolean;
   sha256?: string;
   finished: boolean;
+  origin?: DownloadOrigin;
 }
 
 const RECORD_INTERVAL_MS = 1000;
@@ -173,6 +174,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
       replaced = true;
     }
     const w = await prepare(file, i, options.fresh === true);
+    w.origin = { host: plan.source.host.name, target: plan.source.target, run: plan.run, checkpoint: plan.checkpoint.name };
     w.replaced = replaced;
     works.push(w);
   }
@@ -880,7 +882,7 @@ function saveRecord(w: Work): Promise<void> {
       const done = new RangeSet(w.done.toJSON());
       const checked = w.checked.filter((c) => done.contains(c.start, c.end));
       if (w.finished) return;
-      const rec: PartRecord = { version: 2, remotePath: w.file.remotePath, remoteBytes: w.bytes, remoteMtime: w.mtime, done: done.toJSON(), checked };
+      const rec: PartRecord = { version: 2, remotePath: w.file.remotePath, remoteBytes: w.bytes, remoteMtime: w.mtime, done: done.toJSON(), checked, ...(w.origin ? { origin: w.origin } : {}) };
       // Written with room to spare: when the disk fills up, the record of what the .part holds is overwritten in the
       // blocks it already has, so the .part stays resumable.
       const ok = await writeJsonAtomic(w.file.paths.partRecord, rec, RECORD_RESERVE_BYTES)

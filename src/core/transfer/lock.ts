@@ -92,6 +92,12 @@ function isStale(held: { owner?: LockOwner; mtimeMs: number }): boolean {
   return Date.now() - held.mtimeMs > FOREIGN_STALE_MS;
 }
 
+/** Whether a live process holds the lock `file` (a download runs): a lock of a dead owner, or none, is not held. */
+export async function lockHeld(file: string): Promise<boolean> {
+  const held = await readOwner(file);
+  return held !== undefined && !isStale(held);
+}
+
 export function busyError(lockFile: string, what: string, o: LockOwner | undefined): RemoteRunsError {
   const who = o ? `${o.what} (pid ${o.pid}${o.host !== os.hostname() ? ` on ${o.host}` : ''}, since ${o.since})` : 'another process';
   return new RemoteRunsError('busy', `${what} is being downloaded by ${who}; wait for it to finish or stop it, then try again`, {

@@ -17,6 +17,7 @@ import * as path from 'node:path';
 import { pidRunning } from '../util/pids';
 import type { ByteRange } from './ranges';
 import type { VerifyMode } from './types';
+import type { TargetRef } from '../types';
 
 /** The download state folder's name, at the download root. */
 export const STATE_DIR = '.remote-runs';
@@ -37,6 +38,16 @@ export interface PartRecord {
   done: ByteRange[];
   /** Ranges of `done` proven equal to the remote. */
   checked: CheckedRange[];
+  /** What the download was of, so an interrupted one can be announced and resumed (partials.ts). */
+  origin?: DownloadOrigin;
+}
+
+/** The checkpoint a download fetches, as the faces name it: host, target, run, checkpoint. */
+export interface DownloadOrigin {
+  host: string;
+  target: TargetRef;
+  run: string;
+  checkpoint: string;
 }
 
 export interface DoneRecord {
@@ -82,7 +93,7 @@ export function lockPath(root: string, localRoot: string): string {
   return path.join(root, STATE_DIR, 'locks', `${path.relative(root, localRoot)}.lock`);
 }
 
-export async function readPartRecord(paths: FilePaths): Promise<PartRecord | undefined> {
+export async function readPartRecord(paths: Pick<FilePaths, 'partRecord'>): Promise<PartRecord | undefined> {
   const r = await readJson(paths.partRecord);
   if (!r || r.version !== 2 || typeof r.remoteBytes !== 'number' || typeof r.remoteMtime !== 'number' || !Array.isArray(r.done)) return undefined;
   const done = (r.done as unknown[]).filter(
@@ -97,7 +108,12 @@ export async function readPartRecord(paths: FilePaths): Promise<PartRecord | und
       (x as CheckedRange).end > (x as CheckedRange).start &&
       /^[0-9a-f]{64}$/.test(String((x as CheckedRange).sha256)),
   );
-  return { version: 2, remotePath: String(r.remotePath), remoteBytes: r.remoteBytes, remoteMtime: r.remoteMtime, done, checked };
+  const o = r.origin as Partial<DownloadOrigin> | undefined;
+  const origin =
+    o && typeof o.host === 'string' && typeof o.run === 'string' && typeof o.checkpoint === 'string' && o.target && typeof o.target.kind === 'string' && typeof o.target.id === 'string'
+      ? { host: o.host, target: { kind: o.target.kind, id: o.target.id } as TargetRef, run: o.run, checkpoint: o.checkpoint }
+      : undefined;
+  return { version: 2, remotePath: String(r.remotePath), remoteBytes: r.remoteBytes, remoteMtime: r.remoteMtime, done, checked, ...(origin ? { origin } : {}) };
 }
 
 export async function readDoneRecord(paths: FilePaths): Promise<DoneRecord | undefined> {

@@ -47,6 +47,8 @@ export interface DownloadPlan {
   /** The download root: run folders below it, the state folder `.remote-runs/` in it. */
   root: string;
   checkpoint: Checkpoint;
+  /** The run's name (the local path keeps it). */
+  run: string;
   /** The local folder (folder checkpoint) or file (flat checkpoint) the checkpoint lands in. */
   localRoot: string;
   /** Largest first. */
