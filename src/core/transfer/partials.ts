@@ -21,9 +21,14 @@ export interface PartialDownload {
   bytesTotal: number;
   /** Each file's `.part` and its record. */
   parts: { part: string; record: string }[];
+  /** Its download runs now (in another window or process): not interrupted, unless that one ends without it. */
+  running: boolean;
 }
 
-/** The interrupted downloads under the download root `root`, largest share first. Never throws. */
+/**
+ * The partial downloads under the download root `root`, largest share first, each saying whether its download runs
+ * now (`running`); the others are interrupted. Never throws.
+ */
 export async function findPartialDownloads(root: string): Promise<PartialDownload[]> {
   const state = path.join(root, STATE_DIR);
   await removeStaleTemps(state, true);
@@ -37,7 +42,7 @@ export async function findPartialDownloads(root: string): Promise<PartialDownloa
     if (size < 0) continue;
     const here = new RangeSet(rec.done.map(([s, e]) => [s, Math.min(e, size)] as const)).total;
     const key = JSON.stringify(rec.origin);
-    const p = byOrigin.get(key) ?? { origin: rec.origin, root, bytesHere: 0, bytesTotal: 0, parts: [] };
+    const p = byOrigin.get(key) ?? { origin: rec.origin, root, bytesHere: 0, bytesTotal: 0, parts: [], running: false };
     p.bytesHere += here;
     p.bytesTotal += rec.remoteBytes;
     p.parts.push({ part, record });
@@ -45,7 +50,8 @@ export async function findPartialDownloads(root: string): Promise<PartialDownloa
   }
   const out: PartialDownload[] = [];
   for (const p of byOrigin.values()) {
-    if (p.bytesHere === 0 || (await running(p))) continue;
+    if (p.bytesHere === 0) continue;
+    p.running = await running(p);
     out.push(p);
   }
   return out.sort((a, b) => b.bytesHere / b.bytesTotal - a.bytesHere / a.bytesTotal);

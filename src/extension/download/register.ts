@@ -80,13 +80,33 @@ export async function announceInterrupted(deps: DownloadDeps): Promise<void> {
   const setting = config().get<string>('downloadDirectory', '').trim();
   if (!setting) return;
   const base = downloadFolder(setting);
-  const hosts = await fs.promises.readdir(base, { withFileTypes: true }).catch(() => []);
-  const found: PartialDownload[] = [];
-  for (const h of hosts) if (h.isDirectory()) found.push(...(await findPartialDownloads(path.join(base, h.name))));
-  for (const p of found.slice(0, MAX_ANNOUNCED)) void offerResume(deps, p);
+  const scan = async (): Promise<PartialDownload[]> => {
+    const hosts = await fs.promises.readdir(base, { withFileTypes: true }).catch(() => []);
+    const found: PartialDownload[] = [];
+    for (const h of hosts) if (h.isDirectory()) found.push(...(await findPartialDownloads(path.join(base, h.name))));
+    return found;
+  };
+  const announced = new Set<string>();
+  let left = MAX_ANNOUNCED;
+  // A window that was just reloaded may still hold its download's lock for a moment (its extension host ends after
+  // the new one starts): partials still running are looked at again for a while.
+  for (let waited = 0; left > 0; waited += RECHECK_MS) {
+    const found = await scan();
+    for (const p of found.filter((x) => !x.running)) {
+      const key = JSON.stringify([p.root, p.origin]);
+      if (announced.has(key) || left <= 0) continue;
+      announced.add(key);
+      left--;
+      void offerResume(deps, p);
+    }
+    if (!found.some((x) => x.running) || waited >= RECHECK_FOR_MS || deps.store.isDisposed) return;
+    await new Promise((r) => setTimeout(r, RECHECK_MS));
+  }
 }
 
 const MAX_ANNOUNCED = 3;
+const RECHECK_MS = 2000;
+const RECHECK_FOR_MS = 60_000;
 
 async function offerResume(deps: DownloadDeps, p: PartialDownload): Promise<void> {
   const { host, target, run: runName, checkpoint: name } = p.origin;
