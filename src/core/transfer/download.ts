@@ -12,7 +12,7 @@
  *   counted and hashed; several over a long link, piped into this process, which writes them at their place.
  * - **Verified means compared.** Each stream carries the remote side's SHA-256 of its range, matched against the
  *   SHA-256 of the bytes written here; ranges not checked that way (resumed from an earlier run, read
- *   over SFTP) are hashed on both sides before the rename. A range whose hashes differ is fetched again, once; then
+ *   over SFTP, or streamed without the remote hash line arriving) are hashed on both sides before the rename. A range whose hashes differ is fetched again, once; then
  *   the download fails with `verify-failed` naming both hashes. `verify: 'size'` skips the hashes (never called
  *   verified).
  */
