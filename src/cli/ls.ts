@@ -6,6 +6,7 @@ import { cutShortText } from '../core/discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../core/discovery/listScript';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
+import { localCopyOf, partialPercent } from '../core/transfer';
 
 export interface CommandOutput {
   json: unknown;
@@ -57,7 +58,11 @@ function unreadableText(u: NonNullable<RootListing['unreadable']>): string {
   return `${u.count} place${u.count === 1 ? '' : 's'} could not be read: ${u.messages.join('; ')}`;
 }
 
-export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof parseAddress>): Promise<CommandOutput> {
+/**
+ * `downloads`: the download root `pull` uses (its --to): a checkpoint an interrupted pull left there is marked
+ * `partial N% here`, one downloaded `downloaded` (read from the local records only).
+ */
+export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof parseAddress>, downloads?: string): Promise<CommandOutput> {
   if (!addr.target) {
     const { targets, problems } = await core.listTargets(addr.host);
     const lines = targets.map((t) => `${formatTarget(t).padEnd(24)} ${t.kind.padEnd(7)} ${t.state}${t.label && t.label !== t.id && t.kind !== 'host' ? `  (${t.label})` : ''}`);
@@ -99,16 +104,22 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
   // The run by its name or more of its path; a last part that is none of that may name one of its checkpoints.
   const { run, listing } = await core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run], 'optional');
   const lines = [`${run.name}  ${run.path}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.join(', ') || 'none'}`];
+  const partials: Record<string, { bytesHere: number; bytesTotal: number }> = {};
   for (const c of run.checkpoints) {
+    const local = downloads ? await localCopyOf(downloads, run.name, c) : undefined;
+    if (local?.kind === 'partial') partials[c.name] = { bytesHere: local.bytesHere, bytesTotal: local.bytesTotal };
+    const here = local?.kind === 'downloaded' ? '  downloaded' : local?.kind === 'partial' ? `  partial ${partialPercent(local.bytesHere, local.bytesTotal)} here (pull resumes it)` : '';
     // The first column is the step; a checkpoint without one says what it is instead.
     const first = c.kind === 'step' ? String(c.step) : '-';
     const what = c.kind === 'step' ? '' : `  ${checkpointLabel(c)}`;
     const pointed = c.pointedBy ? `  named by ${c.pointedBy.join(', ')}` : '';
     lines.push(
-      `${first.padStart(10)}  ${c.name.padEnd(28)} ${formatCheckpointBytes(c).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${what}${pointed}${c.incomplete ? `  incomplete: ${c.incomplete}` : ''}`,
+      `${first.padStart(10)}  ${c.name.padEnd(28)} ${formatCheckpointBytes(c).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${what}${pointed}${c.incomplete ? `  incomplete: ${c.incomplete}` : ''}${here}`,
     );
   }
   for (const p of run.pointers ?? []) if (p.note) lines.push(`note: ${p.note}`);
   if (run.checkpoints.length === 0) lines.push('no checkpoints in this run (it was recognised by its metrics log)');
-  return { json: { run: runJson(run) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
+  const json = runJson(run) as { checkpoints: Record<string, unknown>[] };
+  for (const c of json.checkpoints) if (partials[c.name as string]) c.partialDownload = partials[c.name as string];
+  return { json: { run: json }, text: `${lines.join('\n')}\n`, exitCode: 0 };
 }

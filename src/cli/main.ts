@@ -292,7 +292,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
         { follow: values.follow },
       );
     }
-    const out = await lsCommand(core, addr);
+    const out = await lsCommand(core, addr, path.resolve(values.to ?? '.'));
     const json = { ...(out.json as object), transport, ...(sshConfigProblems.length > 0 ? { sshConfigProblems } : {}) };
     io.stdout.write(values.json ? `${JSON.stringify(json)}\n` : out.text);
     return out.exitCode;

@@ -2,10 +2,10 @@ import * as readline from 'node:readline';
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpointWithNote } from '../core/service';
 import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
-import { pullCheckpoint, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice } from '../core/transfer';
+import { partialPercent, progressText, pullCheckpoint, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice } from '../core/transfer';
 import { RemoteRunsError, formatTarget } from '../core/types';
-import type { parseAddress } from '../core/address';
 import { formatBytes } from '../core/util/format';
+import type { parseAddress } from '../core/address';
 
 export interface PullDeps {
   core: RemoteRunsCore;
@@ -46,6 +46,12 @@ export async function pullCommand(
     holder: 'remote-runs pull',
     onProgress: progress.update,
     overwrite: (file) => askOverwrite(deps, file),
+  }, (plan) => {
+    // An interrupted pull (or window) left bytes of these files: say so before continuing from them.
+    const here = plan.files.reduce((n, f) => n + (f.state.kind === 'partial' ? f.state.bytes : f.state.kind === 'complete-verified' ? f.bytes : 0), 0);
+    if (plan.files.some((f) => f.state.kind === 'partial') && here > 0) {
+      deps.stderr.write(`${where}: resuming an interrupted download, ${partialPercent(here, plan.bytes)} here (${formatBytes(here)} of ${formatBytes(plan.bytes)})\n`);
+    }
   });
   progress.done();
   const { declined } = outcome;
@@ -73,10 +79,7 @@ async function askOverwrite(deps: PullDeps, file: PlanFile): Promise<boolean> {
 function progressPrinter(out: NodeJS.WritableStream & { isTTY?: boolean }, label: string) {
   let last = 0;
   let lastLine = '';
-  const line = (p: DownloadProgress): string =>
-    `${label}: ${p.phase === 'verify' ? 'verifying ' : ''}${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}` +
-    `${p.bytesPerSec > 0 ? ` · ${formatBytes(p.bytesPerSec)}/s` : ''}${p.etaSec !== undefined ? ` · ${Math.ceil(p.etaSec)} s left` : ''}` +
-    `${p.fileCount > 1 ? ` · file ${p.fileIndex} of ${p.fileCount}` : ''}`;
+  const line = (p: DownloadProgress): string => `${label}: ${progressText(p)}`;
   return {
     update(p: DownloadProgress): void {
       const now = Date.now();

@@ -143,29 +143,97 @@ function handleSession(session: Session, machine: DemoMachine): void {
   session.on('sftp', (accept) => serveSftp(accept(), machine.root));
 }
 
-/** Connect a command to its channel, and report its exit as sshd does (status, or the signal that ended it). */
+/**
+ * Connect a command to its channel, and report its exit as sshd does: everything the command wrote, on stdout and
+ * stderr, reaches the client before its exit status and the channel's end.
+ *
+ * ssh2 (1.17) shares one channel window between stdout and stderr and serves a waiting stdout write first on every
+ * window adjustment, so a stderr write that found the window empty waits until stdout is idle; and ending stdout
+ * closes the channel at once, dropping a stderr write still waiting. A command that keeps stdout busy to its end and
+ * writes one last stderr line (a download's `rr-sha256` line, remoteCommands.ts) lost that line every time the
+ * window was full when it came: interrupted 3 GB downloads then failed once near their end. So the two streams go
+ * out through one queue, one write at a time, each waiting for the window, and the command's output is paused while
+ * the queue holds more than QUEUE_PAUSE_BYTES (the window is the only limit otherwise: a fast command's output piled
+ * up in memory). The channel's end waits for the queue to empty.
+ */
 function pipe(child: ChildProcess, stream: ServerChannel): void {
-  child.stdout?.on('data', (b: Buffer) => stream.write(b));
-  child.stderr?.on('data', (b: Buffer) => stream.stderr.write(b));
+  const queue: { err: boolean; data: Buffer }[] = [];
+  let queued = 0;
+  let writing = false;
+  let closed = false;
+  let exit: (() => void) | undefined;
+  const paused = (): boolean => queued > QUEUE_PAUSE_BYTES;
+  const next = (): void => {
+    if (writing || closed) return;
+    const item = queue.shift();
+    if (!item) {
+      exit?.();
+      exit = undefined;
+      return;
+    }
+    writing = true;
+    (item.err ? stream.stderr : stream).write(item.data, () => {
+      writing = false;
+      queued -= item.data.length;
+      forgetSentChunk(stream);
+      if (!paused()) {
+        child.stdout?.resume();
+        child.stderr?.resume();
+      }
+      next();
+    });
+  };
+  const send = (err: boolean) => (data: Buffer): void => {
+    if (closed) return;
+    queue.push({ err, data });
+    queued += data.length;
+    if (paused()) {
+      child.stdout?.pause();
+      child.stderr?.pause();
+    }
+    next();
+  };
+  child.stdout?.on('data', send(false));
+  child.stderr?.on('data', send(true));
   stream.on('data', (b: Buffer) => child.stdin?.write(b));
   stream.on('end', () => child.stdin?.end());
   child.stdin?.on('error', () => undefined); // the command ended before reading its input
   stream.on('error', () => undefined);
   // The client went away: drop our ends of the pipes, so a command that still writes gets SIGPIPE as under sshd.
   stream.on('close', () => {
+    closed = true;
+    queue.length = 0;
     child.stdout?.destroy();
     child.stderr?.destroy();
     child.stdin?.destroy();
   });
+  const finish = (how: () => void): void => {
+    exit = () => {
+      if (stream.destroyed || closed) return;
+      how();
+      stream.end();
+    };
+    next();
+  };
   child.on('error', (e) => {
-    stream.stderr.write(`remote-runs-demo: ${e.message}\n`);
-    stream.exit(255);
-    stream.end();
+    send(true)(Buffer.from(`remote-runs-demo: ${e.message}\n`));
+    finish(() => stream.exit(255));
   });
-  child.on('close', (code, signal) => {
-    if (stream.destroyed) return;
-    if (signal) stream.exit(signal.replace(/^SIG/, ''), false, '');
-    else stream.exit(code ?? 255);
-    stream.end();
-  });
+  child.on('close', (code, signal) => finish(() => (signal ? stream.exit(signal.replace(/^SIG/, ''), false, '') : stream.exit(code ?? 255))));
+}
+
+/** Output queued for the channel before the command is paused: one window's worth (2 MiB). */
+const QUEUE_PAUSE_BYTES = 2 << 20;
+
+/**
+ * ssh2 keeps the rest of a stdout write that waited for the window (`_chunk`) after sending it, and sends it again
+ * when a stderr write is the one waiting at the next window adjustment. With one write at a time, nothing waits once
+ * a write's callback has run: forget it.
+ */
+function forgetSentChunk(stream: ServerChannel): void {
+  const s = stream as unknown as { _chunk?: Buffer; _chunkcb?: unknown; _chunkErr?: Buffer; _chunkcbErr?: unknown };
+  s._chunk = undefined;
+  s._chunkcb = undefined;
+  s._chunkErr = undefined;
+  s._chunkcbErr = undefined;
 }

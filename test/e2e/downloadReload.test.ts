@@ -1,7 +1,9 @@
 /**
  * A download in a real VS Code when its window reloads (the extension host goes away mid-transfer, as in a crash):
  * every `ssh` of that download ends, the partial file stays out of the checkpoint folder, and the next download
- * resumes from it to the remote's bytes. Through a 16 MiB/s link of the test's own, so the reload lands mid-transfer.
+ * resumes from it to the remote's bytes: the new window announces the interrupted download (its share, Resume and
+ * Discard), the tree marks the checkpoint `partial N%`, and Resume completes it on the first try. Through a 16 MiB/s
+ * link of the test's own, so the reload lands mid-transfer.
  * And one writer across processes: the CLI pulling what the window is downloading is refused with `busy`.
  */
 import assert from 'node:assert/strict';
@@ -11,7 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { expandTreeRow, treeContextMenu } from './treeRows';
+import { expandTreeRow, expectRow, treeContextMenu } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { isRunning, recordedBytes } from '../harness/faults';
 import { startTestHost, type ProxiedHost, type TestHost } from '../harness/testHost';
@@ -83,7 +85,7 @@ async function openCheckpoint(): Promise<void> {
   await expandTreeRow(session, 'reload-run');
 }
 
-test('the window reloads while a download runs: no ssh is left behind, and the next download resumes to the same bytes', async () => {
+test('the window reloads while a download runs: no ssh is left behind, the new window announces it (Resume / Discard, tree row partial N%), and Resume completes it to the same bytes', async () => {
   await withArtifactsOnFailure(session, 'download-reload', async () => {
     await openCheckpoint();
     const before = ourSsh();
@@ -106,8 +108,16 @@ test('the window reloads while a download runs: no ssh is left behind, and the n
     const local = path.join(downloads, 'slowbox', 'reload-run', 'step_1', 'model.bin');
     assert.ok(recorded() >= 16 * MiB && !existsSync(local), 'the partial file and its record are kept; no complete-looking file');
 
+    // The new window says the download was interrupted and offers to resume it; the tree marks the checkpoint.
     await openCheckpoint();
-    await treeContextMenu(session, 'step_1', /^Download Checkpoint…$/);
+    const interrupted = /^Remote Runs: the download of reload-run\/step_1 from slowbox was interrupted with (\d+)% here \([\d.]+ MB of 101 MB\)\.$/;
+    const announced = await session.waitForNotification(interrupted, 60_000);
+    const pct = Number(interrupted.exec(announced.message)![1]);
+    assert.ok(pct >= 16 && pct < 100, `the share announced is what was recorded (${pct}%)`);
+    const toast = session.page.locator('.notifications-toasts .notification-toast', { hasText: 'was interrupted' });
+    assert.deepEqual(await toast.locator('.monaco-button').allInnerTexts(), ['Resume', 'Discard']);
+    await expectRow(session, 'step_1', new RegExp(`partial ${pct}%`));
+    await toast.locator('.monaco-button', { hasText: /^Resume$/ }).click();
     // The resumed part is what was on disk at the reload, less at most what came after its last record.
     await session.waitForNotification(/downloaded reload-run\/step_1 \(101 MB, [\d.]+ MB resumed, verified by SHA-256 on both sides\)/, 180_000);
     assert.equal(createHash('sha256').update(readFileSync(local)).digest('hex'), createHash('sha256').update(data).digest('hex'));

@@ -35,6 +35,11 @@ export interface TcpProxy {
   readonly accepted: number;
   /** Close the gate on one direction (default: server → client) of every connection, present and future. */
   hold(direction?: 'down' | 'up'): void;
+  /**
+   * Close the server → client gate once `bytes` more have gone down (to the 64 KiB chunk): a point in a transfer
+   * reached exactly, however late the test looks.
+   */
+  holdAfter(bytes: number): void;
   /** Open both gates again. */
   release(): void;
   /** Stop listening and cut every connection. */
@@ -126,6 +131,7 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
   };
   const held = { down: false, up: false };
   let bytesDown = 0;
+  let holdAtDown = Infinity;
   let bytesFromClient = 0;
   const lanes = new Set<Lane>();
   let accepted = 0;
@@ -140,7 +146,13 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
       s.on('close', () => sockets.delete(s));
     }
     const up = new Lane(client, upstream, opts, () => held.up, () => undefined, (n) => (bytesFromClient += n));
-    const down = new Lane(upstream, client, opts, () => held.down, (n) => (bytesDown += n));
+    const down = new Lane(upstream, client, opts, () => held.down, (n) => {
+      bytesDown += n;
+      if (bytesDown >= holdAtDown) {
+        held.down = true;
+        holdAtDown = Infinity;
+      }
+    });
     lanes.add(up);
     lanes.add(down);
     // Either side failing or closing without an end cuts the other: a dead server is a dead link.
@@ -180,7 +192,11 @@ export async function startTcpProxy(targetPort: number, options: TcpProxyOptions
     hold(direction = 'down') {
       held[direction] = true;
     },
+    holdAfter(bytes) {
+      holdAtDown = bytesDown + bytes;
+    },
     release() {
+      holdAtDown = Infinity;
       held.down = false;
       held.up = false;
       for (const l of lanes) l.flush();

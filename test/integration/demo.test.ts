@@ -201,6 +201,33 @@ describe('demo host: the machine its commands run on', () => {
   });
 });
 
+describe('demo host: what a command writes reaches the client', () => {
+  /** OpenSSH's own client (no connection sharing), running `command` on the demo host. */
+  function ssh(command: string): Promise<{ code: number | null; stdout: number; stderr: string }> {
+    const child = spawn(
+      'ssh',
+      ['-F', 'none', '-i', host.keys.clientKeyPath, '-p', String(host.port), '-o', 'IdentitiesOnly=yes', '-o', `UserKnownHostsFile=${host.paths.knownHosts}`, '-o', 'BatchMode=yes', 'root@127.0.0.1', command],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = 0;
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.length));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    return new Promise((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  }
+
+  test('a command that keeps stdout busy to its end and then writes one stderr line: every byte, the line, exit 0 (issue 33)', async () => {
+    // A download's stream in small: the range on stdout, the remote SHA-256 as the last stderr line. ssh2's server
+    // dropped such a line when it waited for the window as stdout ended.
+    for (let i = 0; i < 3; i++) {
+      const r = await ssh("head -c 67108864 /dev/zero; echo 'rr-sha256 last-line' >&2");
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(r.stdout, 64 * 1024 * 1024);
+      assert.match(r.stderr, /^rr-sha256 last-line$/m, `run ${i + 1}: the last stderr line arrived`);
+    }
+  });
+});
+
 describe('demo host: the CLI against it (headless config)', () => {
   test('ls lists the targets, and the live run with its checkpoints', async () => {
     const targets = await cli(['ls', 'demo']);

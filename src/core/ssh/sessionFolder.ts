@@ -8,6 +8,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { pidRunning } from '../util/pids';
 
 /** A new session folder in `parent` (orphans of dead processes removed first). */
 export function createSessionFolder(parent: string): string {
@@ -37,7 +38,7 @@ export function removeOrphanedSessions(parent: string): number {
       const st = fs.lstatSync(folder);
       if (!st.isDirectory() || (typeof process.getuid === 'function' && st.uid !== process.getuid())) continue;
       const pid = Number(fs.readFileSync(path.join(folder, 'owner'), 'utf8'));
-      if (!Number.isSafeInteger(pid) || pid <= 0 || isAlive(pid)) continue;
+      if (!Number.isSafeInteger(pid) || pid <= 0 || pidRunning(pid)) continue;
       fs.rmSync(folder, { recursive: true, force: true });
       removed++;
     } catch {
@@ -46,13 +47,3 @@ export function removeOrphanedSessions(parent: string): number {
   }
   return removed;
 }
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-

@@ -12,7 +12,7 @@
  *   counted and hashed; several over a long link, piped into this process, which writes them at their place.
  * - **Verified means compared.** Each stream carries the remote side's SHA-256 of its range, matched against the
  *   SHA-256 of the bytes written here; ranges not checked that way (resumed from an earlier run, read
- *   over SFTP) are hashed on both sides before the rename. A range whose hashes differ is fetched again, once; then
+ *   over SFTP, or streamed without the remote hash line arriving) are hashed on both sides before the rename. A range whose hashes differ is fetched again, once; then
  *   the download fails with `verify-failed` naming both hashes. `verify: 'size'` skips the hashes (never called
  *   verified).
  */
@@ -22,7 +22,7 @@ import * as path from 'node:path';
 import { runCommand, type RemoteCommand } from '../remote';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
 import { delay } from '../util/delay';
-import { createLane, type Lane, type RangeHashes } from './lanes';
+import { createLane, type Lane } from './lanes';
 import { acquireLock, busyError, type DownloadLock } from './lock';
 import { OpenSshLane } from './opensshLane';
 import { lastingRefusal, startBesidePool, type OpenSshSession, type OpenSshStreams } from './opensshSession';
@@ -35,7 +35,7 @@ import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
 import { linkState, localState } from './plan';
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
-import { lockPath, overwriteJsonInPlace, readPartRecord, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type PartRecord } from './records';
+import { lockPath, overwriteJsonInPlace, readPartRecord, removeStaleTemps, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type DownloadOrigin, type PartRecord } from './records';
 import { noHashTool, rangeSha256Command, sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
 import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, PlanFile, TransportKind, VerifyMode } from './types';
 
@@ -63,6 +63,7 @@ interface Work {
   replaced: boolean;
   sha256?: string;
   finished: boolean;
+  origin?: DownloadOrigin;
 }
 
 const RECORD_INTERVAL_MS = 1000;
@@ -123,6 +124,9 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
   const outcomes: FileOutcome[] = [];
   const works: Work[] = [];
 
+  // Records a killed process was writing when it died: this download, holding the lock, is their next owner.
+  for (const dir of new Set(plan.files.flatMap((f) => [path.dirname(f.paths.partRecord), path.dirname(f.paths.doneRecord)]))) await removeStaleTemps(dir);
+
   const links: PlanFile[] = [];
   for (const [i, planned] of plan.files.entries()) {
     if (planned.symlink !== undefined) {
@@ -170,6 +174,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
       replaced = true;
     }
     const w = await prepare(file, i, options.fresh === true);
+    w.origin = { host: plan.source.host.name, target: plan.source.target, run: plan.run, checkpoint: plan.checkpoint.name };
     w.replaced = replaced;
     works.push(w);
   }
@@ -184,7 +189,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
   const totalBytes = works.reduce((n, w) => n + w.bytes, 0);
   let lastFile = works[0];
   let lastProgress = 0;
-  const report = (force: boolean, phase: 'transfer' | 'verify' = 'transfer'): void => {
+  const report = (force: boolean, phase: 'transfer' | 'verify' = 'transfer', verifying?: { done: number; total: number }): void => {
     const now = Date.now();
     meter.sample(now, bytesFetched);
     if (!options.onProgress || (!force && now - lastProgress < PROGRESS_INTERVAL_MS)) return;
@@ -199,6 +204,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
       fileCount: plan.files.length,
       file: lastFile?.file.relative ?? '',
       phase,
+      ...(verifying ? { verifyDone: verifying.done, verifyTotal: verifying.total } : {}),
     });
   };
 
@@ -250,8 +256,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
           }
           if (laneChanged) continue;
           lastFile = w;
-          report(true, 'verify');
-          if (verify === 'sha256' && !(await checkRanges(plan, w, signal))) {
+          if (verify === 'sha256' && !(await checkRanges(plan, w, signal, (done, total) => report(done === 0 || done === total, 'verify', { done, total })))) {
             again = true;
             continue;
           }
@@ -625,7 +630,9 @@ async function runAttempt(
             stop.signal,
             written,
           );
-          if (hashes) streamChecked(w, range, hashes);
+          const remote = hashes?.remote;
+          if (hashes && remote !== undefined) streamChecked(w, range, hashes.local, remote);
+          else if (hashes) options.logger?.warn(`The stream of ${w.file.remotePath} [${range[0]}, ${range[1]}) ended without the remote side's SHA-256; that range is hashed on both sides before the rename`);
         } catch (e) {
           failure ??= e;
           stop.abort();
@@ -698,14 +705,14 @@ export function streamsForRoundTrip(rttMs: number): number {
 }
 
 /** A streamed range's two hashes: equal, the range is proven; different, it is dropped and fetched again (once). */
-function streamChecked(w: Work, [start, end]: ByteRange, hashes: RangeHashes): void {
-  if (hashes.remote === 'none') throw noHashTool();
-  if (hashes.remote === hashes.local) {
-    w.checked.push({ start, end, sha256: hashes.local });
+function streamChecked(w: Work, [start, end]: ByteRange, local: string, remote: string): void {
+  if (remote === 'none') throw noHashTool();
+  if (remote === local) {
+    w.checked.push({ start, end, sha256: local });
     w.dirty = true;
     return;
   }
-  mismatch(w, start, end, hashes.local, hashes.remote);
+  mismatch(w, start, end, local, remote);
 }
 
 /** Forget a range whose hashes disagree, so the next attempt fetches it again; the second time, fail. */
@@ -727,13 +734,16 @@ function mismatch(w: Work, start: number, end: number, local: string, remote: st
 
 /**
  * Prove every byte of a fully written `.part` equal to the remote: ranges not checked as they streamed (resumed from
- * an earlier run, read over SFTP, cut short by a kill) are hashed on both sides now. False when a range disagreed
- * and was dropped for the next attempt.
+ * an earlier run, read over SFTP, cut short by a kill) are hashed on both sides now, `progress` told of the bytes hashed
+ * here. False when a range disagreed and was dropped for the next attempt.
  */
-async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal): Promise<boolean> {
+async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal, progress: (done: number, total: number) => void): Promise<boolean> {
   const proven = new RangeSet(w.checked.map((c) => [c.start, c.end] as const));
   const holes = proven.missing(w.bytes);
   if (holes.length === 0) return true;
+  const total = holes.reduce((n, [s, e]) => n + (e - s), 0);
+  let done = 0;
+  progress(done, total);
   await closeHandle(w);
   const { source } = plan;
   const exec = source.pool.executor(source.host, { idempotent: true });
@@ -741,7 +751,7 @@ async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal): Pr
   for (const [start, end] of holes) {
     const [remote, local] = await Promise.all([
       runCommand(exec, source.target, rangeSha256Command(w.file.remotePath, start, end, w.bytes), signal),
-      sha256File(w.file.paths.part, signal, { start, end }),
+      sha256File(w.file.paths.part, signal, { start, end }, (n) => progress((done += n), total)),
     ]);
     if (remote === local) {
       w.checked.push({ start, end, sha256: local });
@@ -872,7 +882,7 @@ function saveRecord(w: Work): Promise<void> {
       const done = new RangeSet(w.done.toJSON());
       const checked = w.checked.filter((c) => done.contains(c.start, c.end));
       if (w.finished) return;
-      const rec: PartRecord = { version: 2, remotePath: w.file.remotePath, remoteBytes: w.bytes, remoteMtime: w.mtime, done: done.toJSON(), checked };
+      const rec: PartRecord = { version: 2, remotePath: w.file.remotePath, remoteBytes: w.bytes, remoteMtime: w.mtime, done: done.toJSON(), checked, ...(w.origin ? { origin: w.origin } : {}) };
       // Written with room to spare: when the disk fills up, the record of what the .part holds is overwritten in the
       // blocks it already has, so the .part stays resumable.
       const ok = await writeJsonAtomic(w.file.paths.partRecord, rec, RECORD_RESERVE_BYTES)

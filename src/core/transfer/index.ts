@@ -9,6 +9,8 @@ export { download } from './download';
 export { RangeSet, splitRanges, type ByteRange } from './ranges';
 export { filePaths, lockPath, STATE_DIR, type FilePaths } from './records';
 export { pullCheckpoint, verificationText, type PullOutcome } from './pull';
+export { progressText } from './progress';
+export { discardPartialDownload, findPartialDownloads, partialPercent, type PartialDownload } from './partials';
 export { localCopyOf, type LocalCopy } from './localCopy';
 export type {
   ClientChoice,

@@ -38,8 +38,12 @@ export interface RangeJob {
 /** A streamed range's SHA-256, of the bytes written here and of the bytes the remote side sent. */
 export interface RangeHashes {
   local: string;
-  /** The hex digest, or 'none' when the remote side has no SHA-256 tool. */
-  remote: string;
+  /**
+   * The hex digest, or 'none' when the remote side has no SHA-256 tool; absent when the stream ended well (exit 0,
+   * every byte) without its hash line (a server that lost its last stderr line): the range is then hashed on both
+   * sides before the rename, as a resumed one.
+   */
+  remote?: string;
 }
 
 export interface Lane {

@@ -8,7 +8,8 @@
  * one changed it since it was verified). A partial file never counts: its bytes live under `.remote-runs/partial/`
  * and reach the final place only by the rename after verification, and a file at the final place without a done
  * record (copied there by hand, or an interrupted older version) is not ours. A local copy deleted since drops the
- * mark at the next check.
+ * mark at the next check. A checkpoint not downloaded whose `.part` records hold bytes of its listed files is
+ * `partial`: an interrupted download the next one resumes.
  *
  * The remote mtime is not compared: the listing reads it with another precision than the download's stat, and a
  * remote file rewritten with the same size is what the download itself notices (it asks before replacing).
@@ -17,11 +18,17 @@ import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
 import type { Checkpoint } from '../types';
 import { checkpointLocalRoot } from './plan';
-import { filePaths, readDoneRecord } from './records';
+import { RangeSet } from './ranges';
+import { filePaths, readDoneRecord, readPartRecord } from './records';
 
 export type LocalCopy =
   /** Every listed file is here, complete and verified as it was fetched, untouched since. */
   | { kind: 'downloaded'; path: string }
+  /**
+   * An interrupted download of it can resume: `bytesHere` of the listed `bytesTotal` are here (complete files, and
+   * the recorded bytes of `.part` files of the listed remote files and sizes).
+   */
+  | { kind: 'partial'; path: string; bytesHere: number; bytesTotal: number }
   /** Not (or not all, or not as downloaded) at `path`. */
   | { kind: 'none'; path: string };
 
@@ -39,10 +46,34 @@ export async function localCopyOf(root: string, run: string, checkpoint: Checkpo
     : [{ local: localRoot, remote: checkpoint.path, bytes: checkpoint.bytes }];
   if (files.length === 0) return none;
   const resolvedRoot = path.resolve(root);
+  let complete = 0;
+  let partial = 0;
+  let all = true;
   for (const f of files) {
-    if (!(await intact(resolvedRoot, f.local, f.remote, f.bytes))) return none;
+    if (await intact(resolvedRoot, f.local, f.remote, f.bytes)) {
+      complete += f.bytes;
+      continue;
+    }
+    all = false;
+    partial += await partBytes(resolvedRoot, f.local, f.remote, f.bytes);
   }
-  return { kind: 'downloaded', path: localRoot };
+  if (all) return { kind: 'downloaded', path: localRoot };
+  if (partial === 0) return none;
+  return { kind: 'partial', path: localRoot, bytesHere: complete + partial, bytesTotal: files.reduce((n, f) => n + f.bytes, 0) };
+}
+
+/** The recorded bytes of a `.part` of this remote file at this size (0: none, or of another version). */
+async function partBytes(root: string, local: string, remote: string, bytes: number): Promise<number> {
+  let paths;
+  try {
+    paths = filePaths(root, local);
+  } catch {
+    return 0;
+  }
+  const rec = await readPartRecord(paths);
+  if (!rec || rec.remotePath !== remote || rec.remoteBytes !== bytes) return 0;
+  const size = await fs.stat(paths.part).then((s) => s.size, () => -1);
+  return size < 0 ? 0 : new RangeSet(rec.done.map(([s, e]) => [s, Math.min(e, size)] as const)).total;
 }
 
 async function intact(root: string, local: string, remote: string, bytes: number): Promise<boolean> {

@@ -16,6 +16,7 @@ import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { RemoteRunsError } from '../types';
 import { localError, makeFolders } from './localErrors';
+import { pidRunning } from '../util/pids';
 
 export interface LockOwner {
   pid: number;
@@ -62,11 +63,7 @@ function procStart(pid: number): string | undefined {
 
 /** Whether a process runs, and is the same process (a reused pid has another start time). */
 function alive(owner: { pid: number; procStart?: string }): boolean {
-  try {
-    process.kill(owner.pid, 0);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
+  if (!pidRunning(owner.pid)) return false;
   // The pid runs; is it the same process? (A reused pid has another start time.)
   const now = procStart(owner.pid);
   return !(owner.procStart && now && now !== owner.procStart);
@@ -93,6 +90,12 @@ function isStale(held: { owner?: LockOwner; mtimeMs: number }): boolean {
   const o = held.owner;
   if (o && o.host === os.hostname()) return !alive(o);
   return Date.now() - held.mtimeMs > FOREIGN_STALE_MS;
+}
+
+/** Whether a live process holds the lock `file` (a download runs): a lock of a dead owner, or none, is not held. */
+export async function lockHeld(file: string): Promise<boolean> {
+  const held = await readOwner(file);
+  return held !== undefined && !isStale(held);
 }
 
 export function busyError(lockFile: string, what: string, o: LockOwner | undefined): RemoteRunsError {

@@ -69,7 +69,7 @@ export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, 
   }
   files.sort((a, b) => b.bytes - a.bytes || a.relative.localeCompare(b.relative));
   // The checkpoint's size is its bytes: a link kept as a link adds none.
-  return { source, root, checkpoint, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0) };
+  return { source, root, checkpoint, run: dest.run, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0) };
 }
 
 /**

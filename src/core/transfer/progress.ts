@@ -1,7 +1,10 @@
 /**
- * Speed and time left from a sliding window of samples, and a throttle so a UI is told at most a few times a
- * second. Pure, with the clock passed in for tests.
+ * Speed and time left from a sliding window of samples, and the one line both faces (the CLI's progress, the
+ * extension's notification) show for a download. Pure, with the clock passed in for tests.
  */
+import { formatBytes } from '../util/format';
+import type { DownloadProgress } from './types';
+
 export class SpeedMeter {
   private samples: { t: number; bytes: number }[] = [];
 
@@ -26,4 +29,32 @@ export class SpeedMeter {
     const s = this.bytesPerSec;
     return s > 0 ? remaining / s : undefined;
   }
+}
+
+/**
+ * A download's progress in words: while bytes arrive, how many, how fast and the time left; once every byte is here,
+ * that the remote side is finishing its SHA-256 (no time left to show: a 3 GB file takes the remote ~10 s with
+ * sha256sum); then, while ranges are hashed on both sides, how far that is (a resumed 3 GB took about a minute),
+ * never a stale "1 s left".
+ */
+export function progressText(p: DownloadProgress): string {
+  const parts: string[] = [];
+  if (p.phase === 'verify') {
+    const total = p.verifyTotal ?? 0;
+    parts.push(total > 0 ? `verifying SHA-256 · ${formatBytes(p.verifyDone ?? 0)} of ${formatBytes(total)}` : 'verifying SHA-256');
+  } else if (p.bytesTotal > 0 && p.bytesDone >= p.bytesTotal) {
+    parts.push(`${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`, 'waiting for the remote SHA-256');
+  } else {
+    parts.push(`${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`);
+    if (p.bytesPerSec > 0) parts.push(`${formatBytes(p.bytesPerSec)}/s`);
+    if (p.etaSec !== undefined) parts.push(`${formatEta(p.etaSec)} left`);
+  }
+  if (p.fileCount > 1) parts.push(`file ${p.fileIndex} of ${p.fileCount}`);
+  return parts.join(' · ');
+}
+
+function formatEta(sec: number): string {
+  if (sec < 90) return `${Math.max(1, Math.round(sec))} s`;
+  if (sec < 5400) return `${Math.round(sec / 60)} min`;
+  return `${(sec / 3600).toFixed(1)} h`;
 }

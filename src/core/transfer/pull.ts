@@ -26,8 +26,16 @@ export function verificationText(verify: VerifyMode): string {
   return verify === 'sha256' ? 'verified by SHA-256 on both sides' : 'checked by size only (not verified)';
 }
 
-export async function pullCheckpoint(source: TransferSource, checkpoint: Checkpoint, dest: PlanDestination, options: DownloadOptions = {}): Promise<PullOutcome> {
+/** `planned`: told of the plan before any byte moves (a face says what it found, e.g. an interrupted download). */
+export async function pullCheckpoint(
+  source: TransferSource,
+  checkpoint: Checkpoint,
+  dest: PlanDestination,
+  options: DownloadOptions = {},
+  planned?: (plan: DownloadPlan) => void,
+): Promise<PullOutcome> {
   const plan = await planDownload(source, checkpoint, dest, options.signal);
+  planned?.(plan);
   const result = await download(plan, options);
   const verify = options.verify ?? 'sha256';
   const declined = result.files.filter((f) => f.outcome === 'declined');

@@ -14,8 +14,10 @@
  */
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
+import { pidRunning } from '../util/pids';
 import type { ByteRange } from './ranges';
 import type { VerifyMode } from './types';
+import type { TargetRef } from '../types';
 
 /** The download state folder's name, at the download root. */
 export const STATE_DIR = '.remote-runs';
@@ -36,6 +38,16 @@ export interface PartRecord {
   done: ByteRange[];
   /** Ranges of `done` proven equal to the remote. */
   checked: CheckedRange[];
+  /** What the download was of, so an interrupted one can be announced and resumed (partials.ts). */
+  origin?: DownloadOrigin;
+}
+
+/** The checkpoint a download fetches, as the faces name it: host, target, run, checkpoint. */
+export interface DownloadOrigin {
+  host: string;
+  target: TargetRef;
+  run: string;
+  checkpoint: string;
 }
 
 export interface DoneRecord {
@@ -81,7 +93,7 @@ export function lockPath(root: string, localRoot: string): string {
   return path.join(root, STATE_DIR, 'locks', `${path.relative(root, localRoot)}.lock`);
 }
 
-export async function readPartRecord(paths: FilePaths): Promise<PartRecord | undefined> {
+export async function readPartRecord(paths: Pick<FilePaths, 'partRecord'>): Promise<PartRecord | undefined> {
   const r = await readJson(paths.partRecord);
   if (!r || r.version !== 2 || typeof r.remoteBytes !== 'number' || typeof r.remoteMtime !== 'number' || !Array.isArray(r.done)) return undefined;
   const done = (r.done as unknown[]).filter(
@@ -96,7 +108,12 @@ export async function readPartRecord(paths: FilePaths): Promise<PartRecord | und
       (x as CheckedRange).end > (x as CheckedRange).start &&
       /^[0-9a-f]{64}$/.test(String((x as CheckedRange).sha256)),
   );
-  return { version: 2, remotePath: String(r.remotePath), remoteBytes: r.remoteBytes, remoteMtime: r.remoteMtime, done, checked };
+  const o = r.origin as Partial<DownloadOrigin> | undefined;
+  const origin =
+    o && typeof o.host === 'string' && typeof o.run === 'string' && typeof o.checkpoint === 'string' && o.target && typeof o.target.kind === 'string' && typeof o.target.id === 'string'
+      ? { host: o.host, target: { kind: o.target.kind, id: o.target.id } as TargetRef, run: o.run, checkpoint: o.checkpoint }
+      : undefined;
+  return { version: 2, remotePath: String(r.remotePath), remoteBytes: r.remoteBytes, remoteMtime: r.remoteMtime, done, checked, ...(origin ? { origin } : {}) };
 }
 
 export async function readDoneRecord(paths: FilePaths): Promise<DoneRecord | undefined> {
@@ -121,13 +138,35 @@ export async function writeDoneRecord(paths: FilePaths, rec: DoneRecord): Promis
  * somewhat longer value without needing a single new block of a full disk.
  */
 export async function writeJsonAtomic(file: string, value: unknown, reserve = 0): Promise<void> {
-  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+  const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`; // TEMP_NAME
   const text = JSON.stringify(value);
   await fs.writeFile(tmp, reserve > 0 ? text.padEnd(Math.ceil((text.length + 1) / reserve) * reserve, ' ') : text).catch(async (e: unknown) => {
     await fs.rm(tmp, { force: true });
     throw e;
   });
   await fs.rename(tmp, file);
+}
+
+/** A temp file of writeJsonAtomic: `<file>.<pid>.<random>.tmp`. */
+const TEMP_NAME = /^.+\.(\d+)\.[0-9a-z]+\.tmp$/;
+
+/**
+ * Remove the temp files writeJsonAtomic left in `dir` (and with `recursive` the folders under it) when its process died between
+ * creating one and renaming it (a window reloaded mid-download left a 0-byte `….part.json.<pid>.<rand>.tmp` for
+ * good): those whose pid no longer runs. A running writer's temp is its own. Returns the paths removed; a folder
+ * that cannot be read is skipped.
+ */
+export async function removeStaleTemps(dir: string, recursive = false): Promise<string[]> {
+  const removed: string[] = [];
+  const entries = await fs.readdir(dir, { withFileTypes: true }).catch(() => []);
+  for (const e of entries) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory() && recursive) removed.push(...(await removeStaleTemps(p, true)));
+    const m = e.isFile() ? TEMP_NAME.exec(e.name) : null;
+    if (!m || pidRunning(Number(m[1]))) continue;
+    if (await fs.rm(p, { force: true }).then(() => true, () => false)) removed.push(p);
+  }
+  return removed;
 }
 
 /**

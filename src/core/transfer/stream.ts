@@ -50,7 +50,7 @@ const STDERR_KEEP = 64 * 1024;
 /**
  * Receive [job.start, job.end) from `source` into `write`; rejects with RemoteRunsError. With `job.hash` (the remote
  * command is hashedRangeArgv), resolves with the SHA-256 of the bytes handed to `write`, in order, and the one the
- * remote side computed of what it sent. Bytes the source wrote to their place itself are reported to `placed`.
+ * remote side computed of what it sent (absent when its stderr did not end with it). Bytes the source wrote to their place itself are reported to `placed`.
  */
 export function runStream(
   source: ByteSource,
@@ -107,9 +107,10 @@ export function runStream(
       if (err) return reject(err);
       if (short) return reject(new RemoteRunsError('changed', `${job.remotePath} became shorter while it was downloaded (the remote file changed)`, { path: job.remotePath }));
       if (!hash) return resolve(undefined);
+      // No hash line from a stream that delivered the whole range and exited 0: the bytes are kept, unproven (the
+      // download hashes the range on both sides with a command of its own before the rename).
       const remote = streamedSha256(ended.stderr);
-      if (!remote) return reject(new RemoteRunsError('protocol', `The stream of ${job.remotePath} ended without the remote side's SHA-256`));
-      resolve({ local: hash.digest('hex'), remote });
+      resolve({ local: hash.digest('hex'), ...(remote ? { remote } : {}) });
     };
     source.start(
       (chunk) => {

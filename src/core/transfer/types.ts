@@ -47,6 +47,8 @@ export interface DownloadPlan {
   /** The download root: run folders below it, the state folder `.remote-runs/` in it. */
   root: string;
   checkpoint: Checkpoint;
+  /** The run's name (the local path keeps it). */
+  run: string;
   /** The local folder (folder checkpoint) or file (flat checkpoint) the checkpoint lands in. */
   localRoot: string;
   /** Largest first. */
@@ -69,7 +71,14 @@ export interface DownloadProgress {
   fileIndex: number;
   fileCount: number;
   file: string;
+  /**
+   * 'transfer': bytes are arriving (with every byte here, the streams still wait for the remote side's SHA-256 of
+   * what they sent). 'verify': ranges not proven as they streamed (resumed ones, SFTP reads) are hashed on both sides.
+   */
   phase: 'transfer' | 'verify';
+  /** In the verify phase: bytes hashed so far here, of the bytes to hash. */
+  verifyDone?: number;
+  verifyTotal?: number;
 }
 
 /** How the bytes move: SFTP reads, or `dd` streams through the target's exec prefix. */

@@ -5,7 +5,7 @@
  * reload because it is read from the download's own records, not kept in memory.
  */
 import * as vscode from 'vscode';
-import { localCopyOf, type LocalCopy } from '../../core/transfer';
+import { localCopyOf, partialPercent, type LocalCopy } from '../../core/transfer';
 import { downloadFolder, downloadRootFor } from '../../core/eval/localCheckpoint';
 import type { CheckpointNode } from '../../core/tree/nodes';
 
@@ -65,7 +65,8 @@ export class DownloadMarks implements vscode.Disposable {
     entry.checking = (async () => {
       const dir = vscode.workspace.getConfiguration('remoteRuns').get<string>('downloadDirectory', '').trim();
       const copy: LocalCopy | undefined = dir ? await localCopyOf(downloadRootFor(dir, entry.node.hostName), entry.node.run.name, entry.node.checkpoint) : undefined;
-      const changed = copy?.kind !== entry.copy?.kind || copy?.path !== entry.copy?.path;
+      const share = (c?: LocalCopy): string => (c?.kind === 'partial' ? partialPercent(c.bytesHere, c.bytesTotal) : '');
+      const changed = copy?.kind !== entry.copy?.kind || copy?.path !== entry.copy?.path || share(copy) !== share(entry.copy);
       entry.copy = copy;
       entry.at = Date.now();
       if (changed && this.entries.get(entry.node.id) === entry) this.redraw(entry.node);

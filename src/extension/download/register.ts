@@ -11,7 +11,7 @@ import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
 import { pickCheckpoint as checkpointOf } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
-import { pullCheckpoint, verificationText, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
+import { discardPartialDownload, findPartialDownloads, partialPercent, progressText, pullCheckpoint, verificationText, type PartialDownload, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
 import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
 import { formatBytes } from '../../core/util/format';
 import { CommandIds } from '../commandIds';
@@ -23,6 +23,7 @@ import type { Settings } from '../settings';
 import type { TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { isInside, offeredDownloadFolder } from './downloadFolder';
+import { downloadFolder } from '../../core/eval/localCheckpoint';
 
 export interface DownloadDeps {
   store: DisposableStore;
@@ -67,6 +68,71 @@ export function registerDownloads(deps: DownloadDeps): void {
       if (ref) await downloadCheckpoint(deps, ref);
     }, log),
   );
+  void announceInterrupted(deps).catch((e: unknown) => log.warn(`Looking for interrupted downloads: ${e instanceof Error ? e.message : String(e)}`));
+}
+
+/**
+ * Downloads a window reload, a crash, a cancel or a killed CLI interrupted, announced once when the extension starts:
+ * one notification each (at most MAX_ANNOUNCED, largest share first) offering Resume (the same download, which
+ * continues from the `.part` files) or Discard (removes them). The tree marks the checkpoint `partial N%` meanwhile.
+ */
+export async function announceInterrupted(deps: DownloadDeps): Promise<void> {
+  const setting = config().get<string>('downloadDirectory', '').trim();
+  if (!setting) return;
+  const base = downloadFolder(setting);
+  const scan = async (): Promise<PartialDownload[]> => {
+    const hosts = await fs.promises.readdir(base, { withFileTypes: true }).catch(() => []);
+    const found: PartialDownload[] = [];
+    for (const h of hosts) if (h.isDirectory()) found.push(...(await findPartialDownloads(path.join(base, h.name))));
+    return found;
+  };
+  const announced = new Set<string>();
+  let left = MAX_ANNOUNCED;
+  // A window that was just reloaded may still hold its download's lock for a moment (its extension host ends after
+  // the new one starts): partials still running are looked at again for a while.
+  for (let waited = 0; left > 0; waited += RECHECK_MS) {
+    const found = await scan();
+    for (const p of found.filter((x) => !x.running)) {
+      const key = JSON.stringify([p.root, p.origin]);
+      if (announced.has(key) || left <= 0) continue;
+      announced.add(key);
+      left--;
+      void offerResume(deps, p);
+    }
+    if (!found.some((x) => x.running) || waited >= RECHECK_FOR_MS || deps.store.isDisposed) return;
+    await new Promise((r) => setTimeout(r, RECHECK_MS));
+  }
+}
+
+const MAX_ANNOUNCED = 3;
+const RECHECK_MS = 2000;
+const RECHECK_FOR_MS = 60_000;
+
+async function offerResume(deps: DownloadDeps, p: PartialDownload): Promise<void> {
+  const { host, target, run: runName, checkpoint: name } = p.origin;
+  const label = `${runName}/${name}`;
+  deps.log.info(`interrupted download of ${label} from ${host}: ${p.bytesHere} of ${p.bytesTotal} bytes in ${p.parts.map((x) => x.part).join(', ')}`);
+  const choice = await vscode.window.showInformationMessage(
+    `Remote Runs: the download of ${label} from ${host} was interrupted with ${partialPercent(p.bytesHere, p.bytesTotal)} here (${formatBytes(p.bytesHere)} of ${formatBytes(p.bytesTotal)}).`,
+    'Resume',
+    'Discard',
+  );
+  try {
+    if (choice === 'Resume') {
+      const { run } = await deps.core.findRun(host, target, runName);
+      const checkpoint = run.checkpoints.find((c) => c.name === name);
+      if (!checkpoint) throw new Error(`${label} is no longer on ${host}; Discard removes what was downloaded of it`);
+      await downloadCheckpoint(deps, { hostName: host, target, run, checkpoint });
+    } else if (choice === 'Discard') {
+      await discardPartialDownload(p);
+      deps.onDidDownload?.();
+      void vscode.window.showInformationMessage(`Remote Runs: discarded the interrupted download of ${label}.`);
+    }
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    deps.log.error(`${choice ?? 'announce'} ${label}: ${message}`);
+    void vscode.window.showErrorMessage(`Remote Runs: ${label}: ${message}`);
+  }
 }
 
 /** The latest checkpoint of the run given, selected in the tree, or pinned — re-listed so it is truly the latest. */
@@ -160,14 +226,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
             overwrite: (file) => askOverwrite(file),
             onProgress: (p) => {
               const pct = p.bytesTotal > 0 ? (100 * p.bytesDone) / p.bytesTotal : 100;
-              const parts = [
-                p.phase === 'verify' ? 'verifying' : '',
-                `${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)}`,
-                p.bytesPerSec > 0 ? `${formatBytes(p.bytesPerSec)}/s` : '',
-                p.etaSec !== undefined ? `${formatEta(p.etaSec)} left` : '',
-                p.fileCount > 1 ? `file ${p.fileIndex} of ${p.fileCount}` : '',
-              ];
-              progress.report({ message: parts.filter(Boolean).join(' · '), increment: Math.max(0, pct - reported) });
+              progress.report({ message: progressText(p), increment: Math.max(0, pct - reported) });
               reported = Math.max(reported, pct);
             },
           });
@@ -233,10 +292,4 @@ async function afterDownload(message: string, localPath: string, ref: Checkpoint
     const node: TreeNode = { type: 'checkpoint', id: '', hostName: ref.hostName, target: ref.target, run: ref.run, checkpoint: ref.checkpoint };
     await vscode.commands.executeCommand(CommandIds.evaluateCheckpoint, node);
   }
-}
-
-function formatEta(sec: number): string {
-  if (sec < 90) return `${Math.max(1, Math.round(sec))} s`;
-  if (sec < 5400) return `${Math.round(sec / 60)} min`;
-  return `${(sec / 3600).toFixed(1)} h`;
 }

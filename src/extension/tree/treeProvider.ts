@@ -10,7 +10,7 @@ import { RunsTreeModel, groupDescription, type HostEntry, type TreeViewState } f
 import type { Checkpoint, TargetRef } from '../../core/types';
 import { summaryLine, type Inspection } from '../../core/inspect';
 import type { Logger } from '../log';
-import type { LocalCopy } from '../../core/transfer';
+import { partialPercent, type LocalCopy } from '../../core/transfer';
 import { configSummary, type RunConfig } from '../../core/runs/config';
 
 export type { HostEntry };
@@ -371,7 +371,8 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const what = c.kind === 'step' ? '' : checkpointLabel(c);
     const local = this.deps.checkpointLocalCopy?.(node);
     const downloaded = local?.kind === 'downloaded';
-    item.description = [what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', downloaded ? 'downloaded' : '', this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
+    const partial = local?.kind === 'partial' ? `partial ${partialPercent(local.bytesHere, local.bytesTotal)}` : '';
+    item.description = [what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', downloaded ? 'downloaded' : partial, this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
     // Left unset with inspect: resolveTreeItem fills it on hover, with the contents' summary.
     if (!this.deps.inspect) item.tooltip = checkpointTooltip(c, local);
@@ -456,7 +457,13 @@ function runTooltip(run: RunNode['run']): string {
 }
 
 function checkpointTooltip(c: Checkpoint, local?: LocalCopy): string {
-  return `${c.path}${local?.kind === 'downloaded' ? `\nDownloaded: ${local.path}` : ''}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
+  const here =
+    local?.kind === 'downloaded'
+      ? `\nDownloaded: ${local.path}`
+      : local?.kind === 'partial'
+        ? `\nInterrupted download: ${partialPercent(local.bytesHere, local.bytesTotal)} here (${formatBytes(local.bytesHere)} of ${formatBytes(local.bytesTotal)}); Download Checkpoint… resumes it into ${local.path}`
+        : '';
+  return `${c.path}${here}\n${checkpointLabel(c)}${c.pointedBy ? ` · named by ${c.pointedBy.join(', ')}` : ''} · ${c.bytes.toLocaleString('en-US')} bytes · ${new Date(c.mtime).toISOString()}${c.isDir ? `\n${c.files.length} file(s)` : ''}${c.incomplete ? `\nIncomplete: ${c.incomplete}; never taken as latest` : ''}`;
 }
 
 function stateLabel(s: ConnectionState): string {
