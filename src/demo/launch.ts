@@ -45,9 +45,35 @@ export function onPath(name: string, pathVar: string = process.env.PATH ?? ''): 
   return undefined;
 }
 
-/** The environment for an editor we start: without a surrounding VS Code's IPC variables, which would reuse it. */
-function editorEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+/**
+ * `env` without what `npm run` put in it, for every child the demo starts (the build, the setup script, vsce,
+ * code-server, the demo machine): they behave as when started from a plain shell. An outer npm's `npm_config_*` are
+ * config to an inner npm: its `npm_config_user_agent` names the outer Node, so code-server's postinstall, run by
+ * setup.sh's npm under Node 24, read "node v20" there and refused; its `npm_config_nodedir` builds add-ons against
+ * the wrong headers. Taken out: every `npm_*` variable (any case), and under `npm run` also `INIT_CWD`, `NODE`,
+ * `COLOR` and the leading `node_modules/.bin` and `node-gyp-bin` folders npm put first on PATH.
+ * test/npmFreeEnv.sh does the same for the setup scripts (test/unit/npmFreeEnv.test.ts holds the two equal).
+ */
+export function withoutNpmEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env };
+  if (env.npm_lifecycle_event) {
+    delete out.INIT_CWD;
+    delete out.NODE;
+    delete out.COLOR;
+    const entries = (env.PATH ?? '').split(':');
+    while (entries.length > 1 && /\/(node_modules\/\.bin|node-gyp-bin)$/.test(entries[0])) entries.shift();
+    if (env.PATH !== undefined) out.PATH = entries.join(':');
+  }
+  for (const k of Object.keys(out)) if (k.toLowerCase().startsWith('npm_')) delete out[k];
+  return out;
+}
+
+/**
+ * The environment for a child the demo starts: without npm's variables (withoutNpmEnv) and without a surrounding
+ * VS Code's IPC variables, which would make an editor we start reuse that VS Code.
+ */
+export function demoChildEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = withoutNpmEnv({ ...process.env, ...extra });
   for (const k of Object.keys(env)) if (k.startsWith('VSCODE_') || k === 'ELECTRON_RUN_AS_NODE') delete env[k];
   return env;
 }
@@ -84,7 +110,7 @@ export function desktopArgs(repo: string, paths: DemoPaths): string[] {
 
 /** Open the desktop VS Code (`code`) in a new window of the demo profile. */
 export function openDesktop(code: string, repo: string, paths: DemoPaths): OpenedEditor {
-  const child = spawn(code, desktopArgs(repo, paths), { env: editorEnv(), stdio: 'ignore', detached: true });
+  const child = spawn(code, desktopArgs(repo, paths), { env: demoChildEnv(), stdio: 'ignore', detached: true });
   child.on('error', () => undefined);
   return {
     description: `VS Code (${code}) with the extension from ${repo}, profile ${paths.vscodeUserData}`,
@@ -114,7 +140,7 @@ export function findCodeServer(repo: string): { node: string; entry: string } | 
 export type StepRunner = (command: string, args: string[], cwd: string) => { status: number | null; error?: Error };
 
 const runAttached: StepRunner = (command, args, cwd) => {
-  const r = spawnSync(command, args, { cwd, stdio: 'inherit' });
+  const r = spawnSync(command, args, { cwd, stdio: 'inherit', env: demoChildEnv() });
   return { status: r.status, ...(r.error ? { error: r.error } : {}) };
 };
 
@@ -149,8 +175,8 @@ export async function openCodeServer(tool: { node: string; entry: string }, repo
   fs.mkdirSync(home, { recursive: true });
   const vsix = path.join(paths.base, 'vscode', 'remote-runs-demo.vsix');
   say('Packaging the extension for code-server (about 15 s)…');
-  run(process.execPath, [path.join(repo, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--no-dependencies', '--no-rewrite-relative-links', '-o', vsix], repo, editorEnv());
-  run(tool.node, [tool.entry, '--user-data-dir', paths.vscodeUserData, '--extensions-dir', paths.vscodeExtensions, '--install-extension', vsix, '--force'], repo, editorEnv({ HOME: home }));
+  run(process.execPath, [path.join(repo, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--no-dependencies', '--no-rewrite-relative-links', '-o', vsix], repo, demoChildEnv());
+  run(tool.node, [tool.entry, '--user-data-dir', paths.vscodeUserData, '--extensions-dir', paths.vscodeExtensions, '--install-extension', vsix, '--force'], repo, demoChildEnv({ HOME: home }));
   const child = spawn(
     tool.node,
     [tool.entry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
@@ -158,7 +184,7 @@ export async function openCodeServer(tool: { node: string; entry: string }, repo
       '--config', config, paths.vscodeWorkspace],
     // Its own HOME, so code-server writes nothing under the real one; its own process group, so stop() ends the
     // extension host it forks too (it would otherwise stay up for the reconnection grace time).
-    { env: editorEnv({ HOME: home }), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    { env: demoChildEnv({ HOME: home }), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   let output = '';
   child.stdout?.on('data', (b: Buffer) => (output += b.toString()));

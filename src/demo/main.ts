@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { demoEvalProfile, startDemoHost, DEMO_HOST_NAME, type DemoHost } from './demoHost';
-import { ensureEditor, findRepoRoot, openCodeServer, openDesktop, type OpenedEditor } from './launch';
+import { demoChildEnv, ensureEditor, findRepoRoot, openCodeServer, openDesktop, type OpenedEditor } from './launch';
 import { demoBaseDir, demoPaths } from './paths';
 import { demoSettings, writeDemoProfile } from './profile';
 
@@ -123,7 +123,7 @@ async function openEditor(repo: string, paths: ReturnType<typeof demoPaths>, say
 
 /** Build the extension and the CLI, so VS Code and the printed CLI command run the current sources. */
 function build(repo: string): void {
-  const r = spawnSync(process.execPath, ['esbuild.mjs'], { cwd: repo, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['esbuild.mjs'], { cwd: repo, encoding: 'utf8', env: demoChildEnv() });
   if (r.status !== 0) throw new Error(`build failed (node esbuild.mjs):\n${r.stderr || r.stdout}`);
 }
 
