@@ -96,7 +96,7 @@ export async function main(argv: string[]): Promise<number> {
   say(`  or:  ssh -i ${host.keys.clientKeyPath} -p ${host.port} -o UserKnownHostsFile=${host.paths.knownHosts} root@127.0.0.1`);
 
   if (!values.headless) {
-    writeDemoProfile(paths, demoSettings(paths, host.hostConfig, demoEvalProfile()));
+    writeDemoProfile(paths, demoSettings(paths, host.hostConfig, demoEvalProfile()), repo);
     try {
       const opened = await openEditor(repo, paths, say, { install: !values['no-install'], editorPort });
       if (stopping) {
