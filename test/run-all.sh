@@ -4,6 +4,8 @@
 # The last line is the summary `N passed, N failed`, summed over the suites (counted from each suite's TAP).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# Run by `npm test`: every step below starts as from a plain shell, with nothing of npm's environment.
+source test/npmFreeEnv.sh
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
