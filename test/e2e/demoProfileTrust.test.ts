@@ -64,6 +64,7 @@ test("the demo profile's first expand of the demo host connects without asking t
         dialogSeen ||= await dialog.isVisible();
         return treeRow(session, 'pct:200').filter({ hasText: /running/ }).isVisible();
       },
+      describe: async () => ((await dialog.isVisible()) ? `a dialog asks: ${(await dialog.innerText()).replace(/\s+/g, ' ')}` : 'no dialog'),
     });
     dialogSeen ||= await dialog.isVisible();
     assert.equal(dialogSeen, false, 'a host-key dialog showed');
