@@ -3,7 +3,8 @@
  * machine-scoped, went into the user settings, which code-server's remote extension host does not read for it, so
  * the first expand asked to trust the demo's own key). A real code-server + Chromium opened on a profile written by
  * writeDemoProfile, against a demo host started here: the first expand of `demo` shows its containers, no host-key
- * dialog ever shows, and nothing was added to the user's own ~/.ssh/known_hosts.
+ * dialog ever shows, and nothing was added to the user's own ~/.ssh/known_hosts. Then a checkpoint of the live
+ * run, a real torch.save archive, shows its contents (its checkpoints were zero-filled, "not readable").
  */
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -13,7 +14,8 @@ import { after, before, test } from 'node:test';
 import { startDemoHost, demoEvalProfile, type DemoHost } from '../../src/demo/demoHost';
 import { demoPaths } from '../../src/demo/paths';
 import { demoSettings, writeDemoProfile } from '../../src/demo/profile';
-import { treeRow } from './treeRows';
+import { expandTreeRow, expectRow, treeRow } from './treeRows';
+import { LIVE_CHECKPOINT_EVERY, LIVE_START_STEP } from '../../src/demo/tree';
 import { act } from './ui';
 import { machineSettingsOf, userSettingsOf } from './settingsFile';
 import { REPO_ROOT } from './toolchain';
@@ -73,5 +75,20 @@ test("the demo profile's first expand of the demo host connects without asking t
     // Nothing was trusted on the user's behalf: their own known_hosts was not written.
     const own = path.join(session.home, '.ssh', 'known_hosts');
     assert.equal(existsSync(own) && readFileSync(own, 'utf8').includes(`:${demo.port}]`), false, `${own} names the demo host`);
+  });
+});
+
+test("a live-run checkpoint shows its contents: the edited model's layers, dtypes and shapes", async () => {
+  await withArtifactsOnFailure(session, 'demo-profile-contents', async () => {
+    // The newest when the demo started (the live run saves the next one about 15 s later).
+    const newest = `step_${Math.floor(LIVE_START_STEP / LIVE_CHECKPOINT_EVERY) * LIVE_CHECKPOINT_EVERY}`;
+    await expandTreeRow(session, 'pct:200');
+    await expandTreeRow(session, 'workspace');
+    await expectRow(session, newest, new RegExp(newest));
+    await expandTreeRow(session, newest);
+    await expandTreeRow(session, 'contents');
+    await expectRow(session, 'layers › 2 › self_attn', /64 params · 256 B · 4 tensors/);
+    await expandTreeRow(session, 'layers › 1');
+    await expectRow(session, 'norm.weight', /float16 \[4\]/);
   });
 });
