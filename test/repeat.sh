@@ -2,7 +2,7 @@
 # test/repeat.sh SUITES N [--load]: runs test suites N times in a clean clone of the committed HEAD, with the installs
 # done once, and prints how many runs each test passed. The proof that a suite does not flake.
 #
-#   SUITES   unit, integration, e2e, or several joined by commas (integration,e2e); each run runs them in that order,
+#   SUITES   unit, integration, quickstart, e2e, or several joined by commas (integration,e2e); each run runs them in that order,
 #            exactly as `npm test` does (test/run-suite.sh).
 #   N        how many runs.
 #   --load   keep every core busy with a CPU load at normal priority for the whole of each run (a loaded CI
@@ -20,7 +20,7 @@ load=0
 if [[ "${3:-}" == --load ]]; then load=1; elif [[ -n "${3:-}" ]]; then echo "repeat.sh: unknown option $3" >&2; exit 2; fi
 IFS=, read -r -a names <<<"$suites"
 for n in "${names[@]}"; do
-  case "$n" in unit | integration | e2e) ;; *) echo "repeat.sh: unknown suite '$n'" >&2; exit 2 ;; esac
+  case "$n" in unit | integration | quickstart | e2e) ;; *) echo "repeat.sh: unknown suite '$n'" >&2; exit 2 ;; esac
 done
 
 dir="${REPEAT_DIR:-$(mktemp -d /tmp/rr-repeat.XXXXXX)}"

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# test/run-suite.sh SUITE TAP_FILE: runs one suite (unit, integration or e2e) exactly as `npm test` runs it, with the
+# test/run-suite.sh SUITE TAP_FILE: runs one suite (unit, integration, quickstart or e2e) exactly as `npm test` runs it, with the
 # spec reporter on the terminal and TAP into TAP_FILE. Used by test/run-all.sh and test/repeat.sh. Expects the build
 # (`node esbuild.mjs`) to be done; for e2e it packages the extension once unless REMOTE_RUNS_VSIX names a package.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-suite="${1:?usage: test/run-suite.sh unit|integration|e2e TAP_FILE}"
-tap="${2:?usage: test/run-suite.sh unit|integration|e2e TAP_FILE}"
+suite="${1:?usage: test/run-suite.sh unit|integration|quickstart|e2e TAP_FILE}"
+tap="${2:?usage: test/run-suite.sh unit|integration|quickstart|e2e TAP_FILE}"
 
 shopt -s nullglob
 files=(test/"$suite"/*.test.ts)
@@ -17,7 +17,7 @@ fi
 args=()
 case "$suite" in
   unit) ;;
-  integration) args=(--test-concurrency=1) ;;
+  integration | quickstart) args=(--test-concurrency=1) ;;
   e2e)
     args=(--test-concurrency=1)
     if [[ -z "${REMOTE_RUNS_VSIX:-}" ]]; then
@@ -30,7 +30,7 @@ case "$suite" in
     export REMOTE_RUNS_VSIX
     ;;
   *)
-    echo "run-suite.sh: unknown suite '$suite' (unit, integration or e2e)" >&2
+    echo "run-suite.sh: unknown suite '$suite' (unit, integration, quickstart or e2e)" >&2
     exit 2
     ;;
 esac

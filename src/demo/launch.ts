@@ -4,11 +4,12 @@
  * packaged from the repository and installed into the demo profile (code-server ignores a development path given
  * in its URL unless tests are run; checked in a browser). Whatever is started is stopped again by `stop()`.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import type { DemoPaths } from './paths';
+import { Lifeline } from '../core/util/lifeline';
 
 export interface OpenedEditor {
   /** What the user should know: the window that opened, or the URL to open. */
@@ -45,9 +46,35 @@ export function onPath(name: string, pathVar: string = process.env.PATH ?? ''): 
   return undefined;
 }
 
-/** The environment for an editor we start: without a surrounding VS Code's IPC variables, which would reuse it. */
-function editorEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+/**
+ * `env` without what `npm run` put in it, for every child the demo starts (the build, the setup script, vsce,
+ * code-server, the demo machine): they behave as when started from a plain shell. An outer npm's `npm_config_*` are
+ * config to an inner npm: its `npm_config_user_agent` names the outer Node, so code-server's postinstall, run by
+ * setup.sh's npm under Node 24, read "node v20" there and refused; its `npm_config_nodedir` builds add-ons against
+ * the wrong headers. Taken out: every `npm_*` variable (any case), and under `npm run` also `INIT_CWD`, `NODE`,
+ * `COLOR` and the leading `node_modules/.bin` and `node-gyp-bin` folders npm put first on PATH.
+ * test/npmFreeEnv.sh does the same for the setup scripts (test/unit/npmFreeEnv.test.ts holds the two equal).
+ */
+export function withoutNpmEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = { ...env };
+  if (env.npm_lifecycle_event) {
+    delete out.INIT_CWD;
+    delete out.NODE;
+    delete out.COLOR;
+    const entries = (env.PATH ?? '').split(':');
+    while (entries.length > 1 && /\/(node_modules\/\.bin|node-gyp-bin)$/.test(entries[0])) entries.shift();
+    if (env.PATH !== undefined) out.PATH = entries.join(':');
+  }
+  for (const k of Object.keys(out)) if (k.toLowerCase().startsWith('npm_')) delete out[k];
+  return out;
+}
+
+/**
+ * The environment for a child the demo starts: without npm's variables (withoutNpmEnv) and without a surrounding
+ * VS Code's IPC variables, which would make an editor we start reuse that VS Code.
+ */
+export function demoChildEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = withoutNpmEnv({ ...process.env, ...extra });
   for (const k of Object.keys(env)) if (k.startsWith('VSCODE_') || k === 'ELECTRON_RUN_AS_NODE') delete env[k];
   return env;
 }
@@ -84,7 +111,7 @@ export function desktopArgs(repo: string, paths: DemoPaths): string[] {
 
 /** Open the desktop VS Code (`code`) in a new window of the demo profile. */
 export function openDesktop(code: string, repo: string, paths: DemoPaths): OpenedEditor {
-  const child = spawn(code, desktopArgs(repo, paths), { env: editorEnv(), stdio: 'ignore', detached: true });
+  const child = spawn(code, desktopArgs(repo, paths), { env: demoChildEnv(), stdio: 'ignore', detached: true });
   child.on('error', () => undefined);
   return {
     description: `VS Code (${code}) with the extension from ${repo}, profile ${paths.vscodeUserData}`,
@@ -110,26 +137,53 @@ export function findCodeServer(repo: string): { node: string; entry: string } | 
   return fs.existsSync(node) && fs.existsSync(entry) ? { node, entry } : undefined;
 }
 
-/** What runs a setup step: the real one spawns with the terminal attached, so its progress shows. */
-export type StepRunner = (command: string, args: string[], cwd: string) => { status: number | null; error?: Error };
+/**
+ * The process groups the demo starts (the code-server install, code-server), killed if the demo dies however it
+ * dies (SIGKILL included), so none outlives it. A negative pid names a whole group, as kill(2) takes it.
+ */
+let groups: Lifeline | undefined;
+function guardGroup(pid: number | undefined): void {
+  if (pid !== undefined) (groups ??= new Lifeline()).add(-pid);
+}
+function releaseGroup(pid: number | undefined): void {
+  if (pid !== undefined) groups?.remove(-pid);
+}
 
-const runAttached: StepRunner = (command, args, cwd) => {
-  const r = spawnSync(command, args, { cwd, stdio: 'inherit' });
-  return { status: r.status, ...(r.error ? { error: r.error } : {}) };
-};
+/** Kill every process group the demo started that is still running (the demo is stopping). */
+export function stopDemoGroups(): void {
+  groups?.close();
+  groups = undefined;
+}
+
+/**
+ * What runs a setup step: the real one runs it in a process group of its own with the terminal attached, so its
+ * progress shows, and without blocking: the demo host in this process keeps answering during a minutes-long install.
+ */
+export type StepRunner = (command: string, args: string[], cwd: string) => Promise<{ status: number | null; error?: Error }>;
+
+const runAttached: StepRunner = (command, args, cwd) =>
+  new Promise((resolve) => {
+    const child = spawn(command, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'], env: demoChildEnv(), detached: true });
+    guardGroup(child.pid);
+    child.once('error', (error) => resolve({ status: null, error }));
+    child.once('exit', (status) => {
+      releaseGroup(child.pid);
+      resolve({ status });
+    });
+  });
 
 /**
  * The editor plan, installing code-server first when there is neither a desktop `code` nor code-server (a fresh
  * machine): `bash test/vscode/setup.sh` (about 3 minutes once, its progress on the terminal; it needs root for the
  * Debian packages it adds). `install: false` (`--no-install`) only says what to run.
  */
-export function ensureEditor(repo: string, paths: DemoPaths, say: (line: string) => void, options: { install: boolean; run?: StepRunner; pathVar?: string } = { install: true }): EditorPlan {
+export async function ensureEditor(repo: string, paths: DemoPaths, say: (line: string) => void, options: { install: boolean; run?: StepRunner; pathVar?: string } = { install: true }): Promise<EditorPlan> {
   const plan = planEditor(repo, paths, options.pathVar);
   if (plan.kind !== 'none') return plan;
   const setup = path.join(repo, 'test', 'vscode', 'setup.sh');
   if (!options.install) return { kind: 'none', reason: `${plan.reason}; run \`bash ${setup}\` once (about 3 minutes), or start without --no-install` };
   say(`No \`code\` on PATH and code-server is not installed: installing code-server into test/vscode/ (bash ${setup}, about 3 minutes, once)…`);
-  const r = (options.run ?? runAttached)('bash', [setup], repo);
+  const r = await (options.run ?? runAttached)('bash', [setup], repo);
   if (r.error || r.status !== 0) {
     return { kind: 'none', reason: `installing code-server failed (${r.error ? r.error.message : `bash ${setup} exited with ${r.status}`}); run it yourself to see why (it needs root for its Debian packages)` };
   }
@@ -149,8 +203,8 @@ export async function openCodeServer(tool: { node: string; entry: string }, repo
   fs.mkdirSync(home, { recursive: true });
   const vsix = path.join(paths.base, 'vscode', 'remote-runs-demo.vsix');
   say('Packaging the extension for code-server (about 15 s)…');
-  run(process.execPath, [path.join(repo, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--no-dependencies', '--no-rewrite-relative-links', '-o', vsix], repo, editorEnv());
-  run(tool.node, [tool.entry, '--user-data-dir', paths.vscodeUserData, '--extensions-dir', paths.vscodeExtensions, '--install-extension', vsix, '--force'], repo, editorEnv({ HOME: home }));
+  await run(process.execPath, [path.join(repo, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--no-dependencies', '--no-rewrite-relative-links', '-o', vsix], repo, demoChildEnv());
+  await run(tool.node, [tool.entry, '--user-data-dir', paths.vscodeUserData, '--extensions-dir', paths.vscodeExtensions, '--install-extension', vsix, '--force'], repo, demoChildEnv({ HOME: home }));
   const child = spawn(
     tool.node,
     [tool.entry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
@@ -158,8 +212,10 @@ export async function openCodeServer(tool: { node: string; entry: string }, repo
       '--config', config, paths.vscodeWorkspace],
     // Its own HOME, so code-server writes nothing under the real one; its own process group, so stop() ends the
     // extension host it forks too (it would otherwise stay up for the reconnection grace time).
-    { env: editorEnv({ HOME: home }), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    { env: demoChildEnv({ HOME: home }), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
+  guardGroup(child.pid);
+  child.once('exit', () => releaseGroup(child.pid));
   let output = '';
   child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (output += b.toString()));
@@ -177,10 +233,30 @@ export async function openCodeServer(tool: { node: string; entry: string }, repo
   };
 }
 
-/** Run a program to its end; throws with its output when it fails. */
-function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): void {
-  const r = spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout: 180_000 });
-  if (r.status !== 0) throw new Error(`${path.basename(args[0] ?? command)} ${args.slice(1, 3).join(' ')} failed:\n${(r.stderr || r.stdout || String(r.error)).slice(-2000)}`);
+/**
+ * Run a program to its end in a process group of its own (guarded like the others), without blocking this process;
+ * throws with its output when it fails or takes over 3 minutes.
+ */
+function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    guardGroup(child.pid);
+    let output = '';
+    child.stdout?.on('data', (b: Buffer) => (output += b.toString()));
+    child.stderr?.on('data', (b: Buffer) => (output += b.toString()));
+    const timer = setTimeout(() => killGroup(child, 'SIGKILL'), 180_000);
+    const fail = (why: string): void => reject(new Error(`${path.basename(args[0] ?? command)} ${args.slice(1, 3).join(' ')} failed (${why}):\n${output.slice(-2000)}`));
+    child.once('error', (e) => {
+      clearTimeout(timer);
+      fail(e.message);
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(timer);
+      releaseGroup(child.pid);
+      if (code === 0) resolve();
+      else fail(signal ? `killed by ${signal}` : `exit ${code}`);
+    });
+  });
 }
 
 async function waitForHealthy(url: string, child: ChildProcess, output: () => string, timeoutMs = 60_000): Promise<void> {

@@ -13,7 +13,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { demoEvalProfile, startDemoHost, DEMO_HOST_NAME, type DemoHost } from './demoHost';
-import { ensureEditor, findRepoRoot, openCodeServer, openDesktop, type OpenedEditor } from './launch';
+import { demoChildEnv, ensureEditor, findRepoRoot, stopDemoGroups, openCodeServer, openDesktop, type OpenedEditor } from './launch';
 import { demoBaseDir, demoPaths } from './paths';
 import { demoSettings, writeDemoProfile } from './profile';
 
@@ -73,6 +73,8 @@ export async function main(argv: string[]): Promise<number> {
     (stopping ??= (async () => {
       say('Stopping the demo…');
       await editor?.stop().catch(() => undefined);
+      // An editor still being installed or started: its processes end now (what it had started is then found gone).
+      stopDemoGroups();
       await host.stop();
       fs.rmSync(paths.stateFile, { force: true });
       say('Demo stopped; nothing of it is left running.');
@@ -97,12 +99,23 @@ export async function main(argv: string[]): Promise<number> {
   say(`  or:  ssh -i ${host.keys.clientKeyPath} -p ${host.port} -o UserKnownHostsFile=${host.paths.knownHosts} root@127.0.0.1`);
 
   if (!values.headless) {
-    writeDemoProfile(paths, demoSettings(paths, host.hostConfig, demoEvalProfile()));
+    writeDemoProfile(paths, demoSettings(paths, host.hostConfig, demoEvalProfile()), repo);
     try {
-      editor = await openEditor(repo, paths, say, { install: !values['no-install'], editorPort });
+      const opened = await openEditor(repo, paths, say, { install: !values['no-install'], editorPort });
+      if (stopping) {
+        // Stopped while it was being opened: it goes too.
+        await opened.stop();
+        await finished;
+        return 0;
+      }
+      editor = opened;
       say(`Opened ${editor.description}`);
       if ('url' in editor) say(`Open this URL in your browser: ${(editor as { url: string }).url}`);
     } catch (e) {
+      if (stopping) {
+        await finished;
+        return 0;
+      }
       say(`Could not open VS Code: ${(e as Error).message}`);
       say('The demo host keeps running; use the details above (or run with --headless).');
     }
@@ -113,7 +126,7 @@ export async function main(argv: string[]): Promise<number> {
 }
 
 async function openEditor(repo: string, paths: ReturnType<typeof demoPaths>, say: (line: string) => void, options: { install: boolean; editorPort?: number }): Promise<OpenedEditor> {
-  const plan = ensureEditor(repo, paths, say, { install: options.install });
+  const plan = await ensureEditor(repo, paths, say, { install: options.install });
   switch (plan.kind) {
     case 'desktop':
       return openDesktop(plan.executable, repo, paths);
@@ -126,7 +139,7 @@ async function openEditor(repo: string, paths: ReturnType<typeof demoPaths>, say
 
 /** Build the extension and the CLI, so VS Code and the printed CLI command run the current sources. */
 function build(repo: string): void {
-  const r = spawnSync(process.execPath, ['esbuild.mjs'], { cwd: repo, encoding: 'utf8' });
+  const r = spawnSync(process.execPath, ['esbuild.mjs'], { cwd: repo, encoding: 'utf8', env: demoChildEnv() });
   if (r.status !== 0) throw new Error(`build failed (node esbuild.mjs):\n${r.stderr || r.stdout}`);
 }
 

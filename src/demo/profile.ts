@@ -1,12 +1,26 @@
 /**
- * The isolated VS Code profile the demo opens: its own user-data-dir and extensions-dir under the demo folder, user
- * settings pointing Remote Runs at the demo host (and nothing else: no hosts from ~/.ssh/config), and a small
- * workspace folder with a note on what to try.
+ * The isolated VS Code profile the demo opens: its own user-data-dir and extensions-dir under the demo folder,
+ * settings pointing Remote Runs at the demo host (and nothing else: no hosts from ~/.ssh/config) and trusting its
+ * host key, and a small workspace folder with a note on what to try.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { DemoPaths } from './paths';
 import type { HostConfig } from '../core/types';
+import { findRepoRoot } from './launch';
+
+/**
+ * Settings split by the scope the extension's manifest (`<repo>/package.json`) gives them: `machine` ones (which
+ * program to run, which known_hosts to trust) and the rest.
+ */
+export function splitByScope(settings: Record<string, unknown>, repo: string = findRepoRoot()): { user: Record<string, unknown>; machine: Record<string, unknown> } {
+  const props = (JSON.parse(fs.readFileSync(path.join(repo, 'package.json'), 'utf8')) as { contributes: { configuration: { properties: Record<string, { scope?: string }> } } })
+    .contributes.configuration.properties;
+  const user: Record<string, unknown> = {};
+  const machine: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(settings)) (props[k]?.scope === 'machine' ? machine : user)[k] = v;
+  return { user, machine };
+}
 
 /**
  * Settings that keep a fresh profile quiet: no welcome page, tips, trust prompt, telemetry, update checks or chat
@@ -42,20 +56,17 @@ export function demoSettings(paths: DemoPaths, host: HostConfig, evalProfile: Re
 
 /**
  * Write (or update) the profile. Settings the user changed in the demo profile are kept; the demo's own keys are
- * set again, since the port can change between starts.
+ * set again, since the port can change between starts. Each setting goes where the editor that opens reads it:
+ * everything into the user settings (`User/settings.json`: the desktop VS Code reads `machine`-scoped settings there
+ * too), and the `machine`-scoped ones (the known_hosts naming the demo's key) also into `Machine/settings.json`,
+ * the only place code-server's extension host, a remote one, reads them; without that the first expand of the demo
+ * host asked to trust the demo's own key.
  */
-export function writeDemoProfile(paths: DemoPaths, settings: Record<string, unknown>): void {
-  const file = path.join(paths.vscodeUserData, 'User', 'settings.json');
-  fs.mkdirSync(path.dirname(file), { recursive: true });
+export function writeDemoProfile(paths: DemoPaths, settings: Record<string, unknown>, repo: string = findRepoRoot()): void {
   fs.mkdirSync(paths.vscodeExtensions, { recursive: true });
-  let existing: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) existing = parsed as Record<string, unknown>;
-  } catch {
-    // first start, or a file that is not plain JSON: start over
-  }
-  fs.writeFileSync(file, `${JSON.stringify({ ...QUIET_VSCODE_SETTINGS, ...existing, ...settings }, null, 2)}\n`);
+  const { machine } = splitByScope(settings, repo);
+  updateSettingsFile(path.join(paths.vscodeUserData, 'User', 'settings.json'), { ...QUIET_VSCODE_SETTINGS }, settings);
+  updateSettingsFile(path.join(paths.vscodeUserData, 'Machine', 'settings.json'), {}, machine);
   fs.mkdirSync(paths.vscodeWorkspace, { recursive: true });
   fs.writeFileSync(
     path.join(paths.vscodeWorkspace, 'DEMO.md'),
@@ -66,7 +77,9 @@ export function writeDemoProfile(paths: DemoPaths, settings: Record<string, unkn
       '`npm run demo`. Things to try:',
       '',
       '- `pct:200` → `workspace`: a run that is training right now. Open its metrics; a new checkpoint appears about',
-      '  every two minutes.',
+      '  every two minutes. Its checkpoints are real torch.save files: expand or hover one to see its tensors, and',
+      '  Compare Checkpoints `step_10000` with `step_12000`, where the model gained a layer.',
+      '- `host` → `baseline-ref`: a finished run whose checkpoints are Hugging Face sharded safetensors saves.',
       '- `host` → `checkpoints`: the folder from the story, where `ls checkpoints/*.pt` finds nothing although 12',
       '  checkpoints are there, one level down.',
       '- `host` → `/workspace`: a folder with code and data but no run, and the tree says exactly that.',
@@ -77,4 +90,17 @@ export function writeDemoProfile(paths: DemoPaths, settings: Record<string, unkn
       '',
     ].join('\n'),
   );
+}
+
+/** Rewrite a settings file as `defaults`, what it held, then `settings` (each later one wins). */
+function updateSettingsFile(file: string, defaults: Record<string, unknown>, settings: Record<string, unknown>): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  let existing: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) existing = parsed as Record<string, unknown>;
+  } catch {
+    // first start, or a file that is not plain JSON: start over
+  }
+  fs.writeFileSync(file, `${JSON.stringify({ ...defaults, ...existing, ...settings }, null, 2)}\n`);
 }

@@ -9,6 +9,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import { HOLDER_SCRIPT, DEMO_BIN } from './scripts';
 import { shellQuote } from '../core/shell/quote';
+import { withoutNpmEnv } from './launch';
 
 /** The environment of every command, as a plain login on the demo machine would have it. */
 export function machineEnv(extra: Record<string, string> = {}): Record<string, string> {
@@ -51,6 +52,7 @@ export class DemoMachine {
   static async start(machineDir: string, mountPoint: string): Promise<DemoMachine> {
     fs.mkdirSync(mountPoint, { recursive: true });
     const holder = spawn('unshare', ['-rmpf', '--kill-child=SIGKILL', '/bin/sh', '-c', HOLDER_SCRIPT, 'remote-runs-demo', mountPoint, machineDir], {
+      env: withoutNpmEnv(process.env),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     const unsharePid = holder.pid;

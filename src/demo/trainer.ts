@@ -1,12 +1,13 @@
 /**
- * The live run: one JSONL line a second (LIVE_STEPS_PER_LINE steps of demo time each) and a new sparse
- * `checkpoints/step_N/checkpoint.pt` whenever the step passes a multiple of LIVE_CHECKPOINT_EVERY (about every two
+ * The live run: one JSONL line a second (LIVE_STEPS_PER_LINE steps of demo time each) and a new
+ * `checkpoints/step_N/checkpoint.pt` (a real torch.save archive, see liveModelAt) whenever the step passes a multiple of LIVE_CHECKPOINT_EVERY (about every two
  * minutes of real time), so a newcomer watches the curves move and a checkpoint appear while the demo runs.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { metricsAt } from './metrics';
-import { LIVE_CHECKPOINT_BYTES, LIVE_CHECKPOINT_EVERY, LIVE_START_STEP, LIVE_STEPS_PER_LINE, metricLine, sparseFile } from './tree';
+import { writeTorchCheckpoint } from './realCheckpoints';
+import { LIVE_CHECKPOINT_EVERY, LIVE_START_STEP, LIVE_STEPS_PER_LINE, liveModelAt, metricLine } from './tree';
 
 export interface LiveTrainerOptions {
   /** The run folder (holds `logs/train.jsonl` and `checkpoints/`). */
@@ -48,7 +49,7 @@ export class LiveTrainer {
     const due = Math.floor(this.step / LIVE_CHECKPOINT_EVERY) * LIVE_CHECKPOINT_EVERY;
     if (due > previous) {
       const file = path.join(this.options.dir, 'checkpoints', `step_${due}`, 'checkpoint.pt');
-      sparseFile(file, LIVE_CHECKPOINT_BYTES);
+      writeTorchCheckpoint(file, liveModelAt(due));
       this.options.onCheckpoint?.(due, file);
     }
   }

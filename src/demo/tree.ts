@@ -1,11 +1,15 @@
 /**
- * What the demo machine holds, written into its folder (see paths.ts) on every start. Big files are sparse
- * (`truncate`), so 3 GB checkpoints cost no disk. Outside path → path inside the demo machine:
+ * What the demo machine holds, written into its folder (see paths.ts) on every start. The checkpoints of the live,
+ * the reference and the Hugging Face runs are small files in real formats (realCheckpoints.ts), so inspect, the hover
+ * and Compare Checkpoints show real summaries; the story's folder and the stopped container keep big sparse files
+ * (`truncate`: 3 GB checkpoints that cost no disk) for downloads. Outside path → path inside the demo machine:
  *
- *   root/runs/baseline-ref/                  /root/runs/baseline-ref       a finished reference run (story layout)
+ *   root/runs/baseline-ref/                  /root/runs/baseline-ref       a finished reference run (story layout),
+ *                                                                          each step_N/ a transformers sharded save
  *   root/checkpoints/step_N/checkpoint.pt    /root/checkpoints             the story's folder: 12 step_N/ folders,
  *                                                                          not one *.pt at its top level, no logs
- *   var/lib/lxc/200/rootfs/workspace/        pct:200 (trainer-ct) /workspace: the LIVE run (checkpoints/step_N/,
+ *   var/lib/lxc/200/rootfs/workspace/        pct:200 (trainer-ct) /workspace: the LIVE run (checkpoints/step_N/
+ *                                                                          checkpoint.pt torch.save archives,
  *                                                                          logs/train.jsonl), grown by LiveTrainer
  *   var/lib/lxc/201/                         pct:201 (old-ct), stopped
  *   var/lib/docker/containers/hf-finetune/   docker:hf-finetune /workspace/llama-sft: a Hugging Face Trainer run
@@ -18,6 +22,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { metricsAt, type DemoMetricLine } from './metrics';
+import { writeShardedCheckpoint, writeTorchCheckpoint, writeTrainerCheckpoint, type TorchModel } from './realCheckpoints';
 import { DEMO_BIN, DEMO_EVAL, DOCKER_SCRIPT, DOCKER_STATE, EVAL_SCRIPT, PCT_SCRIPT, PCT_STATE } from './scripts';
 
 const GB = 1024 ** 3;
@@ -27,8 +32,19 @@ export const LIVE_STEPS_PER_LINE = 16;
 export const LIVE_CHECKPOINT_EVERY = 2000;
 /** Where the live run stands when the demo starts (the story's step 21,760). */
 export const LIVE_START_STEP = 21_760;
-/** Apparent size of each live checkpoint. */
-export const LIVE_CHECKPOINT_BYTES = Math.round(3.2 * GB);
+/** Apparent size of each (sparse) checkpoint of the story's folder. */
+export const STORY_CHECKPOINT_BYTES = Math.round(3.2 * GB);
+/**
+ * The live run's model: its checkpoints before this step are the base architecture, from it on the edited one (a
+ * third layer, a bigger vocabulary, no rope buffer, one norm in fp16), so comparing across it shows every kind of
+ * difference and comparing two newer ones shows none.
+ */
+export const LIVE_EDITED_FROM_STEP = 12_000;
+
+/** Which torch.save archive the live run's checkpoint at `step` is. */
+export function liveModelAt(step: number): TorchModel {
+  return step < LIVE_EDITED_FROM_STEP ? 'base' : 'edited';
+}
 
 /** Paths of the demo content, outside (real) and inside (as the demo machine's commands see them). */
 export interface DemoTree {
@@ -71,7 +87,7 @@ export function writeDemoTree(machine: string, nowMs: number = Date.now()): Demo
 
   // The finished reference run: 10 checkpoints, its log ended two days ago.
   const reference = path.join(home, 'runs', 'baseline-ref');
-  writeStepRun(reference, { lastStep: 20_000, every: 2000, linesEvery: 20, endMs: nowMs - 2 * 86_400_000, seed: 5, bytes: LIVE_CHECKPOINT_BYTES });
+  writeStepRun(reference, { lastStep: 20_000, every: 2000, linesEvery: 20, endMs: nowMs - 2 * 86_400_000, seed: 5, write: (folder, _step, mtime) => writeShardedCheckpoint(folder, mtime) });
 
   // The story's folder: step_N/checkpoint.pt one level down, nothing a `*.pt` glob at its top would match.
   const storyDir = path.join(home, 'checkpoints');
@@ -79,7 +95,7 @@ export function writeDemoTree(machine: string, nowMs: number = Date.now()): Demo
   for (let step = 10_000; step <= 32_000; step += 2000) storySteps.push(step);
   storySteps.forEach((step, i) => {
     const mtime = nowMs - 3 * 86_400_000 + i * 40 * 60_000;
-    sparseFile(path.join(storyDir, `step_${step}`, 'checkpoint.pt'), LIVE_CHECKPOINT_BYTES, mtime);
+    sparseFile(path.join(storyDir, `step_${step}`, 'checkpoint.pt'), STORY_CHECKPOINT_BYTES, mtime);
     setMtime(path.join(storyDir, `step_${step}`), mtime);
   });
 
@@ -94,7 +110,7 @@ export function writeDemoTree(machine: string, nowMs: number = Date.now()): Demo
     endMs: nowMs,
     secondsPerLine: 1,
     seed: 0,
-    bytes: LIVE_CHECKPOINT_BYTES,
+    write: (folder, step, mtime) => writeTorchCheckpoint(path.join(folder, 'checkpoint.pt'), liveModelAt(step), mtime),
   });
   fs.writeFileSync(
     path.join(live, 'config.yaml'),
@@ -103,7 +119,7 @@ export function writeDemoTree(machine: string, nowMs: number = Date.now()): Demo
   fs.mkdirSync(path.join(ct200, 'rootfs', 'root'), { recursive: true, mode: 0o700 });
   const ct201 = outside(machine, `${PCT_STATE}/201`);
   writeFields(ct201, { state: 'stopped', name: 'old-ct' });
-  writeStepRun(path.join(ct201, 'rootfs', 'workspace'), { lastStep: 6000, every: 2000, linesEvery: 50, endMs: nowMs - 20 * 86_400_000, seed: 9, bytes: GB });
+  writeStepRun(path.join(ct201, 'rootfs', 'workspace'), { lastStep: 6000, every: 2000, linesEvery: 50, endMs: nowMs - 20 * 86_400_000, seed: 9, write: (folder, _step, mtime) => sparseFile(path.join(folder, 'checkpoint.pt'), GB, mtime) });
 
   // Docker: a Hugging Face fine-tune, and an exited eval container.
   const hfCt = outside(machine, `${DOCKER_STATE}/hf-finetune`);
@@ -134,10 +150,11 @@ interface StepRunOptions {
   /** Wall seconds between lines (default: a believable 40 s per logged line). */
   secondsPerLine?: number;
   seed: number;
-  bytes: number;
+  /** Writes a checkpoint's files into its (existing) `step_N` folder, with this modification time. */
+  write: (folder: string, step: number, mtimeMs: number) => void;
 }
 
-/** `checkpoints/step_N/checkpoint.pt` every `every` steps and `logs/train.jsonl`, times consistent with the log. */
+/** A `checkpoints/step_N/` folder every `every` steps and `logs/train.jsonl`, times consistent with the log. */
 function writeStepRun(dir: string, o: StepRunOptions): void {
   const perLine = o.secondsPerLine ?? 40;
   const timeOf = (step: number): number => o.endMs / 1000 - ((o.lastStep - step) / o.linesEvery) * perLine;
@@ -146,7 +163,8 @@ function writeStepRun(dir: string, o: StepRunOptions): void {
   writeFile(path.join(dir, 'logs', 'train.jsonl'), lines.join(''), o.endMs);
   for (let step = o.every; step <= o.lastStep; step += o.every) {
     const folder = path.join(dir, 'checkpoints', `step_${step}`);
-    sparseFile(path.join(folder, 'checkpoint.pt'), o.bytes, timeOf(step) * 1000);
+    fs.mkdirSync(folder, { recursive: true });
+    o.write(folder, step, timeOf(step) * 1000);
     setMtime(folder, timeOf(step) * 1000);
   }
 }
@@ -156,7 +174,10 @@ export function metricLine(m: DemoMetricLine): string {
   return `${JSON.stringify(m)}\n`;
 }
 
-/** A Hugging Face Trainer output folder: checkpoint-N/ with safetensors, optimizer and trainer_state.json. */
+/**
+ * A Hugging Face Trainer output folder: checkpoint-N/ with a real Trainer checkpoint's files (a tiny GPT-2's
+ * model.safetensors, optimizer.pt, …) and this run's trainer_state.json.
+ */
 function writeHfRun(dir: string, steps: number[], endMs: number): void {
   const last = steps[steps.length - 1];
   const history = [] as { epoch: number; step: number; loss: number; learning_rate: number; grad_norm: number }[];
@@ -167,12 +188,7 @@ function writeHfRun(dir: string, steps: number[], endMs: number): void {
   steps.forEach((step, i) => {
     const mtime = endMs - (steps.length - 1 - i) * 45 * 60_000;
     const ck = path.join(dir, `checkpoint-${step}`);
-    sparseFile(path.join(ck, 'model.safetensors'), 2.47 * GB, mtime);
-    sparseFile(path.join(ck, 'optimizer.pt'), 4.94 * GB, mtime);
-    sparseFile(path.join(ck, 'scheduler.pt'), 1064, mtime);
-    sparseFile(path.join(ck, 'rng_state.pth'), 14_244, mtime);
-    sparseFile(path.join(ck, 'training_args.bin'), 5240, mtime);
-    writeFile(path.join(ck, 'config.json'), JSON.stringify({ architectures: ['LlamaForCausalLM'], hidden_size: 2048, num_hidden_layers: 16 }, null, 2), mtime);
+    writeTrainerCheckpoint(ck, mtime);
     const state = { global_step: step, epoch: step / 1000, max_steps: 3000, best_metric: null, log_history: history.filter((h) => h.step <= step) };
     writeFile(path.join(ck, 'trainer_state.json'), JSON.stringify(state, null, 2), mtime);
     setMtime(ck, mtime);

