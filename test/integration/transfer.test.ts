@@ -302,7 +302,8 @@ describe('resume', () => {
         client: 'ssh2',
         transport: 'sftp',
         onProgress: (p) => {
-          if (p.phase !== 'verify') return;
+          // The verify phase's first report (nothing hashed yet) is where a check starts.
+          if (p.phase !== 'verify' || p.verifyDone !== 0) return;
           const fd = fs.openSync(plan.files[0].paths.part, 'r+');
           fs.writeSync(fd, Buffer.from([data[3 * MiB] ^ 0x10]), 0, 1, 3 * MiB);
           fs.closeSync(fd);
