@@ -80,6 +80,9 @@ async function waitFor(pattern: RegExp, what: string, limitMs: number): Promise<
   for (;;) {
     const m = demo!.output().match(pattern);
     if (m) return m;
+    // The demo keeps its host running when the editor fails (e.g. code-server's install refusing the Node version
+    // an outer npm's environment named): that is this test's failure, at once.
+    assert.doesNotMatch(demo!.output(), /Could not open VS Code/, `before ${what}:\n${demo!.output().slice(-6000)}`);
     assert.ok(Date.now() < deadline, `${what} did not happen within ${limitMs / 1000} s:\n${demo!.output().slice(-6000)}`);
     assert.equal(demo!.child.exitCode, null, `the quick start exited before ${what}:\n${demo!.output().slice(-6000)}`);
     await new Promise((r) => setTimeout(r, 500));
