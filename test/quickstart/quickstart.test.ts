@@ -1,5 +1,5 @@
 /**
- * The README's quick start, run literally as a newcomer runs it (issue 33): the quick-start line is read from the
+ * The README's quick start, run literally as a newcomer runs it : the quick-start line is read from the
  * README's `<!-- test: quick-start -->` block (test/readmeCommand.sh) and run by bash in a fresh clone of this
  * repository, with a fresh HOME, no code-server in the clone and no desktop `code` on PATH. So `npm ci` installs the
  * extension's packages and `npm run demo` builds, starts the demo host and installs code-server for real (test/vscode/
@@ -19,6 +19,7 @@ import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { eventually } from '../harness/assertKind';
 import { groupMembers, spawnGroup, type GroupProcess } from '../e2e/processGroup';
+import { processesMentioning } from '../harness/processes';
 
 const ROOT = path.join(__dirname, '..', '..');
 let tmp: string;
@@ -45,20 +46,6 @@ after(() => {
   }
   fs.rmSync(tmp, { recursive: true, force: true });
 });
-
-/** Pids whose command line mentions `text`. */
-function processesMentioning(text: string): number[] {
-  const out: number[] = [];
-  for (const e of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
-    try {
-      if (fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').includes(text)) out.push(Number(e));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return out;
-}
 
 /** PATH without folders holding an executable `code`: the quick start must take the code-server route here. */
 function pathWithoutCode(pathVar: string): string {
