@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import { runDemoCli } from '../harness/builtCli';
 import { execFileSync, spawn } from 'node:child_process';
 import { Client, type ConnectConfig } from 'ssh2';
 import { generateEd25519 } from '../../src/demo/keys';
@@ -55,25 +56,8 @@ function exec(c: Client, command: string): Promise<{ code: number | null; stdout
 
 const demoKey = (): Buffer => fs.readFileSync(host.keys.clientKeyPath);
 
-/** The built CLI, run asynchronously: the demo server lives in this process and must keep answering. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string; json: any }> {
-  const child = spawn(process.execPath, [CLI, ...args, '--json', '--config', host.paths.cliConfig, '--known-hosts', host.paths.knownHosts], {
-    env: { PATH: process.env.PATH, HOME: base },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-  const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? -1)));
-  let json: unknown;
-  try {
-    json = JSON.parse(stdout);
-  } catch {
-    json = undefined;
-  }
-  return { code, stdout, stderr, json };
-}
+/** The built CLI against the demo host (test/harness/builtCli.ts runDemoCli). */
+const cli = (args: string[]): ReturnType<typeof runDemoCli> => runDemoCli(host.paths, base, args);
 
 describe('demo host: who gets in, and where it listens', () => {
   test('the demo client key logs in; another key, a password and no key are refused', async () => {

@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { spawn } from 'node:child_process';
-import { ensureBuiltCli, CLI } from '../harness/builtCli';
+import { ensureBuiltCli, runDemoCli } from '../harness/builtCli';
 import { startDemoHost, type DemoHost } from '../../src/demo/demoHost';
 import { LIVE_CHECKPOINT_EVERY, LIVE_EDITED_FROM_STEP, LIVE_START_STEP, LIVE_STEPS_PER_LINE } from '../../src/demo/tree';
 
@@ -33,25 +32,8 @@ after(async () => {
   if (base) fs.rmSync(base, { recursive: true, force: true });
 });
 
-/** The built CLI, asynchronously: the demo server lives in this process and must keep answering. */
-async function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string; json: any }> {
-  const child = spawn(process.execPath, [CLI, ...args, '--json', '--config', host.paths.cliConfig, '--known-hosts', host.paths.knownHosts], {
-    env: { PATH: process.env.PATH, HOME: base },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-  const code = await new Promise<number>((resolve) => child.on('close', (c) => resolve(c ?? -1)));
-  let json: unknown;
-  try {
-    json = JSON.parse(stdout);
-  } catch {
-    json = undefined;
-  }
-  return { code, stdout, stderr, json };
-}
+/** The built CLI against the demo host (test/harness/builtCli.ts runDemoCli). */
+const cli = (args: string[]): ReturnType<typeof runDemoCli> => runDemoCli(host.paths, base, args);
 
 async function inspect(address: string): Promise<any> {
   const r = await cli(['inspect', address]);

@@ -14,6 +14,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { eventually } from '../harness/assertKind';
 import { ensureBuiltCli, CLI } from '../harness/builtCli';
 import { groupMembers, spawnGroup, type GroupProcess } from '../e2e/processGroup';
+import { processesMentioning } from '../harness/processes';
 
 const ROOT = path.join(__dirname, '..', '..');
 let tmp: string;
@@ -46,20 +47,6 @@ after(() => {
   }
   fs.rmSync(tmp, { recursive: true, force: true });
 });
-
-/** Pids whose command line mentions `text`. */
-function processesMentioning(text: string): number[] {
-  const out: number[] = [];
-  for (const e of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
-    try {
-      if (fs.readFileSync(`/proc/${e}/cmdline`, 'utf8').includes(text)) out.push(Number(e));
-    } catch {
-      // exited while we looked
-    }
-  }
-  return out;
-}
 
 /** The stand-in install's `sleep 3600`, found by its parent's folder: the sleep replaced the clone's setup.sh shell. */
 function installPids(): number[] {
