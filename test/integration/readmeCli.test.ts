@@ -50,6 +50,22 @@ const EXPECT: Record<string, (out: string, env: NodeJS.ProcessEnv) => void> = {
     assert.match(out, /^loss\s+\d+\s+\d+: [\d.]+\s+\d+: [\d.]+$/m);
     assert.match(out, /^acc\s+\d+/m);
   },
+  // The live run's checkpoints are real torch.save archives; from step 12000 the model has a third layer.
+  'remote-runs inspect demo/pct:200/workspace/latest': (out) => {
+    assert.match(out, /^demo\/pct:200\/workspace\/step_\d+: \d+ params · fp32\/fp16 · \d+ tensors$/m);
+    assert.match(out, /^format: torch-zip/m);
+    assert.match(out, /layers\.2\.self_attn\.q_proj\.weight\s+float32\s+\[4, 4\]/);
+  },
+  'remote-runs diff demo/pct:200/workspace/step_10000 demo/pct:200/workspace/latest': (out) => {
+    assert.match(out, /^added \(in B only\): 8$/m);
+    assert.match(out, /^ {2}- rope_freqs {2}float32 \[2\]$/m);
+    assert.match(out, /^ {2}~ layers\.1\.norm\.weight {2}float32 \[4\] → float16 \[4\]$/m);
+  },
+  'remote-runs pull demo/pct:200/workspace/latest --to ~/ckpts': (out, env) => {
+    const local = out.trim();
+    assert.match(local, new RegExp(`^${env.HOME}/ckpts/workspace/step_\\d+$`));
+    assert.ok(fs.statSync(path.join(local, 'checkpoint.pt')).size > 1000, 'the checkpoint file is in place');
+  },
 };
 
 /** The commands of the README's block marked `marker`, comments and blank lines dropped. */
