@@ -24,3 +24,20 @@ export function processesMentioning(text: string): number[] {
   }
   return out;
 }
+
+/**
+ * A test's last resort in `after`: SIGKILL every process group in `pgids`, then every process whose command line
+ * mentions `folder` (a child that started a group of its own, found by the test's temporary folder). Quiet about
+ * what is already gone, as everything should be by then.
+ */
+export function killLeftovers(pgids: number[], folder: string): void {
+  const kill = (pid: number): void => {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone, as it should be
+    }
+  };
+  for (const g of pgids) kill(-g);
+  for (const pid of processesMentioning(folder)) kill(pid);
+}

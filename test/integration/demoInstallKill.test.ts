@@ -14,7 +14,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { eventually } from '../harness/assertKind';
 import { ensureBuiltCli, CLI } from '../harness/builtCli';
 import { groupMembers, spawnGroup, type GroupProcess } from '../e2e/processGroup';
-import { processesMentioning } from '../harness/processes';
+import { killLeftovers, processesMentioning } from '../harness/processes';
 
 const ROOT = path.join(__dirname, '..', '..');
 let tmp: string;
@@ -31,20 +31,7 @@ before(() => {
   fs.writeFileSync(path.join(repo, 'test', 'vscode', 'setup.sh'), 'echo "stand-in install started"\nexec sleep 3600\n');
 });
 after(() => {
-  for (const g of started) {
-    try {
-      process.kill(-g.pgid, 'SIGKILL');
-    } catch {
-      // gone, as it should be
-    }
-  }
-  for (const pid of processesMentioning(tmp)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
+  killLeftovers(started.map((g) => g.pgid), tmp);
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 

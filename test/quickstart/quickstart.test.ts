@@ -19,7 +19,7 @@ import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { eventually } from '../harness/assertKind';
 import { groupMembers, spawnGroup, type GroupProcess } from '../e2e/processGroup';
-import { processesMentioning } from '../harness/processes';
+import { killLeftovers, processesMentioning } from '../harness/processes';
 
 const ROOT = path.join(__dirname, '..', '..');
 let tmp: string;
@@ -29,21 +29,8 @@ before(() => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-quickstart-'));
 });
 after(() => {
-  if (demo) {
-    try {
-      process.kill(-demo.pgid, 'SIGKILL');
-    } catch {
-      // already gone, as it should be
-    }
-  }
   // code-server runs in a group of its own: if the demo died before stopping it, it is found by its folder.
-  for (const pid of processesMentioning(tmp)) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
+  killLeftovers(demo ? [demo.pgid] : [], tmp);
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
