@@ -11,21 +11,7 @@ source test/npmFreeEnv.sh
 # discovery script is tested against; procps, util-linux (unshare), iproute2, passwd (useradd): process, namespace
 # and user tools of the test harnesses; slurm-wlm, munge: the Slurm the eval tests submit to; git: the quick-start
 # test clones the repository.
-apt_packages=(openssh-server openssh-client busybox procps util-linux iproute2 passwd ca-certificates git slurm-wlm munge)
-missing=()
-for p in "${apt_packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then missing+=("$p"); fi
-done
-if ((${#missing[@]})); then
-  if [[ "$(id -u)" != 0 ]]; then
-    echo "setup.sh: missing Debian packages (${missing[*]}); run as root, or: sudo apt-get install -y ${missing[*]}" >&2
-    exit 1
-  fi
-  echo "setup.sh: apt-get install ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  # A fresh machine may have empty package lists; update only when the first attempt fails.
-  apt-get install -y --no-install-recommends "${missing[@]}" ||
-    { apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"; }
-fi
+source test/aptInstall.sh
+apt_install_missing openssh-server openssh-client busybox procps util-linux iproute2 passwd ca-certificates git slurm-wlm munge
 
 bash test/vscode/setup.sh

@@ -23,24 +23,8 @@ log="$here/node_modules/.remote-runs-setup.log"
 # --- apt packages --------------------------------------------------------------------------------------------------
 # chromium: the browser the tests drive. libkrb5-dev: headers for code-server's `kerberos` add-on.
 # build-essential, python3: node-gyp compiles code-server's native add-ons.
-apt_packages=(chromium libkrb5-dev build-essential python3)
-missing=()
-for p in "${apt_packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-    missing+=("$p")
-  fi
-done
-if ((${#missing[@]})); then
-  if [[ "$(id -u)" != 0 ]]; then
-    echo "setup.sh: missing Debian packages (${missing[*]}); run as root or: sudo apt-get install -y ${missing[*]}" >&2
-    exit 1
-  fi
-  echo "setup.sh: apt-get install ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  # A fresh machine may have empty package lists; update only when the first attempt fails.
-  apt-get install -y --no-install-recommends "${missing[@]}" ||
-    { apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"; }
-fi
+source "$here/../aptInstall.sh"
+apt_install_missing chromium libkrb5-dev build-essential python3
 
 # --- npm packages --------------------------------------------------------------------------------------------------
 # The stamp records the manifest and lock file the install was made from; anything else means reinstall.
