@@ -9,6 +9,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { diffInspections, inspectFiles, Pieces, stateParts, summaryLine, totals, type FileBytes, type Inspection } from '../../src/core/inspect';
+import { diffText, inspectionJson, inspectionText, type InspectedCheckpoint } from '../../src/cli/inspect';
+import type { Checkpoint } from '../../src/core/types';
 
 const DIR = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'inspect_state');
 type Expected = {
@@ -118,4 +120,31 @@ test('a trainer_state.json that is not JSON is that file\'s problem, and the res
   assert.match(ins.files.find((f) => f.name === 'trainer_state.json')?.problem?.message ?? '', /^trainer_state\.json is not JSON/);
   assert.equal(ins.step, undefined);
   assert.equal(totals(ins).params, expected.trainer.params);
+});
+
+test('the CLI: the totals line counts model parameters, the other state is listed apart; --json says the same; diff adds nothing', () => {
+  const at = (name: string): InspectedCheckpoint => {
+    const ins = inspect(name);
+    return { address: `h/host/run/${name}`, checkpoint: { name, kind: 'step', step: ins.step ?? null, layout: 'flat', path: `/r/${name}`, isDir: false, bytes: 0 } as unknown as Checkpoint, result: { inspection: ins, commands: 1, bytesRead: 0 } };
+  };
+  const a = at('lightning_a.ckpt');
+  const text = inspectionText(a);
+  assert.match(text, /^tensors \(6, 321 params, 1\.3 KB\):$/m);
+  assert.match(text, /^other state \(not counted in params\): optimizer 2 × 321 · scheduler · callbacks: ModelCheckpoint\(best_model_score, current_score, best_k_models, kth_value\)$/m);
+  assert.doesNotMatch(text, /best_k_models\.\/.*float32/, 'callback tensors are not listed among the model tensors');
+  const j = inspectionJson(a) as { totals: { params: number; tensors: number; state: Record<string, { tensors: number }> }; state: string[]; groups: { params: number }[] };
+  assert.equal(j.totals.params, expected.params);
+  assert.equal(j.totals.tensors, 6);
+  assert.equal(j.totals.state.callback.tensors, expected.lightning['lightning_a.ckpt'].callback_tensors.length);
+  assert.equal(j.groups.reduce((s, g) => s + g.params, 0), expected.params);
+  assert.deepEqual(j.state, stateParts(a.result.inspection));
+  const acc = inspectionText(at('accelerate_state'));
+  assert.match(acc, /^h\/host\/run\/accelerate_state: 321 params · fp32 · 6 tensors · optimizer: AdamW state \(exp_avg, exp_avg_sq\) · 4 opaque/m);
+  assert.match(acc, /^other state \(not counted in params\): optimizer 2 × 321 · scheduler · RNG 5\.1 KB$/m);
+  const b = at('lightning_b.ckpt');
+  const diff = diffText(a, b, diffInspections(a.result.inspection, b.result.inspection));
+  assert.match(diff, /^params: 321 → 321 \(\+0\) · tensors: 6 → 6/m);
+  assert.match(diff, /^added \(in B only\): 0$/m);
+  assert.match(diff, /^removed \(in A only\): 0$/m);
+  assert.match(diff, /^same: 6$/m);
 });

@@ -102,8 +102,9 @@ const ROLE_WORD: Record<Exclude<TensorRole, 'model'>, string> = { optimizer: 'op
 /**
  * What the checkpoint holds beside the model, one part per kind of state, with its own counts (none of it is in the
  * params): `optimizer 2 × 321 · scheduler · RNG 5.1 kB · callbacks: ModelCheckpoint(best_model_score, best_k_models)`.
- * The optimizer's count is per parameter when its state tensors (scalar `step`s aside) are a whole multiple of the
- * params (Adam's exp_avg and exp_avg_sq: 2 ×). Empty when there is nothing but the model.
+ * The optimizer's count is kinds of state × the elements each covers when every kind covers as many (Adam's exp_avg
+ * and exp_avg_sq over 321 parameters: `2 × 321`; buffers have none, so this can be less than the params). Empty when
+ * there is nothing but the model.
  */
 export function stateParts(ins: Inspection): string[] {
   const t = totals(ins);
@@ -117,9 +118,11 @@ export function stateParts(ins: Inspection): string[] {
     if (!c && !entry) continue;
     const word = ROLE_WORD[role];
     if (role === 'optimizer') {
-      const vectors = ins.tensors.filter((x) => x.role === 'optimizer' && x.shape.length > 0).reduce((a, x) => a + x.numel, 0);
-      const k = t.params > 0 ? vectors / t.params : 0;
-      parts.push(!c ? `${word} (no tensors)` : Number.isInteger(k) && k > 0 ? `${word} ${k} × ${formatCount(t.params)}` : `${word} ${formatCount(c.numel)} values in ${c.tensors} tensor${c.tensors === 1 ? '' : 's'}`);
+      // Per kind of state (the name's last part: exp_avg, exp_avg_sq; scalar `step`s aside), the elements it covers.
+      const perKind = new Map<string, number>();
+      for (const x of ins.tensors) if (x.role === 'optimizer' && x.shape.length > 0) perKind.set(x.name.slice(x.name.lastIndexOf('.') + 1), (perKind.get(x.name.slice(x.name.lastIndexOf('.') + 1)) ?? 0) + x.numel);
+      const sizes = [...new Set(perKind.values())];
+      parts.push(!c ? `${word} (no tensors)` : sizes.length === 1 ? `${word} ${perKind.size} × ${formatCount(sizes[0])}` : `${word} ${formatCount(c.numel)} values in ${c.tensors} tensor${c.tensors === 1 ? '' : 's'}`);
     } else if (role === 'callback') {
       const names = ins.entries.filter((e) => e.kind === 'callback').map((e) => e.what);
       parts.push(`${word}: ${names.length ? names.join(', ') : `${c!.tensors} tensor${c!.tensors === 1 ? '' : 's'}`}`);
