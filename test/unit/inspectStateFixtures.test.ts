@@ -20,6 +20,7 @@ type Expected = {
   accelerate_state: { params: number; training_step: number | null; rng_pickle_step: number; rng_tensors: string[]; files: string[] };
   accelerate_custom: { params: number; training_step: number | null; rng_pickle_step: number };
   trainer: { params: number; global_step: number; files: string[] };
+  'torchtitan_step-4': { params: number; model: string[]; optimizer_tensors: string[]; other_tensors: string[] };
 };
 const expected = JSON.parse(fs.readFileSync(path.join(DIR, 'expected.json'), 'utf8')) as Expected;
 
@@ -147,4 +148,19 @@ test('the CLI: the totals line counts model parameters, the other state is liste
   assert.match(diff, /^added \(in B only\): 0$/m);
   assert.match(diff, /^removed \(in A only\): 0$/m);
   assert.match(diff, /^same: 6$/m);
+});
+
+test("torch.distributed.checkpoint in torchtitan's layout: the model's flattened keys are params, `optimizer.*` is not", () => {
+  const ins = inspect('torchtitan_step-4');
+  const exp = expected['torchtitan_step-4'];
+  assert.equal(ins.format, 'dcp');
+  assert.equal(totals(ins).params, exp.params);
+  assert.deepEqual(model(ins), exp.model);
+  assert.deepEqual(ins.tensors.filter((t) => t.role === 'optimizer').map((t) => t.name).sort(), exp.optimizer_tensors);
+  assert.deepEqual(exp.other_tensors, []);
+  assert.deepEqual(stateParts(ins), [`optimizer 2 × ${exp.params}`, 'scheduler']);
+  // Its step is pickled bytes in the shard (not read): none is shown rather than a guess.
+  assert.equal(ins.step, undefined);
+  assert.equal(ins.entries.find((e) => e.name === 'lr_scheduler.last_epoch')?.kind, 'scheduler');
+  assert.equal(ins.entries.find((e) => e.name === 'train_state.step')?.kind, 'step');
 });

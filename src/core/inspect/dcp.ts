@@ -50,7 +50,12 @@ export function readDcpMetadata(root: PickleValue): { tensors: TensorInfo[]; ent
       // The saved dict's first key says whose state it is (torchtitan's `optimizer`, `lr_scheduler`…): roles.ts.
       tensors.push({ name, dtype, shape, numel, bytes: s1 !== undefined ? numel * s1 : null, role: roleOf({ writer: 'dcp', path: [name.split('.')[0]], parent: 'model' }) });
     } else if (cls?.endsWith('.BytesStorageMetadata')) {
-      entries.push({ name, kind: /step/.test(name) ? 'step' : /epoch/.test(name) ? 'epoch' : /rng/i.test(name) ? 'rng' : 'other', what: 'a pickled object saved as bytes (its value is in the .distcp shards, not read)' });
+      // Whose it is by its first key (torchtitan's `lr_scheduler.last_epoch` is the scheduler's, not an epoch).
+      const role = roleOf({ writer: 'dcp', path: [name.split('.')[0]], parent: 'model' });
+      const last = name.slice(name.lastIndexOf('.') + 1);
+      const kind: EntryInfo['kind'] =
+        role === 'scheduler' || role === 'rng' ? role : role === 'loop' ? (last === 'step' ? 'step' : 'loop') : role !== 'model' ? 'other' : /step/.test(name) ? 'step' : /epoch/.test(name) ? 'epoch' : /rng/i.test(name) ? 'rng' : 'other';
+      entries.push({ name, kind, what: 'a pickled object saved as bytes (its value is in the .distcp shards, not read)' });
     } else {
       entries.push({ name, kind: 'opaque', what: `${cls ?? v.t} (not a kind of storage this reader knows)` });
     }
