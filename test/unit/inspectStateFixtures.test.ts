@@ -20,6 +20,7 @@ type Expected = {
   accelerate_state: { params: number; training_step: number | null; rng_pickle_step: number; rng_tensors: string[]; files: string[] };
   accelerate_custom: { params: number; training_step: number | null; rng_pickle_step: number };
   trainer: { params: number; global_step: number; files: string[] };
+  composer: { file: string; params: number; batch: number; model: string[] };
   'torchtitan_step-4': { params: number; model: string[]; optimizer_tensors: string[]; other_tensors: string[] };
 };
 const expected = JSON.parse(fs.readFileSync(path.join(DIR, 'expected.json'), 'utf8')) as Expected;
@@ -163,4 +164,15 @@ test("torch.distributed.checkpoint in torchtitan's layout: the model's flattened
   assert.equal(ins.step, undefined);
   assert.equal(ins.entries.find((e) => e.name === 'lr_scheduler.last_epoch')?.kind, 'scheduler');
   assert.equal(ins.entries.find((e) => e.name === 'train_state.step')?.kind, 'step');
+});
+
+test("Composer's checkpoint layout: state.model is the params, its timestamp's batch is the step, the rest is listed apart", () => {
+  const exp = expected.composer;
+  const ins = inspect(exp.file);
+  assert.equal(totals(ins).params, exp.params);
+  assert.deepEqual(model(ins), exp.model.map((k) => `state.model.${k}`));
+  assert.equal(ins.step, exp.batch);
+  assert.equal(ins.entries.find((e) => e.name === 'state.optimizers')?.kind, 'optimizer');
+  assert.match(summaryLine(ins), new RegExp(`^${exp.params} params · fp32 · 6 tensors · optimizer: AdamW state \\(exp_avg, exp_avg_sq\\) · step ${exp.batch} · `));
+  assert.deepEqual(stateParts(ins), [`optimizer 2 × ${exp.params}`, 'scheduler', 'RNG 5.1 KB', 'callbacks: CheckpointSaver']);
 });

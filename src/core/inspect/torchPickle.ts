@@ -261,14 +261,25 @@ function topEntries(root: PickleValue, byFile: TensorRole | undefined, writer: W
   const rngFile = byFile === 'rng';
   const siblings = new Set(top.map(([k]) => keyText(k)));
   const out: EntryInfo[] = [];
-  for (const [k, v] of top) {
-    if (tensorOf(v) && !rngFile) continue;
+  // Composer keeps everything but the RNG under `state` (composer/core/state.py State.state_dict): its entries are
+  // named one level down, `state.optimizers`, `state.timestamp`…
+  const composerState = writer === 'composer' ? asDict(top.find(([k]) => keyText(k) === 'state')?.[1] ?? { t: 'none' }) : undefined;
+  const items: { path: string[]; v: PickleValue; siblings: Set<string> }[] = top.flatMap(([k, v]) => {
     const name = keyText(k);
+    if (composerState && name === 'state') {
+      const inner = new Set(composerState.map(([x]) => keyText(x)));
+      return composerState.map(([x, y]) => ({ path: [name, keyText(x)], v: y, siblings: inner }));
+    }
+    return [{ path: [name], v, siblings }];
+  });
+  for (const { path, v, siblings: sib } of items) {
+    if (tensorOf(v) && !rngFile) continue;
+    const name = path.join('.');
     if (rngFile) {
       out.push({ name, kind: 'rng', what: `RNG state (${shortType(v)})` });
       continue;
     }
-    const role = roleOf({ writer, path: [name], parent: byFile ?? 'model', siblings });
+    const role = roleOf({ writer, path, parent: byFile ?? 'model', siblings: sib });
     const described = describe(v, name);
     // Nothing saved (DeepSpeed's `lr_scheduler: None`, Lightning's `lr_schedulers: []`) is no state of that kind.
     const empty = v.t === 'none' || asSeq(v)?.length === 0 || asDict(v)?.length === 0;
@@ -311,7 +322,7 @@ function callbacksOf(v: PickleValue): string {
       const name = keyText(k).replace(/\{.*$/s, '');
       // The fields holding tensors (ModelCheckpoint's best_model_score, best_k_models…): what would be counted.
       const fields = (asDict(x) ?? []).filter(([, y]) => holdsTensor(y, 3)).map(([f]) => keyText(f));
-      return `${name}(${fields.slice(0, 6).join(', ')}${fields.length > 6 ? ', …' : ''})`;
+      return fields.length ? `${name}(${fields.slice(0, 6).join(', ')}${fields.length > 6 ? ', …' : ''})` : name;
     })
     .join(', ');
 }
@@ -322,7 +333,8 @@ const STEP_KEYS: ReadonlySet<string> = new Set(['global_step', 'step', 'global_s
 function describe(v: PickleValue, name: string): Omit<EntryInfo, 'name'> {
   const opt = optimizerOf(v) ?? zeroOptimizerOf(v);
   if (opt) return { kind: 'optimizer', what: opt };
-  const seq = asSeq(v);
+  // A list of optimizers' states (Lightning's optimizer_states), or a dict of them by name (Composer's optimizers).
+  const seq = asSeq(v) ?? asDict(v)?.map(([, x]) => x);
   if (seq && seq.length > 0 && seq.every((x) => optimizerOf(x))) {
     return { kind: 'optimizer', what: seq.length === 1 ? optimizerOf(seq[0])! : `${seq.length} optimizers: ${seq.map((x) => optimizerOf(x)).join('; ')}` };
   }
