@@ -20,6 +20,7 @@ type Expected = {
   accelerate_state: { params: number; training_step: number | null; rng_pickle_step: number; rng_tensors: string[]; files: string[] };
   accelerate_custom: { params: number; training_step: number | null; rng_pickle_step: number };
   trainer: { params: number; global_step: number; files: string[] };
+  'custom_loop.pt': { params: number; step: number; scheduler_last_epoch: number };
   composer: { file: string; params: number; batch: number; model: string[] };
   'torchtitan_step-4': { params: number; model: string[]; optimizer_tensors: string[]; other_tensors: string[] };
 };
@@ -175,4 +176,13 @@ test("Composer's checkpoint layout: state.model is the params, its timestamp's b
   assert.equal(ins.entries.find((e) => e.name === 'state.optimizers')?.kind, 'optimizer');
   assert.match(summaryLine(ins), new RegExp(`^${exp.params} params · fp32 · 6 tensors · optimizer: AdamW state \\(exp_avg, exp_avg_sq\\) · step ${exp.batch} · `));
   assert.deepEqual(stateParts(ins), [`optimizer 2 × ${exp.params}`, 'scheduler', 'RNG 5.1 KB', 'callbacks: CheckpointSaver']);
+});
+
+test("a hand-written loop's torch.save: the optimizer and the scheduler are told by their state dicts' shape, the step is its own", () => {
+  const exp = expected['custom_loop.pt'];
+  const ins = inspect('custom_loop.pt');
+  assert.equal(totals(ins).params, exp.params);
+  assert.equal(ins.step, exp.step);
+  assert.deepEqual(ins.entries.find((e) => e.name === 'scheduler'), { name: 'scheduler', kind: 'scheduler', what: `LR scheduler state (last_epoch ${exp.scheduler_last_epoch})`, file: 'custom_loop.pt' });
+  assert.deepEqual(stateParts(ins), [`optimizer 2 × ${exp.params}`, 'scheduler']);
 });

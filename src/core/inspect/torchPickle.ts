@@ -353,6 +353,8 @@ function describe(v: PickleValue, name: string): Omit<EntryInfo, 'name'> {
     default:
   }
   const dict = asDict(v);
+  // torch/optim/lr_scheduler.py LRScheduler.state_dict: its __dict__ but the optimizer (base_lrs, last_epoch, …).
+  if (dict?.some(([k]) => keyText(k) === 'base_lrs') && dict.some(([k]) => keyText(k) === 'last_epoch')) return { kind: 'scheduler', what: schedulerOf(dict) };
   if (dict) {
     let n = 0;
     for (const [, x] of dict) if (tensorOf(x)) n++;
