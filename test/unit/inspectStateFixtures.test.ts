@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { diffInspections, inspectFiles, Pieces, stateParts, summaryLine, totals, type FileBytes, type Inspection } from '../../src/core/inspect';
 import { diffText, inspectionJson, inspectionText, type InspectedCheckpoint } from '../../src/cli/inspect';
+import { fileRole } from '../../src/core/inspect/roles';
 import type { Checkpoint } from '../../src/core/types';
 
 const DIR = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'inspect_state');
@@ -185,4 +186,15 @@ test("a hand-written loop's torch.save: the optimizer and the scheduler are told
   assert.equal(ins.step, exp.step);
   assert.deepEqual(ins.entries.find((e) => e.name === 'scheduler'), { name: 'scheduler', kind: 'scheduler', what: `LR scheduler state (last_epoch ${exp.scheduler_last_epoch})`, file: 'custom_loop.pt' });
   assert.deepEqual(stateParts(ins), [`optimizer 2 × ${exp.params}`, 'scheduler']);
+});
+
+test("file names a writer gives one kind of state (accelerate/utils/constants.py, transformers trainer.py), and others' are the model's", () => {
+  const role = (n: string): string | undefined => fileRole(n)?.role;
+  assert.deepEqual(
+    ['optimizer_1.bin', 'scheduler_1.bin', 'sampler.bin', 'dl_state_dict_1.bin', 'random_states_3.pkl', 'rng_state_3.pth', 'scaler.pt', 'custom_checkpoint_0.pkl', 'ckpt/zero_pp_rank_1_mp_rank_00_optim_states.pt'].map(role),
+    ['optimizer', 'scheduler', 'other', 'other', 'rng', 'rng', 'other', 'other', 'optimizer'],
+  );
+  assert.deepEqual(['model.safetensors', 'pytorch_model.bin', 'pytorch_model-00001-of-00002.bin', 'optimizer_state.pt', 'my_rng_state.pth', 'mp_rank_00_model_states.pt'].map(role), [undefined, undefined, undefined, undefined, undefined, undefined]);
+  // Only a custom object's step is the user's training step; the counters of RNG, optimizer and scheduler files are not.
+  assert.deepEqual(['custom_checkpoint_0.pkl', 'random_states_0.pkl', 'optimizer.pt', 'scheduler.bin'].map((n) => fileRole(n)?.step), [true, false, false, false]);
 });

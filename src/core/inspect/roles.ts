@@ -96,12 +96,14 @@ const FILE_ROLES: readonly [RegExp, FileRole][] = [
   [/^scheduler\.pt$/, { role: 'scheduler', by: 'transformers Trainer', step: false }],
   [/^scaler\.pt$/, { role: 'other', by: 'transformers Trainer / accelerate (grad scaler)', step: false }],
   // accelerate/checkpointing.py `save_accelerator_state` with accelerate/utils/constants.py's names: OPTIMIZER_NAME
-  // optimizer[_i].bin, SCHEDULER_NAME scheduler[_i].bin, SAMPLER_NAME sampler[_i].bin, RNG_STATE_NAME
-  // random_states_{process_index}.pkl (its `step` is the Accelerator's own counter, not the training step); custom
+  // optimizer[_i].bin, SCHEDULER_NAME scheduler[_i].bin, SAMPLER_NAME sampler[_i].bin, dl_state_dict[_i].bin,
+  // RNG_STATE_NAME random_states_{process_index}.pkl (its `step` is accelerator.py's `Accelerator.step`, the
+  // gradient-accumulation counter `_do_sync` advances, not the training step); custom
   // objects (`register_for_checkpointing`) in custom_checkpoint_{i}.pkl, whose step, when they hold one, is the user's.
   [/^optimizer(_\d+)?\.bin$/, { role: 'optimizer', by: 'accelerate save_state', step: false }],
   [/^scheduler(_\d+)?\.bin$/, { role: 'scheduler', by: 'accelerate save_state', step: false }],
   [/^sampler(_\d+)?\.bin$/, { role: 'other', by: 'accelerate save_state (sampler)', step: false }],
+  [/^dl_state_dict(_\d+)?\.bin$/, { role: 'other', by: 'accelerate save_state (stateful dataloader)', step: false }],
   [/^random_states_\d+\.pkl$/, { role: 'rng', by: 'accelerate save_state', step: false }],
   [/^custom_checkpoint_\d+\.pkl$/, { role: 'other', by: 'accelerate save_state (custom object)', step: true }],
   // deepspeed/runtime/engine.py `_get_zero_ckpt_name` / `_get_rank_zero_ckpt_name`: ZeRO shards hold optimizer state
