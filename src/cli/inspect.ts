@@ -14,6 +14,7 @@ import {
   formatCount,
   groupTensors,
   inspectCompleteness,
+  stateParts,
   summaryLine,
   totals,
   type Inspection,
@@ -76,7 +77,8 @@ export function inspectionJson(x: InspectedCheckpoint): unknown {
     incomplete: c.state === 'incomplete' ? c.reasons : [],
     ...(ins.step !== undefined ? { step: ins.step } : {}),
     ...(ins.epoch !== undefined ? { epoch: ins.epoch } : {}),
-    totals: { params: t.params, bytes: t.bytes, tensors: t.tensors, optimizerTensors: t.optimizerTensors, rngTensors: t.rngTensors, dtypes: Object.fromEntries(t.dtypes) },
+    totals: { params: t.params, bytes: t.bytes, tensors: t.tensors, optimizerTensors: t.optimizerTensors, rngTensors: t.rngTensors, state: t.state, dtypes: Object.fromEntries(t.dtypes) },
+    state: stateParts(ins),
     groups: groupTensors(ins.tensors).map((g) => ({ label: g.label, path: g.path, params: g.params, bytes: g.bytes, tensors: g.tensors.length })),
     tensors: ins.tensors.map(tensorJson),
     entries: ins.entries,
@@ -104,7 +106,8 @@ export function inspectionText(x: InspectedCheckpoint): string {
       for (const tt of g.tensors) lines.push(`    ${tt.name.padEnd(w)}  ${tt.dtype.padEnd(9)} ${shapeText(tt.shape)}`);
     }
   }
-  if (t.optimizerTensors) lines.push('', `optimizer state: ${t.optimizerTensors} tensors (not counted in params)`);
+  const state = stateParts(ins);
+  if (state.length) lines.push('', `other state (not counted in params): ${state.join(' · ')}`);
   if (ins.entries.length) {
     lines.push('', 'entries:');
     const w = Math.max(...ins.entries.map((e) => e.name.length));

@@ -24,6 +24,9 @@ const expected = JSON.parse(fs.readFileSync(path.join(FIX, 'expected.json'), 'ut
 /** make_inspect_more.py: transformers 4.57.6's sharded .bin, DeepSpeed 0.16.5's ZeRO-2 layout, an edited architecture. */
 const MORE = path.join(ROOT, 'test', 'fixtures', 'real', 'written', 'inspect_more');
 const expectedMore = JSON.parse(fs.readFileSync(path.join(MORE, 'expected.json'), 'utf8')) as Record<string, Record<string, unknown>>;
+/** make_inspect_state.py: training state beside a 321-param module, as Lightning, accelerate and the Trainer save it. */
+const STATE = path.join(ROOT, 'test', 'fixtures', 'real', 'written', 'inspect_state');
+const expectedState = JSON.parse(fs.readFileSync(path.join(STATE, 'expected.json'), 'utf8')) as { params: number; trainer: { global_step: number } };
 /** The DeepSpeed run: the save_dir as DeepSpeed leaves it (global_stepN tags, `latest`, zero_to_fp32.py). */
 const DS_RUN = 'ds-run';
 const CANARY = expected['evil.pt'].canary as string;
@@ -66,6 +69,13 @@ function place(root: string): void {
     }
   }
   fs.cpSync(path.join(MORE, 'deepspeed'), path.join(root, DS_RUN), { recursive: true });
+  // Each writer's own layout: Trainer's output_dir/checkpoint-N, accelerate's project_dir/checkpoints/checkpoint_N,
+  // Lightning's dirpath with a second run's clashing name suffixed -v1.
+  fs.cpSync(path.join(STATE, 'trainer'), path.join(root, 'trainer-run'), { recursive: true });
+  fs.cpSync(path.join(STATE, 'accelerate_state'), path.join(root, 'acc-run', 'checkpoints', 'checkpoint_0'), { recursive: true });
+  fs.mkdirSync(path.join(root, 'lit-run', 'checkpoints'), { recursive: true });
+  fs.copyFileSync(path.join(STATE, 'lightning_a.ckpt'), path.join(root, 'lit-run', 'checkpoints', 'epoch=2-step=12.ckpt'));
+  fs.copyFileSync(path.join(STATE, 'lightning_b.ckpt'), path.join(root, 'lit-run', 'checkpoints', 'epoch=2-step=12-v1.ckpt'));
 }
 
 const TARGETS: [label: string, hostName: string, target: TargetRef, spec: string][] = [
@@ -349,4 +359,33 @@ test('text output: the summary line, module groups and entries', () => {
   assert.match(r.stdout, /^h\/host\/insp-run\/step_200: 266 params · fp32 · 18 tensors · optimizer: AdamW state \(exp_avg, exp_avg_sq\) · step 20000$/m);
   assert.match(r.stdout, /^ {2}model › layers › 0 › self_attn {2}64 params {2}256 B$/m);
   assert.match(r.stdout, /^ {2}optimizer +AdamW state/m);
+});
+
+describe('training state beside the model (make_inspect_state.py), over ssh', () => {
+  const cli = (args: string[]): string => {
+    const r = runBuiltCli([...args, '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome);
+    assert.equal(r.code, 0, r.stderr);
+    return r.stdout;
+  };
+
+  test("a Trainer checkpoint: the module's params, trainer_state.json's global_step read in the same one command", () => {
+    const j = JSON.parse(cli(['inspect', 'h/host/trainer-run/checkpoint-6', '--json'])) as Json & { state: string[] };
+    assert.equal(j.totals.params, expectedState.params);
+    assert.equal(j.step, expectedState.trainer.global_step);
+    assert.equal(j.remote.commands, 1);
+    assert.deepEqual(j.state, [`optimizer 2 × ${expectedState.params}`, 'scheduler', 'RNG 5.1 KB']);
+  });
+
+  test("an accelerate save_state folder: the RNG pickle is not counted and its counter is no step", () => {
+    const text = cli(['inspect', 'h/host/acc-run/checkpoint_0']);
+    assert.match(text, new RegExp(`^h/host/acc-run/checkpoint_0: ${expectedState.params} params · fp32 · 6 tensors · optimizer: AdamW state \\(exp_avg, exp_avg_sq\\) · 4 opaque`, 'm'));
+    assert.doesNotMatch(text.split('\n')[0], /step/);
+    assert.match(text, /^other state \(not counted in params\): optimizer 2 × 321 · scheduler · RNG 5\.1 KB$/m);
+  });
+
+  test('diff of two Lightning runs of one module: no callback state added or removed', () => {
+    const d = JSON.parse(cli(['diff', 'h/host/lit-run/epoch=2-step=12.ckpt', 'h/host/lit-run/epoch=2-step=12-v1.ckpt', '--json'])) as { added: unknown[]; removed: unknown[]; changed: unknown[]; same: number; a: { totals: { params: number } } };
+    assert.deepEqual([d.added.length, d.removed.length, d.changed.length, d.same], [0, 0, 0, 6]);
+    assert.equal(d.a.totals.params, expectedState.params);
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * A checkpoint's contents in the tree's model (issue 18): the first child of a checkpoint reads what it holds (the
  * source's inspect: here the pure readers over the files the real writers wrote), and expands into why it is
- * incomplete, its module groups (each expanding into its tensors), the optimizer tensors counted apart, its entries
+ * incomplete, its module groups (each expanding into its tensors), the state beside the model (optimizer, scheduler, RNG, callbacks) counted apart, its entries
  * and opaque globals; a failed read is one state row naming the failure. Without an inspect source nothing changes.
  */
 import { test } from 'node:test';
@@ -59,7 +59,7 @@ async function checkpoints(model: RunsTreeModel): Promise<CheckpointNode[]> {
 const labelOf = (n: TreeNode): string =>
   n.type === 'tensor-group' ? `group ${n.group.label} ${n.group.params}` : n.type === 'inspect-note' ? `${n.kind} ${n.label}: ${n.description}` : n.type === 'tensor' ? `tensor ${n.tensor.name}` : n.type === 'state' ? `state ${n.kind}: ${n.message}` : n.type;
 
-test('a checkpoint opens on its contents row; expanding it reads it once and lists groups, optimizer, entries', async () => {
+test('a checkpoint opens on its contents row; expanding it reads it once and lists groups, the state beside the model, entries', async () => {
   const calls: string[] = [];
   const model = new RunsTreeModel(source(true, calls));
   const [train] = await checkpoints(model);
@@ -74,7 +74,7 @@ test('a checkpoint opens on its contents row; expanding it reads it once and lis
     'group model › layers › 0 48',
     'group model › layers › 1 › self_attn 64',
     'group model › layers › 1 48',
-    'optimizer-tensors optimizer tensors: 51 (not counted in params)',
+    'state other state: optimizer 2 × 264 (not counted in params)',
     'entry model: state dict of 18 tensors',
     'entry optimizer: AdamW state (exp_avg, exp_avg_sq) for 17 parameters, 1 param group (lr 0.001)',
     'entry epoch: int 3',

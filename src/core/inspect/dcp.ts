@@ -9,6 +9,7 @@
 import { InspectError } from './errors';
 import type { PickleValue } from './pickle';
 import { asDict, asSeq, dtypeOfGlobal, DTYPE_SIZE, globalName, keyText } from './torchPickle';
+import { roleOf } from './roles';
 import type { EntryInfo, TensorInfo } from './types';
 
 /** A dataclass instance's fields: BUILD's state dict, or a (dict, slots) pair. */
@@ -46,9 +47,15 @@ export function readDcpMetadata(root: PickleValue): { tensors: TensorInfo[]; ent
       const numel = shape.reduce((a, b) => a * b, 1);
       const s1 = DTYPE_SIZE[dtype];
       chunks += asSeq(f.get('chunks') ?? { t: 'none' })?.length ?? 0;
-      tensors.push({ name, dtype, shape, numel, bytes: s1 !== undefined ? numel * s1 : null, role: 'model' });
+      // The saved dict's first key says whose state it is (torchtitan's `optimizer`, `lr_scheduler`…): roles.ts.
+      tensors.push({ name, dtype, shape, numel, bytes: s1 !== undefined ? numel * s1 : null, role: roleOf({ writer: 'dcp', path: [name.split('.')[0]], parent: 'model' }) });
     } else if (cls?.endsWith('.BytesStorageMetadata')) {
-      entries.push({ name, kind: /step/.test(name) ? 'step' : /epoch/.test(name) ? 'epoch' : /rng/i.test(name) ? 'rng' : 'other', what: 'a pickled object saved as bytes (its value is in the .distcp shards, not read)' });
+      // Whose it is by its first key (torchtitan's `lr_scheduler.last_epoch` is the scheduler's, not an epoch).
+      const role = roleOf({ writer: 'dcp', path: [name.split('.')[0]], parent: 'model' });
+      const last = name.slice(name.lastIndexOf('.') + 1);
+      const kind: EntryInfo['kind'] =
+        role === 'scheduler' || role === 'rng' ? role : role === 'loop' ? (last === 'step' ? 'step' : 'loop') : role !== 'model' ? 'other' : /step/.test(name) ? 'step' : /epoch/.test(name) ? 'epoch' : /rng/i.test(name) ? 'rng' : 'other';
+      entries.push({ name, kind, what: 'a pickled object saved as bytes (its value is in the .distcp shards, not read)' });
     } else {
       entries.push({ name, kind: 'opaque', what: `${cls ?? v.t} (not a kind of storage this reader knows)` });
     }

@@ -78,7 +78,29 @@ function formatOfName(name: string): FileFormat | undefined {
 /** Which files of a checkpoint folder inspect reads (the rest are listed as not read, with their size). */
 export function isInspectable(name: string): boolean {
   const base = name.split('/').pop() ?? name;
-  return base === '.metadata' || /\.(safetensors|pt|pth|bin|ckpt|pkl)$/.test(base) || base.endsWith('.index.json');
+  return base === '.metadata' || /\.(safetensors|pt|pth|bin|ckpt|pkl)$/.test(base) || base.endsWith('.index.json') || isTrainerState(base);
+}
+
+/** transformers Trainer's state beside the weights (trainer.py `_save_checkpoint`, TRAINER_STATE_NAME). */
+function isTrainerState(name: string): boolean {
+  return (name.split('/').pop() ?? name) === 'trainer_state.json';
+}
+
+/**
+ * The training step and epoch of a trainer_state.json (transformers/trainer_callback.py `TrainerState.save_to_json`:
+ * `global_step` the optimizer steps taken, `epoch` a float). A file that does not parse says so on its row.
+ */
+function trainerStep(text: string): { step?: number; epoch?: number } {
+  let j: unknown;
+  try {
+    j = JSON.parse(text);
+  } catch (e) {
+    throw new InspectError('bad-format', `trainer_state.json is not JSON: ${(e as Error).message}`);
+  }
+  const o = typeof j === 'object' && j !== null ? (j as Record<string, unknown>) : {};
+  const step = typeof o.global_step === 'number' && Number.isSafeInteger(o.global_step) ? o.global_step : undefined;
+  const epoch = typeof o.epoch === 'number' && Number.isFinite(o.epoch) ? o.epoch : undefined;
+  return { ...(step !== undefined ? { step } : {}), ...(epoch !== undefined ? { epoch } : {}) };
 }
 
 function decode(b: Uint8Array): string {
@@ -95,6 +117,7 @@ function readFile(f: FileBytes & { pieces: Pieces }, limits: WalkLimits): FileRe
     if (f.size > MAX_PICKLE_BYTES) throw new InspectError('absurd-length', `${f.size} bytes of JSON: not read`);
     const text = decode(src.range(0, f.size, f.name));
     if (byName === 'safetensors-index') return { file: { ...base, format: 'safetensors-index' }, ...empty, index: readShardIndex(text) };
+    if (isTrainerState(f.name)) return { file: { ...base, format: 'json' }, ...empty, ...trainerStep(text) };
     return { file: { ...base, format: 'json' }, ...empty };
   }
   if (f.size === 0) return { file: { ...base, note: 'an empty file', incomplete: 'is empty (0 bytes)' }, ...empty };
@@ -173,9 +196,9 @@ function readTorchZip(f: FileBytes & { pieces: Pieces }, base: FileInspection, l
     }
   } else if (pkl.method !== 0) throw new InspectError('unsupported', `data.pkl is compressed with zip method ${pkl.method}`);
   const { value } = readPickle(bytes);
-  // Hugging Face Trainer's rng_state.pth (trainer.py, _save_rng_state): its tensors are generator states, not weights.
-  // DeepSpeed's ZeRO shards (engine.py _get_rank_zero_ckpt_name, `…_optim_states.pt`) hold optimizer state only.
-  const walk = walkTorchPickle(value, limits, { rngFile: /(^|\/)rng_state[^/]*\.pth$/.test(f.name), optimizerFile: /(^|\/)[^/]*_optim_states\.pt$/.test(f.name) });
+  // A file its writer gives to one kind of state (Trainer's rng_state.pth, accelerate's random_states_0.pkl, DeepSpeed's
+  // ZeRO shards…) is wholly that state: roles.ts fileRole.
+  const walk = walkTorchPickle(value, limits, { fileName: f.name });
   const tensors = walk.tensors.map((t) => ({ ...t, file: f.name }));
   if (entries) {
     // Every storage the pickle names must be in the archive; a missing one is a save that did not finish.

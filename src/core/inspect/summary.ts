@@ -2,7 +2,9 @@
  * One model of what a checkpoint holds, for the CLI now and the tree, hover and compare view later: tensors grouped
  * by module prefix, parameter counts and bytes, a one-line summary, completeness, and the diff of two inspections.
  */
-import type { Inspection, TensorInfo } from './types';
+import { formatBytes } from '../util/format';
+import { STATE_ROLES } from './roles';
+import type { EntryInfo, Inspection, TensorInfo, TensorRole } from './types';
 
 export interface TensorGroup {
   /** The module path, as parts: `model.layers.0.self_attn.q_proj.weight` is in `['model','layers','0','self_attn']`. */
@@ -22,7 +24,7 @@ export function modulePath(name: string): string[] {
 }
 
 /**
- * Model tensors (optimizer state apart) grouped by module, in first-seen order. A tensor of a leaf module (one with
+ * Model tensors (every other role apart: roles.ts) grouped by module, in first-seen order. A tensor of a leaf module (one with
  * no modules below it: `q_proj`, `norm`, `embed_tokens`) goes to the module above it, so one row is one attention
  * or MLP block (`model › layers › 0 › self_attn`) rather than one Linear; a tensor of a module with sub-modules (a
  * buffer such as `rope_freqs`) stays in that module's own group.
@@ -49,14 +51,26 @@ export function groupTensors(tensors: readonly TensorInfo[]): TensorGroup[] {
   return [...groups.values()];
 }
 
+/** The tensors of one kind of state that is not the model's. */
+export interface StateCount {
+  tensors: number;
+  /** Elements. */
+  numel: number;
+  /** null when a tensor's dtype size is unknown. */
+  bytes: number | null;
+}
+
 export interface Totals {
-  /** Elements of the model's tensors (optimizer state not counted). */
+  /** Elements of the model's tensors: the parameters (and buffers); no other state is counted. */
   params: number;
   bytes: number | null;
+  /** Model tensors. */
   tensors: number;
   optimizerTensors: number;
-  /** RNG state tensors (not counted in params either). */
+  /** RNG state tensors. */
   rngTensors: number;
+  /** Every role but the model's (roles.ts), with its tensors; roles with none are absent. */
+  state: Partial<Record<Exclude<TensorRole, 'model'>, StateCount>>;
   /** dtype → parameter count, largest first. */
   dtypes: [string, number][];
 }
@@ -65,13 +79,14 @@ export function totals(ins: Inspection): Totals {
   let params = 0;
   let bytes: number | null = 0;
   let n = 0;
-  let opt = 0;
-  let rng = 0;
+  const state: Totals['state'] = {};
   const dt = new Map<string, number>();
   for (const t of ins.tensors) {
     if (t.role !== 'model') {
-      if (t.role === 'optimizer') opt++;
-      else rng++;
+      const s = (state[t.role] ??= { tensors: 0, numel: 0, bytes: 0 });
+      s.tensors++;
+      s.numel += t.numel;
+      s.bytes = s.bytes === null || t.bytes === null ? null : s.bytes + t.bytes;
       continue;
     }
     n++;
@@ -79,7 +94,42 @@ export function totals(ins: Inspection): Totals {
     bytes = bytes === null || t.bytes === null ? null : bytes + t.bytes;
     dt.set(t.dtype, (dt.get(t.dtype) ?? 0) + t.numel);
   }
-  return { params, bytes, tensors: n, optimizerTensors: opt, rngTensors: rng, dtypes: [...dt].sort((a, b) => b[1] - a[1]) };
+  return { params, bytes, tensors: n, optimizerTensors: state.optimizer?.tensors ?? 0, rngTensors: state.rng?.tensors ?? 0, state, dtypes: [...dt].sort((a, b) => b[1] - a[1]) };
+}
+
+const ROLE_WORD: Record<Exclude<TensorRole, 'model'>, string> = { optimizer: 'optimizer', scheduler: 'scheduler', rng: 'RNG', callback: 'callbacks', loop: 'loops', other: 'other' };
+
+/**
+ * What the checkpoint holds beside the model, one part per kind of state, with its own counts (none of it is in the
+ * params): `optimizer 2 × 321 · scheduler · RNG 5.1 kB · callbacks: ModelCheckpoint(best_model_score, best_k_models)`.
+ * The optimizer's count is kinds of state × the elements each covers when every kind covers as many (Adam's exp_avg
+ * and exp_avg_sq over 321 parameters: `2 × 321`; buffers have none, so this can be less than the params). Empty when
+ * there is nothing but the model.
+ */
+export function stateParts(ins: Inspection): string[] {
+  const t = totals(ins);
+  const parts: string[] = [];
+  const has = (kind: EntryInfo['kind']): EntryInfo | undefined => ins.entries.find((e) => e.kind === kind);
+  for (const role of STATE_ROLES) {
+    const c = t.state[role];
+    // Loops and other state are said when they hold tensors; an optimizer, a scheduler, RNG or callbacks also when
+    // their entry holds none (SGD without momentum, Trainer's python/numpy RNG state).
+    const entry = role === 'loop' || role === 'other' ? undefined : has(role);
+    if (!c && !entry) continue;
+    const word = ROLE_WORD[role];
+    if (role === 'optimizer') {
+      // Per kind of state (the name's last part: exp_avg, exp_avg_sq; scalar `step`s aside), the elements it covers.
+      const perKind = new Map<string, number>();
+      for (const x of ins.tensors) if (x.role === 'optimizer' && x.shape.length > 0) perKind.set(x.name.slice(x.name.lastIndexOf('.') + 1), (perKind.get(x.name.slice(x.name.lastIndexOf('.') + 1)) ?? 0) + x.numel);
+      const sizes = [...new Set(perKind.values())];
+      parts.push(!c ? `${word} (no tensors)` : sizes.length === 1 ? `${word} ${perKind.size} × ${formatCount(sizes[0])}` : `${word} ${formatCount(c.numel)} values in ${c.tensors} tensor${c.tensors === 1 ? '' : 's'}`);
+    } else if (role === 'callback') {
+      const names = ins.entries.filter((e) => e.kind === 'callback').map((e) => e.what);
+      parts.push(`${word}: ${names.length ? names.join(', ') : `${c!.tensors} tensor${c!.tensors === 1 ? '' : 's'}`}`);
+    } else if (role === 'rng') parts.push(c ? `${word} ${c.bytes === null ? `${c.tensors} tensors` : formatBytes(c.bytes)}` : word);
+    else parts.push(c ? `${word} ${c.tensors} tensor${c.tensors === 1 ? '' : 's'}${c.bytes !== null ? ` (${formatBytes(c.bytes)})` : ''}` : word);
+  }
+  return parts;
 }
 
 /** `1.2 B`, `7.0 M`, `4.1 K`, `312`. */
@@ -164,7 +214,7 @@ function commonFirstPart(names: string[]): string | undefined {
 
 /**
  * Tensors added (in B only), removed (in A only), changed in shape or dtype, and the totals side by side; model
- * tensors only (optimizer state differs by design). When A's names all sit under one prefix B lacks (Lightning's
+ * tensors only (optimizer, scheduler, RNG, callback and loop state differ by design: roles.ts). When A's names all sit under one prefix B lacks (Lightning's
  * `state_dict.`, a `{'model': …}` wrapper) and stripping it lines more names up, it is stripped and said (`aligned`).
  */
 export function diffInspections(a: Inspection, b: Inspection): InspectionDiff {

@@ -12,7 +12,8 @@
  */
 import { InspectError } from './errors';
 import type { PickleValue } from './pickle';
-import type { EntryInfo, OpaqueGlobal, TensorInfo } from './types';
+import { fileRole, roleOf, RNG_KEY, writerOf, type Writer } from './roles';
+import type { EntryInfo, OpaqueGlobal, TensorInfo, TensorRole } from './types';
 
 export interface WalkLimits {
   /** Deepest nesting followed (default 256). */
@@ -155,9 +156,8 @@ export function walkTorchPickle(
   root: PickleValue,
   limits: WalkLimits = {},
   options: {
-    rngFile?: boolean;
-    /** Every tensor of the file is optimizer state (DeepSpeed's `*_optim_states.pt`: the fp32 master partition too). */
-    optimizerFile?: boolean;
+    /** The file's name: a file its writer gives to one kind of state (roles.ts fileRole) is wholly that state. */
+    fileName?: string;
   } = {},
 ): TorchWalk {
   const maxDepth = limits.maxDepth ?? 256;
@@ -166,9 +166,11 @@ export function walkTorchPickle(
   const opaque = new Map<string, OpaqueGlobal>();
   let nodes = 0;
   // Depth-first, children pushed in reverse so tensors come out in the file's order.
-  type Role = TensorInfo['role'];
-  const todo: { v: PickleValue; path: string; depth: number; opt: Role }[] = [{ v: root, path: '', depth: 0, opt: options.rngFile ? 'rng' : options.optimizerFile ? 'optimizer' : 'model' }];
-  const roleBelow = (role: Role, key: string): Role => (role === 'model' && RNG.test(key) ? 'rng' : role);
+  const byFile = options.fileName !== undefined ? fileRole(options.fileName) : undefined;
+  const top = asDict(root);
+  const writer = top ? writerOf(new Set(top.map(([k]) => keyText(k)))) : undefined;
+  // `keys`: the first keys of the path, unjoined (roleOf looks at most two levels down).
+  const todo: { v: PickleValue; path: string; keys: string[]; depth: number; opt: TensorRole }[] = [{ v: root, path: '', keys: [], depth: 0, opt: byFile?.role ?? 'model' }];
   const join = (a: string, b: string): string => (a ? `${a}.${b}` : b);
   const noteOpaque = (g: string, at: string): void => {
     const o = opaque.get(g);
@@ -176,7 +178,7 @@ export function walkTorchPickle(
     else opaque.set(g, { name: g, at, count: 1 });
   };
   while (todo.length) {
-    const { v, path, depth, opt } = todo.pop()!;
+    const { v, path, keys, depth, opt } = todo.pop()!;
     if (++nodes > maxNodes) throw new InspectError('too-large', `the pickle expands to more than ${maxNodes} values (shared references repeated); not walked further`);
     if (depth > maxDepth) throw new InspectError('too-large', `the pickle nests deeper than ${maxDepth} levels (at ${path.length > 60 ? `${path.slice(0, 60)}…` : path}); not walked further`);
     const t = tensorOf(v);
@@ -186,17 +188,18 @@ export function walkTorchPickle(
     }
     const dict = asDict(v);
     if (dict) {
-      const isOpt: Role = opt === 'model' && dict.some(([k]) => k.t === 'str' && k.v === 'state') && dict.some(([k]) => k.t === 'str' && k.v === 'param_groups') ? 'optimizer' : opt;
+      const siblings = new Set(dict.map(([k]) => keyText(k)));
       for (let i = dict.length - 1; i >= 0; i--) {
         const [k, val] = dict[i];
         const key = keyText(k);
-        todo.push({ v: val, path: join(path, key), depth: depth + 1, opt: roleBelow(isOpt, key) });
+        const below = keys.length < 3 ? [...keys, key] : keys;
+        todo.push({ v: val, path: join(path, key), keys: below, depth: depth + 1, opt: roleOf({ writer, path: below, parent: opt, siblings }) });
       }
       continue;
     }
     const seq = v.t === 'list' || v.t === 'tuple' || v.t === 'set' ? v.items : undefined;
     if (seq) {
-      for (let i = seq.length - 1; i >= 0; i--) todo.push({ v: seq[i], path: join(path, String(i)), depth: depth + 1, opt });
+      for (let i = seq.length - 1; i >= 0; i--) todo.push({ v: seq[i], path: join(path, String(i)), keys: keys.length < 3 ? [...keys, String(i)] : keys, depth: depth + 1, opt });
       continue;
     }
     if (v.t === 'call') {
@@ -204,9 +207,9 @@ export function walkTorchPickle(
       if (g === undefined || !isBenignGlobal(g)) noteOpaque(g ?? 'a computed callable', path || '(root)');
       // An object's arguments and state may hold tensors (a dataclass of tensors): walk them, under its path.
       const parts: PickleValue[] = [v.args, ...(v.state ? [v.state] : [])];
-      for (let i = parts.length - 1; i >= 0; i--) todo.push({ v: parts[i], path, depth: depth + 1, opt });
-      if (v.entries) for (let i = v.entries.length - 1; i >= 0; i--) todo.push({ v: v.entries[i][1], path: join(path, keyText(v.entries[i][0])), depth: depth + 1, opt });
-      if (v.items) for (let i = v.items.length - 1; i >= 0; i--) todo.push({ v: v.items[i], path: join(path, String(i)), depth: depth + 1, opt });
+      for (let i = parts.length - 1; i >= 0; i--) todo.push({ v: parts[i], path, keys, depth: depth + 1, opt });
+      if (v.entries) for (let i = v.entries.length - 1; i >= 0; i--) todo.push({ v: v.entries[i][1], path: join(path, keyText(v.entries[i][0])), keys, depth: depth + 1, opt });
+      if (v.items) for (let i = v.items.length - 1; i >= 0; i--) todo.push({ v: v.items[i], path: join(path, String(i)), keys, depth: depth + 1, opt });
       continue;
     }
     if (v.t === 'global') {
@@ -214,16 +217,34 @@ export function walkTorchPickle(
       if (!isBenignGlobal(g)) noteOpaque(g, path || '(root)');
     }
   }
-  const walk: TorchWalk = { tensors, entries: topEntries(root, options.rngFile === true), opaque: [...opaque.values()] };
-  const top = asDict(root);
-  if (top) {
+  const walk: TorchWalk = { tensors, entries: topEntries(root, byFile?.role, writer), opaque: [...opaque.values()] };
+  // A step in a file of one kind of state is that state's counter (accelerate's random_states_*.pkl `step`), not the
+  // training step; an optimizer's `step` is per parameter, below the top, and never read.
+  if (top && (byFile === undefined || byFile.step)) {
     for (const [k, val] of top) {
       const key = keyText(k);
       if (STEP_KEYS.has(key) && intOf(val) !== undefined) walk.step = intOf(val);
       if (key === 'epoch' && intOf(val) !== undefined) walk.epoch = intOf(val);
     }
+    if (writer === 'composer') {
+      const batch = composerBatch(top);
+      if (batch !== undefined) walk.step = batch;
+    }
   }
   return walk;
+}
+
+/**
+ * Composer's training step: `state.timestamp.batch`, the batches trained (composer/core/time.py
+ * `Timestamp.state_dict`, under State.state_dict's `timestamp`).
+ */
+function composerBatch(top: [PickleValue, PickleValue][]): number | undefined {
+  const get = (d: [PickleValue, PickleValue][] | undefined, k: string): PickleValue | undefined => d?.find(([x]) => keyText(x) === k)?.[1];
+  const state = get(top, 'state');
+  const ts = state && asDict(state);
+  const timestamp = get(ts, 'timestamp');
+  const batch = get(timestamp && asDict(timestamp), 'batch');
+  return intOf(batch);
 }
 
 /**
@@ -231,32 +252,93 @@ export function walkTorchPickle(
  * that is one optimizer's state dict (Hugging Face's optimizer.pt) is one entry, `(root)`; every entry of an RNG
  * file (rng_state.pth) is RNG state.
  */
-function topEntries(root: PickleValue, rngFile: boolean): EntryInfo[] {
+function topEntries(root: PickleValue, byFile: TensorRole | undefined, writer: Writer | undefined): EntryInfo[] {
   const opt = optimizerOf(root);
   if (opt) return [{ name: '(root)', kind: 'optimizer', what: opt }];
   const top = asDict(root);
-  if (!top) return tensorOf(root) ? [] : [{ name: '(root)', ...describe(root, rngFile ? 'rng' : '') }];
+  if (byFile === 'scheduler') return [{ name: '(root)', kind: 'scheduler', what: schedulerOf(top) }];
+  if (!top) return tensorOf(root) ? [] : [{ name: '(root)', ...describe(root, byFile === 'rng' ? 'rng' : '') }];
+  const rngFile = byFile === 'rng';
+  const siblings = new Set(top.map(([k]) => keyText(k)));
   const out: EntryInfo[] = [];
-  for (const [k, v] of top) {
-    if (tensorOf(v) && !rngFile) continue;
+  // Composer keeps everything but the RNG under `state` (composer/core/state.py State.state_dict): its entries are
+  // named one level down, `state.optimizers`, `state.timestamp`…
+  const composerState = writer === 'composer' ? asDict(top.find(([k]) => keyText(k) === 'state')?.[1] ?? { t: 'none' }) : undefined;
+  const items: { path: string[]; v: PickleValue; siblings: Set<string> }[] = top.flatMap(([k, v]) => {
     const name = keyText(k);
-    out.push({ name, ...(rngFile ? { kind: 'rng' as const, what: `RNG state (${shortType(v)})` } : describe(v, name)) });
+    if (composerState && name === 'state') {
+      const inner = new Set(composerState.map(([x]) => keyText(x)));
+      return composerState.map(([x, y]) => ({ path: [name, keyText(x)], v: y, siblings: inner }));
+    }
+    return [{ path: [name], v, siblings }];
+  });
+  for (const { path, v, siblings: sib } of items) {
+    if (tensorOf(v) && !rngFile) continue;
+    const name = path.join('.');
+    if (rngFile) {
+      out.push({ name, kind: 'rng', what: `RNG state (${shortType(v)})` });
+      continue;
+    }
+    const role = roleOf({ writer, path, parent: byFile ?? 'model', siblings: sib });
+    const described = describe(v, name);
+    // Nothing saved (DeepSpeed's `lr_scheduler: None`, Lightning's `lr_schedulers: []`) is no state of that kind.
+    const empty = v.t === 'none' || asSeq(v)?.length === 0 || asDict(v)?.length === 0;
+    if (empty) out.push({ name, ...described, kind: described.kind === 'rng' ? 'other' : described.kind });
+    else if (role === 'callback') out.push({ name, kind: 'callback', what: callbacksOf(v) });
+    else if (role === 'scheduler' && described.kind !== 'optimizer') out.push({ name, kind: 'scheduler', what: `LR scheduler state (${shortType(v)})` });
+    else if (role === 'loop' && described.kind !== 'step') out.push({ name, kind: 'loop', what: `training loop state (${described.what})` });
+    // The writer's layout says whose it is: DeepSpeed's `random_ltd` is a layer-dropping schedule, not RNG state.
+    else if (described.kind === 'rng' && role !== 'rng') out.push({ name, ...described, kind: 'other', what: shortType(v) });
+    else out.push({ name, ...described });
   }
   return out;
 }
 
-const RNG = /rng|random|generator|seed_state/i;
+/** Whether a tensor is within `depth` levels of containers below v. */
+function holdsTensor(v: PickleValue, depth: number): boolean {
+  if (tensorOf(v)) return true;
+  if (depth === 0) return false;
+  const inside = asDict(v)?.map(([, x]) => x) ?? asSeq(v) ?? [];
+  return inside.some((x) => holdsTensor(x, depth - 1));
+}
+
+/** `LambdaLR state (last_epoch 30)`: an LR scheduler's state dict (torch/optim/lr_scheduler.py LRScheduler.state_dict). */
+function schedulerOf(top: [PickleValue, PickleValue][] | undefined): string {
+  const last = top?.find(([k]) => keyText(k) === 'last_epoch')?.[1];
+  const n = intOf(last);
+  return `LR scheduler state${n !== undefined ? ` (last_epoch ${n})` : ''}`;
+}
+
+/**
+ * Lightning's `callbacks`: each callback's `state_dict()` under its `state_key` (lightning/pytorch/callbacks/callback.py
+ * `Callback.state_key`: the class name, with its identifying arguments for ModelCheckpoint: `ModelCheckpoint{'monitor':
+ * 'val_loss', …}`). `ModelCheckpoint(best_model_score, best_k_models, …)`: each named by its class, with its keys.
+ */
+function callbacksOf(v: PickleValue): string {
+  const d = asDict(v);
+  if (!d) return `callback state (${shortType(v)})`;
+  return d
+    .map(([k, x]) => {
+      const name = keyText(k).replace(/\{.*$/s, '');
+      // The fields holding tensors (ModelCheckpoint's best_model_score, best_k_models…): what would be counted.
+      const fields = (asDict(x) ?? []).filter(([, y]) => holdsTensor(y, 3)).map(([f]) => keyText(f));
+      return fields.length ? `${name}(${fields.slice(0, 6).join(', ')}${fields.length > 6 ? ', …' : ''})` : name;
+    })
+    .join(', ');
+}
+
 /** Top-level keys holding the step: `global_step` (Lightning, most loops), `step`, DeepSpeed's `global_steps` (engine.py _save_checkpoint). */
 const STEP_KEYS: ReadonlySet<string> = new Set(['global_step', 'step', 'global_steps']);
 
 function describe(v: PickleValue, name: string): Omit<EntryInfo, 'name'> {
   const opt = optimizerOf(v) ?? zeroOptimizerOf(v);
   if (opt) return { kind: 'optimizer', what: opt };
-  const seq = asSeq(v);
+  // A list of optimizers' states (Lightning's optimizer_states), or a dict of them by name (Composer's optimizers).
+  const seq = asSeq(v) ?? asDict(v)?.map(([, x]) => x);
   if (seq && seq.length > 0 && seq.every((x) => optimizerOf(x))) {
     return { kind: 'optimizer', what: seq.length === 1 ? optimizerOf(seq[0])! : `${seq.length} optimizers: ${seq.map((x) => optimizerOf(x)).join('; ')}` };
   }
-  if (RNG.test(name)) return { kind: 'rng', what: `RNG state (${shortType(v)})` };
+  if (RNG_KEY.test(name)) return { kind: 'rng', what: `RNG state (${shortType(v)})` };
   switch (v.t) {
     case 'int':
       return { kind: STEP_KEYS.has(name) ? 'step' : name === 'epoch' ? 'epoch' : 'scalar', what: `int ${v.v}`, value: typeof v.v === 'number' ? v.v : String(v.v) };
@@ -271,6 +353,8 @@ function describe(v: PickleValue, name: string): Omit<EntryInfo, 'name'> {
     default:
   }
   const dict = asDict(v);
+  // torch/optim/lr_scheduler.py LRScheduler.state_dict: its __dict__ but the optimizer (base_lrs, last_epoch, …).
+  if (dict?.some(([k]) => keyText(k) === 'base_lrs') && dict.some(([k]) => keyText(k) === 'last_epoch')) return { kind: 'scheduler', what: schedulerOf(dict) };
   if (dict) {
     let n = 0;
     for (const [, x] of dict) if (tensorOf(x)) n++;

@@ -13,16 +13,22 @@ export interface TensorInfo {
   numel: number;
   /** numel × the dtype's size; null when the dtype's size is not known. */
   bytes: number | null;
-  /**
-   * `optimizer`: under an optimizer's state dict (a dict with `state` and `param_groups`); `rng`: RNG state (under a
-   * key naming it, or in Hugging Face's `rng_state*.pth`); else `model`. Only `model` tensors count as parameters.
-   */
-  role: 'model' | 'optimizer' | 'rng';
+  /** Whose state it is (roles.ts roleOf / fileRole). Only `model` tensors count as parameters. */
+  role: TensorRole;
   /** The file it is in, relative to the checkpoint (for a folder checkpoint). */
   file?: string;
   /** torch archives: the storage's key (`archive/data/<key>` in the zip). */
   storage?: string;
 }
+
+/**
+ * Whose state a tensor is, from its writer's structure (roles.ts): `model` the module's parameters and buffers;
+ * `optimizer` an optimizer's state (moments, fp32 master copies); `scheduler` an LR scheduler's; `rng` random
+ * generators' state; `callback` a training callback's (Lightning's ModelCheckpoint scores); `loop` the training loop's
+ * progress (Lightning's `loops`, Composer's timestamp); `other` any other training state (a sampler, a grad scaler,
+ * DeepSpeed's bookkeeping beside `module`).
+ */
+export type TensorRole = 'model' | 'optimizer' | 'scheduler' | 'rng' | 'callback' | 'loop' | 'other';
 
 /** A non-tensor entry at the top of the saved object, named for what it is. */
 export interface EntryInfo {
@@ -31,12 +37,12 @@ export interface EntryInfo {
   what: string;
   /** The value, for scalars. */
   value?: string | number | boolean | null;
-  /** `optimizer`, `rng`, `hyper-parameters`, `step`, `epoch`, `opaque`, `state-dict`, `other`. */
+  /** What it is: a role's state (`optimizer`, `scheduler`, `rng`, `callback`, `loop`), `hyper-parameters`, `step`, `epoch`, `opaque`, `state-dict`, `scalar`, `other`. */
   kind: EntryKind;
   file?: string;
 }
 
-export type EntryKind = 'optimizer' | 'rng' | 'hyper-parameters' | 'step' | 'epoch' | 'opaque' | 'state-dict' | 'scalar' | 'other';
+export type EntryKind = 'optimizer' | 'scheduler' | 'rng' | 'callback' | 'loop' | 'hyper-parameters' | 'step' | 'epoch' | 'opaque' | 'state-dict' | 'scalar' | 'other';
 
 /** A global the file names (a class or function it would call if loaded): shown, never called. */
 export interface OpaqueGlobal {
@@ -88,7 +94,11 @@ export interface Inspection {
   opaque: OpaqueGlobal[];
   /** Why the checkpoint is not whole; empty when it is (as far as its headers tell). */
   incomplete: string[];
-  /** The step and epoch its contents name (global_step/step, epoch), when they do. */
+  /**
+   * The training step its writer recorded (Lightning's `global_step`, DeepSpeed's `global_steps`, Trainer's
+   * trainer_state.json `global_step`, Composer's timestamp batch, a top-level `step`), and the epoch; never a counter
+   * of an RNG, optimizer or scheduler file.
+   */
   step?: number;
   epoch?: number;
 }

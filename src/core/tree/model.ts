@@ -14,7 +14,7 @@ import { Emitter, type Event } from '../util/event';
 import { childId, hostId, isAtOrBelow, listingKey, runId, targetId, type CheckpointNode, type ContentsNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from './nodes';
 import type { Checkpoint } from '../types';
 import type { Inspection } from '../inspect/types';
-import { groupTensors, inspectCompleteness, totals, formatCount } from '../inspect/summary';
+import { groupTensors, inspectCompleteness, stateParts, formatCount } from '../inspect/summary';
 import { formatBytes } from '../util/format';
 import { RefreshQueue } from './refreshQueue';
 import { markGrowing } from '../discovery/growing';
@@ -377,8 +377,8 @@ export function inspectionNodes(parent: ContentsNode, ins: Inspection): TreeNode
     const group: TensorGroupNode = { type: 'tensor-group', id: childId(parent, 'g', g.path.join('.')), parent, group: g };
     out.push(group);
   }
-  const t = totals(ins);
-  if (t.optimizerTensors) note('optimizer-tensors', '', 'optimizer tensors', `${t.optimizerTensors} (not counted in params)`);
+  const state = stateParts(ins);
+  if (state.length) note('state', '', 'other state', `${state.join(' · ')} (not counted in params)`);
   ins.entries.forEach((e, i) => note('entry', `${i}\u0000${e.name}`, e.name, e.what, { entry: e }));
   ins.opaque.forEach((o) => note('opaque', o.name, o.name, `a global the file names at ${o.at}: shown by name, never imported or called`));
   for (const f of ins.files) if (f.problem || (f.note && f.format !== 'json' && f.format !== 'dcp-shard')) note('file', f.name, f.name, `${formatBytes(f.size)} · ${f.problem ? `not read: ${f.problem.message}` : f.note}`);

@@ -86,11 +86,12 @@ export interface TensorNode extends Base {
 
 /**
  * A line of what the inspection found that is not a tensor: an entry (epoch, optimizer state, hyper-parameters), an
- * opaque global, a reason the checkpoint is incomplete, optimizer tensors counted apart, or a file that was not read.
+ * opaque global, a reason the checkpoint is incomplete, the state beside the model's (optimizer, scheduler, RNG,
+ * callbacks: summary.ts stateParts) counted apart, or a file that was not read.
  */
 export interface InspectNoteNode extends Base {
   type: 'inspect-note';
-  kind: 'entry' | 'opaque' | 'incomplete' | 'optimizer-tensors' | 'file';
+  kind: 'entry' | 'opaque' | 'incomplete' | 'state' | 'file';
   label: string;
   description: string;
   entry?: EntryInfo;

@@ -6,7 +6,7 @@
  * The eval table's CSP and escaping (html.ts, evalTableHtml.ts): nothing by default, the one inline script by this
  * page's nonce, the stylesheet from media/; every remote string is escaped. Pure: no `vscode`.
  */
-import { diffInspections, formatCount, inspectCompleteness, summaryLine, type Inspection, type InspectionDiff, type TensorInfo, type Totals } from '../../core/inspect';
+import { diffInspections, formatCount, inspectCompleteness, stateParts, summaryLine, type Inspection, type InspectionDiff, type TensorInfo, type Totals } from '../../core/inspect';
 import { emptyStateText } from '../../core/emptyStates';
 import type { ErrorKind } from '../../core/types';
 import { formatBytes } from '../../core/util/format';
@@ -115,6 +115,7 @@ function totalsRows(a: Totals, b: Totals, ia: Inspection, ib: Inspection): strin
     ['bytes', 'bytes', bytesText(a.bytes), bytesText(b.bytes), a.bytes !== null && b.bytes !== null ? delta(a.bytes, b.bytes) : ''],
     ['dtypes', 'dtypes', dtypes(a), dtypes(b), dtypes(a) === dtypes(b) ? '=' : 'differ'],
     ['optimizer', 'optimizer tensors', count(a.optimizerTensors), count(b.optimizerTensors), delta(a.optimizerTensors, b.optimizerTensors)],
+    ['state', 'other state (not in params)', stateParts(ia).join(' · ') || '—', stateParts(ib).join(' · ') || '—', ''],
     ['step', 'step', ia.step !== undefined ? String(ia.step) : '—', ib.step !== undefined ? String(ib.step) : '—', ''],
   ];
   return rows
@@ -160,7 +161,7 @@ export function compareHtml(page: ComparePage): string {
     const same = page.sameCheckpoint ? ' A and B are the same checkpoint.' : '';
     const verdict = content.identical
       ? `<p class="identical" role="status">Identical: the same ${count(d.same)} model tensor${d.same === 1 ? '' : 's'} (names, shapes and dtypes) on both sides.${same}</p>`
-      : `<p class="counts" role="status"><span data-count="added">${count(d.added.length)} added</span> · <span data-count="removed">${count(d.removed.length)} removed</span> · <span data-count="changed">${count(d.changed.length)} changed</span> · <span data-count="same">${count(d.same)} the same</span> (model tensors; optimizer state is not compared)</p>
+      : `<p class="counts" role="status"><span data-count="added">${count(d.added.length)} added</span> · <span data-count="removed">${count(d.removed.length)} removed</span> · <span data-count="changed">${count(d.changed.length)} changed</span> · <span data-count="same">${count(d.same)} the same</span> (model tensors; optimizer, scheduler, RNG and callback state is not compared)</p>
 <table class="diff" aria-label="Tensors that differ"><thead><tr><th scope="col">change</th><th scope="col">tensor</th><th scope="col">A</th><th scope="col">B</th></tr></thead><tbody>
 ${diffRows(d)}
 </tbody></table>`;

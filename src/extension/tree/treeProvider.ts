@@ -408,7 +408,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     item.id = node.id;
     item.description = node.description;
     item.tooltip = `${node.label}: ${node.description}`;
-    const icons: Record<InspectNoteNode['kind'], string> = { entry: 'symbol-field', opaque: 'shield', incomplete: 'warning', 'optimizer-tensors': 'symbol-array', file: 'file' };
+    const icons: Record<InspectNoteNode['kind'], string> = { entry: 'symbol-field', opaque: 'shield', incomplete: 'warning', state: 'symbol-array', file: 'file' };
     item.iconPath = new vscode.ThemeIcon(icons[node.kind]);
     item.contextValue = `inspect.${node.kind}`;
     return item;
