@@ -322,12 +322,15 @@ export function unfinishedMarker(checkpointName: string): string {
  * The Trainer's trainer_state.json (trainerUnfinished), accelerate's random_states_N.pkl (accelerateSave),
  * torch.distributed.checkpoint's `.metadata` (written by the coordinator after every rank's shards, renamed from
  * `.metadata.tmp`: torch/distributed/checkpoint/filesystem.py, FileSystemWriter.finish), Orbax's
- * `_CHECKPOINT_METADATA` / `commit_success.txt` (orbaxStep). Names relative to the folder.
+ * `_CHECKPOINT_METADATA` / `commit_success.txt` (orbaxStep). Names relative to the folder. The Trainer's and
+ * accelerate's markers are written in place (json.dump, torch.save) and were caught empty while being written
+ * (make_livesaves.py: accelerate's random_states_0.pkl at 0 bytes): an empty one says nothing yet.
  */
-export function committedByMarker(names: readonly string[]): boolean {
-  return names.some((n) => {
+export function committedByMarker(files: readonly { name: string; bytes: number }[]): boolean {
+  return files.some(({ name: n, bytes }) => {
     const base = n.slice(n.lastIndexOf('/') + 1);
-    return n === TRAINER_STATE || ACCELERATE_RNG.test(n) || base === '.metadata' || base === '_CHECKPOINT_METADATA' || base === 'commit_success.txt';
+    if (n === TRAINER_STATE || ACCELERATE_RNG.test(n)) return bytes > 0;
+    return base === '.metadata' || base === '_CHECKPOINT_METADATA' || base === 'commit_success.txt';
   });
 }
 

@@ -493,8 +493,9 @@ function markFreshWrites(places: readonly Node[], checkpoints: Checkpoint[], abs
   if (!(now > 0)) return;
   let pointed: Map<string, number> | undefined;
   for (const c of checkpoints) {
-    if (c.incomplete !== undefined || c.partialSize || c.mtime <= 0 || now - c.mtime >= FRESH_WRITE_MS) continue;
-    if (c.isDir && committedByMarker(c.files.map((f) => f.name))) continue;
+    // Within the window on either side: a file system whose clock runs ahead of the host's (NFS) stamps writes ahead.
+    if (c.incomplete !== undefined || c.partialSize || c.mtime <= 0 || Math.abs(now - c.mtime) >= FRESH_WRITE_MS) continue;
+    if (c.isDir && committedByMarker(c.files)) continue;
     if (c.step !== null && (c.layout === 'global_stepN' || c.layout === 'iter_N')) {
       pointed ??= pointerSteps(places, absolute);
       const dir = c.path.slice(0, c.path.lastIndexOf('/') + 1);
