@@ -22,6 +22,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { startTestHost, type ProxiedHost, type TestHost } from '../harness/testHost';
 import { isRunning, processTree, recordedBytes } from '../harness/faults';
 import { eventually } from '../harness/assertKind';
+import { writtenAgo } from '../harness/mtimes';
 
 const ROOT = path.join(__dirname, '..', '..');
 const CLI = path.join(ROOT, 'dist', 'cli.js');
@@ -57,6 +58,8 @@ function writeRun(target: TargetName, run: string, files: Record<string, Buffer>
     fs.mkdirSync(path.dirname(path.join(folder, name)), { recursive: true });
     fs.writeFileSync(path.join(folder, name), data);
   }
+  // Saved a minute ago, as a finished run leaves it: a save listed within seconds of its write is being written.
+  writtenAgo(folder);
   execFileSync('chmod', ['-R', 'a+rX', runRoot(target).onDisk]);
   return folder;
 }
