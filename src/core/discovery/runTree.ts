@@ -503,12 +503,18 @@ function markFreshWrites(places: readonly Node[], checkpoints: Checkpoint[], abs
       if (says !== undefined && c.step <= says) continue;
     }
     const ago = Math.max(0, Math.round((now - c.mtime) / 100) / 10);
-    c.incomplete = `being written: changed ${ago} s before the listing, and no marker of its framework says the save is done`;
+    c.incomplete = `${FRESH_WRITE_REASON} ${ago} s before the listing, and no marker of its framework says the save is done`;
   }
 }
 
 /** Written less than this before the listing's remote clock: being written (markFreshWrites). */
 export const FRESH_WRITE_MS = 5000;
+const FRESH_WRITE_REASON = 'being written: changed';
+
+/** Was this checkpoint taken for one being written by its clock alone (markFreshWrites)? A later listing may find it done. */
+export function isFreshWrite(c: Pick<Checkpoint, 'incomplete'>): boolean {
+  return c.incomplete?.startsWith(FRESH_WRITE_REASON) === true;
+}
 
 /** The step each place's DeepSpeed `latest` or Megatron-LM tracker names, by the place's path with a trailing `/`. */
 function pointerSteps(places: readonly Node[], absolute: (rel: string) => string): Map<string, number> {
