@@ -6,12 +6,12 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
-/** Sets the mtime (and atime) of `dir` and everything below it to `ms` before now (symlinks themselves untouched). */
+/** Sets the mtime (and atime) of `dir` and everything below it, symlinks themselves included, to `ms` before now. */
 export function writtenAgo(dir: string, ms = 60_000): void {
   const when = new Date(Date.now() - ms);
   const walk = (p: string): void => {
     const st = fs.lstatSync(p);
-    if (st.isSymbolicLink()) return;
+    if (st.isSymbolicLink()) return fs.lutimesSync(p, when, when);
     if (st.isDirectory()) for (const n of fs.readdirSync(p)) walk(path.join(p, n));
     fs.utimesSync(p, when, when);
   };

@@ -112,6 +112,15 @@ test("a fresh checkpoint whose framework's marker is there is complete: trainer_
   assert.match(byName(dsNewer, 'global_step6').incomplete ?? '', /^being written/);
 });
 
+test("safetensors' temporary file (the Rust tempfile crate's .tmpXXXXXX beside model.safetensors, caught in the Trainer's folder by make_livesaves.py) marks its folder as being written", () => {
+  const run = one([d('x'), d('x/step_5'), f('x/step_5/model.safetensors'), d('x/step_6'), f('x/step_6/config.json'), f('x/step_6/.tmpMdbL0h', 4096)]);
+  assert.equal(byName(run, 'step_6').incomplete, '.tmpMdbL0h is still being written');
+  assert.equal(latestCheckpoint(run)?.name, 'step_5');
+  // Not every dot-file is one: `.tmprc` is no tempfile name, and a checkpoint folder's own `.hidden` files stay.
+  const other = one([d('x'), d('x/step_5'), f('x/step_5/model.safetensors'), f('x/step_5/.tmprc')]);
+  assert.equal(other.checkpoints[0].incomplete, undefined);
+});
+
 test('naming an incomplete checkpoint takes it, with a warning that says why', () => {
   const run = one([d('run'), ...trainerCheckpoint('checkpoint-20'), ...trainerCheckpoint('checkpoint-30', TRAINER_FILES.slice(0, 4))]);
   const { checkpoint, note } = pickCheckpointWithNote(run, 'checkpoint-30');

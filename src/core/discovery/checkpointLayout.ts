@@ -306,9 +306,12 @@ export function pointerNames(file: string, text: string): ((checkpointName: stri
 /**
  * Names of files a writer has not finished: a checkpoint folder holding one is still being written. `.tmp` is what
  * torch.distributed.checkpoint's FileSystemWriter writes `.metadata` as before renaming it (and what most atomic
- * writers do); `.partial`, `.incomplete`, `.temp` and `.part` are the other spellings in use.
+ * writers do); `.partial`, `.incomplete`, `.temp` and `.part` are the other spellings in use. `.tmpXXXXXX` (six
+ * letters or digits) is the Rust tempfile crate's default name, which safetensors 0.8.0's save_file writes the
+ * weights into beside their final name before renaming them (caught in the Trainer's checkpoint folder by
+ * test/fixtures/real/make_livesaves.py).
  */
-export const TEMPORARY_FILE = /\.(tmp|temp|partial|incomplete|part)$/i;
+export const TEMPORARY_FILE = /(?:\.(tmp|temp|partial|incomplete|part)|(?:^|\/)\.tmp[A-Za-z0-9]{6})$/i;
 /**
  * NeMo marks a save in progress with a file beside it: the checkpoint's path without `.ckpt`/`.nemo`/`-EMA` plus
  * UNFINISHED_CHECKPOINT_SUFFIX "-unfinished" (nemo/utils/callbacks/nemo_model_checkpoint.py,
