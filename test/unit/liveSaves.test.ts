@@ -100,12 +100,19 @@ test('a checkpoint without a marker changed less than FRESH_WRITE_MS before the 
   assert.match(ahead.checkpoints[0].incomplete ?? '', /^being written/);
 });
 
-test("a fresh checkpoint whose framework's marker is there is complete: trainer_state.json, random_states, DCP .metadata, DeepSpeed's latest naming it", () => {
+test("a fresh checkpoint whose framework's marker is there is complete: trainer_state.json, random_states, DCP .metadata, TensorFlow's .index, DeepSpeed's latest naming it", () => {
   const fresh = NOW - 500;
   const trainer = one([d('run'), d('run/checkpoint-10', fresh), ...TRAINER_FILES.map((n) => f(`run/checkpoint-10/${n}`, 10, fresh))]);
   assert.equal(latestCheckpoint(trainer)?.name, 'checkpoint-10');
   const dcp = one([d('x'), d('x/step_5', fresh), f('x/step_5/__0_0.distcp', 10, fresh), f('x/step_5/.metadata', 10, fresh)]);
   assert.equal(latestCheckpoint(dcp)?.name, 'step_5');
+  const acc = one([d('p'), d('p/checkpoints'), d('p/checkpoints/checkpoint_0', fresh), f('p/checkpoints/checkpoint_0/model.safetensors', 10, fresh), f('p/checkpoints/checkpoint_0/random_states_0.pkl', 10, fresh)]);
+  assert.equal(latestCheckpoint(acc)?.name, 'checkpoint_0');
+  // An empty marker was caught while accelerate was writing it (make_livesaves.py): it vouches for nothing yet.
+  const accWriting = one([d('p'), d('p/checkpoints'), d('p/checkpoints/checkpoint_0', fresh), f('p/checkpoints/checkpoint_0/model.safetensors', 10, fresh), f('p/checkpoints/checkpoint_0/random_states_0.pkl', 0, fresh)]);
+  assert.match(accWriting.checkpoints[0].incomplete ?? '', /^being written/);
+  const tf = one([d('x'), f('x/ckpt-3.data-00000-of-00001', 10, fresh), f('x/ckpt-3.index', 10, fresh), f('x/checkpoint', 10, fresh, { text: 'model_checkpoint_path: "ckpt-3"' })]);
+  assert.equal(latestCheckpoint(tf)?.name, 'ckpt-3');
   const ds = one([d('x'), d('x/global_step5', fresh), f('x/global_step5/mp_rank_00_model_states.pt', 10, fresh), f('x/latest', 11, fresh, { text: 'global_step5' })]);
   assert.equal(latestCheckpoint(ds)?.name, 'global_step5');
   const dsNewer = one([d('x'), d('x/global_step5'), f('x/global_step5/mp_rank_00_model_states.pt'), d('x/global_step6', fresh), f('x/global_step6/mp_rank_00_model_states.pt', 10, fresh), f('x/latest', 11, NOW - 3_600_000, { text: 'global_step5' })]);

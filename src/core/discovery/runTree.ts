@@ -484,7 +484,7 @@ function megatronUnfinished(places: readonly Node[], checkpoints: Checkpoint[], 
  * A write in progress seen by its clock: a checkpoint whose newest file changed less than FRESH_WRITE_MS before the
  * listing's remote clock is being written, unless a framework's own marker says the save is done
  * (committedByMarker: the Trainer's trainer_state.json, accelerate's random states, DCP's .metadata, Orbax's commit
- * files; or a DeepSpeed `latest` / Megatron-LM tracker file naming it or a later one). A writer that writes straight
+ * files; TensorFlow's `.index`; or a DeepSpeed `latest` / Megatron-LM tracker file naming it or a later one). A writer that writes straight
  * to the final name (torch.save to a path, Keras' `model.save`, Composer's checkpoint file, Lightning's
  * `_atomic_save` when fsspec's temporary file lies on another file system and shutil.move copies it) updates the
  * file's mtime with every write, so a file still growing is always this fresh.
@@ -496,6 +496,8 @@ function markFreshWrites(places: readonly Node[], checkpoints: Checkpoint[], abs
     // Within the window on either side: a file system whose clock runs ahead of the host's (NFS) stamps writes ahead.
     if (c.incomplete !== undefined || c.partialSize || c.mtime <= 0 || Math.abs(now - c.mtime) >= FRESH_WRITE_MS) continue;
     if (c.isDir && committedByMarker(c.files)) continue;
+    // TensorFlow's `.index` is written after the data shards (tfCheckpointGroups marks a prefix without it).
+    if (c.layout === 'tf' && c.fileGroup) continue;
     if (c.step !== null && (c.layout === 'global_stepN' || c.layout === 'iter_N')) {
       pointed ??= pointerSteps(places, absolute);
       const dir = c.path.slice(0, c.path.lastIndexOf('/') + 1);
