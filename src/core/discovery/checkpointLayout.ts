@@ -224,8 +224,10 @@ export function isAccelerateSave(name: string, childNames: Iterable<string>): bo
  * Trainer checkpoints (they hold trainer_state.json) and it holds Hugging Face model files. A `checkpoint-N/` of
  * some other script (only `model.pt`) is not the Trainer's and is left as it is. `childNames` are the folder's names.
  */
-export function trainerUnfinished(name: string, childNames: readonly string[], siblingsAreTrainer: boolean): string | undefined {
-  if (!TRAINER_FOLDER.test(name) || childNames.length === 0 || childNames.includes(TRAINER_STATE)) return undefined;
+export function trainerUnfinished(name: string, children: Iterable<string>, siblingsAreTrainer: boolean): string | undefined {
+  if (!TRAINER_FOLDER.test(name)) return undefined; // the names are read only for the Trainer's folder names
+  const childNames = [...children];
+  if (childNames.length === 0 || childNames.includes(TRAINER_STATE)) return undefined;
   const trainer = childNames.some((c) => TRAINER_ONLY.test(c)) || (siblingsAreTrainer && childNames.some((c) => FINAL_WEIGHTS.test(c) || FINAL_COMPANIONS.has(c) || SHARD.test(c)));
   return trainer ? `${TRAINER_STATE} not written yet: the Trainer is still saving (it writes ${TRAINER_STATE} last)` : undefined;
 }

@@ -668,7 +668,7 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
       ('incomplete' in parsed && typeof parsed.incomplete === 'string' ? parsed.incomplete : undefined) ??
       (temp ? `${child.name} is a temporary name: still being written` : undefined) ??
       (marker !== undefined && dir.children.get(marker)?.type === 'f' ? `NeMo's ${marker} marker is beside it (removed when the save is finished)` : undefined) ??
-      (isDir && !deep ? (incompleteReason(files) ?? trainerUnfinished(child.name, [...child.children.keys()], trainer)) : undefined);
+      (isDir && !deep ? (incompleteReason(files) ?? trainerUnfinished(child.name, child.children.keys(), trainer)) : undefined);
     let bytes = isDir ? 0 : child.bytes;
     let mtime = child.mtime;
     for (const f of files) {
