@@ -216,7 +216,7 @@ export function pickCheckpointWithNote(run: Run, which: string): PickedCheckpoin
     if (latest) {
       const skipped = skippedForLatest(run, latest);
       if (skipped.length === 0) return { checkpoint: latest };
-      return { checkpoint: latest, skipped, note: `latest is ${latest.name}; skipped ${skipped.map((c) => `${c.name}: ${c.incomplete}`).join('; ')}` };
+      return { checkpoint: latest, skipped, note: skippedNote(latest, skipped) };
     }
     const last = [...run.checkpoints].reverse().find((c) => c.kind !== 'alias') ?? run.checkpoints[run.checkpoints.length - 1];
     throw new RemoteRunsError(
@@ -289,6 +289,11 @@ export function skippedForLatest(run: Pick<Run, 'checkpoints'>, latest: Checkpoi
   return run.checkpoints
     .filter((c) => c !== latest && c.kind !== 'alias' && c.incomplete !== undefined && ((c.kind === latest.kind && checkpointOrder(c) > checkpointOrder(latest)) || c.mtime > latest.mtime))
     .map((c) => ({ name: c.name, incomplete: c.incomplete! }));
+}
+
+/** How `latest` says what it passed over: `latest is checkpoint-10; skipped checkpoint-20: trainer_state.json not written yet: …`. */
+export function skippedNote(latest: Pick<Checkpoint, 'name'>, skipped: readonly { name: string; incomplete: string }[]): string {
+  return `latest is ${latest.name}; skipped ${skipped.map((c) => `${c.name}: ${c.incomplete}`).join('; ')}`;
 }
 
 /** pickCheckpointWithNote without the note (callers that have nowhere to say it). */

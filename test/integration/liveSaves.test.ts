@@ -71,10 +71,10 @@ function lay(dir: string, stage: Stage, later = 0): void {
   for (const e of stage.files) fs.chmodSync(path.join(dir, e.rel), e.type === 'd' ? 0o755 : 0o644);
 }
 
-function ls(run: string): { latest: string | null; checkpoints: Ck[] } {
+function ls(run: string): { latest: string | null; checkpoints: Ck[]; latestSkipped?: { name: string; incomplete: string }[] } {
   const r = cli(['ls', `w/host/${run}`, '--json']);
   assert.equal(r.code, 0, r.stderr);
-  return (JSON.parse(r.stdout) as { run: { latest: string | null; checkpoints: Ck[] } }).run;
+  return (JSON.parse(r.stdout) as { run: { latest: string | null; checkpoints: Ck[]; latestSkipped?: { name: string; incomplete: string }[] } }).run;
 }
 
 /** The files of the watched save, by name and size: a stage with all of them is the save as it ends. */
@@ -125,6 +125,8 @@ for (const rec of recorded) {
       assert.notEqual(run.latest, name, where);
       if (!c) continue; // nothing of it listed yet (a folder made, its first file not)
       assert.match(c.incomplete ?? '(complete)', REASON[rec.framework], where);
+      // `ls --json` says what `latest` passed over, as pull does.
+      if (run.latest !== null) assert.deepEqual(run.latestSkipped?.find((x) => x.name === name)?.incomplete, c.incomplete, where);
       if (rec.framework === 'accelerate') assert.equal(c.kind, 'save', `${where}: an accelerate save is never a step`);
     }
     assert.ok(caught > 0, `${rec.framework}: no stage caught its save unfinished`);
