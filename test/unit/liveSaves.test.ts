@@ -1,6 +1,6 @@
 /**
  * A checkpoint is complete only when its framework says so (checkpointLayout.ts trainerUnfinished, accelerateSave,
- * committedByMarker; runTree.ts megatronUnfinished, markFreshWrites), and `latest` for pull and eval says which newer
+ * committedAtomically, inPlaceMarker; runTree.ts megatronUnfinished, markFreshWrites), and `latest` for pull and eval says which newer
  * checkpoints it skipped (service.ts pickCheckpointWithNote). The last test replays the stages that
  * test/fixtures/real/make_livesaves.py caught while the real writers were writing (SIGSTOP at each file).
  */
@@ -100,23 +100,26 @@ test('a checkpoint without a marker changed less than FRESH_WRITE_MS before the 
   assert.match(ahead.checkpoints[0].incomplete ?? '', /^being written/);
 });
 
-test("a fresh checkpoint whose framework's marker is there is complete: trainer_state.json, random_states, DCP .metadata, TensorFlow's .index, DeepSpeed's latest naming it", () => {
+test("a fresh checkpoint is complete when a marker put in place whole says so: DCP .metadata (FileSystemWriter.finish renames it), TensorFlow's .index, DeepSpeed's latest naming it", () => {
   const fresh = NOW - 500;
-  const trainer = one([d('run'), d('run/checkpoint-10', fresh), ...TRAINER_FILES.map((n) => f(`run/checkpoint-10/${n}`, 10, fresh))]);
-  assert.equal(latestCheckpoint(trainer)?.name, 'checkpoint-10');
   const dcp = one([d('x'), d('x/step_5', fresh), f('x/step_5/__0_0.distcp', 10, fresh), f('x/step_5/.metadata', 10, fresh)]);
   assert.equal(latestCheckpoint(dcp)?.name, 'step_5');
-  const acc = one([d('p'), d('p/checkpoints'), d('p/checkpoints/checkpoint_0', fresh), f('p/checkpoints/checkpoint_0/model.safetensors', 10, fresh), f('p/checkpoints/checkpoint_0/random_states_0.pkl', 10, fresh)]);
-  assert.equal(latestCheckpoint(acc)?.name, 'checkpoint_0');
-  // An empty marker was caught while accelerate was writing it (make_livesaves.py): it vouches for nothing yet.
-  const accWriting = one([d('p'), d('p/checkpoints'), d('p/checkpoints/checkpoint_0', fresh), f('p/checkpoints/checkpoint_0/model.safetensors', 10, fresh), f('p/checkpoints/checkpoint_0/random_states_0.pkl', 0, fresh)]);
-  assert.match(accWriting.checkpoints[0].incomplete ?? '', /^being written/);
   const tf = one([d('x'), f('x/ckpt-3.data-00000-of-00001', 10, fresh), f('x/ckpt-3.index', 10, fresh), f('x/checkpoint', 10, fresh, { text: 'model_checkpoint_path: "ckpt-3"' })]);
   assert.equal(latestCheckpoint(tf)?.name, 'ckpt-3');
   const ds = one([d('x'), d('x/global_step5', fresh), f('x/global_step5/mp_rank_00_model_states.pt', 10, fresh), f('x/latest', 11, fresh, { text: 'global_step5' })]);
   assert.equal(latestCheckpoint(ds)?.name, 'global_step5');
   const dsNewer = one([d('x'), d('x/global_step5'), f('x/global_step5/mp_rank_00_model_states.pt'), d('x/global_step6', fresh), f('x/global_step6/mp_rank_00_model_states.pt', 10, fresh), f('x/latest', 11, NOW - 3_600_000, { text: 'global_step5' })]);
   assert.match(byName(dsNewer, 'global_step6').incomplete ?? '', /^being written/);
+});
+
+test('the Trainer\'s trainer_state.json and accelerate\'s random_states are written last but in place: while fresh they may not be whole (make_livesaves.py caught random_states_0.pkl at 8,052 of 14,561 bytes), so the save is being written until they settle', () => {
+  const fresh = NOW - 500;
+  const trainer = (at: number) => one([d('run'), d('run/checkpoint-10', at), ...TRAINER_FILES.map((n) => f(`run/checkpoint-10/${n}`, 10, at))]);
+  assert.match(trainer(fresh).checkpoints[0].incomplete ?? '', /^being written: changed 0\.5 s before the listing: trainer_state\.json, which its framework writes last and in place, may not be whole yet$/);
+  assert.equal(latestCheckpoint(trainer(NOW - FRESH_WRITE_MS - 1))?.name, 'checkpoint-10');
+  const acc = (bytes: number, at: number) => one([d('p'), d('p/checkpoints'), d('p/checkpoints/checkpoint_0', at), f('p/checkpoints/checkpoint_0/model.safetensors', 10, at), f('p/checkpoints/checkpoint_0/random_states_0.pkl', bytes, at)]);
+  assert.match(acc(8052, fresh).checkpoints[0].incomplete ?? '', /random_states_0\.pkl, which its framework writes last and in place, may not be whole yet/);
+  assert.equal(latestCheckpoint(acc(14561, NOW - FRESH_WRITE_MS - 1))?.name, 'checkpoint_0');
 });
 
 test("safetensors' temporary file (the Rust tempfile crate's .tmpXXXXXX beside model.safetensors, caught in the Trainer's folder by make_livesaves.py) marks its folder as being written", () => {
@@ -140,7 +143,7 @@ test('naming an incomplete checkpoint takes it, with a warning that says why', (
 interface Stage {
   event: string;
   path: string;
-  files: { rel: string; type: 'f' | 'd'; bytes: number; mtimeOffsetMs: number; text?: string }[];
+  files: { rel: string; type: 'f' | 'd'; bytes: number; mtimeOffsetMs: number }[];
 }
 const LIVE = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'livesaves');
 const recorded = fs.existsSync(LIVE) ? fs.readdirSync(LIVE).filter((n) => n.endsWith('.json')) : [];
@@ -148,11 +151,11 @@ const recorded = fs.existsSync(LIVE) ? fs.readdirSync(LIVE).filter((n) => n.ends
 test('the stages caught while the real writers wrote (make_livesaves.py): the save in progress is incomplete and never latest; finished and settled, it is latest', () => {
   assert.ok(recorded.length >= 4, `recorded frameworks: ${recorded.join(', ')}`);
   for (const file of recorded) {
-    const { framework, watched, stages } = JSON.parse(fs.readFileSync(path.join(LIVE, file), 'utf8')) as { framework: string; watched: string; stages: Stage[] };
+    const { framework, watched, stages, texts } = JSON.parse(fs.readFileSync(path.join(LIVE, file), 'utf8')) as { framework: string; watched: string; stages: Stage[]; texts: Record<string, string> };
     const finished = stages[stages.length - 1];
     const sig = (s: Stage) => JSON.stringify(s.files.filter((x) => x.type === 'f' && (x.rel === watched || x.rel.startsWith(`${watched}/`))).map((x) => [x.rel, x.bytes]));
     const name = watched.slice(watched.lastIndexOf('/') + 1);
-    const listed = (s: Stage, later = 0): Run => one([d('run'), ...s.files.map((x) => (x.type === 'd' ? d(`run/${x.rel}`, NOW + x.mtimeOffsetMs - later) : f(`run/${x.rel}`, x.bytes, NOW + x.mtimeOffsetMs - later, x.text !== undefined ? { text: x.text } : {})))]);
+    const listed = (s: Stage, later = 0): Run => one([d('run'), ...s.files.map((x) => (x.type === 'd' ? d(`run/${x.rel}`, NOW + x.mtimeOffsetMs - later) : f(`run/${x.rel}`, x.bytes, NOW + x.mtimeOffsetMs - later, texts[`${x.rel}@${x.bytes}`] !== undefined ? { text: texts[`${x.rel}@${x.bytes}`] } : {})))]);
     for (const stage of stages.slice(0, -1)) {
       const run = listed(stage);
       const c = run.checkpoints.find((x) => x.name === name || x.name === name.replace(/\.tmp.*$/, ''));

@@ -323,20 +323,27 @@ export function unfinishedMarker(checkpointName: string): string {
   return `${checkpointName.replace(/\.(nemo|ckpt)$/i, '').replace(/-EMA$/, '')}-unfinished`;
 }
 /**
- * Does a folder checkpoint hold the file its framework writes last, so that the save is done whatever its clock says?
- * The Trainer's trainer_state.json (trainerUnfinished), accelerate's random_states_N.pkl (accelerateSave),
- * torch.distributed.checkpoint's `.metadata` (written by the coordinator after every rank's shards, renamed from
- * `.metadata.tmp`: torch/distributed/checkpoint/filesystem.py, FileSystemWriter.finish), Orbax's
- * `_CHECKPOINT_METADATA` / `commit_success.txt` (orbaxStep). Names relative to the folder. The Trainer's and
- * accelerate's markers are written in place (json.dump, torch.save) and were caught empty while being written
- * (make_livesaves.py: accelerate's random_states_0.pkl at 0 bytes): an empty one says nothing yet.
+ * Does a folder checkpoint hold a marker that is put in place whole after everything else, so that the save is done
+ * whatever its clock says? torch.distributed.checkpoint's `.metadata` (written by the coordinator after every rank's
+ * shards as `.metadata.tmp`, then renamed: torch/distributed/checkpoint/filesystem.py, FileSystemWriter.finish),
+ * Orbax's `_CHECKPOINT_METADATA` / `commit_success.txt` (in a step folder renamed from its temporary name: orbaxStep).
+ * Names relative to the folder.
+ *
+ * The Trainer's trainer_state.json and accelerate's random_states_N.pkl are written last too, but in place (json
+ * into an open file, torch.save), so they are not here (inPlaceMarker): make_livesaves.py caught
+ * random_states_0.pkl at 0 and at 8,052 of its 14,561 bytes while accelerate wrote it, and a long run's
+ * trainer_state.json is megabytes written in chunks. While such a marker is fresh the clock rule still applies.
  */
-export function committedByMarker(files: readonly { name: string; bytes: number }[]): boolean {
-  return files.some(({ name: n, bytes }) => {
+export function committedAtomically(files: readonly { name: string }[]): boolean {
+  return files.some(({ name: n }) => {
     const base = n.slice(n.lastIndexOf('/') + 1);
-    if (n === TRAINER_STATE || ACCELERATE_RNG.test(n)) return bytes > 0;
     return base === '.metadata' || base === '_CHECKPOINT_METADATA' || base === 'commit_success.txt';
   });
+}
+
+/** The marker a folder checkpoint holds that its framework writes last but in place (see committedAtomically), if any. */
+export function inPlaceMarker(files: readonly { name: string }[]): string | undefined {
+  return files.find(({ name: n }) => n === TRAINER_STATE || ACCELERATE_RNG.test(n))?.name;
 }
 
 /** Hugging Face shards: `model-00001-of-00004.safetensors`, `pytorch_model-00002-of-00003.bin` (transformers' save_pretrained). */

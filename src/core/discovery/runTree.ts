@@ -33,9 +33,10 @@ import {
   TEMPORARY_FILE,
   TRAINER_STATE,
   accelerateSave,
-  committedByMarker,
+  committedAtomically,
   finalWeightFiles,
   isAccelerateSave,
+  inPlaceMarker,
   incompleteReason,
   isMetricsLog,
   orbaxStep,
@@ -482,12 +483,12 @@ function megatronUnfinished(places: readonly Node[], checkpoints: Checkpoint[], 
 
 /**
  * A write in progress seen by its clock: a checkpoint whose newest file changed less than FRESH_WRITE_MS before the
- * listing's remote clock is being written, unless a framework's own marker says the save is done
- * (committedByMarker: the Trainer's trainer_state.json, accelerate's random states, DCP's .metadata, Orbax's commit
- * files; TensorFlow's `.index`; or a DeepSpeed `latest` / Megatron-LM tracker file naming it or a later one). A writer that writes straight
- * to the final name (torch.save to a path, Keras' `model.save`, Composer's checkpoint file, Lightning's
- * `_atomic_save` when fsspec's temporary file lies on another file system and shutil.move copies it) updates the
- * file's mtime with every write, so a file still growing is always this fresh.
+ * listing's remote clock is being written, unless a marker put in place whole after the save says it is done
+ * (committedAtomically: DCP's .metadata, Orbax's commit files; TensorFlow's `.index`; a DeepSpeed `latest` or
+ * Megatron-LM tracker file naming it or a later one). A writer that writes straight to the final name (torch.save to a
+ * path, Keras' `model.save`, Composer's checkpoint file, Lightning's `_atomic_save` when fsspec's temporary file lies
+ * on another file system and shutil.move copies it, and the Trainer's and accelerate's last files: inPlaceMarker)
+ * updates the file's mtime with every write, so a file still growing is always this fresh.
  */
 function markFreshWrites(places: readonly Node[], checkpoints: Checkpoint[], absolute: (rel: string) => string, now: number): void {
   if (!(now > 0)) return;
@@ -495,7 +496,7 @@ function markFreshWrites(places: readonly Node[], checkpoints: Checkpoint[], abs
   for (const c of checkpoints) {
     // Within the window on either side: a file system whose clock runs ahead of the host's (NFS) stamps writes ahead.
     if (c.incomplete !== undefined || c.partialSize || c.mtime <= 0 || Math.abs(now - c.mtime) >= FRESH_WRITE_MS) continue;
-    if (c.isDir && committedByMarker(c.files)) continue;
+    if (c.isDir && committedAtomically(c.files)) continue;
     // TensorFlow's `.index` is written after the data shards (tfCheckpointGroups marks a prefix without it).
     if (c.layout === 'tf' && c.fileGroup) continue;
     if (c.step !== null && (c.layout === 'global_stepN' || c.layout === 'iter_N')) {
@@ -505,7 +506,10 @@ function markFreshWrites(places: readonly Node[], checkpoints: Checkpoint[], abs
       if (says !== undefined && c.step <= says) continue;
     }
     const ago = Math.max(0, Math.round((now - c.mtime) / 100) / 10);
-    c.incomplete = `${FRESH_WRITE_REASON} ${ago} s before the listing, and no marker of its framework says the save is done`;
+    const last = c.isDir ? inPlaceMarker(c.files) : undefined;
+    c.incomplete = last
+      ? `${FRESH_WRITE_REASON} ${ago} s before the listing: ${last}, which its framework writes last and in place, may not be whole yet`
+      : `${FRESH_WRITE_REASON} ${ago} s before the listing, and no marker of its framework says the save is done`;
   }
 }
 
