@@ -1,5 +1,5 @@
 import type { RemoteRunsCore } from '../core/service';
-import { pickCheckpoint } from '../core/service';
+import { pickCheckpointWithNote } from '../core/service';
 import type { parseAddress } from '../core/address';
 import { RemoteRunsError, evalStep, formatTarget, isRemoteRunsError } from '../core/types';
 import type { EvalService } from '../core/eval/service';
@@ -49,7 +49,9 @@ export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: 
   }
   const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
   const { run } = found;
-  const checkpoint = pickCheckpoint(run, found.checkpoint ?? addr.checkpoint);
+  const { checkpoint, note } = pickCheckpointWithNote(run, found.checkpoint ?? addr.checkpoint);
+  // `latest` passed over a save still being written, or an incomplete one was named: said before the eval starts.
+  if (note) deps.stderr.write(`${note}\n`);
   const subject: EvalSubject = {
     host: addr.host,
     target: addr.target,

@@ -1,5 +1,5 @@
 import type { RemoteRunsCore } from '../core/service';
-import { runsOf } from '../core/service';
+import { runsOf, skippedForLatest, skippedNote } from '../core/service';
 import { RemoteRunsError, checkpointLabel, formatTarget, latestCheckpoint, latestPhrase, type RootListing, type Run, type RootEmptyKind } from '../core/types';
 import { emptyStateText } from '../core/emptyStates';
 import { cutShortText } from '../core/discovery/listParse';
@@ -15,6 +15,12 @@ export interface CommandOutput {
 }
 
 /** The JSON shape of a run, as documented in docs/cli.md. Checkpoints in step order. */
+function latestSkipped(run: Run): { latestSkipped?: { name: string; incomplete: string }[] } {
+  const latest = latestCheckpoint(run);
+  const skipped = latest ? skippedForLatest(run, latest) : [];
+  return skipped.length > 0 ? { latestSkipped: skipped } : {};
+}
+
 export function runJson(run: Run): unknown {
   return {
     name: run.name,
@@ -39,6 +45,8 @@ export function runJson(run: Run): unknown {
     })),
     // What `latest` names: the newest complete checkpoint (null when none is complete yet).
     latest: latestCheckpoint(run)?.name ?? null,
+    // The newer checkpoints `latest` passed over as incomplete (pull …/latest says the same), when there are any.
+    ...latestSkipped(run),
     ...(run.pointers ? { pointers: run.pointers } : {}),
   };
 }
@@ -99,8 +107,8 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
     }
     return { json: { runs: runs.map(runJson), roots: listing.roots.map(rootJson) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
   }
-  // One listing only: the CLI cannot tell a checkpoint still growing under its final name (the tree can, from its
-  // previous listing: core/discovery/growing.ts); what the names and files say is all it marks.
+  // One listing only: the CLI cannot see a checkpoint grow between two listings (the tree can, from its previous
+  // listing: core/discovery/growing.ts); it marks what the names, the files and their times say (runTree.ts).
   // The run by its name or more of its path; a last part that is none of that may name one of its checkpoints.
   const { run, listing } = await core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run], 'optional');
   const lines = [`${run.name}  ${run.path}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.join(', ') || 'none'}`];
@@ -118,6 +126,8 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
     );
   }
   for (const p of run.pointers ?? []) if (p.note) lines.push(`note: ${p.note}`);
+  const skipped = latestSkipped(run).latestSkipped;
+  if (skipped) lines.push(`note: ${skippedNote(latestCheckpoint(run)!, skipped)}`);
   if (run.checkpoints.length === 0) lines.push('no checkpoints in this run (it was recognised by its metrics log)');
   const json = runJson(run) as { checkpoints: Record<string, unknown>[] };
   for (const c of json.checkpoints) if (partials[c.name as string]) c.partialDownload = partials[c.name as string];

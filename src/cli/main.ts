@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { ConnectionPool } from '../core/ssh/pool';
 import { describeTransport, problemsFor } from '../core/ssh/transport';
 import { HostDirectory } from '../core/hosts';
-import { RemoteRunsCore } from '../core/service';
+import { RemoteRunsCore, type PickedCheckpoint } from '../core/service';
 import { parseAddress } from '../core/address';
 import { parseConfigFile } from '../core/config';
 import { RemoteRunsError, isRemoteRunsError, type HostConfig } from '../core/types';
@@ -35,7 +35,7 @@ import type { EvalProfile } from '../core/eval/types';
 import { BulkLinks } from '../core/transfer/bulkLinks';
 
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
-       remote-runs pull ADDRESS [--to DIR] [--verify] [--size-only] [--force] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs pull ADDRESS [--to DIR] [--json] [--verify] [--size-only] [--force] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs eval PROFILE ADDRESS [--follow] [--to DIR] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs metrics ADDRESS [--json|--csv] [--follow] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs inspect ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
@@ -47,7 +47,9 @@ pull writes DIR/<run>/<checkpoint>/… (default DIR: the current folder; its sta
 on stderr, the local path on stdout. Every byte is proven equal to the remote by SHA-256 computed on both sides
 before a file is put in place; --size-only checks the size only (faster, not verified); --verify also hashes files
 already downloaded again. A local file that differs is replaced only with --force or when a terminal can ask; one
-found identical by SHA-256 is kept. A second pull of the same checkpoint into DIR while one runs fails (busy). The bytes move through
+found identical by SHA-256 is kept. "latest" is the newest complete checkpoint: pull says on stderr which newer ones it
+skipped as incomplete and why (--json prints {local, checkpoint, skipped, note} instead of the path); a checkpoint named
+while incomplete is pulled with a warning. A second pull of the same checkpoint into DIR while one runs fails (busy). The bytes move through
 the system's OpenSSH client (ssh, logged in with the key or password this program already has, pinned to the host key it trusted)
 where it can, else through the built-in client; --client chooses ($REMOTE_RUNS_SSH names another ssh binary).
 eval starts the config's eval profile PROFILE on ADDRESS (as for pull), detached, and prints its id and log; with
@@ -242,6 +244,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       if (client !== 'auto' && client !== 'openssh' && client !== 'ssh2') {
         throw new RemoteRunsError('bad-config', `--client must be auto, openssh or ssh2, not ${JSON.stringify(client)}`);
       }
+      let picked: PickedCheckpoint | undefined;
       const local = await pullCommand(
         { core, pool, resolve: (name) => hosts.resolve(core.host(name)), stderr: io.stderr, stdin: io.stdin, signal },
         addr,
@@ -252,9 +255,14 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
           force: values.force,
           client,
           sshPath: io.env.REMOTE_RUNS_SSH || undefined,
+          onPicked: (p) => (picked = p),
         },
       );
-      io.stdout.write(`${local}\n`);
+      // --json: where it went, which checkpoint, and what `latest` passed over (the same words as on stderr).
+      if (values.json && picked) {
+        const p: PickedCheckpoint = picked;
+        io.stdout.write(`${JSON.stringify({ local, checkpoint: p.checkpoint.name, ...(p.checkpoint.incomplete ? { incomplete: p.checkpoint.incomplete } : {}), skipped: p.skipped ?? [], ...(p.note ? { note: p.note } : {}) })}\n`);
+      } else io.stdout.write(`${local}\n`);
       return 0;
     }
     if (verb === 'metrics') {

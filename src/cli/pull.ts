@@ -1,6 +1,6 @@
 import * as readline from 'node:readline';
 import type { RemoteRunsCore } from '../core/service';
-import { pickCheckpointWithNote } from '../core/service';
+import { pickCheckpointWithNote, type PickedCheckpoint } from '../core/service';
 import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
 import { partialPercent, progressText, pullCheckpoint, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice } from '../core/transfer';
 import { RemoteRunsError, formatTarget } from '../core/types';
@@ -24,15 +24,17 @@ export interface PullDeps {
 export async function pullCommand(
   deps: PullDeps,
   addr: ReturnType<typeof parseAddress>,
-  options: { to: string; verify: VerifyMode; recheck?: boolean; force?: boolean; client?: ClientChoice; sshPath?: string },
+  options: { to: string; verify: VerifyMode; recheck?: boolean; force?: boolean; client?: ClientChoice; sshPath?: string; onPicked?: (picked: PickedCheckpoint) => void },
 ): Promise<string> {
   if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
     throw new RemoteRunsError('bad-address', 'pull needs host/target/run/checkpoint (a checkpoint name such as step_20000 or last.ckpt, a step, last/best, final, or "latest")');
   }
   const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
   const { run } = found;
-  const { checkpoint, note } = pickCheckpointWithNote(run, found.checkpoint ?? addr.checkpoint);
+  const picked = pickCheckpointWithNote(run, found.checkpoint ?? addr.checkpoint);
+  const { checkpoint, note } = picked;
   if (note) deps.stderr.write(`${note}\n`);
+  options.onPicked?.(picked);
   const source = { pool: deps.pool, host: deps.resolve(addr.host), target: addr.target };
   const where = `${addr.host}/${formatTarget(addr.target)}/${run.name}/${checkpoint.name}`;
   const progress = progressPrinter(deps.stderr, where);

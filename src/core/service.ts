@@ -9,6 +9,7 @@ import {
   formatTarget,
   checkpointLabel,
   latestCheckpoint,
+  checkpointOrder,
   parseTarget,
   type HostConfig,
   type Checkpoint,
@@ -201,7 +202,7 @@ function partialNote(listing: TargetListing, maxEntries = DEFAULT_MAX_ENTRIES): 
  * under its own name, not a second copy of it.
  * `not-found` errors name what is there.
  */
-export function pickCheckpointWithNote(run: Run, which: string): { checkpoint: Checkpoint; note?: string } {
+export function pickCheckpointWithNote(run: Run, which: string): PickedCheckpoint {
   if (run.checkpoints.length === 0) {
     throw new RemoteRunsError('not-found', `Run ${JSON.stringify(run.name)} at ${run.path} has no checkpoints yet`);
   }
@@ -212,7 +213,11 @@ export function pickCheckpointWithNote(run: Run, which: string): { checkpoint: C
   };
   if (which === 'latest') {
     const latest = latestCheckpoint(run);
-    if (latest) return { checkpoint: latest };
+    if (latest) {
+      const skipped = skippedForLatest(run, latest);
+      if (skipped.length === 0) return { checkpoint: latest };
+      return { checkpoint: latest, skipped, note: skippedNote(latest, skipped) };
+    }
     const last = [...run.checkpoints].reverse().find((c) => c.kind !== 'alias') ?? run.checkpoints[run.checkpoints.length - 1];
     throw new RemoteRunsError(
       'not-found',
@@ -221,7 +226,14 @@ export function pickCheckpointWithNote(run: Run, which: string): { checkpoint: C
     );
   }
   const byName = run.checkpoints.find((c) => c.name === which);
-  if (byName) return followAlias(byName);
+  if (byName) {
+    const picked = followAlias(byName);
+    // Named, so taken; but never silently: a save still being written may miss its weights or optimizer.
+    const c = picked.checkpoint;
+    if (c.incomplete === undefined) return picked;
+    const warning = `${c.name} is incomplete (${c.incomplete}): taking it because it was named`;
+    return { ...picked, note: picked.note ? `${picked.note}; ${warning}` : warning };
+  }
   if (/^\d+$/.test(which)) {
     const byStep = run.checkpoints.filter((c) => c.kind === 'step' && c.step === Number(which));
     if (byStep.length === 1) return { checkpoint: byStep[0] };
@@ -257,6 +269,31 @@ export function pickCheckpointWithNote(run: Run, which: string): { checkpoint: C
     `No checkpoint ${JSON.stringify(which)} in run ${JSON.stringify(run.name)} (there: ${names.slice(-8).join(', ')}${names.length > 8 ? ', …' : ''}; or "latest")`,
     { seen: names.slice(-8) },
   );
+}
+
+/** What pickCheckpointWithNote chose, and what a face must say about it. */
+export interface PickedCheckpoint {
+  checkpoint: Checkpoint;
+  /** Said to the user beside the result (stderr in the CLI, a notification in the extension). */
+  note?: string;
+  /** For `latest`: the checkpoints newer than the one taken that were passed over as incomplete, with why. */
+  skipped?: { name: string; incomplete: string }[];
+}
+
+/**
+ * The checkpoints `latest` passed over: incomplete ones (not aliases) of the same kind with a higher number, or of
+ * any kind written after it (an accelerate save in progress beside finished saves, a Trainer checkpoint without its
+ * trainer_state.json).
+ */
+export function skippedForLatest(run: Pick<Run, 'checkpoints'>, latest: Checkpoint): { name: string; incomplete: string }[] {
+  return run.checkpoints
+    .filter((c) => c !== latest && c.kind !== 'alias' && c.incomplete !== undefined && ((c.kind === latest.kind && checkpointOrder(c) > checkpointOrder(latest)) || c.mtime > latest.mtime))
+    .map((c) => ({ name: c.name, incomplete: c.incomplete! }));
+}
+
+/** How `latest` says what it passed over: `latest is checkpoint-10; skipped checkpoint-20: trainer_state.json not written yet: …`. */
+export function skippedNote(latest: Pick<Checkpoint, 'name'>, skipped: readonly { name: string; incomplete: string }[]): string {
+  return `latest is ${latest.name}; skipped ${skipped.map((c) => `${c.name}: ${c.incomplete}`).join('; ')}`;
 }
 
 /** pickCheckpointWithNote without the note (callers that have nowhere to say it). */

@@ -7,7 +7,7 @@ import type { HostDirectory } from '../core/hosts';
 import type { RemoteRunsCore } from '../core/service';
 import { runsOf } from '../core/service';
 import { RemoteRunsError, checkpointLabel, formatTarget, latestCheckpoint, latestPhrase, type Checkpoint, type Run, type TargetRef } from '../core/types';
-import { pickCheckpoint as checkpointOf } from '../core/service';
+import { pickCheckpointWithNote as checkpointOf } from '../core/service';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../core/util/format';
 
 export interface PickedCheckpoint {
@@ -15,6 +15,8 @@ export interface PickedCheckpoint {
   target: TargetRef;
   run: Run;
   checkpoint: Checkpoint;
+  /** For `latest`: the newer checkpoints it skipped as incomplete, with why (pickCheckpointWithNote). */
+  note?: string;
 }
 
 export interface Item<T> extends vscode.QuickPickItem {
@@ -61,7 +63,10 @@ export async function pickCheckpoint(
     'Pick a run',
   );
   if (!run) return undefined;
-  if (opts.latestOnly) return { hostName, target, run, checkpoint: checkpointOf(run, 'latest') };
+  if (opts.latestOnly) {
+    const { checkpoint, note } = checkpointOf(run, 'latest');
+    return { hostName, target, run, checkpoint, ...(note ? { note } : {}) };
+  }
   const checkpoint = await quickPick(
     `${title} (4/4): checkpoint`,
     [...run.checkpoints].reverse().map((c) => ({ label: c.name, description: `${checkpointLabel(c)} · ${formatCheckpointBytes(c)} · ${formatAge(c.mtime, now)}${c.newest ? ' · newest' : ''}${c.incomplete ? ` · incomplete: ${c.incomplete}` : ''}`, value: c })),

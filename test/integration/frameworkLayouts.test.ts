@@ -13,6 +13,7 @@ import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { ROOT, ensureBuiltCli, runBuiltCli, type CliResult } from '../harness/builtCli';
 import { startTestHost, type TestHost } from '../harness/testHost';
+import { writtenAgo } from '../harness/mtimes';
 
 const FIXTURES = path.join(ROOT, 'test', 'fixtures', 'real', 'written');
 let host: TestHost;
@@ -126,6 +127,8 @@ before(async () => {
   fs.writeFileSync(path.join(composer, 'ep2-ba40-rank0.pt'), 'ba40');
   fs.symlinkSync('ep2-ba40-rank0.pt', path.join(composer, 'latest-rank0.pt'));
   execFileSync('chmod', ['-R', 'a+rX', root]);
+  // Laid as a run leaves them, a minute before the listings: none of them is being written now.
+  writtenAgo(root);
   config = path.join(host.dir, 'writing-config.json');
   fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('w', { runRoots: [root], targets: ['host'] })] }));
 });

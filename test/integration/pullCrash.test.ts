@@ -22,6 +22,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { startTestHost, type ProxiedHost, type TestHost } from '../harness/testHost';
 import { isRunning, processTree, recordedBytes } from '../harness/faults';
 import { eventually } from '../harness/assertKind';
+import { writtenAgo } from '../harness/mtimes';
 
 const ROOT = path.join(__dirname, '..', '..');
 const CLI = path.join(ROOT, 'dist', 'cli.js');
@@ -57,6 +58,8 @@ function writeRun(target: TargetName, run: string, files: Record<string, Buffer>
     fs.mkdirSync(path.dirname(path.join(folder, name)), { recursive: true });
     fs.writeFileSync(path.join(folder, name), data);
   }
+  // Saved a minute ago, as a finished run leaves it: a save listed within seconds of its write is being written.
+  writtenAgo(folder);
   execFileSync('chmod', ['-R', 'a+rX', runRoot(target).onDisk]);
   return folder;
 }
@@ -66,10 +69,10 @@ interface Pull {
   done: Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }>;
 }
 
-function pull(target: TargetName, run: string, to: string, extra: string[] = [], client = 'auto'): Pull {
+function pull(target: TargetName, run: string, to: string, extra: string[] = [], client = 'auto', which = 'latest'): Pull {
   const child = spawn(
     process.execPath,
-    [CLI, 'pull', `${hostName(target)}/${target}/${run}/latest`, '--to', to, '--client', client, '--config', config, '--known-hosts', host.knownHostsFile, ...extra],
+    [CLI, 'pull', `${hostName(target)}/${target}/${run}/${which}`, '--to', to, '--client', client, '--config', config, '--known-hosts', host.knownHostsFile, ...extra],
     // A process group of its own, so the test can kill the whole group as a terminal's Ctrl-\ or a job runner would.
     { env: { PATH: process.env.PATH, HOME: host.clientHome }, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
@@ -267,8 +270,10 @@ describe('a destination or a remote file that will not do', () => {
     const to = fs.mkdtempSync(path.join(host.dir, 'to-'));
     const timer = setInterval(() => fs.appendFileSync(file, randomBytes(256 * 1024)), 100);
     try {
-      const r = await pull('host', 'growing', to, ['--json']).done;
+      // Growing, it is no `latest` (changed seconds before the listing): named, it is taken with a warning.
+      const r = await pull('host', 'growing', to, ['--json'], 'auto', 'step_100').done;
       assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /step_100 is incomplete \(being written: changed [\d.]+ s before the listing.*\): taking it because it was named/);
       assert.equal((JSON.parse(r.stdout) as { error: { kind: string } }).error.kind, 'changed');
     } finally {
       clearInterval(timer);
@@ -337,6 +342,7 @@ describe('the checkpoint folder holds what the remote has', () => {
       const blob = path.join(runRoot(target).onDisk, run, 'blob-0123');
       fs.writeFileSync(blob, randomBytes(5000));
       fs.symlinkSync(path.posix.join(runRoot(target).remote, run, 'blob-0123'), path.join(folder, 'tokenizer.json'));
+      writtenAgo(path.join(runRoot(target).onDisk, run));
       const to = fs.mkdtempSync(path.join(host.dir, 'to-'));
       const r = await pull(target, run, to, [], client).done;
       assert.equal(r.code, 0, r.stderr);

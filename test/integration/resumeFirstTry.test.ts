@@ -23,6 +23,7 @@ import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testH
 import { startTcpProxy, type TcpProxy } from '../harness/tcpProxy';
 import { recordedBytes } from '../harness/faults';
 import { eventually, rejectsWith } from '../harness/assertKind';
+import { writtenAgo } from '../harness/mtimes';
 
 const ROOT = path.join(__dirname, '..', '..');
 const CLI = path.join(ROOT, 'dist', 'cli.js');
@@ -58,6 +59,7 @@ before(async () => {
   const demoStep = path.join(demo.paths.machine, 'root', 'runs', 'rep', 'checkpoints', 'step_1');
   fs.mkdirSync(demoStep, { recursive: true });
   fs.writeFileSync(path.join(demoStep, 'checkpoint.pt'), data);
+  writtenAgo(demoStep); // saved a minute ago: a save listed within seconds of its write is being written
   const demoProxy = await startTcpProxy(demo.port, { rateBytesPerSec: RATE });
   const demoKnown = path.join(scratch, 'demo-known_hosts');
   fs.writeFileSync(demoKnown, `[127.0.0.1]:${demoProxy.port} ${demo.keys.hostPublicLine}\n`);
@@ -68,6 +70,7 @@ before(async () => {
   const runs = path.join(sshd.dir, 'resumeruns');
   fs.mkdirSync(path.join(runs, 'rep', 'checkpoints', 'step_1'), { recursive: true });
   fs.writeFileSync(path.join(runs, 'rep', 'checkpoints', 'step_1', 'checkpoint.pt'), data);
+  writtenAgo(path.join(runs, 'rep'));
   execFileSync('chmod', ['-R', 'a+rX', runs]);
   const link = await sshd.throughProxy({ rateBytesPerSec: RATE });
   servers.sshd = server('sshd', link.proxy, link.hostConfig('sshd', { targets: ['host'], runRoots: [runs] }), sshd.knownHostsFile, sshd.clientHome, path.join(runs, 'rep', 'checkpoints', 'step_1'));

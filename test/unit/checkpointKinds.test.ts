@@ -10,8 +10,10 @@ import { isRemoteRunsError, latestCheckpoint } from '../../src/core/types';
 
 const f = (rel: string, bytes = 10, extra: Partial<Entry> = {}): Entry => ({ type: 'f', bytes, mtime: 1000, rel, ...extra });
 const d = (rel: string, extra: Partial<Entry> = {}): Entry => ({ type: 'd', bytes: 0, mtime: 1000, rel, ...extra });
+/** The listing's remote clock: a minute after the files were written (past FRESH_WRITE_MS, so no write is in progress). */
+const NOW = 61_000;
 const one = (entries: Entry[]) => {
-  const runs = findRuns('/r', entries, 2000);
+  const runs = findRuns('/r', entries, NOW);
   assert.equal(runs.length, 1, runs.map((r) => r.name).join(', '));
   return runs[0];
 };
@@ -133,7 +135,7 @@ test("DeepSpeed's latest file and Megatron's tracker: the checkpoint they name i
 });
 
 test('a `latest` symlink to a checkpoint folder is an alias of it, not a run of its own', () => {
-  const runs = findRuns('/r', [d('x'), d('x/checkpoints'), d('x/checkpoints/step_10'), f('x/checkpoints/step_10/model.safetensors'), d('x/checkpoints/latest', { link: 'step_10' }), f('x/checkpoints/latest/model.safetensors')], 2000);
+  const runs = findRuns('/r', [d('x'), d('x/checkpoints'), d('x/checkpoints/step_10'), f('x/checkpoints/step_10/model.safetensors'), d('x/checkpoints/latest', { link: 'step_10' }), f('x/checkpoints/latest/model.safetensors')], NOW);
   assert.deepEqual(runs.map((r) => r.name), ['x']);
   const latest = runs[0].checkpoints.find((c) => c.name === 'latest');
   assert.deepEqual(latest?.alias, { role: 'latest', of: 'step_10', step: 10, how: 'symlink' });

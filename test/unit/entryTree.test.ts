@@ -27,7 +27,7 @@ test('an entry listed again in a second walk is one node with the later facts, i
   at(tree, 3, 'f', 'checkpoint.pt', 'run/checkpoints/step_20/checkpoint.pt', 99, T + 5000);
   at(tree, 2, 'd', 'step_21', 'run/checkpoints/step_21');
   at(tree, 3, 'f', 'checkpoint.pt', 'run/checkpoints/step_21/checkpoint.pt', 7);
-  const [run] = findRunsInTree('/w', tree, T);
+  const [run] = findRunsInTree('/w', tree, T + 60_000); // a minute after the writes
   assert.equal(run.checkpoints.length, 21, 'no step listed twice');
   const s20 = run.checkpoints.find((c) => c.name === 'step_20')!;
   assert.deepEqual(s20.files.map((f) => [f.name, f.bytes]), [['checkpoint.pt', 99]]);
@@ -42,6 +42,6 @@ test('names that differ only past the index threshold stay distinct children', (
   for (let s = 1; s <= 12; s++) at(tree, 2, 'f', `ckpt_${s}.pt`, `run/ckpt_${s}.pt`, s);
   tree.walkFrom('run');
   for (let s = 1; s <= 12; s++) at(tree, 1, 'f', `ckpt_${s}.pt`, `run/ckpt_${s}.pt`, 100 + s);
-  const [run] = findRunsInTree('/w', tree, T);
+  const [run] = findRunsInTree('/w', tree, T + 60_000); // a minute after the writes
   assert.deepEqual(run.checkpoints.map((c) => c.bytes).sort((a, b) => a - b), Array.from({ length: 12 }, (_, i) => 101 + i));
 });

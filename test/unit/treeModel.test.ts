@@ -318,3 +318,28 @@ test('the user\'s place: rows gone with a failed listing come back with the same
   model.dispose();
   next.dispose();
 });
+
+test('a listing that found a checkpoint being written by its clock lists the target again once that window has passed; a listing without one ends the follow-ups', async () => {
+  const src = source();
+  const writing = run('a', [100, 200]);
+  writing.checkpoints[1] = { ...writing.checkpoints[1], newest: false, incomplete: 'being written: changed 0.3 s before the listing, and no marker of its framework says the save is done' };
+  writing.checkpoints[0].newest = true;
+  src.listing.set('host:', listing(HOST, [writing]));
+  const model = new RunsTreeModel(src, 5, 30);
+  const { targets } = await walk(model);
+  const changes: (TreeNode | undefined)[] = [];
+  model.onDidChange((n) => changes.push(n));
+  await model.childrenOf(targets[0]);
+  const key = 'listing:gpu1:host:';
+  assert.equal(src.calls.get(key), 1);
+  // The save finishes before the follow-up: listed again, the change is reported, and no follow-up comes after it.
+  src.listing.set('host:', listing(HOST, [run('a', [100, 200])]));
+  const until = Date.now() + 5000;
+  while (src.calls.get(key) !== 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+  assert.equal(src.calls.get(key), 2, 'listed again after the window');
+  await model.whenIdle();
+  assert.deepEqual(changes.map((n) => n?.id), [targets[0].id]);
+  await new Promise((r) => setTimeout(r, 150));
+  assert.equal(src.calls.get(key), 2, 'no follow-up once nothing is being written');
+  model.dispose();
+});

@@ -181,11 +181,66 @@ function lastStandingNumber(stem: string): number | undefined {
  * "random_states", accelerate/utils/constants.py). Its number counts saves (0, 1, 2…), not training steps: said as
  * such, never shown as a step. `childNames` are the names directly inside the folder.
  */
-export function accelerateSave(name: string, childNames: Iterable<string>): ParsedCheckpointName | undefined {
+export function accelerateSave(name: string, childNames: Iterable<string>, siblingsAreAccelerate = false): (ParsedCheckpointName & { incomplete?: string }) | undefined {
   const m = ACCELERATE_FOLDER.exec(name);
-  if (!m || !someOf(childNames, (c) => /^random_states_\d+\.pkl$/.test(c))) return undefined;
-  return { kind: 'save', step: null, save: Number(m[1]), layout: 'accelerate' };
+  if (!m) return undefined;
+  const save = { kind: 'save' as const, step: null, save: Number(m[1]), layout: 'accelerate' as const };
+  if (someOf(childNames, (c) => ACCELERATE_RNG.test(c))) return save;
+  // save_state writes into the folder in this order (accelerate 1.15.0, accelerate/checkpointing.py,
+  // save_accelerator_state): the models (`model.safetensors`, `model_1.safetensors`… or `pytorch_model.bin`),
+  // `optimizer.bin`, `scheduler.bin`, `sampler.bin`/`dl_state_dict.bin`, `scaler.pt`, then RNG_STATE_NAME's
+  // `random_states_{process_index}.pkl` last; save_state (accelerate/accelerator.py) makes the folder first and
+  // writes `custom_checkpoint_{i}.pkl` of registered objects after it. A `checkpoint_N/` holding accelerate's own
+  // names, or beside accelerate saves, without its random states is a save still being written. A model file alone
+  // in a folder with no accelerate save beside it says nothing (any script writes `model.safetensors`).
+  const names = [...childNames];
+  const own = names.some((c) => ACCELERATE_OWN.test(c));
+  if (own || (siblingsAreAccelerate && (names.length === 0 || names.some((c) => ACCELERATE_MODEL.test(c))))) {
+    return { ...save, incomplete: names.length === 0 ? 'holds no files yet: accelerate is still saving' : 'random_states_0.pkl not written yet: accelerate is still saving (save_state writes it last)' };
+  }
+  return undefined;
 }
+
+/** accelerate's RNG_STATE_NAME file of one process (accelerate/utils/constants.py: RNG_STATE_NAME = "random_states"). */
+const ACCELERATE_RNG = /^random_states_\d+\.pkl$/;
+/** Names only accelerate's save_accelerator_state writes (OPTIMIZER_NAME, SCHEDULER_NAME, SAMPLER_NAME + `.bin`). */
+const ACCELERATE_OWN = /^(?:optimizer|scheduler|sampler|dl_state_dict)(?:_\d+)?\.bin$/;
+/** Its model files (SAFE_WEIGHTS_NAME / WEIGHTS_NAME, `_{i}` for the i-th model). */
+const ACCELERATE_MODEL = /^(?:model|pytorch_model)(?:_\d+)?\.(?:safetensors|bin)$/;
+
+/** Is this listed folder an accelerate save (it holds its random states)? For the sibling rule of accelerateSave. */
+export function isAccelerateSave(name: string, childNames: Iterable<string>): boolean {
+  return ACCELERATE_FOLDER.test(name) && someOf(childNames, (c) => ACCELERATE_RNG.test(c));
+}
+
+/**
+ * The Hugging Face Trainer writes `checkpoint-{global_step}/` in place, file by file (transformers 5.18.0,
+ * transformers/trainer.py, Trainer._save_checkpoint): save_model (config.json, generation_config.json,
+ * model.safetensors or its shards, then training_args.bin in Trainer._save), then optimizer.pt and scheduler.pt
+ * (_save_optimizer_and_scheduler), scaler.pt, rng_state.pth (_save_rng_state; `rng_state_{rank}.pth` with several
+ * processes), and TRAINER_STATE_NAME `trainer_state.json` last (TrainerState.save_to_json), before it rotates old
+ * checkpoints. So a Trainer checkpoint without trainer_state.json is one still being saved (or a save that died).
+ * A folder is taken for the Trainer's when it holds a file only the Trainer writes there, or when its siblings are
+ * Trainer checkpoints (they hold trainer_state.json) and it holds Hugging Face model files. A `checkpoint-N/` of
+ * some other script (only `model.pt`) is not the Trainer's and is left as it is. `childNames` are the folder's names.
+ */
+export function trainerUnfinished(name: string, children: Iterable<string>, siblingsAreTrainer: boolean): string | undefined {
+  if (!TRAINER_FOLDER.test(name)) return undefined; // the names are read only for the Trainer's folder names
+  const childNames = [...children];
+  if (childNames.length === 0 || childNames.includes(TRAINER_STATE)) return undefined;
+  const trainer = childNames.some((c) => TRAINER_ONLY.test(c)) || (siblingsAreTrainer && childNames.some((c) => FINAL_WEIGHTS.test(c) || FINAL_COMPANIONS.has(c) || SHARD.test(c)));
+  return trainer ? `${TRAINER_STATE} not written yet: the Trainer is still saving (it writes ${TRAINER_STATE} last)` : undefined;
+}
+
+/** The Trainer's TRAINER_STATE_NAME (transformers/trainer.py). */
+export const TRAINER_STATE = 'trainer_state.json';
+/** Trainer's PREFIX_CHECKPOINT_DIR + "-" + global_step (transformers/trainer_utils.py). */
+const TRAINER_FOLDER = /^checkpoint-\d+$/;
+/**
+ * Files only the Trainer writes into its checkpoint folder: TRAINING_ARGS_NAME, OPTIMIZER_NAME "optimizer.pt",
+ * SCHEDULER_NAME "scheduler.pt", SCALER_NAME "scaler.pt", `rng_state.pth` / `rng_state_{process_index}.pth`.
+ */
+const TRAINER_ONLY = /^(?:training_args\.bin|optimizer\.pt|scheduler\.pt|scaler\.pt|rng_state(?:_\d+)?\.pth)$/;
 
 /**
  * The Hugging Face `save_pretrained` files of final weights (transformers/utils/__init__.py: WEIGHTS_NAME
@@ -253,9 +308,12 @@ export function pointerNames(file: string, text: string): ((checkpointName: stri
 /**
  * Names of files a writer has not finished: a checkpoint folder holding one is still being written. `.tmp` is what
  * torch.distributed.checkpoint's FileSystemWriter writes `.metadata` as before renaming it (and what most atomic
- * writers do); `.partial`, `.incomplete`, `.temp` and `.part` are the other spellings in use.
+ * writers do); `.partial`, `.incomplete`, `.temp` and `.part` are the other spellings in use. `.tmpXXXXXX` (six
+ * letters or digits) is the Rust tempfile crate's default name, which safetensors 0.8.0's save_file writes the
+ * weights into beside their final name before renaming them (caught in the Trainer's checkpoint folder by
+ * test/fixtures/real/make_livesaves.py).
  */
-export const TEMPORARY_FILE = /\.(tmp|temp|partial|incomplete|part)$/i;
+export const TEMPORARY_FILE = /(?:\.(tmp|temp|partial|incomplete|part)|(?:^|\/)\.tmp[A-Za-z0-9]{6})$/i;
 /**
  * NeMo marks a save in progress with a file beside it: the checkpoint's path without `.ckpt`/`.nemo`/`-EMA` plus
  * UNFINISHED_CHECKPOINT_SUFFIX "-unfinished" (nemo/utils/callbacks/nemo_model_checkpoint.py,
@@ -264,6 +322,30 @@ export const TEMPORARY_FILE = /\.(tmp|temp|partial|incomplete|part)$/i;
 export function unfinishedMarker(checkpointName: string): string {
   return `${checkpointName.replace(/\.(nemo|ckpt)$/i, '').replace(/-EMA$/, '')}-unfinished`;
 }
+/**
+ * Does a folder checkpoint hold a marker that is put in place whole after everything else, so that the save is done
+ * whatever its clock says? torch.distributed.checkpoint's `.metadata` (written by the coordinator after every rank's
+ * shards as `.metadata.tmp`, then renamed: torch/distributed/checkpoint/filesystem.py, FileSystemWriter.finish),
+ * Orbax's `_CHECKPOINT_METADATA` / `commit_success.txt` (in a step folder renamed from its temporary name: orbaxStep).
+ * Names relative to the folder.
+ *
+ * The Trainer's trainer_state.json and accelerate's random_states_N.pkl are written last too, but in place (json
+ * into an open file, torch.save), so they are not here (inPlaceMarker): make_livesaves.py caught
+ * random_states_0.pkl at 0 and at 8,052 of its 14,561 bytes while accelerate wrote it, and a long run's
+ * trainer_state.json is megabytes written in chunks. While such a marker is fresh the clock rule still applies.
+ */
+export function committedAtomically(files: readonly { name: string }[]): boolean {
+  return files.some(({ name: n }) => {
+    const base = n.slice(n.lastIndexOf('/') + 1);
+    return base === '.metadata' || base === '_CHECKPOINT_METADATA' || base === 'commit_success.txt';
+  });
+}
+
+/** The marker a folder checkpoint holds that its framework writes last but in place (see committedAtomically), if any. */
+export function inPlaceMarker(files: readonly { name: string }[]): string | undefined {
+  return files.find(({ name: n }) => n === TRAINER_STATE || ACCELERATE_RNG.test(n))?.name;
+}
+
 /** Hugging Face shards: `model-00001-of-00004.safetensors`, `pytorch_model-00002-of-00003.bin` (transformers' save_pretrained). */
 const SHARD = /^(.*)-(\d+)-of-(\d+)\.(safetensors|bin)$/i;
 

@@ -31,14 +31,19 @@ import {
   DEEPSPEED_ZERO_SHARD,
   LOG_CONTAINERS,
   TEMPORARY_FILE,
+  TRAINER_STATE,
   accelerateSave,
+  committedAtomically,
   finalWeightFiles,
+  isAccelerateSave,
+  inPlaceMarker,
   incompleteReason,
   isMetricsLog,
   orbaxStep,
   parseCheckpointName,
   tfCheckpointGroups,
   pointerNames,
+  trainerUnfinished,
   unfinishedMarker,
   type ParsedCheckpointName,
 } from './checkpointLayout';
@@ -348,6 +353,8 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
 
   sortCheckpoints(checkpoints);
   deepspeedUnfinished(places, checkpoints, absolute);
+  megatronUnfinished(places, checkpoints, absolute);
+  markFreshWrites(places, checkpoints, absolute, now);
   markNewest(checkpoints);
   const pointers = pointersOf(places, checkpoints);
   const metrics = logs.map((l) => absolute(l.rel));
@@ -450,6 +457,83 @@ function deepspeedUnfinished(places: readonly Node[], checkpoints: Checkpoint[],
       if (have < want) c.incomplete = `${have} ZeRO optimizer shard${have === 1 ? '' : 's'} where ${named.name}, which DeepSpeed's latest file names, has ${want}: still being saved (latest is written after every rank's shard)`;
     }
   }
+}
+
+/**
+ * A Megatron-LM iteration still being saved: every rank writes its `iter_{:07d}/mp_rank_XX/…` files, and after a
+ * barrier rank 0 writes the iteration into `latest_checkpointed_iteration.txt` (megatron/training/checkpointing.py,
+ * save_checkpoint's iter_finalize_fn; with --async-save it runs once the background write has finished). An
+ * `iter_N` newer than the iteration the tracker names is a save not finished (or one that died before it was).
+ */
+function megatronUnfinished(places: readonly Node[], checkpoints: Checkpoint[], absolute: (rel: string) => string): void {
+  for (const place of places) {
+    const n = place.children.get('latest_checkpointed_iteration.txt');
+    if (n?.type !== 'f' || n.link !== undefined || n.text === undefined) continue;
+    const says = n.text.trim();
+    if (!/^\d+$/.test(says)) continue;
+    const tracked = Number(says);
+    const dir = `${absolute(place.rel).replace(/\/+$/, '')}/`;
+    for (const c of checkpoints) {
+      if (c.layout !== 'iter_N' || c.step === null || c.step <= tracked || c.incomplete !== undefined) continue;
+      if (!c.path.startsWith(dir) || c.path.slice(dir.length).includes('/')) continue;
+      c.incomplete = `newer than iteration ${tracked}, which latest_checkpointed_iteration.txt names: Megatron-LM is still saving it (the tracker is written after the save)`;
+    }
+  }
+}
+
+/**
+ * A write in progress seen by its clock: a checkpoint whose newest file changed less than FRESH_WRITE_MS before the
+ * listing's remote clock is being written, unless a marker put in place whole after the save says it is done
+ * (committedAtomically: DCP's .metadata, Orbax's commit files; TensorFlow's `.index`; a DeepSpeed `latest` or
+ * Megatron-LM tracker file naming it or a later one). A writer that writes straight to the final name (torch.save to a
+ * path, Keras' `model.save`, Composer's checkpoint file, Lightning's `_atomic_save` when fsspec's temporary file lies
+ * on another file system and shutil.move copies it, and the Trainer's and accelerate's last files: inPlaceMarker)
+ * updates the file's mtime with every write, so a file still growing is always this fresh.
+ */
+function markFreshWrites(places: readonly Node[], checkpoints: Checkpoint[], absolute: (rel: string) => string, now: number): void {
+  if (!(now > 0)) return;
+  let pointed: Map<string, number> | undefined;
+  for (const c of checkpoints) {
+    // Within the window on either side: a file system whose clock runs ahead of the host's (NFS) stamps writes ahead.
+    if (c.incomplete !== undefined || c.partialSize || c.mtime <= 0 || Math.abs(now - c.mtime) >= FRESH_WRITE_MS) continue;
+    if (c.isDir && committedAtomically(c.files)) continue;
+    // TensorFlow's `.index` is written after the data shards (tfCheckpointGroups marks a prefix without it).
+    if (c.layout === 'tf' && c.fileGroup) continue;
+    if (c.step !== null && (c.layout === 'global_stepN' || c.layout === 'iter_N')) {
+      pointed ??= pointerSteps(places, absolute);
+      const dir = c.path.slice(0, c.path.lastIndexOf('/') + 1);
+      const says = pointed.get(dir);
+      if (says !== undefined && c.step <= says) continue;
+    }
+    const ago = Math.max(0, Math.round((now - c.mtime) / 100) / 10);
+    const last = c.isDir ? inPlaceMarker(c.files) : undefined;
+    c.incomplete = last
+      ? `${FRESH_WRITE_REASON} ${ago} s before the listing: ${last}, which its framework writes last and in place, may not be whole yet`
+      : `${FRESH_WRITE_REASON} ${ago} s before the listing, and no marker of its framework says the save is done`;
+  }
+}
+
+/** Written less than this before the listing's remote clock: being written (markFreshWrites). */
+export const FRESH_WRITE_MS = 5000;
+const FRESH_WRITE_REASON = 'being written: changed';
+
+/** Was this checkpoint taken for one being written by its clock alone (markFreshWrites)? A later listing may find it done. */
+export function isFreshWrite(c: Pick<Checkpoint, 'incomplete'>): boolean {
+  return c.incomplete?.startsWith(FRESH_WRITE_REASON) === true;
+}
+
+/** The step each place's DeepSpeed `latest` or Megatron-LM tracker names, by the place's path with a trailing `/`. */
+function pointerSteps(places: readonly Node[], absolute: (rel: string) => string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const place of places) {
+    const dir = `${absolute(place.rel).replace(/\/+$/, '')}/`;
+    for (const file of ['latest', 'latest_checkpointed_iteration.txt']) {
+      const text = place.children.get(file)?.text?.trim();
+      const m = text === undefined ? null : file === 'latest' ? /^global_step(\d+)$/.exec(text) : /^(\d+)$/.exec(text);
+      if (m) out.set(dir, Math.max(out.get(dir) ?? 0, Number(m[1])));
+    }
+  }
+  return out;
 }
 
 /** DeepSpeed's `latest` and Megatron-LM's tracker file beside the checkpoints: what they name, and where that disagrees with us. */
@@ -561,13 +645,23 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
   const links = new Map<Checkpoint, string>();
   // NeMo's `-unfinished` markers are rare: look one up per checkpoint only in a folder that holds one.
   let markers = false;
+  // Whether this folder holds accelerate saves or Trainer checkpoints that are complete: a sibling of those still
+  // being written is one of them (accelerateSave, trainerUnfinished).
+  let accelerate = false;
+  let trainer = false;
   const kids = dir.children.values();
-  for (let i = 0; i < kids.length; i++) if (kids[i].name.endsWith('-unfinished')) markers = true;
+  for (let i = 0; i < kids.length; i++) {
+    const k = kids[i];
+    if (k.name.endsWith('-unfinished')) markers = true;
+    if (k.type !== 'd' || !k.name.startsWith('checkpoint')) continue;
+    if (isAccelerateSave(k.name, k.children.keys())) accelerate = true;
+    else if (k.children.get(TRAINER_STATE)?.type === 'f') trainer = true;
+  }
   for (const child of kids) {
     if (child.type !== 'd' && child.type !== 'f') continue;
     // A file under a temporary name (`epoch=0-step=10.ckpt.tmp`) is the checkpoint it will be, still being written.
     const temp = child.type === 'f' && TEMPORARY_FILE.test(child.name);
-    const parsed = checkpointName(child) ?? (temp ? parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) : undefined) ?? linkedAlias(child);
+    const parsed = checkpointName(child, accelerate) ?? (temp ? parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) : undefined) ?? linkedAlias(child);
     if (!parsed) continue;
     const isDir = child.type === 'd';
     const files = isDir ? checkpointFiles(child, absolute) : [];
@@ -578,7 +672,7 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
       ('incomplete' in parsed && typeof parsed.incomplete === 'string' ? parsed.incomplete : undefined) ??
       (temp ? `${child.name} is a temporary name: still being written` : undefined) ??
       (marker !== undefined && dir.children.get(marker)?.type === 'f' ? `NeMo's ${marker} marker is beside it (removed when the save is finished)` : undefined) ??
-      (isDir && !deep ? incompleteReason(files) : undefined);
+      (isDir && !deep ? (incompleteReason(files) ?? trainerUnfinished(child.name, child.children.keys(), trainer)) : undefined);
     let bytes = isDir ? 0 : child.bytes;
     let mtime = child.mtime;
     for (const f of files) {
@@ -658,11 +752,11 @@ function reachesDepth(node: Node, unseen: (n: Node) => boolean): boolean {
 }
 
 /** A checkpoint by its name, or (Orbax's bare step folders) by its name and the files it holds. */
-function checkpointName(node: Node): (ParsedCheckpointName & { incomplete?: string }) | undefined {
+function checkpointName(node: Node, siblingsAreAccelerate = false): (ParsedCheckpointName & { incomplete?: string }) | undefined {
   if (node.type !== 'd' && node.type !== 'f') return undefined;
   if (node.type !== 'd') return parseCheckpointName(node.name, false);
   // The child names are read only for the names that need them (checkpoint_N, bare numbers), from the map itself.
-  return accelerateSave(node.name, node.children.keys()) ?? parseCheckpointName(node.name, true) ?? orbaxStep(node.name, node.children.keys());
+  return accelerateSave(node.name, node.children.keys(), siblingsAreAccelerate) ?? parseCheckpointName(node.name, true) ?? orbaxStep(node.name, node.children.keys());
 }
 
 /** Every file below a checkpoint folder; names are relative to the folder (`model/pytorch_model.bin`). */

@@ -18,6 +18,7 @@ import { groupTensors, inspectCompleteness, stateParts, formatCount } from '../i
 import { formatBytes } from '../util/format';
 import { RefreshQueue } from './refreshQueue';
 import { markGrowing } from '../discovery/growing';
+import { FRESH_WRITE_MS, isFreshWrite } from '../discovery/runTree';
 
 export interface HostEntry {
   name: string;
@@ -66,10 +67,14 @@ export class RunsTreeModel {
   private readonly expanded = new Set<string>();
   private selected: string | undefined;
   private readonly queue: RefreshQueue;
+  /** Per target id: its follow-up listing while a checkpoint is being written (followFreshWrites). */
+  private readonly followUps = new Map<string, { timer?: ReturnType<typeof setTimeout>; count: number }>();
 
   constructor(
     private readonly source: TreeSource,
     refreshDebounceMs = 150,
+    /** The first follow-up listing after one that found a checkpoint being written by its clock. */
+    private readonly freshRelistMs = FRESH_WRITE_MS + 500,
   ) {
     this.queue = new RefreshQueue((ids) => this.refreshNow(ids), refreshDebounceMs);
   }
@@ -151,6 +156,8 @@ export class RunsTreeModel {
   }
 
   dispose(): void {
+    for (const f of this.followUps.values()) clearTimeout(f.timer);
+    this.followUps.clear();
     this.queue.dispose();
     this.changeEmitter.dispose();
   }
@@ -314,10 +321,37 @@ export class RunsTreeModel {
       if (r.ok) {
         markGrowing(this.previousListing.get(key), r.value);
         this.previousListing.set(key, r.value);
+        this.followFreshWrites(key, r.value);
       }
       this.listingCache.set(key, r);
       return r;
     });
+  }
+
+  /**
+   * A listing that took a checkpoint for one being written by its clock alone (runTree.ts markFreshWrites: no marker
+   * of its framework, changed seconds before the listing) is listed again once that window has passed, through the
+   * refresh queue, so a save that was finishing shows as done (and `latest`) without waiting for the timer or the
+   * user. While writes go on, the follow-ups back off (twice as long each time, at most a minute); a listing without
+   * such a checkpoint ends them. `id` is the target's id (its listing key).
+   */
+  private followFreshWrites(id: string, listing: TargetListing): void {
+    const fresh = listing.roots.some((r) => r.state === 'ok' && r.runs.some((run) => run.checkpoints.some(isFreshWrite)));
+    const f = this.followUps.get(id);
+    if (!fresh) {
+      if (f) clearTimeout(f.timer);
+      this.followUps.delete(id);
+      return;
+    }
+    if (f?.timer !== undefined) return; // one follow-up at a time
+    const count = (f?.count ?? 0) + 1;
+    const timer = setTimeout(() => {
+      const entry = this.followUps.get(id);
+      if (entry) entry.timer = undefined;
+      this.queue.push(id);
+    }, Math.min(this.freshRelistMs * 2 ** (count - 1), MAX_FOLLOW_UP_MS));
+    timer.unref?.();
+    this.followUps.set(id, { timer, count });
   }
 
   /** Share one in-flight request per key. */
@@ -432,3 +466,6 @@ function stableJson(v: unknown): string {
   // Listings carry the remote clock, which changes every time; compare the content only.
   return JSON.stringify(v, (k, val) => (k === 'remoteNow' ? undefined : val));
 }
+
+/** The longest wait between two follow-up listings of a target whose checkpoint is being written. */
+const MAX_FOLLOW_UP_MS = 60_000;

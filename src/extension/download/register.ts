@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
-import { pickCheckpoint as checkpointOf } from '../../core/service';
+import { pickCheckpointWithNote as checkpointOf } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
 import { discardPartialDownload, findPartialDownloads, partialPercent, progressText, pullCheckpoint, verificationText, type PartialDownload, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
 import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
@@ -46,6 +46,8 @@ export interface CheckpointRef {
   target: TargetRef;
   run: Run;
   checkpoint: Checkpoint;
+  /** What picking it passed over or warns of (`latest` skipped a save still being written; a named incomplete one). */
+  note?: string;
 }
 
 const PINNED_KEY = 'remoteRuns.pinnedRun';
@@ -59,16 +61,24 @@ export function registerDownloads(deps: DownloadDeps): void {
   store.register(
     registerCommand(CommandIds.downloadCheckpoint, async (node?: TreeNode) => {
       const ref = node?.type === 'checkpoint' ? { hostName: node.hostName, target: node.target, run: node.run, checkpoint: node.checkpoint } : await pickCheckpoint(deps.core, deps.hosts, 'Download Checkpoint');
+      if (ref?.checkpoint.incomplete !== undefined) sayNote(deps, `${ref.checkpoint.name} is incomplete (${ref.checkpoint.incomplete}): downloading it because it was chosen`);
       if (ref) await downloadCheckpoint(deps, ref);
     }, log),
   );
   store.register(
     registerCommand(CommandIds.downloadLatestCheckpoint, async (node?: TreeNode) => {
       const ref = await latestOf(deps, node);
+      if (ref?.note) sayNote(deps, ref.note);
       if (ref) await downloadCheckpoint(deps, ref);
     }, log),
   );
   void announceInterrupted(deps).catch((e: unknown) => log.warn(`Looking for interrupted downloads: ${e instanceof Error ? e.message : String(e)}`));
+}
+
+/** A pick's note, in the log and as a warning (not modal: the download goes on). */
+function sayNote(deps: DownloadDeps, note: string): void {
+  deps.log.warn(note);
+  void vscode.window.showWarningMessage(`Remote Runs: ${note}`);
 }
 
 /**
@@ -149,7 +159,8 @@ async function latestOf(deps: DownloadDeps, node?: TreeNode): Promise<Checkpoint
   }
   if (!where) return pickCheckpoint(deps.core, deps.hosts, 'Download Latest Checkpoint', { latestOnly: true });
   const { run } = await deps.core.findRun(where.hostName, where.target, where.runName);
-  return { hostName: where.hostName, target: where.target, run, checkpoint: checkpointOf(run, 'latest') };
+  const { checkpoint, note } = checkpointOf(run, 'latest');
+  return { hostName: where.hostName, target: where.target, run, checkpoint, ...(note ? { note } : {}) };
 }
 
 /**
