@@ -13,14 +13,15 @@ const NOW = Date.UTC(2026, 0, 1);
 const place = { host: 'gpu1', target: 'host' };
 const roots = ['/workspace'];
 
-/** The story's layout: files one level down, in step_N folders; the newest step holds a model and an optimizer. */
+/** The story's layout: files one level down, in step_N folders; the newest step holds a model and an optimizer. Written
+ * minutes before the listing: a checkpoint changed within 5 s of it is one still being written. */
 const entries: RemoteEntry[] = [
-  { rel: 'checkpoints', type: 'd', bytes: 0, mtime: NOW - 3000 },
-  { rel: 'checkpoints/step_100', type: 'd', bytes: 0, mtime: NOW - 2000 },
-  { rel: 'checkpoints/step_100/checkpoint.pt', type: 'f', bytes: 10, mtime: NOW - 2000 },
-  { rel: 'checkpoints/step_200', type: 'd', bytes: 0, mtime: NOW - 1000 },
-  { rel: 'checkpoints/step_200/optimizer.pt', type: 'f', bytes: 20, mtime: NOW - 1000 },
-  { rel: 'checkpoints/step_200/checkpoint.pt', type: 'f', bytes: 10, mtime: NOW - 1000 },
+  { rel: 'checkpoints', type: 'd', bytes: 0, mtime: NOW - 180_000 },
+  { rel: 'checkpoints/step_100', type: 'd', bytes: 0, mtime: NOW - 120_000 },
+  { rel: 'checkpoints/step_100/checkpoint.pt', type: 'f', bytes: 10, mtime: NOW - 120_000 },
+  { rel: 'checkpoints/step_200', type: 'd', bytes: 0, mtime: NOW - 60_000 },
+  { rel: 'checkpoints/step_200/optimizer.pt', type: 'f', bytes: 20, mtime: NOW - 60_000 },
+  { rel: 'checkpoints/step_200/checkpoint.pt', type: 'f', bytes: 10, mtime: NOW - 60_000 },
 ];
 
 function index(): RemoteIndex {

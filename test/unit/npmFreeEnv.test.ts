@@ -22,7 +22,9 @@ before(() => {
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-npmenv-'));
   fs.writeFileSync(path.join(tmp, 'package.json'), JSON.stringify({ name: 'probe', version: '1.0.0', scripts: { dump: 'node dump.js' } }));
   fs.writeFileSync(path.join(tmp, 'dump.js'), "require('fs').writeFileSync('env.json', JSON.stringify(process.env))");
-  given = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? tmp, EDITOR: 'nano', LANG: 'C.UTF-8', KEEP_ME: 'yes' };
+  // A plain PATH (this Node's folder and the system's), not this process's: the suite itself may run under `npm run`,
+  // whose own node_modules/.bin entries withoutNpmEnv rightly takes out as well.
+  given = { PATH: `${path.dirname(process.execPath)}:/usr/local/bin:/usr/bin:/bin`, HOME: process.env.HOME ?? tmp, EDITOR: 'nano', LANG: 'C.UTF-8', KEEP_ME: 'yes' };
   execFileSync('npm', ['run', '--silent', 'dump'], { cwd: tmp, env: given, stdio: 'ignore' });
   underNpm = JSON.parse(fs.readFileSync(path.join(tmp, 'env.json'), 'utf8')) as Record<string, string>;
 });
