@@ -75,7 +75,7 @@ const MAX_GAPS = 20;
 
 export class RunFeed {
   private followers: MetricsFollower[] = [];
-  private merged = new RunSeries([]);
+  private merged = new RunSeries([], '');
   private xPickKey: string | undefined;
   /** The folder whose `checkpoint-N/trainer_state.json` is the run's log, when that is its only log. */
   private readonly hfOutputDir: string | undefined;
@@ -199,7 +199,7 @@ export class RunFeed {
   private build(paths: readonly string[]): void {
     this.replaced();
     this.followers = paths.map((p) => this.follower(p)).filter((f): f is MetricsFollower => f !== undefined);
-    this.merged = new RunSeries(this.followers);
+    this.merged = new RunSeries(this.followers, this.ref.runPath);
   }
 
   /** The metrics logs followed now (a Hugging Face run's moves to its newest checkpoint). */
@@ -220,7 +220,7 @@ export class RunFeed {
     if (added.length === 0) return false;
     this.replaced();
     this.followers = [...this.followers, ...added];
-    this.merged = new RunSeries(this.followers);
+    this.merged = new RunSeries(this.followers, this.ref.runPath);
     if (this.statusText.startsWith('no ')) this.statusText = 'loading…';
     if (poll) {
       this.changed.fire();
@@ -464,7 +464,7 @@ export class RunFeed {
     this.options.log?.(`metrics: following ${newest} (newest checkpoint) instead of ${current?.path ?? 'nothing'}`);
     this.replaced();
     this.followers = [next];
-    this.merged = new RunSeries(this.followers);
+    this.merged = new RunSeries(this.followers, this.ref.runPath);
     return true;
   }
 }
