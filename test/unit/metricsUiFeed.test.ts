@@ -66,7 +66,9 @@ test('several logs: merged, a key in two files keeps the first name and gets the
     fs.writeFileSync(evalLog, 'step,loss,acc\n1,3,0.5\n');
     const feed = new RunFeed(refOf(dir, [train, evalLog, path.join(dir, 'notes.txt')]), { executor: () => localSh, intervalMs: () => 1e9 });
     await feed.pollNow();
-    assert.deepEqual([...feed.series().keys()], ['loss', 'eval.csv:loss', 'acc']);
+    // The first by path keeps the name (docs/runs-and-logs.md), whatever order the logs were found in.
+    assert.deepEqual([...feed.series().keys()], ['loss', 'acc', 'train.jsonl:loss']);
+    assert.equal(feed.series().get('loss')!.yAt(0), 3, "eval.csv's");
     assert.match(feed.skipped!, /^train\.jsonl: Skipped 1 bad line \(first at line 2/);
     feed.dispose();
   } finally {

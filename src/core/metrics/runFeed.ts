@@ -5,7 +5,9 @@
  * through FeedRegistry. Every log of the run is followed, however many (no cap: a run restarted 10 times has
  * 10 event files, and all their steps are shown); event files that are no longer written to (an older file of
  * a folder whose newer file exists) are polled once every SETTLED_EVERY rounds after they were read whole. How
- * the logs' series are merged and named: runSeries.ts. A Hugging Face run whose only log is a checkpoint's
+ * the logs' series are merged and named: runSeries.ts. The run's folder is listed again as the feed follows
+ * (re-discovery, RELIST_EVERY), so logs that appear later are followed too: a resumed process's new event file or
+ * `runs/<date>_<host>/` folder, Keras' `validation/` split, new TensorBoard sub-folders. A Hugging Face run whose only log is a checkpoint's
  * `trainer_state.json` follows the newest checkpoint's as checkpoints appear and rotate (see newestStateCommand). No `vscode` here, so integration tests drive it against a real sshd and the CLI can
  * follow a run headless: a RunRefWire (target, run path, metrics paths), an executor, then `pollNow()` /
  * `start()`, `onDidChange`, `series()`.
@@ -23,6 +25,9 @@ import type { Disposable } from '../util/event';
 import type { EvalPointWire, RunRefWire } from '../../shared/metricsProtocol';
 import type { ConnectionState } from '../ssh/types';
 import { initialLink, nextLink, stoppedAfterMs, type LinkState } from './liveness';
+import { listRunsCommand } from '../discovery/listScript';
+import { isDefaultLogdirName, eventStreamOf } from '../discovery/logdirNames';
+import { RUN_LOG_CONTAINERS } from '../discovery/checkpointLayout';
 
 /**
  * The other feed a view shows: a run's evals (the eval feature's results hub implements it). Watching a run asks
@@ -35,6 +40,18 @@ export interface EvalSource {
 
 /** An event file that a newer file of its folder has replaced is read again once every this many rounds. */
 const SETTLED_EVERY = 8;
+/**
+ * The run's folder is listed again (re-discovery) once every this many rounds, and at once in a round where a
+ * followed log stopped growing (a writer that stopped one file has often started another: a resumed process's new
+ * event file or `runs/<date>_<host>/` folder, Keras' `validation/` split, a new checkpoint's trainer_state.json).
+ * So a new log is followed at most RELIST_EVERY rounds after it appears (10 s at the CLI's 2 s polls, 25 s at the
+ * panels' default 5 s), and the round after a writer moved to it. The bound keeps the listing's cost small: one
+ * `find` of the run folder per 5 rounds is at most one command in 5 more than a single-log run's tail reads, and
+ * nothing at all is re-read (followers are kept, only new paths are added).
+ */
+export const RELIST_EVERY = 5;
+/** Entries of the run folder the re-discovery lists at most (a run with thousands of checkpoint files fits). */
+const RELIST_MAX_ENTRIES = 20_000;
 /** `<dir>/checkpoint-<N>/trainer_state.json`: Hugging Face Trainer's `_save_checkpoint` (transformers/trainer.py). */
 const HF_STATE = /^(.*)\/checkpoint-(\d+)\/trainer_state\.json$/;
 
@@ -86,6 +103,13 @@ export class RunFeed {
   private readonly mlflowMetricsDir: string | undefined;
   /** Followers read whole and not the newest of their folder: polled only every SETTLED_EVERY rounds. */
   private readonly settled = new WeakSet<MetricsFollower>();
+  /** Followers whose log grew in the last round: one that stops growing calls for a re-discovery at once. */
+  private lastGrew = new Set<MetricsFollower>();
+  private stoppedGrowing = false;
+  /** Re-discoveries done (tests and the bench count them). */
+  private relists = 0;
+  /** The run's folder as the last re-discovery found it (the run folder of `ref` until the run moved). */
+  private runPathNow: string;
   private readonly changed = new Emitter<void>();
   /** Fired after every round in which any metric changed, and after each read of a backlog that takes several. */
   readonly onDidChange: Event<void> = this.changed.event;
@@ -109,6 +133,7 @@ export class RunFeed {
     private readonly options: RunFeedOptions,
   ) {
     this.xPickKey = options.xPick;
+    this.runPathNow = ref.runPath;
     const hf = ref.metrics.length === 1 ? HF_STATE.exec(ref.metrics[0]) : null;
     this.hfOutputDir = hf ? hf[1] : undefined;
     const mlflow = `${ref.runPath === '/' ? '' : ref.runPath}/metrics`;
@@ -199,7 +224,15 @@ export class RunFeed {
   private build(paths: readonly string[]): void {
     this.replaced();
     this.followers = paths.map((p) => this.follower(p)).filter((f): f is MetricsFollower => f !== undefined);
-    this.merged = new RunSeries(this.followers, this.ref.runPath);
+    this.merged = new RunSeries(this.followers, this.runPathNow);
+  }
+
+  /**
+   * The run's folder now: `ref.runPath` until a re-discovery found the run's logs to be part of a run in a folder
+   * above it (a Trainer's `runs/<date>_<host>/` followed before the Trainer was known as a run of its own).
+   */
+  get runPath(): string {
+    return this.runPathNow;
   }
 
   /** The metrics logs followed now (a Hugging Face run's moves to its newest checkpoint). */
@@ -220,7 +253,7 @@ export class RunFeed {
     if (added.length === 0) return false;
     this.replaced();
     this.followers = [...this.followers, ...added];
-    this.merged = new RunSeries(this.followers, this.ref.runPath);
+    this.merged = new RunSeries(this.followers, this.runPathNow);
     if (this.statusText.startsWith('no ')) this.statusText = 'loading…';
     if (poll) {
       this.changed.fire();
@@ -281,6 +314,11 @@ export class RunFeed {
   /** `following`, `loading…`, or what went wrong on the last round. Remote text: show it as text. */
   get status(): string {
     return this.statusText;
+  }
+
+  /** Re-discoveries of the run's logs done so far (a listing of the run's folder each). */
+  get relistCount(): number {
+    return this.relists;
   }
 
   /** Completed polling rounds. */
@@ -411,7 +449,18 @@ export class RunFeed {
         problems.push(`looking for new MLflow metrics: ${message}`);
       }
     }
-    const newest = newestPerFolder(this.followers);
+    if (this.hfOutputDir === undefined && this.mlflowMetricsDir === undefined && this.rounds > 0) {
+      if (this.stoppedGrowing || this.rounds % RELIST_EVERY === 0) {
+        try {
+          if (await this.rediscover(target, abort.signal)) changed = true;
+        } catch (e) {
+          const message = isRemoteRunsError(e) ? `${e.kind}: ${e.message}` : e instanceof Error ? e.message : String(e);
+          problems.push(`looking for new logs of the run: ${message}`);
+        }
+      }
+    }
+    const newest = newestPerFolder(this.followers, this.runPathNow);
+    const grew = new Set<MetricsFollower>();
     for (const f of [...this.followers]) {
       if (this.settled.has(f) && this.rounds % SETTLED_EVERY !== 0) continue;
       try {
@@ -429,6 +478,7 @@ export class RunFeed {
           },
         });
         changed ||= u.changed;
+        if (u.changed) grew.add(f);
         if (u.status !== 'ok') problems.push(`${u.status}: ${f.path}`);
         if (u.status === 'ok' && !u.more && f.format === 'tfevents' && !newest.has(f)) this.settled.add(f);
         else this.settled.delete(f);
@@ -439,12 +489,52 @@ export class RunFeed {
       }
       if (abort.signal.aborted) break;
     }
+    // A log that grew last round and not in this one: re-discover at the next round.
+    this.stoppedGrowing = [...this.lastGrew].some((f) => !grew.has(f));
+    this.lastGrew = grew;
     const before = this.statusText;
     if (this.followers.length) this.statusText = problems.length ? problems.join('; ') : 'following';
     this.rounds++;
     const wrote = this.noteWrites();
     if (changed || wrote || before !== this.statusText) this.changed.fire();
     return changed;
+  }
+
+  /**
+   * Re-discovery: list the run's folder with the one listing mechanism (listScript, listParse, runTree: the same
+   * rules as the tree's listing, on the run's folder only, not the whole root) and follow the logs of the run that
+   * are new. The run is the one at the run's path, or else the one that holds the logs followed now (the run moved
+   * up: a Trainer's `runs/<date>_<host>/` logdir followed before the Trainer was a run of its own, so its
+   * `output_dir` is listed instead of the logdir). True when a log was added.
+   */
+  private async rediscover(target: TargetRef, signal: AbortSignal): Promise<boolean> {
+    this.relists++;
+    const path = this.runPathNow;
+    const slash = path.lastIndexOf('/');
+    const parent = slash > 0 ? path.slice(0, slash) : '/';
+    const pslash = parent.lastIndexOf('/');
+    // `<output_dir>/runs/<date>_<host>`: list `<output_dir>`, where a resumed process's sibling logdir is.
+    const above = isDefaultLogdirName(path.slice(slash + 1)) && RUN_LOG_CONTAINERS.includes(parent.slice(pslash + 1)) && pslash > 0 ? parent.slice(0, pslash) : undefined;
+    const root = above ?? path;
+    const { roots } = await runCommand(this.options.executor(), target, listRunsCommand([root], { maxEntries: RELIST_MAX_ENTRIES }), signal);
+    const listing = roots[0];
+    if (!listing) return false;
+    if (listing.state !== 'ok') {
+      this.options.log?.(`metrics of ${this.ref.runName}: listing ${root} again: ${listing.message}`);
+      return false;
+    }
+    const mine = new Set(this.paths);
+    const run = listing.runs.find((r) => r.path === path) ?? listing.runs.find((r) => r.metrics.some((m) => mine.has(m)));
+    if (!run) return false;
+    if (run.path !== path) {
+      this.options.log?.(`metrics of ${this.ref.runName}: its logs are now part of the run at ${run.path}; following that run`);
+      this.runPathNow = run.path;
+      this.replaced();
+      this.merged = new RunSeries(this.followers, this.runPathNow);
+      this.addMetrics(run.metrics, false);
+      return true;
+    }
+    return this.addMetrics(run.metrics, false);
   }
 
   /**
@@ -464,7 +554,7 @@ export class RunFeed {
     this.options.log?.(`metrics: following ${newest} (newest checkpoint) instead of ${current?.path ?? 'nothing'}`);
     this.replaced();
     this.followers = [next];
-    this.merged = new RunSeries(this.followers, this.ref.runPath);
+    this.merged = new RunSeries(this.followers, this.runPathNow);
     return true;
   }
 }
@@ -509,12 +599,15 @@ export function filesUnderCommand(dir: string): RemoteCommand<string[]> {
   };
 }
 
-/** The newest event file of each folder (the one a writer still appends to). */
-function newestPerFolder(followers: readonly MetricsFollower[]): Set<MetricsFollower> {
+/**
+ * The newest event file of each stream (the one a writer still appends to): a resumed Trainer's older
+ * `runs/<date>_<host>/` folder is settled once the newer one exists (eventStreamOf).
+ */
+function newestPerFolder(followers: readonly MetricsFollower[], runPath: string): Set<MetricsFollower> {
   const best = new Map<string, MetricsFollower>();
   for (const f of followers) {
     if (f.format !== 'tfevents') continue;
-    const folder = f.path.slice(0, f.path.lastIndexOf('/'));
+    const folder = eventStreamOf(runPath, f.path.slice(0, f.path.lastIndexOf('/')));
     const b = best.get(folder);
     if (!b || compareEventFiles(b.path, f.path) < 0) best.set(folder, f);
   }

@@ -186,8 +186,9 @@ export class RunSeries {
         out.set(out.has(name) ? `${baseName(g.folder) || baseName(this.runPath)}:${name}` : name, s);
       }
     }
-    for (const f of this.followers) {
-      if (f.format === 'tfevents') continue;
+    // By path, as a one-shot listing orders them, so a follow that found a log later names its keys the same.
+    const others = this.followers.filter((f) => f.format !== 'tfevents').sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    for (const f of others) {
       for (const [key, s] of f.metrics.series) out.set(out.has(key) ? `${baseName(f.path)}:${key}` : key, s);
     }
     this.cache = out;
