@@ -42,7 +42,8 @@ export async function metricsCommand(
     throw new RemoteRunsError('bad-address', 'metrics needs host/target/run (a run by its name, e.g. kpro6/pct:200/expA/seed1)');
   }
   const target: TargetRef = addr.target;
-  const { run } = await deps.core.resolveRun(addr.host, target, addr.segments ?? [addr.run], 'none', deps.signal);
+  const { run, note } = await deps.core.resolveRun(addr.host, target, addr.segments ?? [addr.run], 'none', deps.signal);
+  if (note) deps.stderr.write(`remote-runs: ${note}\n`);
   if (run.metrics.length === 0) {
     throw new RemoteRunsError('not-found', `Run ${JSON.stringify(run.name)} at ${run.path} has no metrics log (it was recognised by its checkpoints)`);
   }
@@ -88,8 +89,11 @@ export async function metricsCommand(
       await delay(deps.pollMs ?? 2000, deps.signal);
       if (deps.signal.aborted) break;
       const before = feed.status;
+      const path = feed.runPath;
       await feed.pollNow();
       if (feed.status !== before) deps.stderr.write(`remote-runs: ${feed.status}\n`);
+      // The followed folder became part of a run above it (a Trainer's logdir once its output_dir is the run).
+      if (feed.runPath !== path) deps.stderr.write(`remote-runs: ${run.name}'s logs are now part of the run at ${feed.runPath}; following it\n`);
       printNew(feed.series(), printed, options.format, deps);
     }
     return 0;
