@@ -16,7 +16,7 @@ import * as path from 'node:path';
 import fc from 'fast-check';
 import type { Executor, ExecResult } from '../../src/core/remote';
 import { runCommand } from '../../src/core/remote';
-import { RELIST_EVERY, RunFeed } from '../../src/core/metrics/runFeed';
+import { RELIST_EVERY, RunFeed, STOPPED_ROUNDS } from '../../src/core/metrics/runFeed';
 import { listRunsCommand } from '../../src/core/discovery/listScript';
 import type { Series } from '../../src/core/metrics';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
@@ -191,9 +191,10 @@ test("names do not depend on which logs exist: Keras' train split alone is train
       assert.ok(feed.series().has('train/epoch_loss'), [...feed.series().keys()].join(', '));
       const before = feed.relistCount;
       write(keras.files[1]);
-      // The train file stops growing this round: the next round lists the run again and finds validation/.
-      await feed.pollNow();
-      await feed.pollNow();
+      // The train file has stopped growing: STOPPED_ROUNDS rounds on, the next round lists the run again (before the
+      // periodic RELIST_EVERY) and finds validation/.
+      for (let i = 0; i <= STOPPED_ROUNDS; i++) await feed.pollNow();
+      assert.ok(feed.roundCount < RELIST_EVERY, 'sooner than the periodic listing');
       assert.ok(feed.relistCount > before, 're-discovered');
       assert.ok(feed.series().has('validation/epoch_loss'), [...feed.series().keys()].join(', '));
       assert.ok(feed.series().has('train/epoch_loss'), 'the train series kept its name');

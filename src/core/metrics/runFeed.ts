@@ -41,15 +41,19 @@ export interface EvalSource {
 /** An event file that a newer file of its folder has replaced is read again once every this many rounds. */
 const SETTLED_EVERY = 8;
 /**
- * The run's folder is listed again (re-discovery) once every this many rounds, and at once in a round where a
- * followed log stopped growing (a writer that stopped one file has often started another: a resumed process's new
- * event file or `runs/<date>_<host>/` folder, Keras' `validation/` split, a new checkpoint's trainer_state.json).
- * So a new log is followed at most RELIST_EVERY rounds after it appears (10 s at the CLI's 2 s polls, 25 s at the
- * panels' default 5 s), and the round after a writer moved to it. The bound keeps the listing's cost small: one
- * `find` of the run folder per 5 rounds is at most one command in 5 more than a single-log run's tail reads, and
- * nothing at all is re-read (followers are kept, only new paths are added).
+ * The run's folder is listed again (re-discovery) RELIST_EVERY rounds after its last listing, and sooner once a
+ * followed log that grew has stopped growing for STOPPED_ROUNDS rounds (a writer that stopped one file has often
+ * started another: a resumed process's new event file or `runs/<date>_<host>/` folder, Keras' `validation/` split),
+ * though never twice within STOPPED_ROUNDS rounds. So a new log is followed at most RELIST_EVERY rounds after it
+ * appears (10 s at the CLI's 2 s polls, 25 s at the panels' default 5 s), and STOPPED_ROUNDS rounds after the writer
+ * left its old log. The bound keeps the listing's cost small: one `find` of the run folder per 5 rounds adds at most
+ * one command to 5 rounds of tail reads; a writer that pauses between bursts (idle for a round, then writing again)
+ * does not count as stopped, so it costs no more; and nothing is ever re-read (followers are kept, only new paths
+ * are added).
  */
 export const RELIST_EVERY = 5;
+/** Rounds a log that grew must stay unchanged to count as stopped (and the least rounds between two listings). */
+export const STOPPED_ROUNDS = 2;
 /** Entries of the run folder the re-discovery lists at most (a run with thousands of checkpoint files fits). */
 const RELIST_MAX_ENTRIES = 20_000;
 /** `<dir>/checkpoint-<N>/trainer_state.json`: Hugging Face Trainer's `_save_checkpoint` (transformers/trainer.py). */
@@ -103,9 +107,11 @@ export class RunFeed {
   private readonly mlflowMetricsDir: string | undefined;
   /** Followers read whole and not the newest of their folder: polled only every SETTLED_EVERY rounds. */
   private readonly settled = new WeakSet<MetricsFollower>();
-  /** Followers whose log grew in the last round: one that stops growing calls for a re-discovery at once. */
-  private lastGrew = new Set<MetricsFollower>();
+  /** Rounds since each follower's log last grew (counted only after it grew once): STOPPED_ROUNDS calls for a listing. */
+  private readonly idleRounds = new Map<MetricsFollower, number>();
   private stoppedGrowing = false;
+  /** The round of the last listing of the run's folder (the first round counts: the ref came from a listing). */
+  private listedAt = 0;
   /** Re-discoveries done (tests and the bench count them). */
   private relists = 0;
   /** The run's folder as the last re-discovery found it (the run folder of `ref` until the run moved). */
@@ -450,7 +456,9 @@ export class RunFeed {
       }
     }
     if (this.hfOutputDir === undefined && this.mlflowMetricsDir === undefined && this.rounds > 0) {
-      if (this.stoppedGrowing || this.rounds % RELIST_EVERY === 0) {
+      const since = this.rounds - this.listedAt;
+      if (since >= RELIST_EVERY || (this.stoppedGrowing && since >= STOPPED_ROUNDS)) {
+        this.listedAt = this.rounds;
         try {
           if (await this.rediscover(target, abort.signal)) changed = true;
         } catch (e) {
@@ -489,9 +497,17 @@ export class RunFeed {
       }
       if (abort.signal.aborted) break;
     }
-    // A log that grew last round and not in this one: re-discover at the next round.
-    this.stoppedGrowing = [...this.lastGrew].some((f) => !grew.has(f));
-    this.lastGrew = grew;
+    // A log that grew and then stayed unchanged for STOPPED_ROUNDS rounds: re-discover at the next round.
+    this.stoppedGrowing = false;
+    for (const f of this.followers) {
+      if (grew.has(f)) this.idleRounds.set(f, 0);
+      else {
+        const idle = this.idleRounds.get(f);
+        if (idle === undefined) continue;
+        this.idleRounds.set(f, idle + 1);
+        if (idle + 1 === STOPPED_ROUNDS) this.stoppedGrowing = true;
+      }
+    }
     const before = this.statusText;
     if (this.followers.length) this.statusText = problems.length ? problems.join('; ') : 'following';
     this.rounds++;
