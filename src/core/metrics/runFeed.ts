@@ -455,6 +455,7 @@ export class RunFeed {
         problems.push(`looking for new MLflow metrics: ${message}`);
       }
     }
+    let relistProblem: string | undefined;
     if (this.hfOutputDir === undefined && this.mlflowMetricsDir === undefined && this.rounds > 0) {
       const since = this.rounds - this.listedAt;
       if (since >= RELIST_EVERY || (this.stoppedGrowing && since >= STOPPED_ROUNDS)) {
@@ -463,7 +464,8 @@ export class RunFeed {
           if (await this.rediscover(target, abort.signal)) changed = true;
         } catch (e) {
           const message = isRemoteRunsError(e) ? `${e.kind}: ${e.message}` : e instanceof Error ? e.message : String(e);
-          problems.push(`looking for new logs of the run: ${message}`);
+          relistProblem = `looking for new logs of the run: ${message}`;
+          this.options.log?.(`metrics of ${this.ref.runName}: ${relistProblem}`);
         }
       }
     }
@@ -508,6 +510,9 @@ export class RunFeed {
         if (idle + 1 === STOPPED_ROUNDS) this.stoppedGrowing = true;
       }
     }
+    // A failed listing is said when the logs read well; when they did not, their reason (the same one: a stopped
+    // container, a lost connection) is said alone.
+    if (relistProblem !== undefined && problems.length === 0) problems.push(relistProblem);
     const before = this.statusText;
     if (this.followers.length) this.statusText = problems.length ? problems.join('; ') : 'following';
     this.rounds++;
