@@ -39,7 +39,7 @@ export interface EvalSource {
 }
 
 /** An event file that a newer file of its folder has replaced is read again once every this many rounds. */
-const SETTLED_EVERY = 8;
+export const SETTLED_EVERY = 8;
 /**
  * The run's folder is listed again (re-discovery) RELIST_EVERY rounds after its last listing, and sooner once a
  * followed log that grew has stopped growing for STOPPED_ROUNDS rounds (a writer that stopped one file has often
