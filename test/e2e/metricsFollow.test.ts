@@ -4,7 +4,7 @@
  * when SIGKILLed at step 35 (test/fixtures/real/make_livelogs.py) is opened; then the resumed process's files are laid
  * down on the remote as it wrote them (a second runs/<date>_<host>/ folder, a new checkpoint). The panel's feed finds
  * the new folder itself (runFeed.ts re-discovery; the tree is never refreshed here): the resumed process's own series
- * appear as new charts, and train/loss goes on to step 40.
+ * appear as new charts, train/loss goes on to step 40, and the status line says where the resumed process restarted.
  */
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
@@ -78,6 +78,8 @@ test('a panel open while a resumed Trainer writes its second runs/ folder shows 
     const after = await frame.locator('section.metric').evaluateAll((els) => els.map((e) => (e as HTMLElement).dataset.metric));
     for (const m of before) assert.ok(after.includes(m), `${m} kept its name (${after.join(', ')})`);
     assert.ok(!after.some((m) => m?.startsWith('Dec')), `no series named by its logdir: ${after.join(', ')}`);
+    // The restart is said: where, and how many points of the crashed process the resumed one replaced.
+    await frame.waitForFunction(() => /output_dir: resumed at step 31: 5 earlier points replaced \(train\/loss/.test(document.querySelector('.status')?.textContent ?? ''), undefined, { timeout: 30_000 });
     const pixels = await drawnPixels(frame);
     assert.ok(pixels['train/loss'] > 500, `train/loss drew ${pixels['train/loss']} pixels`);
   });

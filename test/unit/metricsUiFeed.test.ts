@@ -217,6 +217,8 @@ test('11 event files of a restarted run: all followed, older files polled less o
   assert.equal(feed.series().get('loss')!.length, 230);
   assert.equal(feed.series().get('loss')!.segments.length, 11);
   assert.equal(feed.series().get('loss')!.replaced, 100);
+  // Said for the panel's status line: where, and how many points the later processes replaced.
+  assert.equal(feed.resumed, '10 restarts (resumed at step 20: 10 earlier points replaced; …; resumed at step 200: 10 earlier points replaced), 100 earlier points replaced in all (loss)');
   for (let i = 0; i < 20; i++) await feed.pollNow();
   assert.ok(commands - first < 20 * 11, `settled files are not read every round (${commands - first} reads in 20 rounds)`);
   assert.equal(feed.series().get('loss')!.length, 230);

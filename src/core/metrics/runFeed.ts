@@ -17,7 +17,7 @@ import type { StreamRunner } from './tailStream';
 import { detectFormat } from './format';
 import { mlflowKeyOf } from './mlflow';
 import { RunSeries, compareEventFiles } from './runSeries';
-import { describeSkipped, describeX, type Series } from './series';
+import { describeRestarts, describeSkipped, describeX, type Series } from './series';
 import { commandFailed, runCommand, type Executor, type RemoteCommand } from '../remote';
 import { isRemoteRunsError, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
@@ -364,6 +364,25 @@ export class RunFeed {
       })
       .filter((d): d is string => d !== undefined);
     return parts.length ? parts.join(' · ') : undefined;
+  }
+
+  /**
+   * Where series restarted from an earlier step and how many earlier points the later process replaced (series.ts),
+   * grouped by restart: `resumed at step 31: 5 earlier points replaced (train/loss, train/grad_norm)`; undefined
+   * when no series restarted. For the panel's status line.
+   */
+  get resumed(): string | undefined {
+    const byText = new Map<string, string[]>();
+    for (const [name, s] of this.series()) {
+      const text = describeRestarts(s);
+      if (text === undefined) continue;
+      const names = byText.get(text);
+      if (names) names.push(name);
+      else byText.set(text, [name]);
+    }
+    if (byText.size === 0) return undefined;
+    const shown = (names: string[]): string => (names.length <= 3 ? names.join(', ') : `${names.slice(0, 3).join(', ')} and ${names.length - 3} more`);
+    return [...byText].map(([text, names]) => `${text} (${shown(names)})`).join('; ');
   }
 
   /**
