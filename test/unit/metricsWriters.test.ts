@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CsvParser, JsonlParser, MlflowMetricParser, RunMetrics, describeX, mlflowKeyOf, detectFormat } from '../../src/core/metrics';
 import { JsonlParser as J } from '../../src/core/metrics/jsonl';
-import { compareEventFiles, eventSeriesName } from '../../src/core/metrics/runSeries';
+import { RunSeries, compareEventFiles, eventSeriesName } from '../../src/core/metrics/runSeries';
+import { MetricsFollower } from '../../src/core/metrics/follow';
 import { eventStreamOf } from '../../src/core/discovery/logdirNames';
 
 const enc = (s: string) => new TextEncoder().encode(s);
@@ -136,4 +137,24 @@ test("event streams are named from the run's fixed home, whatever other logs exi
   assert.equal(eventStreamOf('/r/out', '/r/out/runs/sweep-a'), 'runs/sweep-a');
   assert.equal(eventStreamOf('/', '/logs/train'), 'train');
   assert.equal(eventStreamOf('/r/a', '/elsewhere/x'), '/elsewhere/x');
+});
+
+test('a merged stream is rebuilt when its last file restarts inside itself, even when it grew past what was taken', () => {
+  const a = new MetricsFollower('/r/events.out.tfevents.100.h.1.0', 'tfevents');
+  const b = new MetricsFollower('/r/events.out.tfevents.200.h.2.0', 'tfevents');
+  for (const x of [1, 2, 3]) a.metrics.add('loss', x, x);
+  b.metrics.add('loss', 4, 4);
+  b.metrics.add('loss', 5, 5);
+  const run = new RunSeries([a, b], '/r');
+  const pts = () => {
+    const s = run.series().get('loss')!;
+    return Array.from({ length: s.length }, (_, i) => [s.xAt(i), s.yAt(i)]);
+  };
+  assert.deepEqual(pts(), [[1, 1], [2, 2], [3, 3], [4, 4], [5, 5]]);
+  // The second process restarts from step 2 in its own file and writes on past the length already taken.
+  b.metrics.add('loss', 2, 9);
+  b.metrics.add('loss', 6, 6);
+  b.metrics.add('loss', 7, 7);
+  assert.deepEqual(pts(), [[1, 1], [2, 9], [6, 6], [7, 7]], 'the later wins from step 2; nothing of the replaced points is left');
+  assert.deepEqual(run.series().get('loss')!.restarts.map((r) => [r.step, r.replaced]), [[2, 2]]);
 });

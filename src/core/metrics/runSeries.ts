@@ -84,6 +84,8 @@ interface Part {
   series: Series | undefined;
   generation: number;
   consumed: number;
+  /** The source series' restartCount when read: a restart inside it changed points already taken. */
+  restarts: number;
 }
 
 /**
@@ -101,25 +103,30 @@ class ConcatSeries {
     sources: readonly MetricsFollower[],
   ) {
     this.out = new Series(name);
-    this.parts = sources.map((source) => ({ source, series: undefined, generation: -1, consumed: 0 }));
+    this.parts = sources.map((source) => ({ source, series: undefined, generation: -1, consumed: 0, restarts: 0 }));
   }
 
   current(): Series {
     const first = this.parts.findIndex((p) => {
       const s = p.source.metrics.get(this.key);
-      return s !== p.series || p.source.metrics.generation !== p.generation || (s?.length ?? 0) !== p.consumed;
+      return s !== p.series || p.source.metrics.generation !== p.generation || (s?.length ?? 0) !== p.consumed || (s?.restartCount ?? 0) !== p.restarts;
     });
     if (first < 0) return this.out;
     const p = this.parts[first];
     const s = p.source.metrics.get(this.key);
     const appendable =
-      s === p.series && p.source.metrics.generation === p.generation && (s?.length ?? 0) > p.consumed && this.parts.slice(first + 1).every((q) => q.consumed === 0 && q.series === undefined);
+      s === p.series &&
+      p.source.metrics.generation === p.generation &&
+      (s?.restartCount ?? 0) === p.restarts &&
+      (s?.length ?? 0) > p.consumed &&
+      this.parts.slice(first + 1).every((q) => q.consumed === 0 && q.series === undefined);
     if (!appendable) {
       this.out = new Series(this.name);
       for (const q of this.parts) {
         q.series = undefined;
         q.generation = -1;
         q.consumed = 0;
+        q.restarts = 0;
       }
     }
     for (const q of appendable ? this.parts.slice(first) : this.parts) {
@@ -127,6 +134,7 @@ class ConcatSeries {
       q.series = series;
       q.generation = q.source.metrics.generation;
       if (!series) continue;
+      q.restarts = series.restartCount;
       for (let i = q.consumed; i < series.length; i++) this.out.push(series.xAt(i), series.yAt(i), series.timeAt(i));
       q.consumed = series.length;
     }
