@@ -12,6 +12,8 @@ export interface CommandOutput {
   json: unknown;
   text: string;
   exitCode: number;
+  /** Said on stderr whatever the format (the address named a folder that is part of a run, or holds one). */
+  note?: string;
 }
 
 /** The JSON shape of a run, as documented in docs/cli.md. Checkpoints in step order. */
@@ -110,7 +112,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
   // One listing only: the CLI cannot see a checkpoint grow between two listings (the tree can, from its previous
   // listing: core/discovery/growing.ts); it marks what the names, the files and their times say (runTree.ts).
   // The run by its name or more of its path; a last part that is none of that may name one of its checkpoints.
-  const { run, listing } = await core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run], 'optional');
+  const { run, listing, note } = await core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run], 'optional');
   const lines = [`${run.name}  ${run.path}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.join(', ') || 'none'}`];
   const partials: Record<string, { bytesHere: number; bytesTotal: number }> = {};
   for (const c of run.checkpoints) {
@@ -131,5 +133,5 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
   if (run.checkpoints.length === 0) lines.push('no checkpoints in this run (it was recognised by its metrics log)');
   const json = runJson(run) as { checkpoints: Record<string, unknown>[] };
   for (const c of json.checkpoints) if (partials[c.name as string]) c.partialDownload = partials[c.name as string];
-  return { json: { run: json }, text: `${lines.join('\n')}\n`, exitCode: 0 };
+  return { json: { run: json }, text: `${lines.join('\n')}\n`, exitCode: 0, ...(note ? { note } : {}) };
 }

@@ -301,6 +301,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       );
     }
     const out = await lsCommand(core, addr, path.resolve(values.to ?? '.'));
+    if (out.note) io.stderr.write(`remote-runs: ${out.note}\n`);
     const json = { ...(out.json as object), transport, ...(sshConfigProblems.length > 0 ? { sshConfigProblems } : {}) };
     io.stdout.write(values.json ? `${JSON.stringify(json)}\n` : out.text);
     return out.exitCode;

@@ -8,13 +8,15 @@
  *   which stderr names when it is not a step, e.g. Keras' epochs);
  * - `--follow`: after that, new points as they arrive (text: `series step value` lines, `--csv`: CSV rows,
  *   `--json`: one JSON object per point per line) until Ctrl-C. A series that starts over (the log was rewritten)
- *   is said on stderr and printed again from its start.
+ *   is said on stderr and printed again from its start; a series that restarted from an earlier step (a resumed
+ *   process, series.ts: the later process wins) is said on stderr (`resumed at step 33: 3 earlier points
+ *   replaced`) and printed on from its restart.
  * Values are printed exactly as parsed (the shortest text that reads back as the same double).
  */
 import type { RemoteRunsCore } from '../core/service';
 import type { Executor } from '../core/remote';
 import { RemoteRunsError, type TargetRef } from '../core/types';
-import { RunFeed, type Series } from '../core/metrics';
+import { RunFeed, describeRestarts, type Series } from '../core/metrics';
 import type { parseAddress } from '../core/address';
 import type { RunRefWire } from '../shared/metricsProtocol';
 import { csvField } from '../core/util/textTable';
@@ -40,7 +42,8 @@ export async function metricsCommand(
     throw new RemoteRunsError('bad-address', 'metrics needs host/target/run (a run by its name, e.g. kpro6/pct:200/expA/seed1)');
   }
   const target: TargetRef = addr.target;
-  const { run } = await deps.core.resolveRun(addr.host, target, addr.segments ?? [addr.run], 'none', deps.signal);
+  const { run, note } = await deps.core.resolveRun(addr.host, target, addr.segments ?? [addr.run], 'none', deps.signal);
+  if (note) deps.stderr.write(`remote-runs: ${note}\n`);
   if (run.metrics.length === 0) {
     throw new RemoteRunsError('not-found', `Run ${JSON.stringify(run.name)} at ${run.path} has no metrics log (it was recognised by its checkpoints)`);
   }
@@ -67,12 +70,16 @@ export async function metricsCommand(
     if (xAxis !== undefined && xAxis !== 'step') deps.stderr.write(`remote-runs: x is ${xAxis}, not a step\n`);
     const skipped = feed.skipped;
     if (skipped) deps.stderr.write(`remote-runs: skipped in ${run.name}: ${skipped}\n`);
-    const printed = new Map<string, number>();
+    for (const [name, s] of series) {
+      const r = describeRestarts(s);
+      if (r) deps.stderr.write(`remote-runs: ${name}: ${r}\n`);
+    }
+    const printed = new Map<string, Printed>();
     if (options.format === 'json' && !options.follow) {
       deps.stdout.write(`${JSON.stringify({ run: { name: run.name, path: run.path, metrics: run.metrics }, x: xAxis ?? null, series: [...series].map(([name, s]) => summaryJson(name, s)), status: feed.status, ...(skipped ? { skipped } : {}) })}\n`);
     } else if (options.format === 'text') {
       deps.stdout.write(summaryText(series, xAxis === undefined || xAxis === 'step' ? 'step' : /^[\w/.-]+$/.test(xAxis) ? xAxis : 'x'));
-      for (const [name, s] of series) printed.set(name, s.length);
+      for (const [name, s] of series) printed.set(name, { length: s.length, restarts: s.restartCount });
     }
     if (options.format === 'csv') deps.stdout.write('series,step,value,time\n');
     if (options.format !== 'text' && (options.follow || options.format === 'csv')) printNew(series, printed, options.format, deps);
@@ -82,8 +89,11 @@ export async function metricsCommand(
       await delay(deps.pollMs ?? 2000, deps.signal);
       if (deps.signal.aborted) break;
       const before = feed.status;
+      const path = feed.runPath;
       await feed.pollNow();
       if (feed.status !== before) deps.stderr.write(`remote-runs: ${feed.status}\n`);
+      // The followed folder became part of a run above it (a Trainer's logdir once its output_dir is the run).
+      if (feed.runPath !== path) deps.stderr.write(`remote-runs: ${run.name}'s logs are now part of the run at ${feed.runPath}; following it\n`);
       printNew(feed.series(), printed, options.format, deps);
     }
     return 0;
@@ -93,11 +103,28 @@ export async function metricsCommand(
   }
 }
 
-/** Print every point not printed yet; a series shorter than what was printed started over and is printed again. */
-function printNew(series: Map<string, Series>, printed: Map<string, number>, format: MetricsFormatOption, deps: MetricsCliDeps): void {
+/** What was printed of a series: its length and its restart count then. */
+interface Printed {
+  length: number;
+  restarts: number;
+}
+
+/**
+ * Print every point not printed yet. A series that restarted since (its step went back: series.ts' later-wins rule)
+ * is said on stderr and printed on from its first new restart; one that is shorter without a restart (its log was
+ * rewritten) is printed again from its start.
+ */
+function printNew(series: Map<string, Series>, printed: Map<string, Printed>, format: MetricsFormatOption, deps: MetricsCliDeps): void {
   const out: string[] = [];
   for (const [name, s] of series) {
-    let from = printed.get(name) ?? 0;
+    const was = printed.get(name);
+    let from = was?.length ?? 0;
+    // A rebuilt series (a new log joined it) holds the same points up to where it restarted, in the same order.
+    if (was && s.restartCount > was.restarts) {
+      const fresh = s.restarts.slice(was.restarts);
+      for (const r of fresh) deps.stderr.write(`remote-runs: ${name}: resumed at step ${r.step}: ${r.replaced} earlier point${r.replaced === 1 ? '' : 's'} replaced\n`);
+      from = Math.min(from, ...fresh.map((r) => r.index));
+    }
     if (s.length < from) {
       deps.stderr.write(`remote-runs: ${name} started over (its log was rewritten); printing it again from its start\n`);
       from = 0;
@@ -111,7 +138,7 @@ function printNew(series: Map<string, Series>, printed: Map<string, number>, for
       else if (format === 'json') out.push(JSON.stringify({ series: name, step: x, value: y, ...(time ? { time } : {}) }));
       else out.push(`${name}\t${x}\t${y}`);
     }
-    printed.set(name, s.length);
+    printed.set(name, { length: s.length, restarts: s.restartCount });
   }
   if (out.length) deps.stdout.write(`${out.join('\n')}\n`);
 }
@@ -125,6 +152,8 @@ function summaryJson(name: string, s: Series): unknown {
     last: n ? { step: s.xAt(n - 1), value: s.yShown(n - 1) } : null,
     // More than one: the step went back (a resumed run); each segment is one stretch of rising steps.
     segments: s.segments.length,
+    // Where the step went back and how many earlier points the later process replaced (series.ts).
+    ...(s.restartCount > 0 ? { restarts: s.restarts.map((r) => ({ step: r.step, replaced: r.replaced })) } : {}),
   };
 }
 

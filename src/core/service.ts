@@ -129,7 +129,7 @@ export class RemoteRunsCore {
     segments: readonly string[],
     checkpoint: 'required' | 'optional' | 'none',
     signal?: AbortSignal,
-  ): Promise<{ run: Run; listing: TargetListing; checkpoint?: string }> {
+  ): Promise<{ run: Run; listing: TargetListing; checkpoint?: string; note?: string }> {
     const listing = await this.listTarget(hostName, target, signal);
     const runs = runsOf(listing);
     const found = new Map<Run, string | undefined>();
@@ -148,6 +148,12 @@ export class RemoteRunsCore {
       if (found.size > 0 && checkpoint !== 'optional') break;
     }
     const where = `${hostName}/${formatTarget(target)}`;
+    if (found.size === 0 && checkpoint !== 'required') {
+      // A folder that was a run and is now part of one (a Trainer's runs/<date>_<host>/ once its output_dir is the
+      // run), or one that holds exactly one run: the address keeps working, with a note (never silently).
+      const moved = enclosingRun(runs, segments.join('/'));
+      if (moved) return { run: moved.run, listing, note: moved.note };
+    }
     if (found.size === 0) {
       const wanted = checkpoint === 'required' ? segments.slice(0, -1).join('/') : segments.join('/');
       throw new RemoteRunsError(
@@ -181,6 +187,28 @@ export class RemoteRunsCore {
     }
     return { run, listing };
   }
+}
+
+/**
+ * The run a folder named `name` (a path suffix, as addresses name runs) now belongs to, when no run has that name:
+ * the one run whose logs or checkpoints lie below such a folder (the folder is part of it), else the one run below
+ * such a folder (the folder holds it). Undefined when none or several fit.
+ */
+export function enclosingRun(runs: readonly Run[], name: string): { run: Run; note: string } | undefined {
+  const folder = `/${name}/`;
+  // The folder is on the path of one of the run's files, and is not the run's folder or one above it.
+  const inside = runs.filter((r) => !`${r.path}/`.includes(folder) && [...r.metrics, ...r.checkpoints.map((c) => `${c.path}/`)].some((p) => p.startsWith(`${r.path}/`) && p.includes(folder)));
+  if (inside.length === 1) {
+    const r = inside[0];
+    return { run: r, note: `${JSON.stringify(name)} is no longer a run of its own: it is part of the run ${r.name} (${r.path}); using that run` };
+  }
+  if (inside.length > 1) return undefined;
+  const holds = runs.filter((r) => `${r.path}/`.includes(folder));
+  if (holds.length === 1) {
+    const r = holds[0];
+    return { run: r, note: `${JSON.stringify(name)} is not a run itself; it holds one run, ${r.name} (${r.path}); using that run` };
+  }
+  return undefined;
 }
 
 /** When a root was listed only in part, a run not found may be in the part that was not: say where. */

@@ -116,6 +116,8 @@ export interface RunHeader {
   status: string;
   /** describeSkipped(): how many bad lines and where the first was; undefined when none. */
   skipped?: string;
+  /** Where series restarted from an earlier step and how many earlier points the later process replaced. */
+  resumed?: string;
   badLines: number;
   latestStep?: number;
   /** Latest value per metric key (of the last point), for the inline header and status lines. */

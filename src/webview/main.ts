@@ -326,6 +326,7 @@ function renderHeader(): void {
     // (the liveness banner for the primary run, the line above for the others), not again as the run's status.
     if (run.status !== 'following' && run.link.state === 'connected') statuses.push(`${run.label}: ${run.status}`);
     if (run.skipped) statuses.push(`${run.label}: ${run.skipped}`);
+    if (run.resumed) statuses.push(`${run.label}: ${run.resumed}`);
     if (run.xAxis !== undefined && run.xAxis !== 'step') statuses.push(`${run.label}: x: ${run.xAxis}`);
     if (ui.xMode !== 'step' && run.series.size > 0 && !store.hasTime(run)) statuses.push(`${run.label}: no time field in its log, so nothing on a time axis`);
   }

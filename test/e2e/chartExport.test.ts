@@ -5,7 +5,8 @@
  *   colour where the spikes are);
  * - "Save as CSV…" from the chart's menu, by keyboard, through VS Code's own save dialog (opened in the home folder:
  *   no download folder is set): the file holds every point of both runs' series, exactly as their logs wrote them,
- *   the resumed run's repeated steps included; saving over it again asks first;
+ *   a step the resumed run logged again once, with the resumed process's value (series.ts: the later wins); saving
+ *   over it again asks first;
  * - "Save as PNG…": the chart at twice its CSS pixels at least (HiDPI), under a header with its title and a legend
  *   holding each run's colour (issue 33: it was the bare 385×180 canvas);
  * - the ⋯ menu closes on Apply, on a click elsewhere (another chart's menu button included) and on Escape (issue 33:
@@ -59,7 +60,11 @@ function rows(from: number, to: number, every: number, seed: number, withTime: b
 }
 
 // A resumed run: steps 10…20,000, then again from 15,010 (a restart from the step-15,000 checkpoint) to 25,000.
-const mainRows = [...rows(10, 20_000, 10, 0, true), ...rows(15_010, 25_000, 10, 7, true)];
+const firstRows = rows(10, 20_000, 10, 0, true);
+const resumedRows = rows(15_010, 25_000, 10, 7, true);
+const mainRows = [...firstRows, ...resumedRows];
+/** What the run's series holds: the resumed process wins where steps repeat (series.ts), from step 15,010 on. */
+const keptMain = [...firstRows.filter((r) => r.step < 15_010), ...resumedRows];
 const otherRows = rows(20, 24_000, 20, 3, false);
 
 function writeRun(dir: string, log: LogRow[]): void {
@@ -207,8 +212,8 @@ test('open the resumed run: its decimated curve arrives with each bucket’s min
     assert.ok(loss.x.length < mainRows.length / 4, `decimated: ${loss.x.length} of ${mainRows.length}`);
     assert.ok(loss.lo && loss.hi && loss.lo.length === loss.x.length && loss.hi.length === loss.x.length, 'a band per point');
     assert.equal(loss.segmentStarts.length, 2, 'the resumed run is two segments');
-    assert.equal(Math.max(...loss.hi), Math.max(...mainRows.map((r) => r.loss)), 'the highest spike is in the band');
-    assert.equal(Math.min(...loss.lo), Math.min(...mainRows.map((r) => r.loss)), 'and the lowest value');
+    assert.equal(Math.max(...loss.hi), Math.max(...keptMain.map((r) => r.loss)), 'the highest spike is in the band');
+    assert.equal(Math.min(...loss.lo), Math.min(...keptMain.map((r) => r.loss)), 'and the lowest value');
     // A bucket is drawn as its last point: most spikes are inside a band, above the point drawn.
     assert.ok(loss.hi.filter((h, k) => h > loss.y[k] + 1).length > 10, 'spikes above the line, in the band');
     // Drawn: with smoothing on, the raw curve and the band are faint in the run's colour.
@@ -248,23 +253,20 @@ test('Save as CSV… from the chart menu, by keyboard: the file holds every poin
     const [head, ...body] = csvRows(text);
     assert.deepEqual(head, ['step', 'export-run - wall_time', 'export-run - loss', 'export-other - loss']);
 
-    // The expected table, from the logs alone: every step of either run ascending, a step logged twice (the resume)
-    // twice in the order logged, each run's value at that step (its wall time in ISO 8601), empty where it has none.
-    const steps = [...new Set([...mainRows, ...otherRows].map((r) => r.step))].sort((a, b) => a - b);
+    // The expected table, from the logs alone: every step of either run ascending, each once; a step the resumed
+    // process logged again has its value (the later wins: the first process's rows from step 15,010 on are replaced),
+    // each run's value at that step (its wall time in ISO 8601), empty where it has none.
+    const steps = [...new Set([...keptMain, ...otherRows].map((r) => r.step))].sort((a, b) => a - b);
     const expected: string[][] = [];
     for (const step of steps) {
-      const mine = mainRows.filter((r) => r.step === step);
-      const theirs = otherRows.filter((r) => r.step === step);
-      for (let k = 0; k < Math.max(mine.length, theirs.length); k++) {
-        const m = mine[k];
-        const o = theirs[k];
-        expected.push([String(step), m ? new Date(Math.round(m.time! * 1000)).toISOString() : '', m ? String(m.loss) : '', o ? String(o.loss) : '']);
-      }
+      const m = keptMain.find((r) => r.step === step);
+      const o = otherRows.find((r) => r.step === step);
+      expected.push([String(step), m ? new Date(Math.round(m.time! * 1000)).toISOString() : '', m ? String(m.loss) : '', o ? String(o.loss) : '']);
     }
-    assert.equal(body.length, expected.length, `one row per logged step and repeat (${body.length} vs ${expected.length})`);
-    assert.equal(body.length, mainRows.length + otherRows.length - otherRows.filter((o) => mainRows.some((m) => m.step === o.step)).length);
+    assert.equal(body.length, expected.length, `one row per step (${body.length} vs ${expected.length})`);
     for (let i = 0; i < expected.length; i++) assert.deepEqual(body[i], expected[i], `row ${i + 1}`);
-    assert.equal(body.filter((r) => r[0] === '16000').length, 2, 'step 16,000 was logged twice (before and after the resume)');
+    assert.equal(body.filter((r) => r[0] === '16000').length, 1, 'step 16,000, logged before and after the resume, is one row');
+    assert.equal(body.find((r) => r[0] === '16000')?.[2], String(resumedRows.find((r) => r.step === 16_000)!.loss), "the resumed process's value");
     await session.waitForNotification(/Saved loss of export-run, export-other, [\d,]+ rows to /);
   });
 });

@@ -32,7 +32,7 @@ before(async () => {
     fs.mkdirSync(path.join(run, 'logs'), { recursive: true });
     let text = '';
     for (let s = 10; s <= 100; s += 10) text += line(s, scale / s, s % 20 === 0 ? { 'eval/acc': s / 1000 } : {});
-    // A resume from step 50: the step goes back, one more segment.
+    // A resume from step 50: the step goes back, one more segment; its steps 50 and 60 replace the first ones' 50…100.
     for (let s = 50; s <= 60; s += 10) text += line(s, scale / (s + 1));
     text += '{"step": 70, "loss": 0.'; // half-written last line: not a point, not an error
     fs.writeFileSync(path.join(run, 'logs', 'train.jsonl'), text);
@@ -59,11 +59,12 @@ describe('remote-runs metrics', () => {
   test('text: each series with its point count and first and last (step, value); the resume is said', () => {
     const r = cli(['metrics', 'box/host/expA/seed1']);
     assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /^remote-runs: loss: resumed at step 50: 6 earlier points replaced$/m);
     const rows = r.stdout.trim().split('\n');
     assert.match(rows[0], /^series\s+points\s+first step: value\s+last step: value$/);
     const loss = rows.find((l) => l.startsWith('loss '));
     assert.ok(loss, r.stdout);
-    assert.match(loss, /^loss\s+12\s+10: 0\.1\s+60: 0\.016393442\s+\(2 segments: resumed\)$/, '1/61 to float32 precision, its shortest decimal');
+    assert.match(loss, /^loss\s+6\s+10: 0\.1\s+60: 0\.016393442\s+\(2 segments: resumed\)$/, '1/61 to float32 precision, its shortest decimal');
     assert.match(rows.find((l) => l.startsWith('eval/acc')) ?? '', /^eval\/acc\s+5\s+20: 0\.02\s+100: 0\.1$/);
   });
 
@@ -73,11 +74,11 @@ describe('remote-runs metrics', () => {
     assert.equal(a.run.name, 'expA/seed1');
     assert.equal(b.run.name, 'expB/seed1');
     const loss = (j: { series: { name: string; first?: unknown }[] }) => j.series.find((s) => s.name === 'loss');
-    assert.deepEqual(loss(a), { name: 'loss', points: 12, first: { step: 10, value: 0.1 }, last: { step: 60, value: shortestFloat32(Math.fround(1 / 61)) }, segments: 2 });
+    assert.deepEqual(loss(a), { name: 'loss', points: 6, first: { step: 10, value: 0.1 }, last: { step: 60, value: shortestFloat32(Math.fround(1 / 61)) }, segments: 2, restarts: [{ step: 50, replaced: 6 }] });
     assert.deepEqual(loss(b)?.first, { step: 10, value: 1 });
   });
 
-  test('--csv: every point, as logged to float32 precision (the shortest decimal of the value held), in file order', () => {
+  test('--csv: every point, as logged to float32 precision (the shortest decimal of the value held), in file order, the resumed process winning where steps repeat', () => {
     const r = cli(['metrics', 'box/host/expA/seed1', '--csv']);
     assert.equal(r.code, 0, r.stderr);
     const rows = r.stdout.trim().split('\n');
@@ -85,7 +86,7 @@ describe('remote-runs metrics', () => {
     const loss = rows.filter((l) => l.startsWith('loss,')).map((l) => l.split(','));
     assert.deepEqual(
       loss.map((f) => [Number(f[1]), Number(f[2])]),
-      [10, 20, 30, 40, 50, 60, 70, 80, 90, 100].map((s) => [s, shortestFloat32(Math.fround(1 / s))]).concat([50, 60].map((s) => [s, shortestFloat32(Math.fround(1 / (s + 1)))])),
+      [10, 20, 30, 40].map((s) => [s, shortestFloat32(Math.fround(1 / s))]).concat([50, 60].map((s) => [s, shortestFloat32(Math.fround(1 / (s + 1)))])),
     );
     assert.equal(rows.filter((l) => l.startsWith('eval/acc,')).length, 5);
   });

@@ -2,7 +2,8 @@ import { test, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { formatAddress, parseAddress } from '../../src/core/address';
-import { RemoteRunsError } from '../../src/core/types';
+import { RemoteRunsError, type Run } from '../../src/core/types';
+import { enclosingRun } from '../../src/core/service';
 
 function rejects(s: string, re: RegExp): void {
   assert.throws(
@@ -97,4 +98,25 @@ describe('formatAddress', () => {
       }),
     );
   });
+});
+
+test('an address naming a folder that is part of a run, or holds exactly one, resolves to that run with a note', () => {
+  const run = (path: string, metrics: string[], checkpoints: string[] = []): Run => ({
+    name: path.slice(path.lastIndexOf('/') + 1), path, metrics, checkpoints: checkpoints.map((p) => ({ name: p.slice(p.lastIndexOf('/') + 1), kind: 'step', step: 1, layout: 'hf', path: p, isDir: true, bytes: 0, mtime: 0, files: [], newest: false }) as unknown as Run['checkpoints'][number]), metricsMtime: 0, live: false,
+  });
+  // A Trainer's logdir, the run's name before its first save in older listings, once its output_dir is the run.
+  const out = run('/w/out', ['/w/out/runs/Dec04_21-10-30_vm/events.out.tfevents.1.vm.1.0'], ['/w/out/checkpoint-10']);
+  const other = run('/w/other', ['/w/other/log.jsonl']);
+  const part = enclosingRun([out, other], 'Dec04_21-10-30_vm');
+  assert.equal(part?.run, out);
+  assert.match(part!.note, /^"Dec04_21-10-30_vm" is no longer a run of its own: it is part of the run out \(\/w\/out\); using that run$/);
+  assert.equal(enclosingRun([out, other], 'out/runs/Dec04_21-10-30_vm')?.run, out, 'more of the path works too');
+  // A folder holding exactly one run.
+  const held = enclosingRun([run('/w/sweep/a', ['/w/sweep/a/log.jsonl']), other], 'sweep');
+  assert.equal(held?.run.path, '/w/sweep/a');
+  assert.match(held!.note, /holds one run, a \(\/w\/sweep\/a\)/);
+  // Two runs below it, or a name no run's folders have: nothing (the caller says ambiguous or not-found).
+  assert.equal(enclosingRun([run('/w/sweep/a', ['/w/sweep/a/l.jsonl']), run('/w/sweep/b', ['/w/sweep/b/l.jsonl'])], 'sweep'), undefined);
+  assert.equal(enclosingRun([out, other], 'nothing'), undefined);
+  assert.equal(enclosingRun([out], 'runs/Dec04'), undefined, 'a folder name is matched whole, never a prefix');
 });

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { createParser, decimateMinMax, RunMetrics, Series } from '../../src/core/metrics';
+import { createParser, decimateMinMax, describeRestarts, RunMetrics, Series } from '../../src/core/metrics';
 import { BLOCK, CHUNK, ExactColumn, ValueColumn, shortestFloat32 } from '../../src/core/metrics/compact';
 
 const anyDouble = fc.oneof(
@@ -92,14 +92,17 @@ test('a series reads back every point of a real log at the promised precision: s
   p.push(new TextEncoder().encode(`${lines.join('\n')}\n`));
   p.end();
   const s = p.metrics.get('loss')!;
-  assert.equal(s.length, want.length, 'the NaN marker is a skipped value, not a point');
+  // The steps from 2^53 down to 70 are a restart: the later points win, the first ten are replaced (series.ts).
+  const kept = want.slice(10);
+  assert.equal(s.length, kept.length, 'the NaN marker is a skipped value, not a point');
   assert.equal(p.metrics.badValues, 1);
-  for (let i = 0; i < want.length; i++) {
-    assert.equal(s.xAt(i), want[i].step, `step ${i}`);
-    assert.ok(Math.abs(s.yAt(i) - want[i].loss) <= want[i].loss * 2 ** -24, `value ${i}`);
-    assert.equal(s.timeAt(i), Math.round(want[i].t * 1000), `time ${i} to the millisecond`);
+  for (let i = 0; i < kept.length; i++) {
+    assert.equal(s.xAt(i), kept[i].step, `step ${i}`);
+    assert.ok(Math.abs(s.yAt(i) - kept[i].loss) <= kept[i].loss * 2 ** -24, `value ${i}`);
+    assert.equal(s.timeAt(i), Math.round(kept[i].t * 1000), `time ${i} to the millisecond`);
   }
-  assert.equal(s.segments.length, 2, 'the steps from 2^53 down to 70 start a new segment');
+  assert.deepEqual(s.restarts, [{ step: 70, index: 0, replaced: 10 }]);
+  assert.equal(s.segments.length, 1);
 });
 
 test('the series of one log share its steps and times while dense; one that skips records holds its own, with the same points', () => {
@@ -142,7 +145,7 @@ test('the series of one log share its steps and times while dense; one that skip
       }
       for (const [k, w] of want) {
         const s = rm.get(`k${k}`)!;
-        assert.deepEqual(Array.from({ length: s.length }, (_, i) => [s.xAt(i), s.yAt(i)]), w);
+        assert.deepEqual(Array.from({ length: s.length }, (_, i) => [s.xAt(i), s.yAt(i)]), laterWins(w));
       }
     }),
     { numRuns: 200 },
@@ -168,10 +171,63 @@ test('a series of its own (merged TensorBoard files) holds the same points', () 
   const s = new Series('x');
   for (let i = 0; i < 5000; i++) s.push(i % 2000, i, i % 3 === 0 ? NaN : i * 1000.4);
   assert.ok(s.ownsAxis);
-  assert.equal(s.segments.length, 3);
-  assert.equal(s.xAt(4999), 4999 % 2000);
-  assert.equal(s.timeAt(4999), Math.round(4999 * 1000.4));
-  assert.ok(Number.isNaN(s.timeAt(4998 - (4998 % 3))));
+  // Two restarts at step 0: each replaces everything before it; the last process's 1000 points are left.
+  assert.deepEqual(s.restarts, [
+    { step: 0, index: 0, replaced: 2000 },
+    { step: 0, index: 0, replaced: 2000 },
+  ]);
+  assert.equal(s.replaced, 4000);
+  assert.equal(s.length, 1000);
+  assert.equal(s.segments.length, 1);
+  assert.equal(s.xAt(999), 4999 % 2000);
+  assert.equal(s.timeAt(999), Math.round(4999 * 1000.4));
+  assert.ok(Number.isNaN(s.timeAt(4998 - (4998 % 3) - 4000)));
+});
+
+/** The later-wins rule on plain points (series.ts): a step back drops the points at steps >= it. */
+function laterWins<T extends [number, ...number[]]>(points: readonly T[]): T[] {
+  const out: T[] = [];
+  for (const p of points) {
+    if (out.length > 0 && p[0] < out[out.length - 1][0]) while (out.length > 0 && out[out.length - 1][0] >= p[0]) out.pop();
+    out.push(p);
+  }
+  return out;
+}
+
+test('later wins: a restart drops the earlier points at steps >= it, keeps the rest, and is a segment boundary', () => {
+  const s = new Series('loss');
+  for (let step = 1; step <= 35; step++) s.push(step, step / 100, 1000 * step);
+  for (let step = 33; step <= 40; step++) s.push(step, -step / 100, 5000 * step);
+  assert.equal(s.length, 40, 'steps 1…40, each once');
+  assert.deepEqual(Array.from(s.x), Array.from({ length: 40 }, (_, i) => i + 1));
+  assert.equal(s.yShown(31), 0.32, 'step 32 from the first process');
+  assert.equal(s.yShown(32), -0.33, 'step 33 from the resumed one');
+  assert.equal(s.timeAt(32), 5000 * 33);
+  assert.deepEqual(s.segments, [
+    { start: 0, end: 32 },
+    { start: 32, end: 40 },
+  ]);
+  assert.deepEqual(s.restarts, [{ step: 33, index: 32, replaced: 3 }]);
+  assert.equal(describeRestarts(s), 'resumed at step 33: 3 earlier points replaced');
+  // Equal steps in a row are not a restart (several records of one step).
+  const e = new Series('eval');
+  e.push(5, 1);
+  e.push(5, 2);
+  assert.equal(e.length, 2);
+  assert.equal(e.restartCount, 0);
+  // The same through a log's shared axis, on the fast path of a record's values (JSONL).
+  const p = createParser('jsonl');
+  const lines = [];
+  for (let step = 1; step <= 35; step++) lines.push(JSON.stringify({ step, loss: step, lr: 1 }));
+  for (let step = 33; step <= 40; step++) lines.push(JSON.stringify({ step, loss: -step, lr: 2 }));
+  p.push(new TextEncoder().encode(`${lines.join('\n')}\n`));
+  p.end();
+  for (const key of ['loss', 'lr']) {
+    const t = p.metrics.get(key)!;
+    assert.deepEqual(Array.from(t.x), Array.from({ length: 40 }, (_, i) => i + 1), key);
+    assert.deepEqual(t.restarts, [{ step: 33, index: 32, replaced: 3 }], key);
+  }
+  assert.equal(p.metrics.get('loss')!.yShown(32), -33);
 });
 
 test('min-max decimation read through block summaries picks exactly the points reading every point picks', () => {

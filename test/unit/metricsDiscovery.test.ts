@@ -53,6 +53,18 @@ test("Hugging Face's runs/<date>_<host>/ beside checkpoints is the output_dir's 
   assert.deepEqual(torchDefault.map((r) => r.name), ['Dec01_10-00-00_a', 'Dec02_10-00-00_a']);
 });
 
+test('a Trainer before its first save (runs/ holds one default-named logdir, nothing else) is named by its output_dir, as after the save', () => {
+  // What the real Trainer had written when caught before its first save: only its logdir (written/livelogs/trainer/presave).
+  const presave = summary('/r', tree(`out/runs/Dec04_21-10-30_vm/${EV}`));
+  assert.deepEqual(presave, [{ name: 'out', metrics: [`out/runs/Dec04_21-10-30_vm/${EV}`] }]);
+  const saved = summary('/r', tree(`out/runs/Dec04_21-10-30_vm/${EV}`, 'out/checkpoint-10/trainer_state.json'));
+  assert.deepEqual(saved, presave, 'the first checkpoint changes neither the name nor the logs');
+  // Not a default name, a logdir holding a checkpoint of its own, or something else in runs/: the logdir is the run.
+  assert.deepEqual(summary('/r', tree(`out/runs/mine/${EV}`)).map((r) => r.name), ['mine']);
+  assert.deepEqual(summary('/r', tree(`out/runs/Dec04_21-10-30_vm/${EV}`, 'out/runs/Dec04_21-10-30_vm/step_10/model.pt')).map((r) => r.name), ['Dec04_21-10-30_vm']);
+  assert.deepEqual(summary('/r', tree(`out/runs/Dec04_21-10-30_vm/${EV}`, 'out/runs/notes.txt')).map((r) => r.name), ['Dec04_21-10-30_vm']);
+});
+
 test('a Hugging Face run without any log follows its newest checkpoint trainer_state.json', () => {
   const hf = summary('/r', tree('out/checkpoint-10/trainer_state.json', 'out/checkpoint-20/trainer_state.json'));
   assert.deepEqual(hf, [{ name: 'out', metrics: ['out/checkpoint-20/trainer_state.json'] }]);

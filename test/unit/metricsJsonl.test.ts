@@ -118,10 +118,13 @@ test('end(): a complete last line without newline is taken, a cut-off one is dro
   assert.equal(cut.badLines, 0);
 });
 
-test('a step going backwards (a resumed run) starts a new segment', () => {
-  const lines = [1, 2, 3, 2, 3, 4, 1].map((s) => `{"step": ${s}, "loss": ${s * 10}}`).join('\n') + '\n';
+test('a step going backwards (a resumed run) starts a new segment, the later process winning where steps repeat', () => {
+  const lines = [1, 2, 3, 2, 3, 4, 5].map((s, i) => `{"step": ${s}, "loss": ${i}}`).join('\n') + '\n';
   const s = parseAll(lines).get('loss')!;
-  assert.deepEqual(s.segments, [{ start: 0, end: 3 }, { start: 3, end: 6 }, { start: 6, end: 7 }]);
+  assert.deepEqual([...s.x], [1, 2, 3, 4, 5]);
+  assert.deepEqual([...s.y], [0, 3, 4, 5, 6]);
+  assert.deepEqual(s.segments, [{ start: 0, end: 1 }, { start: 1, end: 5 }]);
+  assert.deepEqual(s.restarts, [{ step: 2, index: 1, replaced: 2 }]);
   const flat = parseAll('{"step": 1, "a": 1}\n{"step": 1, "a": 2}\n').get('a')!;
   assert.equal(flat.segments.length, 1, 'an equal step is not a restart');
 });

@@ -137,7 +137,7 @@ test('a growing JSONL log: growth, nothing new, a half-written line across polls
   assert.equal(f.state?.inode, String(fs.statSync(file).ino));
 });
 
-test('truncation and replacement re-read from 0; a step going backwards in place starts a new segment', async () => {
+test('truncation and replacement re-read from 0; a step going backwards in place starts a new segment (later wins)', async () => {
   const file = path.join(tmp, 'restart.jsonl');
   fs.writeFileSync(file, [1, 2, 3, 4].map((s) => line(s, 1 / s)).join(''));
   const f = new MetricsFollower(file, 'jsonl');
@@ -147,7 +147,9 @@ test('truncation and replacement re-read from 0; a step going backwards in place
   // Resumed from step 2's checkpoint, appending to the same log.
   fs.appendFileSync(file, line(3, 0.3) + line(4, 0.2));
   await poll(f);
-  assert.deepEqual(f.metrics.get('loss')!.segments, [{ start: 0, end: 4 }, { start: 4, end: 6 }]);
+  // The later process wins at steps 3 and 4 (series.ts): steps 1…4 once, the restart a segment boundary.
+  assert.deepEqual(f.metrics.get('loss')!.segments, [{ start: 0, end: 2 }, { start: 2, end: 4 }]);
+  assert.deepEqual([...f.metrics.get('loss')!.y], [1, 0.5, 0.3, 0.2]);
 
   // Truncated in place (same inode, opened with "w" by a restarted run).
   fs.writeFileSync(file, line(1, 9));

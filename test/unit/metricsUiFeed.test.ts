@@ -66,7 +66,9 @@ test('several logs: merged, a key in two files keeps the first name and gets the
     fs.writeFileSync(evalLog, 'step,loss,acc\n1,3,0.5\n');
     const feed = new RunFeed(refOf(dir, [train, evalLog, path.join(dir, 'notes.txt')]), { executor: () => localSh, intervalMs: () => 1e9 });
     await feed.pollNow();
-    assert.deepEqual([...feed.series().keys()], ['loss', 'eval.csv:loss', 'acc']);
+    // The first by path keeps the name (docs/runs-and-logs.md), whatever order the logs were found in.
+    assert.deepEqual([...feed.series().keys()], ['loss', 'acc', 'train.jsonl:loss']);
+    assert.equal(feed.series().get('loss')!.yAt(0), 3, "eval.csv's");
     assert.match(feed.skipped!, /^train\.jsonl: Skipped 1 bad line \(first at line 2/);
     feed.dispose();
   } finally {
@@ -211,11 +213,15 @@ test('11 event files of a restarted run: all followed, older files polled less o
   await feed.pollNow();
   const first = commands;
   assert.equal(first, 11, 'the first round reads every file');
-  assert.equal(feed.series().get('loss')!.length, 330);
+  // 11 writers of 30 steps, each resumed 10 steps back: the later wins where steps repeat (series.ts).
+  assert.equal(feed.series().get('loss')!.length, 230);
   assert.equal(feed.series().get('loss')!.segments.length, 11);
+  assert.equal(feed.series().get('loss')!.replaced, 100);
+  // Said for the panel's status line: where, and how many points the later processes replaced.
+  assert.equal(feed.resumed, '10 restarts (resumed at step 20: 10 earlier points replaced; …; resumed at step 200: 10 earlier points replaced), 100 earlier points replaced in all (loss)');
   for (let i = 0; i < 20; i++) await feed.pollNow();
   assert.ok(commands - first < 20 * 11, `settled files are not read every round (${commands - first} reads in 20 rounds)`);
-  assert.equal(feed.series().get('loss')!.length, 330);
+  assert.equal(feed.series().get('loss')!.length, 230);
   feed.dispose();
 });
 

@@ -13,8 +13,9 @@ import { MetricsPresenter, nearestIndex, type FeedView } from '../../src/extensi
 import { MetricsStore } from '../../src/webview/store';
 import type { RunRefWire, SeriesChunk, ToWebview } from '../../src/shared/metricsProtocol';
 
-function seriesOf(points: [number, number][]): Series {
-  const s = new Series('m');
+/** `segments`: keep every point where x goes back (a user-picked x, Series), instead of the later-wins rule. */
+function seriesOf(points: [number, number][], onStepBack: 'later-wins' | 'segments' = 'later-wins'): Series {
+  const s = new Series('m', undefined, onStepBack);
   for (const [x, y] of points) s.push(x, y);
   return s;
 }
@@ -26,7 +27,8 @@ test('incremental EMA equals emaSmooth over any chunking, with segments and cons
       fc.array(fc.integer({ min: 1, max: 15 }), { minLength: 1, maxLength: 10 }),
       fc.constantFrom(0, 0.3, 0.6, 0.95),
       (steps, chunks, w) => {
-        const s = new Series('m');
+        // Segments kept whole (a user-picked x): a later-wins restart drops points, and the tracker starts a new EMA then.
+        const s = new Series('m', undefined, 'segments');
         let x = 0;
         const ema = new IncrementalEma(w);
         let k = 0;
@@ -53,7 +55,7 @@ test('incremental EMA equals emaSmooth over any chunking, with segments and cons
 test('incremental EMA over many storage chunks: a constant stretch across chunk edges, then rewritten, equals emaSmooth', () => {
   // 4,096 values per storage chunk (incrementalEma.ts): a constant run of 9,000 points then a change rewrites
   // values in three chunks; a second segment starts inside the third; extends come in uneven pieces.
-  const s = new Series('m');
+  const s = new Series('m', undefined, 'segments');
   const ema = new IncrementalEma(0.9);
   const raw: number[] = [];
   const add = (x: number, y: number) => {
@@ -129,8 +131,18 @@ test('a resumed run (step goes back) is sent whole with its segment starts; a zo
   s.push(15, 9);
   const u = t.update(s, { width: 100, range: null, smoothing: 0 })!;
   assert.equal(u.mode, 'replace');
-  assert.deepEqual(u.x, [0, 10, 20, 15]);
-  assert.deepEqual(u.segmentStarts, [0, 3]);
+  // The later process wins from step 15 on: step 20 is gone, 15 begins the second segment (series.ts).
+  assert.deepEqual(u.x, [0, 10, 15]);
+  assert.deepEqual(u.segmentStarts, [0, 2]);
+  // A restart that leaves as many segments and points as before is still sent whole (restartCount moved).
+  s.push(16, 1);
+  t.whole(s, { width: 100, range: null, smoothing: 0 });
+  s.push(15, 7);
+  const r = t.update(s, { width: 100, range: null, smoothing: 0 })!;
+  assert.equal(r?.mode, 'replace');
+  assert.deepEqual(r.x, [0, 10, 15]);
+  assert.deepEqual(r.y, [1, 2, 7]);
+  s.push(17, 3);
   const zoom = { width: 100, range: { xMin: 0, xMax: 18 }, smoothing: 0 };
   const z = t.whole(s, zoom);
   assert.ok(z.x.every((x) => x <= 20));
@@ -214,7 +226,7 @@ test('plateau hint: a loss that flattened is reported with where it flattened; a
 });
 
 test('nearest point across segments', () => {
-  const s = seriesOf([[0, 0], [10, 1], [20, 2], [5, 3], [15, 4]]);
+  const s = seriesOf([[0, 0], [10, 1], [20, 2], [5, 3], [15, 4]], 'segments');
   assert.equal(nearestIndex(s, 11), 1);
   assert.equal(nearestIndex(s, 15), 4);
   assert.equal(nearestIndex(s, 100), 2);

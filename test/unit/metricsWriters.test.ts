@@ -7,7 +7,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CsvParser, JsonlParser, MlflowMetricParser, RunMetrics, describeX, mlflowKeyOf, detectFormat } from '../../src/core/metrics';
 import { JsonlParser as J } from '../../src/core/metrics/jsonl';
-import { commonFolder, compareEventFiles, eventSeriesName } from '../../src/core/metrics/runSeries';
+import { RunSeries, compareEventFiles, eventSeriesName } from '../../src/core/metrics/runSeries';
+import { MetricsFollower } from '../../src/core/metrics/follow';
+import { eventStreamOf } from '../../src/core/discovery/logdirNames';
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const points = (m: RunMetrics, key: string) => {
@@ -80,15 +82,16 @@ test("the user's x pick is the only x: other columns are series, a log without i
 test('MLflow metric files: "timestamp value step", two-field lines are step 0, bad lines counted', () => {
   const m = new RunMetrics();
   const p = new MlflowMetricParser(m, 'train/loss');
-  p.push(enc('1750000000000 0.5 0\n1750000001000 0.25 10\n1750000002000 nan 20\nnot a line\n1750000003000 0.125\n17500000040'));
+  p.push(enc('1750000000000 0.5 0\n1750000001000 0.25 10\n1750000002000 nan 20\nnot a line\n1750000003000 0.125 30\n1750000004000 0.0625\n17500000040'));
   p.end();
   // The unterminated last line does not parse: cut off mid-write, dropped without counting.
-  assert.deepEqual(points(m, 'train/loss'), [[0, 0.5], [10, 0.25], [0, 0.125]]);
-  assert.equal(m.get('train/loss')!.time![1], 1750000001000);
+  assert.deepEqual(points(m, 'train/loss'), [[0, 0.0625]]);
+  assert.equal(m.get('train/loss')!.time![0], 1750000004000);
   assert.equal(m.badValues, 1);
   assert.equal(m.badLines, 1);
   assert.equal(m.xKey, 'step');
-  assert.equal(m.get('train/loss')!.segments.length, 2, 'a two-field line at step 0 after step 10 is a new segment');
+  // A two-field line is step 0: after step 30 that is a step back, where the later point wins (series.ts).
+  assert.deepEqual(m.get('train/loss')!.restarts, [{ step: 0, index: 0, replaced: 3 }]);
 });
 
 test('MLflow keys and format come from the run path', () => {
@@ -111,13 +114,47 @@ test('event files sort by the creation time in their names, then by name', () =>
 });
 
 test('series names: the home tag as is, add_scalars folders as main/sub, other folders as folder/tag', () => {
-  assert.equal(commonFolder(['/r/tb', '/r/tb/loss_cmp_train']), '/r/tb');
-  assert.equal(commonFolder(['/r/logs/train', '/r/logs/validation']), '/r/logs');
-  assert.equal(eventSeriesName('/r/tb', '/r/tb', 'loss'), 'loss');
-  assert.equal(eventSeriesName('/r/tb', '/r/tb/loss_cmp_train', 'loss_cmp'), 'loss_cmp/train');
-  assert.equal(eventSeriesName('/r/tb', '/r/tb/loss_cmp/train', 'loss_cmp'), 'loss_cmp/train', 'tensorboardX nests main_tag/tag');
-  assert.equal(eventSeriesName('/r/tb', '/r/tb/a/b/val', 'a/b'), 'a/b/val');
-  assert.equal(eventSeriesName('/r/tb', '/r/tb/a_b_val', 'a/b'), 'a/b/val');
-  assert.equal(eventSeriesName('/r/logs', '/r/logs/validation', 'epoch_loss'), 'validation/epoch_loss');
-  assert.equal(eventSeriesName('/r/tb', '/r/tb/1750000000.5', 'hparam/acc'), '1750000000.5/hparam/acc');
+  assert.equal(eventSeriesName('', 'loss'), 'loss');
+  assert.equal(eventSeriesName('loss_cmp_train', 'loss_cmp'), 'loss_cmp/train');
+  assert.equal(eventSeriesName('loss_cmp/train', 'loss_cmp'), 'loss_cmp/train', 'tensorboardX nests main_tag/tag');
+  assert.equal(eventSeriesName('a/b/val', 'a/b'), 'a/b/val');
+  assert.equal(eventSeriesName('a_b_val', 'a/b'), 'a/b/val');
+  assert.equal(eventSeriesName('validation', 'epoch_loss'), 'validation/epoch_loss');
+  assert.equal(eventSeriesName('1750000000.5', 'hparam/acc'), '1750000000.5/hparam/acc');
+});
+
+test("event streams are named from the run's fixed home, whatever other logs exist", () => {
+  assert.equal(eventStreamOf('/r/tb', '/r/tb'), '');
+  assert.equal(eventStreamOf('/r/tb', '/r/tb/loss_cmp_train'), 'loss_cmp_train');
+  // Keras: logs/train alone (before the first validation pass) and beside logs/validation.
+  assert.equal(eventStreamOf('/r/fit', '/r/fit/logs/train'), 'train');
+  assert.equal(eventStreamOf('/r/fit/logs', '/r/fit/logs/validation'), 'validation');
+  // Trainer: every default-named runs/<time>_<host>/ is the one stream of the run (a resume writes a second).
+  assert.equal(eventStreamOf('/r/out', '/r/out/runs/Dec03_16-11-14_vm'), '');
+  assert.equal(eventStreamOf('/r/out', '/r/out/runs/Dec03_18-40-02_vm'), '');
+  assert.equal(eventStreamOf('/r/out', '/r/out/runs/Dec03_16-11-14_gpu-node.cluster/acc_train'), 'acc_train');
+  // A logdir the user named keeps its name.
+  assert.equal(eventStreamOf('/r/out', '/r/out/runs/sweep-a'), 'runs/sweep-a');
+  assert.equal(eventStreamOf('/', '/logs/train'), 'train');
+  assert.equal(eventStreamOf('/r/a', '/elsewhere/x'), '/elsewhere/x');
+});
+
+test('a merged stream is rebuilt when its last file restarts inside itself, even when it grew past what was taken', () => {
+  const a = new MetricsFollower('/r/events.out.tfevents.100.h.1.0', 'tfevents');
+  const b = new MetricsFollower('/r/events.out.tfevents.200.h.2.0', 'tfevents');
+  for (const x of [1, 2, 3]) a.metrics.add('loss', x, x);
+  b.metrics.add('loss', 4, 4);
+  b.metrics.add('loss', 5, 5);
+  const run = new RunSeries([a, b], '/r');
+  const pts = () => {
+    const s = run.series().get('loss')!;
+    return Array.from({ length: s.length }, (_, i) => [s.xAt(i), s.yAt(i)]);
+  };
+  assert.deepEqual(pts(), [[1, 1], [2, 2], [3, 3], [4, 4], [5, 5]]);
+  // The second process restarts from step 2 in its own file and writes on past the length already taken.
+  b.metrics.add('loss', 2, 9);
+  b.metrics.add('loss', 6, 6);
+  b.metrics.add('loss', 7, 7);
+  assert.deepEqual(pts(), [[1, 1], [2, 9], [6, 6], [7, 7]], 'the later wins from step 2; nothing of the replaced points is left');
+  assert.deepEqual(run.series().get('loss')!.restarts.map((r) => [r.step, r.replaced]), [[2, 2]]);
 });

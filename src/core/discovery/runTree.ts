@@ -20,6 +20,9 @@
  * - A folder that is a run for other reasons (it has checkpoints) takes its `runs/<x>/` event folders
  *   (RUN_LOG_CONTAINERS: Hugging Face Trainer's `runs/<date>_<host>/`) and, in itself, any other CSV and Keras'
  *   `training.log` (isExtraMetricsLog). Inside `logs/` every CSV and `training.log` is a log.
+ * - So is a folder whose `runs/` holds exactly one default-named logdir (`Dec03_16-11-14_vm`) and nothing else
+ *   (soleDefaultLogdir): a Trainer before its first save is named by its output_dir from the start, not by its
+ *   logdir until the first checkpoint appears. Several default-named logdirs without checkpoints stay separate runs.
  * - MLflow's file store: a folder holding `meta.yaml` and `metrics/` is a run (`mlruns/<exp>/<run_id>/`); every
  *   file below `metrics/` is one metric (its path there is the key), and `metrics/`, `params/`, `tags/` and
  *   `artifacts/` are never runs of their own (checkpoints directly in `artifacts/` are the run's).
@@ -48,6 +51,7 @@ import {
   type ParsedCheckpointName,
 } from './checkpointLayout';
 import { MLFLOW_META, MLFLOW_METRICS, MLFLOW_RUN_FOLDERS, RUN_LOG_CONTAINERS, SPLIT_FOLDERS, isExtraMetricsLog } from './checkpointLayout';
+import { isDefaultLogdirName } from './logdirNames';
 
 /** One listed entry: `type` as find's %y (f file, d folder, l broken link…), mtime in ms. */
 export interface Entry {
@@ -591,13 +595,31 @@ function metricsLogs(node: Node, isRun: boolean, logs: Node[], claimed: Set<Node
     if (child.type !== 'd' || claimed.has(child) || checkpointName(child)) continue;
     if (ownEvents || splits.includes(child)) take(child);
   }
-  if (isRun || ownEvents || splits.length > 0) {
+  if (isRun || ownEvents || splits.length > 0 || soleDefaultLogdir(node)) {
     for (const name of RUN_LOG_CONTAINERS) {
       const container = node.children.get(name);
       if (container?.type === 'd' && !claimed.has(container)) take(container);
     }
     for (const c of node.children.values()) if (c.type === 'f' && isExtraMetricsLog(c.name) && !logs.includes(c)) logs.push(c);
   }
+}
+
+/**
+ * Does `node` hold a `runs/` (RUN_LOG_CONTAINERS) whose only entry is one TensorBoard logdir named as Trainer and
+ * torch's SummaryWriter name it by default (logdirNames.ts DEFAULT_LOGDIR: transformers/training_args.py
+ * `default_logdir`, torch/utils/tensorboard/writer.py `SummaryWriter.__init__`), with only event files in it? Then
+ * the folder is the run (a Trainer before its first save: its output_dir holds nothing else yet), so the run's
+ * address does not change when its first checkpoint appears. Several such logdirs and no checkpoints stay runs of
+ * their own (a SummaryWriter sweep), as does a logdir holding anything else.
+ */
+function soleDefaultLogdir(node: Node): boolean {
+  for (const name of RUN_LOG_CONTAINERS) {
+    const container = node.children.get(name);
+    if (container?.type !== 'd' || container.children.size !== 1) continue;
+    const only = container.children.values()[0];
+    if (only.type === 'd' && isDefaultLogdirName(only.name) && eventSubtree(only) !== undefined) return true;
+  }
+  return false;
 }
 
 /**

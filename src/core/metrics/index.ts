@@ -4,7 +4,7 @@
  * (smoothing, decimation, plateau detection). No `vscode`; the only I/O is RunFeed's, through the Executor it is
  * given.
  */
-export { Series, RunMetrics, describeSkipped, describeX, pointsOf, type Points, type Segment, type BadLocation, type RecordUnit } from './series';
+export { Series, RunMetrics, describeSkipped, describeRestarts, describeX, pointsOf, type Points, type Segment, type Restart, type BadLocation, type RecordUnit } from './series';
 export type { MetricsFormat, MetricsParser } from './parser';
 export { detectFormat, createParser, tailModeOf, unitOf } from './format';
 export { JsonlParser, parseJsonLine } from './jsonl';

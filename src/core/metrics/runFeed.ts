@@ -5,7 +5,9 @@
  * through FeedRegistry. Every log of the run is followed, however many (no cap: a run restarted 10 times has
  * 10 event files, and all their steps are shown); event files that are no longer written to (an older file of
  * a folder whose newer file exists) are polled once every SETTLED_EVERY rounds after they were read whole. How
- * the logs' series are merged and named: runSeries.ts. A Hugging Face run whose only log is a checkpoint's
+ * the logs' series are merged and named: runSeries.ts. The run's folder is listed again as the feed follows
+ * (re-discovery, RELIST_EVERY), so logs that appear later are followed too: a resumed process's new event file or
+ * `runs/<date>_<host>/` folder, Keras' `validation/` split, new TensorBoard sub-folders. A Hugging Face run whose only log is a checkpoint's
  * `trainer_state.json` follows the newest checkpoint's as checkpoints appear and rotate (see newestStateCommand). No `vscode` here, so integration tests drive it against a real sshd and the CLI can
  * follow a run headless: a RunRefWire (target, run path, metrics paths), an executor, then `pollNow()` /
  * `start()`, `onDidChange`, `series()`.
@@ -15,7 +17,7 @@ import type { StreamRunner } from './tailStream';
 import { detectFormat } from './format';
 import { mlflowKeyOf } from './mlflow';
 import { RunSeries, compareEventFiles } from './runSeries';
-import { describeSkipped, describeX, type Series } from './series';
+import { describeRestarts, describeSkipped, describeX, type Series } from './series';
 import { commandFailed, runCommand, type Executor, type RemoteCommand } from '../remote';
 import { isRemoteRunsError, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
@@ -23,6 +25,9 @@ import type { Disposable } from '../util/event';
 import type { EvalPointWire, RunRefWire } from '../../shared/metricsProtocol';
 import type { ConnectionState } from '../ssh/types';
 import { initialLink, nextLink, stoppedAfterMs, type LinkState } from './liveness';
+import { listRunsCommand } from '../discovery/listScript';
+import { isDefaultLogdirName, eventStreamOf } from '../discovery/logdirNames';
+import { RUN_LOG_CONTAINERS } from '../discovery/checkpointLayout';
 
 /**
  * The other feed a view shows: a run's evals (the eval feature's results hub implements it). Watching a run asks
@@ -34,7 +39,23 @@ export interface EvalSource {
 }
 
 /** An event file that a newer file of its folder has replaced is read again once every this many rounds. */
-const SETTLED_EVERY = 8;
+export const SETTLED_EVERY = 8;
+/**
+ * The run's folder is listed again (re-discovery) RELIST_EVERY rounds after its last listing, and sooner once a
+ * followed log that grew has stopped growing for STOPPED_ROUNDS rounds (a writer that stopped one file has often
+ * started another: a resumed process's new event file or `runs/<date>_<host>/` folder, Keras' `validation/` split),
+ * though never twice within STOPPED_ROUNDS rounds. So a new log is followed at most RELIST_EVERY rounds after it
+ * appears (10 s at the CLI's 2 s polls, 25 s at the panels' default 5 s), and STOPPED_ROUNDS rounds after the writer
+ * left its old log. The bound keeps the listing's cost small: one `find` of the run folder per 5 rounds adds at most
+ * one command to 5 rounds of tail reads; a writer that pauses between bursts (idle for a round, then writing again)
+ * does not count as stopped, so it costs no more; and nothing is ever re-read (followers are kept, only new paths
+ * are added).
+ */
+export const RELIST_EVERY = 5;
+/** Rounds a log that grew must stay unchanged to count as stopped (and the least rounds between two listings). */
+export const STOPPED_ROUNDS = 2;
+/** Entries of the run folder the re-discovery lists at most (a run with thousands of checkpoint files fits). */
+const RELIST_MAX_ENTRIES = 20_000;
 /** `<dir>/checkpoint-<N>/trainer_state.json`: Hugging Face Trainer's `_save_checkpoint` (transformers/trainer.py). */
 const HF_STATE = /^(.*)\/checkpoint-(\d+)\/trainer_state\.json$/;
 
@@ -75,7 +96,7 @@ const MAX_GAPS = 20;
 
 export class RunFeed {
   private followers: MetricsFollower[] = [];
-  private merged = new RunSeries([]);
+  private merged = new RunSeries([], '');
   private xPickKey: string | undefined;
   /** The folder whose `checkpoint-N/trainer_state.json` is the run's log, when that is its only log. */
   private readonly hfOutputDir: string | undefined;
@@ -86,6 +107,15 @@ export class RunFeed {
   private readonly mlflowMetricsDir: string | undefined;
   /** Followers read whole and not the newest of their folder: polled only every SETTLED_EVERY rounds. */
   private readonly settled = new WeakSet<MetricsFollower>();
+  /** Rounds since each follower's log last grew (counted only after it grew once): STOPPED_ROUNDS calls for a listing. */
+  private readonly idleRounds = new Map<MetricsFollower, number>();
+  private stoppedGrowing = false;
+  /** The round of the last listing of the run's folder (the first round counts: the ref came from a listing). */
+  private listedAt = 0;
+  /** Re-discoveries done (tests and the bench count them). */
+  private relists = 0;
+  /** The run's folder as the last re-discovery found it (the run folder of `ref` until the run moved). */
+  private runPathNow: string;
   private readonly changed = new Emitter<void>();
   /** Fired after every round in which any metric changed, and after each read of a backlog that takes several. */
   readonly onDidChange: Event<void> = this.changed.event;
@@ -109,6 +139,7 @@ export class RunFeed {
     private readonly options: RunFeedOptions,
   ) {
     this.xPickKey = options.xPick;
+    this.runPathNow = ref.runPath;
     const hf = ref.metrics.length === 1 ? HF_STATE.exec(ref.metrics[0]) : null;
     this.hfOutputDir = hf ? hf[1] : undefined;
     const mlflow = `${ref.runPath === '/' ? '' : ref.runPath}/metrics`;
@@ -199,7 +230,15 @@ export class RunFeed {
   private build(paths: readonly string[]): void {
     this.replaced();
     this.followers = paths.map((p) => this.follower(p)).filter((f): f is MetricsFollower => f !== undefined);
-    this.merged = new RunSeries(this.followers);
+    this.merged = new RunSeries(this.followers, this.runPathNow);
+  }
+
+  /**
+   * The run's folder now: `ref.runPath` until a re-discovery found the run's logs to be part of a run in a folder
+   * above it (a Trainer's `runs/<date>_<host>/` followed before the Trainer was known as a run of its own).
+   */
+  get runPath(): string {
+    return this.runPathNow;
   }
 
   /** The metrics logs followed now (a Hugging Face run's moves to its newest checkpoint). */
@@ -220,7 +259,7 @@ export class RunFeed {
     if (added.length === 0) return false;
     this.replaced();
     this.followers = [...this.followers, ...added];
-    this.merged = new RunSeries(this.followers);
+    this.merged = new RunSeries(this.followers, this.runPathNow);
     if (this.statusText.startsWith('no ')) this.statusText = 'loading…';
     if (poll) {
       this.changed.fire();
@@ -283,6 +322,11 @@ export class RunFeed {
     return this.statusText;
   }
 
+  /** Re-discoveries of the run's logs done so far (a listing of the run's folder each). */
+  get relistCount(): number {
+    return this.relists;
+  }
+
   /** Completed polling rounds. */
   get roundCount(): number {
     return this.rounds;
@@ -320,6 +364,25 @@ export class RunFeed {
       })
       .filter((d): d is string => d !== undefined);
     return parts.length ? parts.join(' · ') : undefined;
+  }
+
+  /**
+   * Where series restarted from an earlier step and how many earlier points the later process replaced (series.ts),
+   * grouped by restart: `resumed at step 31: 5 earlier points replaced (train/loss, train/grad_norm)`; undefined
+   * when no series restarted. For the panel's status line.
+   */
+  get resumed(): string | undefined {
+    const byText = new Map<string, string[]>();
+    for (const [name, s] of this.series()) {
+      const text = describeRestarts(s);
+      if (text === undefined) continue;
+      const names = byText.get(text);
+      if (names) names.push(name);
+      else byText.set(text, [name]);
+    }
+    if (byText.size === 0) return undefined;
+    const shown = (names: string[]): string => (names.length <= 3 ? names.join(', ') : `${names.slice(0, 3).join(', ')} and ${names.length - 3} more`);
+    return [...byText].map(([text, names]) => `${text} (${shown(names)})`).join('; ');
   }
 
   /**
@@ -411,7 +474,22 @@ export class RunFeed {
         problems.push(`looking for new MLflow metrics: ${message}`);
       }
     }
-    const newest = newestPerFolder(this.followers);
+    let relistProblem: string | undefined;
+    if (this.hfOutputDir === undefined && this.mlflowMetricsDir === undefined && this.rounds > 0) {
+      const since = this.rounds - this.listedAt;
+      if (since >= RELIST_EVERY || (this.stoppedGrowing && since >= STOPPED_ROUNDS)) {
+        this.listedAt = this.rounds;
+        try {
+          if (await this.rediscover(target, abort.signal)) changed = true;
+        } catch (e) {
+          const message = isRemoteRunsError(e) ? `${e.kind}: ${e.message}` : e instanceof Error ? e.message : String(e);
+          relistProblem = `looking for new logs of the run: ${message}`;
+          this.options.log?.(`metrics of ${this.ref.runName}: ${relistProblem}`);
+        }
+      }
+    }
+    const newest = newestPerFolder(this.followers, this.runPathNow);
+    const grew = new Set<MetricsFollower>();
     for (const f of [...this.followers]) {
       if (this.settled.has(f) && this.rounds % SETTLED_EVERY !== 0) continue;
       try {
@@ -429,6 +507,7 @@ export class RunFeed {
           },
         });
         changed ||= u.changed;
+        if (u.changed) grew.add(f);
         if (u.status !== 'ok') problems.push(`${u.status}: ${f.path}`);
         if (u.status === 'ok' && !u.more && f.format === 'tfevents' && !newest.has(f)) this.settled.add(f);
         else this.settled.delete(f);
@@ -439,12 +518,63 @@ export class RunFeed {
       }
       if (abort.signal.aborted) break;
     }
+    // A log that grew and then stayed unchanged for STOPPED_ROUNDS rounds: re-discover at the next round.
+    this.stoppedGrowing = false;
+    for (const f of this.followers) {
+      if (grew.has(f)) this.idleRounds.set(f, 0);
+      else {
+        const idle = this.idleRounds.get(f);
+        if (idle === undefined) continue;
+        this.idleRounds.set(f, idle + 1);
+        if (idle + 1 === STOPPED_ROUNDS) this.stoppedGrowing = true;
+      }
+    }
+    // A failed listing is said when the logs read well; when they did not, their reason (the same one: a stopped
+    // container, a lost connection) is said alone.
+    if (relistProblem !== undefined && problems.length === 0) problems.push(relistProblem);
     const before = this.statusText;
     if (this.followers.length) this.statusText = problems.length ? problems.join('; ') : 'following';
     this.rounds++;
     const wrote = this.noteWrites();
     if (changed || wrote || before !== this.statusText) this.changed.fire();
     return changed;
+  }
+
+  /**
+   * Re-discovery: list the run's folder with the one listing mechanism (listScript, listParse, runTree: the same
+   * rules as the tree's listing, on the run's folder only, not the whole root) and follow the logs of the run that
+   * are new. The run is the one at the run's path, or else the one that holds the logs followed now (the run moved
+   * up: a Trainer's `runs/<date>_<host>/` logdir followed before the Trainer was a run of its own, so its
+   * `output_dir` is listed instead of the logdir). True when a log was added.
+   */
+  private async rediscover(target: TargetRef, signal: AbortSignal): Promise<boolean> {
+    this.relists++;
+    const path = this.runPathNow;
+    const slash = path.lastIndexOf('/');
+    const parent = slash > 0 ? path.slice(0, slash) : '/';
+    const pslash = parent.lastIndexOf('/');
+    // `<output_dir>/runs/<date>_<host>`: list `<output_dir>`, where a resumed process's sibling logdir is.
+    const above = isDefaultLogdirName(path.slice(slash + 1)) && RUN_LOG_CONTAINERS.includes(parent.slice(pslash + 1)) && pslash > 0 ? parent.slice(0, pslash) : undefined;
+    const root = above ?? path;
+    const { roots } = await runCommand(this.options.executor(), target, listRunsCommand([root], { maxEntries: RELIST_MAX_ENTRIES }), signal);
+    const listing = roots[0];
+    if (!listing) return false;
+    if (listing.state !== 'ok') {
+      this.options.log?.(`metrics of ${this.ref.runName}: listing ${root} again: ${listing.message}`);
+      return false;
+    }
+    const mine = new Set(this.paths);
+    const run = listing.runs.find((r) => r.path === path) ?? listing.runs.find((r) => r.metrics.some((m) => mine.has(m)));
+    if (!run) return false;
+    if (run.path !== path) {
+      this.options.log?.(`metrics of ${this.ref.runName}: its logs are now part of the run at ${run.path}; following that run`);
+      this.runPathNow = run.path;
+      this.replaced();
+      this.merged = new RunSeries(this.followers, this.runPathNow);
+      this.addMetrics(run.metrics, false);
+      return true;
+    }
+    return this.addMetrics(run.metrics, false);
   }
 
   /**
@@ -464,7 +594,7 @@ export class RunFeed {
     this.options.log?.(`metrics: following ${newest} (newest checkpoint) instead of ${current?.path ?? 'nothing'}`);
     this.replaced();
     this.followers = [next];
-    this.merged = new RunSeries(this.followers);
+    this.merged = new RunSeries(this.followers, this.runPathNow);
     return true;
   }
 }
@@ -509,12 +639,15 @@ export function filesUnderCommand(dir: string): RemoteCommand<string[]> {
   };
 }
 
-/** The newest event file of each folder (the one a writer still appends to). */
-function newestPerFolder(followers: readonly MetricsFollower[]): Set<MetricsFollower> {
+/**
+ * The newest event file of each stream (the one a writer still appends to): a resumed Trainer's older
+ * `runs/<date>_<host>/` folder is settled once the newer one exists (eventStreamOf).
+ */
+function newestPerFolder(followers: readonly MetricsFollower[], runPath: string): Set<MetricsFollower> {
   const best = new Map<string, MetricsFollower>();
   for (const f of followers) {
     if (f.format !== 'tfevents') continue;
-    const folder = f.path.slice(0, f.path.lastIndexOf('/'));
+    const folder = eventStreamOf(runPath, f.path.slice(0, f.path.lastIndexOf('/')));
     const b = best.get(folder);
     if (!b || compareEventFiles(b.path, f.path) < 0) best.set(folder, f);
   }

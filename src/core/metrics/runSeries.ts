@@ -6,10 +6,14 @@
  *   restarted run), named `events.out.tfevents.<secs>.<host>.<pid>.<n>` (torch/utils/tensorboard/
  *   event_file_writer.py and tensorboardX/event_file_writer.py, `EventFileWriter.__init__`; TF2 adds `.v2`),
  *   so the files are merged in the order of those creation times (then by name). A tag's points are one series
- *   in that order: a resume continues the curve, and a restart from an earlier step starts a new segment
- *   (Series splits where the step goes backwards), so the restart stays visible instead of being drawn over.
- * - Event files in folders below the run's TensorBoard home (the deepest folder holding all of its event
- *   folders) are TensorBoard's "runs" of that home; their series are named as TensorBoard labels them:
+ *   in that order: a resume continues the curve, and a restart from an earlier step is resolved as TensorBoard
+ *   does, the later process winning where steps repeat (series.ts), with the restart as a segment boundary.
+ * - The event folders of one stream are one series too: a Trainer resumed into the same output_dir writes a new
+ *   `runs/<time>_<host>/` folder, and both are the run's `train/loss` (discovery/logdirNames.ts eventStreamOf).
+ * - Names come from an event folder's path below a FIXED home of the run: the run folder, its `logs/`, its
+ *   `runs/<default logdir>/` (eventStreamOf), never from which logs exist at the moment, so a name never
+ *   changes because a log appeared (Keras' `logs/validation/` after the first validation pass, a resumed
+ *   Trainer's second folder). Folders below the home are TensorBoard's "runs" of it, named as TensorBoard labels them:
  *   - `add_scalars(main_tag, {tag: v})` writes one folder per dict key whose scalars are tagged `main_tag`:
  *     torch.utils.tensorboard `<logdir>/<main_tag with / → _>_<tag>/` (torch/utils/tensorboard/writer.py,
  *     `add_scalars`), tensorboardX `<logdir>/<main_tag>/<tag>/` (tensorboardX/writer.py, `add_scalars`, as
@@ -23,6 +27,7 @@
  */
 import type { MetricsFollower } from './follow';
 import { Series } from './series';
+import { eventStreamOf } from '../discovery/logdirNames';
 
 /** The creation time an event file's name carries (seconds; NaN when the name has none). */
 export function eventFileTime(name: string): number {
@@ -59,26 +64,13 @@ function naturalCompare(a: string, b: string): number {
   return pa.length - pb.length;
 }
 
-/** The deepest folder that holds (at any depth) every one of these folders. */
-export function commonFolder(folders: readonly string[]): string {
-  if (folders.length === 0) return '';
-  let parts = folders[0].split('/');
-  for (const f of folders.slice(1)) {
-    const q = f.split('/');
-    let k = 0;
-    while (k < parts.length && k < q.length && parts[k] === q[k]) k++;
-    parts = parts.slice(0, k);
-  }
-  return parts.join('/');
-}
-
 /**
- * The name of tag `tag` written in event folder `folder` of a run whose TensorBoard home is `home` (see the
- * file comment): the tag itself in the home; `main/sub` for an `add_scalars` folder; else `<rel>/<tag>`.
+ * The name of tag `tag` written in the event stream `rel` of a run (its path below the run's fixed home,
+ * eventStreamOf; '' for the home itself): the tag itself in the home; `main/sub` for an `add_scalars` folder;
+ * else `<rel>/<tag>`.
  */
-export function eventSeriesName(home: string, folder: string, tag: string): string {
-  if (folder === home) return tag;
-  const rel = home === '' ? folder : folder.startsWith(`${home}/`) ? folder.slice(home.length + 1) : folder;
+export function eventSeriesName(rel: string, tag: string): string {
+  if (rel === '') return tag;
   // tensorboardX: os.path.join(logdir, main_tag, tag), so the folder below the home already reads `main/sub`.
   if (rel.startsWith(`${tag}/`) && rel.length > tag.length + 1) return rel;
   // torch.utils.tensorboard: logdir + "/" + main_tag.replace("/", "_") + "_" + tag.
@@ -92,6 +84,8 @@ interface Part {
   series: Series | undefined;
   generation: number;
   consumed: number;
+  /** The source series' restartCount when read: a restart inside it changed points already taken. */
+  restarts: number;
 }
 
 /**
@@ -109,25 +103,30 @@ class ConcatSeries {
     sources: readonly MetricsFollower[],
   ) {
     this.out = new Series(name);
-    this.parts = sources.map((source) => ({ source, series: undefined, generation: -1, consumed: 0 }));
+    this.parts = sources.map((source) => ({ source, series: undefined, generation: -1, consumed: 0, restarts: 0 }));
   }
 
   current(): Series {
     const first = this.parts.findIndex((p) => {
       const s = p.source.metrics.get(this.key);
-      return s !== p.series || p.source.metrics.generation !== p.generation || (s?.length ?? 0) !== p.consumed;
+      return s !== p.series || p.source.metrics.generation !== p.generation || (s?.length ?? 0) !== p.consumed || (s?.restartCount ?? 0) !== p.restarts;
     });
     if (first < 0) return this.out;
     const p = this.parts[first];
     const s = p.source.metrics.get(this.key);
     const appendable =
-      s === p.series && p.source.metrics.generation === p.generation && (s?.length ?? 0) > p.consumed && this.parts.slice(first + 1).every((q) => q.consumed === 0 && q.series === undefined);
+      s === p.series &&
+      p.source.metrics.generation === p.generation &&
+      (s?.restartCount ?? 0) === p.restarts &&
+      (s?.length ?? 0) > p.consumed &&
+      this.parts.slice(first + 1).every((q) => q.consumed === 0 && q.series === undefined);
     if (!appendable) {
       this.out = new Series(this.name);
       for (const q of this.parts) {
         q.series = undefined;
         q.generation = -1;
         q.consumed = 0;
+        q.restarts = 0;
       }
     }
     for (const q of appendable ? this.parts.slice(first) : this.parts) {
@@ -135,6 +134,7 @@ class ConcatSeries {
       q.series = series;
       q.generation = q.source.metrics.generation;
       if (!series) continue;
+      q.restarts = series.restartCount;
       for (let i = q.consumed; i < series.length; i++) this.out.push(series.xAt(i), series.yAt(i), series.timeAt(i));
       q.consumed = series.length;
     }
@@ -151,14 +151,18 @@ export class RunSeries {
   private cache: Map<string, Series> | undefined;
   private cacheRevision = -1;
 
-  constructor(private readonly followers: readonly MetricsFollower[]) {}
+  /** `runPath`: the run's folder, the fixed home its event folders are named from (eventStreamOf). */
+  constructor(
+    private readonly followers: readonly MetricsFollower[],
+    private readonly runPath: string,
+  ) {}
 
-  /** Event followers grouped by folder, each group in writing order. */
+  /** Event followers grouped by stream (eventStreamOf), each group in writing order. */
   private eventGroups(): { folder: string; files: MetricsFollower[] }[] {
     const byFolder = new Map<string, MetricsFollower[]>();
     for (const f of this.followers) {
       if (f.format !== 'tfevents') continue;
-      const folder = dirName(f.path);
+      const folder = eventStreamOf(this.runPath, dirName(f.path));
       let g = byFolder.get(folder);
       if (!g) byFolder.set(folder, (g = []));
       g.push(f);
@@ -172,13 +176,12 @@ export class RunSeries {
     if (this.cache && revision === this.cacheRevision) return this.cache;
     const out = new Map<string, Series>();
     const groups = this.eventGroups();
-    const home = commonFolder(groups.map((g) => g.folder));
     for (const g of groups) {
       const keys: string[] = [];
       const seen = new Set<string>();
       for (const f of g.files) for (const k of f.metrics.keys()) if (!seen.has(k)) seen.add(k), keys.push(k);
       for (const key of keys) {
-        const name = eventSeriesName(home, g.folder, key);
+        const name = eventSeriesName(g.folder, key);
         const holders = g.files.filter((f) => f.metrics.has(key));
         let s: Series;
         if (holders.length === 1) s = holders[0].metrics.get(key)!;
@@ -188,11 +191,12 @@ export class RunSeries {
           if (!c) this.merged.set(id, (c = new ConcatSeries(name, key, holders)));
           s = c.current();
         }
-        out.set(out.has(name) ? `${baseName(g.folder)}:${name}` : name, s);
+        out.set(out.has(name) ? `${baseName(g.folder) || baseName(this.runPath)}:${name}` : name, s);
       }
     }
-    for (const f of this.followers) {
-      if (f.format === 'tfevents') continue;
+    // By path, as a one-shot listing orders them, so a follow that found a log later names its keys the same.
+    const others = this.followers.filter((f) => f.format !== 'tfevents').sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+    for (const f of others) {
       for (const [key, s] of f.metrics.series) out.set(out.has(key) ? `${baseName(f.path)}:${key}` : key, s);
     }
     this.cache = out;

@@ -1,7 +1,12 @@
 /**
  * Metric storage for one run: per metric key, x (step), y (value) and optional wall time in growable typed
- * arrays, split into segments wherever the step goes backwards (a run resumed from an earlier checkpoint keeps
- * appending to the same log; drawing a line back to the old step would be wrong).
+ * arrays. Where the step goes back (a process restarted from an earlier checkpoint appends to the same log, or a
+ * resumed writer's new log follows the old one), the later process wins: the earlier points at steps at or after
+ * the step it restarted from are superseded (dropped, counted in `replaced`, listed in `restarts`), and the
+ * restart begins a new segment. That is what TensorBoard itself does with such a log: EventAccumulator
+ * (tensorboard/backend/event_processing/event_accumulator.py, `_CheckForOutOfOrderStepAndMaybePurge` and `_Purge`,
+ * with `purge_orphaned_data` on by default) discards a tag's events whose step is >= the out-of-order step. So a
+ * resumed run reads as one timeline (each step once), and the restart stays visible as a segment boundary.
  */
 import { Axis, shortestFloat32, ValueColumn } from './compact';
 import { X_KEYS } from './fields';
@@ -34,6 +39,16 @@ export interface Segment {
   end: number;
 }
 
+/** Where a series' step went back (a restart): the later process's points superseded the earlier ones from `step` on. */
+export interface Restart {
+  /** The step the later process restarted at (its first point). */
+  step: number;
+  /** Index of that first point in the series (a segment starts there). */
+  index: number;
+  /** Earlier points at steps >= `step` that were dropped. */
+  replaced: number;
+}
+
 /** Where a skipped line, record or value was, for a message the user can act on. */
 export interface BadLocation {
   /** 1-based line number (JSONL/CSV), record number (TFRecord) or `log_history` entry number (trainer_state). */
@@ -61,15 +76,23 @@ export class Series {
   private own: boolean;
   /** The axis record of point 0. */
   private start = 0;
-  private readonly values = new ValueColumn();
-  private readonly starts: number[] = [];
+  private values = new ValueColumn();
+  private starts: number[] = [];
   /** The last x pushed (NaN before the first). */
   private last = NaN;
+  private readonly restartList: Restart[] = [];
+  private replacedCount = 0;
 
-  /** `shared`: the axis of the log this series belongs to (RunMetrics gives it); a series of its own otherwise. */
+  /**
+   * `shared`: the axis of the log this series belongs to (RunMetrics gives it); a series of its own otherwise.
+   * `restarts`: `later-wins` (the default: x is a step, see the file comment) or `segments`, for an x the user
+   * picked (RunMetrics.xPick: a learning rate, a token count), which may go back for reasons other than a restart:
+   * every point is kept and a step back only starts a new segment.
+   */
   constructor(
     readonly key: string,
     shared?: Axis,
+    private readonly onStepBack: 'later-wins' | 'segments' = 'later-wins',
   ) {
     this.axis = shared ?? new Axis();
     this.own = shared === undefined;
@@ -161,11 +184,32 @@ export class Series {
     return this.own;
   }
 
-  /** Append a point; a step lower than the previous one starts a new segment. */
+  /** The restarts met so far, in order (a copy): where the step went back and how many points that replaced. */
+  get restarts(): Restart[] {
+    return this.restartList.slice();
+  }
+
+  /** How many restarts were met: grows whenever points were superseded (a view's copy must be sent whole again). */
+  get restartCount(): number {
+    return this.restartList.length;
+  }
+
+  /** Points superseded by restarts (not held, not shown, not exported). */
+  get replaced(): number {
+    return this.replacedCount;
+  }
+
+  /**
+   * Append a point. A step lower than the previous one is a restart (see the file comment): the points at steps
+   * >= x are dropped and a new segment starts with this point.
+   */
   push(x: number, y: number, timeMs = NaN): void {
-    const n = this.values.length;
+    let n = this.values.length;
     // `!(x >= last)` rather than `x < last`: the first point (last is NaN) starts a segment too.
-    if (!(x >= this.last)) this.starts.push(n);
+    if (!(x >= this.last)) {
+      if (n > 0 && !Number.isNaN(x) && this.onStepBack === 'later-wins') n = this.restartAt(x);
+      this.starts.push(n);
+    }
     this.last = x;
     const t = Number.isNaN(timeMs) ? NaN : Math.round(timeMs);
     const a = this.axis;
@@ -197,7 +241,8 @@ export class Series {
       const a = this.axis;
       const pos = this.start + n;
       const fresh = recordAt < 0 && pos === a.length;
-      if (fresh || (pos === recordAt && recordAt === a.length - 1)) {
+      // A step back (a restart) takes push's way, which drops the superseded points.
+      if ((fresh || (pos === recordAt && recordAt === a.length - 1)) && (x >= this.last || this.onStepBack === 'segments')) {
         if (!(x >= this.last)) this.starts.push(n);
         this.last = x;
         if (fresh) a.push(x, Number.isNaN(timeMs) ? NaN : Math.round(timeMs));
@@ -207,6 +252,37 @@ export class Series {
     }
     this.push(x, y, timeMs);
     return this.own ? recordAt : this.axis.length - 1;
+  }
+
+  /**
+   * The later-wins rule for a point at step `x` below the last one: keep only the points at steps < x (a prefix:
+   * the series is non-decreasing, since every earlier restart was resolved the same way), in columns of their own.
+   * Returns the new length. O(kept): restarts are rare.
+   */
+  private restartAt(x: number): number {
+    const n = this.values.length;
+    let lo = 0;
+    let hi = n;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.xAt(mid) < x) lo = mid + 1;
+      else hi = mid;
+    }
+    const keep = lo;
+    const axis = new Axis();
+    const values = new ValueColumn();
+    for (let k = 0; k < keep; k++) {
+      axis.push(this.xAt(k), this.timeAt(k));
+      values.push(this.values.at(k));
+    }
+    this.axis = axis;
+    this.own = true;
+    this.start = 0;
+    this.values = values;
+    this.starts = this.starts.filter((s) => s < keep);
+    this.restartList.push({ step: x, index: keep, replaced: n - keep });
+    this.replacedCount += n - keep;
+    return keep;
   }
 
   /** This series skipped a record of its log (or took one no other did): copy its x and times into an axis of its own. */
@@ -303,7 +379,8 @@ export class RunMetrics {
   seriesFor(key: string): Series {
     let s = this.series.get(key);
     if (!s) {
-      s = new Series(key, this.axis);
+      // An x the user picked is drawn as logged; a log's own x (a step) resolves restarts (Series).
+      s = new Series(key, this.axis, this.xPick === undefined ? 'later-wins' : 'segments');
       this.series.set(key, s);
     }
     return s;
@@ -365,6 +442,18 @@ export function describeSkipped(m: RunMetrics): string | undefined {
 function where(unit: RecordUnit, loc: BadLocation): string {
   const byte = loc.byteOffset !== undefined ? `, byte ${loc.byteOffset}` : '';
   return `at ${unit} ${loc.line}${byte}: ${loc.reason}${loc.excerpt ? `: ${loc.excerpt}` : ''}`;
+}
+
+/**
+ * What restarts replaced in a series, for a status line or stderr, e.g. `resumed at step 33: 3 earlier points
+ * replaced`; undefined when nothing was.
+ */
+export function describeRestarts(s: Series): string | undefined {
+  const r = s.restarts;
+  if (r.length === 0) return undefined;
+  const one = (x: Restart): string => `resumed at step ${x.step}: ${x.replaced} earlier point${x.replaced === 1 ? '' : 's'} replaced`;
+  if (r.length <= 3) return r.map(one).join('; ');
+  return `${r.length} restarts (${one(r[0])}; …; ${one(r[r.length - 1])}), ${s.replaced} earlier points replaced in all`;
 }
 
 /**

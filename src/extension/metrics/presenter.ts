@@ -36,6 +36,8 @@ export interface FeedView {
   readonly revision: number;
   readonly status: string;
   readonly skipped: string | undefined;
+  /** Where the run restarted from an earlier step and what that replaced (RunFeed.resumed). */
+  readonly resumed?: string;
   readonly badLines: number;
   latestStep(): number | undefined;
   /** What x is (RunFeed.xAxis). */
@@ -334,6 +336,7 @@ export class MetricsPresenter {
       color: run.color,
       status: run.feed.status,
       skipped: run.feed.skipped,
+      ...(run.feed.resumed !== undefined ? { resumed: run.feed.resumed } : {}),
       badLines: run.feed.badLines,
       latestStep: run.feed.latestStep(),
       latest,

@@ -33,6 +33,8 @@ const SMOOTH_DIGITS = 7;
 
 export class SeriesTracker {
   private source: Series | undefined;
+  /** The source's restartCount when last read: a restart drops points, so what was smoothed and sent is stale. */
+  private restarts = 0;
   private ema: IncrementalEma | undefined;
   private sent: Sent | undefined;
 
@@ -40,8 +42,9 @@ export class SeriesTracker {
 
   /** The smoothed values for the current source (extended to its length). */
   smoothed(series: Series, smoothing: number): IncrementalEma {
-    if (this.source !== series || !this.ema || this.ema.weight !== new IncrementalEma(smoothing).weight) {
+    if (this.source !== series || series.restartCount !== this.restarts || !this.ema || this.ema.weight !== new IncrementalEma(smoothing).weight) {
       this.source = series;
+      this.restarts = series.restartCount;
       this.ema = new IncrementalEma(smoothing);
       this.sent = undefined;
     }
@@ -85,7 +88,7 @@ export class SeriesTracker {
    * the new tail when possible, else a `replace` with the whole series.
    */
   update(series: Series, view: TrackerView): SeriesUpdate | undefined {
-    const sameSource = this.source === series;
+    const sameSource = this.source === series && this.restarts === series.restartCount;
     this.smoothed(series, view.smoothing);
     const sent = this.sent;
     const n = series.length;
