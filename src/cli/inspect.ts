@@ -100,7 +100,7 @@ export function inspectionText(x: InspectedCheckpoint): string {
   const groups = groupTensors(ins.tensors);
   if (groups.length) {
     lines.push('', `tensors (${t.tensors}, ${formatCount(t.params)} params, ${bytesText(t.bytes)}):`);
-    const w = Math.max(...ins.tensors.filter((x2) => x2.role === 'model').map((x2) => x2.name.length), 10);
+    const w = ins.tensors.reduce((m, x2) => (x2.role === 'model' ? Math.max(m, x2.name.length) : m), 10);
     for (const g of groups) {
       lines.push(`  ${g.label}  ${formatCount(g.params)} params  ${bytesText(g.bytes)}`);
       for (const tt of g.tensors) lines.push(`    ${tt.name.padEnd(w)}  ${tt.dtype.padEnd(9)} ${shapeText(tt.shape)}`);
@@ -110,7 +110,7 @@ export function inspectionText(x: InspectedCheckpoint): string {
   if (state.length) lines.push('', `other state (not counted in params): ${state.join(' · ')}`);
   if (ins.entries.length) {
     lines.push('', 'entries:');
-    const w = Math.max(...ins.entries.map((e) => e.name.length));
+    const w = ins.entries.reduce((m, e) => Math.max(m, e.name.length), 0);
     for (const e of ins.entries) lines.push(`  ${e.name.padEnd(w)}  ${e.what}`);
   }
   if (ins.opaque.length) {

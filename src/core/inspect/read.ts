@@ -6,10 +6,11 @@
  */
 import * as zlib from 'node:zlib';
 import { InspectError, isInspectError } from './errors';
+import { RemoteRunsError } from '../types';
 import type { Pieces } from './pieces';
 import { readPickle } from './pickle';
 import { walkTorchPickle, type WalkLimits } from './torchPickle';
-import { readSafetensorsHeader, readShardIndex, MAX_SAFETENSORS_HEADER } from './safetensors';
+import { safetensorsHeaderSteps, readShardIndex, MAX_SAFETENSORS_HEADER } from './safetensors';
 import { entryDataRange, findEndRecord, firstLocalEntry, readCentralDirectory, type ZipEntry } from './zip';
 import { readDcpMetadata } from './dcp';
 import { DEEPSPEED_ZERO_SHARD } from '../discovery/checkpointLayout';
@@ -107,7 +108,7 @@ function decode(b: Uint8Array): string {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
 }
 
-function readFile(f: FileBytes & { pieces: Pieces }, limits: WalkLimits): FileResult {
+function* readFile(f: FileBytes & { pieces: Pieces }, limits: WalkLimits): Generator<void, FileResult, void> {
   const src = f.pieces;
   const base: FileInspection = { name: f.name, size: f.size, format: 'unknown', tensors: 0 };
   const empty = { tensors: [], entries: [], opaque: [] };
@@ -129,11 +130,12 @@ function readFile(f: FileBytes & { pieces: Pieces }, limits: WalkLimits): FileRe
     return { file: { ...base, format: 'dcp-metadata', tensors: md.tensors.length }, tensors: md.tensors, entries: md.entries, opaque: [] };
   }
   if (looksLikeSafetensors(f.name, head)) {
-    const h = readSafetensorsHeader(src);
+    const h = yield* safetensorsHeaderSteps(src);
     const file: FileInspection = { ...base, format: 'safetensors', tensors: h.tensors.length, ...(h.metadata ? { metadata: h.metadata } : {}) };
     if (h.expectedSize > f.size) file.incomplete = `is ${f.size} bytes, its header says ${h.expectedSize}: cut short or still being written`;
-    const tensors = h.tensors.map(({ offsets: _o, ...t }) => ({ ...t, file: f.name }));
-    return { file, tensors, entries: [], opaque: [], expectedSize: h.expectedSize };
+    // Tagged in place: a copy of each would double what a header of a million tensors costs.
+    for (const t of h.tensors) t.file = f.name;
+    return { file, tensors: h.tensors, entries: [], opaque: [], expectedSize: h.expectedSize };
   }
   if (head[0] === 0x50 && head[1] === 0x4b) return readTorchZip(f as FileBytes & { pieces: Pieces }, base, limits);
   const magic = magicOf(head);
@@ -248,6 +250,33 @@ export interface InspectOutcome {
  * (needMore) instead of failing; every other failure is the file's `problem`, never a thrown error.
  */
 export function inspectFiles(files: FileBytes[], limits: WalkLimits = {}): InspectOutcome {
+  const steps = inspectSteps(files, limits);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * inspectFiles in steps that let this thread do other work between them (a header of a million tensors is seconds
+ * of parsing): a Ctrl-C or SIGTERM handler runs, and `signal` ending stops the work with `cancelled`.
+ */
+export async function inspectFilesAsync(files: FileBytes[], limits: WalkLimits = {}, signal?: AbortSignal): Promise<InspectOutcome> {
+  const steps = inspectSteps(files, limits);
+  let since = Date.now();
+  for (;;) {
+    if (signal?.aborted) throw new RemoteRunsError('cancelled', 'inspect was cancelled while it read the headers');
+    const r = steps.next();
+    if (r.done) return r.value;
+    // A turn of the event loop every ~20 ms of work, not at every step (each costs a macrotask).
+    if (Date.now() - since >= 20) {
+      await new Promise((resolve) => setImmediate(resolve));
+      since = Date.now();
+    }
+  }
+}
+
+function* inspectSteps(files: FileBytes[], limits: WalkLimits): Generator<void, InspectOutcome, void> {
   const results: FileResult[] = [];
   const needMore: InspectOutcome['needMore'] = [];
   const sorted = [...files].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -258,7 +287,7 @@ export function inspectFiles(files: FileBytes[], limits: WalkLimits = {}): Inspe
       continue;
     }
     try {
-      results.push(readFile(f as FileBytes & { pieces: Pieces }, limits));
+      results.push(yield* readFile(f as FileBytes & { pieces: Pieces }, limits));
     } catch (e) {
       if (isInspectError(e) && e.code === 'need-more' && e.need) {
         needMore.push({ name: f.name, ...e.need });
@@ -286,9 +315,10 @@ function combine(results: FileResult[], files: FileBytes[]): Inspection {
   const kinds = new Set<FileFormat>();
   for (const r of results) {
     kinds.add(r.file.format);
-    tensors.push(...r.tensors);
-    entries.push(...r.entries);
-    opaque.push(...r.opaque);
+    // One at a time: a spread passes every element as an argument, and a million tensors overflow the stack.
+    for (const t of r.tensors) tensors.push(t);
+    for (const e of r.entries) entries.push(e);
+    for (const o of r.opaque) opaque.push(o);
     step ??= r.step;
     epoch ??= r.epoch;
     if (r.file.incomplete) incomplete.push(`${r.file.name || 'the file'} ${r.file.incomplete}`);
