@@ -132,7 +132,8 @@ function* readFile(f: FileBytes & { pieces: Pieces }, limits: WalkLimits): Gener
   if (looksLikeSafetensors(f.name, head)) {
     const h = yield* safetensorsHeaderSteps(src);
     const file: FileInspection = { ...base, format: 'safetensors', tensors: h.tensors.length, ...(h.metadata ? { metadata: h.metadata } : {}) };
-    if (h.expectedSize > f.size) file.incomplete = `is ${f.size} bytes, its header says ${h.expectedSize}: cut short or still being written`;
+    // The safetensors library refuses such a file (MetadataIncompleteBuffer); a writer still writing leaves one too.
+    if (h.expectedSize > f.size) file.incomplete = `is ${f.size} bytes, its header says ${h.expectedSize}: cut short or still being written (the safetensors library refuses it: "incomplete metadata, file not fully covered")`;
     // Tagged in place: a copy of each would double what a header of a million tensors costs.
     for (const t of h.tensors) t.file = f.name;
     return { file, tensors: h.tensors, entries: [], opaque: [], expectedSize: h.expectedSize };

@@ -20,7 +20,7 @@ const DTYPES: Record<string, [string, number]> = {
   BOOL: ['bool', 8], U8: ['uint8', 8], I8: ['int8', 8], I16: ['int16', 16], U16: ['uint16', 16], F16: ['float16', 16], BF16: ['bfloat16', 16],
   I32: ['int32', 32], U32: ['uint32', 32], F32: ['float32', 32], F64: ['float64', 64], I64: ['int64', 64], U64: ['uint64', 64],
   F8_E4M3: ['float8_e4m3fn', 8], F8_E5M2: ['float8_e5m2', 8], F8_E8M0: ['float8_e8m0fnu', 8], C64: ['complex64', 64],
-  F4: ['float4_e2m1fn_x2', 4], F6_E2M3: ['float6_e2m3', 6], F6_E3M2: ['float6_e3m2', 6],
+  F4: ['float4_e2m1fn_x2', 4], F6_E2M3: ['float6_e2m3', 6], F6_E3M2: ['float6_e3m2', 6], F8_E4M3FNUZ: ['float8_e4m3fnuz', 8], F8_E5M2FNUZ: ['float8_e5m2fnuz', 8],
 };
 
 export interface SafetensorsHeader {
@@ -45,9 +45,12 @@ export function safetensorsHeaderLength(src: Pieces): number {
 /** Entries parsed between two yields of the stepped reader (a few milliseconds of work). */
 const ENTRIES_PER_STEP = 8192;
 
-/** A header the safetensors library refuses: the library's own error name, then why in words. */
+/**
+ * A header the safetensors library refuses: what the library says (its SafeTensorError's text in safetensors 0.8.0,
+ * as `safe_open` prints it after "Error while deserializing header: "), then why, in words.
+ */
 function refused(libraryError: string, why: string): InspectError {
-  return new InspectError('bad-format', `refused, as the safetensors library refuses it (${libraryError}): ${why}`);
+  return new InspectError('bad-format', `refused, as the safetensors library refuses it ("${libraryError}"): ${why}`);
 }
 
 /**
@@ -103,14 +106,16 @@ function parseJson(slice: string, where: string): unknown {
  * (a Ctrl-C handler) between them; readSafetensorsHeader runs it to the end at once. The header is scanned entry by
  * entry, each entry's value parsed alone: the JSON of a million tensors is never one object tree in memory.
  *
- * What the safetensors library refuses is refused here too, with its error's name (safetensors/src/tensor.rs,
- * `SafeTensors::read_metadata` and `Metadata::validate`, safetensors 0.8.0): a header that is not UTF-8
- * (InvalidHeader) or not JSON of `{name: {dtype, shape, data_offsets}}` (InvalidHeaderDeserialization); tensors
- * taken in the order of their data_offsets must each begin where the one before ended, the first at 0, and end at
- * or after their beginning (InvalidOffset: an overlap, a gap, offsets backwards); each must span exactly its
- * elements × its dtype's size (TensorInvalidInfo), sizes that overflow are refused (ValidationOverflow); and the data
- * must end where the file ends (MetadataIncompleteBuffer). A file shorter than its header says is not refused but
- * told as cut short (`expectedSize`): it is what a writer still writing leaves.
+ * What the safetensors library refuses is refused here too, in its words (safetensors/src/tensor.rs,
+ * `SafeTensors::read_metadata` and `Metadata::validate`, safetensors 0.8.0; test/fixtures/real/make_refused.py
+ * records what `safe_open` says of each case): a header that is not UTF-8 (InvalidHeader) or not JSON of
+ * `{name: {dtype, shape, data_offsets}}` (InvalidHeaderDeserialization, an unknown dtype too); tensors taken in the
+ * order of their data_offsets must each begin where the one before ended, the first at 0, and end at or after their
+ * beginning (InvalidOffset: an overlap, a gap, offsets backwards); each must span exactly its elements × its dtype's
+ * size (TensorInvalidInfo), sizes that overflow are refused (ValidationOverflow); and the data must end where the file
+ * ends (MetadataIncompleteBuffer). A file shorter than its header says is not refused here but told as incomplete
+ * (`expectedSize`, read.ts), naming the library's refusal: it is also what a writer still writing leaves, and a
+ * checkpoint being written must show as such, not as broken.
  */
 export function* safetensorsHeaderSteps(src: Pieces): Generator<void, SafetensorsHeader, void> {
   const n = safetensorsHeaderLength(src);
@@ -120,7 +125,7 @@ export function* safetensorsHeaderSteps(src: Pieces): Generator<void, Safetensor
   try {
     text = new TextDecoder('utf-8', { fatal: true }).decode(raw);
   } catch {
-    throw refused('InvalidHeader', 'the header is not UTF-8');
+    throw refused('invalid UTF-8 in header', 'the header is not UTF-8');
   }
   let i = skipSpace(text, 0);
   if (text.charCodeAt(i) !== 0x7b) throw new InspectError('bad-format', 'the header is not a JSON object');
@@ -156,7 +161,7 @@ export function* safetensorsHeaderSteps(src: Pieces): Generator<void, Safetensor
     if (name === '__metadata__') {
       if (v === null) continue;
       if (typeof v !== 'object' || Array.isArray(v) || !Object.values(v as object).every((x) => typeof x === 'string')) {
-        throw refused('InvalidHeaderDeserialization', '__metadata__ is not a map of strings to strings');
+        throw refused('invalid JSON in header', '__metadata__ is not a map of strings to strings');
       }
       metadata = v as Record<string, string>;
       continue;
@@ -170,13 +175,13 @@ export function* safetensorsHeaderSteps(src: Pieces): Generator<void, Safetensor
     const [a, b] = t.data_offsets as unknown[];
     if (!Number.isSafeInteger(a) || !Number.isSafeInteger(b) || (a as number) < 0 || (b as number) < 0) throw new InspectError('bad-format', `tensor ${JSON.stringify(name)} has data_offsets that are not byte offsets`);
     const known = DTYPES[t.dtype];
-    if (!known) throw refused('InvalidHeaderDeserialization', `tensor ${JSON.stringify(name)} has dtype ${JSON.stringify(t.dtype)}, which is not a safetensors dtype`);
+    if (!known) throw refused(`invalid JSON in header: unknown variant \`${t.dtype}\``, `tensor ${JSON.stringify(name)} has dtype ${JSON.stringify(t.dtype)}, which is not a safetensors dtype`);
     const dims = shape as number[];
     let numel = 1;
     for (const d of dims) numel *= d;
     const bits = numel * known[1];
-    if (!Number.isSafeInteger(bits)) throw refused('ValidationOverflow', `tensor ${JSON.stringify(name)} has shape [${dims.join(', ')}]: its size overflows`);
-    if (bits % 8 !== 0) throw refused('MisalignedSlice', `tensor ${JSON.stringify(name)} has ${numel} elements of ${known[1]} bits: not a whole number of bytes`);
+    if (!Number.isSafeInteger(bits)) throw refused('overflow computing buffer size from shape and/or element type', `tensor ${JSON.stringify(name)} has shape [${dims.join(', ')}]: its size overflows`);
+    if (bits % 8 !== 0) throw refused('misaligned slice', `tensor ${JSON.stringify(name)} has ${numel} elements of ${known[1]} bits: not a whole number of bytes`);
     tensors.push({ name, dtype: known[0], shape: dims, numel, bytes: bits / 8, role: 'model' });
     begins.push(a as number);
     ends.push(b as number);
@@ -184,7 +189,7 @@ export function* safetensorsHeaderSteps(src: Pieces): Generator<void, Safetensor
   yield;
   const dataEnd = yield* checkOffsets(tensors, begins, ends);
   const expectedSize = 8 + n + dataEnd;
-  if (src.size > expectedSize) throw refused('MetadataIncompleteBuffer', `the tensors' data ends at byte ${expectedSize} but the file has ${src.size}: ${src.size - expectedSize} bytes no tensor covers`);
+  if (src.size > expectedSize) throw refused('incomplete metadata, file not fully covered', `the tensors' data ends at byte ${expectedSize} but the file has ${src.size}: ${src.size - expectedSize} bytes no tensor covers`);
   return { dataStart: 8 + n, tensors, ...(metadata ? { metadata } : {}), expectedSize };
 }
 
@@ -207,10 +212,10 @@ function* checkOffsets(tensors: TensorInfo[], begins: number[], ends: number[]):
     const [s, e] = [begins[j], ends[j]];
     const name = JSON.stringify(t.name);
     if (s !== at) {
-      throw refused(`InvalidOffset(${name})`, s > at ? `tensor ${name} begins at data byte ${s}, but the tensors before it end at ${at}: ${s - at} bytes no tensor covers` : `tensor ${name} begins at data byte ${s}, inside the tensor before it (which ends at ${at}): they overlap`);
+      throw refused(`invalid offset for tensor \`${t.name}\``, s > at ? `tensor ${name} begins at data byte ${s}, but the tensors before it end at ${at}: ${s - at} bytes no tensor covers` : `tensor ${name} begins at data byte ${s}, inside the tensor before it (which ends at ${at}): they overlap`);
     }
-    if (e < s) throw refused(`InvalidOffset(${name})`, `tensor ${name} ends (data byte ${e}) before it begins (${s})`);
-    if (e - s !== t.bytes) throw refused('TensorInvalidInfo', `tensor ${name} is ${t.dtype} of shape [${t.shape.join(', ')}]: ${t.bytes} bytes, but its data_offsets span ${e - s}`);
+    if (e < s) throw refused(`invalid offset for tensor \`${t.name}\``, `tensor ${name} ends (data byte ${e}) before it begins (${s})`);
+    if (e - s !== t.bytes) throw refused('invalid shape, data type, or offset for tensor', `tensor ${name} is ${t.dtype} of shape [${t.shape.join(', ')}]: ${t.bytes} bytes, but its data_offsets span ${e - s}`);
     at = e;
   }
   return at;
