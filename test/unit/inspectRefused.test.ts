@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { inspectFiles, inspectFilesAsync, inspectCompleteness, totals, readSafetensorsHeader, Pieces, InspectError } from '../../src/core/inspect';
 import { RemoteRunsError } from '../../src/core/types';
+import { manyTensorsSafetensors } from '../harness/safetensorsFiles';
 
 const DIR = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'refused');
 const expected = JSON.parse(fs.readFileSync(path.join(DIR, 'expected.json'), 'utf8')) as Record<string, { opens: boolean; error?: string; tensors?: number; params?: number }>;
@@ -96,20 +97,8 @@ test('hostile headers end in an InspectError that says why, never another except
   assert.throws(() => readSafetensorsHeader(Pieces.whole(bad)), /not UTF-8/);
 });
 
-/** A header of `n` one-element float32 tensors named like a model's, as a Buffer (the whole file). */
-export function manyTensors(n: number): Buffer {
-  const parts: string[] = [];
-  for (let i = 0; i < n; i++) parts.push(`"model.layers.${i}.w":{"dtype":"F32","shape":[1],"data_offsets":[${i * 4},${i * 4 + 4}]}`);
-  let text = `{${parts.join(',')}}`;
-  text += ' '.repeat((8 - (text.length % 8)) % 8);
-  const b = Buffer.alloc(8 + text.length + n * 4);
-  b.writeBigUInt64LE(BigInt(text.length));
-  b.write(text, 8, 'latin1');
-  return b;
-}
-
 test('a header of 200 000 tensors is read (no stack overflow), and a signal ends the stepped read with cancelled', async () => {
-  const b = manyTensors(200_000);
+  const b = manyTensorsSafetensors(200_000);
   const files = [{ name: 'model.safetensors', size: b.length, pieces: Pieces.whole(b) }];
   const { inspection } = await inspectFilesAsync(files);
   assert.equal(inspection.tensors.length, 200_000);
