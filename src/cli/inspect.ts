@@ -158,17 +158,34 @@ export async function inspectCommand(deps: InspectCliDeps, addr: Address, option
 }
 
 /**
- * Write the pieces to stdout in writes of about 1 MiB, giving the event loop a turn every ~20 ms of work so a Ctrl-C
- * or SIGTERM lands (a million tensors are seconds of text): the signal ends the output with `cancelled`.
+ * Write the pieces to stdout in writes of about 1 MiB, waiting for a slow reader to drain them, and giving the event
+ * loop a turn every ~20 ms of work so a Ctrl-C or SIGTERM lands (a million tensors are seconds of text): the signal
+ * ends the output with `cancelled`.
  */
+/** Until `out` drains, or `signal` ends (a reader gone: EPIPE aborts it, main.ts watchOutput). */
+function drained(out: NodeJS.WritableStream, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      out.removeListener('drain', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    out.once('drain', done);
+    signal.addEventListener('abort', done, { once: true });
+    if (signal.aborted) done();
+  });
+}
+
 async function writeInSteps(deps: InspectCliDeps, pieces: Iterable<string>): Promise<void> {
   let buf = '';
   let since = Date.now();
   for (const p of pieces) {
     buf += p;
     if (buf.length >= 1 << 20) {
-      deps.stdout.write(buf);
+      // A reader slower than this (a pipe) holds us back rather than a queue of all the output in memory.
+      if (!deps.stdout.write(buf)) await drained(deps.stdout, deps.signal);
       buf = '';
+      if (deps.signal.aborted) throw new RemoteRunsError('cancelled', 'inspect was cancelled while it printed');
     }
     if (Date.now() - since >= 20) {
       await new Promise((resolve) => setImmediate(resolve));
