@@ -9,7 +9,7 @@ import { InspectError, isInspectError } from './errors';
 import { RemoteRunsError } from '../types';
 import type { Pieces } from './pieces';
 import { readPickle } from './pickle';
-import { walkTorchPickle, type WalkLimits } from './torchPickle';
+import { DTYPE_SIZE, walkTorchPickle, type WalkLimits } from './torchPickle';
 import { safetensorsHeaderSteps, readShardIndex, MAX_SAFETENSORS_HEADER } from './safetensors';
 import { entryDataRange, findEndRecord, firstLocalEntry, readCentralDirectory, type ZipEntry } from './zip';
 import { readDcpMetadata } from './dcp';
@@ -209,6 +209,7 @@ function readTorchZip(f: FileBytes & { pieces: Pieces }, base: FileInspection, l
     const names = new Set(entries.map((e) => e.name));
     const missing = [...new Set(tensors.flatMap((t) => (t.storage !== undefined && !names.has(`${prefix}data/${t.storage}`) ? [t.storage] : [])))];
     if (missing.length) file.incomplete = `names ${missing.length} storage${missing.length === 1 ? '' : 's'} the archive does not hold (${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''})`;
+    checkStorages(tensors, new Map(entries.map((e) => [e.name, e])), prefix);
   }
   file.tensors = tensors.length;
   const fileTag = { file: f.name };
@@ -220,6 +221,34 @@ function readTorchZip(f: FileBytes & { pieces: Pieces }, base: FileInspection, l
     ...(walk.step !== undefined ? { step: walk.step } : {}),
     ...(walk.epoch !== undefined ? { epoch: walk.epoch } : {}),
   };
+}
+
+/**
+ * What torch.load refuses of a torch archive's storages, refused here too in its words: a storage record whose size
+ * is not the element count its persistent id names × the dtype's size (torch/serialization.py `_load`'s load_tensor
+ * asks `get_storage_from_record(name, numel * element_size)`, which fails "record size (…) does not match expected
+ * size (…)", torch/csrc/jit/python/init.cpp), and a tensor whose offset, sizes and strides reach past its storage
+ * (torch/_utils.py `_rebuild_tensor` sets the view with `set_`, which would grow the storage, and a loaded storage
+ * cannot grow: "Trying to resize storage that is not resizable"). test/fixtures/real/make_refused.py records both
+ * from torch.load. A storage the archive does not hold is a save not finished (the caller's `incomplete`).
+ */
+function checkStorages(tensors: TensorInfo[], entries: Map<string, ZipEntry>, prefix: string): void {
+  const seen = new Set<string>();
+  for (const t of tensors) {
+    if (t.storage === undefined || t.storageNumel === undefined) continue;
+    const size1 = DTYPE_SIZE[t.dtype];
+    const e = entries.get(`${prefix}data/${t.storage}`);
+    if (e && size1 !== undefined && !seen.has(t.storage)) {
+      seen.add(t.storage);
+      const want = t.storageNumel * size1;
+      if (e.size !== want) {
+        throw new InspectError('bad-format', `refused, as torch.load refuses it ("record size (${e.size} bytes) does not match expected size (${want} bytes …)"): storage ${t.storage} of ${JSON.stringify(t.name)} is ${t.storageNumel} ${t.dtype} elements in the pickle, ${e.size} bytes in the archive`);
+      }
+    }
+    if (t.storageNeeds !== undefined && t.storageNeeds > t.storageNumel) {
+      throw new InspectError('bad-format', `refused, as torch.load refuses it ("Trying to resize storage that is not resizable"): ${JSON.stringify(t.name)} reaches element ${t.storageNeeds} of storage ${t.storage}, which holds ${t.storageNumel}`);
+    }
+  }
 }
 
 /** The range that would complete data.pkl when torch wrote it first and it runs past the head read (else none). */
