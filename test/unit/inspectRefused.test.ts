@@ -15,9 +15,16 @@ import { manyTensorsSafetensors } from '../harness/safetensorsFiles';
 const DIR = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'refused');
 const expected = JSON.parse(fs.readFileSync(path.join(DIR, 'expected.json'), 'utf8')) as Record<string, { opens: boolean; error?: string; tensors?: number; params?: number }>;
 
+/** A fixture as inspect reads a checkpoint: a file by its own name, a folder (DCP) by its files' names. */
 function inspect(name: string) {
-  const bytes = fs.readFileSync(path.join(DIR, name));
-  return inspectFiles([{ name, size: bytes.length, pieces: Pieces.whole(bytes) }]).inspection;
+  const p = path.join(DIR, name);
+  const files = fs.statSync(p).isDirectory() ? fs.readdirSync(p).map((f) => [f, path.join(p, f)]) : [[name, p]];
+  return inspectFiles(
+    files.map(([n, f]) => {
+      const bytes = fs.readFileSync(f);
+      return { name: n, size: bytes.length, pieces: Pieces.whole(bytes) };
+    }),
+  ).inspection;
 }
 
 /**
@@ -29,10 +36,11 @@ function libraryWords(error: string): string {
     .replace(/^SafetensorError: Error while deserializing header: /, '')
     .replace(/, expected one of .*$/, '')
     .replace(/^RuntimeError: /, '')
+    .replace(/^CheckpointException: \['(\w+)'\]$/, '$1')
     .replace(/ = \d+ elements .*$/, '');
 }
 
-for (const name of ['valid.safetensors', 'torch_valid.pt']) {
+for (const name of ['valid.safetensors', 'torch_valid.pt', 'dcp_valid']) {
   test(`${name}: the valid file the library wrote is read whole`, () => {
     const ins = inspect(name);
     const e = expected[name];
@@ -56,7 +64,7 @@ for (const [name, e] of Object.entries(expected)) {
       assert.ok(c.reasons.some((r) => r.includes(words)), `${c.reasons.join('; ')} should say ${words}`);
       return;
     }
-    const problem = ins.files[0].problem;
+    const problem = ins.files.find((f) => f.problem)?.problem;
     assert.ok(problem, 'the file has a problem');
     assert.equal(problem.code, 'bad-format');
     assert.ok(problem.message.includes(words), `${problem.message} should say ${words}`);

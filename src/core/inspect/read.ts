@@ -12,7 +12,7 @@ import { readPickle } from './pickle';
 import { DTYPE_SIZE, walkTorchPickle, type WalkLimits } from './torchPickle';
 import { safetensorsHeaderSteps, readShardIndex, MAX_SAFETENSORS_HEADER } from './safetensors';
 import { entryDataRange, findEndRecord, firstLocalEntry, readCentralDirectory, type ZipEntry } from './zip';
-import { readDcpMetadata } from './dcp';
+import { readDcpMetadata, type DcpStorage } from './dcp';
 import { DEEPSPEED_ZERO_SHARD } from '../discovery/checkpointLayout';
 import type { CheckpointFormat, EntryInfo, FileFormat, FileInspection, Inspection, OpaqueGlobal, TensorInfo } from './types';
 
@@ -41,6 +41,8 @@ interface FileResult {
   expectedSize?: number;
   /** A shard index's weight map. */
   index?: ReturnType<typeof readShardIndex>;
+  /** DCP .metadata: where each item's bytes are in the .distcp shards. */
+  dcpStorage?: DcpStorage[];
 }
 
 const LEGACY_MAGIC = Buffer.from([0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19]);
@@ -127,7 +129,7 @@ function* readFile(f: FileBytes & { pieces: Pieces }, limits: WalkLimits): Gener
     if (f.size > MAX_PICKLE_BYTES) throw new InspectError('absurd-length', `a .metadata of ${f.size} bytes: not read`);
     const { value } = readPickle(src.range(0, f.size, '.metadata'));
     const md = readDcpMetadata(value);
-    return { file: { ...base, format: 'dcp-metadata', tensors: md.tensors.length }, tensors: md.tensors, entries: md.entries, opaque: [] };
+    return { file: { ...base, format: 'dcp-metadata', tensors: md.tensors.length }, tensors: md.tensors, entries: md.entries, opaque: [], dcpStorage: md.storage };
   }
   if (looksLikeSafetensors(f.name, head)) {
     const h = yield* safetensorsHeaderSteps(src);
@@ -251,6 +253,24 @@ function checkStorages(tensors: TensorInfo[], entries: Map<string, ZipEntry>, pr
   }
 }
 
+/**
+ * A DCP .metadata whose `storage_data` places an item's bytes past the end of its shard: dcp.load reads
+ * [offset, offset + length) of the shard and torch.load's that slice (FileSystemReader.read_data,
+ * torch/distributed/checkpoint/filesystem.py), which fails (EOFError; make_refused.py records it). A shard the
+ * folder does not hold is not this: the files listed decide (a save not finished is told by the missing .metadata).
+ */
+function dcpStoragePastShards(r: FileResult, files: FileBytes[]): string | undefined {
+  const dirOf = r.file.name.includes('/') ? r.file.name.slice(0, r.file.name.lastIndexOf('/') + 1) : '';
+  const sizes = new Map(files.map((f) => [f.name, f.size]));
+  for (const s of r.dcpStorage ?? []) {
+    const size = sizes.get(dirOf + s.path);
+    if (size !== undefined && s.offset + s.length > size) {
+      return `refused, as dcp.load refuses it (reading ${JSON.stringify(s.fqn)} fails: EOFError): .metadata puts its bytes at ${s.offset}..${s.offset + s.length} of ${s.path}, which has ${size}`;
+    }
+  }
+  return undefined;
+}
+
 /** The range that would complete data.pkl when torch wrote it first and it runs past the head read (else none). */
 function pickleHeadNeed(src: Pieces, limit: number): { from: number; to: number }[] {
   try {
@@ -330,6 +350,10 @@ function* inspectSteps(files: FileBytes[], limits: WalkLimits): Generator<void, 
       if (err.code === 'truncated') file.incomplete = `is cut short: ${err.message}`;
       results.push({ file, tensors: [], entries: [], opaque: [] });
     }
+  }
+  for (let i = 0; i < results.length; i++) {
+    const bad = results[i].dcpStorage && dcpStoragePastShards(results[i], sorted);
+    if (bad) results[i] = { file: { ...results[i].file, tensors: 0, problem: { code: 'bad-format', message: bad } }, tensors: [], entries: [], opaque: [] };
   }
   return { inspection: combine(results, files), needMore };
 }
