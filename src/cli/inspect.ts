@@ -104,6 +104,9 @@ function* inspectionJsonPieces(x: InspectedCheckpoint): Generator<string> {
   yield ']}\n';
 }
 
+/** The widest name column of the text output; longer names run past it. */
+const NAME_COLUMN = 100;
+
 const shapeText = (s: number[]): string => `[${s.join(', ')}]`;
 const bytesText = (b: number | null): string => (b === null ? '? B' : formatBytes(b));
 
@@ -125,7 +128,8 @@ function* inspectionTextPieces(x: InspectedCheckpoint): Generator<string> {
   const groups = groupTensors(ins.tensors);
   if (groups.length) {
     lines.push('', `tensors (${t.tensors}, ${formatCount(t.params)} params, ${bytesText(t.bytes)}):`);
-    const w = ins.tensors.reduce((m, x2) => (x2.role === 'model' ? Math.max(m, x2.name.length) : m), 10);
+    // Names are aligned up to NAME_COLUMN: one name of megabytes (a hostile header) must not pad every line to it.
+    const w = Math.min(NAME_COLUMN, ins.tensors.reduce((m, x2) => (x2.role === 'model' ? Math.max(m, x2.name.length) : m), 10));
     for (const g of groups) {
       lines.push(`  ${g.label}  ${formatCount(g.params)} params  ${bytesText(g.bytes)}`);
       yield* flush();
@@ -136,7 +140,7 @@ function* inspectionTextPieces(x: InspectedCheckpoint): Generator<string> {
   if (state.length) lines.push('', `other state (not counted in params): ${state.join(' · ')}`);
   if (ins.entries.length) {
     lines.push('', 'entries:');
-    const w = ins.entries.reduce((m, e) => Math.max(m, e.name.length), 0);
+    const w = Math.min(NAME_COLUMN, ins.entries.reduce((m, e) => Math.max(m, e.name.length), 0));
     for (const e of ins.entries) lines.push(`  ${e.name.padEnd(w)}  ${e.what}`);
   }
   if (ins.opaque.length) {

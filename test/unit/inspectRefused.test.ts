@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import { inspectFiles, inspectFilesAsync, inspectCompleteness, totals, readSafetensorsHeader, Pieces, InspectError } from '../../src/core/inspect';
 import { RemoteRunsError } from '../../src/core/types';
 import { manyTensorsSafetensors } from '../harness/safetensorsFiles';
+import { inspectionText } from '../../src/cli/inspect';
 
 const DIR = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'refused');
 const expected = JSON.parse(fs.readFileSync(path.join(DIR, 'expected.json'), 'utf8')) as Record<string, { opens: boolean; error?: string; tensors?: number; params?: number }>;
@@ -125,4 +126,15 @@ test('a header of 200 000 tensors is read (no stack overflow), and a signal ends
   const controller = new AbortController();
   setImmediate(() => controller.abort());
   await assert.rejects(inspectFilesAsync(files, {}, controller.signal), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'cancelled');
+});
+
+test('the text output of a header with one name of a megabyte stays the size of its input (no line padded to it)', () => {
+  const long = 'x'.repeat(1_000_000);
+  const header = { [long]: { dtype: 'U8', shape: [1], data_offsets: [0, 1] } } as Record<string, unknown>;
+  for (let i = 0; i < 1000; i++) header[`model.layers.${i}.w`] = { dtype: 'U8', shape: [1], data_offsets: [i + 1, i + 2] };
+  const src = file(header, 1001);
+  const ins = inspectFiles([{ name: 'model.safetensors', size: src.size, pieces: src }]).inspection;
+  assert.equal(ins.tensors.length, 1001);
+  const text = inspectionText({ address: 'h/host/r/step_1', checkpoint: { name: 'step_1' } as never, result: { inspection: ins, commands: 1, bytesRead: src.size } });
+  assert.ok(text.length < 3_000_000, `${text.length} characters`);
 });
