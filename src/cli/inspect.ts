@@ -63,8 +63,13 @@ const tensorJson = (t: TensorInfo): unknown => ({
   ...(t.storage !== undefined ? { storage: t.storage } : {}),
 });
 
-/** The JSON of one inspection, as documented in docs/cli.md. */
+/** The JSON of one inspection, as documented in docs/cli.md (`tensors` last: inspectCommand streams them). */
 export function inspectionJson(x: InspectedCheckpoint): unknown {
+  return { ...inspectionJsonHead(x), tensors: x.result.inspection.tensors.map(tensorJson) };
+}
+
+/** Everything of inspectionJson but its tensors. */
+function inspectionJsonHead(x: InspectedCheckpoint): Record<string, unknown> {
   const ins = x.result.inspection;
   const t = totals(ins);
   const c = inspectCompleteness(ins);
@@ -80,7 +85,6 @@ export function inspectionJson(x: InspectedCheckpoint): unknown {
     totals: { params: t.params, bytes: t.bytes, tensors: t.tensors, optimizerTensors: t.optimizerTensors, rngTensors: t.rngTensors, state: t.state, dtypes: Object.fromEntries(t.dtypes) },
     state: stateParts(ins),
     groups: groupTensors(ins.tensors).map((g) => ({ label: g.label, path: g.path, params: g.params, bytes: g.bytes, tensors: g.tensors.length })),
-    tensors: ins.tensors.map(tensorJson),
     entries: ins.entries,
     opaque: ins.opaque,
     files: ins.files,
@@ -88,29 +92,55 @@ export function inspectionJson(x: InspectedCheckpoint): unknown {
   };
 }
 
+/** inspectionJson's text in pieces: the head, then the tensors one by one (never one string of a million tensors). */
+function* inspectionJsonPieces(x: InspectedCheckpoint): Generator<string> {
+  const head = JSON.stringify(inspectionJsonHead(x));
+  yield `${head.slice(0, -1)},"tensors":[`;
+  let first = true;
+  for (const t of x.result.inspection.tensors) {
+    yield `${first ? '' : ','}${JSON.stringify(tensorJson(t))}`;
+    first = false;
+  }
+  yield ']}\n';
+}
+
+/** The widest name column of the text output; longer names run past it. */
+const NAME_COLUMN = 100;
+
 const shapeText = (s: number[]): string => `[${s.join(', ')}]`;
 const bytesText = (b: number | null): string => (b === null ? '? B' : formatBytes(b));
 
 export function inspectionText(x: InspectedCheckpoint): string {
+  return [...inspectionTextPieces(x)].join('');
+}
+
+/** inspectionText in pieces of a line each. */
+function* inspectionTextPieces(x: InspectedCheckpoint): Generator<string> {
   const ins = x.result.inspection;
-  const lines = [`${x.address}: ${summaryLine(ins)}`];
+  const lines: string[] = [`${x.address}: ${summaryLine(ins)}`];
+  const flush = function* (): Generator<string> {
+    for (const l of lines) yield `${l}\n`;
+    lines.length = 0;
+  };
   const t = totals(ins);
   lines.push(`format: ${ins.format} · ${ins.files.length} file${ins.files.length === 1 ? '' : 's'} · read ${formatBytes(x.result.bytesRead)} in ${x.result.commands} remote command${x.result.commands === 1 ? '' : 's'}`);
   for (const r of inspectCompleteness(ins).reasons) lines.push(`${ins.incomplete.length ? 'incomplete' : 'not known'}: ${r}`);
   const groups = groupTensors(ins.tensors);
   if (groups.length) {
     lines.push('', `tensors (${t.tensors}, ${formatCount(t.params)} params, ${bytesText(t.bytes)}):`);
-    const w = Math.max(...ins.tensors.filter((x2) => x2.role === 'model').map((x2) => x2.name.length), 10);
+    // Names are aligned up to NAME_COLUMN: one name of megabytes (a hostile header) must not pad every line to it.
+    const w = Math.min(NAME_COLUMN, ins.tensors.reduce((m, x2) => (x2.role === 'model' ? Math.max(m, x2.name.length) : m), 10));
     for (const g of groups) {
       lines.push(`  ${g.label}  ${formatCount(g.params)} params  ${bytesText(g.bytes)}`);
-      for (const tt of g.tensors) lines.push(`    ${tt.name.padEnd(w)}  ${tt.dtype.padEnd(9)} ${shapeText(tt.shape)}`);
+      yield* flush();
+      for (const tt of g.tensors) yield `    ${tt.name.padEnd(w)}  ${tt.dtype.padEnd(9)} ${shapeText(tt.shape)}\n`;
     }
   }
   const state = stateParts(ins);
   if (state.length) lines.push('', `other state (not counted in params): ${state.join(' · ')}`);
   if (ins.entries.length) {
     lines.push('', 'entries:');
-    const w = Math.max(...ins.entries.map((e) => e.name.length));
+    const w = Math.min(NAME_COLUMN, ins.entries.reduce((m, e) => Math.max(m, e.name.length), 0));
     for (const e of ins.entries) lines.push(`  ${e.name.padEnd(w)}  ${e.what}`);
   }
   if (ins.opaque.length) {
@@ -122,13 +152,52 @@ export function inspectionText(x: InspectedCheckpoint): string {
     const what = f.problem ? `not read: ${f.problem.message}` : f.note ? f.note : `${f.format}${f.tensors ? `, ${f.tensors} tensors` : ''}`;
     lines.push(`  ${f.name}  ${formatBytes(f.size)}  ${what}${f.incomplete ? `  INCOMPLETE: ${f.incomplete}` : ''}`);
   }
-  return `${lines.join('\n')}\n`;
+  yield* flush();
 }
 
 export async function inspectCommand(deps: InspectCliDeps, addr: Address, options: { json: boolean }): Promise<number> {
   const x = await inspectAddress(deps, addr);
-  deps.stdout.write(options.json ? `${JSON.stringify(inspectionJson(x))}\n` : inspectionText(x));
+  await writeInSteps(deps, options.json ? inspectionJsonPieces(x) : inspectionTextPieces(x));
   return 0;
+}
+
+/**
+ * Write the pieces to stdout in writes of about 1 MiB, waiting for a slow reader to drain them, and giving the event
+ * loop a turn every ~20 ms of work so a Ctrl-C or SIGTERM lands (a million tensors are seconds of text): the signal
+ * ends the output with `cancelled`.
+ */
+/** Until `out` drains, or `signal` ends (a reader gone: EPIPE aborts it, main.ts watchOutput). */
+function drained(out: NodeJS.WritableStream, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      out.removeListener('drain', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    out.once('drain', done);
+    signal.addEventListener('abort', done, { once: true });
+    if (signal.aborted) done();
+  });
+}
+
+async function writeInSteps(deps: InspectCliDeps, pieces: Iterable<string>): Promise<void> {
+  let buf = '';
+  let since = Date.now();
+  for (const p of pieces) {
+    buf += p;
+    if (buf.length >= 1 << 20) {
+      // A reader slower than this (a pipe) holds us back rather than a queue of all the output in memory.
+      if (!deps.stdout.write(buf)) await drained(deps.stdout, deps.signal);
+      buf = '';
+      if (deps.signal.aborted) throw new RemoteRunsError('cancelled', 'inspect was cancelled while it printed');
+    }
+    if (Date.now() - since >= 20) {
+      await new Promise((resolve) => setImmediate(resolve));
+      since = Date.now();
+      if (deps.signal.aborted) throw new RemoteRunsError('cancelled', 'inspect was cancelled while it printed');
+    }
+  }
+  if (buf) deps.stdout.write(buf);
 }
 
 /** The JSON of a diff, as documented in docs/cli.md. */

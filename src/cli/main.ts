@@ -22,7 +22,7 @@ import { HostDirectory } from '../core/hosts';
 import { RemoteRunsCore, type PickedCheckpoint } from '../core/service';
 import { parseAddress } from '../core/address';
 import { parseConfigFile } from '../core/config';
-import { RemoteRunsError, isRemoteRunsError, type HostConfig } from '../core/types';
+import { RemoteRunsError, asRemoteRunsError, isRemoteRunsError, type HostConfig } from '../core/types';
 import { TerminalPrompter } from './prompter';
 import { lsCommand } from './ls';
 import { pullCommand } from './pull';
@@ -313,9 +313,14 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
   }
 }
 
-/** A failure as the CLI reports it: `remote-runs: KIND: message` on stderr (and as JSON with --json); exit 2. */
+/**
+ * A failure as the CLI reports it: `remote-runs: KIND: message` on stderr (and as JSON with --json); exit 2. An error
+ * that is not a RemoteRunsError happened here, not on the remote side: `internal` (its stack with REMOTE_RUNS_DEBUG),
+ * or `too-large` for the limits a huge input reaches (the call stack, a string's length, an array's).
+ */
 function failed(e: unknown, json: boolean, io: CliIo): number {
-  const err = isRemoteRunsError(e) ? e : new RemoteRunsError('command-failed', e instanceof Error ? e.message : String(e));
+  const err = asRemoteRunsError(e);
+  if (!isRemoteRunsError(e) && io.env.REMOTE_RUNS_DEBUG && e instanceof Error) io.stderr.write(`${e.stack}\n`);
   if (json) io.stdout.write(`${JSON.stringify({ error: { kind: err.kind, message: err.message } })}\n`);
   io.stderr.write(`remote-runs: ${err.kind}: ${err.message}\n`);
   return 2;

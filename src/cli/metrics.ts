@@ -134,7 +134,7 @@ function printNew(series: Map<string, Series>, printed: Map<string, Printed>, fo
       const time = !Number.isNaN(ms) ? new Date(ms).toISOString() : '';
       const x = s.xAt(i);
       const y = s.yShown(i);
-      if (format === 'csv') out.push(`${csvField(name)},${x},${y},${time}`);
+      if (format === 'csv') out.push(`${csvField(name)},${csvField(String(x))},${csvField(String(y))},${time}`);
       else if (format === 'json') out.push(JSON.stringify({ series: name, step: x, value: y, ...(time ? { time } : {}) }));
       else out.push(`${name}\t${x}\t${y}`);
     }

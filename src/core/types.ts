@@ -247,8 +247,13 @@ export type EmptyKind =
 /** The subset of EmptyKind that a single run root can end in (the rest concern host or target). */
 export type RootEmptyKind = 'path-missing' | 'permission-denied' | 'not-a-directory' | 'empty' | 'no-checkpoints';
 
-/** Error kinds that are not about what is on the remote side, but about our own input or state. */
-export type LocalErrorKind = 'bad-address' | 'bad-config' | 'not-found' | 'ambiguous' | 'cancelled' | 'timeout' | 'protocol';
+/**
+ * Error kinds that are not about what is on the remote side, but about our own input or state. `too-large`: what
+ * was read is too large to summarise in this process (a header whose summary would pass the limits of a JavaScript
+ * string or the call stack); `internal`: a fault of this program, never of the remote side (`command-failed` is for
+ * remote commands only).
+ */
+export type LocalErrorKind = 'bad-address' | 'bad-config' | 'not-found' | 'ambiguous' | 'cancelled' | 'timeout' | 'protocol' | 'too-large' | 'internal';
 
 /**
  * Error kinds of a download: the local disk filled up, the remote file changed while it was fetched, the checksums
@@ -274,6 +279,20 @@ export class RemoteRunsError extends Error {
 
 export function isRemoteRunsError(e: unknown): e is RemoteRunsError {
   return e instanceof RemoteRunsError;
+}
+
+/**
+ * Any exception as a RemoteRunsError. One that is not already one happened in this process, never on the remote
+ * side (that is `command-failed`): a limit a huge input reached (the call stack, a string's or an array's length) is
+ * `too-large`, anything else `internal`.
+ */
+export function asRemoteRunsError(e: unknown): RemoteRunsError {
+  if (isRemoteRunsError(e)) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  const limit = e instanceof RangeError || (e as { code?: unknown } | undefined)?.code === 'ERR_STRING_TOO_LONG';
+  return limit
+    ? new RemoteRunsError('too-large', `too large to summarise here (${message})`)
+    : new RemoteRunsError('internal', `a fault of remote-runs itself, not of the remote side: ${message}`);
 }
 
 /** What one run root held: runs, or exactly one reason it holds none. */

@@ -21,7 +21,35 @@ function fields(v: PickleValue | undefined): Map<string, PickleValue> {
   return out;
 }
 
-export function readDcpMetadata(root: PickleValue): { tensors: TensorInfo[]; entries: EntryInfo[]; chunks: number } {
+/** Where `.metadata` says a saved item's bytes are: `length` bytes at `offset` of the shard `path` (relative). */
+export interface DcpStorage {
+  fqn: string;
+  path: string;
+  offset: number;
+  length: number;
+}
+
+/**
+ * `storage_data`: MetadataIndex(fqn, offset, index) → _StorageInfo(relative_path, offset, length, …)
+ * (torch/distributed/checkpoint/filesystem.py). Entries that do not read as that are left out.
+ */
+function storageOf(root: PickleValue): DcpStorage[] {
+  const out: DcpStorage[] = [];
+  for (const [k, v] of asDict(fields(root).get('storage_data') ?? { t: 'none' }) ?? []) {
+    const kf = fields(k);
+    const vf = fields(v);
+    const fqn = kf.get('fqn');
+    const rel = vf.get('relative_path');
+    const offset = vf.get('offset');
+    const length = vf.get('length');
+    if (rel?.t === 'str' && offset?.t === 'int' && typeof offset.v === 'number' && length?.t === 'int' && typeof length.v === 'number') {
+      out.push({ fqn: fqn?.t === 'str' ? fqn.v : '?', path: rel.v, offset: offset.v, length: length.v });
+    }
+  }
+  return out;
+}
+
+export function readDcpMetadata(root: PickleValue): { tensors: TensorInfo[]; entries: EntryInfo[]; chunks: number; storage: DcpStorage[] } {
   const g = root.t === 'call' ? globalName(root.fn) : undefined;
   if (!g || !/^torch\.distributed\.checkpoint\.metadata\.Metadata$/.test(g)) {
     throw new InspectError('bad-format', `.metadata is not a torch.distributed.checkpoint Metadata (its root is ${g ?? root.t})`);
@@ -60,5 +88,5 @@ export function readDcpMetadata(root: PickleValue): { tensors: TensorInfo[]; ent
       entries.push({ name, kind: 'opaque', what: `${cls ?? v.t} (not a kind of storage this reader knows)` });
     }
   }
-  return { tensors, entries, chunks };
+  return { tensors, entries, chunks, storage: storageOf(root) };
 }

@@ -6,12 +6,13 @@
  */
 import * as zlib from 'node:zlib';
 import { InspectError, isInspectError } from './errors';
+import { RemoteRunsError } from '../types';
 import type { Pieces } from './pieces';
 import { readPickle } from './pickle';
-import { walkTorchPickle, type WalkLimits } from './torchPickle';
-import { readSafetensorsHeader, readShardIndex, MAX_SAFETENSORS_HEADER } from './safetensors';
+import { DTYPE_SIZE, walkTorchPickle, type WalkLimits } from './torchPickle';
+import { safetensorsHeaderSteps, readShardIndex, MAX_SAFETENSORS_HEADER } from './safetensors';
 import { entryDataRange, findEndRecord, firstLocalEntry, readCentralDirectory, type ZipEntry } from './zip';
-import { readDcpMetadata } from './dcp';
+import { readDcpMetadata, type DcpStorage } from './dcp';
 import { DEEPSPEED_ZERO_SHARD } from '../discovery/checkpointLayout';
 import type { CheckpointFormat, EntryInfo, FileFormat, FileInspection, Inspection, OpaqueGlobal, TensorInfo } from './types';
 
@@ -40,6 +41,8 @@ interface FileResult {
   expectedSize?: number;
   /** A shard index's weight map. */
   index?: ReturnType<typeof readShardIndex>;
+  /** DCP .metadata: where each item's bytes are in the .distcp shards. */
+  dcpStorage?: DcpStorage[];
 }
 
 const LEGACY_MAGIC = Buffer.from([0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19]);
@@ -107,7 +110,7 @@ function decode(b: Uint8Array): string {
   return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8');
 }
 
-function readFile(f: FileBytes & { pieces: Pieces }, limits: WalkLimits): FileResult {
+function* readFile(f: FileBytes & { pieces: Pieces }, limits: WalkLimits): Generator<void, FileResult, void> {
   const src = f.pieces;
   const base: FileInspection = { name: f.name, size: f.size, format: 'unknown', tensors: 0 };
   const empty = { tensors: [], entries: [], opaque: [] };
@@ -126,14 +129,16 @@ function readFile(f: FileBytes & { pieces: Pieces }, limits: WalkLimits): FileRe
     if (f.size > MAX_PICKLE_BYTES) throw new InspectError('absurd-length', `a .metadata of ${f.size} bytes: not read`);
     const { value } = readPickle(src.range(0, f.size, '.metadata'));
     const md = readDcpMetadata(value);
-    return { file: { ...base, format: 'dcp-metadata', tensors: md.tensors.length }, tensors: md.tensors, entries: md.entries, opaque: [] };
+    return { file: { ...base, format: 'dcp-metadata', tensors: md.tensors.length }, tensors: md.tensors, entries: md.entries, opaque: [], dcpStorage: md.storage };
   }
   if (looksLikeSafetensors(f.name, head)) {
-    const h = readSafetensorsHeader(src);
+    const h = yield* safetensorsHeaderSteps(src);
     const file: FileInspection = { ...base, format: 'safetensors', tensors: h.tensors.length, ...(h.metadata ? { metadata: h.metadata } : {}) };
-    if (h.expectedSize > f.size) file.incomplete = `is ${f.size} bytes, its header says ${h.expectedSize}: cut short or still being written`;
-    const tensors = h.tensors.map(({ offsets: _o, ...t }) => ({ ...t, file: f.name }));
-    return { file, tensors, entries: [], opaque: [], expectedSize: h.expectedSize };
+    // The safetensors library refuses such a file (MetadataIncompleteBuffer); a writer still writing leaves one too.
+    if (h.expectedSize > f.size) file.incomplete = `is ${f.size} bytes, its header says ${h.expectedSize}: cut short or still being written (the safetensors library refuses it: "incomplete metadata, file not fully covered")`;
+    // Tagged in place: a copy of each would double what a header of a million tensors costs.
+    for (const t of h.tensors) t.file = f.name;
+    return { file, tensors: h.tensors, entries: [], opaque: [], expectedSize: h.expectedSize };
   }
   if (head[0] === 0x50 && head[1] === 0x4b) return readTorchZip(f as FileBytes & { pieces: Pieces }, base, limits);
   const magic = magicOf(head);
@@ -206,6 +211,7 @@ function readTorchZip(f: FileBytes & { pieces: Pieces }, base: FileInspection, l
     const names = new Set(entries.map((e) => e.name));
     const missing = [...new Set(tensors.flatMap((t) => (t.storage !== undefined && !names.has(`${prefix}data/${t.storage}`) ? [t.storage] : [])))];
     if (missing.length) file.incomplete = `names ${missing.length} storage${missing.length === 1 ? '' : 's'} the archive does not hold (${missing.slice(0, 3).join(', ')}${missing.length > 3 ? ', …' : ''})`;
+    checkStorages(tensors, new Map(entries.map((e) => [e.name, e])), prefix);
   }
   file.tensors = tensors.length;
   const fileTag = { file: f.name };
@@ -217,6 +223,52 @@ function readTorchZip(f: FileBytes & { pieces: Pieces }, base: FileInspection, l
     ...(walk.step !== undefined ? { step: walk.step } : {}),
     ...(walk.epoch !== undefined ? { epoch: walk.epoch } : {}),
   };
+}
+
+/**
+ * What torch.load refuses of a torch archive's storages, refused here too in its words: a storage record whose size
+ * is not the element count its persistent id names × the dtype's size (torch/serialization.py `_load`'s load_tensor
+ * asks `get_storage_from_record(name, numel * element_size)`, which fails "record size (…) does not match expected
+ * size (…)", torch/csrc/jit/python/init.cpp), and a tensor whose offset, sizes and strides reach past its storage
+ * (torch/_utils.py `_rebuild_tensor` sets the view with `set_`, which would grow the storage, and a loaded storage
+ * cannot grow: "Trying to resize storage that is not resizable"). test/fixtures/real/make_refused.py records both
+ * from torch.load. A storage the archive does not hold is a save not finished (the caller's `incomplete`).
+ */
+function checkStorages(tensors: TensorInfo[], entries: Map<string, ZipEntry>, prefix: string): void {
+  const seen = new Set<string>();
+  for (const t of tensors) {
+    if (t.storage === undefined || t.storageNumel === undefined) continue;
+    const size1 = DTYPE_SIZE[t.dtype];
+    const e = entries.get(`${prefix}data/${t.storage}`);
+    if (e && size1 !== undefined && !seen.has(t.storage)) {
+      seen.add(t.storage);
+      const want = t.storageNumel * size1;
+      if (e.size !== want) {
+        throw new InspectError('bad-format', `refused, as torch.load refuses it ("record size (${e.size} bytes) does not match expected size (${want} bytes …)"): storage ${t.storage} of ${JSON.stringify(t.name)} is ${t.storageNumel} ${t.dtype} elements in the pickle, ${e.size} bytes in the archive`);
+      }
+    }
+    if (t.storageNeeds !== undefined && t.storageNeeds > t.storageNumel) {
+      throw new InspectError('bad-format', `refused, as torch.load refuses it ("Trying to resize storage that is not resizable"): ${JSON.stringify(t.name)} reaches element ${t.storageNeeds} of storage ${t.storage}, which holds ${t.storageNumel}`);
+    }
+  }
+}
+
+/**
+ * A DCP .metadata whose `storage_data` places an item's bytes past the end of its shard: dcp.load reads
+ * [offset, offset + length) of the shard and torch.load's that slice (FileSystemReader.read_data,
+ * torch/distributed/checkpoint/filesystem.py), which fails (EOFError; make_refused.py records it). A shard the
+ * folder does not hold is not this: the files listed decide (a save not finished is told by the missing .metadata).
+ */
+function dcpStoragePastShards(r: FileResult, files: FileBytes[]): string | undefined {
+  const dirOf = r.file.name.includes('/') ? r.file.name.slice(0, r.file.name.lastIndexOf('/') + 1) : '';
+  const sizes = new Map(files.map((f) => [f.name, f.size]));
+  for (const s of r.dcpStorage ?? []) {
+    const size = sizes.get(dirOf + s.path);
+    if (size !== undefined && s.offset + s.length > size) {
+      return `refused, as dcp.load refuses it (reading ${JSON.stringify(s.fqn)} fails: EOFError): .metadata puts its bytes at ${s.offset}..${s.offset + s.length} of ${s.path}, which has ${size}`;
+    }
+  }
+  return undefined;
 }
 
 /** The range that would complete data.pkl when torch wrote it first and it runs past the head read (else none). */
@@ -248,6 +300,33 @@ export interface InspectOutcome {
  * (needMore) instead of failing; every other failure is the file's `problem`, never a thrown error.
  */
 export function inspectFiles(files: FileBytes[], limits: WalkLimits = {}): InspectOutcome {
+  const steps = inspectSteps(files, limits);
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * inspectFiles in steps that let this thread do other work between them (a header of a million tensors is seconds
+ * of parsing): a Ctrl-C or SIGTERM handler runs, and `signal` ending stops the work with `cancelled`.
+ */
+export async function inspectFilesAsync(files: FileBytes[], limits: WalkLimits = {}, signal?: AbortSignal): Promise<InspectOutcome> {
+  const steps = inspectSteps(files, limits);
+  let since = Date.now();
+  for (;;) {
+    if (signal?.aborted) throw new RemoteRunsError('cancelled', 'inspect was cancelled while it read the headers');
+    const r = steps.next();
+    if (r.done) return r.value;
+    // A turn of the event loop every ~20 ms of work, not at every step (each costs a macrotask).
+    if (Date.now() - since >= 20) {
+      await new Promise((resolve) => setImmediate(resolve));
+      since = Date.now();
+    }
+  }
+}
+
+function* inspectSteps(files: FileBytes[], limits: WalkLimits): Generator<void, InspectOutcome, void> {
   const results: FileResult[] = [];
   const needMore: InspectOutcome['needMore'] = [];
   const sorted = [...files].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -258,7 +337,7 @@ export function inspectFiles(files: FileBytes[], limits: WalkLimits = {}): Inspe
       continue;
     }
     try {
-      results.push(readFile(f as FileBytes & { pieces: Pieces }, limits));
+      results.push(yield* readFile(f as FileBytes & { pieces: Pieces }, limits));
     } catch (e) {
       if (isInspectError(e) && e.code === 'need-more' && e.need) {
         needMore.push({ name: f.name, ...e.need });
@@ -271,6 +350,10 @@ export function inspectFiles(files: FileBytes[], limits: WalkLimits = {}): Inspe
       if (err.code === 'truncated') file.incomplete = `is cut short: ${err.message}`;
       results.push({ file, tensors: [], entries: [], opaque: [] });
     }
+  }
+  for (let i = 0; i < results.length; i++) {
+    const bad = results[i].dcpStorage && dcpStoragePastShards(results[i], sorted);
+    if (bad) results[i] = { file: { ...results[i].file, tensors: 0, problem: { code: 'bad-format', message: bad } }, tensors: [], entries: [], opaque: [] };
   }
   return { inspection: combine(results, files), needMore };
 }
@@ -286,9 +369,10 @@ function combine(results: FileResult[], files: FileBytes[]): Inspection {
   const kinds = new Set<FileFormat>();
   for (const r of results) {
     kinds.add(r.file.format);
-    tensors.push(...r.tensors);
-    entries.push(...r.entries);
-    opaque.push(...r.opaque);
+    // One at a time: a spread passes every element as an argument, and a million tensors overflow the stack.
+    for (const t of r.tensors) tensors.push(t);
+    for (const e of r.entries) entries.push(e);
+    for (const o of r.opaque) opaque.push(o);
     step ??= r.step;
     epoch ??= r.epoch;
     if (r.file.incomplete) incomplete.push(`${r.file.name || 'the file'} ${r.file.incomplete}`);

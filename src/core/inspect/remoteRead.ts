@@ -27,7 +27,7 @@ import { RemoteRunsError, type TargetRef } from '../types';
 import { runCommand, commandFailed, type Executor, type RemoteCommand } from '../remote';
 import { InspectError } from './errors';
 import { Pieces, type Piece } from './pieces';
-import { inspectFiles, isInspectable, type FileBytes } from './read';
+import { inspectFilesAsync, isInspectable, type FileBytes } from './read';
 import { MAX_SAFETENSORS_HEADER } from './safetensors';
 import type { Inspection } from './types';
 
@@ -287,7 +287,7 @@ export async function inspectRemote(
     });
   }
   const files = (): FileBytes[] => listed.map((f) => ({ name: f.name, ...have.get(f.name)! }));
-  let outcome = inspectFiles(files());
+  let outcome = await inspectFilesAsync(files(), {}, options.signal);
   for (let round = 1; outcome.needMore.length && round < MAX_ROUNDS; round++) {
     const byName = new Map<string, { from: number; to: number }[]>();
     for (const n of outcome.needMore) byName.set(n.name, [...(byName.get(n.name) ?? []), { from: n.from, to: n.to }]);
@@ -302,7 +302,7 @@ export async function inspectRemote(
       for (const piece of r.pieces) pieces = pieces.with(piece);
       h.pieces = pieces;
     });
-    outcome = inspectFiles(files());
+    outcome = await inspectFilesAsync(files(), {}, options.signal);
   }
   const ins = outcome.inspection;
   for (const n of outcome.needMore) {

@@ -116,23 +116,41 @@ export function tensorOf(v: PickleValue): Omit<TensorInfo, 'name' | 'role'> | un
     return fn && inner ? tensorOf({ t: 'call', fn, args: inner }) : undefined;
   }
   if (module !== 'torch._utils' || !TENSOR_REBUILDERS.has(name)) return undefined;
-  const [storage, , size] = args;
+  const [storage, offsetArg, size, strideArg] = args;
   const shape = (size && asSeq(size)?.map(intOf)) ?? [];
   if (shape.some((d) => d === undefined || d < 0)) return undefined;
   const dims = shape as number[];
   let dtype: string | undefined;
   let key: string | undefined;
+  let storageNumel: number | undefined;
   if (storage?.t === 'persid') {
     const id = storage.id.t === 'tuple' ? storage.id.items : [];
     const cls = id[1];
     if (cls?.t === 'global') dtype = STORAGE_DTYPE[cls.name];
     if (id[2]?.t === 'str') key = id[2].v;
+    storageNumel = intOf(id[4]);
   }
   // v3 names its dtype (its storage is untyped).
   if (name === '_rebuild_tensor_v3') dtype = dtypeOfGlobal(args[6]) ?? dtype;
   const numel = dims.reduce((a, b) => a * b, 1);
   const size1 = dtype !== undefined ? DTYPE_SIZE[dtype] : undefined;
-  return { dtype: dtype ?? 'unknown', shape: dims, numel, bytes: size1 !== undefined ? numel * size1 : null, ...(key !== undefined ? { storage: key } : {}) };
+  // The elements of its storage the view reaches: torch.load's set_ refuses a view past its storage's end.
+  const offset = intOf(offsetArg);
+  const strides = strideArg ? asSeq(strideArg)?.map(intOf) : undefined;
+  let needs: number | undefined;
+  if (numel > 0 && offset !== undefined && strides && strides.length === dims.length && strides.every((x) => x !== undefined && x >= 0)) {
+    needs = offset + 1;
+    dims.forEach((d, i) => (needs! += (d - 1) * strides[i]!));
+  } else if (numel === 0) needs = 0;
+  return {
+    dtype: dtype ?? 'unknown',
+    shape: dims,
+    numel,
+    bytes: size1 !== undefined ? numel * size1 : null,
+    ...(key !== undefined ? { storage: key } : {}),
+    ...(storageNumel !== undefined ? { storageNumel } : {}),
+    ...(needs !== undefined && Number.isSafeInteger(needs) ? { storageNeeds: needs } : {}),
+  };
 }
 
 export interface TorchWalk {

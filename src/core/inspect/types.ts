@@ -19,6 +19,13 @@ export interface TensorInfo {
   file?: string;
   /** torch archives: the storage's key (`archive/data/<key>` in the zip). */
   storage?: string;
+  /**
+   * torch archives: the storage's size in elements as the pickle names it (its persistent id), and how many of its
+   * elements the tensor's view reaches (storage offset + the last element its sizes and strides address, + 1).
+   * Checked against the archive by read.ts; not part of the output.
+   */
+  storageNumel?: number;
+  storageNeeds?: number;
 }
 
 /**

@@ -16,7 +16,7 @@
  */
 import type { MetricsParser } from './parser';
 import type { RunMetrics } from './series';
-import { FALLBACK_X_KEYS, X_KEYS, TIME_KEYS, excerpt, isAxisKey, judgeValue, parseDecimal, toTimeMs } from './fields';
+import { FALLBACK_X_KEYS, X_KEYS, TIME_KEYS, excerpt, isAxisKey, judgeValue, parseDecimal, stepProblem, toTimeMs } from './fields';
 import { MAX_LINE_BYTES } from './lines';
 
 const enum State {
@@ -176,12 +176,18 @@ export class CsvParser implements MetricsParser {
       return;
     }
     if (fields.every((f, i) => i >= header.length || f.trim() === header[i])) return;
-    this.metrics.records++;
     let x: number | undefined;
     if (this.xCol >= 0) {
-      const v = parseDecimal(fields[this.xCol]);
-      if (v !== undefined && Number.isFinite(v)) x = v;
+      const cell = fields[this.xCol];
+      const v = parseDecimal(cell);
+      const bad = stepProblem(v ?? cell);
+      if (bad !== undefined) {
+        this.metrics.noteBadLine({ line, byteOffset, excerpt: excerpt(fields.join(',')), reason: `${header[this.xCol]} ${bad}` });
+        return;
+      }
+      if (v !== undefined) x = v;
     }
+    this.metrics.records++;
     if (x !== undefined) {
       this.lastX = x;
       this.metrics.noteX(header[this.xCol]);

@@ -25,14 +25,32 @@ const TIME_KEY_SET = new Set(TIME_KEYS);
 /**
  * The x of one record (a parsed JSON object, a trainer_state entry): the user's pick alone when there is one;
  * else the first of X_KEYS the record has as a finite number; else, while the log has not used one of X_KEYS
- * (RunMetrics.fallbackXAllowed), the first of FALLBACK_X_KEYS. Undefined when none applies.
+ * (RunMetrics.fallbackXAllowed), the first of FALLBACK_X_KEYS. Undefined when none applies. A candidate whose value
+ * is a number no step can be (stepProblem: NaN, ±Infinity, beyond 2^53) is `bad`: the line is a bad line, counted
+ * and said, never plotted at some other x.
  */
-export function chooseX(metrics: RunMetrics, record: Record<string, unknown>): { key: string; x: number } | undefined {
+export function chooseX(metrics: RunMetrics, record: Record<string, unknown>): { key: string; x: number } | { key: string; bad: string } | undefined {
   const candidates = metrics.xPick !== undefined ? [metrics.xPick] : metrics.fallbackXAllowed ? ALL_X_KEYS : X_KEYS;
   for (const key of candidates) {
     const v = record[key];
-    if (typeof v === 'number' && Number.isFinite(v)) return { key, x: v };
+    const bad = stepProblem(v);
+    if (bad !== undefined) return { key, bad: `${key} ${bad}` };
+    if (typeof v === 'number') return { key, x: v };
   }
+  return undefined;
+}
+
+/**
+ * Why a value of the x field cannot be an x, or undefined when it can (or is not a number at all): a non-finite
+ * number (`NaN`, `Infinity`; as text too, as Python's json writes them) has no place on an axis, and a number past
+ * Number.MAX_SAFE_INTEGER (2^53 - 1) is not exact: two steps would print as one. Negative steps are kept (an x such
+ * as a warm-up counted from -N is a real axis, and nothing about it is inexact).
+ */
+export function stepProblem(v: unknown): string | undefined {
+  if (typeof v === 'string') return isNonFiniteText(v) ? `is ${v.trim()}` : undefined;
+  if (typeof v !== 'number') return undefined;
+  if (!Number.isFinite(v)) return `is ${v}`;
+  if (Math.abs(v) > Number.MAX_SAFE_INTEGER) return `is ${v}, past 2^53: not exact`;
   return undefined;
 }
 

@@ -140,9 +140,13 @@ export class JsonlParser implements MetricsParser {
       this.metrics.noteBadLine({ line: lineNo, byteOffset, excerpt: excerpt(text), reason: `${what}, not an object` });
       return;
     }
-    this.metrics.records++;
     const obj = value as Record<string, unknown>;
     const chosen = chooseX(this.metrics, obj);
+    if (chosen && 'bad' in chosen) {
+      this.metrics.noteBadLine({ line: lineNo, byteOffset, excerpt: excerpt(text), reason: chosen.bad });
+      return;
+    }
+    this.metrics.records++;
     let x: number;
     if (chosen) {
       x = this.lastX = chosen.x;

@@ -6,7 +6,7 @@
  *
  * It is all or nothing per line: the line is scanned completely before anything is added, and anything the
  * scanner does not recognise (a string, a nested object, NaN, an escape in a key, a duplicate key, bad JSON,
- * a number it cannot convert exactly) makes it return false, so the caller parses that line with JSON.parse
+ * a number it cannot convert exactly, a number past 2^53) makes it return false, so the caller parses that line with JSON.parse
  * as before. The result for an accepted line is identical to the general path's: same keys in the same
  * order, same x and time, same values (numbers are converted exactly; see readNumber).
  */
@@ -110,7 +110,9 @@ export class FlatTokenizer {
       i++;
       while (i < end && isWs(buf[i])) i++;
       const v = this.readNumber(buf, i, end);
-      if (Number.isNaN(v)) return -1;
+      // A number past 2^53 goes the general way too: as an x it makes the line a bad one (fields.ts stepProblem),
+      // which the general path says with the line's text and offset; as a value it reads the same there.
+      if (Number.isNaN(v) || Math.abs(v) > Number.MAX_SAFE_INTEGER) return -1;
       i = this.pos;
       if (n === this.values.length) {
         const grown = new Float64Array(n * 2);

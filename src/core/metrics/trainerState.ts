@@ -9,7 +9,7 @@
  */
 import type { MetricsParser } from './parser';
 import type { RunMetrics } from './series';
-import { excerpt, judgeValue } from './fields';
+import { excerpt, judgeValue, stepProblem } from './fields';
 import { parseJsonLine } from './jsonl';
 
 /** trainer_state.json files of long runs reach a few MB; anything far beyond is not one. */
@@ -67,9 +67,14 @@ export function parseTrainerState(text: string, metrics: RunMetrics): void {
       metrics.noteBadLine({ line: n, excerpt: excerpt(JSON.stringify(entry) ?? String(entry)), reason: 'entry is not an object' });
       return;
     }
-    metrics.records++;
     const e = entry as Record<string, unknown>;
     const step = e.step;
+    const bad = stepProblem(step);
+    if (bad !== undefined) {
+      metrics.noteBadLine({ line: n, excerpt: excerpt(JSON.stringify(e)), reason: `step ${bad}` });
+      return;
+    }
+    metrics.records++;
     const hasStep = typeof step === 'number' && Number.isFinite(step);
     if (hasStep) metrics.noteX('step');
     else metrics.xMissing++;

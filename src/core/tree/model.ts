@@ -9,7 +9,7 @@ import type { HostTargets } from '../service';
 import { emptyStateText } from '../emptyStates';
 import { cutShortText } from '../discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../discovery/listScript';
-import { formatTarget, isRemoteRunsError, RemoteRunsError, type TargetListing, type TargetRef } from '../types';
+import { formatTarget, asRemoteRunsError, type RemoteRunsError, type TargetListing, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
 import { childId, hostId, isAtOrBelow, listingKey, runId, targetId, type CheckpointNode, type ContentsNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from './nodes';
 import type { Checkpoint } from '../types';
@@ -450,7 +450,7 @@ async function capture<T>(f: () => Promise<T>): Promise<Result<T>> {
   try {
     return { ok: true, value: await f(), at: Date.now() };
   } catch (e) {
-    const error = isRemoteRunsError(e) ? e : new RemoteRunsError('command-failed', e instanceof Error ? e.message : String(e));
+    const error = asRemoteRunsError(e);
     return { ok: false, error, at: Date.now() };
   }
 }

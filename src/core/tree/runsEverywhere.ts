@@ -6,7 +6,7 @@
  * per place that could not be listed.
  */
 import { runsOf } from '../service';
-import { formatTarget, isRemoteRunsError, RemoteRunsError, type Run, type Target, type TargetListing, type TargetRef } from '../types';
+import { formatTarget, asRemoteRunsError, type RemoteRunsError, type Run, type Target, type TargetListing, type TargetRef } from '../types';
 import { emptyStateText } from '../emptyStates';
 import { runId } from './nodes';
 
@@ -90,5 +90,5 @@ export function addRunChoices(places: readonly PlaceRuns[], exclude: readonly st
 }
 
 function asError(e: unknown): RemoteRunsError {
-  return isRemoteRunsError(e) ? e : new RemoteRunsError('command-failed', e instanceof Error ? e.message : String(e));
+  return asRemoteRunsError(e);
 }

@@ -3,9 +3,30 @@
  * Markdown table. One home for both, used by the eval table, the run table, a chart's CSV export and the CLI.
  */
 
-/** A CSV field (RFC 4180): quoted when it holds a comma, quote or line break, quotes doubled. */
-export function csvField(s: string): string {
-  return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+/** A number as a spreadsheet reads one: a decimal with an optional sign, fraction and exponent (`-0.5`, `1e-05`). */
+const PLAIN_NUMBER = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+
+/**
+ * A cell as text a spreadsheet shows and never runs: OWASP's CSV injection rule
+ * (https://owasp.org/www-community/attacks/CSV_Injection) prefixes `'` to a cell that begins with `=`, `+`, `-`, `@`,
+ * a tab or a carriage return, which a spreadsheet would read as a formula (`=HYPERLINK(…)`, `-2+3+cmd|…`); csvField
+ * then quotes it. A plain number (`-0.5`, `+1e-05`) is a number to a spreadsheet, not a formula, and is left as it is,
+ * so values stay numbers. A cell that already begins with `'` gets one more: a spreadsheet hides one leading `'`, so
+ * the text shown is always the cell's own.
+ */
+export function neutralizeCell(s: string): string {
+  if (s === '' || !/^[=+\-@\t\r']/.test(s)) return s;
+  return PLAIN_NUMBER.test(s) ? s : `'${s}`;
+}
+
+/**
+ * A CSV field (RFC 4180): quoted when it holds a comma, quote or line break, quotes doubled; a cell a spreadsheet
+ * would read as a formula is neutralised first (neutralizeCell) and quoted. Every CSV this program writes goes
+ * through here (the CLI's `metrics --csv`, a chart's Save as CSV…, the eval and run tables' Copy as CSV).
+ */
+export function csvField(cell: string): string {
+  const s = neutralizeCell(cell);
+  return s !== cell || /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }
 
 /** CSV (RFC 4180): every field as csvField writes it; lines end in CRLF. */
