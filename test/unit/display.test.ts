@@ -14,6 +14,8 @@ import { displayName, displayText } from '../../src/core/util/display';
 import { RemoteRunsCore } from '../../src/core/service';
 import { LocalExecutor } from '../../src/core/eval/localExecutor';
 import { lsCommand } from '../../src/cli/ls';
+import { displayStream, rawStream } from '../../src/cli/output';
+import { PassThrough } from 'node:stream';
 import { parseAddress } from '../../src/core/address';
 
 /** What must never reach a terminal raw, written out here independently of the code under test. */
@@ -131,4 +133,24 @@ test('ls of runs with hostile names (newline, CR, tab, ESC, OSC 52, U+202E), lis
     }),
     { numRuns: 25 },
   );
+});
+
+test('displayStream, the CLI writer: every write shown (strings and bytes split inside a character), the raw stream under it for the program\'s own controls', async () => {
+  const under = new PassThrough();
+  let got = '';
+  under.on('data', (d: Buffer) => (got += d.toString('utf8')));
+  const out = displayStream(under);
+  out.write('run \x1b]52;c;cHduZWQ=\x07 a\rb\u202e\n');
+  // U+202E is E2 80 AE: split between two chunks, it is still one character, escaped once.
+  const rlo = Buffer.from('x\u202ey');
+  out.write(rlo.subarray(0, 2));
+  out.write(rlo.subarray(2));
+  rawStream(out).write('\r\x1b[K');
+  let drained = false;
+  out.once('drain', () => (drained = true));
+  under.emit('drain');
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(got, 'run \\x1b]52;c;cHduZWQ=\\x07 a\\x0db\\u202e\nx\\u202ey\r\x1b[K');
+  assert.equal(drained, true, 'events are the stream\'s own');
+  assert.equal(rawStream(under), under);
 });
