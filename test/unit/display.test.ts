@@ -16,6 +16,7 @@ import { LocalExecutor } from '../../src/core/eval/localExecutor';
 import { lsCommand } from '../../src/cli/ls';
 import { displayStream, rawStream } from '../../src/cli/output';
 import { PassThrough } from 'node:stream';
+import { checkpointLocalRoot } from '../../src/core/transfer/plan';
 import { parseAddress } from '../../src/core/address';
 
 /** What must never reach a terminal raw, written out here independently of the code under test. */
@@ -153,4 +154,25 @@ test('displayStream, the CLI writer: every write shown (strings and bytes split 
   assert.equal(got, 'run \\x1b]52;c;cHduZWQ=\\x07 a\\x0db\\u202e\nx\\u202ey\r\x1b[K');
   assert.equal(drained, true, 'events are the stream\'s own');
   assert.equal(rawStream(under), under);
+});
+
+test('ls: a folder whose name holds the bytes 0xFF 0xFE and one literally named "badutf8\\xff\\xfe" are two runs, shown differently; --json keeps the bytes as surrogateescape', async () => {
+  const root = path.join(tmp, 'bytes');
+  const byteName = Buffer.concat([Buffer.from('badutf8'), Buffer.from([0xff, 0xfe])]);
+  for (const dir of [Buffer.concat([Buffer.from(`${root}/`), byteName]), Buffer.from(`${root}/badutf8\\xff\\xfe`)]) {
+    fs.mkdirSync(Buffer.concat([dir, Buffer.from('/checkpoints/step_10')]), { recursive: true });
+    fs.writeFileSync(Buffer.concat([dir, Buffer.from('/checkpoints/step_10/model.safetensors')]), 'x');
+  }
+  const core = new RemoteRunsCore({ hosts: () => [{ name: 'here', host: 'localhost', runRoots: [root], targets: ['host'] }], executorFor: () => new LocalExecutor() });
+  const out = await lsCommand(core, parseAddress('here/host'));
+  assert.deepEqual(out.text.split('\n').slice(0, -1).map((r) => r.split('\t')[0]).sort(), ['badutf8\\\\xff\\\\xfe', 'badutf8\\xff\\xfe']);
+  const names = (out.json as { runs: { name: string }[] }).runs.map((r) => r.name).sort();
+  assert.deepEqual(names, ['badutf8\\xff\\xfe', 'badutf8\udcff\udcfe']);
+});
+
+test('a run or checkpoint name holding bytes that are not UTF-8 is refused as a local folder, named as shown (never written as U+FFFD, shared by two names)', () => {
+  assert.throws(() => checkpointLocalRoot(tmp, 'badutf8\udcff', { name: 'step_1' }), (e: Error & { kind?: string }) => e.kind === 'bad-address' && e.message.includes('badutf8\\xff'));
+  assert.throws(() => checkpointLocalRoot(tmp, 'run', { name: 'ck\udcfe' }), (e: Error & { kind?: string }) => e.kind === 'bad-address' && e.message.includes('ck\\xfe'));
+  // An emoji (a well-formed surrogate pair) is a name like any other.
+  assert.equal(checkpointLocalRoot(tmp, 'run\ud83d\ude00', { name: 'step_1' }), path.join(tmp, 'run\ud83d\ude00', 'step_1'));
 });
