@@ -71,6 +71,11 @@ before(async () => {
   const lenBuf = Buffer.alloc(8);
   lenBuf.writeBigUInt64LE(BigInt(header.length));
   fs.writeFileSync(path.join(bad, 'model.safetensors'), Buffer.concat([lenBuf, header, Buffer.alloc(4)]));
+  // A folder whose name holds the bytes 0xFF 0xFE (not UTF-8) beside one literally named `badutf8\xff\xfe`.
+  for (const dir of [Buffer.concat([Buffer.from(path.join(root, 'badutf8')), Buffer.from([0xff, 0xfe])]), Buffer.from(path.join(root, 'badutf8\\xff\\xfe'))]) {
+    fs.mkdirSync(Buffer.concat([dir, Buffer.from('/checkpoints/step_10')]), { recursive: true });
+    fs.writeFileSync(Buffer.concat([dir, Buffer.from('/checkpoints/step_10/model.safetensors')]), 'x');
+  }
   const wide = path.join(root, 'wide', 'logs');
   fs.mkdirSync(wide, { recursive: true });
   fs.writeFileSync(path.join(wide, 'train.jsonl'), wideLog(WIDE_KEYS));
@@ -80,7 +85,7 @@ before(async () => {
   execFileSync('chmod', ['-R', 'a+rwX', root]);
   // Saved a minute ago: complete checkpoints, not ones being written.
   const old = new Date(Date.now() - 60_000);
-  for (const dir of fs.readdirSync(root)) for (const f of fs.readdirSync(path.join(root, dir), { recursive: true }) as string[]) fs.utimesSync(path.join(root, dir, f), old, old);
+  execFileSync('find', [root, '-exec', 'touch', '-d', old.toISOString(), '{}', '+']);
   config = path.join(host.dir, 'display-cli.json');
   fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('box', { runRoots: [root], targets: ['host'] })] }));
 });
@@ -94,8 +99,11 @@ describe('remote text on a terminal', () => {
     assert.equal(r.code, 0, r.stderr);
     noControls(r, 'ls');
     const rows = r.stdout.split('\n').slice(0, -1);
-    // One row per run folder (6 hostile, tagged, wide, huge, bad): a newline in a name forges none.
-    assert.equal(rows.length, RUNS.length + 4, r.stdout);
+    // One row per run folder (6 hostile, tagged, wide, huge, bad, the two badutf8): a newline in a name forges none.
+    assert.equal(rows.length, RUNS.length + 6, r.stdout);
+    // The folder holding the bytes 0xFF 0xFE and the one literally named so are two rows, shown apart.
+    assert.ok(rows.some((l) => l.startsWith('badutf8\\xff\\xfe\t')), r.stdout);
+    assert.ok(rows.some((l) => l.startsWith('badutf8\\\\xff\\\\xfe\t')), r.stdout);
     assert.ok(rows.some((l) => l.startsWith('two\\x0arows\t')), r.stdout);
     for (const shown of ['osc52\\x1b]52;c;ZWNobyBwd25lZA==\\x07', 'clear\\x1b[2J', 'cr\\x0dFAKE', 'rlo\\u202egnp', 'c1\\u009b31m']) {
       assert.ok(rows.some((l) => l.startsWith(`${shown}\t`)), `${shown} in ${r.stdout}`);
@@ -136,6 +144,17 @@ describe('remote text on a terminal', () => {
     assert.match(r.stdout, /model\.literal\\\\x1b\.weight/);
     const j = cli(['inspect', 'box/host/osc52\x1b]52;c;ZWNobyBwd25lZA==\x07/step_10', '--json']);
     assert.deepEqual((JSON.parse(j.stdout) as { tensors: { name: string }[] }).tensors.map((t) => t.name).sort(), [...HOSTILE_TENSORS].sort());
+  });
+
+  test('pull of a run whose name is not UTF-8: nothing of the look-alike is pulled, and the runs listed in the error are told apart', () => {
+    const r = cli(['pull', 'box/host/badutf8\udcff\udcfe/step_10', '--to', path.join(host.dir, 'display-pulls')]);
+    assert.equal(r.code, 2, r.stdout + r.stderr);
+    // The argument cannot carry the bytes (argv is encoded as UTF-8: U+FFFD), so no run has that name, and the runs
+    // the error lists show the byte-named one and its look-alike apart.
+    assert.match(r.stderr, /remote-runs: not-found: /);
+    assert.ok(r.stderr.includes('badutf8\\xff\\xfe, ') || r.stderr.includes(', badutf8\\xff\\xfe'), r.stderr);
+    assert.ok(r.stderr.includes('badutf8\\\\xff\\\\xfe'), r.stderr);
+    assert.ok(!fs.existsSync(path.join(host.dir, 'display-pulls', 'badutf8\\xff\\xfe')), 'nothing pulled under the look-alike\'s name');
   });
 
   test('an error quoting remote names and bytes: no raw control on stderr', () => {
