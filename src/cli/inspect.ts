@@ -21,6 +21,8 @@ import {
   type InspectionDiff,
   type TensorInfo,
 } from '../core/inspect';
+import { displayName } from '../core/util/display';
+import { writeInSteps } from './output';
 import { inspectRemote, listedFilesOf, type InspectCache, type RemoteInspection } from '../core/inspect/remoteRead';
 
 export interface InspectCliDeps {
@@ -46,7 +48,7 @@ export async function inspectAddress(deps: InspectCliDeps, addr: Address): Promi
   const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
   const { checkpoint, note } = pickCheckpointWithNote(found.run, found.checkpoint ?? addr.checkpoint);
   if (note) deps.stderr.write(`${note}\n`);
-  if (checkpoint.partialSize) deps.stderr.write(`remote-runs: ${checkpoint.name} reaches the listing's depth: files below it were not listed, so not inspected\n`);
+  if (checkpoint.partialSize) deps.stderr.write(`remote-runs: ${displayName(checkpoint.name)} reaches the listing's depth: files below it were not listed, so not inspected\n`);
   const result = await inspectRemote(deps.executor(addr.host), addr.target, listedFilesOf(checkpoint), { cache: deps.cache, host: addr.host, signal: deps.signal });
   const address = `${addr.host}/${formatTarget(addr.target)}/${found.run.name}/${checkpoint.name}`;
   return { address, checkpoint, result };
@@ -117,7 +119,7 @@ export function inspectionText(x: InspectedCheckpoint): string {
 /** inspectionText in pieces of a line each. */
 function* inspectionTextPieces(x: InspectedCheckpoint): Generator<string> {
   const ins = x.result.inspection;
-  const lines: string[] = [`${x.address}: ${summaryLine(ins)}`];
+  const lines: string[] = [`${displayName(x.address)}: ${summaryLine(ins)}`];
   const flush = function* (): Generator<string> {
     for (const l of lines) yield `${l}\n`;
     lines.length = 0;
@@ -129,75 +131,36 @@ function* inspectionTextPieces(x: InspectedCheckpoint): Generator<string> {
   if (groups.length) {
     lines.push('', `tensors (${t.tensors}, ${formatCount(t.params)} params, ${bytesText(t.bytes)}):`);
     // Names are aligned up to NAME_COLUMN: one name of megabytes (a hostile header) must not pad every line to it.
-    const w = Math.min(NAME_COLUMN, ins.tensors.reduce((m, x2) => (x2.role === 'model' ? Math.max(m, x2.name.length) : m), 10));
+    const w = Math.min(NAME_COLUMN, ins.tensors.reduce((m, x2) => (x2.role === 'model' ? Math.max(m, displayName(x2.name).length) : m), 10));
     for (const g of groups) {
-      lines.push(`  ${g.label}  ${formatCount(g.params)} params  ${bytesText(g.bytes)}`);
+      lines.push(`  ${displayName(g.label)}  ${formatCount(g.params)} params  ${bytesText(g.bytes)}`);
       yield* flush();
-      for (const tt of g.tensors) yield `    ${tt.name.padEnd(w)}  ${tt.dtype.padEnd(9)} ${shapeText(tt.shape)}\n`;
+      for (const tt of g.tensors) yield `    ${displayName(tt.name).padEnd(w)}  ${displayName(tt.dtype).padEnd(9)} ${shapeText(tt.shape)}\n`;
     }
   }
   const state = stateParts(ins);
   if (state.length) lines.push('', `other state (not counted in params): ${state.join(' · ')}`);
   if (ins.entries.length) {
     lines.push('', 'entries:');
-    const w = Math.min(NAME_COLUMN, ins.entries.reduce((m, e) => Math.max(m, e.name.length), 0));
-    for (const e of ins.entries) lines.push(`  ${e.name.padEnd(w)}  ${e.what}`);
+    const w = Math.min(NAME_COLUMN, ins.entries.reduce((m, e) => Math.max(m, displayName(e.name).length), 0));
+    for (const e of ins.entries) lines.push(`  ${displayName(e.name).padEnd(w)}  ${displayName(e.what)}`);
   }
   if (ins.opaque.length) {
     lines.push('', 'globals the file names (shown by name; nothing was imported or called):');
-    for (const o of ins.opaque) lines.push(`  ${o.name}  at ${o.at}${o.count > 1 ? ` (${o.count}×)` : ''}${o.file ? ` in ${o.file}` : ''}`);
+    for (const o of ins.opaque) lines.push(`  ${displayName(o.name)}  at ${displayName(o.at)}${o.count > 1 ? ` (${o.count}×)` : ''}${o.file ? ` in ${displayName(o.file)}` : ''}`);
   }
   lines.push('', 'files:');
   for (const f of ins.files) {
     const what = f.problem ? `not read: ${f.problem.message}` : f.note ? f.note : `${f.format}${f.tensors ? `, ${f.tensors} tensors` : ''}`;
-    lines.push(`  ${f.name}  ${formatBytes(f.size)}  ${what}${f.incomplete ? `  INCOMPLETE: ${f.incomplete}` : ''}`);
+    lines.push(`  ${displayName(f.name)}  ${formatBytes(f.size)}  ${what}${f.incomplete ? `  INCOMPLETE: ${f.incomplete}` : ''}`);
   }
   yield* flush();
 }
 
 export async function inspectCommand(deps: InspectCliDeps, addr: Address, options: { json: boolean }): Promise<number> {
   const x = await inspectAddress(deps, addr);
-  await writeInSteps(deps, options.json ? inspectionJsonPieces(x) : inspectionTextPieces(x));
+  await writeInSteps(deps.stdout, deps.signal, options.json ? inspectionJsonPieces(x) : inspectionTextPieces(x), 'inspect');
   return 0;
-}
-
-/**
- * Write the pieces to stdout in writes of about 1 MiB, waiting for a slow reader to drain them, and giving the event
- * loop a turn every ~20 ms of work so a Ctrl-C or SIGTERM lands (a million tensors are seconds of text): the signal
- * ends the output with `cancelled`.
- */
-/** Until `out` drains, or `signal` ends (a reader gone: EPIPE aborts it, main.ts watchOutput). */
-function drained(out: NodeJS.WritableStream, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      out.removeListener('drain', done);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    out.once('drain', done);
-    signal.addEventListener('abort', done, { once: true });
-    if (signal.aborted) done();
-  });
-}
-
-async function writeInSteps(deps: InspectCliDeps, pieces: Iterable<string>): Promise<void> {
-  let buf = '';
-  let since = Date.now();
-  for (const p of pieces) {
-    buf += p;
-    if (buf.length >= 1 << 20) {
-      // A reader slower than this (a pipe) holds us back rather than a queue of all the output in memory.
-      if (!deps.stdout.write(buf)) await drained(deps.stdout, deps.signal);
-      buf = '';
-      if (deps.signal.aborted) throw new RemoteRunsError('cancelled', 'inspect was cancelled while it printed');
-    }
-    if (Date.now() - since >= 20) {
-      await new Promise((resolve) => setImmediate(resolve));
-      since = Date.now();
-      if (deps.signal.aborted) throw new RemoteRunsError('cancelled', 'inspect was cancelled while it printed');
-    }
-  }
-  if (buf) deps.stdout.write(buf);
 }
 
 /** The JSON of a diff, as documented in docs/cli.md. */
@@ -220,16 +183,16 @@ export function diffJson(a: InspectedCheckpoint, b: InspectedCheckpoint, d: Insp
 }
 
 export function diffText(a: InspectedCheckpoint, b: InspectedCheckpoint, d: InspectionDiff): string {
-  const lines = [`A: ${a.address}  ${summaryLine(a.result.inspection)}`, `B: ${b.address}  ${summaryLine(b.result.inspection)}`];
+  const lines = [`A: ${displayName(a.address)}  ${summaryLine(a.result.inspection)}`, `B: ${displayName(b.address)}  ${summaryLine(b.result.inspection)}`];
   const ta = d.totals.a;
   const tb = d.totals.b;
   const delta = tb.params - ta.params;
   lines.push(`params: ${ta.params} → ${tb.params} (${delta >= 0 ? '+' : ''}${delta}) · tensors: ${ta.tensors} → ${tb.tensors} · bytes: ${bytesText(ta.bytes)} → ${bytesText(tb.bytes)}`);
   if (d.aligned) lines.push(`names aligned: ${d.aligned.side.toUpperCase()}'s tensors under "${d.aligned.prefix}" compared with the other's top level`);
-  const row = (t: TensorInfo): string => `${t.name}  ${t.dtype} ${shapeText(t.shape)}`;
+  const row = (t: TensorInfo): string => `${displayName(t.name)}  ${displayName(t.dtype)} ${shapeText(t.shape)}`;
   lines.push(`added (in B only): ${d.added.length}`, ...d.added.map((t) => `  + ${row(t)}`));
   lines.push(`removed (in A only): ${d.removed.length}`, ...d.removed.map((t) => `  - ${row(t)}`));
-  lines.push(`changed: ${d.changed.length}`, ...d.changed.map((c) => `  ~ ${c.name}  ${c.a.dtype} ${shapeText(c.a.shape)} → ${c.b.dtype} ${shapeText(c.b.shape)}`));
+  lines.push(`changed: ${d.changed.length}`, ...d.changed.map((c) => `  ~ ${displayName(c.name)}  ${displayName(c.a.dtype)} ${shapeText(c.a.shape)} → ${displayName(c.b.dtype)} ${shapeText(c.b.shape)}`));
   lines.push(`same: ${d.same}`);
   for (const [label, x] of [['A', a], ['B', b]] as const) {
     const c = inspectCompleteness(x.result.inspection);

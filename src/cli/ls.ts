@@ -7,6 +7,7 @@ import { DEFAULT_MAX_ENTRIES } from '../core/discovery/listScript';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
 import { localCopyOf, partialPercent } from '../core/transfer';
+import { displayName } from '../core/util/display';
 
 export interface CommandOutput {
   json: unknown;
@@ -75,7 +76,7 @@ function unreadableText(u: NonNullable<RootListing['unreadable']>): string {
 export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof parseAddress>, downloads?: string): Promise<CommandOutput> {
   if (!addr.target) {
     const { targets, problems } = await core.listTargets(addr.host);
-    const lines = targets.map((t) => `${formatTarget(t).padEnd(24)} ${t.kind.padEnd(7)} ${t.state}${t.label && t.label !== t.id && t.kind !== 'host' ? `  (${t.label})` : ''}`);
+    const lines = targets.map((t) => `${displayName(formatTarget(t)).padEnd(24)} ${t.kind.padEnd(7)} ${displayName(t.state)}${t.label && t.label !== t.id && t.kind !== 'host' ? `  (${displayName(t.label)})` : ''}`);
     for (const p of problems) lines.push(`! ${p}`);
     return {
       json: { targets: targets.map((t) => ({ id: formatTarget(t), kind: t.kind, state: t.state, label: t.label })), problems },
@@ -96,12 +97,13 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
     const lines: string[] = [];
     for (const root of listing.roots) {
       if (root.state !== 'ok') {
-        lines.push(`${root.root}: ${emptyStateText(root.state).title.toLowerCase()}${root.seen.length ? ` (saw: ${root.seen.join(', ')})` : ''}`);
+        lines.push(`${displayName(root.root)}: ${emptyStateText(root.state).title.toLowerCase()}${root.seen.length ? ` (saw: ${root.seen.map(displayName).join(', ')})` : ''}`);
         continue;
       }
       for (const r of root.runs) {
         const newest = latestCheckpoint(r);
-        lines.push(`${r.name}\t${r.path}\t${r.checkpoints.length} checkpoint${r.checkpoints.length === 1 ? '' : 's'}${newest ? `, ${latestPhrase(newest)} (${formatAge(newest.mtime, now)})` : ''}${r.live ? ', live' : ''}`);
+        // Names shown through displayName: a tab or newline in a name is escaped, so each run is exactly one row.
+        lines.push(`${displayName(r.name)}\t${displayName(r.path)}\t${r.checkpoints.length} checkpoint${r.checkpoints.length === 1 ? '' : 's'}${newest ? `, ${displayName(latestPhrase(newest))} (${formatAge(newest.mtime, now)})` : ''}${r.live ? ', live' : ''}`);
       }
       if (root.truncated) lines.push(`${root.root}: ${cutShortText(root.path, root.tooLarge ?? [], DEFAULT_MAX_ENTRIES)}`);
       // Runs were found, but not everywhere: say where the walk could not go (an unreadable folder, a symlink loop).
@@ -113,7 +115,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
   // listing: core/discovery/growing.ts); it marks what the names, the files and their times say (runTree.ts).
   // The run by its name or more of its path; a last part that is none of that may name one of its checkpoints.
   const { run, listing, note } = await core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run], 'optional');
-  const lines = [`${run.name}  ${run.path}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.join(', ') || 'none'}`];
+  const lines = [`${displayName(run.name)}  ${displayName(run.path)}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.map(displayName).join(', ') || 'none'}`];
   const partials: Record<string, { bytesHere: number; bytesTotal: number }> = {};
   for (const c of run.checkpoints) {
     const local = downloads ? await localCopyOf(downloads, run.name, c) : undefined;
@@ -121,10 +123,10 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
     const here = local?.kind === 'downloaded' ? '  downloaded' : local?.kind === 'partial' ? `  partial ${partialPercent(local.bytesHere, local.bytesTotal)} here (pull resumes it)` : '';
     // The first column is the step; a checkpoint without one says what it is instead.
     const first = c.kind === 'step' ? String(c.step) : '-';
-    const what = c.kind === 'step' ? '' : `  ${checkpointLabel(c)}`;
-    const pointed = c.pointedBy ? `  named by ${c.pointedBy.join(', ')}` : '';
+    const what = c.kind === 'step' ? '' : `  ${displayName(checkpointLabel(c))}`;
+    const pointed = c.pointedBy ? `  named by ${c.pointedBy.map(displayName).join(', ')}` : '';
     lines.push(
-      `${first.padStart(10)}  ${c.name.padEnd(28)} ${formatCheckpointBytes(c).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${what}${pointed}${c.incomplete ? `  incomplete: ${c.incomplete}` : ''}${here}`,
+      `${first.padStart(10)}  ${displayName(c.name).padEnd(28)} ${formatCheckpointBytes(c).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${what}${pointed}${c.incomplete ? `  incomplete: ${displayName(c.incomplete)}` : ''}${here}`,
     );
   }
   for (const p of run.pointers ?? []) if (p.note) lines.push(`note: ${p.note}`);

@@ -33,6 +33,7 @@ import { EvalService } from '../core/eval/service';
 import { parseEvalProfiles } from '../core/eval/profiles';
 import type { EvalProfile } from '../core/eval/types';
 import { BulkLinks } from '../core/transfer/bulkLinks';
+import { displayStream } from './output';
 
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs pull ADDRESS [--to DIR] [--json] [--verify] [--size-only] [--force] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
@@ -155,6 +156,9 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     return 1;
   }
   const { values, positionals } = parsed;
+  // The one writer of text: no control or bidi character of a remote name or file reaches the terminal raw
+  // (core/util/display.ts). --json and --csv stdout stay exact: they are data for programs, with escapes of their own.
+  io = { ...io, stdout: values.json || values.csv ? io.stdout : displayStream(io.stdout), stderr: displayStream(io.stderr) };
   const [verb] = positionals;
   // eval takes its profile before the address.
   const address = verb === 'eval' ? positionals[2] : positionals[1];

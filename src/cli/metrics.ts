@@ -20,6 +20,8 @@ import { RunFeed, describeRestarts, type Series } from '../core/metrics';
 import type { parseAddress } from '../core/address';
 import type { RunRefWire } from '../shared/metricsProtocol';
 import { csvField } from '../core/util/textTable';
+import { displayName } from '../core/util/display';
+import { writeInSteps } from './output';
 
 export interface MetricsCliDeps {
   core: RemoteRunsCore;
@@ -72,13 +74,13 @@ export async function metricsCommand(
     if (skipped) deps.stderr.write(`remote-runs: skipped in ${run.name}: ${skipped}\n`);
     for (const [name, s] of series) {
       const r = describeRestarts(s);
-      if (r) deps.stderr.write(`remote-runs: ${name}: ${r}\n`);
+      if (r) deps.stderr.write(`remote-runs: ${displayName(name)}: ${r}\n`);
     }
     const printed = new Map<string, Printed>();
     if (options.format === 'json' && !options.follow) {
       deps.stdout.write(`${JSON.stringify({ run: { name: run.name, path: run.path, metrics: run.metrics }, x: xAxis ?? null, series: [...series].map(([name, s]) => summaryJson(name, s)), status: feed.status, ...(skipped ? { skipped } : {}) })}\n`);
     } else if (options.format === 'text') {
-      deps.stdout.write(summaryText(series, xAxis === undefined || xAxis === 'step' ? 'step' : /^[\w/.-]+$/.test(xAxis) ? xAxis : 'x'));
+      await writeInSteps(deps.stdout, deps.signal, summaryTextPieces(series, xAxis === undefined || xAxis === 'step' ? 'step' : /^[\w/.-]+$/.test(xAxis) ? xAxis : 'x'), 'metrics');
       for (const [name, s] of series) printed.set(name, { length: s.length, restarts: s.restartCount });
     }
     if (options.format === 'csv') deps.stdout.write('series,step,value,time\n');
@@ -122,11 +124,11 @@ function printNew(series: Map<string, Series>, printed: Map<string, Printed>, fo
     // A rebuilt series (a new log joined it) holds the same points up to where it restarted, in the same order.
     if (was && s.restartCount > was.restarts) {
       const fresh = s.restarts.slice(was.restarts);
-      for (const r of fresh) deps.stderr.write(`remote-runs: ${name}: resumed at step ${r.step}: ${r.replaced} earlier point${r.replaced === 1 ? '' : 's'} replaced\n`);
+      for (const r of fresh) deps.stderr.write(`remote-runs: ${displayName(name)}: resumed at step ${r.step}: ${r.replaced} earlier point${r.replaced === 1 ? '' : 's'} replaced\n`);
       from = Math.min(from, ...fresh.map((r) => r.index));
     }
     if (s.length < from) {
-      deps.stderr.write(`remote-runs: ${name} started over (its log was rewritten); printing it again from its start\n`);
+      deps.stderr.write(`remote-runs: ${displayName(name)} started over (its log was rewritten); printing it again from its start\n`);
       from = 0;
     }
     for (let i = from; i < s.length; i++) {
@@ -136,7 +138,7 @@ function printNew(series: Map<string, Series>, printed: Map<string, Printed>, fo
       const y = s.yShown(i);
       if (format === 'csv') out.push(`${csvField(name)},${csvField(String(x))},${csvField(String(y))},${time}`);
       else if (format === 'json') out.push(JSON.stringify({ series: name, step: x, value: y, ...(time ? { time } : {}) }));
-      else out.push(`${name}\t${x}\t${y}`);
+      else out.push(`${displayName(name)}\t${x}\t${y}`);
     }
     printed.set(name, { length: s.length, restarts: s.restartCount });
   }
@@ -157,17 +159,32 @@ function summaryJson(name: string, s: Series): unknown {
   };
 }
 
-function summaryText(series: Map<string, Series>, x: string): string {
-  if (series.size === 0) return 'no points yet\n';
-  const rows = [...series].map(([name, s]) => {
+/**
+ * The text summary in pieces of a line each: one pass for the column widths, one for the rows (linear in series; a
+ * width recomputed per row was quadratic: 20,000 keys took minutes). Names are shown through displayName, so a key
+ * holding a newline or a control cannot forge a row.
+ */
+export function* summaryTextPieces(series: Map<string, Series>, x: string): Generator<string> {
+  if (series.size === 0) {
+    yield 'no points yet\n';
+    return;
+  }
+  const first = `first ${x}: value`;
+  const w = ['series'.length, 'points'.length, first.length];
+  const row = (name: string, s: Series): [string, string, string, string, string] => {
     const n = s.length;
     const resumed = s.segments.length > 1 ? `  (${s.segments.length} segments: resumed)` : '';
-    return [name, String(n), n ? `${s.xAt(0)}: ${s.yShown(0)}` : '-', n ? `${s.xAt(n - 1)}: ${s.yShown(n - 1)}` : '-', resumed] as const;
-  });
-  const first = `first ${x}: value`;
-  const w = (k: 0 | 1 | 2): number => Math.max(...rows.map((r) => r[k].length), ['series', 'points', first][k].length);
-  const head = `${'series'.padEnd(w(0))}  ${'points'.padStart(w(1))}  ${first.padEnd(w(2))}  last ${x}: value`;
-  return `${[head, ...rows.map((r) => `${r[0].padEnd(w(0))}  ${r[1].padStart(w(1))}  ${r[2].padEnd(w(2))}  ${r[3]}${r[4]}`)].join('\n')}\n`;
+    return [displayName(name), String(n), n ? `${s.xAt(0)}: ${s.yShown(0)}` : '-', n ? `${s.xAt(n - 1)}: ${s.yShown(n - 1)}` : '-', resumed];
+  };
+  for (const [name, s] of series) {
+    const r = row(name, s);
+    for (let k = 0; k < 3; k++) if (r[k].length > w[k]) w[k] = r[k].length;
+  }
+  yield `${'series'.padEnd(w[0])}  ${'points'.padStart(w[1])}  ${first.padEnd(w[2])}  last ${x}: value\n`;
+  for (const [name, s] of series) {
+    const r = row(name, s);
+    yield `${r[0].padEnd(w[0])}  ${r[1].padStart(w[1])}  ${r[2].padEnd(w[2])}  ${r[3]}${r[4]}\n`;
+  }
 }
 
 function delay(ms: number, signal: AbortSignal): Promise<void> {

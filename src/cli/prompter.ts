@@ -1,5 +1,7 @@
 import * as readline from 'node:readline';
 import type { HostKeyInfo, Prompter } from '../core/ssh/types';
+import { displayText } from '../core/util/display';
+import { rawStream } from './output';
 
 /**
  * Terminal prompts for the CLI. Without a TTY nothing can be asked: an unknown host key is refused and no
@@ -47,13 +49,17 @@ export class TerminalPrompter implements Prompter {
     return answers;
   }
 
-  private ask(question: string, hidden: boolean): Promise<string | undefined> {
+  private ask(prompt: string, hidden: boolean): Promise<string | undefined> {
+    // The prompt may come from the server (keyboard-interactive): shown through the display function, while readline
+    // draws its line with controls of its own on the raw stream under it.
+    const question = displayText(prompt);
+    const raw = rawStream(this.output);
     return new Promise((resolve) => {
-      const rl = readline.createInterface({ input: this.input, output: this.output, terminal: true });
+      const rl = readline.createInterface({ input: this.input, output: raw, terminal: true });
       if (hidden) {
         // Echo nothing while the secret is typed.
         (rl as unknown as { _writeToOutput: (s: string) => void })._writeToOutput = (s: string) => {
-          if (s.includes(question)) this.output.write(question);
+          if (s.includes(question)) raw.write(question);
         };
       }
       let answered = false;

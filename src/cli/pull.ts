@@ -6,6 +6,8 @@ import { partialPercent, progressText, pullCheckpoint, type DownloadProgress, ty
 import { RemoteRunsError, formatTarget } from '../core/types';
 import { formatBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
+import { displayText } from '../core/util/display';
+import { rawStream } from './output';
 
 export interface PullDeps {
   core: RemoteRunsCore;
@@ -72,8 +74,9 @@ async function askOverwrite(deps: PullDeps, file: PlanFile): Promise<boolean> {
     deps.stderr.write(`${file.localPath} exists and differs from the remote file; not replaced without a terminal to ask (--force replaces it)\n`);
     return false;
   }
-  const rl = readline.createInterface({ input: deps.stdin, output: deps.stderr });
-  const answer = await new Promise<string>((resolve) => rl.question(`${file.localPath} exists and differs. Replace it (y/N)? `, resolve));
+  // readline draws the line it edits with controls of its own: it writes to the raw stream, the question shown.
+  const rl = readline.createInterface({ input: deps.stdin, output: rawStream(deps.stderr) });
+  const answer = await new Promise<string>((resolve) => rl.question(displayText(`${file.localPath} exists and differs. Replace it (y/N)? `), resolve));
   rl.close();
   return /^y(es)?$/i.test(answer.trim());
 }
@@ -88,7 +91,9 @@ function progressPrinter(out: NodeJS.WritableStream & { isTTY?: boolean }, label
       if (now - last < (out.isTTY ? 200 : 2000)) return;
       last = now;
       lastLine = line(p);
-      out.write(out.isTTY ? `\r\x1b[K${lastLine}` : `${lastLine}\n`);
+      // The program's own return-and-erase goes to the raw stream; the line (remote names) through the display.
+      if (out.isTTY) rawStream(out).write('\r\x1b[K');
+      out.write(out.isTTY ? lastLine : `${lastLine}\n`);
     },
     done(): void {
       if (out.isTTY && lastLine) out.write('\n');

@@ -24,6 +24,7 @@ import { warmParseThread } from './metrics/parseOffload';
 import { DEFAULT_MAX_ENTRIES, listRunsCommand } from './discovery/listScript';
 import { cutShortText } from './discovery/listParse';
 import { discoverTargetsCommand } from './discovery/targetsDiscovery';
+import { displayName } from './util/display';
 
 export interface HostTargets {
   targets: Target[];
@@ -158,7 +159,7 @@ export class RemoteRunsCore {
       const wanted = checkpoint === 'required' ? segments.slice(0, -1).join('/') : segments.join('/');
       throw new RemoteRunsError(
         'not-found',
-        `No run named ${JSON.stringify(wanted)} on ${where}` + (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => r.name).join(', ')})` : '') + partialNote(listing, this.options.maxEntries),
+        `No run named ${JSON.stringify(wanted)} on ${where}` + (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => displayName(r.name)).join(', ')})` : '') + partialNote(listing, this.options.maxEntries),
         { seen: runs.slice(0, 10).map((r) => r.name) },
       );
     }
@@ -180,7 +181,7 @@ export class RemoteRunsCore {
       throw new RemoteRunsError(
         'not-found',
         `No run named ${JSON.stringify(runName)} on ${hostName}/${formatTarget(target)}` +
-          (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => r.name).join(', ')})` : '') +
+          (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => displayName(r.name)).join(', ')})` : '') +
           partialNote(listing, this.options.maxEntries),
         { seen: runs.slice(0, 10).map((r) => r.name) },
       );
@@ -290,11 +291,11 @@ export function pickCheckpointWithNote(run: Run, which: string): PickedCheckpoin
   if (byRole.length === 1) return followAlias(byRole[0]);
   if (byRole.length > 1) {
     const all = byRole.map((c) => c.name);
-    throw new RemoteRunsError('ambiguous', `${which} in run ${JSON.stringify(run.name)} is ${byRole.length} checkpoints: ${all.join(', ')}; name the one you mean`, { candidates: all });
+    throw new RemoteRunsError('ambiguous', `${which} in run ${JSON.stringify(run.name)} is ${byRole.length} checkpoints: ${all.map(displayName).join(', ')}; name the one you mean`, { candidates: all });
   }
   throw new RemoteRunsError(
     'not-found',
-    `No checkpoint ${JSON.stringify(which)} in run ${JSON.stringify(run.name)} (there: ${names.slice(-8).join(', ')}${names.length > 8 ? ', …' : ''}; or "latest")`,
+    `No checkpoint ${JSON.stringify(which)} in run ${JSON.stringify(run.name)} (there: ${names.slice(-8).map(displayName).join(', ')}${names.length > 8 ? ', …' : ''}; or "latest")`,
     { seen: names.slice(-8) },
   );
 }

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { isRemoteRunsError } from '../core/types';
 import { emptyStateText } from '../core/emptyStates';
+import { displayText } from '../core/util/display';
 import type { Logger } from './log';
 import type { CommandId } from './commandIds';
 import { CommandIds } from './commandIds';
@@ -25,7 +26,8 @@ export function registerCommand(
       if (kind === 'cancelled') return undefined;
       const title = kind ? `${emptyStateText(kind).title}: ` : '';
       const actions = ['Retry', 'Show Log', ...(kind === 'bad-config' || kind === 'auth-failed' || kind === 'path-missing' ? ['Open Settings'] : [])];
-      void vscode.window.showErrorMessage(`Remote Runs: ${title}${message}`, ...actions).then((choice) => {
+      // The message may quote remote names and bytes: shown through the one display function (core/util/display.ts).
+      void vscode.window.showErrorMessage(displayText(`Remote Runs: ${title}${message}`), ...actions).then((choice) => {
         if (choice === 'Retry') void run(...args);
         else if (choice === 'Show Log') void vscode.commands.executeCommand(CommandIds.showLog);
         else if (choice === 'Open Settings') void vscode.commands.executeCommand(CommandIds.openSettings);

@@ -14,6 +14,7 @@ import { formatTarget, type Run, type TargetRef } from '../core/types';
 import type { TreeNode } from '../core/tree/nodes';
 import { CommandIds } from './commandIds';
 import type { Logger } from './log';
+import { displayName, displayText } from '../core/util/display';
 
 /** workspaceState key of the pinned run (metrics/register.ts owns it; read here). */
 const PINNED_KEY = 'remoteRuns.pinnedRun';
@@ -51,7 +52,7 @@ export class Notifier implements vscode.Disposable {
       const name = r.checkpointPath.slice(r.checkpointPath.replace(/\/+$/, '').lastIndexOf('/') + 1);
       const values = r.results.length ? Object.entries(r.results[r.results.length - 1]!).slice(0, 3).map(([k, v]) => `${k} ${v}`).join(', ') : '';
       void vscode.window
-        .showInformationMessage(`Remote Runs: eval ${r.profile} of ${subject.run.name}/${name} ${r.state}${values ? `: ${values}` : ''}.`, 'Show Eval Results')
+        .showInformationMessage(displayText(`Remote Runs: eval ${r.profile} of ${displayName(subject.run.name)}/${displayName(name)} ${r.state}${values ? `: ${values}` : ''}.`), 'Show Eval Results')
         .then((c) => c && vscode.commands.executeCommand(CommandIds.showEvalResults, { type: 'run', id: '', hostName: subject.host, target: subject.target, run: { ...subject.run, metrics: [], checkpoints: [], metricsMtime: 0, live: false } } satisfies TreeNode));
     }
   }
@@ -68,7 +69,7 @@ export class Notifier implements vscode.Disposable {
       if (on && becameStopped(before, state) && feed.lastLoggedAt !== undefined) {
         const mins = Math.round((now - feed.lastLoggedAt) / 60_000);
         void vscode.window
-          .showWarningMessage(`Remote Runs: ${feed.ref.runName} on ${feed.ref.hostName}/${formatTarget(feed.ref.target)} stopped logging (last write ${mins} min ago; its host answers).`, 'Open Metrics')
+          .showWarningMessage(`Remote Runs: ${displayName(feed.ref.runName)} on ${feed.ref.hostName}/${formatTarget(feed.ref.target)} stopped logging (last write ${mins} min ago; its host answers).`, 'Open Metrics')
           .then((c) => c && vscode.commands.executeCommand(CommandIds.openMetrics, feed.ref));
       }
     }
@@ -96,9 +97,9 @@ export class Notifier implements vscode.Disposable {
       this.pinnedSeen = { key, run };
       const fresh = newCheckpoints(before, run);
       if (fresh.length === 0) return;
-      const names = fresh.map((c) => c.name);
+      const names = fresh.map((c) => displayName(c.name));
       const node: TreeNode = { type: 'checkpoint', id: '', hostName: pinned.hostName, target: pinned.target, run, checkpoint: fresh[fresh.length - 1]! };
-      const choice = await vscode.window.showInformationMessage(`Remote Runs: new checkpoint${names.length > 1 ? 's' : ''} in ${run.name}: ${names.join(', ')}.`, 'Download', 'Evaluate');
+      const choice = await vscode.window.showInformationMessage(`Remote Runs: new checkpoint${names.length > 1 ? 's' : ''} in ${displayName(run.name)}: ${names.join(', ')}.`, 'Download', 'Evaluate');
       if (choice === 'Download') await vscode.commands.executeCommand(CommandIds.downloadCheckpoint, node);
       else if (choice === 'Evaluate') await vscode.commands.executeCommand(CommandIds.evaluateCheckpoint, node);
     } catch (e) {

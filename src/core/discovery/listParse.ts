@@ -371,9 +371,13 @@ function fieldsText(buf: Buffer): string {
 }
 
 /**
- * A field as text. Remote names are bytes: a byte that is not part of valid UTF-8 is written `\xNN` (as `ls -b`
- * does) rather than U+FFFD, so two folders whose names differ only in such bytes stay two runs instead of merging
- * into one. The common case (valid UTF-8, no U+FFFD) takes the fast path.
+ * A field as text. Remote names are bytes: a byte that is not part of valid UTF-8 becomes the lone surrogate
+ * U+DC00 + byte (U+DC80–U+DCFF), as Python's `surrogateescape` error handler does (PEP 383; `os.fsdecode`), rather
+ * than U+FFFD, so two folders whose names differ only in such bytes stay two runs instead of merging into one. No
+ * valid UTF-8 decodes to a lone surrogate, so a folder literally named `bad\xff` (a backslash, `x`, `f`, `f`) stays
+ * apart from one holding the byte 0xFF too: the display function (core/util/display.ts) shows the byte `\xff` and
+ * the literal name `bad\\xff`; `--json` writes the surrogate as `\udcff`, which Python's `os.fsencode` turns back
+ * into the byte. The common case (valid UTF-8, no U+FFFD) takes the fast path.
  */
 function decodeName(bytes: Buffer): string {
   const text = bytes.toString('utf8');
@@ -386,7 +390,7 @@ function decodeName(bytes: Buffer): string {
       out += bytes.toString('utf8', i, i + n);
       i += n;
     } else {
-      out += `\\x${bytes[i].toString(16).padStart(2, '0')}`;
+      out += String.fromCharCode(0xdc00 + bytes[i]);
       i++;
     }
   }

@@ -10,6 +10,7 @@ import { filePaths, readDoneRecord, readPartRecord, type FilePaths } from './rec
 import { RangeSet } from './ranges';
 import { statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
 import type { DownloadPlan, LocalState, PlanFile, TransferSource } from './types';
+import { displayName } from '../util/display';
 
 export interface PlanDestination {
   /** The download root (a setting, or --to). */
@@ -138,6 +139,11 @@ export async function linkState(localPath: string, text: string): Promise<LocalS
 export function safeSegment(name: string, what: string): string {
   if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
     throw new RemoteRunsError('protocol', `Refusing a remote ${what} that is not a plain name: ${JSON.stringify(name)}`);
+  }
+  // A byte that is not UTF-8 (listParse.ts decodeName: a lone surrogate) has no local name yet: Node would write
+  // U+FFFD for it, and two remote names that differ only there would share one local folder.
+  if (/[\udc80-\udcff]/.test(name.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))) {
+    throw new RemoteRunsError('bad-address', `The remote ${what} ${displayName(name)} holds bytes that are not UTF-8 (shown \\xNN): it cannot be downloaded under that name`);
   }
   return name;
 }

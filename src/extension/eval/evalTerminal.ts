@@ -6,6 +6,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import * as vscode from 'vscode';
 import { isRemoteRunsError } from '../../core/types';
+import { displayText } from '../../core/util/display';
 import type { EvalService, EvalFollowEnd } from '../../core/eval/service';
 import type { EvalMeta, EvalPlace } from '../../core/eval/types';
 import { formatResult } from './decoration';
@@ -29,6 +30,14 @@ export interface EvalTerminalOptions {
 }
 
 /** Terminal text: LF → CRLF (a pty shows a bare LF as a line feed without carriage return). */
+/**
+ * The remote log's text as it may reach the terminal: no control or bidi character of it raw (core/util/display.ts;
+ * a log's CRLF is a line end). Only the terminal's own frame lines (the end, the Slurm state) use escape sequences.
+ */
+function shown(text: string): string {
+  return displayText(text.replace(/\r\n/g, '\n'));
+}
+
 function toTerminal(text: string): string {
   return text.replace(/\r?\n/g, '\r\n');
 }
@@ -68,7 +77,7 @@ export class EvalTerminal implements vscode.Disposable {
         signal: this.controller.signal,
         onData: (chunk) => {
           if (chunk.length) lastByte = chunk[chunk.length - 1]!;
-          this.writeEmitter.fire(toTerminal(decoder.write(chunk)));
+          this.writeEmitter.fire(toTerminal(shown(decoder.write(chunk))));
         },
         onRetry: (e) => log.warn(`eval ${id}: ${e.kind}: ${e.message}; following again`),
         onPoll: (h) => {
@@ -82,8 +91,8 @@ export class EvalTerminal implements vscode.Disposable {
         },
       });
       this.ended = true;
-      const rest = decoder.end();
-      const values = end.results.map(formatResult).filter(Boolean).join('; ');
+      const rest = shown(decoder.end());
+      const values = shown(end.results.map(formatResult).filter(Boolean).join('; '));
       const how = end.state === 'passed' ? '✓ passed' : end.state === 'lost' ? '✗ lost (no exit status was recorded)' : `✗ failed${end.exitCode !== undefined ? ` with exit ${end.exitCode}` : ''}`;
       this.writeEmitter.fire(toTerminal(`${rest}${lastByte === 0x0a && !rest ? '' : '\n'}\x1b[1m── eval ${how}${values ? `: ${values}` : ''}\x1b[0m\n`));
       this.options.onEnded(end);
@@ -91,7 +100,7 @@ export class EvalTerminal implements vscode.Disposable {
       if (isRemoteRunsError(e) && e.kind === 'cancelled') return;
       const message = e instanceof Error ? e.message : String(e);
       log.error(`eval ${id}: following failed: ${message}`);
-      this.writeEmitter.fire(toTerminal(`\n\x1b[31m── following the eval failed: ${message}\x1b[0m\n`));
+      this.writeEmitter.fire(toTerminal(`\n\x1b[31m── following the eval failed: ${shown(message)}\x1b[0m\n`));
     }
   }
 

@@ -12,6 +12,7 @@ import { summaryLine, type Inspection } from '../../core/inspect';
 import type { Logger } from '../log';
 import { partialPercent, type LocalCopy } from '../../core/transfer';
 import { configSummary, type RunConfig } from '../../core/runs/config';
+import { displayName, displayText } from '../../core/util/display';
 
 export type { HostEntry };
 
@@ -346,16 +347,17 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   private runItem(node: RunNode): vscode.TreeItem {
     const run = node.run;
-    const item = new vscode.TreeItem(run.name, run.checkpoints.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    // Remote names are shown through displayName (core/util/display.ts): no control or bidi character in a label.
+    const item = new vscode.TreeItem(displayName(run.name), run.checkpoints.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const newest = latestCheckpoint(run);
     const parts = [run.live ? '● live' : '', `${run.checkpoints.length} checkpoint${run.checkpoints.length === 1 ? '' : 's'}`, newest ? latestPhrase(newest) : ''];
-    item.description = parts.filter(Boolean).join(' · ');
+    item.description = displayText(parts.filter(Boolean).join(' · '));
     item.iconPath = new vscode.ThemeIcon(run.live ? 'pulse' : 'beaker');
     // Left unset with runConfig: resolveTreeItem fills it on hover, with the run's config.
     if (!this.deps.runConfig) {
       item.tooltip = new vscode.MarkdownString();
-      item.tooltip.appendText(runTooltip(run));
+      item.tooltip.appendText(displayText(runTooltip(run)));
     }
     item.contextValue = `run${run.live ? '.live' : ''}`;
     return item;
@@ -365,24 +367,24 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const c = node.checkpoint;
     // With inspect, every checkpoint expands (a flat file into its contents row).
     const expands = this.deps.inspect !== undefined || (c.isDir && c.files.length > 0);
-    const item = new vscode.TreeItem(c.name, expands ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(displayName(c.name), expands ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const now = Date.now();
     const what = c.kind === 'step' ? '' : checkpointLabel(c);
     const local = this.deps.checkpointLocalCopy?.(node);
     const downloaded = local?.kind === 'downloaded';
     const partial = local?.kind === 'partial' ? `partial ${partialPercent(local.bytesHere, local.bytesTotal)}` : '';
-    item.description = [what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', downloaded ? 'downloaded' : partial, this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · ');
+    item.description = displayText([what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', downloaded ? 'downloaded' : partial, this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · '));
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
     // Left unset with inspect: resolveTreeItem fills it on hover, with the contents' summary.
-    if (!this.deps.inspect) item.tooltip = checkpointTooltip(c, local);
+    if (!this.deps.inspect) item.tooltip = displayText(checkpointTooltip(c, local));
     item.contextValue = `checkpoint.${c.isDir ? 'dir' : 'file'}${c.newest ? '.newest' : ''}${downloaded ? '.downloaded' : ''}${this.deps.checkpointEvalRunning?.(node) ? '.evalRunning' : ''}`;
     return item;
   }
 
   private groupItem(node: TensorGroupNode): vscode.TreeItem {
     const g = node.group;
-    const item = new vscode.TreeItem(g.label, vscode.TreeItemCollapsibleState.Collapsed);
+    const item = new vscode.TreeItem(displayName(g.label), vscode.TreeItemCollapsibleState.Collapsed);
     item.id = node.id;
     item.description = groupDescription(g);
     item.iconPath = new vscode.ThemeIcon('symbol-namespace');
@@ -394,20 +396,20 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const t = node.tensor;
     // Named below its group: `q_proj.weight` under `model › layers › 0 › self_attn`.
     const prefix = node.parent?.type === 'tensor-group' && node.parent.group.path.length ? `${node.parent.group.path.join('.')}.` : '';
-    const item = new vscode.TreeItem(prefix && t.name.startsWith(prefix) ? t.name.slice(prefix.length) : t.name, vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(displayName(prefix && t.name.startsWith(prefix) ? t.name.slice(prefix.length) : t.name), vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
-    item.description = `${t.dtype} [${t.shape.join(', ')}]`;
+    item.description = `${displayName(t.dtype)} [${t.shape.join(', ')}]`;
     item.iconPath = new vscode.ThemeIcon('symbol-array');
-    item.tooltip = `${t.name}\n${t.dtype} [${t.shape.join(', ')}] · ${t.numel.toLocaleString('en-US')} elements${t.bytes !== null ? ` · ${formatBytes(t.bytes)}` : ''}${t.file ? `\nin ${t.file}` : ''}`;
+    item.tooltip = `${displayName(t.name)}\n${displayName(t.dtype)} [${t.shape.join(', ')}] · ${t.numel.toLocaleString('en-US')} elements${t.bytes !== null ? ` · ${formatBytes(t.bytes)}` : ''}${t.file ? `\nin ${displayName(t.file)}` : ''}`;
     item.contextValue = 'tensor';
     return item;
   }
 
   private noteItem(node: InspectNoteNode): vscode.TreeItem {
-    const item = new vscode.TreeItem(node.label, vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(displayName(node.label), vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
-    item.description = node.description;
-    item.tooltip = `${node.label}: ${node.description}`;
+    item.description = displayText(node.description);
+    item.tooltip = displayText(`${node.label}: ${node.description}`);
     const icons: Record<InspectNoteNode['kind'], string> = { entry: 'symbol-field', opaque: 'shield', incomplete: 'warning', state: 'symbol-array', file: 'file' };
     item.iconPath = new vscode.ThemeIcon(icons[node.kind]);
     item.contextValue = `inspect.${node.kind}`;
@@ -416,11 +418,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   private fileItem(node: FileNode): vscode.TreeItem {
     const f = node.file;
-    const item = new vscode.TreeItem(f.name, vscode.TreeItemCollapsibleState.None);
+    const item = new vscode.TreeItem(displayName(f.name), vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     item.description = formatBytes(f.bytes);
     item.iconPath = new vscode.ThemeIcon('file');
-    item.tooltip = `${f.path}\n${f.bytes.toLocaleString('en-US')} bytes`;
+    item.tooltip = `${displayName(f.path)}\n${f.bytes.toLocaleString('en-US')} bytes`;
     item.contextValue = 'file';
     return item;
   }
