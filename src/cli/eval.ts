@@ -7,6 +7,8 @@ import type { EvalPlace, EvalProfile, EvalSubject } from '../core/eval/types';
 import { localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint } from '../core/eval/localCheckpoint';
 import { planDownload } from '../core/transfer';
 import type { TransferSource } from '../core/transfer/types';
+import { StringDecoder } from 'node:string_decoder';
+import { LogLineEnds } from '../core/util/display';
 
 export interface EvalCliDeps {
   core: RemoteRunsCore;
@@ -71,13 +73,17 @@ export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: 
   }
   const what = `${addr.host}/${formatTarget(addr.target)}/${run.name}/${checkpoint.name}`;
   deps.stderr.write(`eval ${started.id} of ${what} with ${profile.name}${started.jobId ? ` (Slurm job ${started.jobId})` : ''}; log ${log}\n`);
+  // The log as text with its progress bars' bare CRs as line ends (LogLineEnds); the writer escapes the rest.
+  const decoder = new StringDecoder('utf8');
+  const lineEnds = new LogLineEnds();
   try {
     const end = await deps.evals.follow(started.place, started.id, started.meta, {
       pollMs: deps.pollMs ?? 500,
       signal: deps.signal,
-      onData: (chunk) => deps.stdout.write(chunk),
+      onData: (chunk) => deps.stdout.write(lineEnds.push(decoder.write(chunk))),
       onRetry: (e) => deps.stderr.write(`eval ${started.id}: ${e.kind}: ${e.message}; retrying\n`),
     });
+    deps.stdout.write(lineEnds.push(decoder.end()) + lineEnds.end());
     const results = end.results.map((r) => Object.entries(r).map(([k, v]) => `${k}=${v}`).join(' ')).join('; ');
     deps.stderr.write(`eval ${started.id}: ${end.state}${end.exitCode !== undefined ? ` (exit ${end.exitCode})` : ''}${results ? `: ${results}` : ''}\n`);
     if (end.state === 'passed') return 0;

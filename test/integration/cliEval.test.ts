@@ -40,7 +40,7 @@ before(async () => {
         {
           name: 'acceptance',
           where: 'target',
-          command: 'echo eval of step ${step} at ${checkpoint}; for i in 1 2 3; do echo "progress $i/3"; done; echo \'{"acceptance_length": 6.4}\'',
+          command: 'echo eval of step ${step} at ${checkpoint}; for i in 1 2; do printf "progress $i/3\\r"; done; echo "progress 3/3"; echo \'{"acceptance_length": 6.4}\'',
         },
         { name: 'failing', where: 'target', command: 'echo loading ${run}; echo "CUDA out of memory" >&2; exit 7' },
         { name: 'local-copy', where: 'local', command: 'b=$(basename ${localCheckpoint}); echo "evaluating $b"; ls ${localCheckpoint}' },
@@ -60,7 +60,9 @@ describe('remote-runs eval', () => {
     const id = /eval (\S+) of ev\/host\/story\/step_/.exec(r.stderr)?.[1];
     assert.ok(id, r.stderr);
     const log = fs.readFileSync(path.join(evalsDir, id, 'log'), 'utf8');
-    assert.equal(r.stdout, log, 'stdout is the log, byte for byte');
+    // A progress bar's bare CRs (as tqdm redraws its line) are line ends on the terminal; the log keeps its bytes.
+    assert.equal(r.stdout, log.replace(/\r\n?/g, '\n'), 'stdout is the log, a bare CR shown as a line end');
+    assert.match(log, /progress 1\/3\rprogress 2\/3\rprogress 3\/3\n/);
     assert.match(log, new RegExp(`^eval of step ${last} at ${path.join(host.paths.runs, 'story')}/checkpoints/step_${last}\n`));
     assert.match(log, /progress 3\/3\n\{"acceptance_length": 6.4\}\n$/);
     assert.match(r.stderr, /passed \(exit 0\): acceptance_length=6.4/);

@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import { displayName, displayText } from '../../src/core/util/display';
+import { LogLineEnds, displayName, displayText } from '../../src/core/util/display';
 import { RemoteRunsCore } from '../../src/core/service';
 import { LocalExecutor } from '../../src/core/eval/localExecutor';
 import { lsCommand } from '../../src/cli/ls';
@@ -175,4 +175,27 @@ test('a run or checkpoint name holding bytes that are not UTF-8 is refused as a 
   assert.throws(() => checkpointLocalRoot(tmp, 'run', { name: 'ck\udcfe' }), (e: Error & { kind?: string }) => e.kind === 'bad-address' && e.message.includes('ck\\xfe'));
   // An emoji (a well-formed surrogate pair) is a name like any other.
   assert.equal(checkpointLocalRoot(tmp, 'run\ud83d\ude00', { name: 'step_1' }), path.join(tmp, 'run\ud83d\ude00', 'step_1'));
+});
+
+test('a log stream: CRLF and a progress bar\'s bare CR are line ends, however the stream is cut into chunks', () => {
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom('a', 'b', '\r', '\n', '\r\n', '100%|███|', '\x1b[2K'), { maxLength: 40 }), fc.array(fc.nat(), { maxLength: 6 }), (parts, cuts) => {
+      const text = parts.join('');
+      const at = [...new Set(cuts.map((c) => c % (text.length + 1)))].sort((a, b) => a - b);
+      const ends = new LogLineEnds();
+      let out = '';
+      let from = 0;
+      for (const c of [...at, text.length]) {
+        out += ends.push(text.slice(from, c));
+        from = c;
+      }
+      out += ends.end();
+      assert.equal(out, text.replace(/\r\n?/g, '\n'));
+      assert.ok(!out.includes('\r'));
+    }),
+  );
+  // tqdm's redraws, as a terminal is shown them after displayText: one line per redraw, no CR, the ESC escaped.
+  const ends = new LogLineEnds();
+  const shown = displayText(ends.push('eval:  50%|█    |\r') + ends.push('\x1b[Aeval: 100%|██|\r\n') + ends.end());
+  assert.equal(shown, 'eval:  50%|█    |\n\\x1b[Aeval: 100%|██|\n');
 });

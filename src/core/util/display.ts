@@ -75,3 +75,28 @@ export function hasUnsafe(text: string): boolean {
   }
   return false;
 }
+
+/**
+ * A log stream's line ends as a terminal is shown them: CRLF and a bare CR are line ends. A bare CR is how a progress
+ * bar redraws its line (tqdm, pip, wget, every ML training script's eval loop): escaped it would show as `\x0d`
+ * between every redraw, raw it would let the log move the cursor over what was written before. As a line end each
+ * redraw is a line of its own. Stateful across chunks: a CR at a chunk's end waits for the next chunk, which may
+ * begin with its LF. The result still goes through displayText at its writer.
+ */
+export class LogLineEnds {
+  private heldCr = false;
+
+  push(text: string): string {
+    let s = this.heldCr ? `\r${text}` : text;
+    this.heldCr = s.endsWith('\r');
+    if (this.heldCr) s = s.slice(0, -1);
+    return s.includes('\r') ? s.replace(/\r\n?/g, '\n') : s;
+  }
+
+  /** The end of the stream: a CR held back is a line end. */
+  end(): string {
+    const out = this.heldCr ? '\n' : '';
+    this.heldCr = false;
+    return out;
+  }
+}

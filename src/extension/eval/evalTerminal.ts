@@ -6,7 +6,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import * as vscode from 'vscode';
 import { isRemoteRunsError } from '../../core/types';
-import { displayText } from '../../core/util/display';
+import { LogLineEnds, displayText } from '../../core/util/display';
 import type { EvalService, EvalFollowEnd } from '../../core/eval/service';
 import type { EvalMeta, EvalPlace } from '../../core/eval/types';
 import { formatResult } from './decoration';
@@ -32,10 +32,11 @@ export interface EvalTerminalOptions {
 /** Terminal text: LF → CRLF (a pty shows a bare LF as a line feed without carriage return). */
 /**
  * The remote log's text as it may reach the terminal: no control or bidi character of it raw (core/util/display.ts;
- * a log's CRLF is a line end). Only the terminal's own frame lines (the end, the Slurm state) use escape sequences.
+ * a log's CRLF and a progress bar's bare CR are line ends, LogLineEnds). Only the terminal's own frame lines (the
+ * end, the Slurm state) use escape sequences.
  */
 function shown(text: string): string {
-  return displayText(text.replace(/\r\n/g, '\n'));
+  return displayText(text);
 }
 
 function toTerminal(text: string): string {
@@ -69,6 +70,7 @@ export class EvalTerminal implements vscode.Disposable {
   private async follow(): Promise<void> {
     const { evals, place, id, meta, log } = this.options;
     const decoder = new StringDecoder('utf8');
+    const lineEnds = new LogLineEnds();
     let lastByte = 0x0a;
     let queueState: string | undefined;
     try {
@@ -77,7 +79,7 @@ export class EvalTerminal implements vscode.Disposable {
         signal: this.controller.signal,
         onData: (chunk) => {
           if (chunk.length) lastByte = chunk[chunk.length - 1]!;
-          this.writeEmitter.fire(toTerminal(shown(decoder.write(chunk))));
+          this.writeEmitter.fire(toTerminal(shown(lineEnds.push(decoder.write(chunk)))));
         },
         onRetry: (e) => log.warn(`eval ${id}: ${e.kind}: ${e.message}; following again`),
         onPoll: (h) => {
@@ -91,7 +93,7 @@ export class EvalTerminal implements vscode.Disposable {
         },
       });
       this.ended = true;
-      const rest = shown(decoder.end());
+      const rest = shown(lineEnds.push(decoder.end()) + lineEnds.end());
       const values = shown(end.results.map(formatResult).filter(Boolean).join('; '));
       const how = end.state === 'passed' ? '✓ passed' : end.state === 'lost' ? '✗ lost (no exit status was recorded)' : `✗ failed${end.exitCode !== undefined ? ` with exit ${end.exitCode}` : ''}`;
       this.writeEmitter.fire(toTerminal(`${rest}${lastByte === 0x0a && !rest ? '' : '\n'}\x1b[1m── eval ${how}${values ? `: ${values}` : ''}\x1b[0m\n`));
