@@ -5,6 +5,7 @@
  */
 import { RemoteRunsError, type TargetRef } from './types';
 import { wrapForTarget, classifyTargetFailure } from './targets';
+import { fenceSkipper, shellRefused, unfence } from './shell/portable';
 
 export interface ExecResult {
   stdout: Buffer;
@@ -65,16 +66,29 @@ export async function runCommand<T>(
 ): Promise<T> {
   const line = wrapForTarget(target, command.argv);
   const reader = command.reader?.();
-  const result = await executor.exec(line, {
+  const skip = reader ? fenceSkipper((chunk) => reader.push(chunk)) : undefined;
+  const raw = await executor.exec(line, {
     signal,
-    maxOutputBytes: command.maxOutputBytes,
+    // What the login shell's rc files print before FENCE does not count against the command's own budget.
+    ...(command.maxOutputBytes !== undefined ? { maxOutputBytes: command.maxOutputBytes + RC_NOISE_BYTES } : {}),
     stdin: command.stdin,
-    ...(reader ? { onStdout: (chunk: Buffer) => reader.push(chunk) } : {}),
+    ...(skip ? { onStdout: skip } : {}),
   });
+  const refused = shellRefused(raw);
+  if (refused) throw refused;
+  const result = capped(unfence(raw), command.maxOutputBytes);
   const failure = classifyTargetFailure(target, result);
   if (failure) throw failure;
   return reader ? reader.finish(result) : command.parse(result);
 }
+
+function capped(result: ExecResult, max: number | undefined): ExecResult {
+  if (max === undefined || result.stdout.length <= max) return result;
+  return { ...result, stdout: result.stdout.subarray(0, max), truncated: true };
+}
+
+/** Bytes an rc file may print before FENCE on top of a command's maxOutputBytes. */
+const RC_NOISE_BYTES = 64 * 1024;
 
 /** First non-empty line of stderr, for error messages. */
 export function firstStderrLine(result: ExecResult): string {
