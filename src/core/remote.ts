@@ -15,6 +15,8 @@ export interface ExecResult {
   signal?: string;
   /** stdout was cut at maxOutputBytes. */
   truncated: boolean;
+  /** Bytes the login shell's rc files printed on stdout before the command's fence, dropped by runCommand. */
+  shellNoise?: number;
 }
 
 export interface ExecOptions {

@@ -70,7 +70,12 @@ export function unfence(result: ExecResult): ExecResult {
   const out = fenceEnd(result.stdout);
   if (out < 0) return result;
   const err = fenceEnd(result.stderr);
-  return { ...result, stdout: result.stdout.subarray(out), stderr: err < 0 ? result.stderr : result.stderr.subarray(err) };
+  return {
+    ...result,
+    stdout: result.stdout.subarray(out),
+    stderr: err < 0 ? result.stderr : result.stderr.subarray(err),
+    shellNoise: out - FENCE.length,
+  };
 }
 
 /**
@@ -80,7 +85,8 @@ export function unfence(result: ExecResult): ExecResult {
  * judged. Undefined when FENCE was seen.
  */
 export function shellRefused(result: ExecResult): RemoteRunsError | undefined {
-  if (fenceEnd(result.stdout) >= 0 || result.truncated) return undefined;
+  // A signal (a kill, a dropped session) is not the shell's answer: left to the usual classification.
+  if (fenceEnd(result.stdout) >= 0 || result.truncated || result.code === null) return undefined;
   if (result.code === 0 && result.stdout.length === 0 && result.stderr.length === 0) return undefined;
   const said = `${result.stdout.toString('utf8')}\n${result.stderr.toString('utf8')}`
     .split('\n')
@@ -89,9 +95,8 @@ export function shellRefused(result: ExecResult): RemoteRunsError | undefined {
     .slice(0, 3)
     .join(' / ')
     .slice(0, 500);
-  const status = result.code === null ? `signal ${result.signal ?? '?'}` : `exit code ${result.code}`;
-  return new RemoteRunsError('command-failed', `The remote login shell did not run the command (${status})${said ? `: ${said}` : ', and said nothing'}`, {
-    exitCode: result.code ?? -1,
+  return new RemoteRunsError('command-failed', `The remote login shell did not run the command (exit code ${result.code})${said ? `: ${said}` : ', and said nothing'}`, {
+    exitCode: result.code,
     stderr: said,
   });
 }
