@@ -5,7 +5,7 @@
  */
 import { RemoteRunsError, type TargetRef } from './types';
 import { wrapForTarget, classifyTargetFailure } from './targets';
-import { fenceSkipper, shellRefused, unfence } from './shell/portable';
+import { fenceSkipper, missingTool, shellRefused, unfence } from './shell/portable';
 
 export interface ExecResult {
   stdout: Buffer;
@@ -81,6 +81,13 @@ export async function runCommand<T>(
   const result = capped(unfence(raw), command.maxOutputBytes);
   const failure = classifyTargetFailure(target, result);
   if (failure) throw failure;
+  const tool = missingTool(result);
+  if (tool) {
+    throw new RemoteRunsError('command-failed', `The remote side has no \`${tool}\`, which "${command.describe}" needs: install it (GNU coreutils/findutils, or BusyBox)`, {
+      exitCode: result.code ?? -1,
+      stderr: firstStderrLine(result),
+    });
+  }
   return reader ? reader.finish(result) : command.parse(result);
 }
 

@@ -10,7 +10,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { parseStatRecords, rangeArgv, sha256Command, statCheckpointCommand, hashedRangeArgv } from '../../src/core/transfer/remoteCommands';
-import type { ExecResult, RemoteCommand } from '../../src/core/remote';
+import { runCommand, type ExecResult, type Executor, type RemoteCommand } from '../../src/core/remote';
+import { readFilesCommand } from '../../src/core/inspect/remoteRead';
+import { runConfigCommand } from '../../src/core/runs/config';
+import { isRemoteRunsError } from '../../src/core/types';
 
 const BUSYBOX = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
 let tmp: string;
@@ -68,4 +71,29 @@ test('a range and its SHA-256 with only BusyBox: dd without iflag falls back to 
   assert.deepEqual(h.stdout, bytes.subarray(100, 1100));
   assert.match(h.stderr.toString(), new RegExp(`rr-sha256 ${createHash('sha256').update(bytes.subarray(100, 1100)).digest('hex')}`));
   assert.equal(run(sha256Command(file), bbPath), createHash('sha256').update(bytes).digest('hex'));
+});
+
+/** Runs each line as sshd would, with /bin/sh as the login shell and this PATH. */
+function localSh(PATH: string): Executor {
+  return {
+    exec: async (line) => {
+      const r = spawnSync('/bin/sh', ['-c', line], { env: { PATH }, timeout: 30_000 });
+      return { stdout: r.stdout, stderr: r.stderr, code: r.status, truncated: false };
+    },
+  };
+}
+
+test('a tool the remote lacks is named, even where the script went on without it (od for inspect, base64 for the run config)', async () => {
+  const lacking = path.join(tmp, 'lacking');
+  fs.mkdirSync(lacking);
+  execFileSync(BUSYBOX!, ['--install', '-s', lacking]);
+  for (const t of ['od', 'base64']) fs.rmSync(path.join(lacking, t));
+  fs.writeFileSync(path.join(ckpt, 'config.json'), '{"model_type": "gpt2"}');
+  const host = { kind: 'host', id: '' } as const;
+  const named = (tool: string) => (e: unknown) => isRemoteRunsError(e) && e.kind === 'command-failed' && e.message.includes(`no \`${tool}\``);
+  await assert.rejects(runCommand(localSh(lacking), host, readFilesCommand([{ path: path.join(ckpt, 'model.safetensors'), spec: { kind: 'safetensors' } }])), named('od'));
+  await assert.rejects(runCommand(localSh(lacking), host, runConfigCommand(ckpt)), named('base64'));
+  // The control: with every applet, both answer.
+  await runCommand(localSh(bbPath), host, readFilesCommand([{ path: path.join(ckpt, 'model.safetensors'), spec: { kind: 'safetensors' } }]));
+  assert.equal((await runCommand(localSh(bbPath), host, runConfigCommand(ckpt))).files[0]?.name, 'config.json');
 });
