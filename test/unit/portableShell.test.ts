@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import fc from 'fast-check';
 import { wrapForTarget } from '../../src/core/targets';
 import { shellJoin } from '../../src/core/shell/quote';
-import { FENCE, fenceSkipper, portableCommandLine, shellRefused, unfence } from '../../src/core/shell/portable';
+import { FENCE, fenceSkipper, missingTool, portableCommandLine, shellRefused, unfence } from '../../src/core/shell/portable';
 import { LIST_SCRIPT } from '../../src/core/discovery/listScript';
 import type { ExecResult } from '../../src/core/remote';
 
@@ -164,4 +164,15 @@ test('cost: the listing command grows by less than 40% on the wire (8.9 KB to 11
   const plain = shellJoin(['sh', '-c', LIST_SCRIPT]).length;
   const wrapped = portableCommandLine(shellJoin(['sh', '-c', LIST_SCRIPT])).length;
   assert.ok(wrapped < plain * 1.4, `${plain} → ${wrapped} bytes`);
+});
+
+test('a missing tool is named from each shell\'s own words, the wrapper\'s eval included', () => {
+  for (const sh of ['/bin/sh', '/bin/bash', ...(BUSYBOX ? [BUSYBOX] : [])]) {
+    const argv = sh === BUSYBOX ? [BUSYBOX, 'sh'] : [sh];
+    for (const line of [wrapForTarget({ kind: 'host', id: '' }, ['no-such-tool-rr', 'x']), wrapForTarget({ kind: 'host', id: '' }, ['sh', '-c', 'no-such-tool-rr x; exit 0'])]) {
+      const r = unfence(exec(argv, line));
+      assert.equal(missingTool(r), 'no-such-tool-rr', `${sh}: ${r.stderr.toString()}`);
+    }
+  }
+  assert.equal(missingTool({ stdout: Buffer.alloc(0), stderr: Buffer.from('find: /x: No such file or directory\n'), code: 1, truncated: false }), undefined);
 });

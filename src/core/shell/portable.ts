@@ -125,9 +125,10 @@ export function fenceSkipper<R>(push: (chunk: Buffer) => R): (chunk: Buffer) => 
 
 /**
  * A tool the script needed that the remote does not have, from the shell's own words on stderr (dash: `sh: 17: od:
- * not found`, bash: `sh: line 1: od: command not found`, BusyBox ash: `sh: od: not found`), whatever the exit status:
+ * not found`, or `sh: 1: eval: od: not found` for the wrapper's own line; bash: `sh: line 1: od: command not found`;
+ * BusyBox ash: `sh: od: not found`), whatever the exit status:
  * a script that went on without it would otherwise be read as if its output were whole. Undefined when none.
  */
 export function missingTool(result: ExecResult): string | undefined {
-  return /^[^:\n]*sh(?:: (?:line )?\d+)?: ([^:\s]+): (?:command )?not found$/m.exec(result.stderr.toString('utf8'))?.[1];
+  return /^[^:\n]*sh(?:: (?:line )?\d+)?: (?:eval: )?([^:\s]+): (?:command )?not found$/m.exec(result.stderr.toString('utf8'))?.[1];
 }
