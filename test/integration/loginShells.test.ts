@@ -1,6 +1,6 @@
 /**
  * The login shells and tools people really have, over the real sshd: users the harness creates whose login shell is
- * tcsh, csh, fish (zsh where installed), bash with rc files that print on stdout and stderr, a user whose PATH holds
+ * tcsh, csh, fish, zsh, bash with rc files that print on stdout and stderr, a user whose PATH holds
  * only BusyBox applets, and a `nologin` user. For each, the built CLI's `ls`, `metrics`, `inspect` and a verified
  * `pull` (through ssh2 and through OpenSSH) of a real Hugging Face Trainer run (test/fixtures/real/written/
  * hf_trainer) either work or fail with their named kind and the remote's own words.
@@ -37,7 +37,7 @@ const USERS: ShellUser[] = [
     shell: '/bin/bash',
     files: { '.bashrc': `echo "${BANNER}"\necho "module: cuda loaded" >&2\n`, '.profile': 'echo "profile: hello"\n. ~/.bashrc\n' },
   },
-  ...(fs.existsSync('/usr/bin/zsh') ? [{ user: 'rrzsh', shell: '/usr/bin/zsh', files: { '.zshenv': `echo "${BANNER}"\n` } }] : []),
+  { user: 'rrzsh', shell: '/usr/bin/zsh', files: { '.zshenv': `echo "${BANNER}"\n` } },
 ];
 const BUSYBOX_USER = 'rrbusybox';
 const NOLOGIN_USER = 'rrnologin';
@@ -84,7 +84,7 @@ const sha256 = (file: string): string => createHash('sha256').update(fs.readFile
 
 before(async () => {
   ensureBuiltCli();
-  for (const tool of ['/usr/bin/tcsh', '/bin/csh', '/usr/bin/fish']) assert.ok(fs.existsSync(tool), `${tool} is missing: npm run setup installs tcsh and fish`);
+  for (const tool of ['/usr/bin/tcsh', '/bin/csh', '/usr/bin/fish', '/usr/bin/zsh']) assert.ok(fs.existsSync(tool), `${tool} is missing: npm run setup installs tcsh, fish and zsh`);
   assert.ok(BUSYBOX, 'busybox is missing: npm run setup installs it');
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-shells-'));
   fs.chmodSync(dir, 0o755);

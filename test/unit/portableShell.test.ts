@@ -2,7 +2,7 @@
  * The one command line every remote command is sent as (shell/portable.ts), run by each real login shell a user
  * may have, as sshd runs it (`$SHELL -c LINE`), with rc files that print: the argv comes back byte-identical after
  * the fence, stdin and the exit status pass through, and no canary runs. Needs Debian's tcsh and fish
- * (`npm run setup` installs them) and busybox; zsh is used when present.
+ * zsh and busybox (`npm run setup` installs them).
  */
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,7 +18,7 @@ import { LIST_SCRIPT } from '../../src/core/discovery/listScript';
 import type { ExecResult } from '../../src/core/remote';
 
 const BUSYBOX = ['/usr/bin/busybox', '/bin/busybox'].find((p) => existsSync(p));
-/** [name, argv that runs `-c LINE`]; tcsh, csh and fish must be installed (test/setup.sh). */
+/** [name, argv that runs `-c LINE`]; tcsh, csh, fish and zsh must be installed (test/setup.sh). */
 const SHELLS: [string, string[]][] = [
   ['sh', ['/bin/sh']],
   ['bash', ['/bin/bash']],
@@ -26,7 +26,7 @@ const SHELLS: [string, string[]][] = [
   ['tcsh', ['/usr/bin/tcsh']],
   ['csh', ['/usr/bin/csh']],
   ['fish', ['/usr/bin/fish']],
-  ...(existsSync('/usr/bin/zsh') ? [['zsh', ['/usr/bin/zsh']] as [string, string[]]] : []),
+  ['zsh', ['/usr/bin/zsh']],
   ...(BUSYBOX ? [['busybox sh', [BUSYBOX, 'sh']] as [string, string[]]] : []),
 ];
 
@@ -94,8 +94,8 @@ const hex = (args: string[]): string[] => args.map((a) => Buffer.from(a, 'utf8')
 
 for (const [name, shell] of SHELLS) {
   describe(`as the login shell: ${name}`, () => {
-    test('exists on this machine (npm run setup installs tcsh and fish)', () => {
-      assert.ok(existsSync(shell[0]), `${shell[0]} is missing: apt-get install -y tcsh fish busybox`);
+    test('exists on this machine (npm run setup installs tcsh, fish, zsh, busybox)', () => {
+      assert.ok(existsSync(shell[0]), `${shell[0]} is missing: apt-get install -y tcsh fish zsh busybox`);
     });
 
     test('every hostile argument comes back byte-identical after the fence, and no canary runs', () => {
