@@ -41,6 +41,9 @@ const USERS: ShellUser[] = [
 ];
 const BUSYBOX_USER = 'rrbusybox';
 const NOLOGIN_USER = 'rrnologin';
+/** A site's own refusing shell, as clusters set on compute nodes: its message on stdout, exit 1. */
+const CLOSED_USER = 'rrclosed';
+const CLOSED_SAYS = 'Compute nodes are reserved for jobs: log in through hpc-login1 (see https://hpc.example.org)';
 
 let sshd: TestSshd;
 let dir: string;
@@ -101,7 +104,10 @@ before(async () => {
   for (const u of USERS) ensureUser(u.user, u.shell, u.files);
   ensureUser(BUSYBOX_USER, '/bin/sh', { '.ssh/environment': `PATH=${bb}\n` });
   ensureUser(NOLOGIN_USER, '/usr/sbin/nologin', {});
-  const users = [...USERS.map((u) => u.user), BUSYBOX_USER, NOLOGIN_USER];
+  const closedShell = path.join(dir, 'use-login-nodes');
+  fs.writeFileSync(closedShell, `#!/bin/sh\necho '${CLOSED_SAYS}'\nexit 1\n`, { mode: 0o755 });
+  ensureUser(CLOSED_USER, closedShell, {});
+  const users = [...USERS.map((u) => u.user), BUSYBOX_USER, NOLOGIN_USER, CLOSED_USER];
   sshd = await startSshd({ extraConfig: [`AllowUsers ${users.join(' ')}`, 'PermitUserEnvironment yes'] });
 
   home = path.join(dir, 'client-home');
@@ -170,4 +176,16 @@ describe('a nologin user', () => {
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /This account is currently not available/);
   });
+});
+
+describe("a user whose login shell is a site's refusal script", () => {
+  for (const verb of ['ls', 'metrics', 'inspect', 'pull']) {
+    test(`${verb} fails with command-failed and shows the script's own message`, () => {
+      const addr = verb === 'ls' || verb === 'metrics' ? `${CLOSED_USER}/host/hf` : `${CLOSED_USER}/host/hf/checkpoint-30`;
+      const r = cli([verb, addr, '--json', ...(verb === 'pull' ? ['--to', fs.mkdtempSync(path.join(dir, 'pull-closed-'))] : [])]);
+      assert.notEqual(r.code, 0);
+      assert.match(r.stdout + r.stderr, /command-failed/);
+      assert.ok((r.stdout + r.stderr).includes(CLOSED_SAYS), r.stdout + r.stderr);
+    });
+  }
 });

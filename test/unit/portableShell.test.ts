@@ -102,7 +102,7 @@ for (const [name, shell] of SHELLS) {
       const r = exec(shell, wrapForTarget({ kind: 'host', id: '' }, ['printf', '%s\\0', ...ARGS]));
       assert.equal(r.code, 0, r.stderr.toString());
       assert.ok(!shellRefused(r));
-      // The shells that read an rc file for `-c` did print (bash and zsh read theirs only when sshd runs them).
+      // The shells that read an rc file for every `-c` did print (bash reads ~/.bashrc only when sshd runs it).
       if (['tcsh', 'csh', 'fish', 'zsh'].includes(name)) assert.ok(r.stdout.includes(NOISE), `${name} read its rc file`);
       const own = unfence(r);
       assert.deepEqual(words(own.stdout), hex(ARGS));
