@@ -17,6 +17,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { startSshd, TEST_USER, type TestSshd } from '../harness/sshd';
 import { ensureBuiltCli, ROOT, runBuiltCli } from '../harness/builtCli';
+import { terminalSshArgs } from '../../src/core/terminal';
+import { parseSshConfig, resolveHost } from '../../src/core/ssh/sshConfig';
+import { spawnSync } from 'node:child_process';
 
 const BUSYBOX = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
 const BANNER = 'Welcome to GPU node 7 (cuda/12.4 loaded)';
@@ -186,6 +189,23 @@ describe("a user whose login shell is a site's refusal script", () => {
       assert.notEqual(r.code, 0);
       assert.match(r.stdout + r.stderr, /command-failed/);
       assert.ok((r.stdout + r.stderr).includes(CLOSED_SAYS), r.stdout + r.stderr);
+    });
+  }
+});
+
+describe('Open Terminal Here', () => {
+  for (const u of USERS) {
+    test(`starts in a run folder named with ! and a newline, for a ${path.basename(u.shell)} login`, () => {
+      const cwd = path.join(dir, 'odd !name\nline');
+      fs.mkdirSync(cwd, { recursive: true });
+      fs.chmodSync(cwd, 0o755);
+      const config = { name: u.user, host: '127.0.0.1', port: sshd.port, user: u.user, identityFile: sshd.clientKeyPath };
+      const resolved = resolveHost(config, parseSshConfig('', { home }), { home, localUser: 'nobody' });
+      const args = terminalSshArgs(resolved.jumps, resolved.target, { kind: 'host', id: '' }, cwd, { knownHostsFiles: [knownHosts] });
+      // No terminal here: ssh runs without a pty and the shell it starts reads this script from stdin.
+      const r = spawnSync('ssh', ['-o', 'BatchMode=yes', '-F', '/dev/null', ...args], { input: 'printf "<%s>" "$PWD"; exit 0\n', encoding: 'utf8', timeout: 60_000 });
+      assert.equal(r.status, 0, r.stderr);
+      assert.ok(r.stdout.includes(`<${cwd}>`), JSON.stringify(r.stdout));
     });
   }
 });
