@@ -5,6 +5,7 @@
  */
 import { RemoteRunsError, type TargetRef } from './types';
 import { wrapForTarget, classifyTargetFailure } from './targets';
+import { fenceSkipper, missingTool, shellRefused, unfence } from './shell/portable';
 
 export interface ExecResult {
   stdout: Buffer;
@@ -14,6 +15,8 @@ export interface ExecResult {
   signal?: string;
   /** stdout was cut at maxOutputBytes. */
   truncated: boolean;
+  /** Bytes the login shell's rc files printed on stdout before the command's fence, dropped by runCommand. */
+  shellNoise?: number;
 }
 
 export interface ExecOptions {
@@ -65,16 +68,36 @@ export async function runCommand<T>(
 ): Promise<T> {
   const line = wrapForTarget(target, command.argv);
   const reader = command.reader?.();
-  const result = await executor.exec(line, {
+  const skip = reader ? fenceSkipper((chunk) => reader.push(chunk)) : undefined;
+  const raw = await executor.exec(line, {
     signal,
-    maxOutputBytes: command.maxOutputBytes,
+    // What the login shell's rc files print before FENCE does not count against the command's own budget.
+    ...(command.maxOutputBytes !== undefined ? { maxOutputBytes: command.maxOutputBytes + RC_NOISE_BYTES } : {}),
     stdin: command.stdin,
-    ...(reader ? { onStdout: (chunk: Buffer) => reader.push(chunk) } : {}),
+    ...(skip ? { onStdout: skip } : {}),
   });
+  const refused = shellRefused(raw);
+  if (refused) throw refused;
+  const result = capped(unfence(raw), command.maxOutputBytes);
   const failure = classifyTargetFailure(target, result);
   if (failure) throw failure;
+  const tool = missingTool(result);
+  if (tool) {
+    throw new RemoteRunsError('command-failed', `The remote side has no \`${tool}\`, which "${command.describe}" needs: install it (GNU coreutils/findutils, or BusyBox)`, {
+      exitCode: result.code ?? -1,
+      stderr: firstStderrLine(result),
+    });
+  }
   return reader ? reader.finish(result) : command.parse(result);
 }
+
+function capped(result: ExecResult, max: number | undefined): ExecResult {
+  if (max === undefined || result.stdout.length <= max) return result;
+  return { ...result, stdout: result.stdout.subarray(0, max), truncated: true };
+}
+
+/** Bytes an rc file may print before FENCE on top of a command's maxOutputBytes. */
+const RC_NOISE_BYTES = 64 * 1024;
 
 /** First non-empty line of stderr, for error messages. */
 export function firstStderrLine(result: ExecResult): string {

@@ -5,6 +5,7 @@
  */
 import { RemoteRunsError, formatTarget, type TargetRef } from './types';
 import { shellJoin } from './shell/quote';
+import { portableCommandLine } from './shell/portable';
 import type { ExecResult } from './remote';
 
 /** The argv prefix that runs a command inside the target, on its host. */
@@ -19,9 +20,14 @@ export function targetPrefix(target: TargetRef): string[] {
   }
 }
 
-/** The shell command line (for the host's login shell) that runs `argv` inside `target`. */
-export function wrapForTarget(target: TargetRef, argv: readonly string[]): string {
-  return shellJoin([...targetPrefix(target), ...argv]);
+/**
+ * The command line (for the host's login shell, whichever it is) that runs `argv` inside `target` under /bin/sh
+ * (shell/portable.ts). With `fence` (the default) its stdout and stderr start with FENCE, which `runCommand` and the
+ * stream sources drop with whatever the rc files printed before; `fence: false` for a stream written straight into
+ * a file.
+ */
+export function wrapForTarget(target: TargetRef, argv: readonly string[], fence = true): string {
+  return portableCommandLine(shellJoin([...targetPrefix(target), ...argv]), fence);
 }
 
 /**

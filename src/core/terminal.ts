@@ -3,6 +3,7 @@
  * Used by the extension's "Open Terminal Here"; kept here so it is tested without VS Code.
  */
 import { shellJoin } from './shell/quote';
+import { portableCommandLine } from './shell/portable';
 import type { ResolvedHop } from './ssh/types';
 import type { TargetRef } from './types';
 
@@ -21,6 +22,8 @@ export function terminalSshArgs(
   if (jumps.length) args.push('-J', jumps.map((j) => `${j.user}@${j.hostname}:${j.port}`).join(','));
   const inner = ['sh', '-c', 'cd -- "$1" 2>/dev/null; if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi', 'sh', cwd];
   const prefix = target.kind === 'pct' ? ['pct', 'exec', target.id, '--'] : target.kind === 'docker' ? ['docker', 'exec', '-it', target.id] : [];
-  args.push(hop.hostname, shellJoin([...prefix, ...inner]));
+  // Through the one portable wrapper, so a tcsh or fish login shell reads the line as sh would (a run folder's name
+  // may hold `!` or a newline); unfenced: nothing parses a terminal's output.
+  args.push(hop.hostname, portableCommandLine(shellJoin([...prefix, ...inner]), false));
   return args;
 }

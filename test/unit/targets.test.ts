@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { classifyTargetFailure, wrapForTarget } from '../../src/core/targets';
+import { portableCommandLine } from '../../src/core/shell/portable';
 import type { ExecResult } from '../../src/core/remote';
 
 const result = (code: number, stderr: string): ExecResult => ({ stdout: Buffer.alloc(0), stderr: Buffer.from(stderr), code, truncated: false });
@@ -38,8 +39,9 @@ test('a missing runtime is a command failure that names it', () => {
   assert.match(e!.message, /pct is not installed/);
 });
 
-test('the argv is quoted once, after the target prefix', () => {
-  assert.equal(wrapForTarget({ kind: 'pct', id: '200' }, ['ls', '-la', 'a b']), "pct exec 200 -- ls -la 'a b'");
-  assert.equal(wrapForTarget({ kind: 'docker', id: "we'ird" }, ['true']), "docker exec -i 'we'\\''ird' true");
-  assert.equal(wrapForTarget({ kind: 'host', id: '' }, ['echo', '$(id)']), "echo '$(id)'");
+test('the argv is quoted once, after the target prefix, and sent through the one portable wrapper', () => {
+  assert.equal(wrapForTarget({ kind: 'pct', id: '200' }, ['ls', '-la', 'a b']), portableCommandLine("pct exec 200 -- ls -la 'a b'"));
+  assert.equal(wrapForTarget({ kind: 'docker', id: "we'ird" }, ['true']), portableCommandLine("docker exec -i 'we'\\''ird' true"));
+  assert.equal(wrapForTarget({ kind: 'host', id: '' }, ['echo', '$(id)']), portableCommandLine("echo '$(id)'"));
+  assert.equal(wrapForTarget({ kind: 'host', id: '' }, ['cat'], false), portableCommandLine('cat', false));
 });

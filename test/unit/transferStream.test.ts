@@ -12,6 +12,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { childSource, runStream, type StreamEnd } from '../../src/core/transfer/stream';
 import { hashedRangeArgv } from '../../src/core/transfer/remoteCommands';
+import { wrapForTarget } from '../../src/core/targets';
 import { RemoteRunsError, isRemoteRunsError } from '../../src/core/types';
 import type { RangeJob } from '../../src/core/transfer/lanes';
 
@@ -22,10 +23,13 @@ fs.writeFileSync(file, data);
 const sha = (b: Buffer): string => createHash('sha256').update(b).digest('hex');
 const failure = (end: StreamEnd): RemoteRunsError | undefined => (end.code === 0 ? undefined : new RemoteRunsError('command-failed', `exit ${end.code}`));
 
-/** Run argv locally as a stream's source; the bytes written, by position. */
+/**
+ * Run argv locally as a stream's source, sent as a lane sends it (wrapForTarget's fenced line, run by a login shell
+ * that prints a banner first); the bytes written, by position.
+ */
 async function stream(argv: string[], job: RangeJob): Promise<{ hashes: Awaited<ReturnType<typeof runStream>>; got: Buffer }> {
   const got = Buffer.alloc(job.end - job.start);
-  const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('/bin/sh', ['-c', `echo 'Welcome to GPU node 7'; echo 'module: loaded' >&2; ${wrapForTarget({ kind: 'host', id: '' }, argv)}`], { stdio: ['ignore', 'pipe', 'pipe'] });
   const hashes = await runStream(childSource(child, failure), job, async (pos, b) => void b.copy(got, pos - job.start), new AbortController().signal);
   return { hashes, got };
 }

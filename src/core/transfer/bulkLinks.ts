@@ -22,6 +22,7 @@ import type { Logger } from '../ssh/types';
 import type { StreamRunner } from '../metrics/tailStream';
 import { fileSource, pipeSource, type StreamEnd } from './stream';
 import { wrapForTarget } from '../targets';
+import { fenceSkipper } from '../shell/portable';
 import type { TargetRef } from '../types';
 import { isRemoteRunsError } from '../types';
 import { lastingRefusal, startBesidePool, type OpenSshSession } from './opensshSession';
@@ -98,8 +99,10 @@ export class BulkLinks {
       try {
         const conn = lease.connection;
         const line = wrapForTarget(target, argv);
+        // The line is fenced: the stream's bytes are what follows FENCE (rc-file noise before it is dropped).
+        const sinkAfterFence = fenceSkipper(sink);
         // The OpenSSH transport's master carries it; the lease keeps that master up while the stream runs.
-        if (conn instanceof OpenSshConnection) return await spoolChild(conn.spoolDir, (fd) => conn.run(line, fd), sink, signal);
+        if (conn instanceof OpenSshConnection) return await spoolChild(conn.spoolDir, (fd) => conn.run(line, fd), sinkAfterFence, signal);
         if (!(conn instanceof SshConnection)) return undefined;
         const key = keyOf(host);
         const background = this.options.startInBackground !== false;
@@ -113,7 +116,7 @@ export class BulkLinks {
         link.timer = undefined;
         try {
           // Started by the session's process starter where it has one: no fork of this process per stream.
-          const end = await spoolChild(session.spoolDir, session.starter ? { byPath: (file) => session.runToFile(line, file) } : (fd) => session.run(line, fd), sink, signal);
+          const end = await spoolChild(session.spoolDir, session.starter ? { byPath: (file) => session.runToFile(line, file) } : (fd) => session.run(line, fd), sinkAfterFence, signal);
           // 255 is ssh's own failure (the master gone, the link dropped): the next stream starts a new session.
           if (end.code === 255) this.drop(key, link);
           return end;

@@ -576,12 +576,13 @@ async function runAttempt(
       return c ? createLane(transport, c, source.target, true) : undefined;
     };
 
+    const directWrites = openssh?.directWrites === true && perFile === 1 && !options.segmentBytes && !(await shellPrints(plan, signal));
     const queue: { w: Work; range: ByteRange; direct?: boolean }[] = [];
     for (const w of works) {
       const missing = w.done.missing(w.bytes);
       const left = missing.reduce((n, [s, e]) => n + (e - s), 0);
       // One OpenSSH stream for the rest of a file (a single hole up to its end): ssh writes it into the .part itself.
-      if (openssh && openssh.directWrites && perFile === 1 && !options.segmentBytes && missing.length === 1 && missing[0][1] === w.bytes) {
+      if (openssh && directWrites && perFile === 1 && !options.segmentBytes && missing.length === 1 && missing[0][1] === w.bytes) {
         queue.push({ w, range: missing[0], direct: true });
         continue;
       }
@@ -688,6 +689,16 @@ async function roundTripMs(plan: DownloadPlan, signal: AbortSignal): Promise<num
     best = Math.min(best, performance.now() - t0);
   }
   return best / 2;
+}
+
+/**
+ * Does the login shell print before every command (an rc file's banner, a module system)? A stream that ssh writes
+ * into the `.part` itself cannot drop that (shell/portable.ts): such a host gets piped streams, which do.
+ */
+async function shellPrints(plan: DownloadPlan, signal: AbortSignal): Promise<boolean> {
+  const exec = plan.source.pool.executor(plan.source.host, { idempotent: true });
+  const probe: RemoteCommand<boolean> = { argv: ['true'], describe: 'a look at what the login shell prints', parse: (r) => (r.shellNoise ?? 0) > 0 };
+  return runCommand(exec, { kind: 'host', id: '' }, probe, signal);
 }
 
 const EMPTY_COMMAND: RemoteCommand<void> = {

@@ -41,9 +41,10 @@ export class OpenSshLane implements Lane {
 
   async fetch(job: RangeJob, write: WriteFn, signal: AbortSignal, written?: (position: number, length: number) => void): Promise<RangeHashes | undefined> {
     if (signal.aborted) throw new RemoteRunsError('cancelled', 'Download cancelled');
-    const line = wrapForTarget(this.target, rangeArgvOf(job));
-    if (job.direct && job.partPath && written) return this.direct(line, job, job.partPath, written, signal);
-    return this.piped(line, job, write, signal);
+    // A direct stream's stdout is the `.part` itself, so it cannot be fenced: rc-file noise would land in the file
+    // (and the stream would then be longer than its range: refused, never verified).
+    if (job.direct && job.partPath && written) return this.direct(wrapForTarget(this.target, rangeArgvOf(job), false), job, job.partPath, written, signal);
+    return this.piped(wrapForTarget(this.target, rangeArgvOf(job)), job, write, signal);
   }
 
   private direct(line: string, job: RangeJob, part: string, written: (position: number, length: number) => void, signal: AbortSignal): Promise<RangeHashes | undefined> {

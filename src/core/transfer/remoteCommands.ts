@@ -18,16 +18,30 @@ export interface RemoteFileStat {
 }
 
 /**
+ * GNU find prints the records itself (-printf). Without -printf (BusyBox find: `find: unrecognized: -printf`, as on
+ * Alpine) the same records come from `stat -L -c '%s %Y'` per file and `readlink` per link, in a loop `find -exec`
+ * feeds (slower: a process per file; whole-second mtimes, which only this host's later listings are compared with).
+ * The relative path is the found path less the checkpoint's path and a slash (`%P`), '' for the checkpoint itself.
+ */
+/** `${` cannot be written inside String.raw; the script's parameter expansions interpolate it. */
+const P = '${';
+const STAT_SCRIPT = String.raw`if find "$1" -maxdepth 0 -printf "" >/dev/null 2>&1; then
+  find -L "$1" -type f -printf "F%s\t%T@\t%P\0" || exit
+  [ -d "$1" ] || exit 0; find "$1" -type l -printf "L%P\0%l\0" 2>/dev/null; exit 0
+fi
+files='for f; do if [ "$f" = "$0" ]; then r=; else r=${P}f#"$0"/}; fi; s=$(stat -L -c "%s %Y" -- "$f") || exit; printf "F%s\t%s\t%s\0" "${P}s% *}" "${P}s#* }" "$r"; done'
+links='for f; do r=${P}f#"$0"/}; t=$(readlink -- "$f") && printf "L%s\0%s\0" "$r" "$t"; done'
+find -L "$1" -type f -exec sh -c "$files" "$1" {} + || exit
+[ -d "$1" ] || exit 0; find "$1" -type l -exec sh -c "$links" "$1" {} + 2>/dev/null; exit 0`;
+
+/**
  * Every file under a checkpoint (or the file itself), following symlinks (checkpoints of HF caches are links into a
  * blob store): `F size \t mtime \t relative \0` records. Then, for a folder, its symlinks as they are, without
  * following: `L relative \0 text \0`, so a link to another file of the checkpoint can arrive as a link. One command.
  */
 export function statCheckpointCommand(checkpointPath: string): RemoteCommand<RemoteFileStat[]> {
-  const script =
-    'find -L "$1" -type f -printf "F%s\\t%T@\\t%P\\0" || exit; ' +
-    '[ -d "$1" ] || exit 0; find "$1" -type l -printf "L%P\\0%l\\0" 2>/dev/null; exit 0';
   return {
-    argv: ['sh', '-c', script, 'sh', checkpointPath],
+    argv: ['sh', '-c', STAT_SCRIPT, 'sh', checkpointPath],
     describe: `List files of ${checkpointPath}`,
     parse(result) {
       if (result.code !== 0) {

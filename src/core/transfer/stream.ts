@@ -13,6 +13,7 @@ import { stopChannel } from '../ssh/channels';
 import { RemoteRunsError } from '../types';
 import type { RangeHashes, RangeJob, WriteFn } from './lanes';
 import { streamedSha256 } from './remoteCommands';
+import { fenceEnd, fenceSkipper } from '../shell/portable';
 
 /** How a stream ended, as its source saw it. */
 export interface StreamEnd {
@@ -149,7 +150,12 @@ function stderrCollector(): { add(b: Buffer): void; text(): string } {
       if (n < STDERR_KEEP) parts.push(b);
       n += b.length;
     },
-    text: () => Buffer.concat(parts).toString('utf8'),
+    // The command's own stderr starts after FENCE (shell/portable.ts); rc-file noise before it is not its words.
+    text: () => {
+      const all = Buffer.concat(parts);
+      const at = fenceEnd(all);
+      return (at < 0 ? all : all.subarray(at)).toString('utf8');
+    },
   };
 }
 
@@ -207,7 +213,8 @@ export function channelSource(ch: ClientChannel, failure: (end: StreamEnd, short
     start(data, end) {
       const err = stderrCollector();
       let exit: { code: number | null; signal?: string } | undefined;
-      ch.on('data', data);
+      // The line is fenced (wrapForTarget): the range's bytes are what follows FENCE.
+      ch.on('data', fenceSkipper(data));
       ch.stderr.on('data', (b: Buffer) => err.add(b));
       ch.on('exit', (code: number | null, sig?: string) => {
         exit = typeof code === 'number' ? { code } : { code: null, signal: sig ?? undefined };
@@ -226,7 +233,8 @@ export function childSource(child: ChildProcess, failure: (end: StreamEnd, short
   return {
     start(data, end, broken) {
       const err = stderrCollector();
-      child.stdout?.on('data', data);
+      // The line is fenced (wrapForTarget): the range's bytes are what follows FENCE.
+      child.stdout?.on('data', fenceSkipper(data));
       child.stderr?.on('data', (b: Buffer) => err.add(b));
       child.once('error', (e) => broken(new RemoteRunsError('unreachable', `Cannot start ssh: ${e.message}`)));
       // 'close': the exit status is known and stdout and stderr are drained.
