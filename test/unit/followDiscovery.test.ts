@@ -9,32 +9,22 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import type { Executor, ExecResult } from '../../src/core/remote';
+import type { Executor } from '../../src/core/remote';
 import { runCommand } from '../../src/core/remote';
 import { RELIST_EVERY, RunFeed, SETTLED_EVERY, STOPPED_ROUNDS } from '../../src/core/metrics/runFeed';
 import { listRunsCommand } from '../../src/core/discovery/listScript';
 import type { Series } from '../../src/core/metrics';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
+import { LocalExecutor } from '../../src/core/eval/localExecutor';
 
 const WRITTEN = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'metrics');
 
-const localSh: Executor = {
-  exec: (line, opts) =>
-    new Promise<ExecResult>((resolve, reject) => {
-      const child = spawn('sh', ['-c', line], { stdio: ['ignore', 'pipe', 'pipe'], signal: opts?.signal });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      child.stdout.on('data', (b: Buffer) => out.push(b));
-      child.stderr.on('data', (b: Buffer) => err.push(b));
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), code, truncated: false }));
-    }),
-};
+/** Commands run by a local sh: the product's own LocalExecutor (the eval runner's). */
+const localSh: Executor = new LocalExecutor();
 
 /** One file of a case: where it goes in the run, and its pieces as the writer appends them (TFRecords, CSV lines). */
 interface Piece {

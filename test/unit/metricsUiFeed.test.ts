@@ -5,27 +5,17 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { Executor, ExecResult } from '../../src/core/remote';
+import type { Executor } from '../../src/core/remote';
 import { FeedRegistry, RunFeed } from '../../src/core/metrics/runFeed';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
+import { LocalExecutor } from '../../src/core/eval/localExecutor';
 
 /** Runs command lines with the local sh, as sshd would run them with the login shell. */
-const localSh: Executor = {
-  exec: (line, opts) =>
-    new Promise<ExecResult>((resolve, reject) => {
-      const child = spawn('sh', ['-c', line], { stdio: ['ignore', 'pipe', 'pipe'], signal: opts?.signal });
-      const out: Buffer[] = [];
-      const err: Buffer[] = [];
-      child.stdout.on('data', (b: Buffer) => out.push(b));
-      child.stderr.on('data', (b: Buffer) => err.push(b));
-      child.once('error', reject);
-      child.once('close', (code) => resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), code, truncated: false }));
-    }),
-};
+/** Commands run by a local sh: the product's own LocalExecutor (the eval runner's). */
+const localSh: Executor = new LocalExecutor();
 
 function tmpRun(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'rr-feed-'));
