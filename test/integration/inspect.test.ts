@@ -18,6 +18,7 @@ import { RemoteRunsCore, pickCheckpoint } from '../../src/core/service';
 import { inspectRemote, listedFilesOf, InspectCache } from '../../src/core/inspect/remoteRead';
 import { totals } from '../../src/core/inspect';
 import type { HostConfig, TargetRef } from '../../src/core/types';
+import { writtenAgo } from '../harness/mtimes';
 
 const FIX = path.join(ROOT, 'test', 'fixtures', 'real', 'written', 'inspect');
 const expected = JSON.parse(fs.readFileSync(path.join(FIX, 'expected.json'), 'utf8')) as Record<string, Record<string, unknown>>;
@@ -76,6 +77,8 @@ function place(root: string): void {
   fs.mkdirSync(path.join(root, 'lit-run', 'checkpoints'), { recursive: true });
   fs.copyFileSync(path.join(STATE, 'lightning_a.ckpt'), path.join(root, 'lit-run', 'checkpoints', 'epoch=2-step=12.ckpt'));
   fs.copyFileSync(path.join(STATE, 'lightning_b.ckpt'), path.join(root, 'lit-run', 'checkpoints', 'epoch=2-step=12-v1.ckpt'));
+  // Finished saves, as a run leaves them: a checkpoint changed within 5 s of a listing is one being written.
+  for (const run of [RUN, DS_RUN, 'trainer-run', 'acc-run', 'lit-run']) writtenAgo(path.join(root, run));
 }
 
 const TARGETS: [label: string, hostName: string, target: TargetRef, spec: string][] = [
