@@ -488,9 +488,9 @@ async function restartFile(w: Work, st: RemoteFileStat): Promise<void> {
 
 async function statRemote(plan: DownloadPlan, signal?: AbortSignal): Promise<Map<string, RemoteFileStat>> {
   const { source, checkpoint } = plan;
-  const stats = await runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, statCheckpointCommand(checkpoint.path), signal);
+  const walk = await runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, statCheckpointCommand(checkpoint.path), signal);
   const map = new Map<string, RemoteFileStat>();
-  for (const s of stats) map.set(checkpoint.isDir ? s.relative : checkpoint.name, s);
+  for (const s of walk.files) map.set(checkpoint.isDir ? s.relative : checkpoint.name, s);
   return map;
 }
 
