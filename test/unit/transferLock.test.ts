@@ -149,3 +149,28 @@ test('a writers record of another machine, or of a pid now running another progr
     other.kill('SIGKILL');
   }
 });
+
+test('a holder whose heartbeat cannot read the lock (every descriptor busy: EMFILE) keeps it', async () => {
+  // A pull of 100,000 small files once had every descriptor of the process in use; the heartbeat's read of the lock
+  // failed with EMFILE, was taken for a loss, and the pull stopped itself with `busy` while no other process existed.
+  const file = fresh();
+  const a = await acquireLock(file, 'step_1', 'me');
+  let lost = false;
+  a.onLost(() => (lost = true));
+  const fds: number[] = [];
+  try {
+    for (;;) fds.push(fs.openSync('/dev/null', 'r'));
+  } catch (e) {
+    assert.equal((e as NodeJS.ErrnoException).code, 'EMFILE', String(e));
+  }
+  try {
+    // Longer than a heartbeat (3 s): at least one beat runs with no descriptor to read the lock with.
+    await new Promise((r) => setTimeout(r, 4000));
+  } finally {
+    for (const fd of fds) fs.closeSync(fd);
+  }
+  await new Promise((r) => setTimeout(r, 3500));
+  assert.ok(!lost && a.owned, 'the holder still holds its lock');
+  await a.release();
+  assert.ok(!fs.existsSync(file), 'and releases it');
+});

@@ -218,7 +218,15 @@ export async function acquireLock(file: string, what: string, holder: string): P
   const lost: (() => void)[] = [];
   const timer = setInterval(() => {
     void (async () => {
-      const held = await readOwner(file).catch(() => undefined);
+      // Only a lock file that is gone, or names another owner, is lost. A read that fails (EMFILE while a pull of
+      // 100,000 files had every descriptor busy, EIO) says nothing about the owner: the next beat asks again. Taking
+      // such a failure for a loss made a pull stop itself with `busy` while no other process existed.
+      let held: Awaited<ReturnType<typeof readOwner>>;
+      try {
+        held = await readOwner(file);
+      } catch {
+        return;
+      }
       if (released) return;
       if (held?.owner?.token !== token) {
         owned = false;
