@@ -20,6 +20,7 @@ import { ConnectionPool } from '../core/ssh/pool';
 import { describeTransport, problemsFor } from '../core/ssh/transport';
 import { HostDirectory } from '../core/hosts';
 import { RemoteRunsCore, type PickedCheckpoint } from '../core/service';
+import type { SkippedEntry } from '../core/transfer';
 import { parseAddress } from '../core/address';
 import { parseConfigFile } from '../core/config';
 import { RemoteRunsError, asRemoteRunsError, isRemoteRunsError, type HostConfig } from '../core/types';
@@ -249,6 +250,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
         throw new RemoteRunsError('bad-config', `--client must be auto, openssh or ssh2, not ${JSON.stringify(client)}`);
       }
       let picked: PickedCheckpoint | undefined;
+      let leftOut: SkippedEntry[] = [];
       const local = await pullCommand(
         { core, pool, resolve: (name) => hosts.resolve(core.host(name)), stderr: io.stderr, stdin: io.stdin, signal },
         addr,
@@ -260,12 +262,13 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
           client,
           sshPath: io.env.REMOTE_RUNS_SSH || undefined,
           onPicked: (p) => (picked = p),
+          onSkipped: (s) => (leftOut = s),
         },
       );
       // --json: where it went, which checkpoint, and what `latest` passed over (the same words as on stderr).
       if (values.json && picked) {
         const p: PickedCheckpoint = picked;
-        io.stdout.write(`${JSON.stringify({ local, checkpoint: p.checkpoint.name, ...(p.checkpoint.incomplete ? { incomplete: p.checkpoint.incomplete } : {}), skipped: p.skipped ?? [], ...(p.note ? { note: p.note } : {}) })}\n`);
+        io.stdout.write(`${JSON.stringify({ local, checkpoint: p.checkpoint.name, ...(p.checkpoint.incomplete ? { incomplete: p.checkpoint.incomplete } : {}), skipped: p.skipped ?? [], entriesSkipped: leftOut, ...(p.note ? { note: p.note } : {}) })}\n`);
       } else io.stdout.write(`${local}\n`);
       return 0;
     }

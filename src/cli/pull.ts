@@ -2,7 +2,7 @@ import * as readline from 'node:readline';
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpointWithNote, type PickedCheckpoint } from '../core/service';
 import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
-import { partialPercent, progressText, pullCheckpoint, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice } from '../core/transfer';
+import { partialPercent, progressText, pullCheckpoint, skippedLines, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice, type SkippedEntry } from '../core/transfer';
 import { RemoteRunsError, formatTarget } from '../core/types';
 import { formatBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
@@ -26,7 +26,7 @@ export interface PullDeps {
 export async function pullCommand(
   deps: PullDeps,
   addr: ReturnType<typeof parseAddress>,
-  options: { to: string; verify: VerifyMode; recheck?: boolean; force?: boolean; client?: ClientChoice; sshPath?: string; onPicked?: (picked: PickedCheckpoint) => void },
+  options: { to: string; verify: VerifyMode; recheck?: boolean; force?: boolean; client?: ClientChoice; sshPath?: string; onPicked?: (picked: PickedCheckpoint) => void; onSkipped?: (skipped: SkippedEntry[]) => void },
 ): Promise<string> {
   if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
     throw new RemoteRunsError('bad-address', 'pull needs host/target/run/checkpoint (a checkpoint name such as step_20000 or last.ckpt, a step, last/best, final, or "latest")');
@@ -51,6 +51,8 @@ export async function pullCommand(
     onProgress: progress.update,
     overwrite: (file) => askOverwrite(deps, file),
   }, (plan) => {
+    for (const line of skippedLines(plan)) deps.stderr.write(`${where}: ${line}\n`);
+    options.onSkipped?.(plan.skipped);
     // An interrupted pull (or window) left bytes of these files: say so before continuing from them.
     const here = plan.files.reduce((n, f) => n + (f.state.kind === 'partial' ? f.state.bytes : f.state.kind === 'complete-verified' ? f.bytes : 0), 0);
     if (plan.files.some((f) => f.state.kind === 'partial') && here > 0) {

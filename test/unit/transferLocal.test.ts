@@ -39,7 +39,7 @@ test('find records: sizes, sub-second mtimes and relative paths holding tabs and
   fs.utimesSync(path.join(dir, 'sub', 'e.bin'), 1_700_000_000.25, 1_700_000_000.25);
   const cmd = statCheckpointCommand(dir);
   const stdout = execFileSync('sh', ['-c', shellJoin(cmd.argv)]);
-  const recs = cmd.parse({ stdout, stderr: Buffer.alloc(0), code: 0, truncated: false }).sort((a, b) => a.relative.localeCompare(b.relative));
+  const recs = cmd.parse({ stdout, stderr: Buffer.alloc(0), code: 0, truncated: false }).files.sort((a, b) => a.relative.localeCompare(b.relative));
   assert.deepEqual(recs.map((r) => [r.relative, r.bytes]), [['a\tb\nc.pt', 3], ['sub/e.bin', 0]]);
   assert.equal(recs[1].mtime, 1_700_000_000_250);
   // A flat file is its own root: relative ''.
@@ -114,7 +114,7 @@ test('symlinks of a folder checkpoint: listed with their text; kept as links onl
   fs.writeFileSync(path.join(tmp, 'outside-blob'), 'blob!');
   fs.symlinkSync(path.join(tmp, 'outside-blob'), path.join(dir, 'abs'));
   const cmd = statCheckpointCommand(dir);
-  const recs = cmd.parse({ stdout: execFileSync('sh', ['-c', shellJoin(cmd.argv)]), stderr: Buffer.alloc(0), code: 0, truncated: false });
+  const recs = cmd.parse({ stdout: execFileSync('sh', ['-c', shellJoin(cmd.argv)]), stderr: Buffer.alloc(0), code: 0, truncated: false }).files;
   const by = new Map(recs.map((r) => [r.relative, r]));
   assert.deepEqual([...by.keys()].sort(), ['abs', 'link\tname', 'model.safetensors', 'sub/up']);
   assert.equal(by.get('link\tname')?.link, 'model.safetensors');
@@ -130,7 +130,7 @@ test('symlinks of a folder checkpoint: listed with their text; kept as links onl
   assert.equal(linkWithin('a', 'a', names), undefined, 'itself');
   // A flat checkpoint that is itself a link is its own root: fetched as its file.
   const flat = statCheckpointCommand(path.join(dir, 'link\tname'));
-  assert.deepEqual(flat.parse({ stdout: execFileSync('sh', ['-c', shellJoin(flat.argv)]), stderr: Buffer.alloc(0), code: 0, truncated: false }), [
+  assert.deepEqual(flat.parse({ stdout: execFileSync('sh', ['-c', shellJoin(flat.argv)]), stderr: Buffer.alloc(0), code: 0, truncated: false }).files, [
     { relative: '', bytes: 7, mtime: by.get('model.safetensors')!.mtime },
   ]);
   assert.throws(() => parseStatRecords(Buffer.from('Lname\0')), /Unexpected link record/);

@@ -33,6 +33,7 @@ import { localError, makeFolders } from './localErrors';
 import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
+import { batchable, batches, fetchSmallBatch } from './smallFiles';
 import { linkState, localState } from './plan';
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
 import { lockPath, overwriteJsonInPlace, readPartRecord, removeStaleTemps, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type DownloadOrigin, type PartRecord } from './records';
@@ -59,6 +60,10 @@ interface Work {
   dirty: boolean;
   saving?: Promise<void>;
   resave: boolean;
+  /** Its `.part` record exists (written before its first byte, or found from an earlier run). */
+  recorded: boolean;
+  /** Ranges of it being fetched now (its handle is closed when none is and all its bytes are written). */
+  inflight: number;
   outcome: FileOutcome['outcome'];
   replaced: boolean;
   sha256?: string;
@@ -227,14 +232,23 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
           }
         }
         report(true);
+        // Small files first, many to a command (smallFiles.ts); what a batch did not bring goes through the streams.
+        const batched = await fetchSmallFiles(plan, pendingWork, verify, options, signal, (w, n) => {
+          bytesFetched += n;
+          lastFile = w;
+          report(false);
+        });
+        const streamed = pendingWork.filter((w) => !batched.has(w));
         let laneChanged: unknown;
         try {
-          const used = await runAttempt(plan, pendingWork, transport, verify, options, clientState, signal, (w, n) => {
-            bytesFetched += n;
-            lastFile = w;
-            report(false);
-          });
-          lanesUsed = Math.max(lanesUsed, used);
+          if (streamed.length > 0) {
+            const used = await runAttempt(plan, streamed, transport, verify, options, clientState, signal, (w, n) => {
+              bytesFetched += n;
+              lastFile = w;
+              report(false);
+            });
+            lanesUsed = Math.max(lanesUsed, used);
+          }
         } catch (e) {
           // A stream that saw the file shorter or longer than listed: the stat below says whether it really changed.
           if (!isRemoteRunsError(e) || e.kind !== 'changed' || signal.aborted) throw e;
@@ -261,11 +275,12 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
             continue;
           }
           await finish(w, verify);
+          report(false);
         }
         // The stream said the file changed but it did not (same size and mtime): that is the answer, not a retry.
         if (laneChanged && !again) throw laneChanged;
       } catch (e) {
-        await Promise.all(works.map(saveRecord));
+        await saveRecords(works);
         const err = isRemoteRunsError(e) ? e : new RemoteRunsError('protocol', e instanceof Error ? e.message : String(e));
         if ((err.kind === 'changed' || err.kind === 'command-failed') && !signal.aborted) await throwIfGone(plan, works, signal);
         if (err.kind !== 'unreachable' || signal.aborted || attempt >= (options.retries ?? 5)) throw signal.aborted ? cancelled() : err;
@@ -403,8 +418,12 @@ async function prepare(file: PlanFile, index: number, fresh: boolean): Promise<W
     refetchedBytes: 0,
     hashMismatches: 0,
     unsaved: 0,
-    dirty: true,
+    // No record until the file is started (runAttempt writes it before the first byte): a pull of 100,000 small
+    // files once wrote all 100,000 records at once, every second, and ran out of descriptors and memory.
+    dirty: false,
     resave: false,
+    recorded: false,
+    inflight: 0,
     outcome: 'downloaded',
     replaced: false,
     finished: false,
@@ -418,6 +437,7 @@ async function prepare(file: PlanFile, index: number, fresh: boolean): Promise<W
     // they were checked (a crash of the machine before they reached the disk, a disk that changed them) is caught.
     w.checked = [];
     w.resumedBytes = w.done.total;
+    w.recorded = true;
     if (w.resumedBytes > 0) w.outcome = 'resumed';
   } else if (partStat) {
     // A .part of another version (or no record of where it came from): those bytes are worth nothing.
@@ -488,9 +508,9 @@ async function restartFile(w: Work, st: RemoteFileStat): Promise<void> {
 
 async function statRemote(plan: DownloadPlan, signal?: AbortSignal): Promise<Map<string, RemoteFileStat>> {
   const { source, checkpoint } = plan;
-  const stats = await runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, statCheckpointCommand(checkpoint.path), signal);
+  const walk = await runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, statCheckpointCommand(checkpoint.path), signal);
   const map = new Map<string, RemoteFileStat>();
-  for (const s of stats) map.set(checkpoint.isDir ? s.relative : checkpoint.name, s);
+  for (const s of walk.files) map.set(checkpoint.isDir ? s.relative : checkpoint.name, s);
   return map;
 }
 
@@ -539,9 +559,15 @@ async function runAttempt(
   }
   const ssh2 = conn as SshConnection;
   const lanes: Lane[] = [openssh ? new OpenSshLane(openssh, source.target) : createLane(transport, ssh2, source.target, false)];
-  // The record exists (with room to spare) before the first byte: a disk that fills up at once can still take it.
-  await Promise.all(works.map(saveRecord));
-  const recordTimer = setInterval(() => void Promise.all(works.map(saveRecord)), RECORD_INTERVAL_MS);
+  // Files started in this attempt and not yet finished: the only ones whose records can need saving. The timer saves
+  // them a few at a time, so 100,000 small files never mean 100,000 writes at once.
+  const active = new Set<Work>(works.filter((w) => w.recorded));
+  let timerSaving = false;
+  const recordTimer = setInterval(() => {
+    if (timerSaving) return;
+    timerSaving = true;
+    void saveRecords(active).finally(() => (timerSaving = false));
+  }, RECORD_INTERVAL_MS);
   try {
     const remaining = works.reduce((n, w) => n + (w.bytes - w.done.total), 0);
     // OpenSSH: streams side by side on the one master connection, a big file cut into ranges of at least
@@ -595,7 +621,14 @@ async function runAttempt(
     const work = async (lane: Lane): Promise<void> => {
       for (let job = queue.shift(); job && !stop.signal.aborted; job = queue.shift()) {
         const { w, range, direct } = job;
+        w.inflight++;
         try {
+          active.add(w);
+          // The record exists (with room to spare) before the first byte: a disk that fills up at once can still take it.
+          if (!w.recorded) {
+            w.dirty = true;
+            await saveRecord(w);
+          }
           const fh = await openPart(w);
           if (range[1] === range[0]) continue;
           // Appended to by the stream: nothing may follow its start (bytes there are not recorded, so none is lost).
@@ -637,6 +670,10 @@ async function runAttempt(
         } catch (e) {
           failure ??= e;
           stop.abort();
+        } finally {
+          // A file whose bytes are all written gives its descriptor back at once: 100,000 small files must not hold
+          // 100,000 open .part files until the last one arrives (EMFILE). finish() opens it again to flush it.
+          if (--w.inflight === 0 && w.done.covers(w.bytes)) await closeHandle(w);
         }
       }
     };
@@ -663,8 +700,71 @@ async function runAttempt(
       await clientState.lock.writers(undefined).catch(() => undefined);
     }
     lease.dispose();
-    await Promise.all(works.map(saveRecord));
+    await saveRecords(active);
   }
+}
+
+/** Below this many small files, each has its stream as before: a batch pays off for many files, not for a few. */
+const SMALL_BATCH_MIN_FILES = 64;
+/** Batches of small files fetched at once (each one remote command on the pool's connection). */
+const SMALL_BATCHES_AT_ONCE = 4;
+
+/**
+ * Fetch the small files of `works` not yet started in batches (smallFiles.ts): each file whose remote SHA-256 matches
+ * the bytes that came (or any, with verify 'size') is written whole as its `.part`, its one range proven, and is
+ * returned; the rest are left for the streams. No `.part` record is written for them: a kill loses at most a batch.
+ */
+async function fetchSmallFiles(
+  plan: DownloadPlan,
+  works: Work[],
+  verify: VerifyMode,
+  options: DownloadOptions,
+  signal: AbortSignal,
+  onBytes: (w: Work, n: number) => void,
+): Promise<Set<Work>> {
+  const done = new Set<Work>();
+  const candidates = works.filter((w) => w.done.total === 0 && !w.recorded && batchable({ remotePath: w.file.remotePath, bytes: w.bytes }));
+  if (candidates.length < SMALL_BATCH_MIN_FILES || options.segmentBytes) return done;
+  const { source } = plan;
+  const exec = source.pool.executor(source.host, { idempotent: true });
+  const queue = batches(candidates.map((w) => ({ remotePath: w.file.remotePath, bytes: w.bytes, w })));
+  const run = async (): Promise<void> => {
+    for (let batch = queue.shift(); batch; batch = queue.shift()) {
+      throwIfCancelled(signal);
+      const pieces = await fetchSmallBatch(exec, source.target, batch, verify === 'sha256', signal);
+      for (const [i, piece] of pieces.entries()) {
+        const { w } = batch[i];
+        if (!piece) continue;
+        if (piece.remote === 'none') throw noHashTool();
+        if (verify === 'sha256' && piece.remote !== piece.local) continue;
+        try {
+          await fs.writeFile(w.file.paths.part, piece.data);
+        } catch (e) {
+          throw localError(e, `Cannot write ${w.file.paths.part}`);
+        }
+        w.done.add(0, w.bytes);
+        if (verify === 'sha256') w.checked.push({ start: 0, end: w.bytes, sha256: piece.local });
+        done.add(w);
+        onBytes(w, w.bytes);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SMALL_BATCHES_AT_ONCE, queue.length) }, run));
+  return done;
+}
+
+/** How many records are written at once by saveRecords. */
+const RECORD_SAVES_AT_ONCE = 16;
+
+/** Save the records of `works` (those dirty), a few at a time. */
+async function saveRecords(works: Iterable<Work>): Promise<void> {
+  const dirty = [...works].filter((w) => w.dirty && !w.finished);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(RECORD_SAVES_AT_ONCE, dirty.length) }, async () => {
+      while (next < dirty.length) await saveRecord(dirty[next++]);
+    }),
+  );
 }
 
 /**
@@ -902,7 +1002,10 @@ function saveRecord(w: Work): Promise<void> {
           () => true,
           () => false,
         );
-      if (ok) w.unsaved = Math.max(0, w.unsaved - unsaved);
+      if (ok) {
+        w.unsaved = Math.max(0, w.unsaved - unsaved);
+        w.recorded = true;
+      }
       else w.dirty = true; // try again next time
     } while (w.resave);
   })().finally(() => {

@@ -4,11 +4,12 @@
  *
  * This folder never imports `vscode`.
  */
-export { planDownload, buildPlan, localState, checkpointLocalRoot, type PlanDestination } from './plan';
+export { planDownload, buildPlan, localState, checkpointLocalRoot, skipText, type PlanDestination } from './plan';
+export type { SkippedEntry, SkipReason } from './remoteCommands';
 export { download } from './download';
 export { RangeSet, splitRanges, type ByteRange } from './ranges';
 export { filePaths, lockPath, STATE_DIR, type FilePaths } from './records';
-export { pullCheckpoint, verificationText, type PullOutcome } from './pull';
+export { pullCheckpoint, skippedLines, verificationText, type PullOutcome } from './pull';
 export { progressText } from './progress';
 export { discardPartialDownload, findPartialDownloads, partialPercent, type PartialDownload } from './partials';
 export { localCopyOf, type LocalCopy } from './localCopy';

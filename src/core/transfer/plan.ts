@@ -8,7 +8,8 @@ import { runCommand } from '../remote';
 import { RemoteRunsError, type Checkpoint } from '../types';
 import { filePaths, readDoneRecord, readPartRecord, type FilePaths } from './records';
 import { RangeSet } from './ranges';
-import { statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
+import { statCheckpointCommand, type RemoteFileStat, type RemoteWalk } from './remoteCommands';
+import type { SkippedEntry } from './remoteCommands';
 import type { DownloadPlan, LocalState, PlanFile, TransferSource } from './types';
 import { displayName } from '../util/display';
 
@@ -30,24 +31,47 @@ export async function planDownload(
   signal?: AbortSignal,
 ): Promise<DownloadPlan> {
   const executor = source.pool.executor(source.host, { idempotent: true });
-  const stats = await runCommand(executor, source.target, statCheckpointCommand(checkpoint.path), signal);
-  return buildPlan(source, checkpoint, dest, stats);
+  const walk = await runCommand(executor, source.target, statCheckpointCommand(checkpoint.path), signal);
+  return buildPlan(source, checkpoint, dest, walk);
 }
 
 /** The plan from a remote listing (separate so a refresh during download can reuse it). */
-export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, dest: PlanDestination, stats: RemoteFileStat[]): Promise<DownloadPlan> {
+export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, dest: PlanDestination, walk: RemoteWalk | RemoteFileStat[]): Promise<DownloadPlan> {
   const root = path.resolve(dest.root);
   const localRoot = checkpointLocalRoot(root, dest.run, checkpoint);
   const files: PlanFile[] = [];
+  let stats = Array.isArray(walk) ? walk : walk.files;
+  let skipped = Array.isArray(walk) ? [] : walk.skipped;
   if (!checkpoint.isDir) {
     const st = stats.find((s) => s.relative === '');
-    if (!st) throw new RemoteRunsError('path-missing', `${checkpoint.path} is no longer a file on the remote side`, { path: checkpoint.path });
+    if (!st) {
+      const special = skipped.find((s) => s.relative === '');
+      if (special) throw new RemoteRunsError('path-missing', `${checkpoint.path} is not a regular file on the remote side (${skipText(special)}); nothing to pull`, { path: checkpoint.path });
+      throw new RemoteRunsError('path-missing', `${checkpoint.path} is no longer a file on the remote side`, { path: checkpoint.path });
+    }
     files.push(await planFile(root, checkpoint.name, checkpoint.path, st, localRoot));
   } else {
     // Final weights live in the run folder beside everything else of the run: only their own files are theirs.
     const own = checkpoint.kind === 'final' || checkpoint.fileGroup ? new Set(checkpoint.files.map((f) => f.name)) : undefined;
-    if (own) stats = stats.filter((st) => own.has(st.relative));
+    if (own) {
+      stats = stats.filter((st) => own.has(st.relative));
+      skipped = skipped.filter((st) => own.has(st.relative));
+    }
     const names = new Set(stats.map((st) => st.relative));
+    // Folder links that stay inside the checkpoint arrive as links: the folder they name is walked once, as itself.
+    for (const d of Array.isArray(walk) || own ? [] : walk.dirLinks) {
+      const localPath = path.join(localRoot, ...d.relative.split('/').map((p) => safeSegment(p, 'file name')));
+      files.push({
+        relative: d.relative,
+        remotePath: path.posix.join(checkpoint.path, d.relative),
+        bytes: 0,
+        mtime: 0,
+        localPath,
+        paths: filePaths(root, localPath),
+        symlink: d.link,
+        state: await linkState(localPath, d.link),
+      });
+    }
     for (const st of stats) {
       const parts = st.relative.split('/').map((p) => safeSegment(p, 'file name'));
       const localPath = path.join(localRoot, ...parts);
@@ -70,7 +94,24 @@ export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, 
   }
   files.sort((a, b) => b.bytes - a.bytes || a.relative.localeCompare(b.relative));
   // The checkpoint's size is its bytes: a link kept as a link adds none.
-  return { source, root, checkpoint, run: dest.run, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0) };
+  return { source, root, checkpoint, run: dest.run, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0), skipped };
+}
+
+const SKIP_WORDS: Record<SkippedEntry['why'], string> = {
+  fifo: 'a FIFO (named pipe): reading it would wait for a writer',
+  socket: 'a socket, not a file',
+  'char-device': 'a character device: reading it may never end',
+  'block-device': 'a block device, not a file',
+  other: 'not a regular file',
+  'broken-link': 'a symbolic link to nothing',
+  'link-loop': 'a symbolic link loop (it leads back to itself)',
+  'dir-link-outside': 'a link to a folder outside the checkpoint, not followed',
+};
+
+/** Why an entry was left out, in words (with the link it is, when it is one). */
+export function skipText(s: SkippedEntry): string {
+  const link = s.link !== undefined ? ` (link to ${JSON.stringify(s.link)})` : '';
+  return `${SKIP_WORDS[s.why]}${s.why === 'char-device' || s.why === 'block-device' || s.why === 'fifo' || s.why === 'socket' || s.why === 'other' ? link : s.link !== undefined ? `: ${JSON.stringify(s.link)}` : ''}`;
 }
 
 /**

@@ -6,7 +6,7 @@
 import type { Checkpoint } from '../types';
 import { formatBytes } from '../util/format';
 import { download } from './download';
-import { planDownload, type PlanDestination } from './plan';
+import { planDownload, skipText, type PlanDestination } from './plan';
 import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, TransferSource, VerifyMode } from './types';
 
 export interface PullOutcome {
@@ -26,7 +26,10 @@ export function verificationText(verify: VerifyMode): string {
   return verify === 'sha256' ? 'verified by SHA-256 on both sides' : 'checked by size only (not verified)';
 }
 
-/** `planned`: told of the plan before any byte moves (a face says what it found, e.g. an interrupted download). */
+/**
+ * `planned`: told of the plan before any byte moves (a face says what it found, e.g. an interrupted download, and
+ * names each entry of `plan.skipped` with skippedLines).
+ */
 export async function pullCheckpoint(
   source: TransferSource,
   checkpoint: Checkpoint,
@@ -58,5 +61,17 @@ export async function pullCheckpoint(
   if (symlinks) parts.push(`${symlinks} symlink${symlinks > 1 ? 's' : ''} within the checkpoint kept as link${symlinks > 1 ? 's' : ''}`);
   const mismatches = result.files.reduce((n, f) => n + (f.hashMismatches ?? 0), 0);
   if (mismatches) parts.push(`${mismatches} range${mismatches > 1 ? 's' : ''} fetched again after a SHA-256 mismatch`);
+  // What was left out is part of the answer: "verified" speaks for the files fetched, never for the checkpoint whole.
+  const outside = plan.skipped.filter((s) => s.why === 'dir-link-outside');
+  const special = plan.skipped.length - outside.length;
+  if (special) parts.push(`NOT COMPLETE: ${special} entr${special > 1 ? 'ies' : 'y'} skipped (not regular files, broken links or link loops, named above)`);
+  if (outside.length) parts.push(`${outside.length} link${outside.length > 1 ? 's' : ''} to folders outside the checkpoint not followed: ${outside.slice(0, 5).map((s) => `${JSON.stringify(s.relative)} -> ${JSON.stringify(s.link ?? '')}`).join(', ')}${outside.length > 5 ? ` and ${outside.length - 5} more` : ''}`);
   return { plan, result, alreadyThere, declined, resumedBytes, summary: parts.join('; ') };
+}
+
+/** One line per entry a pull leaves out (at most `max`, then how many more), for the faces to show before the summary. */
+export function skippedLines(plan: Pick<DownloadPlan, 'skipped'>, max = 20): string[] {
+  const lines = plan.skipped.slice(0, max).map((s) => `skipped ${JSON.stringify(s.relative)}: ${skipText(s)}`);
+  if (plan.skipped.length > max) lines.push(`skipped ${plan.skipped.length - max} more entries (the JSON output lists them all)`);
+  return lines;
 }

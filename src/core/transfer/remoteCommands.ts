@@ -17,29 +17,73 @@ export interface RemoteFileStat {
   link?: string;
 }
 
+/** An entry of a checkpoint that a pull leaves out, and why (said in the pull's summary, never in silence). */
+export interface SkippedEntry {
+  /** Relative to the checkpoint path. */
+  relative: string;
+  why: SkipReason;
+  /** The text of the symbolic link it is (or reached it through), when it is one. */
+  link?: string;
+}
+
 /**
+ * - `fifo`, `socket`, `char-device`, `block-device`, `other`: not a regular file (itself, or what its link leads to:
+ *   `/dev/zero`, `/proc/self/fd/0`); reading it would block or never end.
+ * - `broken-link`: a symbolic link to nothing; `link-loop`: a link that leads back to itself (ELOOP).
+ * - `dir-link-outside`: a link to a folder outside the checkpoint (`up -> ../../..`, `root -> /`): never followed.
+ */
+export type SkipReason = 'fifo' | 'socket' | 'char-device' | 'block-device' | 'other' | 'broken-link' | 'link-loop' | 'dir-link-outside';
+
+/** What a walk of a checkpoint found: the files to fetch and what is left out. */
+export interface RemoteWalk {
+  files: RemoteFileStat[];
+  skipped: SkippedEntry[];
+  /** Folder links of the checkpoint that stay inside it (relative, text): they arrive as links, never walked twice. */
+  dirLinks: { relative: string; link: string }[];
+}
+
+/** The walk's output is cut here (64 MiB of records: about a million files); a longer one is refused, never half-planned. */
+export const WALK_BUDGET_BYTES = 64 << 20;
+
+/**
+ * Every file under a checkpoint (or the file itself), with its size and mtime; links to files are followed wherever
+ * they lead (checkpoints of HF caches are links into a blob store), links to folders never are: a walk stays inside
+ * what it walks (a link `up -> ../../..` or to `/` would otherwise walk the whole remote filesystem). One command:
+ *
+ * - `R text\0 Z\0`: the checkpoint itself is a link to a folder whose text is absolute or climbs out with `..`:
+ *   nothing is walked (the plan refuses it).
+ * - `F size \t mtime \t relative \0`: a regular file (followed through links). GNU find -L, with `-xtype l` true
+ *   for a link (find(1): "if the -L option has been given, true if c is `l`"), so `-xtype l -type d` is a link to a
+ *   folder, printed as `D relative \0` and pruned.
+ * - `S type \t relative \0`: anything else (find's %y after following: p, s, c, b, l for a link to nothing).
+ * - The physical walk is `find -H`: the checkpoint itself may be a link (`latest -> checkpoint-500`), followed.
+ * - `E status \0`: find's exit status (a loop is an error on find's stderr, and the entry is not printed).
+ * - `L type relative \0 text \0`: each link as it is, from a walk that follows none (%Y: the followed type, L for a
+ *   loop, N for nothing there).
+ * - `Z\0`: the end. The whole is cut at WALK_BUDGET_BYTES by `head -c`, which stops find (SIGPIPE): a missing `Z` is a
+ *   walk too large to plan.
+ *
  * GNU find prints the records itself (-printf). Without -printf (BusyBox find: `find: unrecognized: -printf`, as on
- * Alpine) the same records come from `stat -L -c '%s %Y'` per file and `readlink` per link, in a loop `find -exec`
- * feeds (slower: a process per file; whole-second mtimes, which only this host's later listings are compared with).
- * The relative path is the found path less the checkpoint's path and a slash (`%P`), '' for the checkpoint itself.
+ * Alpine) the F and L records come from `stat -L -c '%s %Y'` per file and `readlink` per link, in loops `find -exec`
+ * feeds (slower: a process per file; whole-second mtimes). That walk cannot tell special files or folder links apart:
+ * it follows links as BusyBox's `find -L` does, bounded by the same budget.
  */
 /** `${` cannot be written inside String.raw; the script's parameter expansions interpolate it. */
 const P = '${';
-const STAT_SCRIPT = String.raw`if find "$1" -maxdepth 0 -printf "" >/dev/null 2>&1; then
-  find -L "$1" -type f -printf "F%s\t%T@\t%P\0" || exit
-  [ -d "$1" ] || exit 0; find "$1" -type l -printf "L%P\0%l\0" 2>/dev/null; exit 0
+const STAT_SCRIPT = String.raw`[ -e "$1" ] || [ -L "$1" ] || { printf "%s: No such file or directory\n" "$1" >&2; exit 2; }
+if [ -L "$1" ] && [ -d "$1" ]; then t=$(readlink "$1"; echo .); t=${P}t%?.}; case "/$t/" in //*|*/../*) printf "R%s\0Z\0" "$t"; exit 0 ;; esac; fi
+if find "$1" -maxdepth 0 -printf "" >/dev/null 2>&1; then
+  { if [ -d "$1" ]; then
+    find -L "$1" -mindepth 1 -xtype l \( -type d -printf "D%P\0" -prune -o -type f -printf "F%s\t%T@\t%P\0" -o -printf "S%y\t%P\0" \) -o -type f -printf "F%s\t%T@\t%P\0" -o -type d -o -printf "S%y\t%P\0"; printf "E%s\0" $?
+    find -H "$1" -mindepth 1 -type l -printf "L%Y%P\0%l\0" 2>/dev/null
+  else find -L "$1" -maxdepth 0 -type f -printf "F%s\t%T@\t\0" -o -printf "S%y\t\0"; printf "E%s\0" $?; fi; printf "Z\0"; } | head -c ${String(WALK_BUDGET_BYTES)}
+  exit
 fi
 files='for f; do if [ "$f" = "$0" ]; then r=; else r=${P}f#"$0"/}; fi; s=$(stat -L -c "%s %Y" -- "$f") || exit; printf "F%s\t%s\t%s\0" "${P}s% *}" "${P}s#* }" "$r"; done'
-links='for f; do r=${P}f#"$0"/}; t=$(readlink -- "$f") && printf "L%s\0%s\0" "$r" "$t"; done'
-find -L "$1" -type f -exec sh -c "$files" "$1" {} + || exit
-[ -d "$1" ] || exit 0; find "$1" -type l -exec sh -c "$links" "$1" {} + 2>/dev/null; exit 0`;
+links='for f; do r=${P}f#"$0"/}; t=$(readlink -- "$f") || continue; if [ -d "$f" ]; then y=d; elif [ -e "$f" ]; then y=f; else y=N; fi; printf "L%s%s\0%s\0" "$y" "$r" "$t"; done'
+{ find -L "$1" -type f -exec sh -c "$files" "$1" {} +; printf "E%s\0" $?; [ -d "$1" ] && find "$1" -type l -exec sh -c "$links" "$1" {} + 2>/dev/null; printf "Z\0"; } | head -c ${String(WALK_BUDGET_BYTES)}`;
 
-/**
- * Every file under a checkpoint (or the file itself), following symlinks (checkpoints of HF caches are links into a
- * blob store): `F size \t mtime \t relative \0` records. Then, for a folder, its symlinks as they are, without
- * following: `L relative \0 text \0`, so a link to another file of the checkpoint can arrive as a link. One command.
- */
-export function statCheckpointCommand(checkpointPath: string): RemoteCommand<RemoteFileStat[]> {
+export function statCheckpointCommand(checkpointPath: string): RemoteCommand<RemoteWalk> {
   return {
     argv: ['sh', '-c', STAT_SCRIPT, 'sh', checkpointPath],
     describe: `List files of ${checkpointPath}`,
@@ -50,26 +94,62 @@ export function statCheckpointCommand(checkpointPath: string): RemoteCommand<Rem
         if (/Permission denied/.test(line)) throw new RemoteRunsError('permission-denied', `Cannot read ${checkpointPath}: ${line}`, { path: checkpointPath });
         throw commandFailed(`Listing the files of ${checkpointPath}`, result);
       }
-      return parseStatRecords(result.stdout);
+      const walk = parseWalk(result.stdout, checkpointPath, true);
+      if (walk.status !== 0) {
+        // A loop is find's error for that entry alone (it is named by its L record and skipped); any other is the walk's.
+        const errors = result.stderr.toString('utf8').split('\n').filter((l) => l.trim() !== '' && !/Too many levels of symbolic links/.test(l));
+        if (errors.some((l) => /No such file or directory/.test(l)) && walk.files.length === 0) throw new RemoteRunsError('path-missing', `${checkpointPath} no longer exists on the remote side`, { path: checkpointPath });
+        if (errors.some((l) => /Permission denied/.test(l))) throw new RemoteRunsError('permission-denied', `Cannot read ${checkpointPath}: ${errors.find((l) => /Permission denied/.test(l))}`, { path: checkpointPath });
+        if (errors.length > 0) throw commandFailed(`Listing the files of ${checkpointPath}`, { ...result, code: walk.status });
+      }
+      return { files: walk.files, skipped: walk.skipped, dirLinks: walk.dirLinks };
     },
   };
 }
 
+const SKIP_TYPES: Record<string, SkipReason> = { p: 'fifo', s: 'socket', c: 'char-device', b: 'block-device', l: 'broken-link' };
+
 /**
  * Parse the records of statCheckpointCommand (relative paths and link texts may hold tabs and newlines). Records
- * without the `F` mark (`size \t mtime \t relative`) are read as files too.
+ * without a mark (`size \t mtime \t relative`) are read as files too. `checkpointPath` names the checkpoint in errors;
+ * `requireEnd`: output without its `Z` end was cut by the budget (`too-large`).
  */
-export function parseStatRecords(stdout: Buffer): RemoteFileStat[] {
+export function parseWalk(stdout: Buffer, checkpointPath = 'the checkpoint', requireEnd = false): RemoteWalk & { status: number } {
   const out: RemoteFileStat[] = [];
-  const links = new Map<string, string>();
+  const special = new Map<string, SkipReason>();
+  const dirs: string[] = [];
+  const links = new Map<string, { type: string; text: string }>();
+  let status = 0;
+  let ended = false;
   const fields = stdout.toString('utf8').split('\0');
   for (let i = 0; i < fields.length; i++) {
     let rec = fields[i];
     if (rec === '') continue;
+    if (rec === 'Z') {
+      ended = true;
+      continue;
+    }
+    if (rec.startsWith('R')) {
+      throw new RemoteRunsError('bad-address', `${checkpointPath} is a symbolic link to ${JSON.stringify(rec.slice(1))}, a folder outside the one it is in; remote-runs does not follow it (pull the folder it names by its own address)`, { path: checkpointPath, link: rec.slice(1) });
+    }
+    if (rec.startsWith('E')) {
+      status = Number(rec.slice(1)) || 0;
+      continue;
+    }
+    if (rec.startsWith('D')) {
+      dirs.push(rec.slice(1));
+      continue;
+    }
+    if (rec.startsWith('S')) {
+      const t = rec.indexOf('\t');
+      if (t < 0) throw new RemoteRunsError('protocol', `Unexpected entry record from find: ${JSON.stringify(rec.slice(0, 80))}`);
+      special.set(rec.slice(t + 1), SKIP_TYPES[rec.slice(1, t)] ?? 'other');
+      continue;
+    }
     if (rec.startsWith('L')) {
       const text = fields[++i];
-      if (text === undefined || text === '') throw new RemoteRunsError('protocol', `Unexpected link record from find: ${JSON.stringify(rec.slice(0, 80))}`);
-      links.set(rec.slice(1), text);
+      if (text === undefined || text === '' || rec.length < 2) throw new RemoteRunsError('protocol', `Unexpected link record from find: ${JSON.stringify(rec.slice(0, 80))}`);
+      links.set(rec.slice(2), { type: rec[1], text });
       continue;
     }
     if (rec.startsWith('F')) rec = rec.slice(1);
@@ -81,11 +161,46 @@ export function parseStatRecords(stdout: Buffer): RemoteFileStat[] {
     if (!Number.isSafeInteger(bytes) || !Number.isFinite(mtime)) throw new RemoteRunsError('protocol', `Unexpected file record from find: ${JSON.stringify(rec.slice(0, 80))}`);
     out.push({ relative: rec.slice(t2 + 1), bytes, mtime });
   }
-  for (const f of out) {
-    const text = links.get(f.relative);
-    if (text !== undefined && f.relative !== '') f.link = text;
+  if (requireEnd && !ended) {
+    throw new RemoteRunsError('too-large', `The file list of ${checkpointPath} passed ${WALK_BUDGET_BYTES >> 20} MiB (about a million files) and was cut; nothing was pulled`, { path: checkpointPath });
   }
-  return out;
+  for (const f of out) {
+    const l = links.get(f.relative);
+    if (l !== undefined && f.relative !== '') f.link = l.text;
+  }
+  const skipped: SkippedEntry[] = [];
+  for (const [relative, why] of special) skipped.push({ relative, why, ...(links.has(relative) ? { link: links.get(relative)!.text } : {}) });
+  // A loop is not printed by the walk that follows links (find reports ELOOP instead): its L record names it.
+  const seen = new Set([...out.map((f) => f.relative), ...special.keys(), ...dirs]);
+  for (const [relative, l] of links) {
+    if (seen.has(relative)) continue;
+    if (l.type === 'L') skipped.push({ relative, why: 'link-loop', link: l.text });
+    else if (l.type === 'N') skipped.push({ relative, why: 'broken-link', link: l.text });
+  }
+  const dirLinks: { relative: string; link: string }[] = [];
+  for (const relative of dirs) {
+    const text = links.get(relative)?.text ?? '';
+    if (dirLinkWithin(relative, text)) dirLinks.push({ relative, link: text });
+    else skipped.push({ relative, why: 'dir-link-outside', link: text });
+  }
+  skipped.sort((a, b) => (a.relative < b.relative ? -1 : a.relative > b.relative ? 1 : 0));
+  return { files: out, skipped, dirLinks, status };
+}
+
+/** The files of parseWalk alone (records of older callers and tests). */
+export function parseStatRecords(stdout: Buffer): RemoteFileStat[] {
+  return parseWalk(stdout).files;
+}
+
+/**
+ * Whether a link to a folder stays inside the checkpoint: relative, and resolving below the checkpoint without
+ * being its own ancestor (`self -> .` or `sub/back -> ..` would make the local copy a loop too).
+ */
+export function dirLinkWithin(relative: string, text: string): boolean {
+  if (text === '' || text.startsWith('/') || text.includes('\0')) return false;
+  const resolved = path.posix.normalize(path.posix.join(path.posix.dirname(relative), text));
+  if (resolved === '.' || resolved === '..' || resolved.startsWith('../')) return false;
+  return !(relative === resolved || relative.startsWith(`${resolved}/`));
 }
 
 /**

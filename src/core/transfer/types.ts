@@ -42,6 +42,8 @@ export interface PlanFile {
   state: LocalState;
 }
 
+import type { SkippedEntry } from './remoteCommands';
+
 export interface DownloadPlan {
   source: TransferSource;
   /** The download root: run folders below it, the state folder `.remote-runs/` in it. */
@@ -55,6 +57,11 @@ export interface DownloadPlan {
   files: PlanFile[];
   /** Sum of remote sizes. */
   bytes: number;
+  /**
+   * Entries of the checkpoint left out (special files, broken links, link loops, folder links leaving it), each with
+   * its reason: the faces name them, and a pull that skipped any never says only "verified".
+   */
+  skipped: SkippedEntry[];
 }
 
 export type VerifyMode = 'size' | 'sha256';

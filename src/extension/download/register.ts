@@ -11,7 +11,7 @@ import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
 import { pickCheckpointWithNote as checkpointOf } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
-import { discardPartialDownload, findPartialDownloads, partialPercent, progressText, pullCheckpoint, verificationText, type PartialDownload, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
+import { discardPartialDownload, findPartialDownloads, partialPercent, progressText, pullCheckpoint, skippedLines, verificationText, type PartialDownload, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
 import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
 import { formatBytes } from '../../core/util/format';
 import { CommandIds } from '../commandIds';
@@ -267,7 +267,8 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
     ? `Remote Runs: ${label} is ${outcome.summary}.`
     : declined.length
       ? `Remote Runs: ${label} downloaded, except ${declined.length} file(s) you kept.`
-      : `Remote Runs: downloaded ${label} (${formatBytes(plan.bytes)}${outcome.resumedBytes ? `, ${formatBytes(outcome.resumedBytes)} resumed` : ''}, ${verificationText(verify)}).`;
+      : `Remote Runs: downloaded ${label} (${formatBytes(plan.bytes)}${outcome.resumedBytes ? `, ${formatBytes(outcome.resumedBytes)} resumed` : ''}, ${verificationText(verify)})${plan.skipped.length ? `, but ${plan.skipped.length} entr${plan.skipped.length > 1 ? 'ies were' : 'y was'} left out (see the log)` : ''}.`;
+  for (const line of skippedLines(plan)) deps.log.warn(`download ${label}: ${line}`);
   void afterDownload(summary, result.localRoot, ref);
   return result;
 }
