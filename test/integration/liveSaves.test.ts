@@ -1,6 +1,6 @@
 /**
  * Saves caught while the real writers wrote them (test/fixtures/real/make_livesaves.py: the Trainer, accelerate,
- * Lightning, Keras and a plain torch.save, each stopped with SIGSTOP at every file of its save; versions in
+ * Lightning, Keras, a plain torch.save, torch.distributed.checkpoint and Orbax, each stopped with SIGSTOP at every file of its save; versions in
  * LIVESAVES_MANIFEST.txt), laid on disk stage by stage with their recorded sizes, texts and mtimes relative to now,
  * and listed over the real test sshd by the built CLI: the save in progress is listed `incomplete` with its
  * framework's reason and is never `latest`; finished (and listed FRESH_WRITE_MS later) it is. `pull …/latest` during
@@ -40,6 +40,10 @@ const REASON: Record<string, RegExp> = {
   lightning: /^being written: changed/,
   keras: /^being written: changed/,
   torchsave: /^being written: changed/,
+  // FileSystemWriter writes the shards, then .metadata as .metadata.tmp, then renames it (torch/distributed/checkpoint/filesystem.py, FileSystemWriter.finish).
+  dcp: /^torch\.distributed\.checkpoint shards without their \.metadata \(written last\)$|^\.metadata\.tmp is still being written$|holds no files yet|^being written/,
+  // The step is written as N.orbax-checkpoint-tmp-<n>/ and renamed (orbaxStep in checkpointLayout.ts).
+  orbax: /^Orbax is still writing it/,
 };
 
 let host: TestHost;
@@ -102,8 +106,8 @@ after(async () => {
   await host?.stop();
 });
 
-test('the recording holds the five writers', () => {
-  assert.deepEqual(recorded.map((r) => r.framework), ['accelerate', 'keras', 'lightning', 'torchsave', 'trainer']);
+test('the recording holds the seven writers', () => {
+  assert.deepEqual(recorded.map((r) => r.framework), ['accelerate', 'dcp', 'keras', 'lightning', 'orbax', 'torchsave', 'trainer']);
 });
 
 for (const rec of recorded) {
@@ -118,7 +122,10 @@ for (const rec of recorded) {
       const where = `${rec.framework} after ${stage.event} of ${stage.path}`;
       // The clock rule needs the listing within FRESH_WRITE_MS of the laying: say so if the machine was too slow.
       assert.ok(Date.now() - started < FRESH_WRITE_MS, `${where}: laying and listing took ${Date.now() - started} ms`);
-      const c = run.checkpoints.find((x) => x.name === name);
+      // Orbax's step in progress is its temporary folder, listed under that name.
+      const c = run.checkpoints.find((x) => x.name === name || x.name.startsWith(`${name}.orbax-checkpoint-tmp`));
+      // With a file in Orbax's temporary folder, the save in progress is listed (and says why it is incomplete).
+      if (stage.files.some((x) => x.type === 'f' && x.rel.startsWith(`${rec.watched}.orbax-checkpoint-tmp/`))) assert.ok(c, `${where}: the save in progress is not listed`);
       if (signature(rec, stage) === signature(rec, finished)) {
         // Every file there at its final size: complete by its marker, or being written while its clock is fresh.
         if (c?.incomplete !== undefined) assert.match(c.incomplete, /^being written/, where);
@@ -129,7 +136,7 @@ for (const rec of recorded) {
       if (!c) continue; // nothing of it listed yet (a folder made, its first file not)
       assert.match(c.incomplete ?? '(complete)', REASON[rec.framework], where);
       // `ls --json` says what `latest` passed over, as pull does.
-      if (run.latest !== null) assert.deepEqual(run.latestSkipped?.find((x) => x.name === name)?.incomplete, c.incomplete, where);
+      if (run.latest !== null) assert.deepEqual(run.latestSkipped?.find((x) => x.name === c.name)?.incomplete, c.incomplete, where);
       if (rec.framework === 'accelerate') assert.equal(c.kind, 'save', `${where}: an accelerate save is never a step`);
     }
     assert.ok(caught > 0, `${rec.framework}: no stage caught its save unfinished`);
@@ -145,6 +152,7 @@ test('pull …/latest during a save takes the previous complete checkpoint and s
     ['trainer', 'checkpoint-10', /^latest is checkpoint-10; skipped checkpoint-20: trainer_state\.json not written yet/m],
     ['accelerate', 'checkpoint_0', /^latest is checkpoint_0; skipped checkpoint_1: (?:random_states_0\.pkl not written yet|being written: .*random_states_0\.pkl, which its framework writes last and in place)/m],
     ['lightning', 'epoch=0-step=5.ckpt', /^latest is epoch=0-step=5\.ckpt; skipped epoch=0-step=10\.ckpt: being written/m],
+    ['dcp', 'step_10', /^latest is step_10; skipped step_20: (?:torch\.distributed\.checkpoint shards without their \.metadata \(written last\)|\.metadata\.tmp is still being written)/m],
   ];
   for (const [framework, previous, said] of cases) {
     const rec = recorded.find((r) => r.framework === framework)!;

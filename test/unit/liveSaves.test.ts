@@ -131,6 +131,18 @@ test("safetensors' temporary file (the Rust tempfile crate's .tmpXXXXXX beside m
   assert.equal(other.checkpoints[0].incomplete, undefined);
 });
 
+test('Orbax: a step being saved is its temporary folder, N.orbax-checkpoint-tmp (orbax-checkpoint 0.12.4, _src/path/atomicity.py _get_tmp_directory) or N.orbax-checkpoint-tmp-<timestamp> (older releases, temporary_paths.py): listed as step N, incomplete, never latest', () => {
+  const step10: Entry[] = [d('o/10'), f('o/10/_CHECKPOINT_METADATA'), f('o/10/commit_success.txt'), d('o/10/default'), f('o/10/default/_METADATA')];
+  for (const tmp of ['20.orbax-checkpoint-tmp', '20.orbax-checkpoint-tmp-1796424497']) {
+    const run = one([d('o'), ...step10, d(`o/${tmp}`), f(`o/${tmp}/_CHECKPOINT_METADATA`), d(`o/${tmp}/default.orbax-checkpoint-tmp`)]);
+    const saving = byName(run, tmp);
+    assert.ok(saving, `${tmp} is not listed: ${run.checkpoints.map((c) => c.name).join(', ')}`);
+    assert.deepEqual([saving.kind, saving.step], ['step', 20], tmp);
+    assert.match(saving.incomplete ?? '', /^Orbax is still writing it/, tmp);
+    assert.equal(latestCheckpoint(run)?.name, '10', tmp);
+  }
+});
+
 test('naming an incomplete checkpoint takes it, with a warning that says why', () => {
   const run = one([d('run'), ...trainerCheckpoint('checkpoint-20'), ...trainerCheckpoint('checkpoint-30', TRAINER_FILES.slice(0, 4))]);
   const { checkpoint, note } = pickCheckpointWithNote(run, 'checkpoint-30');
@@ -158,7 +170,9 @@ test('the stages caught while the real writers wrote (make_livesaves.py): the sa
     const listed = (s: Stage, later = 0): Run => one([d('run'), ...s.files.map((x) => (x.type === 'd' ? d(`run/${x.rel}`, NOW + x.mtimeOffsetMs - later) : f(`run/${x.rel}`, x.bytes, NOW + x.mtimeOffsetMs - later, texts[`${x.rel}@${x.bytes}`] !== undefined ? { text: texts[`${x.rel}@${x.bytes}`] } : {})))]);
     for (const stage of stages.slice(0, -1)) {
       const run = listed(stage);
-      const c = run.checkpoints.find((x) => x.name === name || x.name === name.replace(/\.tmp.*$/, ''));
+      const c = run.checkpoints.find((x) => x.name === name || x.name === name.replace(/\.tmp.*$/, '') || x.name === `${name}.orbax-checkpoint-tmp`);
+      // Orbax writes the step into its temporary folder: with a file in it, the save in progress is listed.
+      if (stage.files.some((x) => x.type === 'f' && x.rel.startsWith(`${watched}.orbax-checkpoint-tmp/`))) assert.ok(c, `${framework} ${stage.event} ${stage.path}: the save in progress is not listed`);
       if (sig(stage) === sig(finished)) {
         // All its files are there: complete by its marker, or (no marker) being written while its clock is fresh.
         if (c?.incomplete !== undefined) assert.match(c.incomplete, /^being written/, `${framework} ${stage.event} ${stage.path}`);

@@ -40,7 +40,12 @@ const KERAS_EXT = /\.(keras|weights\.h5)$/i;
 const EPOCH_WORD = /(?:^|[^a-z])epoch[_=-]?(\d+)(?![\d.]*\d)/i;
 const ACCELERATE_FOLDER = /^checkpoint_(\d+)$/;
 const DISTCP_FILE = /\.distcp$/i;
-const ORBAX_TMP = /^(\d+)\.orbax-checkpoint-tmp-\d+$/;
+/**
+ * An Orbax step being saved: `N.orbax-checkpoint-tmp` (orbax-checkpoint 0.12.4, orbax/checkpoint/_src/path/
+ * atomicity.py _get_tmp_directory: the final name plus TMP_DIR_SUFFIX) or `N.orbax-checkpoint-tmp-<timestamp>`
+ * (older releases, as temporary_paths.py's docstring still shows); step.py's TMP_DIR_STEP_PATTERN accepts both.
+ */
+const ORBAX_TMP = /^(\d+)\.orbax-checkpoint-tmp(?:-\d+)?$/;
 const DIGITS = /^\d+$/;
 const JSONL_FILE = /\.jsonl$/i;
 const LOG_CSV = /^(metrics[^/]*|progress|log[^/]*)\.csv$/i;
@@ -401,8 +406,8 @@ export function incompleteReason(files: readonly { name: string; bytes: number }
 /**
  * Orbax's CheckpointManager names a step's folder by the bare step (`1000/`) and writes `_CHECKPOINT_METADATA`
  * (orbax/checkpoint/_src/metadata/checkpoint.py) and `commit_success.txt` (orbax/checkpoint/_src/path/
- * atomicity_types.py) into it; a save in progress is `1000.orbax-checkpoint-tmp-<n>` (orbax/checkpoint/_src/path/
- * step.py) until renamed. A bare number alone is no checkpoint (seed folders are named `0`, `1`…): the marker files
+ * atomicity_types.py) into it; a save in progress is `1000.orbax-checkpoint-tmp` or `1000.orbax-checkpoint-tmp-<n>`
+ * (ORBAX_TMP) until renamed. A bare number alone is no checkpoint (seed folders are named `0`, `1`…): the marker files
  * decide. `childNames` are the names directly inside the folder.
  */
 export function orbaxStep(name: string, childNames: Iterable<string>): (ParsedCheckpointName & { incomplete?: string }) | undefined {
