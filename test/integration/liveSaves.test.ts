@@ -84,9 +84,9 @@ function ls(run: string): { latest: string | null; checkpoints: Ck[]; latestSkip
   return (JSON.parse(r.stdout) as { run: { latest: string | null; checkpoints: Ck[]; latestSkipped?: { name: string; incomplete: string }[] } }).run;
 }
 
-/** The files of the watched save, by name and size: a stage with all of them is the save as it ends. */
+/** The files of the watched save (Orbax's: in its temporary folder too), by name and size: a stage with all of them is the save as it ends. */
 const signature = (rec: Recorded, s: Stage): string =>
-  JSON.stringify(s.files.filter((x) => x.type === 'f' && (x.rel === rec.watched || x.rel.startsWith(`${rec.watched}/`))).map((x) => [x.rel, x.bytes]));
+  JSON.stringify(s.files.filter((x) => x.type === 'f' && (x.rel === rec.watched || x.rel.startsWith(`${rec.watched}/`) || x.rel.startsWith(`${rec.watched}.orbax-checkpoint-tmp/`))).map((x) => [x.rel, x.bytes]));
 const nameOf = (rec: Recorded): string => rec.watched.slice(rec.watched.lastIndexOf('/') + 1);
 
 before(async () => {
@@ -148,13 +148,15 @@ for (const rec of recorded) {
 }
 
 test('pull …/latest during a save takes the previous complete checkpoint and says which it skipped (text and --json)', () => {
-  const cases: [string, string, RegExp][] = [
+  // [framework, the checkpoint latest takes, what it says, the name of the save it skips when not the watched one's]
+  const cases: [string, string, RegExp, string?][] = [
     ['trainer', 'checkpoint-10', /^latest is checkpoint-10; skipped checkpoint-20: trainer_state\.json not written yet/m],
     ['accelerate', 'checkpoint_0', /^latest is checkpoint_0; skipped checkpoint_1: (?:random_states_0\.pkl not written yet|being written: .*random_states_0\.pkl, which its framework writes last and in place)/m],
     ['lightning', 'epoch=0-step=5.ckpt', /^latest is epoch=0-step=5\.ckpt; skipped epoch=0-step=10\.ckpt: being written/m],
+    ['orbax', '10', /^latest is 10; skipped 20\.orbax-checkpoint-tmp: Orbax is still writing it/m, '20.orbax-checkpoint-tmp'],
     ['dcp', 'step_10', /^latest is step_10; skipped step_20: (?:torch\.distributed\.checkpoint shards without their \.metadata \(written last\)|\.metadata\.tmp is still being written)/m],
   ];
-  for (const [framework, previous, said] of cases) {
+  for (const [framework, previous, said, skippedName] of cases) {
     const rec = recorded.find((r) => r.framework === framework)!;
     const finished = rec.stages[rec.stages.length - 1];
     // The first stage where the save has a file but is not finished.
@@ -170,7 +172,7 @@ test('pull …/latest during a save takes the previous complete checkpoint and s
     assert.equal(json.code, 0, json.stderr);
     const out = JSON.parse(json.stdout) as { local: string; checkpoint: string; skipped: { name: string; incomplete: string }[] };
     assert.equal(out.checkpoint, previous);
-    assert.deepEqual(out.skipped.map((s) => s.name), [nameOf(rec)]);
+    assert.deepEqual(out.skipped.map((s) => s.name), [skippedName ?? nameOf(rec)]);
     assert.match(`latest is ${out.checkpoint}; skipped ${out.skipped[0].name}: ${out.skipped[0].incomplete}`, said);
     assert.deepEqual(fs.readdirSync(path.join(to, framework)).filter((n) => !n.startsWith('.')), [previous]);
   }
