@@ -273,6 +273,19 @@ test('a backlog longer than one stream comes as several, one after the other, ev
   const readsBefore = r.reads();
   const streams: number[] = [];
   const stdouts: string[] = [];
+  /** Where each stream's ssh (not a master) writes its stdout, while it runs. */
+  const look = (): void => {
+    for (const row of sshChildren().filter((x) => !/ControlMaster=yes/.test(x))) {
+      try {
+        stdouts.push(fs.readlinkSync(`/proc/${row.split(' ')[0]}/fd/1`));
+      } catch {
+        // exited meanwhile
+      }
+    }
+  };
+  // Looked at on a timer too, not only on each stream's first chunk: on a busy machine a stream's ssh may be gone by
+  // the time its first bytes are read from the spool (they wait for the fence).
+  const sampler = setInterval(look, 25);
   const feed = r.feed((run) =>
     Object.assign(
       (argv: readonly string[], sink: (c: Buffer) => void | Promise<void>, signal: AbortSignal) => {
@@ -280,15 +293,9 @@ test('a backlog longer than one stream comes as several, one after the other, ev
         return run(
           argv,
           (c) => {
+            // While it runs: no spool file has a name in the session folder (where the stream's ssh writes: `look`).
             if (streams[streams.length - 1] === 0) {
-              // While it runs: the stream's ssh writes into a file that has no name, and the folder holds none.
-              for (const row of sshChildren().filter((x) => !/ControlMaster=yes/.test(x))) {
-                try {
-                  stdouts.push(fs.readlinkSync(`/proc/${row.split(' ')[0]}/fd/1`));
-                } catch {
-                  // exited meanwhile
-                }
-              }
+              look();
               assert.deepEqual(sessionFiles().filter((f) => /spool/.test(f)), [], 'no spool file has a name');
             }
             streams[streams.length - 1] += c.length;
@@ -300,16 +307,25 @@ test('a backlog longer than one stream comes as several, one after the other, ev
       { ready: () => true },
     ),
   );
-  await feed.pollNow();
-  assert.equal(feed.status, 'following');
-  assert.equal(seen(feed), reference, 'every line exactly once across the streams');
-  assert.ok(streams.length >= Math.floor((logSize - 2 * READ) / (1024 * 1024)), `${streams.length} streams of at most 1 MiB for ${logSize} bytes: ${streams.join(', ')}`);
-  assert.ok(streams.every((n) => n <= 1024 * 1024 + 4096), `each stream at most 1 MiB (and its status line): ${streams.join(', ')}`);
-  assert.ok(r.reads() - readsBefore <= 3, `${r.reads() - readsBefore} reads over ssh2 besides the streams`);
-  assert.ok(stdouts.length > 0 && stdouts.every((l) => /\/spool-[0-9a-f]+ \(deleted\)$/.test(l)), `the streams' stdout: ${stdouts.join('; ')}`);
-  feed.dispose();
-  assert.deepEqual(sessionFiles().filter((f) => /spool/.test(f)), []);
-  await r.links.dispose();
+  try {
+    await feed.pollNow();
+    clearInterval(sampler);
+    assert.equal(feed.status, 'following');
+    assert.equal(seen(feed), reference, 'every line exactly once across the streams');
+    assert.ok(streams.length >= Math.floor((logSize - 2 * READ) / (1024 * 1024)), `${streams.length} streams of at most 1 MiB for ${logSize} bytes: ${streams.join(', ')}`);
+    assert.ok(streams.every((n) => n <= 1024 * 1024 + 4096), `each stream at most 1 MiB (and its status line): ${streams.join(', ')}`);
+    assert.ok(r.reads() - readsBefore <= 3, `${r.reads() - readsBefore} reads over ssh2 besides the streams`);
+    // Every stream's ssh writes into a spool file, whose name is gone while it runs (the timer may catch the instant
+    // between the file's creation and its unlink, right as the ssh starts: that one still has its name).
+    assert.ok(stdouts.every((l) => /\/spool-[0-9a-f]+( \(deleted\))?$/.test(l)) && stdouts.some((l) => /\(deleted\)$/.test(l)), `the streams' stdout: ${stdouts.join('; ')}`);
+    feed.dispose();
+    assert.deepEqual(sessionFiles().filter((f) => /spool/.test(f)), []);
+  } finally {
+    // Also when an assertion failed: a master left running would fail the next tests' one-master checks.
+    clearInterval(sampler);
+    feed.dispose();
+    await r.links.dispose();
+  }
   assert.deepEqual(sessionFiles(), [], 'the session folder is gone');
 });
 
