@@ -17,6 +17,7 @@ import type {
 } from '../shared/metricsProtocol';
 import type { XMode } from './viewState';
 import { countFields } from './evalSeries';
+import { displayName } from '../core/util/display';
 
 export type { XMode };
 
@@ -283,8 +284,8 @@ export const formatTime = localTime;
 
 /** What hovering (or focusing) an eval's point shows, one fact per line: profile and checkpoint, time, state, values. */
 export function evalTooltip(e: EvalPointWire, runLabel: string): string {
-  const lines = [`eval ${e.profile} · ${runLabel} · ${e.checkpoint} (step ${formatValue(e.step)})`, `started ${formatTime(e.startedAt)} · ${e.state}`];
-  for (const [k, v] of Object.entries(e.values)) lines.push(`${k} = ${formatValue(v)}`);
+  const lines = [`eval ${displayName(e.profile)} · ${runLabel} · ${displayName(e.checkpoint)} (step ${formatValue(e.step)})`, `started ${formatTime(e.startedAt)} · ${e.state}`];
+  for (const [k, v] of Object.entries(e.values)) lines.push(`${displayName(k)} = ${formatValue(v)}`);
   return lines.join('\n');
 }
 

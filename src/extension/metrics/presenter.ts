@@ -29,6 +29,7 @@ import { SeriesTracker } from './seriesTracker';
 import type { IncrementalEma } from './incrementalEma';
 import { put } from '../../core/util/dict';
 import { STOPPED_MIN_MS, type LinkState } from '../../core/metrics/liveness';
+import { displayName } from '../../core/util/display';
 
 /** What the presenter reads from a run's live feed (RunFeed implements it). */
 export interface FeedView {
@@ -330,8 +331,9 @@ export class MetricsPresenter {
     }
     return {
       runKey: run.key,
-      label: run.ref.runName,
-      where: whereOf(run.ref),
+      // Shown text (legend, readout, tooltips): remote names escaped as everywhere (display.ts); runKey stays exact.
+      label: displayName(run.ref.runName),
+      where: displayName(whereOf(run.ref)),
       role: run.role,
       color: run.color,
       status: run.feed.status,
