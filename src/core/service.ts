@@ -24,7 +24,7 @@ import { warmParseThread } from './metrics/parseOffload';
 import { DEFAULT_MAX_ENTRIES, listRunsCommand } from './discovery/listScript';
 import { cutShortText } from './discovery/listParse';
 import { discoverTargetsCommand } from './discovery/targetsDiscovery';
-import { displayName } from './util/display';
+import { displayName } from '../shared/display';
 
 export interface HostTargets {
   targets: Target[];

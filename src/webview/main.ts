@@ -14,7 +14,7 @@ import { liveness } from './liveness';
 import { panelXExtent } from './panelRange';
 import { closeOpenPopups, popup } from './dom';
 import { initialState, reduce, savedState, type SavedState, type WebviewEvent, type XMode } from './viewState';
-import { displayName, displayText } from '../core/util/display';
+import { displayName, displayText } from '../shared/display';
 
 interface VsCodeApi {
   postMessage(msg: FromWebview): void;

@@ -24,7 +24,7 @@ import { el } from './dom';
 import { keepXWhenYFixed } from './fixedY';
 import { chartPngBase64, type ChartPicture } from './chartExport';
 import type { ChartYRange, SeriesRef } from './viewState';
-import { displayName } from '../core/util/display';
+import { displayName } from '../shared/display';
 
 export interface UiState {
   /** The user's smoothing weight and zoom range (the webview's own settings, viewState.ts). */

@@ -17,7 +17,7 @@ import type {
 } from '../shared/metricsProtocol';
 import type { XMode } from './viewState';
 import { countFields } from './evalSeries';
-import { displayName } from '../core/util/display';
+import { displayName } from '../shared/display';
 
 export type { XMode };
 

@@ -375,7 +375,7 @@ function fieldsText(buf: Buffer): string {
  * U+DC00 + byte (U+DC80–U+DCFF), as Python's `surrogateescape` error handler does (PEP 383; `os.fsdecode`), rather
  * than U+FFFD, so two folders whose names differ only in such bytes stay two runs instead of merging into one. No
  * valid UTF-8 decodes to a lone surrogate, so a folder literally named `bad\xff` (a backslash, `x`, `f`, `f`) stays
- * apart from one holding the byte 0xFF too: the display function (core/util/display.ts) shows the byte `\xff` and
+ * apart from one holding the byte 0xFF too: the display function (shared/display.ts) shows the byte `\xff` and
  * the literal name `bad\\xff`; `--json` writes the surrogate as `\udcff`, which Python's `os.fsencode` turns back
  * into the byte. The common case (valid UTF-8, no U+FFFD) takes the fast path.
  */

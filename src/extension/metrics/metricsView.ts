@@ -12,7 +12,7 @@ import type { ReferenceStore } from './referenceStore';
 import { runKeyOf, whereOf } from '../../core/runRef';
 import { parseFromWebview } from './validate';
 import { chartCsv, chartPng, type ExportFile } from './exportContent';
-import { displayName, displayText } from '../../core/util/display';
+import { displayName, displayText } from '../../shared/display';
 
 export interface MetricsViewDeps {
   feeds: FeedRegistry;

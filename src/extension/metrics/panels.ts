@@ -10,7 +10,7 @@ import { runKeyOf, whereOf } from '../../core/runRef';
 import { panelTitles } from './statusText';
 import { parseRestoreState } from './validate';
 import { METRICS_PANEL_TYPE, setupWebview, webviewOptions } from './webviewSetup';
-import { displayName } from '../../core/util/display';
+import { displayName } from '../../shared/display';
 
 interface OpenPanel {
   panel: vscode.WebviewPanel;

@@ -29,7 +29,7 @@ import { SeriesTracker } from './seriesTracker';
 import type { IncrementalEma } from './incrementalEma';
 import { put } from '../../core/util/dict';
 import { STOPPED_MIN_MS, type LinkState } from '../../core/metrics/liveness';
-import { displayName } from '../../core/util/display';
+import { displayName } from '../../shared/display';
 
 /** What the presenter reads from a run's live feed (RunFeed implements it). */
 export interface FeedView {

@@ -1,6 +1,6 @@
 /** The pinned run's status-bar text. Pure, so it is unit-tested. */
 import { xLabel } from '../../shared/xLabel';
-import { displayName } from '../../core/util/display';
+import { displayName } from '../../shared/display';
 
 export { xLabel };
 

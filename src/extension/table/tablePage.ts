@@ -8,7 +8,7 @@
  */
 import type { TableCopyMessageType } from '../../shared/tableProtocol';
 import { makeNonce, pageHead } from '../metrics/html';
-import { displayText } from '../../core/util/display';
+import { displayText } from '../../shared/display';
 
 export interface TablePage {
   /** webview.cspSource */
