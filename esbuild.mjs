@@ -39,7 +39,7 @@ const entries = [
   },
   {
     // The metrics webview (panel and inline view): browser code with chart.js bundled in, one file under the
-    // webview's strict CSP (no eval, no inline script). Its types are checked by tsconfig.webview.json.
+    // webview's strict CSP (no eval, no inline script). Its types are checked by tsconfig.webview.json (run by the test command, test/run-all.sh).
     entryPoints: { webview: 'src/webview/main.ts' },
     platform: 'browser',
     format: 'iife',
