@@ -8,7 +8,7 @@ import type { RunsTreeProvider } from './tree/treeProvider';
 import { CommandIds } from './commandIds';
 import { registerCommand } from './commandRunner';
 import type { Logger } from './log';
-import { setUserSetting, setting, userSetting } from './settings';
+import { inspectSetting, setUserSetting, setting, userSetting } from './settings';
 
 export interface CommandDeps {
   tree: RunsTreeProvider;
@@ -72,7 +72,15 @@ async function addHost(): Promise<void> {
   const runRoots = roots.split(',').map((r) => r.trim()).filter(Boolean);
   if (runRoots.length) entry.runRoots = runRoots;
   await setUserSetting('hosts', [...(Array.isArray(mine) ? mine : []), entry]);
-  void vscode.window.showInformationMessage(`Remote Runs: added host ${entry.name}.`);
+  // A workspace's list replaces the user's in VS Code (the most specific level wins): the new host is in the user
+  // settings but not in this window's tree, which must be said rather than look like a failed add.
+  const levels = inspectSetting<unknown>('hosts');
+  const workspaceList = levels?.workspaceFolderValue !== undefined || levels?.workspaceValue !== undefined;
+  void vscode.window.showInformationMessage(
+    workspaceList
+      ? `Remote Runs: added host ${entry.name} to your user settings. This workspace sets its own remoteRuns.hosts, which VS Code uses instead of yours while it is open.`
+      : `Remote Runs: added host ${entry.name}.`,
+  );
 }
 
 function remotePathOf(node: TreeNode | undefined): string | undefined {

@@ -141,7 +141,8 @@ test('Add Host in a workspace that lists hosts of its own: the new host joins th
     await answer('Add Host (1/3)', 'trainer@127.0.0.1:9');
     await answer('Add Host (2/3)', 'added box');
     await answer('Add Host (3/3)', '/data/runs');
-    await row(/^added box$/).waitFor({ state: 'visible', timeout: 60_000 });
+    // The workspace's list replaces the user's in this window (VS Code's most specific level wins): said, not shown.
+    await session.waitForNotification(/added host added box to your user settings\. This workspace sets its own remoteRuns\.hosts/, 60_000);
     const hosts = userSettingsOf(session.root)['remoteRuns.hosts'];
     assert.deepEqual(hosts, [...before, { name: 'added box', host: '127.0.0.1', user: 'trainer', port: 9, runRoots: ['/data/runs'] }]);
     assert.doesNotMatch(JSON.stringify(userSettingsOf(session.root)), /ws-box|jump@/);
