@@ -26,18 +26,8 @@ export interface RunState extends Omit<RunSnapshot, 'series'> {
   series: Map<string, SeriesChunk>;
 }
 
-/** A chart point; `y: NaN` is a gap (chart.js does not draw a line across it). */
-export interface Point {
-  x: number;
-  y: number;
-}
-
-/** A bucket's range at x: the band under a decimated curve; `lo: NaN` is a gap. */
-export interface BandPoint {
-  x: number;
-  lo: number;
-  hi: number;
-}
+import type { BandPoint, Point } from './points';
+export type { BandPoint, Point } from './points';
 
 /** An eval drawn on one metric's chart: where, and which eval (for its tooltip). */
 export interface EvalMark extends Point {
