@@ -30,9 +30,9 @@ const entries = [
     target: 'node20',
   },
   {
-    // The parse worker of a long metrics backlog (src/core/metrics/parseWorker.ts), loaded by parseOffload.ts from
+    // The parse worker of a long metrics backlog (src/core/metrics/formats/parseWorker.ts), loaded by parseOffload.ts from
     // beside the extension and CLI bundles.
-    entryPoints: { metricsWorker: 'src/core/metrics/parseWorker.ts' },
+    entryPoints: { metricsWorker: 'src/core/metrics/formats/parseWorker.ts' },
     platform: 'node',
     format: 'cjs',
     target: 'node20',

@@ -18,10 +18,10 @@ import { performance } from 'node:perf_hooks';
 import { ConnectionPool } from '../src/core/ssh/pool';
 import { HostDirectory } from '../src/core/hosts';
 import { RemoteRunsCore } from '../src/core/service';
-import { RunFeed } from '../src/core/metrics/runFeed';
-import { RunMetrics } from '../src/core/metrics/series';
-import { JsonlParser } from '../src/core/metrics/jsonl';
-import { ParseOffload, closeIdleParseWorkers } from '../src/core/metrics/parseOffload';
+import { RunFeed } from '../src/core/metrics/follow/runFeed';
+import { RunMetrics } from '../src/core/metrics/series/series';
+import { JsonlParser } from '../src/core/metrics/formats/jsonl';
+import { ParseOffload, closeIdleParseWorkers } from '../src/core/metrics/formats/parseOffload';
 import { startTestHost, ScriptedPrompter } from '../test/harness/testHost';
 
 const LINES = 1_000_000;

@@ -7,7 +7,7 @@ import type * as vscode from 'vscode';
 import type { RunRefWire, RunRole, ToWebview, ViewMode } from '../../shared/metricsProtocol';
 import type { Logger } from '../log';
 import { MetricsPresenter, type PlateauSettings } from './presenter';
-import type { EvalSource, FeedRegistry } from '../../core/metrics/runFeed';
+import type { EvalSource, FeedRegistry } from '../../core/metrics/follow/runFeed';
 import type { ReferenceStore } from './referenceStore';
 import { runKeyOf, whereOf } from '../../core/runRef';
 import { parseFromWebview } from './validate';

@@ -28,7 +28,7 @@ import { runKeyOf, whereOf } from '../../core/runRef';
 import { SeriesTracker } from './seriesTracker';
 import type { IncrementalEma } from './incrementalEma';
 import { put } from '../../core/util/dict';
-import { STOPPED_MIN_MS, type LinkState } from '../../core/metrics/liveness';
+import { STOPPED_MIN_MS, type LinkState } from '../../core/metrics/follow/liveness';
 import { displayName } from '../../shared/display';
 
 /** What the presenter reads from a run's live feed (RunFeed implements it). */

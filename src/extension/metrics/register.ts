@@ -17,7 +17,7 @@ import { saveChartExport } from './chartExport';
 import type { MetricsViewDeps } from './metricsView';
 import { MetricsPanels } from './panels';
 import { ReferenceStore } from './referenceStore';
-import { FeedRegistry, RunFeed, type EvalSource } from '../../core/metrics/runFeed';
+import { FeedRegistry, RunFeed, type EvalSource } from '../../core/metrics/follow/runFeed';
 import { runKeyOf } from '../../core/runRef';
 import { PinnedRunStatus } from './statusBar';
 import { pickRunEverywhere } from './pickRunEverywhere';
