@@ -150,7 +150,7 @@ function machineBusyMs(): number {
  * not the sources through tsx's hook, which a worker would load (and compile) anew at every open.
  */
 function bundleParseWorker(dir: string): string {
-  buildSync({ entryPoints: { metricsWorker: path.join(__dirname, '..', 'src', 'core', 'metrics', 'parseWorker.ts') }, outdir: dir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'error' });
+  buildSync({ entryPoints: { metricsWorker: path.join(__dirname, '..', 'src', 'core', 'metrics', 'formats', 'parseWorker.ts') }, outdir: dir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'error' });
   return path.join(dir, 'metricsWorker.js');
 }
 

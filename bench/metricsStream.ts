@@ -91,7 +91,7 @@ async function streamOpen(sshBase: string[], file: string, mux: boolean, ctl: st
 
 async function main(): Promise<void> {
   const wd = fs.mkdtempSync(path.join(os.tmpdir(), 'proto-'));
-  buildSync({ entryPoints: { metricsWorker: path.join(__dirname, '..', 'src', 'core', 'metrics', 'parseWorker.ts') }, outdir: wd, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'error' });
+  buildSync({ entryPoints: { metricsWorker: path.join(__dirname, '..', 'src', 'core', 'metrics', 'formats', 'parseWorker.ts') }, outdir: wd, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'error' });
   process.env.REMOTE_RUNS_METRICS_WORKER = path.join(wd, 'metricsWorker.js');
   const host = await startTestHost();
   const pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile] });

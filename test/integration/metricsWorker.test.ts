@@ -95,7 +95,7 @@ async function workersGone(): Promise<void> {
 function dyingWorker(how: 'exit' | 'throw', dieAt: number): string {
   const file = path.join(scripts, `dying-${how}-${dieAt}.js`);
   const tsx = createRequire(__filename).resolve('tsx/cjs/api');
-  const source = path.join(__dirname, '..', '..', 'src', 'core', 'metrics', 'parseWorker.ts');
+  const source = path.join(__dirname, '..', '..', 'src', 'core', 'metrics', 'formats', 'parseWorker.ts');
   fs.writeFileSync(
     file,
     `require(${JSON.stringify(tsx)}).register();
