@@ -1,5 +1,5 @@
 /**
- * Transport benchmark: what a command costs over the OpenSSH transport (src/core/ssh/opensshConnection.ts: one
+ * Transport benchmark: what a command costs over the OpenSSH transport (src/core/ssh/openssh/connection.ts: one
  * ControlMaster, each command a `ssh` mux client) against the built-in ssh2 connection, to the same sshd on
  * 127.0.0.1, both connected and warm, in the same run. Per command kind it prints the median and min of each and the
  * ratio OpenSSH / ssh2 (medians), samples interleaved (ssh2, OpenSSH, ssh2, …) so drift hits both alike:
@@ -18,7 +18,7 @@ import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { HostDirectory } from '../src/core/hosts';
 import { SshConnection } from '../src/core/ssh/connection';
-import { OpenSshConnection } from '../src/core/ssh/opensshConnection';
+import { OpenSshConnection } from '../src/core/ssh/openssh/connection';
 import type { Transport } from '../src/core/ssh/transport';
 import { listRunsCommand } from '../src/core/discovery/listScript';
 import { tailReadCommand } from '../src/core/metrics/follow/tail';

@@ -1,6 +1,6 @@
 /**
  * Issue 16 item 1, the hosts ssh2 cannot reach: the system OpenSSH client as the host's transport
- * (src/core/ssh/opensshConnection.ts), against real sshd processes whose only way in is what ssh2 lacks.
+ * (src/core/ssh/openssh/connection.ts), against real sshd processes whose only way in is what ssh2 lacks.
  *
  * - A user CA (`TrustedUserCAKeys`) with `AuthorizedKeysFile none`: only a certificate signed by that CA logs in,
  *   given by `CertificateFile` or found as `KEY-cert.pub` beside the IdentityFile. ssh2 is refused (auth-failed).

@@ -1,5 +1,5 @@
 /**
- * Downloads whose bytes move through the system's OpenSSH client (src/core/transfer/opensshSession.ts, opensshLane.ts), against real sshd
+ * Downloads whose bytes move through the system's OpenSSH client (src/core/ssh/openssh/session.ts, opensshLane.ts), against real sshd
  * servers: it logs in with what the pool already unlocked (one passphrase prompt in all, the user's own ssh-agent
  * proxied, the password given to askpass), through a jump host, trusting only the host keys the pool trusted (a
  * changed key stops the download); without `ssh` it falls back to ssh2 and says why; a disk that fills up mid-stream

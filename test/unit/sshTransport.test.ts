@@ -9,7 +9,8 @@ import { parseSshConfig, resolveHost } from '../../src/core/ssh/sshConfig';
 import { chooseTransport, describeTransport, problemsFor, type TransportProbe } from '../../src/core/ssh/transport';
 import type { HostConfig } from '../../src/core/types';
 import { mapOpenSshError } from '../../src/core/ssh/clientErrors';
-import { buildTransportConfig, masterArgs, readPrompt } from '../../src/core/ssh/opensshConnection';
+import { buildTransportConfig, masterArgs, readPrompt } from '../../src/core/ssh/openssh/connection';
+import { classifySshFailure } from '../../src/core/ssh/openssh/session';
 
 const HOME = '/home/me';
 const ENV = { home: HOME, localUser: 'me', localHost: 'laptop', vars: {}, uid: 1000 };
@@ -187,4 +188,18 @@ describe('the wrapper config and the master command line', () => {
     assert.match(text, /Host bastion\n  StrictHostKeyChecking ask\n/);
     assert.deepEqual(masterArgs(r, '/w/config', '/w/cm').slice(-9), ['-N', '-l', 'u', '-p', '2200', '-i', '/k/id', '--', 'gpu']);
   });
+});
+
+test('one reading of ssh\'s stderr: the transport (mapOpenSshError) and a transfer\'s session (classifySshFailure) agree on every recorded failure', () => {
+  const hop = resolved('Host gpu\n  HostName 127.0.0.1\n  User rrtest\n').target;
+  // The session trusts only the keys the pool verified: an unknown key is, for it, a key other than the trusted one.
+  const sessionKind = { 'auth-failed': 'auth-failed', 'host-key-mismatch': 'host-key-mismatch', 'host-key-unknown': 'host-key-mismatch', unreachable: 'unreachable', 'not-found': 'unreachable' } as const;
+  const recorded = [RECORDED.refused, RECORDED.dns, RECORDED.unknown, RECORDED.changed, RECORDED.denied, RECORDED.tooMany];
+  const seen = new Set<string>();
+  for (const stderr of recorded) {
+    const transport = mapOpenSshError(stderr, hop, 'gpu', []).kind as keyof typeof sessionKind;
+    seen.add(transport);
+    assert.equal(classifySshFailure(stderr, 255)?.kind, sessionKind[transport], stderr);
+  }
+  assert.deepEqual([...seen].sort(), ['auth-failed', 'host-key-mismatch', 'host-key-unknown', 'unreachable'], 'every kind is among the recordings');
 });

@@ -1,5 +1,5 @@
 /**
- * The lifeline of an OpenSSH session (opensshSession.ts): when its owner's pipe closes, it kills the pids it holds
+ * The lifeline of an OpenSSH session (openssh/session.ts): when its owner's pipe closes, it kills the pids it holds
  * and stays until they are gone, so whoever waits for the lifeline to exit (the lock's next owner) knows nothing it
  * killed still writes.
  */

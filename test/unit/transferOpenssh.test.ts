@@ -10,10 +10,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { utils, type ParsedKey } from 'ssh2';
-import { buildConfig, classifySshFailure, configPath, OpenSshUnsupported } from '../../src/core/transfer/opensshSession';
-import { removeOrphanedSessions } from '../../src/core/ssh/sessionFolder';
-import { startPrivateAgent } from '../../src/core/ssh/agentServer';
-import { passwordPrompt, startAskpass } from '../../src/core/ssh/askpass';
+import { buildConfig, classifySshFailure, configPath, OpenSshUnsupported } from '../../src/core/ssh/openssh/session';
+import { removeOrphanedSessions } from '../../src/core/ssh/openssh/sessionFolder';
+import { startPrivateAgent } from '../../src/core/ssh/openssh/agentServer';
+import { passwordPrompt, startAskpass } from '../../src/core/ssh/openssh/askpass';
 import type { ResolvedHop } from '../../src/core/ssh/types';
 
 const files = { knownHosts: '/tmp/s/known_hosts', agent: '/tmp/s/a/agent.sock', identities: ['/tmp/s/id_0.pub'], control: '/tmp/s/cm' };

@@ -88,6 +88,37 @@ function opensshLine(stderr: string): string {
   return lines[lines.length - 1] ?? '';
 }
 
+/** What ssh's stderr says went wrong at login, by OpenSSH 9.x's messages (sshconnect.c, sshconnect2.c, ssh.c). */
+export type OpenSshFailure =
+  | { kind: 'too-many-auth-failures' }
+  | { kind: 'host-key-changed'; offending?: { file: string; line: number } }
+  | { kind: 'host-key-unknown' }
+  | { kind: 'denied'; methods: string[] }
+  | { kind: 'socket'; code: string | undefined };
+
+/**
+ * The one reading of ssh's stderr: both OpenSSH users phrase their errors from it (mapOpenSshError for the
+ * transport, session.ts classifySshFailure for a transfer's session beside the pool).
+ */
+export function readOpenSshFailure(stderr: string): OpenSshFailure {
+  if (/Too many authentication failures/i.test(stderr)) return { kind: 'too-many-auth-failures' };
+  if (/REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for \S+ has changed|REVOKED HOST KEY DETECTED|host key for \S+ was revoked/i.test(stderr)) {
+    const offending = /Offending \S+ key in (\S+):(\d+)/.exec(stderr);
+    return { kind: 'host-key-changed', ...(offending ? { offending: { file: offending[1], line: Number(offending[2]) } } : {}) };
+  }
+  if (/No \S+ host key is known for|Host key verification failed/.test(stderr)) return { kind: 'host-key-unknown' };
+  const denied = /Permission denied \(([^)]*)\)/.exec(stderr);
+  if (denied) return { kind: 'denied', methods: denied[1].split(',').filter(Boolean) };
+  const codes: [RegExp, string][] = [
+    [/Connection refused/, 'ECONNREFUSED'],
+    [/Connection timed out|Operation timed out/, 'ETIMEDOUT'],
+    [/No route to host/, 'EHOSTUNREACH'],
+    [/Network is unreachable/, 'ENETUNREACH'],
+    [/Could not resolve hostname|Name or service not known|nodename nor servname/, 'ENOTFOUND'],
+  ];
+  return { kind: 'socket', code: codes.find(([re]) => re.test(stderr))?.[1] };
+}
+
 /**
  * What the system ssh's failure to log in (its stderr, exit status 255) means, in the kinds ssh2's failures get
  * (mapClientError): `auth-failed` (with the IdentitiesOnly hint for too many failures), `host-key-mismatch` (a changed
@@ -98,57 +129,50 @@ function opensshLine(stderr: string): string {
 export function mapOpenSshError(stderr: string, hop: ResolvedHop, where: string, knownHostsFiles: readonly string[]): RemoteRunsError {
   const line = opensshLine(stderr) || 'ssh exited without saying why';
   const said = ` (OpenSSH: ${line})`;
-  if (/Too many authentication failures/i.test(stderr)) {
-    return new RemoteRunsError(
-      'auth-failed',
-      `Authentication as ${hop.user} on ${where} failed: the server closed the connection after too many authentication failures ` +
-        `(its MaxAuthTries), usually because the agent offers more keys than it allows. Offer only the right key: set "IdentitiesOnly yes" ` +
-        `and "IdentityFile KEY" for this host in the ssh config.${said}`,
-      { hop: hop.alias, user: hop.user, tooManyFailures: 1 },
-    );
+  const failure = readOpenSshFailure(stderr);
+  switch (failure.kind) {
+    case 'too-many-auth-failures':
+      return new RemoteRunsError(
+        'auth-failed',
+        `Authentication as ${hop.user} on ${where} failed: the server closed the connection after too many authentication failures ` +
+          `(its MaxAuthTries), usually because the agent offers more keys than it allows. Offer only the right key: set "IdentitiesOnly yes" ` +
+          `and "IdentityFile KEY" for this host in the ssh config.${said}`,
+        { hop: hop.alias, user: hop.user, tooManyFailures: 1 },
+      );
+    case 'host-key-changed': {
+      const offending = failure.offending;
+      return new RemoteRunsError(
+        'host-key-mismatch',
+        `The host key of ${where} is not the one known for it${offending ? ` (${offending.file}:${offending.line})` : ''}: possibly someone in between; not connected.${said}`,
+        { hop: hop.alias, ...(offending ? { file: offending.file, line: offending.line } : {}) },
+      );
+    }
+    case 'host-key-unknown':
+      return new RemoteRunsError(
+        'host-key-unknown',
+        `The host key of ${where} is not known (checked: ${knownHostsFiles.join(', ') || 'no known_hosts file'}) and was not accepted; ` +
+          `connect once with ssh to check and add it, or add it to one of those files.${said}`,
+        { hop: hop.alias, knownHostsFiles: [...knownHostsFiles] },
+      );
+    case 'denied':
+      return new RemoteRunsError('auth-failed', `Authentication as ${hop.user} on ${where} failed. The server accepts: ${failure.methods.join(', ')}.${said}`, {
+        hop: hop.alias,
+        user: hop.user,
+        serverMethods: failure.methods,
+      });
+    case 'socket': {
+      const code = failure.code;
+      if (code === 'ENOTFOUND' && hop.unconfigured) {
+        // As hops.ts says it for the built-in client: a name neither configured nor known to DNS is most often a typo.
+        const hint = hop.unconfigured.closest ? ` Did you mean ${hop.unconfigured.closest}?` : '';
+        return new RemoteRunsError('not-found', `${hop.alias} is neither a configured host (settings or a Host line of the ssh config) nor a name DNS knows.${hint}${said}`, {
+          hop: hop.alias,
+          code,
+          ...(hop.unconfigured.closest ? { closest: hop.unconfigured.closest } : {}),
+        });
+      }
+      const reason = code ? SOCKET_REASONS[code] : undefined;
+      return new RemoteRunsError('unreachable', `Connection to ${where} failed${reason ? `: ${reason}` : ''}${said}`, { hop: hop.alias, ...(code ? { code } : {}) });
+    }
   }
-  if (/REMOTE HOST IDENTIFICATION HAS CHANGED|Host key for \S+ has changed|REVOKED HOST KEY DETECTED|host key for \S+ was revoked/i.test(stderr)) {
-    const offending = /Offending \S+ key in (\S+):(\d+)/.exec(stderr);
-    return new RemoteRunsError(
-      'host-key-mismatch',
-      `The host key of ${where} is not the one known for it${offending ? ` (${offending[1]}:${offending[2]})` : ''}: possibly someone in between; not connected.${said}`,
-      { hop: hop.alias, ...(offending ? { file: offending[1], line: Number(offending[2]) } : {}) },
-    );
-  }
-  if (/No \S+ host key is known for|Host key verification failed/.test(stderr)) {
-    return new RemoteRunsError(
-      'host-key-unknown',
-      `The host key of ${where} is not known (checked: ${knownHostsFiles.join(', ') || 'no known_hosts file'}) and was not accepted; ` +
-        `connect once with ssh to check and add it, or add it to one of those files.${said}`,
-      { hop: hop.alias, knownHostsFiles: [...knownHostsFiles] },
-    );
-  }
-  const denied = /Permission denied \(([^)]*)\)/.exec(stderr);
-  if (denied) {
-    const methods = denied[1].split(',').filter(Boolean);
-    return new RemoteRunsError('auth-failed', `Authentication as ${hop.user} on ${where} failed. The server accepts: ${methods.join(', ')}.${said}`, {
-      hop: hop.alias,
-      user: hop.user,
-      serverMethods: methods,
-    });
-  }
-  const codes: [RegExp, string][] = [
-    [/Connection refused/, 'ECONNREFUSED'],
-    [/Connection timed out|Operation timed out/, 'ETIMEDOUT'],
-    [/No route to host/, 'EHOSTUNREACH'],
-    [/Network is unreachable/, 'ENETUNREACH'],
-    [/Could not resolve hostname|Name or service not known|nodename nor servname/, 'ENOTFOUND'],
-  ];
-  const code = codes.find(([re]) => re.test(stderr))?.[1];
-  if (code === 'ENOTFOUND' && hop.unconfigured) {
-    // As hops.ts says it for the built-in client: a name neither configured nor known to DNS is most often a typo.
-    const hint = hop.unconfigured.closest ? ` Did you mean ${hop.unconfigured.closest}?` : '';
-    return new RemoteRunsError('not-found', `${hop.alias} is neither a configured host (settings or a Host line of the ssh config) nor a name DNS knows.${hint}${said}`, {
-      hop: hop.alias,
-      code,
-      ...(hop.unconfigured.closest ? { closest: hop.unconfigured.closest } : {}),
-    });
-  }
-  const reason = code ? SOCKET_REASONS[code] : undefined;
-  return new RemoteRunsError('unreachable', `Connection to ${where} failed${reason ? `: ${reason}` : ''}${said}`, { hop: hop.alias, ...(code ? { code } : {}) });
 }

@@ -15,7 +15,7 @@ import type { ExecOptions, ExecResult, Executor } from '../remote';
 import { Emitter, type Disposable, type Event } from '../util/event';
 import { SecretStore } from './auth';
 import { SshConnection, type ConnectOptions } from './connection';
-import { OpenSshConnection } from './opensshConnection';
+import { OpenSshConnection } from './openssh/connection';
 import { defaultKnownHostsFiles } from './hostKeyPolicy';
 import { chooseTransport, describeTransport, problemsFor, type Transport, type TransportChoice } from './transport';
 import type { ConnectionState, Logger, Prompter, ResolvedHost } from './types';

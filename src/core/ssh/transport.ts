@@ -1,7 +1,7 @@
 /**
  * What the pool hands out for a host: a Transport, one logged-in connection that runs commands. Two kinds exist:
  * the built-in ssh2 client (SshConnection, connection.ts) and the system's OpenSSH client (OpenSshConnection,
- * opensshConnection.ts) for hosts whose ssh config asks for something ssh2 cannot do.
+ * openssh/connection.ts) for hosts whose ssh config asks for something ssh2 cannot do.
  *
  * This folder never imports `vscode`.
  */

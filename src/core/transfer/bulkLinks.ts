@@ -4,7 +4,7 @@
  * (bench/metricsStream.ts: a 97 MiB backlog through a warm OpenSSH link took 0.82× a fresh `ssh cat`, through
  * ssh2 1.40×).
  *
- * Per host, one OpenSshSession (opensshSession.ts: the pool's own login and pinned host keys, a private agent, a
+ * Per host, one OpenSshSession (openssh/session.ts: the pool's own login and pinned host keys, a private agent, a
  * lifeline that ends every ssh process when this one dies) is started at the first stream and kept while streams
  * run and for `idleMs` after the last, so the next open finds it logged in and its connection warm. A host on the
  * OpenSSH transport streams through that transport's own master. Where OpenSSH cannot be used (no `ssh`, Windows,
@@ -16,7 +16,7 @@ import { promises as fs } from 'node:fs';
 import * as fsSync from 'node:fs';
 import * as path from 'node:path';
 import type { ConnectionPool, PoolHost } from '../ssh/pool';
-import { OpenSshConnection } from '../ssh/opensshConnection';
+import { OpenSshConnection } from '../ssh/openssh/connection';
 import { SshConnection } from '../ssh/connection';
 import type { Logger } from '../ssh/types';
 import type { StreamRunner } from '../metrics/follow/tailStream';
@@ -25,7 +25,7 @@ import { wrapForTarget } from '../targets';
 import { fenceSkipper } from '../shell/portable';
 import type { TargetRef } from '../types';
 import { isRemoteRunsError } from '../types';
-import { lastingRefusal, startBesidePool, type OpenSshSession } from './opensshSession';
+import { lastingRefusal, startBesidePool, type OpenSshSession } from '../ssh/openssh/session';
 
 /**
  * How long a host's session is kept after its last stream (it also ends with the host's pool connection: closeHost).

@@ -1,5 +1,5 @@
 /**
- * The OpenSSH lane: byte ranges as `ssh` streams on an OpenSshSession's shared master connection (opensshSession.ts
+ * The OpenSSH lane: byte ranges as `ssh` streams on an OpenSshSession's shared master connection (openssh/session.ts
  * says how that login is made), through the target's prefix.
  */
 import * as fs from 'node:fs';
@@ -8,7 +8,7 @@ import { commandFailed } from '../remote';
 import { classifyTargetFailure, wrapForTarget } from '../targets';
 import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
 import { rangeArgvOf, type Lane, type RangeHashes, type RangeJob, type WriteFn } from './lanes';
-import { classifySshFailure, type OpenSshStreams } from './opensshSession';
+import { classifySshFailure, type OpenSshStreams } from '../ssh/openssh/session';
 import { localError } from './localErrors';
 import { childSource, fileSource, runStream, type StreamEnd } from './stream';
 

@@ -1,6 +1,6 @@
 /**
  * Answers to an OpenSSH client's prompts, through its SSH_ASKPASS program (startPromptAnswerer: each prompt handed to
- * a function of this process). Two users: the OpenSSH transport of a host (ssh/opensshConnection.ts), whose prompts
+ * a function of this process). Two users: the OpenSSH transport of a host (connection.ts), whose prompts
  * go to the user's Prompter, and the transfers' OpenSSH sessions (startAskpass), described here:
  *
  * Passwords the pool already holds, handed to an OpenSSH client that asks for them, and to nothing else. OpenSSH
@@ -13,7 +13,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { listenPrivate } from '../util/privateSocket';
+import { listenPrivate } from '../../util/privateSocket';
 
 export interface AskpassLogin {
   user: string;

@@ -10,8 +10,8 @@ import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { OpenSSHAgent, type ParsedKey } from 'ssh2';
-import { listenPrivate } from '../util/privateSocket';
-import { sshString, u32 } from './wire';
+import { listenPrivate } from '../../util/privateSocket';
+import { sshString, u32 } from '../wire';
 
 export interface PrivateAgent {
   /** For OpenSSH's IdentityAgent (or SSH_AUTH_SOCK). */

@@ -2,13 +2,13 @@
  * The private folders the system ssh runs from (a config, askpass, a control socket; the transfers' pinned
  * known_hosts and public keys): one per OpenSSH session, 0700, with an `owner` file naming the process it belongs
  * to, so a folder left behind by a killed process is removed by the next one. Used by the OpenSSH transport
- * (opensshConnection.ts) and the transfers' OpenSSH sessions (transfer/opensshSession.ts).
+ * (connection.ts) and the transfers' OpenSSH sessions (session.ts).
  *
  * This folder never imports `vscode`.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { pidRunning } from '../util/pids';
+import { pidRunning } from '../../util/pids';
 
 /** A new session folder in `parent` (orphans of dead processes removed first). */
 export function createSessionFolder(parent: string): string {

@@ -4,7 +4,7 @@
  * 2 (bench/transfer.ts). So a download's bytes go through `ssh`, logged in with what the pool already has and
  * trusting exactly what the pool trusted:
  *
- * - **No second prompt.** A private agent (ssh/agentServer.ts) serves the keys the pool unlocked and the user's own
+ * - **No second prompt.** A private agent (agentServer.ts) serves the keys the pool unlocked and the user's own
  *   agent's keys; a password the pool holds is given to ssh's askpass (askpass.ts), for that login's prompt only;
  *   every other question is refused (`BatchMode` where there is no password to give). Keyboard-interactive logins
  *   (one-time codes) are never tried: those hosts keep the ssh2 lanes.
@@ -27,19 +27,21 @@
  * the download uses the ssh2 lanes.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { Lifeline } from '../util/lifeline';
-import { Spawner } from '../util/spawner';
+import { Lifeline } from '../../util/lifeline';
+import { Spawner } from '../../util/spawner';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ParsedKey } from 'ssh2';
-import { startPrivateAgent, type PrivateAgent } from '../ssh/agentServer';
-import { startAskpass, type Askpass } from '../ssh/askpass';
-import { createSessionFolder } from '../ssh/sessionFolder';
-import { keyTypeOfBlob } from '../ssh/knownHosts';
-import type { ConnectionPool, PoolHost, SiblingLogin } from '../ssh/pool';
-import type { ResolvedHop } from '../ssh/types';
-import { RemoteRunsError, isRemoteRunsError } from '../types';
+import { startPrivateAgent, type PrivateAgent } from './agentServer';
+import { startAskpass, type Askpass } from './askpass';
+import { createSessionFolder } from './sessionFolder';
+import { PLAIN, configPath as writePath } from './configText';
+import { keyTypeOfBlob } from '../knownHosts';
+import type { ConnectionPool, PoolHost, SiblingLogin } from '../pool';
+import { readOpenSshFailure } from '../clientErrors';
+import type { ResolvedHop } from '../types';
+import { RemoteRunsError, isRemoteRunsError } from '../../types';
 
 /** What is needed to reach a host as the pool does. */
 export interface OpenSshLogin {
@@ -88,14 +90,9 @@ const MASTER_TIMEOUT_MS = 60_000;
 /** How often the master's control socket is looked for while it logs in. */
 const MASTER_POLL_MS = 25;
 
-/** Values that go into the config unquoted: host names, users (no spaces, quotes, `%` tokens, `#` comments). */
-const PLAIN = /^[A-Za-z0-9._:@\[\]-]+$/;
-
-/** A path as an ssh_config value: `%` doubled (token expansion), quoted when it holds spaces. */
+/** A path as a value of the transfer's config (configText.ts); one that cannot be written leaves OpenSSH out. */
 export function configPath(p: string): string {
-  if (/["\r\n]/.test(p)) throw new OpenSshUnsupported(`path ${JSON.stringify(p)} cannot be written into an ssh_config`);
-  const v = p.replace(/%/g, '%%');
-  return /[\s#]/.test(v) ? `"${v}"` : v;
+  return writePath(p, (m) => new OpenSshUnsupported(m));
 }
 
 function hostKeyAlgorithms(keyType: string): string {
@@ -426,12 +423,19 @@ function firstLine(text: string): string {
 export function classifySshFailure(stderr: string, code: number | null): RemoteRunsError | undefined {
   if (code !== 255) return undefined;
   const line = firstLine(stderr);
-  if (/Permission denied|Too many authentication failures/.test(stderr)) {
-    return new RemoteRunsError('auth-failed', `OpenSSH could not log in: ${line}`);
+  // The session's known_hosts holds exactly the keys the pool's connection verified: a key it does not know is a
+  // key other than the one trusted, as a changed one is.
+  switch (readOpenSshFailure(stderr).kind) {
+    case 'denied':
+    case 'too-many-auth-failures':
+      return new RemoteRunsError('auth-failed', `OpenSSH could not log in: ${line}`);
+    case 'host-key-changed':
+    case 'host-key-unknown':
+      return new RemoteRunsError('host-key-mismatch', `OpenSSH was shown a host key other than the one the connection trusted: ${line}`);
+    default:
+      // "Permission denied, please try again." without the list of methods: still a refused login.
+      if (/Permission denied/.test(stderr)) return new RemoteRunsError('auth-failed', `OpenSSH could not log in: ${line}`);
+      return new RemoteRunsError('unreachable', `Connection lost (OpenSSH: ${line || 'exit 255'})`, { dropped: 'after-open' });
   }
-  if (/Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|No \S+ host key is known/.test(stderr)) {
-    return new RemoteRunsError('host-key-mismatch', `OpenSSH was shown a host key other than the one the connection trusted: ${line}`);
-  }
-  return new RemoteRunsError('unreachable', `Connection lost (OpenSSH: ${line || 'exit 255'})`, { dropped: 'after-open' });
 }
 

@@ -15,7 +15,7 @@
  *   through askpass.ts to the Prompter; the master asks them once per login. Answers are kept in memory by the
  *   pool (`answers`), so a reconnect does not ask again; a second ask for the same thing within one login means the
  *   answer was refused, and the user is asked.
- * - **Nothing outlives its owner.** The master and every mux client are held by the lifeline (../util/lifeline.ts):
+ * - **Nothing outlives its owner.** The master and every mux client are held by the lifeline (util/lifeline.ts):
  *   this process exiting, however it exits, kills them. The mux clients run with `-F /dev/null` and a ProxyCommand of
  *   `false`: if the master is gone they fail, never connecting anywhere by themselves.
  *
@@ -28,17 +28,18 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import type { ExecOptions, ExecResult } from '../remote';
-import { RemoteRunsError } from '../types';
-import { Emitter, type Event } from '../util/event';
-import { Lifeline } from '../util/lifeline';
+import type { ExecOptions, ExecResult } from '../../remote';
+import { RemoteRunsError } from '../../types';
+import { Emitter, type Event } from '../../util/event';
+import { Lifeline } from '../../util/lifeline';
 import { startPromptAnswerer } from './askpass';
 import { createSessionFolder } from './sessionFolder';
-import { mapOpenSshError } from './clientErrors';
-import { describeHop } from './hops';
-import { defaultKnownHostsFiles } from './hostKeyPolicy';
-import type { CloseEvent, Transport } from './transport';
-import type { HostKeyInfo, Logger, Prompter, ResolvedHop, ResolvedHost } from './types';
+import { PLAIN, configPath as writePath } from './configText';
+import { mapOpenSshError } from '../clientErrors';
+import { describeHop } from '../hops';
+import { defaultKnownHostsFiles } from '../hostKeyPolicy';
+import type { CloseEvent, Transport } from '../transport';
+import type { HostKeyInfo, Logger, Prompter, ResolvedHop, ResolvedHost } from '../types';
 
 export interface OpenSshConnectOptions {
   prompter: Prompter;
@@ -68,14 +69,9 @@ const MASTER_TAIL_BYTES = 16 * 1024;
 const MASTER_POLL_MS = 20;
 /** The host alias the mux clients name: never resolved (-F /dev/null, ProxyCommand false), only shown in ssh's messages. */
 const MUX_ALIAS = 'remote-runs-transport';
-/** Values written into the wrapper config unquoted: host aliases (no spaces, quotes, `%` tokens, patterns). */
-const PLAIN = /^[A-Za-z0-9._:@\[\]-]+$/;
-
-/** A path as an ssh_config value: `%` doubled (token expansion), quoted when it holds spaces. */
+/** A path as a value of the wrapper config (configText.ts); one that cannot be written is a bad-config. */
 function configPath(p: string): string {
-  if (/["\r\n]/.test(p)) throw new RemoteRunsError('bad-config', `The path ${JSON.stringify(p)} cannot be written into an ssh config for OpenSSH`);
-  const v = p.replace(/%/g, '%%');
-  return /[\s#]/.test(v) ? `"${v}"` : v;
+  return writePath(p, (m) => new RemoteRunsError('bad-config', m));
 }
 
 /**
