@@ -7,7 +7,7 @@ import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { parseCheckpointName } from '../core/discovery/checkpointLayout';
 import type { ConfigResult, Place } from '../shared/lspProtocol';
 import type { Found } from './analysis';
-import { findPathRefs, findPlaceComment } from './finder';
+import { findPathRefsIn, findPlaceComment } from './finder';
 import { hasGlob } from './glob';
 import { childrenOf, pathOf } from './listingView';
 import { sizeAge } from './messages';
@@ -24,8 +24,8 @@ export async function completionsAt(deps: AnalysisDeps, doc: TextDocument, offse
   const typedToken = /(?:~\/|\/)[^\s'"`;|&<>(){},$\\]*$/.exec(text.slice(lineStart, offset));
   if (!typedToken) return [];
   const roots = allRoots(config);
-  const refs = findPathRefs(text, { roots });
-  const ref = refs.find((r) => r.start <= offset && offset <= r.end);
+  // The cursor's own line only: the document may be megabytes.
+  const ref = findPathRefsIn(text, offset, offset, { roots }).find((r) => r.start <= offset && offset <= r.end);
   if (!ref) return rootItems(doc, roots, typedToken[0], offset);
   const typed = text.slice(ref.start, offset);
   if (hasGlob(typed)) return [];

@@ -20,6 +20,7 @@ import { LspCommands, formatPlace, type Place } from '../shared/lspProtocol';
 import type { RunRefWire } from '../shared/metricsProtocol';
 import type { Analysis } from './analysis';
 import type { DocumentResult, RefResult } from './documentAnalysis';
+import { MAX_LINE } from './finder';
 import { fallbackHint, hoverOf, problemOf } from './messages';
 
 export const SOURCE = 'Remote Runs';
@@ -30,29 +31,59 @@ export function rangeOf(doc: TextDocument, start: number, end: number): Range {
 
 /** Diagnostics: references that match nothing (warning, saying what is there), and fallbacks that hide why (info). */
 export function diagnosticsOf(doc: TextDocument, result: DocumentResult): Diagnostic[] {
-  const out: Diagnostic[] = [];
+  return [...diagnosticSteps(doc, result)];
+}
+
+/** diagnosticsOf one at a time, for a caller that gives the event loop turns in between (thousands of references). */
+export function* diagnosticSteps(doc: TextDocument, result: DocumentResult): Generator<Diagnostic, void, void> {
   for (const r of result.refs) {
     const problem = r.analysis ? problemOf(r.analysis) : undefined;
     if (!problem) continue;
-    out.push({
+    yield {
       range: rangeOf(doc, r.ref.start, r.ref.end),
       severity: problem.severity === 'warning' ? DiagnosticSeverity.Warning : DiagnosticSeverity.Information,
       source: SOURCE,
       code: r.analysis?.kind === 'glob' ? 'glob-matches-nothing' : r.analysis?.kind === 'missing' ? 'path-missing' : 'cannot-check',
       message: problem.message,
-    });
+    };
   }
+  const byFallback = new Map<number, RefResult>();
+  for (const r of result.refs) if (r.ref.fallback && !byFallback.has(r.ref.fallback.start)) byFallback.set(r.ref.fallback.start, r);
   for (const f of result.fallbacks) {
-    const nearby = result.refs.find((r) => r.ref.fallback?.start === f.start)?.analysis;
-    out.push({
+    const nearby = byFallback.get(f.start)?.analysis;
+    yield {
       range: rangeOf(doc, f.start, f.end),
       severity: DiagnosticSeverity.Information,
       source: SOURCE,
       code: 'fallback-hides-failures',
       message: fallbackHint(f, nearby),
-    });
+    };
   }
-  return out;
+  // What was not checked is said, never left out in silence.
+  if (result.capped) {
+    const line = doc.positionAt(result.capped.next.start).line + 1;
+    yield {
+      range: rangeOf(doc, result.capped.next.start, result.capped.next.end),
+      severity: DiagnosticSeverity.Information,
+      source: SOURCE,
+      code: 'analysis-capped',
+      message: `Remote Runs checks the first ${count(result.capped.cap)} remote paths of a file: the ones from line ${count(line)} on are not checked here (hover one to check it)`,
+    };
+  }
+  if (result.longLines) {
+    const { count: n, first } = result.longLines;
+    yield {
+      range: rangeOf(doc, first.start, first.end),
+      severity: DiagnosticSeverity.Information,
+      source: SOURCE,
+      code: 'long-lines-skipped',
+      message: `Remote Runs does not look for remote paths in lines over ${count(MAX_LINE)} characters: ${n === 1 ? 'this line is one' : `${count(n)} lines are, this is the first`} (hover a path on one to check it)`,
+    };
+  }
+}
+
+function count(n: number): string {
+  return n.toLocaleString('en-US');
 }
 
 /** Hover over a reference: what is there, on which place. */
