@@ -22,6 +22,8 @@ import type { Analysis } from './analysis';
 import type { DocumentResult, RefResult } from './documentAnalysis';
 import { MAX_LINE } from './finder';
 import { fallbackHint, hoverOf, problemOf } from './messages';
+import { mdCode, mdText } from './markdown';
+import { displayName, hasUnsafe } from '../core/util/display';
 
 export const SOURCE = 'Remote Runs';
 
@@ -95,9 +97,9 @@ export function hoverFor(doc: TextDocument, r: RefResult, extra?: string): Hover
     if (parts.length === 0) return undefined;
     value = parts.join('\n\n');
   }
-  else if (r.unknownHost) value = `\`${r.ref.path}\` is on \`${r.unknownHost}\`, which is not a configured host (remoteRuns.hosts or ~/.ssh/config)`;
-  else if (r.ambiguous) value = `\`${r.ref.path}\` exists on ${r.ambiguous.map(formatPlace).join(', ')}: add a \`# remote-runs: host/target\` comment or a \`remoteRuns.pathMappings\` entry to say which`;
-  else value = `\`${r.ref.path}\` was not found on any connected host: open its host in the Remote Runs tree, or add a \`# remote-runs: host/target\` comment`;
+  else if (r.unknownHost) value = `${mdCode(r.ref.path)} is on ${mdCode(r.unknownHost)}, which is not a configured host (remoteRuns.hosts or ~/.ssh/config)`;
+  else if (r.ambiguous) value = `${mdCode(r.ref.path)} exists on ${r.ambiguous.map((p) => mdText(formatPlace(p))).join(', ')}: add a \`# remote-runs: host/target\` comment or a \`remoteRuns.pathMappings\` entry to say which`;
+  else value = `${mdCode(r.ref.path)} was not found on any connected host: open its host in the Remote Runs tree, or add a \`# remote-runs: host/target\` comment`;
   return { contents: { kind: MarkupKind.Markdown, value }, range: rangeOf(doc, r.ref.start, r.ref.end) };
 }
 
@@ -123,7 +125,7 @@ export function linksOf(doc: TextDocument, result: DocumentResult): DocumentLink
     out.push({
       range: rangeOf(doc, r.ref.start, r.ref.end),
       target: `command:${LspCommands.revealInTree}?${encodeURIComponent(JSON.stringify(args))}`,
-      tooltip: `Reveal ${checkpoint ? `checkpoint ${checkpoint.name}` : `run ${run.name}`} in the Remote Runs tree`,
+      tooltip: `Reveal ${checkpoint ? `checkpoint ${displayName(checkpoint.name)}` : `run ${displayName(run.name)}`} in the Remote Runs tree`,
     });
   }
   return out;
@@ -138,9 +140,10 @@ export function actionsOf(doc: TextDocument, result: DocumentResult, range: Rang
     if (r.ref.end < from || r.ref.start > to || !r.analysis) continue;
     const a = r.analysis;
     const refRange = rangeOf(doc, r.ref.start, r.ref.end);
-    if ((a.kind === 'glob' || a.kind === 'missing') && a.latest && a.latest.replacement !== r.ref.path && problemOf(a)) {
+    // A replacement is written into the document as it is: never one holding a control or bidi character.
+    if ((a.kind === 'glob' || a.kind === 'missing') && a.latest && a.latest.replacement !== r.ref.path && !hasUnsafe(a.latest.replacement) && problemOf(a)) {
       out.push({
-        title: `Replace with the latest checkpoint's path (${a.latest.checkpoint.name})`,
+        title: `Replace with the latest checkpoint's path (${displayName(a.latest.checkpoint.name)})`,
         kind: CodeActionKind.QuickFix,
         isPreferred: true,
         diagnostics: diagnostics.filter((d) => d.range.start.line === refRange.start.line && d.range.start.character === refRange.start.character),
@@ -151,21 +154,21 @@ export function actionsOf(doc: TextDocument, result: DocumentResult, range: Rang
     if (!target) continue;
     const runRef = runRefOf(target.place, target.run);
     out.push({
-      title: `Reveal ${target.checkpoint ? target.checkpoint.name : target.run.name} in the Remote Runs tree`,
+      title: `Reveal ${displayName(target.checkpoint ? target.checkpoint.name : target.run.name)} in the Remote Runs tree`,
       kind: CodeActionKind.Empty,
       command: { title: 'Reveal in Remote Runs', command: LspCommands.revealInTree, arguments: [runRef, target.checkpoint?.step ?? null] },
     });
     if (target.checkpoint) {
       const node = { type: 'checkpoint', id: '', hostName: target.place.host, target: parseTarget(target.place.target), run: target.run, checkpoint: target.checkpoint };
       out.push({
-        title: `Download checkpoint ${target.checkpoint.name}`,
+        title: `Download checkpoint ${displayName(target.checkpoint.name)}`,
         kind: CodeActionKind.Empty,
         command: { title: 'Download Checkpoint', command: LspCommands.downloadCheckpoint, arguments: [node] },
       });
     }
     if (target.run.metrics.length) {
       out.push({
-        title: `Open metrics of run ${target.run.name}`,
+        title: `Open metrics of run ${displayName(target.run.name)}`,
         kind: CodeActionKind.Empty,
         command: { title: 'Open Metrics', command: LspCommands.openMetrics, arguments: [runRef] },
       });
@@ -190,10 +193,10 @@ export function checkpointRefOf(r: RefResult): InspectSummaryParams | undefined 
   return { place: a.place, checkpoint: { path: c.path, isDir: c.isDir, bytes: c.bytes, mtime: c.mtime, files: c.files.map((f) => ({ name: f.name, path: f.path, bytes: f.bytes, mtime: f.mtime })) } };
 }
 
-/** "latest (step 21760): loss 0.86 · acc 0.25" */
+/** "latest (step 21760): loss 0.86 · acc 0.25", as hover markdown (the keys are the remote log's own). */
 export function latestLine(step: number | undefined, values: Record<string, number>): string | undefined {
   const entries = Object.entries(values).slice(0, 8);
   if (entries.length === 0) return undefined;
   const fmt = (v: number): string => (Number.isInteger(v) ? String(v) : String(Number(v.toPrecision(4))));
-  return `latest${step !== undefined ? ` (step ${step})` : ''}: ${entries.map(([k, v]) => `${k} ${fmt(v)}`).join(' · ')}`;
+  return `latest${step !== undefined ? ` (step ${step})` : ''}: ${entries.map(([k, v]) => `${mdText(k)} ${fmt(v)}`).join(' · ')}`;
 }

@@ -26,6 +26,7 @@ import { LoopTurns } from '../core/util/delay';
 import { analyseDocument, analyseRef, refAt, type AnalysisDeps, type DocumentResult, type RefResult } from './documentAnalysis';
 import { actionsOf, checkpointRefOf, diagnosticSteps, hoverFor, latestLine, linksOf, runLogOf } from './features';
 import { findPathRefsIn, findPlaceComment } from './finder';
+import { mdText } from './markdown';
 import { allRoots, documentPlace } from './places';
 import { RemoteIndex } from './remoteIndex';
 
@@ -183,7 +184,7 @@ connection.onHover((params, token) => deps.turns.hold(async () => {
   const ck = checkpointRefOf(r);
   if (ck) {
     const contents = await connection.sendRequest<InspectSummaryResult>(LspMethods.inspectSummary, ck, token).catch(() => undefined);
-    if (contents) extra = [extra, contents.ok ? `contents: ${contents.summary}` : `contents not read: ${contents.message}`].filter(Boolean).join('\n\n');
+    if (contents) extra = [extra, contents.ok ? `contents: ${mdText(contents.summary)}` : `contents not read: ${mdText(contents.message)}`].filter(Boolean).join('\n\n');
   }
   return token.isCancellationRequested ? null : (hoverFor(doc, r, extra) ?? null);
 }));
