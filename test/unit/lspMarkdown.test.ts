@@ -6,7 +6,6 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import { displayName, displayText, hasUnsafe } from '../../src/core/util/display';
 import type { Checkpoint, Run } from '../../src/core/types';
 import type { Analysis, Found } from '../../src/lsp/analysis';
@@ -14,11 +13,9 @@ import { hoverOf, problemOf } from '../../src/lsp/messages';
 import { latestLine } from '../../src/lsp/features';
 import { mdCode, mdText } from '../../src/lsp/markdown';
 
-interface Renderer {
-  render(src: string): string;
-}
-const MarkdownIt = createRequire(__filename)('markdown-it') as new (options: object) => Renderer;
-const md = new MarkdownIt({ html: true, linkify: true });
+import { renderMarkdown } from '../harness/markdown';
+
+const md = { render: renderMarkdown };
 
 const HOSTILE = [
   'step_100\u001b]52;c;Y3VybCBldmlsLnNoIHwgc2g=\u0007', // OSC 52: writes the clipboard
