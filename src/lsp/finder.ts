@@ -120,10 +120,8 @@ export function findPathRefsIn(text: string, from: number, to: number, options: 
       const first = lo === start ? -1 : text.slice(lo, from).search(/\s/);
       const wFrom = first < 0 ? lo : lo + first + 1;
       let wTo = hi;
-      if (hi < end) for (let i = hi - 1; i >= to; i--) if (/\s/.test(text[i])) {
-        wTo = i;
-        break;
-      }
+      while (wTo < end && wTo > to && !/\s/.test(text[wTo])) wTo--;
+      if (wTo === to && hi < end) wTo = hi;
       out.push(...refsInLine(text, wFrom, wTo, roots).refs);
     } else {
       out.push(...refsInLine(text, start, end, roots).refs);
