@@ -9,6 +9,8 @@ import { RemoteRunsError } from '../../src/core/types';
 import { MAX_LINE, findPathRefs, findPathRefsIn, scanLines } from '../../src/lsp/finder';
 import { REF_CAP, analyseDocument, type AnalysisDeps } from '../../src/lsp/documentAnalysis';
 import { RemoteIndex } from '../../src/lsp/remoteIndex';
+import { diagnosticsOf } from '../../src/lsp/features';
+import { TextDocument } from 'vscode-languageserver-textdocument';
 import type { ConfigResult, ListParams, ListResult } from '../../src/shared/lspProtocol';
 
 const roots = ['/workspace'];
@@ -118,4 +120,20 @@ test('LoopTurns.hold: work in steps waits while a request is answered', async ()
   await worker;
   assert.ok(during <= 1, `${during} steps while held`);
   assert.ok(steps > after, 'the work goes on once the request is answered');
+});
+
+test('what was not checked is said: a diagnostic on the first long line, one on the first reference past the cap', async () => {
+  const long = `x = "${'A'.repeat(MAX_LINE + 1)}"`;
+  const text = `${long}\nls /workspace/ckpt/step_1/model.pt\n${long}\n${script(2_500)}`;
+  const doc = TextDocument.create('file:///mixed.sh', 'shellscript', 1, text);
+  const result = await analyseDocument(deps(), doc.uri, text);
+  assert.deepEqual(result.longLines, { count: 2, first: { start: 0, end: 200 } });
+  const said = diagnosticsOf(doc, result).filter((d) => d.code === 'long-lines-skipped' || d.code === 'analysis-capped');
+  assert.deepEqual(
+    said.map((d) => [d.code, d.range.start.line, d.message]),
+    [
+      ['analysis-capped', doc.positionAt(result.capped!.next.start).line, `Remote Runs checks the first 2,000 remote paths of a file: the ones from line ${(doc.positionAt(result.capped!.next.start).line + 1).toLocaleString('en-US')} on are not checked here (hover one to check it)`],
+      ['long-lines-skipped', 0, 'Remote Runs does not look for remote paths in lines over 20,000 characters: 2 lines are, this is the first (hover a path on one to check it)'],
+    ],
+  );
 });
