@@ -364,3 +364,27 @@ test('three 5 MB scripts of 100,000 remote paths each: hovers answer within 200 
   assert.ok(peak && Number(peak[1]) < 512 * 1024, `peak RSS ${peak?.[1]} kB`);
   for (const uri of bigUris) await conn.sendNotification('textDocument/didClose', { textDocument: { uri } });
 });
+
+test('completion of a folder holding hostile names: labels escaped, a name with a control is listed but never written in', async () => {
+  const fs0 = remote.get('kpro6/pct:200')!;
+  const names = ['esc\u001b[2J.pt', 'rtl\u202egnp.pt', 'back`tick.pt', 'plain.pt'];
+  for (const n of names) fs0.set(`/workspace/hostile/${n}`, { bytes: 1, mtime: NOW });
+  conn.sendNotification('remoteRuns/indexChanged', { place: { host: 'kpro6', target: 'pct:200' } });
+  try {
+    const text = '# remote-runs: kpro6/pct:200\nls /workspace/hostile/\n';
+    const uri = await open(text, 'shellscript');
+    const items = (await conn.sendRequest('textDocument/completion', { textDocument: { uri }, position: positionOf(text, 'hostile/\n', 'hostile/'.length) })) as CompletionItem[];
+    const byLabel = new Map(items.map((i) => [i.label, i]));
+    assert.deepEqual([...byLabel.keys()].sort(), ['back`tick.pt', 'esc\\x1b[2J.pt', 'plain.pt', 'rtl\\u202egnp.pt']);
+    assert.equal((byLabel.get('plain.pt')!.textEdit as { newText: string }).newText, 'plain.pt');
+    assert.equal((byLabel.get('back`tick.pt')!.textEdit as { newText: string }).newText, 'back`tick.pt', 'a printable name is written as it is');
+    for (const label of ['esc\\x1b[2J.pt', 'rtl\\u202egnp.pt']) {
+      const item = byLabel.get(label)!;
+      assert.equal((item.textEdit as { newText: string }).newText, '', `${label}: nothing written in`);
+      assert.match(item.detail ?? '', /holds control characters, shown escaped: not inserted/);
+    }
+  } finally {
+    for (const n of names) fs0.delete(`/workspace/hostile/${n}`);
+    conn.sendNotification('remoteRuns/indexChanged', { place: { host: 'kpro6', target: 'pct:200' } });
+  }
+});
