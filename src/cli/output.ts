@@ -5,6 +5,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import { displayText } from '../shared/display';
 import { RemoteRunsError } from '../core/types';
+import { LoopTurns } from '../core/util/delay';
 
 const RAW = Symbol('raw stream');
 
@@ -59,7 +60,7 @@ function drained(out: NodeJS.WritableStream, signal: AbortSignal): Promise<void>
  */
 export async function writeInSteps(out: NodeJS.WritableStream, signal: AbortSignal, pieces: Iterable<string>, what: string): Promise<void> {
   let buf = '';
-  let since = Date.now();
+  const turns = new LoopTurns(20);
   const cancelled = (): RemoteRunsError => new RemoteRunsError('cancelled', `${what} was cancelled while it printed`);
   for (const p of pieces) {
     buf += p;
@@ -69,11 +70,7 @@ export async function writeInSteps(out: NodeJS.WritableStream, signal: AbortSign
       buf = '';
       if (signal.aborted) throw cancelled();
     }
-    if (Date.now() - since >= 20) {
-      await new Promise((resolve) => setImmediate(resolve));
-      since = Date.now();
-      if (signal.aborted) throw cancelled();
-    }
+    await turns.maybe(signal, cancelled);
   }
   if (buf) out.write(buf);
 }

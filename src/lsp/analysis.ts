@@ -141,9 +141,17 @@ function runContext(view: ListingView, path: string): RunContext | undefined {
   return { run, ...(checkpoint ? { checkpoint } : {}) };
 }
 
+/** Runs found in a listing, by its entries (one cached listing answers thousands of references of a document). */
+const runsCache = new WeakMap<readonly RemoteEntry[], Map<string, Run[]>>();
+
 function runsOf(view: ListingView): Run[] {
   if (view.state !== 'ok') return [];
-  return findRuns(stripSlash(view.base), view.entries, view.remoteNow);
+  const key = `${view.remoteNow}\0${stripSlash(view.base)}`;
+  let byBase = runsCache.get(view.entries);
+  if (!byBase) runsCache.set(view.entries, (byBase = new Map()));
+  let runs = byBase.get(key);
+  if (!runs) byBase.set(key, (runs = findRuns(stripSlash(view.base), view.entries, view.remoteNow)));
+  return runs;
 }
 
 /**

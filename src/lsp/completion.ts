@@ -7,10 +7,11 @@ import type { TextDocument } from 'vscode-languageserver-textdocument';
 import { parseCheckpointName } from '../core/discovery/checkpointLayout';
 import type { ConfigResult, Place } from '../shared/lspProtocol';
 import type { Found } from './analysis';
-import { findPathRefs, findPlaceComment } from './finder';
+import { findPathRefsIn, findPlaceComment } from './finder';
 import { hasGlob } from './glob';
 import { childrenOf, pathOf } from './listingView';
 import { sizeAge } from './messages';
+import { displayName, hasUnsafe } from '../core/util/display';
 import type { AnalysisDeps } from './documentAnalysis';
 import { allRoots, documentPlace, resolveRef, rootsOf } from './places';
 import { rootOf } from './remoteIndex';
@@ -24,8 +25,8 @@ export async function completionsAt(deps: AnalysisDeps, doc: TextDocument, offse
   const typedToken = /(?:~\/|\/)[^\s'"`;|&<>(){},$\\]*$/.exec(text.slice(lineStart, offset));
   if (!typedToken) return [];
   const roots = allRoots(config);
-  const refs = findPathRefs(text, { roots });
-  const ref = refs.find((r) => r.start <= offset && offset <= r.end);
+  // The cursor's own line only: the document may be megabytes.
+  const ref = findPathRefsIn(text, offset, offset, { roots }).find((r) => r.start <= offset && offset <= r.end);
   if (!ref) return rootItems(doc, roots, typedToken[0], offset);
   const typed = text.slice(ref.start, offset);
   if (hasGlob(typed)) return [];
@@ -46,15 +47,19 @@ export async function completionsAt(deps: AnalysisDeps, doc: TextDocument, offse
     .map((f): CompletionItem => {
       const step = f.type === 'd' ? (parseCheckpointName(f.name, true)?.step ?? undefined) : undefined;
       const folder = f.type === 'd';
+      // Shown through the display function; a name holding a control or bidi character is listed (escaped) but
+      // never written into the document: accepting it leaves what was typed as it was.
+      const shown = displayName(f.name);
+      const unsafe = hasUnsafe(f.name);
       return {
-        label: f.name,
+        label: shown,
         kind: folder ? CompletionItemKind.Folder : CompletionItemKind.File,
-        detail: `${sizeAge(f, f.now)}${step !== undefined ? ` · step ${step}` : ''}`,
+        detail: `${sizeAge(f, f.now)}${step !== undefined ? ` · step ${step}` : ''}${unsafe ? ' · its name holds control characters, shown escaped: not inserted' : ''}`,
         // Step folders newest first, then everything else by name.
-        sortText: step !== undefined ? `0${String(1e15 - step).padStart(16, '0')}` : `1${f.name}`,
-        filterText: f.name,
-        textEdit: { range, newText: folder ? `${f.name}/` : f.name },
-        ...(folder ? { command: { title: 'Next segment', command: 'editor.action.triggerSuggest' } } : {}),
+        sortText: step !== undefined ? `0${String(1e15 - step).padStart(16, '0')}` : `1${shown}`,
+        filterText: shown,
+        textEdit: { range, newText: unsafe ? prefix : folder ? `${f.name}/` : f.name },
+        ...(folder && !unsafe ? { command: { title: 'Next segment', command: 'editor.action.triggerSuggest' } } : {}),
       };
     });
 }

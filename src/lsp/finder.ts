@@ -58,58 +58,126 @@ export function findPlaceComment(text: string): { host: string; target: string }
   return m ? { host: m[1], target: m[2] ?? 'host' } : undefined;
 }
 
-/** Every remote path reference in `text`, in order. */
+/** Every remote path reference in `text`, in order (all at once: for a document of any size, see scanLines). */
 export function findPathRefs(text: string, options: FindOptions): PathRef[] {
-  const roots = options.roots.map((r) => (r.length > 1 ? r.replace(/\/+$/, '') : r));
   const out: PathRef[] = [];
-  for (const [from, to] of logicalLines(text)) {
-    const line = text.slice(from, to);
-    const contexts = findContexts(line);
-    const fallbacks = findFallbacksIn(line).map((f) => ({ ...f, start: f.start + from, end: f.end + from }));
-    for (const m of line.matchAll(PATH)) {
-      const path = trimPath(m[1]);
-      const at = (m.index ?? 0) + m[0].length - m[1].length;
-      const end = at + path.length;
-      const before = line[at - 1] ?? '';
-      const after = line[at + m[1].length] ?? '';
-      if (path.length < 2 || path.startsWith('//') || after === '$' || after === '{' || /[$]/.test(path)) continue;
-      if (before === '>' || before === '<' || /[\w.$}\-]/.test(before)) continue;
-      let host: string | undefined;
-      let user: string | undefined;
-      if (before === ':') {
-        const scp = /(?:^|[\s'"=,(\[])(?:([\w.-]+)@)?([\w.-]{2,})$/.exec(line.slice(0, at - 1));
-        if (!scp) continue; // `key:/x` glued to something that is not a host
-        user = scp[1];
-        host = scp[2];
-      }
-      const ctx = contextAt(contexts, at);
-      host ??= ctx.host;
-      user ??= host === ctx.host ? ctx.user : undefined;
-      const target = ctx.target;
-      const explicit = host !== undefined || target !== undefined;
-      if (/^\/(dev|proc|sys)(\/|$)/.test(path)) continue;
-      if (!explicit && !roots.some((r) => path === r || path.startsWith(r === '/' ? '/' : `${r}/`))) continue;
-      const fallback = fallbacks.find((f) => f.start >= end + from);
-      out.push({
-        path,
-        start: at + from,
-        end: end + from,
-        glob: /[*?[]/.test(path),
-        ...(host !== undefined ? { host } : {}),
-        ...(user !== undefined ? { user } : {}),
-        ...(target !== undefined ? { target } : {}),
-        ...(fallback ? { fallback } : {}),
-      });
-    }
-  }
+  for (const line of scanLines(text, options)) if (line.refs) out.push(...line.refs);
   return out;
 }
 
 /** Every `2>/dev/null … || echo …` fallback in `text`. */
 export function findFallbacks(text: string): Fallback[] {
-  return logicalLines(text).flatMap(([from, to]) =>
-    findFallbacksIn(text.slice(from, to)).map((f) => ({ ...f, start: f.start + from, end: f.end + from })),
-  );
+  const out: Fallback[] = [];
+  for (const [from, to] of logicalLines(text)) out.push(...findFallbacksIn(text.slice(from, to)).map((f) => ({ ...f, start: f.start + from, end: f.end + from })));
+  return out;
+}
+
+/**
+ * Logical lines longer than this are not scanned whole (minified JSON, a notebook's embedded image, a base64 blob):
+ * one such line is as much work as a whole script, in one step. scanLines reports them as `long`; a hover or a code
+ * action on one scans the window of LONG_LINE_WINDOW characters either side of where it asks (findPathRefsIn).
+ */
+export const MAX_LINE = 20_000;
+const LONG_LINE_WINDOW = 2_000;
+
+/** One logical line of a document: its references and fallbacks, or `long` when it is over MAX_LINE and not scanned. */
+export interface ScannedLine {
+  from: number;
+  to: number;
+  refs?: PathRef[];
+  fallbacks?: Fallback[];
+  long?: boolean;
+}
+
+/**
+ * The logical lines of `text` one at a time, each with its references and fallbacks: a document is scanned in steps
+ * its caller can pause between (the language server gives the event loop a turn every few milliseconds) and stop
+ * at a cap.
+ */
+export function* scanLines(text: string, options: FindOptions): Generator<ScannedLine, void, void> {
+  const roots = normalRoots(options.roots);
+  for (const [from, to] of logicalLines(text)) {
+    if (to - from > MAX_LINE) yield { from, to, long: true };
+    else yield { from, to, ...refsInLine(text, from, to, roots) };
+  }
+}
+
+/**
+ * The references on the logical lines that `from`…`to` touch (a hover: from = to = its offset), at most `maxLines`
+ * of them; on a line over MAX_LINE, only those within LONG_LINE_WINDOW characters of the range (a `ssh HOST` further
+ * back on that line is then not seen). Work in proportion to the lines asked about, not to the document.
+ */
+export function findPathRefsIn(text: string, from: number, to: number, options: FindOptions, maxLines = 200): PathRef[] {
+  const roots = normalRoots(options.roots);
+  const out: PathRef[] = [];
+  let start = logicalLineStart(text, Math.min(from, text.length));
+  for (let n = 0; n < maxLines && start <= text.length; n++) {
+    const end = logicalLineEnd(text, start);
+    if (end - start > MAX_LINE) {
+      // The window starts and ends at whitespace, so no path in it is cut in two (a path holds none).
+      const lo = Math.max(start, from - LONG_LINE_WINDOW);
+      const hi = Math.min(end, to + LONG_LINE_WINDOW);
+      const first = lo === start ? -1 : text.slice(lo, from).search(/\s/);
+      const wFrom = first < 0 ? lo : lo + first + 1;
+      let wTo = hi;
+      while (wTo < end && wTo > to && !/\s/.test(text[wTo])) wTo--;
+      if (wTo === to && hi < end) wTo = hi;
+      out.push(...refsInLine(text, wFrom, wTo, roots).refs);
+    } else {
+      out.push(...refsInLine(text, start, end, roots).refs);
+    }
+    if (end >= to) break;
+    start = end + 1;
+  }
+  return out.filter((r) => r.end >= from && r.start <= to);
+}
+
+function normalRoots(roots: readonly string[]): string[] {
+  return roots.map((r) => (r.length > 1 ? r.replace(/\/+$/, '') : r));
+}
+
+/** The references and fallbacks of the logical line text[from, to). */
+function refsInLine(text: string, from: number, to: number, roots: readonly string[]): { refs: PathRef[]; fallbacks: Fallback[] } {
+  const out: PathRef[] = [];
+  const line = text.slice(from, to);
+  const contexts = findContexts(line);
+  const fallbacks = findFallbacksIn(line).map((f) => ({ ...f, start: f.start + from, end: f.end + from }));
+  for (const m of line.matchAll(PATH)) {
+    const path = trimPath(m[1]);
+    const at = (m.index ?? 0) + m[0].length - m[1].length;
+    const end = at + path.length;
+    const before = line[at - 1] ?? '';
+    const after = line[at + m[1].length] ?? '';
+    if (path.length < 2 || path.startsWith('//') || after === '$' || after === '{' || /[$]/.test(path)) continue;
+    if (before === '>' || before === '<' || /[\w.$}\-]/.test(before)) continue;
+    let host: string | undefined;
+    let user: string | undefined;
+    if (before === ':') {
+      const scp = /(?:^|[\s'"=,(\[])(?:([\w.-]+)@)?([\w.-]{2,})$/.exec(line.slice(0, at - 1));
+      if (!scp) continue; // `key:/x` glued to something that is not a host
+      user = scp[1];
+      host = scp[2];
+    }
+    const ctx = contextAt(contexts, at);
+    host ??= ctx.host;
+    user ??= host === ctx.host ? ctx.user : undefined;
+    const target = ctx.target;
+    const explicit = host !== undefined || target !== undefined;
+    if (/^\/(dev|proc|sys)(\/|$)/.test(path)) continue;
+    if (!explicit && !roots.some((r) => path === r || path.startsWith(r === '/' ? '/' : `${r}/`))) continue;
+    const fallback = fallbacks.find((f) => f.start >= end + from);
+    out.push({
+      path,
+      start: at + from,
+      end: end + from,
+      glob: /[*?[]/.test(path),
+      ...(host !== undefined ? { host } : {}),
+      ...(user !== undefined ? { user } : {}),
+      ...(target !== undefined ? { target } : {}),
+      ...(fallback ? { fallback } : {}),
+    });
+  }
+  return { refs: out, fallbacks };
 }
 
 /** A path: `/` or `~/` then path characters (globs included); quotes, spaces and shell operators end it. */
@@ -122,20 +190,38 @@ function trimPath(p: string): string {
   return out;
 }
 
-/** [start, end) of each logical line: a line ending in `\` continues on the next. */
-function logicalLines(text: string): [number, number][] {
-  const out: [number, number][] = [];
-  let start = 0;
-  for (let i = 0; i <= text.length; i++) {
-    if (i === text.length || text[i] === '\n') {
-      let j = i - 1;
-      if (text[j] === '\r') j--;
-      if (i < text.length && text[j] === '\\') continue;
-      out.push([start, i]);
-      start = i + 1;
-    }
+/** [start, end) of each logical line: a line ending in `\\` continues on the next. */
+function* logicalLines(text: string): Generator<[number, number], void, void> {
+  for (let start = 0; start <= text.length; ) {
+    const end = logicalLineEnd(text, start);
+    yield [start, end];
+    start = end + 1;
   }
-  return out;
+}
+
+/** Whether the physical line ending at the newline `nl` (or at the text's end) continues on the next (`\\` before it). */
+function continues(text: string, nl: number): boolean {
+  let j = nl - 1;
+  if (text[j] === '\r') j--;
+  return nl < text.length && text[j] === '\\';
+}
+
+/** The end (a newline's offset, or the text's length) of the logical line that starts at `start`. */
+function logicalLineEnd(text: string, start: number): number {
+  let i = start;
+  for (;;) {
+    const nl = text.indexOf('\n', i);
+    if (nl < 0) return text.length;
+    if (!continues(text, nl)) return nl;
+    i = nl + 1;
+  }
+}
+
+/** The start of the logical line that `offset` is on. */
+function logicalLineStart(text: string, offset: number): number {
+  let start = text.lastIndexOf('\n', offset - 1) + 1;
+  while (start > 0 && continues(text, start - 1)) start = text.lastIndexOf('\n', start - 2) + 1;
+  return start;
 }
 
 interface Token {

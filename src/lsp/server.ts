@@ -4,8 +4,11 @@
  * document links and code actions. It never opens SSH: every listing is asked of the extension
  * (`remoteRuns/list`), which answers from its cache or with one listing over the shared connection.
  *
- * Typing is never blocked: diagnostics run debounced per document, a newer version aborts the older analysis,
- * and a listing nobody waits for any more is cancelled.
+ * Typing is never blocked and every request is answered while documents are analysed: diagnostics run debounced
+ * per document, in steps that give the event loop a turn every SLICE_MS (all analyses share one LoopTurns), up to
+ * REF_CAP references per document; a newer version aborts the older analysis at its next step, and a listing nobody
+ * waits for any more is cancelled. A hover, completion or code action works on the lines it is asked about (from the
+ * stored analysis when it is current, else on demand), never on the whole document.
  */
 import {
   CancellationTokenSource,
@@ -14,18 +17,25 @@ import {
   TextDocuments,
   createConnection,
   type CancellationToken,
+  type Diagnostic,
 } from 'vscode-languageserver/node';
 import { TextDocument } from 'vscode-languageserver-textdocument';
 import { LspMethods, type ConfigResult, type LatestMetricsResult, type InspectSummaryResult, type IndexChangedParams, type ListParams, type ListResult, type Place, type PlacesResult } from '../shared/lspProtocol';
 import { completionsAt } from './completion';
-import { analyseDocument, analyseRef, refAt, type AnalysisDeps, type DocumentResult } from './documentAnalysis';
-import { actionsOf, checkpointRefOf, diagnosticsOf, hoverFor, latestLine, linksOf, runLogOf } from './features';
-import { findPathRefs, findPlaceComment } from './finder';
+import { LoopTurns } from '../core/util/delay';
+import { analyseDocument, analyseRef, refAt, type AnalysisDeps, type DocumentResult, type RefResult } from './documentAnalysis';
+import { actionsOf, checkpointRefOf, diagnosticSteps, hoverFor, latestLine, linksOf, runLogOf } from './features';
+import { findPathRefsIn, findPlaceComment } from './finder';
+import { mdText } from './markdown';
 import { allRoots, documentPlace } from './places';
 import { RemoteIndex } from './remoteIndex';
 
 const DEBOUNCE_MS = 300;
 const PLACES_TTL_MS = 10_000;
+/** The longest stretch of analysis between two turns of the event loop (a hover waits at most about this long). */
+const SLICE_MS = 5;
+/** How long a hover, completion or code action may keep analysis waiting while it is answered (it may wait on a listing). */
+const HOLD_MS = 150;
 
 const connection = createConnection(ProposedFeatures.all);
 const documents = new TextDocuments(TextDocument);
@@ -37,6 +47,7 @@ let placesCache: { at: number; value: Promise<Place[]> } | undefined;
 
 const deps: AnalysisDeps = {
   index,
+  turns: new LoopTurns(SLICE_MS, HOLD_MS),
   config: () =>
     (configPromise ??= connection.sendRequest<ConfigResult>(LspMethods.config).catch((e: unknown) => {
       configPromise = undefined;
@@ -53,42 +64,85 @@ const deps: AnalysisDeps = {
 
 /** The latest analysis of each open document, with the version it was made for. */
 const results = new Map<string, { version: number; result: DocumentResult }>();
-const pending = new Map<string, { timer?: NodeJS.Timeout; controller?: AbortController }>();
+/** Per document: the debounce timer, and the analysis under way (for `version`). */
+const pending = new Map<string, { timer?: NodeJS.Timeout; controller?: AbortController; running?: { version: number; promise: Promise<DocumentResult | undefined> } }>();
 
 function schedule(doc: TextDocument, delay = DEBOUNCE_MS): void {
   const slot = pending.get(doc.uri) ?? {};
   if (slot.timer) clearTimeout(slot.timer);
   slot.controller?.abort();
   slot.controller = undefined;
+  slot.running = undefined;
   slot.timer = setTimeout(() => void validate(doc.uri), delay);
   pending.set(doc.uri, slot);
 }
 
-async function validate(uri: string): Promise<void> {
+/** Analyse the document as it is now and publish its diagnostics; undefined when a newer version took over. */
+function validate(uri: string): Promise<DocumentResult | undefined> {
   const doc = documents.get(uri);
   const slot = pending.get(uri);
-  if (!doc || !slot) return;
+  if (!doc || !slot) return Promise.resolve(undefined);
+  if (slot.timer) clearTimeout(slot.timer);
   slot.timer = undefined;
+  slot.controller?.abort();
   const controller = new AbortController();
   slot.controller = controller;
-  try {
-    const result = await analyseDocument(deps, uri, doc.getText(), controller.signal);
-    const now = documents.get(uri);
-    if (controller.signal.aborted || !now || now.version !== doc.version) return;
-    results.set(uri, { version: doc.version, result });
-    await connection.sendDiagnostics({ uri, version: doc.version, diagnostics: diagnosticsOf(doc, result) });
-  } catch (e) {
-    connection.console.error(`analysis of ${uri} failed: ${e instanceof Error ? e.stack ?? e.message : String(e)}`);
-  } finally {
-    if (slot.controller === controller) slot.controller = undefined;
-  }
+  const running = { version: doc.version, promise: Promise.resolve<DocumentResult | undefined>(undefined) };
+  running.promise = (async (): Promise<DocumentResult | undefined> => {
+    try {
+      const result = await analyseDocument(deps, uri, doc.getText(), controller.signal);
+      const now = documents.get(uri);
+      if (controller.signal.aborted || !now || now.version !== doc.version) return undefined;
+      results.set(uri, { version: doc.version, result });
+      const diagnostics: Diagnostic[] = [];
+      for (const d of diagnosticSteps(doc, result)) {
+        diagnostics.push(d);
+        await deps.turns.maybe(controller.signal);
+      }
+      await connection.sendDiagnostics({ uri, version: doc.version, diagnostics });
+      return result;
+    } catch (e) {
+      // A newer version (or closing the document) stopped it: nothing to say.
+      if (!controller.signal.aborted) connection.console.error(`analysis of ${uri} failed: ${e instanceof Error ? e.stack ?? e.message : String(e)}`);
+      return undefined;
+    } finally {
+      if (slot.controller === controller) slot.controller = undefined;
+      if (slot.running === running) slot.running = undefined;
+    }
+  })();
+  slot.running = running;
+  return running.promise;
 }
 
-/** The analysis of the document as it is now: the stored one, or a fresh one. */
-async function current(doc: TextDocument, token: CancellationToken): Promise<DocumentResult> {
+/** The analysis of the whole document as it is now: the stored one, the one under way, or one started now. */
+async function current(doc: TextDocument): Promise<DocumentResult | undefined> {
   const stored = results.get(doc.uri);
   if (stored && stored.version === doc.version) return stored.result;
-  return analyseDocument(deps, doc.uri, doc.getText(), signalOf(token));
+  const running = pending.get(doc.uri)?.running;
+  if (running && running.version === doc.version) return running.promise;
+  if (!pending.has(doc.uri)) pending.set(doc.uri, {});
+  return validate(doc.uri);
+}
+
+/**
+ * The references between two offsets, analysed: from the stored analysis when it is current and covers them, else
+ * found on those lines alone and analysed now (the document not analysed yet, being typed in, or past REF_CAP).
+ */
+async function refsBetween(doc: TextDocument, from: number, to: number, token: CancellationToken): Promise<RefResult[]> {
+  const stored = results.get(doc.uri);
+  if (stored?.version === doc.version) {
+    const capAt = stored.result.capped?.next.start ?? Infinity;
+    const found = stored.result.refs.filter((r) => r.ref.end >= from && r.ref.start <= to);
+    if (to < capAt && (found.length > 0 || !stored.result.longLines)) return found;
+  }
+  const config = await deps.config();
+  const text = doc.getText();
+  const refs = findPathRefsIn(text, from, to, { roots: allRoots(config) });
+  if (refs.length === 0) return [];
+  const docPlace = documentPlace(config, doc.uri, findPlaceComment(text));
+  const signal = signalOf(token);
+  const memo = new Map();
+  return Promise.all(refs.map((ref) => analyseRef(deps, config, docPlace, ref, signal, memo)));
 }
 
 connection.onInitialize(() => ({
@@ -113,20 +167,12 @@ documents.onDidClose((e) => {
   void connection.sendDiagnostics({ uri: e.document.uri, diagnostics: [] });
 });
 
-connection.onHover(async (params, token) => {
+connection.onHover((params, token) => deps.turns.hold(async () => {
   const doc = documents.get(params.textDocument.uri);
   if (!doc) return null;
   const offset = doc.offsetAt(params.position);
-  const stored = results.get(doc.uri);
-  let r = stored?.version === doc.version ? refAt(stored.result.refs, offset) : undefined;
-  if (!r) {
-    // Not analysed yet (typing): analyse just this reference.
-    const config = await deps.config();
-    const text = doc.getText();
-    const ref = findPathRefs(text, { roots: allRoots(config) }).find((x) => x.start <= offset && offset <= x.end);
-    if (!ref) return null;
-    r = await analyseRef(deps, config, documentPlace(config, doc.uri, findPlaceComment(text)), ref, signalOf(token));
-  }
+  const r = refAt(await refsBetween(doc, offset, offset, token), offset);
+  if (!r) return null;
   // Over a run itself: its latest logged values too (the last few KB of its JSONL log, read by the extension).
   const log = runLogOf(r);
   let extra: string | undefined;
@@ -138,28 +184,30 @@ connection.onHover(async (params, token) => {
   const ck = checkpointRefOf(r);
   if (ck) {
     const contents = await connection.sendRequest<InspectSummaryResult>(LspMethods.inspectSummary, ck, token).catch(() => undefined);
-    if (contents) extra = [extra, contents.ok ? `contents: ${contents.summary}` : `contents not read: ${contents.message}`].filter(Boolean).join('\n\n');
+    if (contents) extra = [extra, contents.ok ? `contents: ${mdText(contents.summary)}` : `contents not read: ${mdText(contents.message)}`].filter(Boolean).join('\n\n');
   }
   return token.isCancellationRequested ? null : (hoverFor(doc, r, extra) ?? null);
-});
+}));
 
-connection.onCompletion(async (params, token) => {
+connection.onCompletion((params, token) => deps.turns.hold(async () => {
   const doc = documents.get(params.textDocument.uri);
   if (!doc) return [];
   return completionsAt(deps, doc, doc.offsetAt(params.position), signalOf(token));
-});
+}));
 
 connection.onDocumentLinks(async (params, token) => {
   const doc = documents.get(params.textDocument.uri);
   if (!doc) return [];
-  return linksOf(doc, await current(doc, token));
+  const result = await current(doc);
+  return result && !token.isCancellationRequested ? linksOf(doc, result) : [];
 });
 
-connection.onCodeAction(async (params, token) => {
+connection.onCodeAction((params, token) => deps.turns.hold(async () => {
   const doc = documents.get(params.textDocument.uri);
   if (!doc) return [];
-  return actionsOf(doc, await current(doc, token), params.range, params.context.diagnostics);
-});
+  const refs = await refsBetween(doc, doc.offsetAt(params.range.start), doc.offsetAt(params.range.end), token);
+  return actionsOf(doc, { refs, fallbacks: [] }, params.range, params.context.diagnostics);
+}));
 
 connection.onNotification(LspMethods.indexChanged, (params: IndexChangedParams | undefined) => {
   index.invalidate(params?.place);

@@ -9,7 +9,10 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { createProtocolConnection, StreamMessageReader, StreamMessageWriter, type Diagnostic } from 'vscode-languageserver-protocol/node';
+import { createProtocolConnection, StreamMessageReader, StreamMessageWriter, type Diagnostic, type Hover, type ProtocolConnection } from 'vscode-languageserver-protocol/node';
+import { hasUnsafe } from '../../src/core/util/display';
+import { mdCode } from '../../src/lsp/markdown';
+import { renderMarkdown } from '../harness/markdown';
 import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore } from '../../src/core/service';
@@ -151,7 +154,8 @@ test('a cancelled listing answers `cancelled` and is not kept', async () => {
   assert.equal(ok(await answers.list({ place: { host: 'testbox', target: 'docker:trainer' }, path: '/workspace', depth: 5 })).state, 'ok');
 });
 
-test("the real server answered by these: the story's command on the test host", async () => {
+/** The real language server process, its requests answered by `answers` (as the extension does), for `run`. */
+async function withServer(run: (conn: ProtocolConnection, published: Map<string, Diagnostic[]>) => Promise<void>): Promise<void> {
   const repo = path.join(__dirname, '..', '..');
   const server = spawn(process.execPath, ['--import', 'tsx', path.join(repo, 'src', 'lsp', 'server.ts'), '--stdio'], { cwd: repo, stdio: ['pipe', 'pipe', 'inherit'] });
   const conn = createProtocolConnection(new StreamMessageReader(server.stdout!), new StreamMessageWriter(server.stdin!));
@@ -164,6 +168,15 @@ test("the real server answered by these: the story's command on the test host", 
   try {
     await conn.sendRequest('initialize', { processId: process.pid, rootUri: null, capabilities: {} });
     conn.sendNotification('initialized', {});
+    await run(conn, published);
+  } finally {
+    conn.dispose();
+    server.kill();
+  }
+}
+
+test("the real server answered by these: the story's command on the test host", async () => {
+  await withServer(async (conn, published) => {
     const uri = 'file:///ws/story.sh';
     const text = `ssh testbox 'pct exec 200 -- ls -la /workspace/checkpoints/*.pt 2>/dev/null || echo "no checkpoints"'\n`;
     await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'shellscript', version: 1, text } });
@@ -172,8 +185,33 @@ test("the real server answered by these: the story's command on the test host", 
     const n = host.storySteps.length;
     assert.equal(messages[0], `\`/workspace/checkpoints/*.pt\` matches nothing on testbox/pct:200; ${n} checkpoints are in \`step_N/checkpoint.pt\` one level down`);
     assert.match(messages[1], /prints "no checkpoints" for every failure alike/);
-  } finally {
-    conn.dispose();
-    server.kill();
-  }
+  });
+});
+
+test('remote names that hold controls, bidi overrides and markdown: escaped in the hover and the diagnostic, never a link', async () => {
+  const dir = path.join(host.dir, 'lsp-hostile');
+  const names = ['[x](command:workbench.action.quit)', 'esc\u001b]52;c;Y3VybCBldmlsfHNo\u0007.pt', 'rtl\u202egnp.pt', 'back`tick` .pt', '<img src=x onerror=alert(1)>'];
+  fs.mkdirSync(dir, { recursive: true });
+  for (const n of names) fs.writeFileSync(path.join(dir, n), 'x');
+  fs.chmodSync(dir, 0o755);
+  await withServer(async (conn, published) => {
+    const uri = 'file:///ws/hostile.sh';
+    const text = `ssh testbox ls ${dir}/* ${dir}/nope\n`;
+    await conn.sendNotification('textDocument/didOpen', { textDocument: { uri, languageId: 'shellscript', version: 1, text } });
+    await eventually(() => published.has(uri), 'diagnostics for the hostile listing');
+    const [missing] = published.get(uri)!;
+    assert.ok(!hasUnsafe(missing.message), `no control or bidi character in the diagnostic: ${JSON.stringify(missing.message)}`);
+    assert.match(missing.message, /holds 5 entries: .*esc\\x1b\]52;c;Y3VybCBldmlsfHNo\\x07\.pt/);
+    assert.match(missing.message, /rtl\\u202egnp\.pt/);
+    const at = text.indexOf(`${dir}/*`) + dir.length + 1;
+    const hover = (await conn.sendRequest('textDocument/hover', { textDocument: { uri }, position: { line: 0, character: at } })) as Hover | null;
+    const value = hover && typeof hover.contents === 'object' && 'value' in hover.contents ? hover.contents.value : '';
+    assert.match(value, /matches 5 entries on testbox\/host/, value);
+    assert.ok(!hasUnsafe(value.replace(/\n/g, '')), `no control or bidi character in the hover: ${JSON.stringify(value)}`);
+    // Each name is one code span that shows exactly what the display function shows.
+    for (const n of names) assert.ok(value.includes(`- ${mdCode(n)} — `), `${JSON.stringify(n)} as ${mdCode(n)} in ${value}`);
+    const html = renderMarkdown(value);
+    assert.doesNotMatch(html, /<(a|img)[\s>]/, `no link or image: ${html}`);
+    assert.ok(value.includes('``back`tick` .pt``'), 'a fence longer than the backticks inside');
+  });
 });

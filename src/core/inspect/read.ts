@@ -7,6 +7,7 @@
 import * as zlib from 'node:zlib';
 import { InspectError, isInspectError } from './errors';
 import { RemoteRunsError } from '../types';
+import { LoopTurns } from '../util/delay';
 import type { Pieces } from './pieces';
 import { readPickle } from './pickle';
 import { DTYPE_SIZE, walkTorchPickle, type WalkLimits } from './torchPickle';
@@ -313,16 +314,13 @@ export function inspectFiles(files: FileBytes[], limits: WalkLimits = {}): Inspe
  */
 export async function inspectFilesAsync(files: FileBytes[], limits: WalkLimits = {}, signal?: AbortSignal): Promise<InspectOutcome> {
   const steps = inspectSteps(files, limits);
-  let since = Date.now();
+  // A turn of the event loop every ~20 ms of work, not at every step (each costs a macrotask).
+  const turns = new LoopTurns(20);
   for (;;) {
     if (signal?.aborted) throw new RemoteRunsError('cancelled', 'inspect was cancelled while it read the headers');
     const r = steps.next();
     if (r.done) return r.value;
-    // A turn of the event loop every ~20 ms of work, not at every step (each costs a macrotask).
-    if (Date.now() - since >= 20) {
-      await new Promise((resolve) => setImmediate(resolve));
-      since = Date.now();
-    }
+    await turns.maybe();
   }
 }
 

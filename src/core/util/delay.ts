@@ -22,3 +22,72 @@ export function delay(ms: number, signal?: AbortSignal, onAbort: () => Error = (
     signal?.addEventListener('abort', abort, { once: true });
   });
 }
+
+/**
+ * Turns of the event loop for long synchronous work done in steps: `maybe()` after each step gives the loop a turn
+ * (`setImmediate`, so timers, I/O and other requests run) once `sliceMs` of work have passed since the last turn, and
+ * is a cheap clock read otherwise (a turn per step would cost a macrotask each). Everything a process runs in steps
+ * shares one instance: once a slice is used up they all wait for the same turn, so the longest stretch without one
+ * stays about `sliceMs` however many run at once. `hold(work)` makes them all wait while `work` runs (a request
+ * someone waits for goes first), for at most `maxHoldMs`. With a signal that has aborted, `maybe()` rejects with
+ * `cancelled` (or `onAbort()`), so an abandoned piece of work stops at its next step.
+ */
+export class LoopTurns {
+  private since = Date.now();
+  /** The turn everyone waits for once a slice is used up: one `setImmediate` for all of them. */
+  private turn: Promise<void> | undefined;
+  private held = 0;
+  private release: { promise: Promise<void>; resolve: () => void } | undefined;
+
+  constructor(
+    readonly sliceMs = 20,
+    readonly maxHoldMs = 200,
+  ) {}
+
+  async maybe(signal?: AbortSignal, onAbort: () => Error = () => new RemoteRunsError('cancelled', 'Cancelled')): Promise<void> {
+    if (signal?.aborted) throw onAbort();
+    while (this.held > 0) {
+      if (!this.release) {
+        let resolve = (): void => undefined;
+        const promise = new Promise<void>((r) => (resolve = r));
+        this.release = { promise, resolve };
+      }
+      await this.release.promise;
+      this.since = Date.now();
+    }
+    if (!this.turn) {
+      if (Date.now() - this.since < this.sliceMs) return;
+      this.turn = new Promise((resolve) =>
+        setImmediate(() => {
+          this.turn = undefined;
+          this.since = Date.now();
+          resolve();
+        }),
+      );
+    }
+    await this.turn;
+    if (signal?.aborted) throw onAbort();
+  }
+
+  /** Run `work` while every `maybe()` waits (until it ends, or `maxHoldMs` at most). `work` must not wait on them. */
+  async hold<T>(work: () => Promise<T>): Promise<T> {
+    this.held++;
+    let released = false;
+    const unhold = (): void => {
+      if (released) return;
+      released = true;
+      clearTimeout(timer);
+      if (--this.held === 0) {
+        const r = this.release;
+        this.release = undefined;
+        r?.resolve();
+      }
+    };
+    const timer = setTimeout(unhold, this.maxHoldMs);
+    try {
+      return await work();
+    } finally {
+      unhold();
+    }
+  }
+}
