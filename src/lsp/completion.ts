@@ -11,7 +11,7 @@ import { findPathRefsIn, findPlaceComment } from './finder';
 import { hasGlob } from './glob';
 import { childrenOf, pathOf } from './listingView';
 import { sizeAge } from './messages';
-import { displayName, hasUnsafe } from '../core/util/display';
+import { displayName, hasUnsafe } from '../shared/display';
 import type { AnalysisDeps } from './documentAnalysis';
 import { allRoots, documentPlace, resolveRef, rootsOf } from './places';
 import { rootOf } from './remoteIndex';

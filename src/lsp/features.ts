@@ -23,7 +23,7 @@ import type { DocumentResult, RefResult } from './documentAnalysis';
 import { MAX_LINE } from './finder';
 import { fallbackHint, hoverOf, problemOf } from './messages';
 import { mdCode, mdText } from './markdown';
-import { displayName, hasUnsafe } from '../core/util/display';
+import { displayName, hasUnsafe } from '../shared/display';
 
 export const SOURCE = 'Remote Runs';
 

@@ -1,12 +1,12 @@
 /**
  * Remote text in the language server's answers. Names of runs, checkpoints, files and metric keys, and messages that
  * quote remote bytes, can hold terminal controls, bidi overrides (U+202E) and newlines (shown escaped by the one
- * display function, src/core/util/display.ts), and markdown: a hover is markdown, so a file named
+ * display function, src/shared/display.ts), and markdown: a hover is markdown, so a file named
  * ``[x](command:workbench.action.terminal.sendSequence?…)`` or holding a backtick would otherwise become a link, a
  * command or the end of a code span. Hovers use mdCode and mdText; plain-text answers (diagnostic messages,
  * completion labels, link tooltips, code action titles) use plainCode or displayName/displayText.
  */
-import { displayName, displayText } from '../core/util/display';
+import { displayName, displayText } from '../shared/display';
 
 /**
  * A remote name as inline code in markdown: displayName's escapes, in a code span whose fence of backticks is longer

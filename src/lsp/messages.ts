@@ -6,7 +6,7 @@ import { formatAge, formatBytes, formatCheckpointBytes } from '../core/util/form
 import { checkpointLabel, latestCheckpoint, latestPhrase } from '../core/types';
 import { parseCheckpointName } from '../core/discovery/checkpointLayout';
 import { formatPlace } from '../shared/lspProtocol';
-import { displayName, displayText } from '../core/util/display';
+import { displayName, displayText } from '../shared/display';
 import { mdCode, mdText, plainCode } from './markdown';
 import type { Analysis, Found } from './analysis';
 import { checkpointFolders } from './analysis';

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { createProtocolConnection, StreamMessageReader, StreamMessageWriter, type Diagnostic, type Hover, type ProtocolConnection } from 'vscode-languageserver-protocol/node';
-import { hasUnsafe } from '../../src/core/util/display';
+import { hasUnsafe } from '../../src/shared/display';
 import { mdCode } from '../../src/lsp/markdown';
 import { renderMarkdown } from '../harness/markdown';
 import { ConnectionPool } from '../../src/core/ssh/pool';

@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { displayName, displayText, hasUnsafe } from '../../src/core/util/display';
+import { displayName, displayText, hasUnsafe } from '../../src/shared/display';
 import type { Checkpoint, Run } from '../../src/core/types';
 import type { Analysis, Found } from '../../src/lsp/analysis';
 import { hoverOf, problemOf } from '../../src/lsp/messages';
