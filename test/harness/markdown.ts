@@ -1,5 +1,5 @@
 /**
- * A real CommonMark renderer (markdown-it, which @vscode/vsce brings) for asserting what a hover's markdown becomes,
+ * A real CommonMark renderer (markdown-it, a devDependency) for asserting what a hover's markdown becomes,
  * with raw HTML and bare-link detection on so nothing is kinder than the editor's renderer.
  */
 import { createRequire } from 'node:module';
