@@ -32,7 +32,7 @@ import * as path from 'node:path';
 import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
 import { ConnectionPool } from '../src/core/ssh/pool';
-import { BulkLinks } from '../src/core/transfer/bulkLinks';
+import { BulkLinks } from '../src/core/metrics/follow/bulkLinks';
 import { HostDirectory } from '../src/core/hosts';
 import { RemoteRunsCore } from '../src/core/service';
 import type { RunRefWire } from '../src/shared/metricsProtocol';

@@ -33,7 +33,7 @@ import { inspectCommand, diffCommand } from './inspect';
 import { EvalService } from '../core/eval/service';
 import { parseEvalProfiles } from '../core/eval/profiles';
 import type { EvalProfile } from '../core/eval/types';
-import { BulkLinks } from '../core/transfer/bulkLinks';
+import { BulkLinks } from '../core/metrics/follow/bulkLinks';
 import { displayStream } from './output';
 import { expandHome } from '../core/util/home';
 

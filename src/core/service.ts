@@ -37,7 +37,7 @@ export interface CoreOptions {
   hosts(): HostConfig[];
   /** The shared executor for a host (one pooled connection per host). */
   executorFor(host: HostConfig): Executor;
-  /** How a long read on a host's target runs as one stream (OpenSSH: transfer/bulkLinks.ts); absent: never. */
+  /** How a long read on a host's target runs as one stream (OpenSSH: metrics/follow/bulkLinks.ts); absent: never. */
   streamFor?(host: HostConfig, target: TargetRef): StreamRunner | undefined;
   /** Bound on records per listing, so a huge directory cannot hang a view. */
   maxEntries?: number;

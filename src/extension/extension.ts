@@ -19,7 +19,7 @@ import type { TreeNode } from '../core/tree/nodes';
 import { registerCommands } from './commands';
 import { registerMetrics } from './metrics/register';
 import { downloadClient, registerDownloads } from './download/register';
-import { BulkLinks } from '../core/transfer/bulkLinks';
+import { BulkLinks } from '../core/metrics/follow/bulkLinks';
 import { DownloadMarks } from './download/downloadMarks';
 import { RunFactsReader } from './runs/runFacts';
 import { registerRuns } from './runs/register';

@@ -30,7 +30,7 @@ export const FIRST_READ_BYTES = 256 * 1024;
 export const STREAM_ABOVE = 16 * 1024 * 1024;
 /**
  * Most bytes one stream asks for: a longer backlog comes as several streams, one after the other. The OpenSSH runner
- * spools a stream into a file (transfer/bulkLinks.ts spoolChild), which this bounds, on a disk or a tmpfs alike.
+ * spools a stream into a file (metrics/follow/bulkLinks.ts spoolChild), which this bounds, on a disk or a tmpfs alike.
  * Not smaller: each stream is an `ssh` started, a remote shell and a new channel. A 97 MiB log in two 64 MiB streams
  * took ~0.25 s longer than in one (bench/metrics.ts, 1,337 vs 1,092 ms), when each start forked this process
  * and again once the session's process starter started them (util/spawner.ts).

@@ -73,7 +73,7 @@ export interface RunFeedOptions {
   workerAbove?: number;
   /**
    * How a long backlog on `target` is read as one stream (CatchUpOptions.stream: through OpenSSH where it can be,
-   * transfer/bulkLinks.ts); absent: reads over the executor only.
+   * metrics/follow/bulkLinks.ts); absent: reads over the executor only.
    */
   stream?(target: TargetRef): StreamRunner | undefined;
   /** A backlog of at least this many bytes after the first read is streamed (CatchUpOptions.streamAbove). */

@@ -1,7 +1,7 @@
 /**
  * A long backlog read as ONE stream instead of 8 MiB replies: the same tail read (TAIL_SCRIPT, the same checks of
  * inode and head, the same status line) asked for the whole rest of the file, its output taken as it arrives.
- * Through an OpenSSH connection (transfer/bulkLinks.ts) the bytes are decrypted by `ssh` in its own process, not
+ * Through an OpenSSH connection (metrics/follow/bulkLinks.ts) the bytes are decrypted by `ssh` in its own process, not
  * by ssh2 in JavaScript on the extension host's thread; one stream also has no gap between replies.
  *
  * The reader here is pure: it is given the stream's pieces in order and hands out the status line once, then the

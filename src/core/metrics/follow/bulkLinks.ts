@@ -15,17 +15,17 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as fsSync from 'node:fs';
 import * as path from 'node:path';
-import type { ConnectionPool, PoolHost } from '../ssh/pool';
-import { OpenSshConnection } from '../ssh/openssh/connection';
-import { SshConnection } from '../ssh/connection';
-import type { Logger } from '../ssh/types';
-import type { StreamRunner } from '../metrics/follow/tailStream';
-import { fileSource, pipeSource, type StreamEnd } from './stream';
-import { wrapForTarget } from '../targets';
-import { fenceSkipper } from '../shell/portable';
-import type { TargetRef } from '../types';
-import { isRemoteRunsError } from '../types';
-import { lastingRefusal, startBesidePool, type OpenSshSession } from '../ssh/openssh/session';
+import type { ConnectionPool, PoolHost } from '../../ssh/pool';
+import { OpenSshConnection } from '../../ssh/openssh/connection';
+import { SshConnection } from '../../ssh/connection';
+import type { Logger } from '../../ssh/types';
+import type { StreamRunner } from './tailStream';
+import { fileSource, pipeSource, type StreamEnd } from '../../transfer/stream';
+import { wrapForTarget } from '../../targets';
+import { fenceSkipper } from '../../shell/portable';
+import type { TargetRef } from '../../types';
+import { isRemoteRunsError } from '../../types';
+import { lastingRefusal, startBesidePool, type OpenSshSession } from '../../ssh/openssh/session';
 
 /**
  * How long a host's session is kept after its last stream (it also ends with the host's pool connection: closeHost).
