@@ -4,6 +4,7 @@
  *
  * This folder never imports `vscode`.
  */
+import type { SkippedEntry } from './transfer/remoteCommands';
 
 /** Where a run lives on a host: the machine itself, a Proxmox LXC, or a Docker container. */
 export type TargetKind = 'host' | 'pct' | 'docker';
@@ -140,6 +141,21 @@ export interface Checkpoint {
    * `latest_checkpointed_iteration.txt`, a `latest`/`last`/`best` symlink to a folder.
    */
   pointedBy?: string[];
+  /**
+   * The checkpoint is a symbolic link to a folder, with this text (the listing never walks into one,
+   * discovery/listScript.ts). One naming a sibling listed beside it has that sibling's files and size.
+   */
+  link?: string;
+  /**
+   * `link` leaves the folder the checkpoint is in (absolute, through `..`, or to nothing listed beside it): not
+   * followed, so `bytes` is 0 and unknown, and it is never `latest`; a pull refuses it (pull the folder it names).
+   */
+  linkOutside?: true;
+  /**
+   * Entries of the folder that are not files and that a pull leaves out, with why (transfer/remoteCommands.ts): FIFOs,
+   * devices, broken links, links to folders outside the checkpoint. None of them is counted in `bytes`.
+   */
+  skipped?: SkippedEntry[];
 }
 
 /** A pointer file the run's framework keeps (DeepSpeed `latest`, Megatron `latest_checkpointed_iteration.txt`). */
