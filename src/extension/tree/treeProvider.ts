@@ -374,7 +374,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const local = this.deps.checkpointLocalCopy?.(node);
     const downloaded = local?.kind === 'downloaded';
     const partial = local?.kind === 'partial' ? `partial ${partialPercent(local.bytesHere, local.bytesTotal)}` : '';
-    item.description = displayText([what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', downloaded ? 'downloaded' : partial, this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · '));
+    // A link to a folder outside its own: shown as the link it is (its size and age are not known: never followed).
+    const link = c.linkOutside ? `link → ${c.link ?? ''}, not followed` : '';
+    const skipped = c.skipped ? `${c.skipped.length} entr${c.skipped.length === 1 ? 'y' : 'ies'} left out` : '';
+    item.description = displayText([what, link, c.linkOutside ? '' : formatCheckpointBytes(c), c.linkOutside ? '' : formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', skipped, downloaded ? 'downloaded' : partial, this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · '));
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
     // Left unset with inspect: resolveTreeItem fills it on hover, with the contents' summary.
     if (!this.deps.inspect) item.tooltip = displayText(checkpointTooltip(c, local));
