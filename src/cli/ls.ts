@@ -3,7 +3,7 @@ import { runListedInPart, runsOf, skippedForLatest, skippedNote } from '../core/
 import { skipText } from '../core/transfer/plan';
 import { RemoteRunsError, checkpointLabel, formatTarget, latestCheckpoint, latestPhrase, type RootListing, type Run, type RootEmptyKind } from '../core/types';
 import { emptyStateText } from '../core/emptyStates';
-import { cutShortText } from '../core/discovery/listParse';
+import { cutShortText, linksOutText } from '../core/discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../core/discovery/listScript';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
@@ -66,8 +66,8 @@ function rootJson(r: RootListing): unknown {
   // `truncated`: the listing of this root was cut short; `tooLarge`: the folders listed only in part (rel to the root).
   const cut = { truncated: r.truncated, ...(r.tooLarge ? { tooLarge: r.tooLarge } : {}) };
   return r.state === 'ok'
-    ? { root: r.root, path: r.path, state: 'ok', runs: r.runs.length, ...cut, ...(r.unreadable ? { unreadable: r.unreadable } : {}) }
-    : { root: r.root, path: r.path, state: r.state, message: r.message, seen: r.seen, ...cut };
+    ? { root: r.root, path: r.path, state: 'ok', runs: r.runs.length, ...cut, ...(r.unreadable ? { unreadable: r.unreadable } : {}), ...(r.linksOut ? { linksOut: r.linksOut } : {}) }
+    : { root: r.root, path: r.path, state: r.state, message: r.message, seen: r.seen, ...cut, ...(r.linksOut ? { linksOut: r.linksOut } : {}) };
 }
 
 // When no root holds a run, the failure names the most telling case; the message names every root's own.
@@ -116,6 +116,8 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
       if (root.truncated) lines.push(`${root.root}: ${cutShortText(root.path, root.tooLarge ?? [], DEFAULT_MAX_ENTRIES)}`);
       // Runs were found, but not everywhere: say where the walk could not go (an unreadable folder, a symlink loop).
       if (root.unreadable) lines.push(`${root.root}: ${unreadableText(root.unreadable)}`);
+      // Links to folders leaving the root were listed, not walked into: a run linked in from elsewhere is named here.
+      if (root.linksOut) lines.push(`${root.root}: ${linksOutText(root.linksOut, displayName)}`);
     }
     return { json: { runs: runs.map((r) => runJson(r, runListedInPart(listing, r))), roots: listing.roots.map(rootJson) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
   }

@@ -313,7 +313,7 @@ export function asRemoteRunsError(e: unknown): RemoteRunsError {
 
 /** What one run root held: runs, or exactly one reason it holds none. */
 export type RootListing =
-  | { root: string; path: string; state: 'ok'; runs: Run[]; truncated: boolean; tooLarge?: TooLarge[]; unreadable?: Unreadable }
+  | { root: string; path: string; state: 'ok'; runs: Run[]; truncated: boolean; tooLarge?: TooLarge[]; unreadable?: Unreadable; linksOut?: LinksOut }
   | {
       root: string;
       /** The absolute path the root resolved to (~ expanded) where known. */
@@ -325,7 +325,19 @@ export type RootListing =
       truncated: boolean;
       tooLarge?: TooLarge[];
       unreadable?: Unreadable;
+      linksOut?: LinksOut;
     };
+
+/**
+ * Links to folders outside the root that the listing did not follow (discovery/listScript.ts never enters a link to a
+ * folder), other than checkpoints and what lies in them (those are said on the checkpoint): a run folder or its
+ * `checkpoints/` linked in from another disk is not listed through the link, and this says so instead of nothing.
+ */
+export interface LinksOut {
+  count: number;
+  /** The first few: the link's path relative to the root and its text. */
+  links: { rel: string; link: string }[];
+}
 
 /**
  * A folder under a root that held more entries than the listing's budget let it show: only part of it was listed,

@@ -38,6 +38,11 @@ before(async () => {
   const root = path.join(host.dir, 'walks');
   runDir = path.join(root, 'hostile');
   writeWalkHostile(runDir);
+  // A run linked into the root from elsewhere: the listing names the link, never walks it.
+  const elsewhere = path.join(host.dir, 'elsewhere');
+  fs.mkdirSync(path.join(elsewhere, 'exp1', 'checkpoints', 'step_5'), { recursive: true });
+  fs.writeFileSync(path.join(elsewhere, 'exp1', 'checkpoints', 'step_5', 'model.pt'), 'weights of 5\n');
+  fs.symlinkSync(path.join(elsewhere, 'exp1'), path.join(root, 'exp1'));
   // A run that is its own run root, holding more entries than the listing's budget (DEFAULT_MAX_ENTRIES): its data/
   // is listed in part, its checkpoints whole (the fair listing lists the root's own entries and small folders first).
   cutRoot = path.join(host.dir, 'cutrun');
@@ -118,6 +123,11 @@ describe('ls and inspect: the listing stays inside the run, and a listing cut sh
     const target = cli(['ls', 'w/host', '--json']);
     assert.equal(target.code, 0, target.stderr);
     assert.deepEqual(target.json.roots.map((r: { truncated: boolean }) => r.truncated), [false], 'the budget was not spent in /');
+    // The one link out of the root that is no checkpoint and in none: the run linked in, named, not walked.
+    assert.deepEqual(target.json.roots[0].linksOut, { count: 1, links: [{ rel: 'exp1', link: path.join(host.dir, 'elsewhere', 'exp1') }] });
+    assert.deepEqual(target.json.runs.map((r: { name: string }) => r.name), ['hostile']);
+    const targetText = cli(['ls', 'w/host']);
+    assert.match(targetText.stdout, /: 1 link to folders outside the root not followed: exp1 -> \/.*\/elsewhere\/exp1/);
     const [run] = target.json.runs;
     assert.deepEqual(run.checkpoints.map((c: { name: string }) => c.name), steps);
     assert.equal(run.latest, 'step_1100');

@@ -426,8 +426,12 @@ test('fair listing with busybox finds the same runs and names the same folder', 
 test('a checkpoint linked to / and links out of a checkpoint are never walked: every sibling listed, the link as a link, nothing summed through it (GNU find, busybox, fair)', () => {
   const root = dir('walks');
   writeWalkHostile(path.join(root, 'hostile'));
-  // And a link to / among the root's own folders, which the fair listing shares its budget among.
+  // And a link to / among the root's own folders, which the fair listing shares its budget among, and a run linked in
+  // from elsewhere: listed as links out of the root, never walked.
   fs.symlinkSync('/', path.join(root, 'slash'));
+  const elsewhere = dir('walks-elsewhere');
+  writeStoryRun(path.join(elsewhere, 'exp1'), { checkpointBytes: 10 });
+  fs.symlinkSync(path.join(elsewhere, 'exp1'), path.join(root, 'exp1'));
   const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
   assert.ok(busybox, 'busybox is not installed: apt-get install -y busybox');
   const bb = dir('busybox-bin-walks');
@@ -472,5 +476,12 @@ test('a checkpoint linked to / and links out of a checkpoint are never walked: e
       if (!errors.some((m) => m.includes('step_100/up'))) assert.deepEqual(skipped.get('up'), { relative: 'up', why: 'dir-link-outside', link: '../../..' }, name);
     } else assert.deepEqual(skipped.get('up'), { relative: 'up', why: 'dir-link-outside', link: '../../..' }, name);
     assert.equal(cks.find((c) => c.newest)?.name, 'step_1100', name);
+    // The links out that are no checkpoint and in none: named on the root, so a run linked in is never lost in silence.
+    assert.equal(listing.state === 'ok' ? listing.linksOut?.count : undefined, 2, name);
+    assert.deepEqual(
+      listing.state === 'ok' ? [...(listing.linksOut?.links ?? [])].sort((a, b) => a.rel.localeCompare(b.rel)) : [],
+      [{ rel: 'exp1', link: path.join(elsewhere, 'exp1') }, { rel: 'slash', link: '/' }],
+      name,
+    );
   }
 });

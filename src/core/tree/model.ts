@@ -7,7 +7,7 @@
  */
 import type { HostTargets } from '../service';
 import { emptyStateText } from '../emptyStates';
-import { cutShortText } from '../discovery/listParse';
+import { cutShortText, linksOutText } from '../discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../discovery/listScript';
 import { formatTarget, asRemoteRunsError, type RemoteRunsError, type TargetListing, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
@@ -284,6 +284,11 @@ export class RunsTreeModel {
           // Runs were found, but the walk could not enter everything (a folder the user cannot read, a symlink loop).
           const n = root.unreadable.count;
           states.push({ type: 'state', id: childId(node, 'unread', root.root), parent: node, kind: 'permission-denied', label: `${root.root}: ${n} place${n === 1 ? '' : 's'} could not be read`, message: root.unreadable.messages.join('\n'), seen: [], scope: node });
+        }
+        if (root.linksOut) {
+          // Listed, never walked into (discovery/listScript.ts): a run or checkpoints folder linked in from elsewhere.
+          const n = root.linksOut.count;
+          states.push({ type: 'state', id: childId(node, 'links', root.root), parent: node, kind: 'no-checkpoints', label: `${root.root}: ${n} link${n === 1 ? '' : 's'} to folders outside not followed`, message: `${linksOutText(root.linksOut)}. Add the folder a link names as a run root to list it.`, seen: root.linksOut.links.map((l) => l.rel), scope: node });
         }
       } else {
         const text = emptyStateText(root.state);
