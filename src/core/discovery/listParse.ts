@@ -560,7 +560,7 @@ export function linksOutText(l: LinksOut, show: (name: string) => string = (s) =
 }
 
 /**
- * Links to folders leaving the root (absolute, or climbing above it), except checkpoints that are such links and
+ * Links to folders leading out of the root (absolute, or climbing above it), except checkpoints that are such links and
  * what lies inside a checkpoint (Checkpoint.linkOutside, Checkpoint.skipped say those).
  */
 function linksOutOf(rootPath: string, entries: readonly Entry[], runs: readonly Run[]): LinksOut | undefined {
@@ -572,8 +572,8 @@ function linksOutOf(rootPath: string, entries: readonly Entry[], runs: readonly 
     if (e.type !== 'd' || e.link === undefined) continue;
     const at = `${base}/${e.rel}`;
     const to = e.link.startsWith('/') ? normalizePath(e.link) : normalizePath(`${at.slice(0, at.lastIndexOf('/'))}/${e.link}`);
-    if (rootPath !== '/' && to.startsWith(`${base}/`) && to !== rootPath) continue;
-    if (rootPath === '/' && to !== '/') continue;
+    // Inside the root, or the root itself (a loop): what it leads to is listed where it is.
+    if (to === rootPath || to.startsWith(`${base}/`)) continue;
     checkpointPaths ??= runs.flatMap((r) => r.checkpoints.filter((c) => c.isDir && !c.fileGroup && c.kind !== 'final').map((c) => c.path));
     if (checkpointPaths.some((p) => at === p || at.startsWith(`${p}/`))) continue;
     count++;
