@@ -4,7 +4,7 @@
  * JSON shapes are documented in docs/cli.md and built by inspectionJson / diffJson below.
  */
 import type { RemoteRunsCore } from '../core/service';
-import { linkOutsideError, pickCheckpointWithNote } from '../core/service';
+import { pickCheckpointWithNote } from '../core/service';
 import { skippedLines } from '../core/transfer';
 import type { Executor } from '../core/remote';
 import { RemoteRunsError, formatTarget, type Checkpoint } from '../core/types';
@@ -50,8 +50,8 @@ export async function inspectAddress(deps: InspectCliDeps, addr: Address): Promi
   const { checkpoint, note } = pickCheckpointWithNote(found.run, found.checkpoint ?? addr.checkpoint, found.listedInPart);
   if (note) deps.stderr.write(`${note}\n`);
   // Inspect reads the files the listing found: its walk is bounded and never enters a link to a folder
-  // (discovery/listScript.ts), so neither does inspect; what it left out is said.
-  if (checkpoint.linkOutside) throw linkOutsideError(checkpoint, 'inspect');
+  // (discovery/listScript.ts), so neither does inspect (listedFilesOf refuses a checkpoint linked out); what the
+  // listing left out is said.
   if (checkpoint.partialSize) deps.stderr.write(`remote-runs: ${displayName(checkpoint.name)} reaches the listing's depth: files below it were not listed, so not inspected\n`);
   for (const line of skippedLines({ skipped: checkpoint.skipped ?? [] })) deps.stderr.write(`remote-runs: ${displayName(checkpoint.name)}: ${line.replace(/^skipped /, 'not inspected: ')}\n`);
   const result = await inspectRemote(deps.executor(addr.host), addr.target, listedFilesOf(checkpoint), { cache: deps.cache, host: addr.host, signal: deps.signal });

@@ -271,14 +271,6 @@ export function pickCheckpointWithNote(run: Run, which: string, listedInPart?: s
   }
 }
 
-/**
- * The error for a checkpoint that is a link to a folder outside the one it is in (Checkpoint.linkOutside): never
- * followed, as the pull's walk refuses it (transfer/remoteCommands.ts), so nothing of it is read or fetched.
- */
-export function linkOutsideError(c: Pick<Checkpoint, 'path' | 'link'>, verb: string): RemoteRunsError {
-  return new RemoteRunsError('bad-address', `${c.path} is a symbolic link to ${JSON.stringify(c.link ?? '')}, a folder outside the one it is in; remote-runs does not follow it (${verb} the folder it names by its own address)`, { path: c.path, link: c.link ?? '' });
-}
-
 function pickListed(run: Run, which: string): PickedCheckpoint {
   if (run.checkpoints.length === 0) {
     throw new RemoteRunsError('not-found', `Run ${JSON.stringify(run.name)} at ${run.path} has no checkpoints yet`);

@@ -293,6 +293,14 @@ export class RemoteRunsError extends Error {
   }
 }
 
+/**
+ * The error for a checkpoint that is a link to a folder outside the one it is in (Checkpoint.linkOutside): never
+ * followed, as the pull's walk refuses it (transfer/remoteCommands.ts), so nothing of it is read or fetched.
+ */
+export function linkOutsideError(c: Pick<Checkpoint, 'path' | 'link'>, verb: string): RemoteRunsError {
+  return new RemoteRunsError('bad-address', `${c.path} is a symbolic link to ${JSON.stringify(c.link ?? '')}, a folder outside the one it is in; remote-runs does not follow it (${verb} the folder it names by its own address)`, { path: c.path, link: c.link ?? '' });
+}
+
 export function isRemoteRunsError(e: unknown): e is RemoteRunsError {
   return e instanceof RemoteRunsError;
 }
