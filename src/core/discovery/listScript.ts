@@ -10,8 +10,9 @@
  *   `E\0<type>\0<bytes>\0<mtime>\0<rel>\0<extra>\0`
  *                                           an entry under the last ok root (find -printf %y %s %T@ %P); extra is
  *                                           empty, `K<target>` for a symlink (readlink's text; type is the followed
- *                                           one; every link to a folder has it, and is never entered) or `C<text>` for a small pointer file (its first 256 bytes, no NULs;
- *                                           `latest*` files up to 256 bytes, TensorFlow's `checkpoint` up to 4 KiB)
+ *                                           one; every link to a folder has it, and is never entered) or `C<text>`
+ *                                           for a small pointer file (its first 256 bytes, no NULs; `latest*` files
+ *                                           up to 256 bytes, TensorFlow's `checkpoint` up to 4 KiB)
  *   `N\0<depth>\0<type>\0<bytes>\0<mtime>\0<name>\0<extra>\0`
  *                                           the same entry by its depth below the walk's folder and its name (find
  *                                           -printf %d %f; GNU find): it lies in the last entry printed one level up
