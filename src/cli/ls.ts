@@ -58,6 +58,8 @@ export function runJson(run: Run, listedInPart?: string): unknown {
     // The newer checkpoints `latest` passed over as incomplete (pull …/latest says the same), when there are any.
     ...latestSkipped(run),
     ...(run.pointers ? { pointers: run.pointers } : {}),
+    // Entries named as checkpoints that are not files or folders (a broken `last.ckpt` link), with why.
+    ...(run.skipped ? { skipped: run.skipped } : {}),
     ...(listedInPart ? { listedInPart } : {}),
   };
 }
@@ -148,6 +150,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
     for (const s of skipped.slice(0, 5)) lines.push(`note: ${displayName(c.name)}: ${displayName(JSON.stringify(s.relative))} is left out: ${displayName(skipText(s))}`);
     if (skipped.length > 5) lines.push(`note: ${displayName(c.name)}: ${skipped.length - 5} more entries left out (--json lists them all)`);
   }
+  for (const s of run.skipped ?? []) lines.push(`note: ${displayName(JSON.stringify(s.relative))} is no checkpoint: ${displayName(skipText(s))}`);
   if (listedInPart) lines.push(`note: ${listedInPart}`);
   for (const p of run.pointers ?? []) if (p.note) lines.push(`note: ${p.note}`);
   const skipped = latestSkipped(run).latestSkipped;

@@ -234,6 +234,11 @@ export interface Run {
   checkpoints: Checkpoint[];
   /** Pointer files of its framework (DeepSpeed `latest`, Megatron `latest_checkpointed_iteration.txt`). */
   pointers?: FrameworkPointer[];
+  /**
+   * Entries named as checkpoints that are not files or folders (a `last.ckpt` link whose save was rotated away, a
+   * FIFO named `model_step_5.pt`): no checkpoint, said with why. `relative` is relative to the run's folder.
+   */
+  skipped?: SkippedEntry[];
   /** Newest mtime among the metrics logs, ms since epoch; 0 when there are none. */
   metricsMtime: number;
   /** A metrics log changed within LIVE_WINDOW_MS of the listing's remote clock. */

@@ -153,6 +153,8 @@ describe('ls and inspect: the listing stays inside the run, and a listing cut sh
     assert.match(rows.find((l) => l.includes(' step_200 ')) ?? '', /\s-\s+-\s+link to "\/", a folder outside: not followed/);
     assert.match(text.stdout, /note: step_100: "fifo" is left out: a FIFO/);
     assert.match(text.stdout, /note: step_100: "root" is left out: a link to a folder outside the checkpoint, not followed: "\/"/);
+    assert.match(text.stdout, /note: "checkpoints\/last\.ckpt" is no checkpoint: a symbolic link to nothing: "epoch=0-step=50\.ckpt"/);
+    assert.deepEqual(r.json.run.skipped, [{ relative: 'checkpoints/last.ckpt', why: 'broken-link', link: 'epoch=0-step=50.ckpt' }]);
     assert.doesNotMatch(text.stdout, /listed in part/);
   });
 

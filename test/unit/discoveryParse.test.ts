@@ -356,3 +356,19 @@ test('a run of a root listed in part says so when the part not listed may be its
   const withCks = { ...run('/w/c'), checkpoints: [] as never[] };
   assert.throws(() => pickCheckpointWithNote(withCks, 'step_9', 'the run was listed in part: why'), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'not-found' && /; the run was listed in part: why$/.test(e.message));
 });
+
+test('an entry named as a checkpoint that is no file or folder (a broken last.ckpt link, a FIFO) is no checkpoint, and is said on the run', () => {
+  const r = new Records().root(0, 'ok', '/w');
+  entry(r, 'd', 'run');
+  entry(r, 'd', 'run/checkpoints');
+  entry(r, 'f', 'run/checkpoints/epoch=0-step=10.ckpt', '', 1000);
+  entry(r, 'l', 'run/checkpoints/last.ckpt', 'Kepoch=0-step=5.ckpt', 19);
+  entry(r, 'p', 'run/checkpoints/model_step_20.pt', '', 0);
+  const [listing] = parse(['/w'], r.end(0).done().result()).roots;
+  const [run] = ok(listing);
+  assert.deepEqual(run.checkpoints.map((c) => c.name), ['epoch=0-step=10.ckpt']);
+  assert.deepEqual(run.skipped, [
+    { relative: 'checkpoints/last.ckpt', why: 'broken-link', link: 'epoch=0-step=5.ckpt' },
+    { relative: 'checkpoints/model_step_20.pt', why: 'fifo' },
+  ]);
+});

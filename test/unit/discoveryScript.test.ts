@@ -476,6 +476,7 @@ test('a checkpoint linked to / and links out of a checkpoint are never walked: e
       if (!errors.some((m) => m.includes('step_100/up'))) assert.deepEqual(skipped.get('up'), { relative: 'up', why: 'dir-link-outside', link: '../../..' }, name);
     } else assert.deepEqual(skipped.get('up'), { relative: 'up', why: 'dir-link-outside', link: '../../..' }, name);
     assert.equal(cks.find((c) => c.newest)?.name, 'step_1100', name);
+    assert.deepEqual(runs[0].skipped?.map((s) => [s.relative, s.why]), [['checkpoints/last.ckpt', 'broken-link']], name);
     // The links out that are no checkpoint and in none: named on the root, so a run linked in is never lost in silence.
     assert.equal(listing.state === 'ok' ? listing.linksOut?.count : undefined, 2, name);
     assert.deepEqual(

@@ -321,12 +321,13 @@ function addChild(parent: Node, node: Node): void {
 
 function asRun(node: Node, absolute: (rel: string) => string, now: number, unseen: (n: Node) => boolean): { run: Run; claimed: Set<Node> } | undefined {
   const claimed = new Set<Node>();
-  const checkpoints = checkpointsIn(node, absolute, unseen);
+  const skipped: SkippedEntry[] = [];
+  const checkpoints = checkpointsIn(node, absolute, unseen, skipped);
   const places = [node];
   for (const name of CHECKPOINT_CONTAINERS) {
     const container = node.children.get(name);
     if (container?.type !== 'd') continue;
-    const inside = checkpointsIn(container, absolute, unseen);
+    const inside = checkpointsIn(container, absolute, unseen, skipped);
     if (inside.length > 0) {
       checkpoints.push(...inside);
       claimed.add(container);
@@ -352,7 +353,7 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
   if (mlflow) {
     logs.push(...mlflow);
     const artifacts = node.children.get('artifacts');
-    if (artifacts?.type === 'd') checkpoints.push(...checkpointsIn(artifacts, absolute, unseen));
+    if (artifacts?.type === 'd') checkpoints.push(...checkpointsIn(artifacts, absolute, unseen, skipped));
   }
   if (checkpoints.length === 0 && logs.length === 0) return undefined;
 
@@ -380,6 +381,7 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
     metricsMtime,
     live: metricsMtime > 0 && now - metricsMtime <= LIVE_WINDOW_MS,
     ...(pointers.length > 0 ? { pointers } : {}),
+    ...(skipped.length > 0 ? { skipped: skipped.map((s) => ({ ...s, relative: node.rel === '' ? s.relative : s.relative.slice(node.rel.length + 1) })) } : {}),
   };
   return { run, claimed };
 }
@@ -664,7 +666,11 @@ function mlflowRun(node: Node, claimed: Set<Node>): Node[] | undefined {
   return files;
 }
 
-function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n: Node) => boolean): Checkpoint[] {
+/**
+ * The checkpoints directly in `dir`. `notCheckpoints` gets the entries named as checkpoints that are neither a file
+ * nor a folder (a broken `last.ckpt` link, a FIFO), with why, by their path below the root.
+ */
+function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n: Node) => boolean, notCheckpoints: SkippedEntry[]): Checkpoint[] {
   const out: Checkpoint[] = [];
   const links = new Map<Checkpoint, string>();
   const folderLinks: Checkpoint[] = [];
@@ -683,7 +689,12 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
     else if (k.children.get(TRAINER_STATE)?.type === 'f') trainer = true;
   }
   for (const child of kids) {
-    if (child.type !== 'd' && child.type !== 'f') continue;
+    if (child.type !== 'd' && child.type !== 'f') {
+      if (parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) || linkedAlias(child)) {
+        notCheckpoints.push({ relative: child.rel, why: SKIP_TYPES[child.type] ?? 'other', ...(child.link !== undefined ? { link: child.link } : {}) });
+      }
+      continue;
+    }
     // A file under a temporary name (`epoch=0-step=10.ckpt.tmp`) is the checkpoint it will be, still being written.
     const temp = child.type === 'f' && TEMPORARY_FILE.test(child.name);
     const parsed = checkpointName(child, accelerate) ?? (temp ? parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) : undefined) ?? linkedAlias(child);
