@@ -5,7 +5,7 @@
  * reports only the nodes whose listing changed. The extension's tree provider renders these nodes; unit tests drive
  * this model with a listing source of their own.
  */
-import type { HostTargets } from '../service';
+import { runListedInPart, type HostTargets } from '../service';
 import { emptyStateText } from '../emptyStates';
 import { cutShortText, linksOutText } from '../discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../discovery/listScript';
@@ -273,7 +273,8 @@ export class RunsTreeModel {
       if (root.state === 'path-missing' && (quiet || missingDefaults.length > 1)) continue;
       if (root.state === 'ok') {
         for (const run of root.runs) {
-          out.push({ type: 'run', id: runId(node.hostName, node.target, run.path), parent: node, hostName: node.hostName, target: node.target, run });
+          const listedInPart = runListedInPart(listing, run);
+          out.push({ type: 'run', id: runId(node.hostName, node.target, run.path), parent: node, hostName: node.hostName, target: node.target, run, ...(listedInPart ? { listedInPart } : {}) });
         }
         if (root.truncated) {
           const parts = root.tooLarge ?? [];

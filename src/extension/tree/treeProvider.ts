@@ -212,7 +212,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
       }
       if (token.isCancellationRequested) return item;
       const tip = new vscode.MarkdownString();
-      tip.appendText(`${runTooltip(node.run)}\n${lines.join('\n')}`);
+      tip.appendText(`${runTooltip(node.run)}\n${node.listedInPart ? `${node.listedInPart}\n` : ''}${lines.join('\n')}`);
       item.tooltip = tip;
       return item;
     }
@@ -351,13 +351,14 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const item = new vscode.TreeItem(displayName(run.name), run.checkpoints.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const newest = latestCheckpoint(run);
-    const parts = [run.live ? '● live' : '', `${run.checkpoints.length} checkpoint${run.checkpoints.length === 1 ? '' : 's'}`, newest ? latestPhrase(newest) : ''];
+    const parts = [run.live ? '● live' : '', `${run.checkpoints.length} checkpoint${run.checkpoints.length === 1 ? '' : 's'}`, newest ? latestPhrase(newest) : '', node.listedInPart ? 'listed in part' : ''];
     item.description = displayText(parts.filter(Boolean).join(' · '));
     item.iconPath = new vscode.ThemeIcon(run.live ? 'pulse' : 'beaker');
     // Left unset with runConfig: resolveTreeItem fills it on hover, with the run's config.
     if (!this.deps.runConfig) {
       item.tooltip = new vscode.MarkdownString();
       item.tooltip.appendText(displayText(runTooltip(run)));
+      if (node.listedInPart) item.tooltip.appendText(displayText(`\n\n${node.listedInPart}`));
     }
     item.contextValue = `run${run.live ? '.live' : ''}`;
     return item;
