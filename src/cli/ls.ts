@@ -148,7 +148,7 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
   for (const c of run.checkpoints) {
     const skipped = c.skipped ?? [];
     for (const s of skipped.slice(0, 5)) lines.push(`note: ${displayName(c.name)}: ${displayName(JSON.stringify(s.relative))} is left out: ${displayName(skipText(s))}`);
-    if (skipped.length > 5) lines.push(`note: ${displayName(c.name)}: ${skipped.length - 5} more entries left out (--json lists them all)`);
+    if (skipped.length > 5) lines.push(`note: ${displayName(c.name)}: ${skipped.length - 5} more entr${skipped.length === 6 ? 'y' : 'ies'} left out (--json lists them all)`);
   }
   for (const s of run.skipped ?? []) lines.push(`note: ${displayName(JSON.stringify(s.relative))} is no checkpoint: ${displayName(skipText(s))}`);
   if (listedInPart) lines.push(`note: ${listedInPart}`);

@@ -146,6 +146,12 @@ describe('ls and inspect: the listing stays inside the run, and a listing cut sh
     assert.equal((skipped.get('fifo') as { why: string }).why, 'fifo');
     assert.equal((skipped.get('zero') as { why: string }).why, 'char-device');
     assert.equal(skipped.has('sub_alias'), false);
+    // up -> ../../.. leads to the run root: GNU find -L calls that a loop (named on the root), or it is a link out.
+    const loopSaid = (target.json.roots[0].unreadable?.messages ?? []).some((m: string) => m.includes('step_100/up') && /loop/.test(m));
+    assert.ok(loopSaid || (skipped.get('up') as { why: string } | undefined)?.why === 'dir-link-outside', JSON.stringify(target.json.roots[0]));
+    assert.ok((target.json.roots[0].unreadable?.messages ?? []).some((m: string) => m.includes('step_100/loop')), 'the link loop is named');
+    const more = skipped.size - 5;
+    assert.ok(cli(['ls', 'w/host/hostile']).stdout.includes(`note: step_100: ${more} more ${more === 1 ? 'entry' : 'entries'} left out (--json lists them all)`));
     const text = cli(['ls', 'w/host/hostile']);
     assert.equal(text.code, 0, text.stderr);
     const rows = text.stdout.split('\n');
