@@ -566,7 +566,7 @@ export function linksOutText(l: LinksOut, show: (name: string) => string = (s) =
 function linksOutOf(rootPath: string, entries: readonly Entry[], runs: readonly Run[]): LinksOut | undefined {
   let count = 0;
   const links: { rel: string; link: string }[] = [];
-  let checkpointPaths: string[] | undefined;
+  let checkpointPaths: Set<string> | undefined;
   const base = rootPath === '/' ? '' : rootPath;
   for (const e of entries) {
     if (e.type !== 'd' || e.link === undefined) continue;
@@ -574,8 +574,11 @@ function linksOutOf(rootPath: string, entries: readonly Entry[], runs: readonly 
     const to = e.link.startsWith('/') ? normalizePath(e.link) : normalizePath(`${at.slice(0, at.lastIndexOf('/'))}/${e.link}`);
     // Inside the root, or the root itself (a loop): what it leads to is listed where it is.
     if (to === rootPath || to.startsWith(`${base}/`)) continue;
-    checkpointPaths ??= runs.flatMap((r) => r.checkpoints.filter((c) => c.isDir && !c.fileGroup && c.kind !== 'final').map((c) => c.path));
-    if (checkpointPaths.some((p) => at === p || at.startsWith(`${p}/`))) continue;
+    checkpointPaths ??= new Set(runs.flatMap((r) => r.checkpoints.filter((c) => c.isDir && !c.fileGroup && c.kind !== 'final').map((c) => c.path)));
+    // The link is a checkpoint, or lies in one: a lookup per level above it (the walk is a few levels deep).
+    let inCheckpoint = false;
+    for (let p = at; p.length > base.length && !inCheckpoint; p = p.slice(0, p.lastIndexOf('/'))) inCheckpoint = checkpointPaths.has(p);
+    if (inCheckpoint) continue;
     count++;
     if (links.length < 20) links.push({ rel: e.rel, link: e.link });
   }
