@@ -51,7 +51,7 @@ export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: 
   }
   const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
   const { run } = found;
-  const { checkpoint, note } = pickCheckpointWithNote(run, found.checkpoint ?? addr.checkpoint);
+  const { checkpoint, note } = pickCheckpointWithNote(run, found.checkpoint ?? addr.checkpoint, found.listedInPart);
   // `latest` passed over a save still being written, or an incomplete one was named: said before the eval starts.
   if (note) deps.stderr.write(`${note}\n`);
   const subject: EvalSubject = {

@@ -5,6 +5,7 @@
  */
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpointWithNote } from '../core/service';
+import { skippedLines } from '../core/transfer';
 import type { Executor } from '../core/remote';
 import { RemoteRunsError, formatTarget, type Checkpoint } from '../core/types';
 import { formatAddress, type Address } from '../core/address';
@@ -46,9 +47,13 @@ export async function inspectAddress(deps: InspectCliDeps, addr: Address): Promi
     throw new RemoteRunsError('bad-address', 'inspect needs host/target/run/checkpoint (a checkpoint name such as step_20000 or last.ckpt, a step, last/best, final, or "latest")');
   }
   const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
-  const { checkpoint, note } = pickCheckpointWithNote(found.run, found.checkpoint ?? addr.checkpoint);
+  const { checkpoint, note } = pickCheckpointWithNote(found.run, found.checkpoint ?? addr.checkpoint, found.listedInPart);
   if (note) deps.stderr.write(`${note}\n`);
+  // Inspect reads the files the listing found: its walk is bounded and never enters a link to a folder
+  // (discovery/listScript.ts), so neither does inspect (listedFilesOf refuses a checkpoint linked out); what the
+  // listing left out is said.
   if (checkpoint.partialSize) deps.stderr.write(`remote-runs: ${displayName(checkpoint.name)} reaches the listing's depth: files below it were not listed, so not inspected\n`);
+  for (const line of skippedLines({ skipped: checkpoint.skipped ?? [] })) deps.stderr.write(`remote-runs: ${displayName(checkpoint.name)}: ${line.replace(/^skipped /, 'not inspected: ')}\n`);
   const result = await inspectRemote(deps.executor(addr.host), addr.target, listedFilesOf(checkpoint), { cache: deps.cache, host: addr.host, signal: deps.signal });
   const address = `${addr.host}/${formatTarget(addr.target)}/${found.run.name}/${checkpoint.name}`;
   return { address, checkpoint, result };
@@ -77,7 +82,7 @@ function inspectionJsonHead(x: InspectedCheckpoint): Record<string, unknown> {
   const c = inspectCompleteness(ins);
   return {
     address: x.address,
-    checkpoint: { name: x.checkpoint.name, kind: x.checkpoint.kind, step: x.checkpoint.step, path: x.checkpoint.path, bytes: x.checkpoint.bytes },
+    checkpoint: { name: x.checkpoint.name, kind: x.checkpoint.kind, step: x.checkpoint.step, path: x.checkpoint.path, bytes: x.checkpoint.bytes, ...(x.checkpoint.skipped ? { skipped: x.checkpoint.skipped } : {}) },
     summary: summaryLine(ins),
     format: ins.format,
     completeness: c.state,

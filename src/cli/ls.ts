@@ -1,8 +1,9 @@
 import type { RemoteRunsCore } from '../core/service';
-import { runsOf, skippedForLatest, skippedNote } from '../core/service';
+import { runListedInPart, runsOf, skippedForLatest, skippedNote } from '../core/service';
+import { skipText } from '../core/transfer/plan';
 import { RemoteRunsError, checkpointLabel, formatTarget, latestCheckpoint, latestPhrase, type RootListing, type Run, type RootEmptyKind } from '../core/types';
 import { emptyStateText } from '../core/emptyStates';
-import { cutShortText } from '../core/discovery/listParse';
+import { cutShortText, linksOutText } from '../core/discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../core/discovery/listScript';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
@@ -24,7 +25,8 @@ function latestSkipped(run: Run): { latestSkipped?: { name: string; incomplete: 
   return skipped.length > 0 ? { latestSkipped: skipped } : {};
 }
 
-export function runJson(run: Run): unknown {
+/** `listedInPart`: why the run may be missing checkpoints or logs (service.ts runListedInPart), when it may. */
+export function runJson(run: Run, listedInPart?: string): unknown {
   return {
     name: run.name,
     path: run.path,
@@ -45,12 +47,20 @@ export function runJson(run: Run): unknown {
       // bytes counts only the files the listing saw (the folder reaches the walk's depth).
       ...(c.partialSize ? { partialSize: true } : {}),
       ...(c.pointedBy ? { pointedBy: c.pointedBy } : {}),
+      // A link to a folder: its text; linkOutside: it leaves the checkpoint's folder, was not followed (bytes unknown).
+      ...(c.link !== undefined ? { link: c.link } : {}),
+      ...(c.linkOutside ? { linkOutside: true } : {}),
+      // Entries a pull leaves out (FIFOs, devices, broken links, folder links out), never counted in bytes.
+      ...(c.skipped ? { skipped: c.skipped } : {}),
     })),
     // What `latest` names: the newest complete checkpoint (null when none is complete yet).
     latest: latestCheckpoint(run)?.name ?? null,
     // The newer checkpoints `latest` passed over as incomplete (pull …/latest says the same), when there are any.
     ...latestSkipped(run),
     ...(run.pointers ? { pointers: run.pointers } : {}),
+    // Entries named as checkpoints that are not files or folders (a broken `last.ckpt` link), with why.
+    ...(run.skipped ? { skipped: run.skipped } : {}),
+    ...(listedInPart ? { listedInPart } : {}),
   };
 }
 
@@ -58,8 +68,8 @@ function rootJson(r: RootListing): unknown {
   // `truncated`: the listing of this root was cut short; `tooLarge`: the folders listed only in part (rel to the root).
   const cut = { truncated: r.truncated, ...(r.tooLarge ? { tooLarge: r.tooLarge } : {}) };
   return r.state === 'ok'
-    ? { root: r.root, path: r.path, state: 'ok', runs: r.runs.length, ...cut, ...(r.unreadable ? { unreadable: r.unreadable } : {}) }
-    : { root: r.root, path: r.path, state: r.state, message: r.message, seen: r.seen, ...cut };
+    ? { root: r.root, path: r.path, state: 'ok', runs: r.runs.length, ...cut, ...(r.unreadable ? { unreadable: r.unreadable } : {}), ...(r.linksOut ? { linksOut: r.linksOut } : {}) }
+    : { root: r.root, path: r.path, state: r.state, message: r.message, seen: r.seen, ...cut, ...(r.linksOut ? { linksOut: r.linksOut } : {}) };
 }
 
 // When no root holds a run, the failure names the most telling case; the message names every root's own.
@@ -108,13 +118,15 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
       if (root.truncated) lines.push(`${root.root}: ${cutShortText(root.path, root.tooLarge ?? [], DEFAULT_MAX_ENTRIES)}`);
       // Runs were found, but not everywhere: say where the walk could not go (an unreadable folder, a symlink loop).
       if (root.unreadable) lines.push(`${root.root}: ${unreadableText(root.unreadable)}`);
+      // Links to folders leaving the root were listed, not walked into: a run linked in from elsewhere is named here.
+      if (root.linksOut) lines.push(`${root.root}: ${linksOutText(root.linksOut, displayName)}`);
     }
-    return { json: { runs: runs.map(runJson), roots: listing.roots.map(rootJson) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
+    return { json: { runs: runs.map((r) => runJson(r, runListedInPart(listing, r))), roots: listing.roots.map(rootJson) }, text: `${lines.join('\n')}\n`, exitCode: 0 };
   }
   // One listing only: the CLI cannot see a checkpoint grow between two listings (the tree can, from its previous
   // listing: core/discovery/growing.ts); it marks what the names, the files and their times say (runTree.ts).
   // The run by its name or more of its path; a last part that is none of that may name one of its checkpoints.
-  const { run, listing, note } = await core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run], 'optional');
+  const { run, listing, note, listedInPart } = await core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run], 'optional');
   const lines = [`${displayName(run.name)}  ${displayName(run.path)}${run.live ? '  (live)' : ''}`, `metrics: ${run.metrics.map(displayName).join(', ') || 'none'}`];
   const partials: Record<string, { bytesHere: number; bytesTotal: number }> = {};
   for (const c of run.checkpoints) {
@@ -125,15 +137,26 @@ export async function lsCommand(core: RemoteRunsCore, addr: ReturnType<typeof pa
     const first = c.kind === 'step' ? String(c.step) : '-';
     const what = c.kind === 'step' ? '' : `  ${displayName(checkpointLabel(c))}`;
     const pointed = c.pointedBy ? `  named by ${c.pointedBy.map(displayName).join(', ')}` : '';
+    // A link to a folder out of its own folder: its target, never what lies there (size and age unknown).
+    const link = c.linkOutside ? `  link to ${displayName(JSON.stringify(c.link ?? ''))}, a folder outside: not followed` : '';
+    const age = c.linkOutside ? '-' : formatAge(c.mtime, listing.remoteNow);
     lines.push(
-      `${first.padStart(10)}  ${displayName(c.name).padEnd(28)} ${formatCheckpointBytes(c).padStart(9)}  ${formatAge(c.mtime, listing.remoteNow)}${c.newest ? '  newest' : ''}${what}${pointed}${c.incomplete ? `  incomplete: ${displayName(c.incomplete)}` : ''}${here}`,
+      `${first.padStart(10)}  ${displayName(c.name).padEnd(28)} ${formatCheckpointBytes(c).padStart(9)}  ${age}${c.newest ? '  newest' : ''}${what}${pointed}${link}${c.incomplete ? `  incomplete: ${displayName(c.incomplete)}` : ''}${here}`,
     );
   }
+  // What a pull of a checkpoint would leave out, and why, one line each (a few per checkpoint; --json has them all).
+  for (const c of run.checkpoints) {
+    const skipped = c.skipped ?? [];
+    for (const s of skipped.slice(0, 5)) lines.push(`note: ${displayName(c.name)}: ${displayName(JSON.stringify(s.relative))} is left out: ${displayName(skipText(s))}`);
+    if (skipped.length > 5) lines.push(`note: ${displayName(c.name)}: ${skipped.length - 5} more entr${skipped.length === 6 ? 'y' : 'ies'} left out (--json lists them all)`);
+  }
+  for (const s of run.skipped ?? []) lines.push(`note: ${displayName(JSON.stringify(s.relative))} is no checkpoint: ${displayName(skipText(s))}`);
+  if (listedInPart) lines.push(`note: ${listedInPart}`);
   for (const p of run.pointers ?? []) if (p.note) lines.push(`note: ${p.note}`);
   const skipped = latestSkipped(run).latestSkipped;
   if (skipped) lines.push(`note: ${skippedNote(latestCheckpoint(run)!, skipped)}`);
   if (run.checkpoints.length === 0) lines.push('no checkpoints in this run (it was recognised by its metrics log)');
-  const json = runJson(run) as { checkpoints: Record<string, unknown>[] };
+  const json = runJson(run, listedInPart) as { checkpoints: Record<string, unknown>[] };
   for (const c of json.checkpoints) if (partials[c.name as string]) c.partialDownload = partials[c.name as string];
   return { json: { run: json }, text: `${lines.join('\n')}\n`, exitCode: 0, ...(note ? { note } : {}) };
 }

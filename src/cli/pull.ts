@@ -33,7 +33,7 @@ export async function pullCommand(
   }
   const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
   const { run } = found;
-  const picked = pickCheckpointWithNote(run, found.checkpoint ?? addr.checkpoint);
+  const picked = pickCheckpointWithNote(run, found.checkpoint ?? addr.checkpoint, found.listedInPart);
   const { checkpoint, note } = picked;
   if (note) deps.stderr.write(`${note}\n`);
   options.onPicked?.(picked);

@@ -130,7 +130,7 @@ export class RemoteRunsCore {
     segments: readonly string[],
     checkpoint: 'required' | 'optional' | 'none',
     signal?: AbortSignal,
-  ): Promise<{ run: Run; listing: TargetListing; checkpoint?: string; note?: string }> {
+  ): Promise<{ run: Run; listing: TargetListing; checkpoint?: string; note?: string; listedInPart?: string }> {
     const listing = await this.listTarget(hostName, target, signal);
     const runs = runsOf(listing);
     const found = new Map<Run, string | undefined>();
@@ -153,7 +153,7 @@ export class RemoteRunsCore {
       // A folder that was a run and is now part of one (a Trainer's runs/<date>_<host>/ once its output_dir is the
       // run), or one that holds exactly one run: the address keeps working, with a note (never silently).
       const moved = enclosingRun(runs, segments.join('/'));
-      if (moved) return { run: moved.run, listing, note: moved.note };
+      if (moved) return { run: moved.run, listing, note: moved.note, ...inPart(listing, moved.run, this.options.maxEntries) };
     }
     if (found.size === 0) {
       const wanted = checkpoint === 'required' ? segments.slice(0, -1).join('/') : segments.join('/');
@@ -169,7 +169,7 @@ export class RemoteRunsCore {
       });
     }
     const [[run, ck]] = [...found];
-    return { run, listing, ...(ck !== undefined ? { checkpoint: ck } : {}) };
+    return { run, listing, ...(ck !== undefined ? { checkpoint: ck } : {}), ...inPart(listing, run, this.options.maxEntries) };
   }
 
   /** One run by name within a target's listing, or a `not-found` error naming the runs that exist. */
@@ -212,6 +212,32 @@ export function enclosingRun(runs: readonly Run[], name: string): { run: Run; no
   return undefined;
 }
 
+function inPart(listing: TargetListing, run: Run, maxEntries?: number): { listedInPart?: string } {
+  const why = runListedInPart(listing, run, maxEntries);
+  return why ? { listedInPart: why } : {};
+}
+
+/**
+ * Why this run may be missing checkpoints or logs, when its root was listed only in part (listScript.ts: the entry
+ * budget, shared fairly among the root's folders): the root's walk stopped at its budget, or a folder listed in part
+ * is the run, holds it or lies inside it. Undefined when the run was listed whole. Said by `ls RUN` (text and
+ * `listedInPart` in JSON) and added to a `not-found` for a checkpoint of it (pickCheckpointWithNote).
+ */
+export function runListedInPart(listing: TargetListing, run: Pick<Run, 'path'>, maxEntries = DEFAULT_MAX_ENTRIES): string | undefined {
+  const root = listing.roots.find((r) => r.state === 'ok' && r.runs.some((x) => x.path === run.path));
+  if (!root || !root.truncated) return undefined;
+  const tooLarge = root.tooLarge ?? [];
+  if (tooLarge.length === 0) return `the run was listed in part: ${cutShortText(root.path, tooLarge, maxEntries)}`;
+  const base = root.path === '/' ? '' : root.path;
+  const touching = tooLarge.filter((t) => {
+    if (t.rel === '') return true;
+    const p = `${base}/${t.rel}`;
+    return p === run.path || p.startsWith(`${run.path}/`) || run.path.startsWith(`${p}/`);
+  });
+  if (touching.length === 0) return undefined;
+  return `the run was listed in part: ${cutShortText(root.path, touching, maxEntries).replace(/^listed in part, runs inside may be missing: /, '')} had more entries than the listing's budget, so checkpoints or logs of it may be missing`;
+}
+
 /** When a root was listed only in part, a run not found may be in the part that was not: say where. */
 function partialNote(listing: TargetListing, maxEntries = DEFAULT_MAX_ENTRIES): string {
   const cut = listing.roots.filter((r) => r.truncated);
@@ -231,7 +257,21 @@ function partialNote(listing: TargetListing, maxEntries = DEFAULT_MAX_ENTRIES): 
  * under its own name, not a second copy of it.
  * `not-found` errors name what is there.
  */
-export function pickCheckpointWithNote(run: Run, which: string): PickedCheckpoint {
+export function pickCheckpointWithNote(run: Run, which: string, listedInPart?: string): PickedCheckpoint {
+  try {
+    const picked = pickListed(run, which);
+    if (!listedInPart || which !== 'latest') return picked;
+    // The newest of what was listed: a newer one may be in the part that was not.
+    const said = `latest is the newest of what was listed; ${listedInPart}`;
+    return { ...picked, note: picked.note ? `${picked.note}; ${said}` : said };
+  } catch (e) {
+    // A checkpoint not found in a run listed in part may be in the part that was not listed: said, never silently.
+    if (listedInPart && e instanceof RemoteRunsError && e.kind === 'not-found') throw new RemoteRunsError('not-found', `${e.message}; ${listedInPart}`, e.detail);
+    throw e;
+  }
+}
+
+function pickListed(run: Run, which: string): PickedCheckpoint {
   if (run.checkpoints.length === 0) {
     throw new RemoteRunsError('not-found', `Run ${JSON.stringify(run.name)} at ${run.path} has no checkpoints yet`);
   }

@@ -4,6 +4,7 @@
  *
  * This folder never imports `vscode`.
  */
+import type { SkippedEntry } from './transfer/remoteCommands';
 
 /** Where a run lives on a host: the machine itself, a Proxmox LXC, or a Docker container. */
 export type TargetKind = 'host' | 'pct' | 'docker';
@@ -140,6 +141,21 @@ export interface Checkpoint {
    * `latest_checkpointed_iteration.txt`, a `latest`/`last`/`best` symlink to a folder.
    */
   pointedBy?: string[];
+  /**
+   * The checkpoint is a symbolic link to a folder, with this text (the listing never walks into one,
+   * discovery/listScript.ts). One naming a sibling listed beside it has that sibling's files and size.
+   */
+  link?: string;
+  /**
+   * `link` leaves the folder the checkpoint is in (absolute, through `..`, or to nothing listed beside it): not
+   * followed, so `bytes` is 0 and unknown, and it is never `latest`; a pull refuses it (pull the folder it names).
+   */
+  linkOutside?: true;
+  /**
+   * Entries of the folder that are not files and that a pull leaves out, with why (transfer/remoteCommands.ts): FIFOs,
+   * devices, broken links, links to folders outside the checkpoint. None of them is counted in `bytes`.
+   */
+  skipped?: SkippedEntry[];
 }
 
 /** A pointer file the run's framework keeps (DeepSpeed `latest`, Megatron `latest_checkpointed_iteration.txt`). */
@@ -218,6 +234,11 @@ export interface Run {
   checkpoints: Checkpoint[];
   /** Pointer files of its framework (DeepSpeed `latest`, Megatron `latest_checkpointed_iteration.txt`). */
   pointers?: FrameworkPointer[];
+  /**
+   * Entries named as checkpoints that are not files or folders (a `last.ckpt` link whose save was rotated away, a
+   * FIFO named `model_step_5.pt`): no checkpoint, said with why. `relative` is relative to the run's folder.
+   */
+  skipped?: SkippedEntry[];
   /** Newest mtime among the metrics logs, ms since epoch; 0 when there are none. */
   metricsMtime: number;
   /** A metrics log changed within LIVE_WINDOW_MS of the listing's remote clock. */
@@ -277,6 +298,14 @@ export class RemoteRunsError extends Error {
   }
 }
 
+/**
+ * The error for a checkpoint that is a link to a folder outside the one it is in (Checkpoint.linkOutside): never
+ * followed, as the pull's walk refuses it (transfer/remoteCommands.ts), so nothing of it is read or fetched.
+ */
+export function linkOutsideError(c: Pick<Checkpoint, 'path' | 'link'>, verb: string): RemoteRunsError {
+  return new RemoteRunsError('bad-address', `${c.path} is a symbolic link to ${JSON.stringify(c.link ?? '')}, a folder outside the one it is in; remote-runs does not follow it (${verb} the folder it names by its own address)`, { path: c.path, link: c.link ?? '' });
+}
+
 export function isRemoteRunsError(e: unknown): e is RemoteRunsError {
   return e instanceof RemoteRunsError;
 }
@@ -297,7 +326,7 @@ export function asRemoteRunsError(e: unknown): RemoteRunsError {
 
 /** What one run root held: runs, or exactly one reason it holds none. */
 export type RootListing =
-  | { root: string; path: string; state: 'ok'; runs: Run[]; truncated: boolean; tooLarge?: TooLarge[]; unreadable?: Unreadable }
+  | { root: string; path: string; state: 'ok'; runs: Run[]; truncated: boolean; tooLarge?: TooLarge[]; unreadable?: Unreadable; linksOut?: LinksOut }
   | {
       root: string;
       /** The absolute path the root resolved to (~ expanded) where known. */
@@ -309,7 +338,19 @@ export type RootListing =
       truncated: boolean;
       tooLarge?: TooLarge[];
       unreadable?: Unreadable;
+      linksOut?: LinksOut;
     };
+
+/**
+ * Links to folders outside the root that the listing did not follow (discovery/listScript.ts never enters a link to a
+ * folder), other than checkpoints and what lies in them (those are said on the checkpoint): a run folder or its
+ * `checkpoints/` linked in from another disk is not listed through the link, and this says so instead of nothing.
+ */
+export interface LinksOut {
+  count: number;
+  /** The first few: the link's path relative to the root and its text. */
+  links: { rel: string; link: string }[];
+}
 
 /**
  * A folder under a root that held more entries than the listing's budget let it show: only part of it was listed,

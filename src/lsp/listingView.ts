@@ -33,10 +33,29 @@ export function pathOf(view: ListingView, rel: string): string {
   return rel === '' ? base : base === '/' ? `/${rel}` : `${base}/${rel}`;
 }
 
-/** Can this listing say whether `rel` exists (deep enough, and complete)? */
+/**
+ * Can this listing say whether `rel` exists (deep enough, complete, and not below a link to a folder, which the
+ * listing never walks into: a listing of the path's own folder, whose root is followed, answers instead)?
+ */
 export function answers(view: ListingView, rel: string): boolean {
   if (view.state !== 'ok') return rel === '';
-  return segmentsOf(rel) <= view.depth && (!view.truncated || entryAt(view, rel) !== undefined);
+  if (segmentsOf(rel) > view.depth || (view.truncated && entryAt(view, rel) === undefined)) return false;
+  const links = folderLinks(view.entries);
+  if (links.size === 0) return true;
+  for (let at = rel.indexOf('/'); at >= 0; at = rel.indexOf('/', at + 1)) if (links.has(rel.slice(0, at))) return false;
+  return true;
+}
+
+/** The paths of a listing's links to folders, found once per listing (answers runs for every path of a document). */
+const LINKS = new WeakMap<readonly RemoteEntry[], Set<string>>();
+function folderLinks(entries: readonly RemoteEntry[]): Set<string> {
+  let found = LINKS.get(entries);
+  if (!found) {
+    found = new Set();
+    for (const e of entries) if (e.link !== undefined) found.add(e.rel);
+    LINKS.set(entries, found);
+  }
+  return found;
 }
 
 export function entryAt(view: ListingView, rel: string): RemoteEntry | undefined {

@@ -54,6 +54,8 @@ export interface RemoteEntry {
   type: string;
   bytes: number;
   mtime: number;
+  /** A link to a folder: its text. The listing never walks into one (core/discovery/listScript.ts). */
+  link?: string;
 }
 
 /** What a listed path is: a folder with entries, or exactly why there are none. */

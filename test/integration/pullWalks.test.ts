@@ -2,7 +2,8 @@
  * Walks that must stay inside what they walk (issue 35, items 3 and 4), with the built CLI against the real test sshd:
  * a checkpoint holding a FIFO, links to `/dev/zero`, `/dev/urandom` and `/proc/self/fd/0`, a link loop, a broken
  * link, links to folders outside it (`up -> ../../..`, `root -> /`) and one to a folder inside it; a checkpoint that
- * is itself a link to `/`, with siblings beside it. The login user is the harness's unprivileged `rrtest`.
+ * is itself a link to `/`, with siblings beside it (test/fixtures/generate.ts writeWalkHostile); a run holding more
+ * entries than the listing's budget. Pull, ls and inspect. The login user is the harness's unprivileged `rrtest`.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,16 +12,17 @@ import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { ensureBuiltCli, runBuiltCli } from '../harness/builtCli';
+import { WALK_SIBLINGS, writeManyFiles, writeWalkHostile } from '../fixtures/generate';
+import { DEFAULT_MAX_ENTRIES } from '../../src/core/discovery/listScript';
 
 let host: TestHost;
 let config: string;
+let cutConfig: string;
 let runDir: string;
-const SIBLINGS = [100, 300, 400, 500, 600, 700, 800, 900, 1000, 1100];
-// Not yet here: `ls RUN` beside a checkpoint linked to / lists 2 to 11 of the 11 (the listing's walk follows the link and
-// its entry budget runs out in /); src/core/discovery/listScript.ts is still to be bounded the same way.
+let cutRoot: string;
 
-function cli(args: string[], timeoutMs = 180_000): { code: number; stdout: string; stderr: string; json: any } {
-  const r = runBuiltCli([...args, '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome, timeoutMs);
+function cli(args: string[], timeoutMs = 180_000, conf = config): { code: number; stdout: string; stderr: string; json: any } {
+  const r = runBuiltCli([...args, '--config', conf, '--known-hosts', host.knownHostsFile], host.clientHome, timeoutMs);
   let json: unknown;
   try {
     json = JSON.parse(r.stdout);
@@ -35,28 +37,28 @@ before(async () => {
   host = await startTestHost();
   const root = path.join(host.dir, 'walks');
   runDir = path.join(root, 'hostile');
-  const cks = path.join(runDir, 'checkpoints');
-  for (const step of SIBLINGS) {
-    fs.mkdirSync(path.join(cks, `step_${step}`, 'sub'), { recursive: true });
-    fs.writeFileSync(path.join(cks, `step_${step}`, 'model.pt'), `weights of ${step}\n`);
+  writeWalkHostile(runDir);
+  // A run linked into the root from elsewhere: the listing names the link, never walks it.
+  const elsewhere = path.join(host.dir, 'elsewhere');
+  fs.mkdirSync(path.join(elsewhere, 'exp1', 'checkpoints', 'step_5'), { recursive: true });
+  fs.writeFileSync(path.join(elsewhere, 'exp1', 'checkpoints', 'step_5', 'model.pt'), 'weights of 5\n');
+  fs.symlinkSync(path.join(elsewhere, 'exp1'), path.join(root, 'exp1'));
+  // A run that is its own run root, holding more entries than the listing's budget (DEFAULT_MAX_ENTRIES): its data/
+  // is listed in part, its checkpoints whole (the fair listing lists the root's own entries and small folders first).
+  cutRoot = path.join(host.dir, 'cutrun');
+  for (const step of [10, 20, 30]) {
+    fs.mkdirSync(path.join(cutRoot, 'checkpoints', `step_${step}`), { recursive: true });
+    fs.writeFileSync(path.join(cutRoot, 'checkpoints', `step_${step}`, 'model.pt'), `weights of ${step}\n`);
   }
-  const ck = path.join(cks, 'step_100');
-  fs.writeFileSync(path.join(ck, 'sub', 'optim.pt'), 'optimizer state\n');
-  execFileSync('mkfifo', [path.join(ck, 'fifo')]);
-  fs.symlinkSync('/dev/zero', path.join(ck, 'zero'));
-  fs.symlinkSync('/dev/urandom', path.join(ck, 'urandom'));
-  fs.symlinkSync('/proc/self/fd/0', path.join(ck, 'stdin'));
-  fs.symlinkSync('loop', path.join(ck, 'loop'));
-  fs.symlinkSync('nowhere', path.join(ck, 'broken'));
-  fs.symlinkSync('../../..', path.join(ck, 'up'));
-  fs.symlinkSync('/', path.join(ck, 'root'));
-  fs.symlinkSync('sub', path.join(ck, 'sub_alias'));
-  fs.symlinkSync('model.pt', path.join(ck, 'alias.pt'));
-  // A whole checkpoint that is a link to the remote's root, among ten ordinary ones.
-  fs.symlinkSync('/', path.join(cks, 'step_200'));
-  execFileSync('chmod', ['-R', 'a+rX', root]);
+  fs.writeFileSync(path.join(cutRoot, 'metrics.jsonl'), '{"step": 10, "loss": 1.5}\n');
+  writeManyFiles(cutRoot, DEFAULT_MAX_ENTRIES + 5000);
+  const old = new Date(Date.now() - 3600_000);
+  for (const p of [cutRoot, path.join(cutRoot, 'metrics.jsonl'), ...[10, 20, 30].flatMap((s) => [path.join(cutRoot, 'checkpoints', `step_${s}`), path.join(cutRoot, 'checkpoints', `step_${s}`, 'model.pt')])]) fs.utimesSync(p, old, old);
+  execFileSync('chmod', ['-R', 'a+rX', root, cutRoot]);
   config = path.join(host.dir, 'walks-config.json');
   fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('w', { runRoots: [root], targets: ['host'] })] }));
+  cutConfig = path.join(host.dir, 'cut-config.json');
+  fs.writeFileSync(cutConfig, JSON.stringify({ hosts: [host.hostConfig('c', { runRoots: [cutRoot], targets: ['host'] })] }));
 });
 after(async () => {
   await host?.stop();
@@ -111,5 +113,90 @@ describe('pull: special files, broken links, loops and folder links leaving the 
     assert.match(r.json.error.message, /symbolic link to "\/", a folder outside the one it is in; remote-runs does not follow it/);
     assert.ok(Date.now() - t0 < 60_000);
     assert.deepEqual(fs.readdirSync(to).filter((n) => n !== '.remote-runs'), [], 'nothing written for a refused pull');
+  });
+});
+
+describe('ls and inspect: the listing stays inside the run, and a listing cut short says so', () => {
+  const steps = [100, 200, ...WALK_SIBLINGS.slice(1)].map((s) => `step_${s}`);
+
+  test('ls of the target and of the run: all 11 checkpoints, the one linked to / as a link with its target, its size not summed over /', () => {
+    const target = cli(['ls', 'w/host', '--json']);
+    assert.equal(target.code, 0, target.stderr);
+    assert.deepEqual(target.json.roots.map((r: { truncated: boolean }) => r.truncated), [false], 'the budget was not spent in /');
+    // The one link out of the root that is no checkpoint and in none: the run linked in, named, not walked.
+    assert.deepEqual(target.json.roots[0].linksOut, { count: 1, links: [{ rel: 'exp1', link: path.join(host.dir, 'elsewhere', 'exp1') }] });
+    assert.deepEqual(target.json.runs.map((r: { name: string }) => r.name), ['hostile']);
+    const targetText = cli(['ls', 'w/host']);
+    assert.match(targetText.stdout, /: 1 link to folders outside the root not followed: exp1 -> \/.*\/elsewhere\/exp1/);
+    const [run] = target.json.runs;
+    assert.deepEqual(run.checkpoints.map((c: { name: string }) => c.name), steps);
+    assert.equal(run.latest, 'step_1100');
+    assert.equal(run.listedInPart, undefined);
+    const r = cli(['ls', 'w/host/hostile', '--json']);
+    assert.equal(r.code, 0, r.stderr);
+    const cks = r.json.run.checkpoints;
+    assert.deepEqual(cks.map((c: { name: string }) => c.name), steps);
+    const link = cks.find((c: { name: string }) => c.name === 'step_200');
+    assert.deepEqual([link.link, link.linkOutside, link.bytes], ['/', true, 0]);
+    const ck = cks.find((c: { name: string }) => c.name === 'step_100');
+    // model.pt, alias.pt (a link to it) and sub/optim.pt: what the links to folders lead to is not counted.
+    assert.equal(ck.bytes, 46);
+    const skipped = new Map(ck.skipped.map((s: { relative: string; why: string; link?: string }) => [s.relative, s]));
+    assert.deepEqual(skipped.get('root'), { relative: 'root', why: 'dir-link-outside', link: '/' });
+    assert.equal((skipped.get('fifo') as { why: string }).why, 'fifo');
+    assert.equal((skipped.get('zero') as { why: string }).why, 'char-device');
+    assert.equal(skipped.has('sub_alias'), false);
+    // up -> ../../.. leads to the run root: GNU find -L calls that a loop (named on the root), or it is a link out.
+    const loopSaid = (target.json.roots[0].unreadable?.messages ?? []).some((m: string) => m.includes('step_100/up') && /loop/.test(m));
+    assert.ok(loopSaid || (skipped.get('up') as { why: string } | undefined)?.why === 'dir-link-outside', JSON.stringify(target.json.roots[0]));
+    assert.ok((target.json.roots[0].unreadable?.messages ?? []).some((m: string) => m.includes('step_100/loop')), 'the link loop is named');
+    const more = skipped.size - 5;
+    assert.ok(cli(['ls', 'w/host/hostile']).stdout.includes(`note: step_100: ${more} more ${more === 1 ? 'entry' : 'entries'} left out (--json lists them all)`));
+    const text = cli(['ls', 'w/host/hostile']);
+    assert.equal(text.code, 0, text.stderr);
+    const rows = text.stdout.split('\n');
+    for (const name of steps) assert.equal(rows.filter((l) => l.includes(` ${name} `)).length, 1, `${name} is one row:\n${text.stdout}`);
+    assert.match(rows.find((l) => l.includes(' step_200 ')) ?? '', /\s-\s+-\s+link to "\/", a folder outside: not followed/);
+    assert.match(text.stdout, /note: step_100: "fifo" is left out: a FIFO/);
+    assert.match(text.stdout, /note: step_100: "root" is left out: a link to a folder outside the checkpoint, not followed: "\/"/);
+    assert.match(text.stdout, /note: "checkpoints\/last\.ckpt" is no checkpoint: a symbolic link to nothing: "epoch=0-step=50\.ckpt"/);
+    assert.deepEqual(r.json.run.skipped, [{ relative: 'checkpoints/last.ckpt', why: 'broken-link', link: 'epoch=0-step=50.ckpt' }]);
+    assert.doesNotMatch(text.stdout, /listed in part/);
+  });
+
+  test('inspect of the checkpoint linked to / is refused without reading /; inspect of its sibling names what it leaves out', () => {
+    const r = cli(['inspect', 'w/host/hostile/step_200', '--json'], 60_000);
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.json?.error?.kind, 'bad-address', r.stdout + r.stderr);
+    assert.match(r.json.error.message, /step_200 is a symbolic link to "\/", a folder outside the one it is in; remote-runs does not follow it \(inspect the folder it names/);
+    const sibling = cli(['inspect', 'w/host/hostile/step_100', '--json']);
+    assert.match(sibling.stderr, /step_100: not inspected: "fifo": a FIFO/);
+    assert.match(sibling.stderr, /step_100: not inspected: "root": a link to a folder outside the checkpoint, not followed: "\/"/);
+  });
+
+  test('a run listed in part says so in ls RUN, in --json, and in a not-found of pull and inspect', () => {
+    const name = path.basename(cutRoot);
+    const target = cli(['ls', 'c/host', '--json'], 180_000, cutConfig);
+    assert.equal(target.code, 0, target.stderr);
+    assert.equal(target.json.roots[0].truncated, true);
+    assert.deepEqual(target.json.roots[0].tooLarge.map((t: { rel: string }) => t.rel), ['data']);
+    assert.match(target.json.runs[0].listedInPart, /the run was listed in part: .*\/data \(over [\d,]+ entries\)/);
+    // The fair listing lists the root's own entries and its small folders whole: every checkpoint is there.
+    assert.deepEqual(target.json.runs[0].checkpoints.map((c: { name: string }) => c.name), ['step_10', 'step_20', 'step_30']);
+    const text = cli(['ls', `c/host/${name}`], 180_000, cutConfig);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /note: the run was listed in part: .*\/data \(over [\d,]+ entries\) had more entries than the listing's budget, so checkpoints or logs of it may be missing/);
+    const json = cli(['ls', `c/host/${name}`, '--json'], 180_000, cutConfig);
+    assert.match(json.json.run.listedInPart, /the run was listed in part/);
+    for (const verb of ['pull', 'inspect']) {
+      const r = cli([verb, `c/host/${name}/step_40`, '--json', ...(verb === 'pull' ? ['--to', fs.mkdtempSync(path.join(host.dir, 'pull-'))] : [])], 180_000, cutConfig);
+      assert.notEqual(r.code, 0);
+      assert.equal(r.json?.error?.kind, 'not-found', r.stdout + r.stderr);
+      assert.match(r.json.error.message, /No checkpoint "step_40" .*; the run was listed in part: .*\/data \(over [\d,]+ entries\)/, verb);
+    }
+    // latest is the newest of what was listed, and says so.
+    const latest = cli(['pull', `c/host/${name}/latest`, '--to', fs.mkdtempSync(path.join(host.dir, 'pull-'))], 180_000, cutConfig);
+    assert.equal(latest.code, 0, latest.stderr);
+    assert.match(latest.stderr, /latest is the newest of what was listed; the run was listed in part/);
   });
 });

@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { listRunsCommand } from '../../src/core/discovery/listScript';
-import { pickCheckpoint } from '../../src/core/service';
-import { LIVE_WINDOW_MS, RemoteRunsError, type RootListing } from '../../src/core/types';
+import { pickCheckpoint, pickCheckpointWithNote, runListedInPart } from '../../src/core/service';
+import { LIVE_WINDOW_MS, RemoteRunsError, type RootListing, type TargetListing } from '../../src/core/types';
 import type { ExecResult } from '../../src/core/remote';
 
 const NOW_S = 1_750_000_000;
@@ -267,4 +267,108 @@ test('a step that two checkpoints share is ambiguous by number, and each is take
   );
   assert.equal(pickCheckpoint(run, 'step_300').name, 'step_300');
   assert.equal(pickCheckpoint(run, 'epoch=2-step=300.ckpt').name, 'epoch=2-step=300.ckpt');
+});
+
+/** An entry record with its detail field (`K<link>` for a symlink, as the script prints it). */
+function entry(r: Records, type: string, rel: string, detail = '', bytes = type === 'd' ? 4096 : 100): Records {
+  return r.rec('E', type, String(bytes), `${NOW_S - 3600}.0000000000`, rel, detail);
+}
+
+test('a checkpoint that is a link to a folder: one out of its folder is a link (no size, never latest), one to a sibling has its files; what a pull skips is named, never counted', () => {
+  const r = new Records().root(0, 'ok', '/w');
+  entry(r, 'd', 'run');
+  entry(r, 'd', 'run/checkpoints');
+  entry(r, 'd', 'run/checkpoints/step_1');
+  entry(r, 'f', 'run/checkpoints/step_1/model.pt', '', 1000);
+  entry(r, 'p', 'run/checkpoints/step_1/fifo', '', 0);
+  entry(r, 'c', 'run/checkpoints/step_1/zero', '', 0);
+  entry(r, 'l', 'run/checkpoints/step_1/broken', 'Knowhere', 7);
+  entry(r, 'd', 'run/checkpoints/step_1/up', 'K../../..');
+  entry(r, 'd', 'run/checkpoints/step_1/sub');
+  entry(r, 'f', 'run/checkpoints/step_1/sub/optim.pt', '', 10);
+  entry(r, 'd', 'run/checkpoints/step_1/sub_alias', 'Ksub');
+  entry(r, 'd', 'run/checkpoints/step_2', 'K/');
+  entry(r, 'd', 'run/checkpoints/step_3', 'Kstep_1');
+  entry(r, 'd', 'run/checkpoints/step_4', 'K../../elsewhere/step_4');
+  const [listing] = parse(['/w'], r.end(0).done().result()).roots;
+  const cks = ok(listing)[0].checkpoints;
+  const by = (name: string) => cks.find((c) => c.name === name)!;
+  assert.deepEqual(cks.map((c) => c.name), ['step_1', 'step_2', 'step_3', 'step_4']);
+  assert.equal(by('step_1').bytes, 1010, 'model.pt and sub/optim.pt; sub_alias is not counted twice');
+  assert.deepEqual(by('step_1').files.map((f) => f.name), ['model.pt', 'sub/optim.pt']);
+  assert.deepEqual(by('step_1').skipped, [
+    { relative: 'broken', why: 'broken-link', link: 'nowhere' },
+    { relative: 'fifo', why: 'fifo' },
+    { relative: 'up', why: 'dir-link-outside', link: '../../..' },
+    { relative: 'zero', why: 'char-device' },
+  ]);
+  for (const name of ['step_2', 'step_4']) {
+    const c = by(name);
+    assert.deepEqual([c.linkOutside, c.bytes, c.files.length, c.newest, c.incomplete], [true, 0, 0, false, undefined], name);
+  }
+  assert.equal(by('step_2').link, '/');
+  // A link to a sibling listed beside it holds what the sibling holds.
+  assert.deepEqual([by('step_3').link, by('step_3').linkOutside, by('step_3').bytes, by('step_3').files.map((f) => f.path)], ['step_1', undefined, 1010, by('step_1').files.map((f) => f.path)]);
+  assert.equal(cks.find((c) => c.newest)?.name, 'step_3');
+  // Checkpoints, and links inside them, are said on the checkpoint, not again on the root.
+  assert.equal(listing.state === 'ok' ? listing.linksOut : 'not ok', undefined);
+});
+
+test('links to folders out of the root that are no checkpoint are named on the root; links inside it are not', () => {
+  const r = new Records().root(0, 'ok', '/w');
+  entry(r, 'd', 'run');
+  entry(r, 'f', 'run/model_step_5.pt');
+  entry(r, 'd', 'linked_run', 'K/scratch/me/linked_run');
+  entry(r, 'd', 'run/ckpts', 'K../../elsewhere');
+  entry(r, 'd', 'alias_of_run', 'Krun');
+  entry(r, 'd', 'run/up', 'K..');
+  const [listing] = parse(['/w'], r.end(0).done().result()).roots;
+  assert.deepEqual(ok(listing).map((x) => x.name), ['run']);
+  assert.deepEqual(listing.state === 'ok' ? listing.linksOut : undefined, {
+    count: 2,
+    links: [
+      { rel: 'linked_run', link: '/scratch/me/linked_run' },
+      { rel: 'run/ckpts', link: '../../elsewhere' },
+    ],
+  });
+  // A root holding nothing but such a link says so in its no-checkpoints message.
+  const only = new Records().root(0, 'ok', '/w');
+  entry(only, 'd', 'exp1', 'K/scratch/exp1');
+  const [empty] = parse(['/w'], only.end(0).done().result()).roots;
+  assert.equal(empty.state, 'no-checkpoints');
+  assert.match(empty.state === 'no-checkpoints' ? empty.message : '', /1 link to folders outside the root not followed: exp1 -> \/scratch\/exp1/);
+});
+
+test('a run of a root listed in part says so when the part not listed may be its own; a checkpoint not found there says it too', () => {
+  const run = (path: string) => ({ name: path.slice(path.lastIndexOf('/') + 1), path, metrics: [], checkpoints: [], metricsMtime: 0, live: false });
+  const a = run('/w/a');
+  const b = run('/w/b');
+  const listing = (truncated: boolean, tooLarge: { rel: string; entries: number; more?: true }[]): TargetListing => ({
+    target: { kind: 'host', id: '' },
+    remoteNow: 0,
+    roots: [{ root: '/w', path: '/w', state: 'ok', runs: [a, b], truncated, tooLarge }],
+  });
+  assert.equal(runListedInPart(listing(false, []), a), undefined);
+  assert.match(runListedInPart(listing(true, [{ rel: 'a/data', entries: 39990, more: true }]), a) ?? '', /^the run was listed in part: \/w\/a\/data \(over 39,990 entries\) had more entries than the listing's budget/);
+  assert.equal(runListedInPart(listing(true, [{ rel: 'a/data', entries: 39990, more: true }]), b), undefined, 'a folder of another run');
+  assert.match(runListedInPart(listing(true, [{ rel: '', entries: 50000 }]), b) ?? '', /listed in part/, 'the root itself');
+  assert.match(runListedInPart(listing(true, []), b) ?? '', /the run was listed in part: the listing stopped after 40,000 entries/);
+  const withCks = { ...run('/w/c'), checkpoints: [] as never[] };
+  assert.throws(() => pickCheckpointWithNote(withCks, 'step_9', 'the run was listed in part: why'), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'not-found' && /; the run was listed in part: why$/.test(e.message));
+});
+
+test('an entry named as a checkpoint that is no file or folder (a broken last.ckpt link, a FIFO) is no checkpoint, and is said on the run', () => {
+  const r = new Records().root(0, 'ok', '/w');
+  entry(r, 'd', 'run');
+  entry(r, 'd', 'run/checkpoints');
+  entry(r, 'f', 'run/checkpoints/epoch=0-step=10.ckpt', '', 1000);
+  entry(r, 'l', 'run/checkpoints/last.ckpt', 'Kepoch=0-step=5.ckpt', 19);
+  entry(r, 'p', 'run/checkpoints/model_step_20.pt', '', 0);
+  const [listing] = parse(['/w'], r.end(0).done().result()).roots;
+  const [run] = ok(listing);
+  assert.deepEqual(run.checkpoints.map((c) => c.name), ['epoch=0-step=10.ckpt']);
+  assert.deepEqual(run.skipped, [
+    { relative: 'checkpoints/last.ckpt', why: 'broken-link', link: 'epoch=0-step=5.ckpt' },
+    { relative: 'checkpoints/model_step_20.pt', why: 'fifo' },
+  ]);
 });

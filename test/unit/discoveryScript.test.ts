@@ -23,6 +23,8 @@ import {
   writeStoryRun,
   writeSymlinkLoop,
   writeUnrecognised,
+  writeWalkHostile,
+  WALK_SIBLINGS,
 } from '../fixtures/generate';
 
 let tmp: string;
@@ -419,4 +421,68 @@ test('fair listing with busybox finds the same runs and names the same folder', 
   assert.equal(viaBusybox.tooLarge?.[0].rel, 'aaa_dataset');
   const viaGnu = list([root], { maxEntries: 300, mode: 'fair' }).roots[0];
   assert.deepEqual(viaGnu.tooLarge, viaBusybox.tooLarge);
+});
+
+test('a checkpoint linked to / and links out of a checkpoint are never walked: every sibling listed, the link as a link, nothing summed through it (GNU find, busybox, fair)', () => {
+  const root = dir('walks');
+  writeWalkHostile(path.join(root, 'hostile'));
+  // And a link to / among the root's own folders, which the fair listing shares its budget among, and a run linked in
+  // from elsewhere: listed as links out of the root, never walked.
+  fs.symlinkSync('/', path.join(root, 'slash'));
+  const elsewhere = dir('walks-elsewhere');
+  writeStoryRun(path.join(elsewhere, 'exp1'), { checkpointBytes: 10 });
+  fs.symlinkSync(path.join(elsewhere, 'exp1'), path.join(root, 'exp1'));
+  const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
+  assert.ok(busybox, 'busybox is not installed: apt-get install -y busybox');
+  const bb = dir('busybox-bin-walks');
+  for (const applet of ['sh', 'find', 'head', 'xargs', 'stat', 'tr', 'awk', 'date', 'readlink', 'sort', 'wc']) fs.symlinkSync(busybox, path.join(bb, applet));
+  // A budget the remote filesystem would use up at once if a walk followed step_200 -> / (or slash -> /).
+  const opts = { maxEntries: 200 };
+  const viaBusybox = (mode: 'list' | 'fair'): RootListing => {
+    const cmd = listRunsCommand([root], { ...opts, mode });
+    const r = spawnSync(path.join(bb, 'sh'), cmd.argv.slice(1), { env: { PATH: bb, HOME: tmp }, cwd: root });
+    return cmd.parse({ stdout: r.stdout, stderr: r.stderr, code: r.status, truncated: false }).roots[0];
+  };
+  const steps = [100, 200, ...WALK_SIBLINGS.slice(1)];
+  for (const [name, listing] of [
+    ['GNU', list([root], opts).roots[0]],
+    ['GNU fair', list([root], { ...opts, mode: 'fair' }).roots[0]],
+    ['busybox', viaBusybox('list')],
+    ['busybox fair', viaBusybox('fair')],
+  ] as const) {
+    assert.equal(listing.truncated, false, `${name}: the budget was not spent outside the root`);
+    const runs = only(listing);
+    assert.deepEqual(runs.map((r) => r.name), ['hostile'], name);
+    const cks = runs[0].checkpoints;
+    assert.deepEqual(cks.map((c) => c.name), steps.map((s) => `step_${s}`), `${name}: all 11 checkpoints`);
+    const link = cks.find((c) => c.name === 'step_200')!;
+    assert.deepEqual([link.link, link.linkOutside, link.bytes, link.files, link.newest, link.incomplete], ['/', true, 0, [], false, undefined], name);
+    const ck = cks.find((c) => c.name === 'step_100')!;
+    // Files (a link to a file is its file); what a link to a folder holds is counted where it is, or not at all.
+    assert.deepEqual(ck.files.map((f) => [f.name, f.bytes]), [['alias.pt', 15], ['model.pt', 15], ['sub/optim.pt', 16]], name);
+    assert.equal(ck.bytes, 46, name);
+    assert.equal(ck.incomplete, undefined, name);
+    const skipped = new Map((ck.skipped ?? []).map((s) => [s.relative, s]));
+    assert.deepEqual(skipped.get('root'), { relative: 'root', why: 'dir-link-outside', link: '/' }, name);
+    assert.equal(skipped.has('sub_alias'), false, `${name}: a link to a folder inside the checkpoint is no skip`);
+    for (const special of ['fifo', 'zero', 'urandom', 'stdin', 'broken']) assert.ok(skipped.has(special), `${name}: ${special} skipped`);
+    if (name.startsWith('GNU')) {
+      assert.equal(skipped.get('fifo')?.why, 'fifo');
+      assert.equal(skipped.get('zero')?.why, 'char-device');
+      assert.equal(skipped.get('broken')?.why, 'broken-link');
+      // A link to itself is find's error, counted and named; GNU find -L may call a link to a folder above it a loop too.
+      const errors = listing.unreadable?.messages ?? [];
+      assert.ok(errors.some((m) => m.includes('step_100/loop')), JSON.stringify(errors));
+      if (!errors.some((m) => m.includes('step_100/up'))) assert.deepEqual(skipped.get('up'), { relative: 'up', why: 'dir-link-outside', link: '../../..' }, name);
+    } else assert.deepEqual(skipped.get('up'), { relative: 'up', why: 'dir-link-outside', link: '../../..' }, name);
+    assert.equal(cks.find((c) => c.newest)?.name, 'step_1100', name);
+    assert.deepEqual(runs[0].skipped?.map((s) => [s.relative, s.why]), [['checkpoints/last.ckpt', 'broken-link']], name);
+    // The links out that are no checkpoint and in none: named on the root, so a run linked in is never lost in silence.
+    assert.equal(listing.state === 'ok' ? listing.linksOut?.count : undefined, 2, name);
+    assert.deepEqual(
+      listing.state === 'ok' ? [...(listing.linksOut?.links ?? [])].sort((a, b) => a.rel.localeCompare(b.rel)) : [],
+      [{ rel: 'exp1', link: path.join(elsewhere, 'exp1') }, { rel: 'slash', link: '/' }],
+      name,
+    );
+  }
 });

@@ -343,3 +343,30 @@ test('a listing that found a checkpoint being written by its clock lists the tar
   assert.equal(src.calls.get(key), 2, 'no follow-up once nothing is being written');
   model.dispose();
 });
+
+test('a run of a root listed in part says so on its node; links out of the root not followed are a state of the target', async () => {
+  const src = source();
+  src.listing.set('host:', {
+    target: HOST,
+    remoteNow: 1,
+    roots: [
+      {
+        root: '/runs',
+        path: '/runs',
+        state: 'ok',
+        runs: [run('a', [100]), run('b', [100])],
+        truncated: true,
+        tooLarge: [{ rel: 'a/data', entries: 39990, more: true }],
+        linksOut: { count: 1, links: [{ rel: 'exp1', link: '/scratch/exp1' }] },
+      },
+    ],
+  });
+  const model = new RunsTreeModel(src);
+  const { targets } = await walk(model);
+  const rows = await model.childrenOf(targets.find((t) => t.type === 'target' && t.target.kind === 'host'));
+  const runs = rows.filter((n) => n.type === 'run');
+  assert.deepEqual(runs.map((n) => [n.type === 'run' ? n.run.name : '', n.type === 'run' ? /^the run was listed in part: \/runs\/a\/data \(over 39,990 entries\)/.test(n.listedInPart ?? '') : false]), [['a', true], ['b', false]]);
+  const links = rows.find((n) => n.type === 'state' && /link/.test(n.label));
+  assert.equal(links?.type === 'state' ? links.label : '', '/runs: 1 link to folders outside not followed');
+  assert.match(links?.type === 'state' ? links.message : '', /exp1 -> \/scratch\/exp1\. Add the folder a link names as a run root/);
+});

@@ -4,7 +4,7 @@
  * ('protocol'), never in another exception.
  */
 import { commandFailed, type ExecResult, type OutputReader } from '../remote';
-import { RemoteRunsError, isRemoteRunsError, type RootListing, type TooLarge, type Unreadable } from '../types';
+import { RemoteRunsError, isRemoteRunsError, type LinksOut, type RootListing, type Run, type TooLarge, type Unreadable } from '../types';
 import { EntryTree, findRunsInTree, nodeShapedEntry, type Entry } from './runTree';
 
 import { LIST_MAGIC as MAGIC } from './listScript';
@@ -517,7 +517,7 @@ function toRootListing(root: string, r: RootRecord, maxEntries: number, now: num
   const truncated = cut || r.entries.length > maxEntries || r.tooLarge.length > 0;
   const entries = r.entries.length > maxEntries ? r.entries.slice(0, maxEntries) : r.entries;
   const unreadable = parseErrors(r.errors);
-  const extra = { ...(unreadable ? { unreadable } : {}), ...(r.tooLarge.length ? { tooLarge: r.tooLarge } : {}) };
+  const extra: { unreadable?: Unreadable; tooLarge?: TooLarge[]; linksOut?: LinksOut } = { ...(unreadable ? { unreadable } : {}), ...(r.tooLarge.length ? { tooLarge: r.tooLarge } : {}) };
   const cutNote = truncated ? ` (${cutShortText(path, r.tooLarge, maxEntries)})` : '';
   const note = (unreadable ? ` (${unreadable.count} place${unreadable.count === 1 ? '' : 's'} could not be read: ${unreadable.messages[0] ?? ''})` : '') + cutNote;
   if (entries.length === 0) {
@@ -530,6 +530,8 @@ function toRootListing(root: string, r: RootRecord, maxEntries: number, now: num
     for (const e of entries) tree.add(e);
   }
   const runs = findRunsInTree(path, tree, now, maxDepth);
+  const linksOut = linksOutOf(path, entries, runs);
+  if (linksOut) extra.linksOut = linksOut;
   if (runs.length === 0) {
     const seen = entries
       .filter((e) => !e.rel.includes('/'))
@@ -545,10 +547,53 @@ function toRootListing(root: string, r: RootRecord, maxEntries: number, now: num
       state: 'no-checkpoints',
       message:
         `${path} holds ${count} entr${count === 1 ? 'y' : 'ies'} but no run was recognised: no step_N, checkpoint-N, ` +
-        `global_stepN, ckpt_N or iter_N folders, no checkpoint files with a step number, no metrics log${note}`,
+        `global_stepN, ckpt_N or iter_N folders, no checkpoint files with a step number, no metrics log${note}${linksOut ? ` (${linksOutText(linksOut)})` : ''}`,
     };
   }
   return { root, path, state: 'ok', runs, truncated, ...extra };
+}
+
+/** How many links out of the root, the first three: entries the listing did not walk into. */
+export function linksOutText(l: LinksOut, show: (name: string) => string = (s) => s): string {
+  const shown = l.links.slice(0, 3).map((x) => `${show(x.rel)} -> ${show(x.link)}`);
+  return `${l.count} link${l.count === 1 ? '' : 's'} to folders outside the root not followed: ${shown.join(', ')}${l.count > 3 ? ` and ${l.count - 3} more` : ''}`;
+}
+
+/**
+ * Links to folders leading out of the root (absolute, or climbing above it), except checkpoints that are such links and
+ * what lies inside a checkpoint (Checkpoint.linkOutside, Checkpoint.skipped say those).
+ */
+function linksOutOf(rootPath: string, entries: readonly Entry[], runs: readonly Run[]): LinksOut | undefined {
+  let count = 0;
+  const links: { rel: string; link: string }[] = [];
+  let checkpointPaths: Set<string> | undefined;
+  const base = rootPath === '/' ? '' : rootPath;
+  for (const e of entries) {
+    if (e.type !== 'd' || e.link === undefined) continue;
+    const at = `${base}/${e.rel}`;
+    const to = e.link.startsWith('/') ? normalizePath(e.link) : normalizePath(`${at.slice(0, at.lastIndexOf('/'))}/${e.link}`);
+    // Inside the root, or the root itself (a loop): what it leads to is listed where it is.
+    if (to === rootPath || to.startsWith(`${base}/`)) continue;
+    checkpointPaths ??= new Set(runs.flatMap((r) => r.checkpoints.filter((c) => c.isDir && !c.fileGroup && c.kind !== 'final').map((c) => c.path)));
+    // The link is a checkpoint, or lies in one: a lookup per level above it (the walk is a few levels deep).
+    let inCheckpoint = false;
+    for (let p = at; p.length > base.length && !inCheckpoint; p = p.slice(0, p.lastIndexOf('/'))) inCheckpoint = checkpointPaths.has(p);
+    if (inCheckpoint) continue;
+    count++;
+    if (links.length < 20) links.push({ rel: e.rel, link: e.link });
+  }
+  return count > 0 ? { count, links } : undefined;
+}
+
+/** `/a/./b/../c` → `/a/c` (remote POSIX paths, lexically). */
+function normalizePath(p: string): string {
+  const out: string[] = [];
+  for (const part of p.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') out.pop();
+    else out.push(part);
+  }
+  return `/${out.join('/')}`;
 }
 
 /**

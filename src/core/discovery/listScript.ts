@@ -10,8 +10,9 @@
  *   `E\0<type>\0<bytes>\0<mtime>\0<rel>\0<extra>\0`
  *                                           an entry under the last ok root (find -printf %y %s %T@ %P); extra is
  *                                           empty, `K<target>` for a symlink (readlink's text; type is the followed
- *                                           one) or `C<text>` for a small pointer file (its first 256 bytes, no NULs;
- *                                           `latest*` files up to 256 bytes, TensorFlow's `checkpoint` up to 4 KiB)
+ *                                           one; every link to a folder has it, and is never entered) or `C<text>`
+ *                                           for a small pointer file (its first 256 bytes, no NULs; `latest*` files
+ *                                           up to 256 bytes, TensorFlow's `checkpoint` up to 4 KiB)
  *   `N\0<depth>\0<type>\0<bytes>\0<mtime>\0<name>\0<extra>\0`
  *                                           the same entry by its depth below the walk's folder and its name (find
  *                                           -printf %d %f; GNU find): it lies in the last entry printed one level up
@@ -50,8 +51,16 @@ const P = '${';
 
 /**
  * Walk choices, and why:
- * - `find -L` follows symlinks (a `checkpoints` folder linked to another disk is common in ML), GNU and busybox
- *   find both detect loops and report them on stderr instead of descending; -maxdepth bounds the walk anyway.
+ * - A walk stays inside what it walks: the root itself may be a link (followed), but a link to a folder below it is
+ *   listed (as a folder, with its target in a K record) and never entered. `find -L` with `-type d -xtype l … -prune`
+ *   (under -L, -xtype tests the link itself: find(1)), as the pull's walk does (transfer/remoteCommands.ts): a
+ *   checkpoint that is a link to `/`, or one holding `up -> ../../..`, would otherwise list the remote filesystem into
+ *   the run (its size summed over `/`) and spend the entry budget there, hiding the checkpoints beside it. A link to a
+ *   folder inside the root is listed where it really is; one leaving the root is shown as a link with its target.
+ *   -L still follows links to files (their size and type are their target's: Hugging Face's cache links each file
+ *   into a blob store) and tells special files by what a link leads to (a FIFO, `/dev/zero`); loops are find's
+ *   errors on stderr (counted), never descended; -maxdepth bounds the walk anyway. The extra lstat of -xtype is
+ *   paid by folders only (-type d is tested first, from the stat find has already).
  * - Folders that never hold runs but can hold hundreds of thousands of files are pruned, so they do not eat
  *   the entry budget: .git, node_modules, __pycache__, virtualenvs, caches, notebook checkpoints, and our own
  *   `.remote-runs` (eval records, whose results.jsonl would look like a run).
@@ -74,7 +83,7 @@ case $now in
   [0-9]*.[0-9]*) gnu=1 ;;
   *) now=$(date +%s); if find / -maxdepth 0 -printf '' >/dev/null 2>&1; then gnu=1; else gnu=0; fi ;;
 esac
-if [ "$gnu" = 1 ]; then follow=-L; else follow=; fi
+if [ "$gnu" = 1 ]; then follow=-L; dirlink='-type d -xtype l'; else follow=; dirlink='-type l'; fi
 printf '\0@rr-list@3\0T\0%s\0' "$now"
 # Pointer files: the name a framework writes its own "latest" into (DeepSpeed's latest, Megatron-LM's
 # latest_checkpointed_iteration.txt, TensorFlow/Keras' checkpoint); read when small (NULs dropped).
@@ -95,18 +104,20 @@ walk() {
   if [ "$gnu" = 1 ]; then
     # Pruned folders are still printed (so a root holding only .git is not "empty"), just not entered.
     # Under -L, %y is the followed type and %l is empty; -xtype l still tells a link (one more stat per entry, a
-    # quarter of the walk: so only for names an alias can have, latest*/last*/best*), readlink gives its target.
+    # quarter of the walk: so only for folders, and for files with names an alias can have, latest*/last*/best*),
+    # readlink gives its target. A link to a folder is printed with its target and pruned: never walked into.
     # find flushes its own output before each -exec, so a K or C record always follows its E.
     # The pointer names are tested only on small files (in a group with -exec, which find never moves ahead of
     # -type and -size), not three times on every entry.
     # Each entry is its depth and name (N records): the parser knows the folder it is in from find's order.
     find -L "$1" -mindepth "$2" -maxdepth "$3" \( $prune \) -printf 'N\0%d\0%y\0%s\0%T@\0%f\0\0' \
+      -o -type d -xtype l -printf 'N\0%d\0%y\0%s\0%T@\0%f\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; -prune \
       -o -name '[lLbB]*' -xtype l -printf 'N\0%d\0%y\0%s\0%T@\0%f\0' -exec sh -c 'printf "K%s\0" "$(readlink -- "$1")"' sh {} \; \
       -o -type f -size -4097c \( \( $pointers \) -printf 'N\0%d\0%y\0%s\0%T@\0%f\0' -exec sh -c 'printf C; head -c 256 -- "$1" | tr -d "\0"; printf "\0"' sh {} \; \) \
       -o -printf 'N\0%d\0%y\0%s\0%T@\0%f\0\0' | head -z -n "$(($4 * 7))"
   else
     # No symlinks followed here: busybox find -L does not detect loops. The root is entered with cd, so a
-    # symlinked root still works.
+    # symlinked root still works. Every link to a folder carries its target (K), as with GNU find.
     (cd "$1" && find . -mindepth "$2" -maxdepth "$3" \( $prune \) -print0 -o -print0) | xargs -0 -r sh -c '
       cd "$1" || exit 0; shift
       for f do
@@ -114,7 +125,7 @@ walk() {
         if [ -d "$f" ]; then t=d; elif [ -f "$f" ]; then t=f; elif [ -L "$f" ]; then t=l; else t=o; fi
         set -- $(stat -L -c "%s %Y" "$f" 2>/dev/null || stat -c "%s %Y" "$f" 2>/dev/null || echo "0 0")
         printf "E\0%s\0%s\0%s\0%s\0" "$t" "$1" "$2" "${P}f#./}"
-        if [ -L "$f" ]; then case ${P}f##*/} in [lLbB]*) printf "K%s" "$(readlink "$f")" ;; esac
+        if [ -L "$f" ]; then if [ "$t" = d ]; then printf "K%s" "$(readlink "$f")"; else case ${P}f##*/} in [lLbB]*) printf "K%s" "$(readlink "$f")" ;; esac; fi
         elif [ "$t" = f ] && [ "$1" -le 4096 ]; then
           case ${P}f##*/} in
             checkpoint) printf C; head -c 256 "$f" | tr -d "\0" ;;
@@ -145,9 +156,10 @@ fair() {
   shares=$(for c in * .[!.]* ..?*; do
     { [ -e "$c" ] || [ -L "$c" ]; } || continue
     k=$((k + 1))
-    [ -d "$c" ] || continue
+    # A link to a folder is listed (by the walk above) and never entered.
+    [ -d "$c" ] && [ ! -L "$c" ] || continue
     case " $prunenames " in *" $c "*) continue ;; esac
-    s=$(set -f; find $follow "./$c" -mindepth 1 -maxdepth $((depth - 1)) \( $prune \) -print -o -print 2>/dev/null | head -n $((left + 1)) | wc -l)
+    s=$(set -f; find $follow "./$c" -mindepth 1 -maxdepth $((depth - 1)) \( $prune \) -print -o $dirlink -print -prune -o -print 2>/dev/null | head -n $((left + 1)) | wc -l)
     echo "$s $k"
   done | sort -n | awk -v left="$left" '{ s[NR] = $1; k[NR] = $2 } END { for (j = 1; j <= NR; j++) { share = int(left / (NR - j + 1)); a = s[j] < share ? s[j] : share; left -= a; print k[j], a, s[j] } }')
   # Only numbers reach eval: a folder's index among the root's entries, its share and its size.

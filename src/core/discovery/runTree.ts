@@ -52,6 +52,7 @@ import {
 } from './checkpointLayout';
 import { MLFLOW_META, MLFLOW_METRICS, MLFLOW_RUN_FOLDERS, RUN_LOG_CONTAINERS, SPLIT_FOLDERS, isExtraMetricsLog } from './checkpointLayout';
 import { isDefaultLogdirName } from './logdirNames';
+import { SKIP_TYPES, dirLinkWithin, type SkippedEntry } from '../transfer/remoteCommands';
 
 /** One listed entry: `type` as find's %y (f file, d folder, l broken link…), mtime in ms. */
 export interface Entry {
@@ -320,12 +321,13 @@ function addChild(parent: Node, node: Node): void {
 
 function asRun(node: Node, absolute: (rel: string) => string, now: number, unseen: (n: Node) => boolean): { run: Run; claimed: Set<Node> } | undefined {
   const claimed = new Set<Node>();
-  const checkpoints = checkpointsIn(node, absolute, unseen);
+  const skipped: SkippedEntry[] = [];
+  const checkpoints = checkpointsIn(node, absolute, unseen, skipped);
   const places = [node];
   for (const name of CHECKPOINT_CONTAINERS) {
     const container = node.children.get(name);
     if (container?.type !== 'd') continue;
-    const inside = checkpointsIn(container, absolute, unseen);
+    const inside = checkpointsIn(container, absolute, unseen, skipped);
     if (inside.length > 0) {
       checkpoints.push(...inside);
       claimed.add(container);
@@ -351,7 +353,7 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
   if (mlflow) {
     logs.push(...mlflow);
     const artifacts = node.children.get('artifacts');
-    if (artifacts?.type === 'd') checkpoints.push(...checkpointsIn(artifacts, absolute, unseen));
+    if (artifacts?.type === 'd') checkpoints.push(...checkpointsIn(artifacts, absolute, unseen, skipped));
   }
   if (checkpoints.length === 0 && logs.length === 0) return undefined;
 
@@ -379,6 +381,7 @@ function asRun(node: Node, absolute: (rel: string) => string, now: number, unsee
     metricsMtime,
     live: metricsMtime > 0 && now - metricsMtime <= LIVE_WINDOW_MS,
     ...(pointers.length > 0 ? { pointers } : {}),
+    ...(skipped.length > 0 ? { skipped: skipped.map((s) => ({ ...s, relative: node.rel === '' ? s.relative : s.relative.slice(node.rel.length + 1) })) } : {}),
   };
   return { run, claimed };
 }
@@ -401,7 +404,8 @@ export function sortCheckpoints(checkpoints: Checkpoint[]): void {
 export function markNewest(checkpoints: Checkpoint[]): void {
   for (const c of checkpoints) c.newest = false;
   for (const kind of ['step', 'epoch', 'save', 'final'] as const) {
-    const candidates = checkpoints.filter((c) => c.kind === kind && c.incomplete === undefined);
+    // A link out of its folder (checkpointsIn) holds what this listing did not see.
+    const candidates = checkpoints.filter((c) => c.kind === kind && c.incomplete === undefined && !c.linkOutside);
     if (candidates.length === 0) continue;
     candidates.reduce((best, c) => (checkpointOrder(c) > checkpointOrder(best) || (checkpointOrder(c) === checkpointOrder(best) && c.mtime > best.mtime) ? c : best)).newest = true;
     return;
@@ -499,7 +503,7 @@ function markFreshWrites(places: readonly Node[], checkpoints: Checkpoint[], abs
   let pointed: Map<string, number> | undefined;
   for (const c of checkpoints) {
     // Within the window on either side: a file system whose clock runs ahead of the host's (NFS) stamps writes ahead.
-    if (c.incomplete !== undefined || c.partialSize || c.mtime <= 0 || Math.abs(now - c.mtime) >= FRESH_WRITE_MS) continue;
+    if (c.incomplete !== undefined || c.partialSize || c.linkOutside || c.mtime <= 0 || Math.abs(now - c.mtime) >= FRESH_WRITE_MS) continue;
     if (c.isDir && committedAtomically(c.files)) continue;
     // TensorFlow's `.index` is written after the data shards (tfCheckpointGroups marks a prefix without it).
     if (c.layout === 'tf' && c.fileGroup) continue;
@@ -662,9 +666,14 @@ function mlflowRun(node: Node, claimed: Set<Node>): Node[] | undefined {
   return files;
 }
 
-function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n: Node) => boolean): Checkpoint[] {
+/**
+ * The checkpoints directly in `dir`. `notCheckpoints` gets the entries named as checkpoints that are neither a file
+ * nor a folder (a broken `last.ckpt` link, a FIFO), with why, by their path below the root.
+ */
+function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n: Node) => boolean, notCheckpoints: SkippedEntry[]): Checkpoint[] {
   const out: Checkpoint[] = [];
   const links = new Map<Checkpoint, string>();
+  const folderLinks: Checkpoint[] = [];
   // NeMo's `-unfinished` markers are rare: look one up per checkpoint only in a folder that holds one.
   let markers = false;
   // Whether this folder holds accelerate saves or Trainer checkpoints that are complete: a sibling of those still
@@ -680,21 +689,29 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
     else if (k.children.get(TRAINER_STATE)?.type === 'f') trainer = true;
   }
   for (const child of kids) {
-    if (child.type !== 'd' && child.type !== 'f') continue;
+    if (child.type !== 'd' && child.type !== 'f') {
+      if (parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) || linkedAlias(child)) {
+        notCheckpoints.push({ relative: child.rel, why: SKIP_TYPES[child.type] ?? 'other', ...(child.link !== undefined ? { link: child.link } : {}) });
+      }
+      continue;
+    }
     // A file under a temporary name (`epoch=0-step=10.ckpt.tmp`) is the checkpoint it will be, still being written.
     const temp = child.type === 'f' && TEMPORARY_FILE.test(child.name);
     const parsed = checkpointName(child, accelerate) ?? (temp ? parseCheckpointName(child.name.replace(TEMPORARY_FILE, ''), false) : undefined) ?? linkedAlias(child);
     if (!parsed) continue;
     const isDir = child.type === 'd';
-    const files = isDir ? checkpointFiles(child, absolute) : [];
+    // A link to a folder (listScript.ts never walks one): what it holds is not this listing's to count.
+    const linked = isDir && child.link !== undefined;
+    const skipped: SkippedEntry[] = [];
+    const files = isDir && !linked ? checkpointFiles(child, absolute, skipped) : [];
     const marker = markers ? unfinishedMarker(child.name) : undefined;
-    const deep = isDir && reachesDepth(child, unseen);
+    const deep = isDir && !linked && reachesDepth(child, unseen);
     // Below the walk's depth nothing can be told from the files: not marked (their sizes are not known either).
     const incomplete: string | undefined =
       ('incomplete' in parsed && typeof parsed.incomplete === 'string' ? parsed.incomplete : undefined) ??
       (temp ? `${child.name} is a temporary name: still being written` : undefined) ??
       (marker !== undefined && dir.children.get(marker)?.type === 'f' ? `NeMo's ${marker} marker is beside it (removed when the save is finished)` : undefined) ??
-      (isDir && !deep ? (incompleteReason(files) ?? trainerUnfinished(child.name, child.children.keys(), trainer)) : undefined);
+      (isDir && !deep && !linked ? (incompleteReason(files) ?? trainerUnfinished(child.name, child.children.keys(), trainer)) : undefined);
     let bytes = isDir ? 0 : child.bytes;
     let mtime = child.mtime;
     for (const f of files) {
@@ -707,8 +724,28 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
     if (parsed.alias) ck.alias = { ...parsed.alias };
     if (incomplete) ck.incomplete = incomplete;
     if (deep) ck.partialSize = true;
+    if (skipped.length > 0) ck.skipped = skipped;
+    if (linked) {
+      ck.link = child.link;
+      folderLinks.push(ck);
+    }
     out.push(ck);
     if (child.link !== undefined && ck.kind === 'alias') links.set(ck, child.link);
+  }
+  // A checkpoint that is a link to a folder: one to a sibling listed here (relative, no `..`: the rule the pull's walk
+  // applies to the folder it is asked for, transfer/remoteCommands.ts) holds what that sibling holds; any other leaves
+  // the folder it is in and is not followed: listed as a link with its target, its size unknown, never `latest`.
+  for (const ck of folderLinks) {
+    const link = ck.link!;
+    const within = !link.startsWith('/') && !link.split('/').includes('..');
+    const to = within ? out.find((c) => c !== ck && c.link === undefined && c.isDir && c.path === normalize(`${absolute(dir.rel)}/${link}`)) : undefined;
+    if (to) {
+      ck.bytes = to.bytes;
+      ck.mtime = to.mtime;
+      ck.files = to.files;
+      if (to.incomplete !== undefined) ck.incomplete = to.incomplete;
+      if (to.partialSize) ck.partialSize = true;
+    } else ck.linkOutside = true;
   }
   // TensorFlow's prefix checkpoints: a group of files of this folder each (checkpointLayout.ts tfCheckpointGroups).
   let tfData = false;
@@ -781,24 +818,32 @@ function checkpointName(node: Node, siblingsAreAccelerate = false): (ParsedCheck
   return accelerateSave(node.name, node.children.keys(), siblingsAreAccelerate) ?? parseCheckpointName(node.name, true) ?? orbaxStep(node.name, node.children.keys());
 }
 
-/** Every file below a checkpoint folder; names are relative to the folder (`model/pytorch_model.bin`). */
-function checkpointFiles(dir: Node, absolute: (rel: string) => string): CheckpointFile[] {
+/**
+ * Every file below a checkpoint folder; names are relative to the folder (`model/pytorch_model.bin`). What is not a
+ * file goes to `skipped` with why, as a pull skips it (transfer/remoteCommands.ts parseWalk): special files (what a
+ * link leads to: a FIFO, `/dev/zero`), broken links, and links to folders outside the checkpoint (never walked); a
+ * link to a folder inside it is neither (its files are counted where they are). None of them counts as bytes.
+ */
+function checkpointFiles(dir: Node, absolute: (rel: string) => string, skipped: SkippedEntry[]): CheckpointFile[] {
   // Most hold one file: an array of exactly that (one filled by push keeps room for 17, and these outlive the parse).
   const kids = dir.children.values();
   if (kids.length === 1 && kids[0].type === 'f') {
     const only = kids[0];
     return [{ name: only.name, path: absolute(only.rel), bytes: only.bytes, mtime: only.mtime }];
   }
-  return filesUnder(dir, '', absolute).slice();
+  return filesUnder(dir, '', absolute, [], skipped).slice();
 }
 
-function filesUnder(dir: Node, prefix: string, absolute: (rel: string) => string, out: CheckpointFile[] = []): CheckpointFile[] {
+function filesUnder(dir: Node, prefix: string, absolute: (rel: string) => string, out: CheckpointFile[], skipped: SkippedEntry[]): CheckpointFile[] {
   // Most checkpoint folders hold one or two files: sort (a copy) only when there is an order to make.
   const children = dir.children.size > 1 ? [...dir.children.values()].sort(byName) : dir.children.values();
   for (const child of children) {
     const name = prefix ? `${prefix}/${child.name}` : child.name;
     if (child.type === 'f') out.push({ name, path: absolute(child.rel), bytes: child.bytes, mtime: child.mtime });
-    else if (child.type === 'd') filesUnder(child, name, absolute, out);
+    else if (child.type === 'd' && child.link !== undefined) {
+      if (!dirLinkWithin(name, child.link)) skipped.push({ relative: name, why: 'dir-link-outside', link: child.link });
+    } else if (child.type === 'd') filesUnder(child, name, absolute, out, skipped);
+    else skipped.push({ relative: name, why: SKIP_TYPES[child.type] ?? 'other', ...(child.link !== undefined ? { link: child.link } : {}) });
   }
   return out;
 }

@@ -23,7 +23,7 @@
  * Chunks are read with `dd bs=4096 skip=…` (a seek, so a 3 GB file costs what is read) and padded with zeros to
  * their stated length, so a file that shrank while being read cannot break the framing (its S record tells).
  */
-import { RemoteRunsError, type TargetRef } from '../types';
+import { RemoteRunsError, linkOutsideError, type TargetRef } from '../types';
 import { runCommand, commandFailed, type Executor, type RemoteCommand } from '../remote';
 import { InspectError } from './errors';
 import { Pieces, type Piece } from './pieces';
@@ -328,8 +328,13 @@ export async function inspectRemote(
 
 export { InspectError };
 
-/** The files of a listed checkpoint, as inspect reads them: a flat file by its own name, a folder's by theirs. */
-export function listedFilesOf(checkpoint: { path: string; isDir: boolean; bytes: number; mtime: number; files: { name: string; path: string; bytes: number; mtime: number }[] }): ListedFile[] {
+/**
+ * The files of a listed checkpoint, as inspect reads them: a flat file by its own name, a folder's by theirs. These
+ * are what the listing's walk found (bounded, never through a link to a folder: discovery/listScript.ts); a checkpoint
+ * that is itself a link out of its folder has none, and is refused with `bad-address` as a pull refuses it.
+ */
+export function listedFilesOf(checkpoint: { path: string; isDir: boolean; bytes: number; mtime: number; files: { name: string; path: string; bytes: number; mtime: number }[]; link?: string; linkOutside?: true }): ListedFile[] {
+  if (checkpoint.linkOutside) throw linkOutsideError(checkpoint, 'inspect');
   if (!checkpoint.isDir && checkpoint.files.length === 0) {
     const name = checkpoint.path.split('/').pop() || checkpoint.path;
     return [{ name, path: checkpoint.path, bytes: checkpoint.bytes, mtime: checkpoint.mtime }];

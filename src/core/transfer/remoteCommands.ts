@@ -107,7 +107,8 @@ export function statCheckpointCommand(checkpointPath: string): RemoteCommand<Rem
   };
 }
 
-const SKIP_TYPES: Record<string, SkipReason> = { p: 'fifo', s: 'socket', c: 'char-device', b: 'block-device', l: 'broken-link' };
+/** What a type letter of find's %y (after following links) that is not a file or folder makes of an entry. */
+export const SKIP_TYPES: Record<string, SkipReason> = { p: 'fifo', s: 'socket', c: 'char-device', b: 'block-device', l: 'broken-link' };
 
 /**
  * Parse the records of statCheckpointCommand (relative paths and link texts may hold tabs and newlines). Records

@@ -5,9 +5,9 @@
  * reports only the nodes whose listing changed. The extension's tree provider renders these nodes; unit tests drive
  * this model with a listing source of their own.
  */
-import type { HostTargets } from '../service';
+import { runListedInPart, type HostTargets } from '../service';
 import { emptyStateText } from '../emptyStates';
-import { cutShortText } from '../discovery/listParse';
+import { cutShortText, linksOutText } from '../discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../discovery/listScript';
 import { formatTarget, asRemoteRunsError, type RemoteRunsError, type TargetListing, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
@@ -273,7 +273,8 @@ export class RunsTreeModel {
       if (root.state === 'path-missing' && (quiet || missingDefaults.length > 1)) continue;
       if (root.state === 'ok') {
         for (const run of root.runs) {
-          out.push({ type: 'run', id: runId(node.hostName, node.target, run.path), parent: node, hostName: node.hostName, target: node.target, run });
+          const listedInPart = runListedInPart(listing, run);
+          out.push({ type: 'run', id: runId(node.hostName, node.target, run.path), parent: node, hostName: node.hostName, target: node.target, run, ...(listedInPart ? { listedInPart } : {}) });
         }
         if (root.truncated) {
           const parts = root.tooLarge ?? [];
@@ -284,6 +285,11 @@ export class RunsTreeModel {
           // Runs were found, but the walk could not enter everything (a folder the user cannot read, a symlink loop).
           const n = root.unreadable.count;
           states.push({ type: 'state', id: childId(node, 'unread', root.root), parent: node, kind: 'permission-denied', label: `${root.root}: ${n} place${n === 1 ? '' : 's'} could not be read`, message: root.unreadable.messages.join('\n'), seen: [], scope: node });
+        }
+        if (root.linksOut) {
+          // Listed, never walked into (discovery/listScript.ts): a run or checkpoints folder linked in from elsewhere.
+          const n = root.linksOut.count;
+          states.push({ type: 'state', id: childId(node, 'links', root.root), parent: node, kind: 'no-checkpoints', label: `${root.root}: ${n} link${n === 1 ? '' : 's'} to folders outside not followed`, message: `${linksOutText(root.linksOut)}. Add the folder a link names as a run root to list it.`, seen: root.linksOut.links.map((l) => l.rel), scope: node });
         }
       } else {
         const text = emptyStateText(root.state);

@@ -33,6 +33,8 @@ export interface RunNode extends Base {
   hostName: string;
   target: TargetRef;
   run: Run;
+  /** Why the run may be missing checkpoints or logs: its root was listed in part (service.ts runListedInPart). */
+  listedInPart?: string;
 }
 
 export interface CheckpointNode extends Base {

@@ -3,7 +3,9 @@
 const UNITS = ['B', 'KB', 'MB', 'GB', 'TB', 'PB'];
 
 /** A checkpoint's size: `≥ 1.2 GB` when the listing saw only part of its files (below the walk's depth). */
-export function formatCheckpointBytes(c: { bytes: number; partialSize?: true }): string {
+export function formatCheckpointBytes(c: { bytes: number; partialSize?: true; linkOutside?: true }): string {
+  // A link out of its folder was not followed: its size is not known.
+  if (c.linkOutside) return '-';
   return c.partialSize ? `≥ ${formatBytes(c.bytes)}` : formatBytes(c.bytes);
 }
 

@@ -9,7 +9,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
-import { pickCheckpointWithNote as checkpointOf } from '../../core/service';
+import { pickCheckpointWithNote as checkpointOf, runListedInPart } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
 import { discardPartialDownload, findPartialDownloads, partialPercent, progressText, pullCheckpoint, skippedLines, verificationText, type PartialDownload, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
 import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
@@ -154,8 +154,8 @@ async function latestOf(deps: DownloadDeps, node?: TreeNode): Promise<Checkpoint
     if (pinned?.hostName && pinned.target && pinned.runName) where = { hostName: pinned.hostName, target: pinned.target, runName: pinned.runName };
   }
   if (!where) return pickCheckpoint(deps.core, deps.hosts, 'Download Latest Checkpoint', { latestOnly: true });
-  const { run } = await deps.core.findRun(where.hostName, where.target, where.runName);
-  const { checkpoint, note } = checkpointOf(run, 'latest');
+  const { run, listing } = await deps.core.findRun(where.hostName, where.target, where.runName);
+  const { checkpoint, note } = checkpointOf(run, 'latest', runListedInPart(listing, run));
   return { hostName: where.hostName, target: where.target, run, checkpoint, ...(note ? { note } : {}) };
 }
 

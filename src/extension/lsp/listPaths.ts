@@ -58,7 +58,7 @@ export function parseListedPaths(stdout: Buffer, paths: readonly string[], maxEn
       path: paths[i],
       resolved: r.path,
       state: STATES[r.status],
-      entries: r.entries.slice(0, maxEntries).map((e) => ({ type: e.type, bytes: e.bytes, mtime: e.mtime, rel: e.rel })),
+      entries: r.entries.slice(0, maxEntries).map((e) => ({ type: e.type, bytes: e.bytes, mtime: e.mtime, rel: e.rel, ...(e.type === 'd' && e.link !== undefined ? { link: e.link } : {}) })),
       truncated: r.entries.length > maxEntries,
     })),
     remoteNow: read.remoteNow,

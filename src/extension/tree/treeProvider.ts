@@ -212,7 +212,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
       }
       if (token.isCancellationRequested) return item;
       const tip = new vscode.MarkdownString();
-      tip.appendText(`${runTooltip(node.run)}\n${lines.join('\n')}`);
+      tip.appendText(`${runTooltip(node.run)}\n${node.listedInPart ? `${node.listedInPart}\n` : ''}${lines.join('\n')}`);
       item.tooltip = tip;
       return item;
     }
@@ -351,13 +351,14 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const item = new vscode.TreeItem(displayName(run.name), run.checkpoints.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const newest = latestCheckpoint(run);
-    const parts = [run.live ? '● live' : '', `${run.checkpoints.length} checkpoint${run.checkpoints.length === 1 ? '' : 's'}`, newest ? latestPhrase(newest) : ''];
+    const parts = [run.live ? '● live' : '', `${run.checkpoints.length} checkpoint${run.checkpoints.length === 1 ? '' : 's'}`, newest ? latestPhrase(newest) : '', node.listedInPart ? 'listed in part' : ''];
     item.description = displayText(parts.filter(Boolean).join(' · '));
     item.iconPath = new vscode.ThemeIcon(run.live ? 'pulse' : 'beaker');
     // Left unset with runConfig: resolveTreeItem fills it on hover, with the run's config.
     if (!this.deps.runConfig) {
       item.tooltip = new vscode.MarkdownString();
       item.tooltip.appendText(displayText(runTooltip(run)));
+      if (node.listedInPart) item.tooltip.appendText(displayText(`\n\n${node.listedInPart}`));
     }
     item.contextValue = `run${run.live ? '.live' : ''}`;
     return item;
@@ -374,7 +375,10 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     const local = this.deps.checkpointLocalCopy?.(node);
     const downloaded = local?.kind === 'downloaded';
     const partial = local?.kind === 'partial' ? `partial ${partialPercent(local.bytesHere, local.bytesTotal)}` : '';
-    item.description = displayText([what, formatCheckpointBytes(c), formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', downloaded ? 'downloaded' : partial, this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · '));
+    // A link to a folder outside its own: shown as the link it is (its size and age are not known: never followed).
+    const link = c.linkOutside ? `link → ${c.link ?? ''}, not followed` : '';
+    const skipped = c.skipped ? `${c.skipped.length} entr${c.skipped.length === 1 ? 'y' : 'ies'} left out` : '';
+    item.description = displayText([what, link, c.linkOutside ? '' : formatCheckpointBytes(c), c.linkOutside ? '' : formatAge(c.mtime, now), c.newest ? 'newest' : '', c.incomplete ? 'incomplete' : '', skipped, downloaded ? 'downloaded' : partial, this.deps.checkpointDecoration?.(node) ?? ''].filter(Boolean).join(' · '));
     item.iconPath = new vscode.ThemeIcon(c.newest ? 'star-full' : c.incomplete ? 'loading' : c.isDir ? 'folder' : 'file-binary');
     // Left unset with inspect: resolveTreeItem fills it on hover, with the contents' summary.
     if (!this.deps.inspect) item.tooltip = displayText(checkpointTooltip(c, local));
