@@ -128,6 +128,15 @@ before(async () => {
 });
 
 after(async () => {
+  // The protocol's own end: `shutdown` is answered once the server has handled what came before it (a last
+  // notification's re-analysis may still be asking the client for listings), then `exit`. Disposing the connection
+  // first left those requests' answers written to a destroyed stream (an unhandled rejection after the last test).
+  if (server && server.exitCode === null) {
+    const exited = new Promise((resolve) => server.once('exit', resolve));
+    await conn.sendRequest('shutdown').catch(() => undefined);
+    await conn.sendNotification('exit').catch(() => undefined);
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  }
   conn?.dispose();
   server?.kill();
 });
