@@ -29,6 +29,7 @@ import { findPathRefsIn, findPlaceComment } from './finder';
 import { mdText } from './markdown';
 import { allRoots, documentPlace } from './places';
 import { RemoteIndex } from './remoteIndex';
+import { withCancellation } from '../core/util/abort';
 
 const DEBOUNCE_MS = 300;
 const PLACES_TTL_MS = 10_000;
@@ -140,9 +141,8 @@ async function refsBetween(doc: TextDocument, from: number, to: number, token: C
   const refs = findPathRefsIn(text, from, to, { roots: allRoots(config) });
   if (refs.length === 0) return [];
   const docPlace = documentPlace(config, doc.uri, findPlaceComment(text));
-  const signal = signalOf(token);
   const memo = new Map();
-  return Promise.all(refs.map((ref) => analyseRef(deps, config, docPlace, ref, signal, memo)));
+  return withCancellation(token, (signal) => Promise.all(refs.map((ref) => analyseRef(deps, config, docPlace, ref, signal, memo))));
 }
 
 connection.onInitialize(() => ({
@@ -192,7 +192,7 @@ connection.onHover((params, token) => deps.turns.hold(async () => {
 connection.onCompletion((params, token) => deps.turns.hold(async () => {
   const doc = documents.get(params.textDocument.uri);
   if (!doc) return [];
-  return completionsAt(deps, doc, doc.offsetAt(params.position), signalOf(token));
+  return withCancellation(token, (signal) => completionsAt(deps, doc, doc.offsetAt(params.position), signal));
 }));
 
 connection.onDocumentLinks(async (params, token) => {
@@ -227,10 +227,3 @@ function tokenOf(signal: AbortSignal): CancellationToken {
   return source.token;
 }
 
-/** An AbortSignal that aborts when the LSP request is cancelled. */
-function signalOf(token: CancellationToken): AbortSignal {
-  const controller = new AbortController();
-  if (token.isCancellationRequested) controller.abort();
-  else token.onCancellationRequested(() => controller.abort());
-  return controller.signal;
-}

@@ -41,6 +41,7 @@ import type { RunsTreeProvider } from '../tree/treeProvider';
 import { checkpointEvalText } from './decoration';
 import { EvalTerminal } from './evalTerminal';
 import { pickCheckpoint, quickPick } from '../pickCheckpoint';
+import { withCancellation } from '../../core/util/abort';
 
 export interface EvalDeps {
   store: DisposableStore;
@@ -317,11 +318,9 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
     if (!profile) return;
     const report = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Evaluating ${items.length} checkpoints with ${profile.name}`, cancellable: true },
-      async (progress, token) => {
-        const controller = new AbortController();
-        const sub = token.onCancellationRequested(() => controller.abort());
-        try {
-          return await runEvalQueue(items, {
+      (progress, token) =>
+        withCancellation(token, (signal) =>
+          runEvalQueue(items, {
             start: (ref, signal) => startEval(ref, profile, signal, false),
             ended: (started, signal) => evalEnded(started, signal),
             onItem: (ref, i, n) => progress.report({ message: `${ref.checkpoint.name} (${i + 1} of ${n})`, increment: i === 0 ? 0 : 100 / n }),
@@ -330,11 +329,8 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
               const r = [...runs.values()].find((e) => e.subject.host === ref.hostName && sameTarget(e.subject.target, ref.target) && e.subject.run.path === ref.run.path);
               if (r) void load(runKey(r.subject), r.subject);
             },
-          }, controller.signal);
-        } finally {
-          sub.dispose();
-        }
-      },
+          }, signal),
+        ),
     );
     log.info(`eval queue of ${items.length} with ${profile.name}: ${report.started} ran, ${report.skipped} skipped, ${report.failed} failed, ${report.notReached} not reached`);
     const parts = [`${report.started} of ${items.length} evaluated with ${profile.name}`, report.skipped ? `${report.skipped} skipped` : '', report.failed ? `${report.failed} could not start` : '', report.notReached ? `${report.notReached} not started (cancelled; the running eval goes on)` : ''];
@@ -355,15 +351,7 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
       if (!profile) return;
       await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: `Starting eval ${profile.name} of ${ref.checkpoint.name}`, cancellable: true },
-        async (_progress, token) => {
-          const controller = new AbortController();
-          const sub = token.onCancellationRequested(() => controller.abort());
-          try {
-            return await startEval(ref, profile, controller.signal, true);
-          } finally {
-            sub.dispose();
-          }
-        },
+        (_progress, token) => withCancellation(token, (signal) => startEval(ref, profile, signal, true)),
       );
     }, log),
   );

@@ -21,6 +21,7 @@ import type { TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { RemoteAnswers } from './answers';
 import { setting } from '../settings';
+import { withCancellation } from '../../core/util/abort';
 
 /** Languages served by default; `remoteRuns.languageServer.languages` adds to them. */
 export const DEFAULT_LANGUAGES: readonly string[] = ['shellscript', 'python', 'yaml', 'json', 'toml', 'markdown'];
@@ -115,10 +116,10 @@ function makeClient(context: vscode.ExtensionContext, answers: RemoteAnswers): L
   };
   const client = new LanguageClient('remoteRuns.paths', 'Remote Runs Paths', serverOptions, clientOptions);
   client.onRequest(LspMethods.config, () => answers.config());
-  client.onRequest(LspMethods.places, (_: unknown, token: CancellationToken) => answers.places(signalOf(token)));
-  client.onRequest(LspMethods.list, (params: ListParams, token: CancellationToken) => answers.list(params, signalOf(token)));
-  client.onRequest(LspMethods.latestMetrics, (params: LatestMetricsParams, token: CancellationToken) => answers.latestMetrics(params, signalOf(token)));
-  client.onRequest(LspMethods.inspectSummary, (params: InspectSummaryParams, token: CancellationToken) => answers.inspectSummary(params, signalOf(token)));
+  client.onRequest(LspMethods.places, (_: unknown, token: CancellationToken) => withCancellation(token, (signal) => answers.places(signal)));
+  client.onRequest(LspMethods.list, (params: ListParams, token: CancellationToken) => withCancellation(token, (signal) => answers.list(params, signal)));
+  client.onRequest(LspMethods.latestMetrics, (params: LatestMetricsParams, token: CancellationToken) => withCancellation(token, (signal) => answers.latestMetrics(params, signal)));
+  client.onRequest(LspMethods.inspectSummary, (params: InspectSummaryParams, token: CancellationToken) => withCancellation(token, (signal) => answers.inspectSummary(params, signal)));
   return client;
 }
 
@@ -143,9 +144,3 @@ function pathMappings(log: Logger): PathMapping[] {
   return out;
 }
 
-function signalOf(token: CancellationToken): AbortSignal {
-  const controller = new AbortController();
-  if (token.isCancellationRequested) controller.abort();
-  else token.onCancellationRequested(() => controller.abort());
-  return controller.signal;
-}
