@@ -204,7 +204,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   registerRuns({ store, core, hosts, reader: runFacts, log, context });
   registerDemo({ store, context, log });
   // Last: the language server asks the tree and the pool, so both exist before its first question.
-  registerLanguageServer({ store, context, core, hosts, pool, tree, view, log });
+  registerLanguageServer({ store, context, core, hosts, pool, tree, view, log, inspectCache });
   // bench/activation.ts reads this line: the time spent inside activate(), next to VS Code's own figures.
   log.info(`Remote Runs activated in ${(performance.now() - activateStarted).toFixed(1)} ms`);
   return { tree, core };

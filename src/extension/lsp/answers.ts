@@ -26,6 +26,8 @@ export interface AnswerDeps {
   mappings(): PathMapping[];
   /** How long a listing answers (default 15 s). */
   ttlMs?: number;
+  /** The window's one cache of checkpoint headers, shared with the tree's rows and Compare (default: its own). */
+  inspectCache?: InspectCache;
   clock?: () => number;
 }
 
@@ -39,9 +41,11 @@ export class RemoteAnswers {
   private readonly targets = new Map<string, Cached<Promise<Place[]>>>();
   private readonly latest = new Map<string, Cached<LatestMetricsResult>>();
   /** Header reads per (path, size, mtime): a checkpoint that did not change is not read again. */
-  private readonly inspected = new InspectCache();
+  private readonly inspected: InspectCache;
 
-  constructor(private readonly deps: AnswerDeps) {}
+  constructor(private readonly deps: AnswerDeps) {
+    this.inspected = deps.inspectCache ?? new InspectCache();
+  }
 
   private now(): number {
     return (this.deps.clock ?? Date.now)();

@@ -22,6 +22,7 @@ import type { RunsTreeProvider } from '../tree/treeProvider';
 import { RemoteAnswers } from './answers';
 import { setting } from '../settings';
 import { withCancellation } from '../../core/util/abort';
+import type { InspectCache } from '../../core/inspect/remoteRead';
 
 /** Languages served by default; `remoteRuns.languageServer.languages` adds to them. */
 export const DEFAULT_LANGUAGES: readonly string[] = ['shellscript', 'python', 'yaml', 'json', 'toml', 'markdown'];
@@ -35,6 +36,8 @@ export interface LanguageServerDeps {
   tree: RunsTreeProvider;
   view: vscode.TreeView<TreeNode>;
   log: Logger;
+  /** The window's one cache of checkpoint headers (extension.ts), so a hover and the tree read a checkpoint once. */
+  inspectCache: InspectCache;
 }
 
 /** Start the client (and its server) and wire refreshes; everything is registered on `deps.store`. */
@@ -46,6 +49,7 @@ export function registerLanguageServer(deps: LanguageServerDeps): RemoteAnswers 
     isConnected: (name) => deps.pool.getState(name).kind === 'connected',
     knownPlaces: () => tree.knownRuns().map((n) => ({ host: n.hostName, target: formatTarget(n.target) })),
     mappings: () => pathMappings(log),
+    inspectCache: deps.inspectCache,
   });
 
   store.register(
