@@ -43,7 +43,8 @@ before(async () => {
     const ckpt = join(root, run, 'checkpoints', 'step_10');
     fs.mkdirSync(ckpt, { recursive: true });
     fs.writeFileSync(join(ckpt, BAD_FILE), text);
-    fs.copyFileSync(FIXTURE, join(ckpt, 'model.safetensors'));
+    // Each folder's weights under a name of its own, so an inspect of the wrong folder is seen.
+    fs.copyFileSync(FIXTURE, join(ckpt, run === BYTES_RUN ? 'model.safetensors' : 'other.safetensors'));
     fs.mkdirSync(join(root, run, 'logs'));
     const loss = run === BYTES_RUN ? 0.25 : 0.75;
     fs.writeFileSync(join(root, run, 'logs', 'train.jsonl'), `{"step":1,"loss":${loss}}\n{"step":2,"loss":${loss}}\n`);
@@ -91,10 +92,11 @@ describe('names that are not UTF-8, addressed as shown', () => {
     }
   });
 
-  test('inspect of the checkpoint under the byte-named run reads its header', () => {
+  test('inspect of the checkpoint under the byte-named run reads its own header, not the look-alike\'s', () => {
     const r = cli(['inspect', `box/host/${SHOWN_BYTES}/step_10`, '--json']);
     assert.equal(r.code, 0, r.stderr);
     assert.ok((JSON.parse(r.stdout) as { tensors: unknown[] }).tensors.length > 0, r.stdout.slice(0, 500));
+    assert.ok(r.stdout.includes('model.safetensors') && !r.stdout.includes('other.safetensors'), `the byte-named folder's own file: ${r.stdout.slice(0, 500)}`);
   });
 
   test('pull of each takes its own folder\'s files, verified, under the remote bytes as local names; again: already there', () => {
