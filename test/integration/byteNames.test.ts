@@ -2,7 +2,7 @@
  * Remote names are bytes (issue 35, item 2), with the built CLI against the real test sshd: a run folder whose name
  * ends in the bytes 0xFF 0xFE (not UTF-8) beside a folder literally named `badutf8\xff\xfe` (backslashes), each
  * with a checkpoint holding a file `bad<0xFF>.bin` and a metrics log of its own. The address typed as `ls` shows it
- * names exactly that folder in `ls`, `metrics`, `inspect` and `pull`; each pull takes its own folder's files,
+ * names exactly that folder in `ls`, `metrics`, `inspect`, `pull` and `eval`; each pull takes its own folder's files,
  * verified against them, and writes the remote bytes as the local names; a second pull finds them there.
  */
 import { after, before, describe, test } from 'node:test';
@@ -54,7 +54,14 @@ before(async () => {
   const old = new Date(Date.now() - 60_000);
   execFileSync('find', [root, '-exec', 'touch', '-d', old.toISOString(), '{}', '+']);
   config = path.join(host.dir, 'byte-names-cli.json');
-  fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('box', { runRoots: [root], targets: ['host'] })] }));
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      hosts: [host.hostConfig('box', { runRoots: [root], targets: ['host'] })],
+      // The checkpoint's path reaches the eval's shell as its bytes: the glob finds the folder's own file.
+      evalProfiles: [{ name: 'read', where: 'target', command: 'cat ${checkpoint}/bad*.bin; echo' }],
+    }),
+  );
 });
 after(async () => {
   await host?.stop();
@@ -123,6 +130,15 @@ describe('names that are not UTF-8, addressed as shown', () => {
     assert.equal(again.code, 0, again.stderr);
     assert.match(again.stderr, /already/i, again.stderr);
     assert.equal(fs.statSync(file).mtimeMs, before, 'the file already there was not fetched again');
+  });
+
+  test('eval of each address runs on its own folder\'s checkpoint', () => {
+    for (const [run, text] of CONTENT) {
+      const shown = run === BYTES_RUN ? SHOWN_BYTES : SHOWN_LITERAL;
+      const r = cli(['eval', 'read', `box/host/${shown}/step_10`, '--follow']);
+      assert.equal(r.code, 0, `${shown}: ${r.stdout}${r.stderr}`);
+      assert.equal(r.stdout, `${text}\n`, `${shown}: ${r.stderr}`);
+    }
   });
 
   test('an address with a backslash that is no escape is refused with why', () => {
