@@ -102,7 +102,13 @@ describe('names that are not UTF-8, addressed as shown', () => {
   test('inspect of the checkpoint under the byte-named run reads its own header, not the look-alike\'s', () => {
     const r = cli(['inspect', `box/host/${SHOWN_BYTES}/step_10`, '--json']);
     assert.equal(r.code, 0, r.stderr);
-    assert.ok((JSON.parse(r.stdout) as { tensors: unknown[] }).tensors.length > 0, r.stdout.slice(0, 500));
+    const j = JSON.parse(r.stdout) as { tensors: unknown[]; address: string };
+    assert.ok(j.tensors.length > 0, r.stdout.slice(0, 500));
+    // Its address is the one typed, so a program can pass it back as is.
+    assert.equal(j.address, `box/host/${SHOWN_BYTES}/step_10`);
+    const text = cli(['inspect', `box/host/${SHOWN_LITERAL}/step_10`]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.ok(text.stdout.startsWith(`box/host/${SHOWN_LITERAL}/step_10: `), text.stdout.slice(0, 300));
     assert.ok(r.stdout.includes('model.safetensors') && !r.stdout.includes('other.safetensors'), `the byte-named folder's own file: ${r.stdout.slice(0, 500)}`);
   });
 
