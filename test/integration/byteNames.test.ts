@@ -3,7 +3,8 @@
  * ends in the bytes 0xFF 0xFE (not UTF-8) beside a folder literally named `badutf8\xff\xfe` (backslashes), each
  * with a checkpoint holding a file `bad<0xFF>.bin` and a metrics log of its own. The address typed as `ls` shows it
  * names exactly that folder in `ls`, `metrics`, `inspect`, `pull` and `eval`; each pull takes its own folder's files,
- * verified against them, and writes the remote bytes as the local names; a second pull finds them there.
+ * verified against them, and writes the remote bytes as the local names (a 254-byte one too); a second pull finds
+ * them there.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -21,6 +22,8 @@ const FIXTURE = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'hosti
 const BYTES_RUN = Buffer.concat([Buffer.from('badutf8'), Buffer.from([0xff, 0xfe])]);
 const LITERAL_RUN = Buffer.from('badutf8\\xff\\xfe');
 const BAD_FILE = Buffer.concat([Buffer.from('bad'), Buffer.from([0xff]), Buffer.from('.bin')]);
+/** 254 bytes: a name the local file system holds, whose `.part.json` state file name would not fit in 255. */
+const LONG_FILE = Buffer.concat([Buffer.from('L'.repeat(249)), Buffer.from([0xff]), Buffer.from('.bin')]);
 /** Each folder's own content, so a pull that took the other's files is seen. */
 const CONTENT = new Map<Buffer, string>([
   [BYTES_RUN, 'the folder whose name holds the bytes 0xFF 0xFE'],
@@ -43,6 +46,7 @@ before(async () => {
     const ckpt = join(root, run, 'checkpoints', 'step_10');
     fs.mkdirSync(ckpt, { recursive: true });
     fs.writeFileSync(join(ckpt, BAD_FILE), text);
+    if (run === BYTES_RUN) fs.writeFileSync(join(ckpt, LONG_FILE), 'long');
     // Each folder's weights under a name of its own, so an inspect of the wrong folder is seen.
     fs.copyFileSync(FIXTURE, join(ckpt, run === BYTES_RUN ? 'model.safetensors' : 'other.safetensors'));
     fs.mkdirSync(join(root, run, 'logs'));
@@ -126,6 +130,8 @@ describe('names that are not UTF-8, addressed as shown', () => {
       // The name is shown as ls shows it: the byte as \xff, never U+FFFD.
       assert.ok(!(r.stdout + r.stderr).includes('\ufffd'), r.stdout + r.stderr);
     }
+    // A 254-byte name arrives under its name (its state files are keyed by a hash of it, as they would not fit).
+    assert.equal(fs.readFileSync(join(to, BYTES_RUN, 'step_10', LONG_FILE), 'utf8'), 'long');
     // Two local run folders, one per remote folder; nothing under U+FFFD.
     const runs = fs.readdirSync(to, { encoding: 'buffer' }).filter((n) => !n.toString().startsWith('.'));
     assert.deepEqual(runs.map((n) => n.toString('hex')).sort(), [BYTES_RUN.toString('hex'), LITERAL_RUN.toString('hex')].sort());
