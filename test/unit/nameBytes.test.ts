@@ -3,7 +3,8 @@
  * to the same bytes; its shown form (displayName) is its address form and reads back (parseShownName, parseAddress)
  * to the same bytes; two byte strings are never shown alike; the one remote encoder (the portable command line, run
  * by this machine's /bin/sh) hands a remote command exactly those bytes; a pull's local paths (util/localFs.ts) are
- * those bytes on disk, two names two files.
+ * those bytes on disk, two names two files; the walk and the read of a pull, run by /bin/sh with GNU tools and with
+ * BusyBox's, find and read a file named with such bytes beside its look-alike.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +23,9 @@ import { localError } from '../../src/core/transfer/localErrors';
 import { filePaths, lockPath } from '../../src/core/transfer/records';
 import { checkpointLocalRoot, safeSegment } from '../../src/core/transfer/plan';
 import { RemoteRunsError } from '../../src/core/types';
+import { LocalExecutor } from '../../src/core/eval/localExecutor';
+import { runCommand } from '../../src/core/remote';
+import { rangeArgv, statCheckpointCommand } from '../../src/core/transfer/remoteCommands';
 
 /** Byte strings rich in what matters: bytes that are not UTF-8, pieces of UTF-8, backslashes, controls, `x`, hex digits. */
 const bytes = fc
@@ -160,4 +164,28 @@ test('state files of a long name stay within NAME_MAX, keyed on the name\'s byte
   // A short name keeps its own state name.
   assert.equal(path.basename(filePaths(root, path.join(root, 'run', 'step_1', 'bad\udcff.bin')).part), 'bad\udcff.bin.part');
   assert.ok(encodeName(path.basename(lockPath(root, path.join(root, 'run', 'c'.repeat(254))))).length <= 255);
+});
+
+test('a pull\'s walk and its reads, run by /bin/sh through the portable line with GNU tools and with BusyBox\'s: a folder and a file named with bytes that are not UTF-8 come back as those bytes, and the file is read by its name', async () => {
+  const busybox = ['/usr/bin/busybox', '/bin/busybox'].find((p) => fs.existsSync(p));
+  assert.ok(busybox, 'busybox is not installed: apt-get install -y busybox');
+  const bbPath = path.join(tmp, 'bb-bin');
+  fs.mkdirSync(bbPath, { recursive: true });
+  execFileSync(busybox, ['--install', '-s', bbPath]);
+  const ckptBytes = Buffer.concat([Buffer.from(path.join(tmp, 'walk')), Buffer.from([0xff, 0xfe])]);
+  const fileBytes = Buffer.from([...Buffer.from('bad'), 0xff, ...Buffer.from('.bin')]);
+  const lookAlike = Buffer.from('bad\\xff.bin');
+  fs.mkdirSync(ckptBytes, { recursive: true });
+  fs.writeFileSync(Buffer.concat([ckptBytes, Buffer.from('/'), fileBytes]), 'the byte-named file');
+  fs.writeFileSync(Buffer.concat([ckptBytes, Buffer.from('/'), lookAlike]), 'its look-alike');
+  const ckpt = decodeName(ckptBytes);
+  for (const PATH of [process.env.PATH ?? '/usr/bin:/bin', bbPath]) {
+    const exec = new LocalExecutor({ PATH });
+    const walk = await runCommand(exec, { kind: 'host', id: '' }, statCheckpointCommand(ckpt));
+    const names = walk.files.map((f) => encodeName(f.relative).toString('hex')).sort();
+    assert.deepEqual(names, [fileBytes.toString('hex'), lookAlike.toString('hex')].sort(), `PATH=${PATH}`);
+    const file = walk.files.find((f) => encodeName(f.relative).equals(fileBytes))!;
+    const read = await runCommand(exec, { kind: 'host', id: '' }, { argv: rangeArgv(`${ckpt}/${file.relative}`, 0, file.bytes, file.bytes), describe: 'read', parse: (r) => r.stdout.toString() });
+    assert.equal(read, 'the byte-named file', `PATH=${PATH}`);
+  }
 });
