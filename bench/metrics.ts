@@ -38,8 +38,8 @@ import { RemoteRunsCore } from '../src/core/service';
 import type { RunRefWire } from '../src/shared/metricsProtocol';
 import type { TargetRef } from '../src/core/types';
 import { DEFAULT_TAIL_COMPRESS_ABOVE } from '../src/core/metrics';
-import { RunFeed } from '../src/core/metrics/runFeed';
-import { warmParseThread, busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers } from '../src/core/metrics/parseOffload';
+import { RunFeed } from '../src/core/metrics/follow/runFeed';
+import { warmParseThread, busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers } from '../src/core/metrics/formats/parseOffload';
 import { MetricsPresenter } from '../src/extension/metrics/presenter';
 import { startTestHost, ScriptedPrompter } from '../test/harness/testHost';
 import { heapAfterGc, mib, ms, stats, table } from './util';
@@ -150,7 +150,7 @@ function machineBusyMs(): number {
  * not the sources through tsx's hook, which a worker would load (and compile) anew at every open.
  */
 function bundleParseWorker(dir: string): string {
-  buildSync({ entryPoints: { metricsWorker: path.join(__dirname, '..', 'src', 'core', 'metrics', 'parseWorker.ts') }, outdir: dir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'error' });
+  buildSync({ entryPoints: { metricsWorker: path.join(__dirname, '..', 'src', 'core', 'metrics', 'formats', 'parseWorker.ts') }, outdir: dir, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'error' });
   return path.join(dir, 'metricsWorker.js');
 }
 

@@ -18,10 +18,10 @@ import { performance } from 'node:perf_hooks';
 import { ConnectionPool } from '../src/core/ssh/pool';
 import { HostDirectory } from '../src/core/hosts';
 import { RemoteRunsCore } from '../src/core/service';
-import { RunFeed } from '../src/core/metrics/runFeed';
-import { RunMetrics } from '../src/core/metrics/series';
-import { JsonlParser } from '../src/core/metrics/jsonl';
-import { ParseOffload, closeIdleParseWorkers } from '../src/core/metrics/parseOffload';
+import { RunFeed } from '../src/core/metrics/follow/runFeed';
+import { RunMetrics } from '../src/core/metrics/series/series';
+import { JsonlParser } from '../src/core/metrics/formats/jsonl';
+import { ParseOffload, closeIdleParseWorkers } from '../src/core/metrics/formats/parseOffload';
 import { startTestHost, ScriptedPrompter } from '../test/harness/testHost';
 
 const LINES = 1_000_000;
@@ -91,7 +91,7 @@ async function streamOpen(sshBase: string[], file: string, mux: boolean, ctl: st
 
 async function main(): Promise<void> {
   const wd = fs.mkdtempSync(path.join(os.tmpdir(), 'proto-'));
-  buildSync({ entryPoints: { metricsWorker: path.join(__dirname, '..', 'src', 'core', 'metrics', 'parseWorker.ts') }, outdir: wd, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'error' });
+  buildSync({ entryPoints: { metricsWorker: path.join(__dirname, '..', 'src', 'core', 'metrics', 'formats', 'parseWorker.ts') }, outdir: wd, bundle: true, platform: 'node', format: 'cjs', target: 'node20', logLevel: 'error' });
   process.env.REMOTE_RUNS_METRICS_WORKER = path.join(wd, 'metricsWorker.js');
   const host = await startTestHost();
   const pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile] });

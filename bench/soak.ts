@@ -24,7 +24,7 @@ import { HostDirectory } from '../src/core/hosts';
 import { RemoteRunsCore, runsOf } from '../src/core/service';
 import type { Executor } from '../src/core/remote';
 import type { HostConfig, TargetRef } from '../src/core/types';
-import { FeedRegistry, RunFeed } from '../src/core/metrics/runFeed';
+import { FeedRegistry, RunFeed } from '../src/core/metrics/follow/runFeed';
 import { MetricsPresenter } from '../src/extension/metrics/presenter';
 import { runKeyOf, toRunRef } from '../src/core/runRef';
 import type { RunRefWire, RunRole, ViewMode } from '../src/shared/metricsProtocol';

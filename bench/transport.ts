@@ -21,7 +21,7 @@ import { SshConnection } from '../src/core/ssh/connection';
 import { OpenSshConnection } from '../src/core/ssh/opensshConnection';
 import type { Transport } from '../src/core/ssh/transport';
 import { listRunsCommand } from '../src/core/discovery/listScript';
-import { tailReadCommand } from '../src/core/metrics/tail';
+import { tailReadCommand } from '../src/core/metrics/follow/tail';
 import { wrapForTarget } from '../src/core/targets';
 import type { TargetRef } from '../src/core/types';
 import { startTestHost, ScriptedPrompter } from '../test/harness/testHost';

@@ -47,6 +47,8 @@ tally() {
 }
 
 step typecheck npx tsc --noEmit -p .
+# The webview's own types (DOM, no node): tsconfig.webview.json, which esbuild only names, never checks.
+step typecheck-webview npx tsc --noEmit -p tsconfig.webview.json
 step build node esbuild.mjs
 
 # The quick-start suite runs the README's `npm ci && npm run demo` in a fresh clone, installing code-server for real

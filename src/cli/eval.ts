@@ -8,7 +8,7 @@ import { localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint } fro
 import { planDownload } from '../core/transfer';
 import type { TransferSource } from '../core/transfer/types';
 import { StringDecoder } from 'node:string_decoder';
-import { LogLineEnds } from '../core/util/display';
+import { LogLineEnds } from '../shared/display';
 
 export interface EvalCliDeps {
   core: RemoteRunsCore;

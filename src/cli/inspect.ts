@@ -21,7 +21,7 @@ import {
   type InspectionDiff,
   type TensorInfo,
 } from '../core/inspect';
-import { displayName } from '../core/util/display';
+import { displayName } from '../shared/display';
 import { writeInSteps } from './output';
 import { inspectRemote, listedFilesOf, type InspectCache, type RemoteInspection } from '../core/inspect/remoteRead';
 

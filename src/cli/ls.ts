@@ -7,7 +7,7 @@ import { DEFAULT_MAX_ENTRIES } from '../core/discovery/listScript';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
 import { localCopyOf, partialPercent } from '../core/transfer';
-import { displayName } from '../core/util/display';
+import { displayName } from '../shared/display';
 
 export interface CommandOutput {
   json: unknown;

@@ -35,6 +35,7 @@ import { parseEvalProfiles } from '../core/eval/profiles';
 import type { EvalProfile } from '../core/eval/types';
 import { BulkLinks } from '../core/transfer/bulkLinks';
 import { displayStream } from './output';
+import { expandHome } from '../core/util/home';
 
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs pull ADDRESS [--to DIR] [--json] [--verify] [--size-only] [--force] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
@@ -158,7 +159,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
   }
   const { values, positionals } = parsed;
   // The one writer of text: no control or bidi character of a remote name or file reaches the terminal raw
-  // (core/util/display.ts). --json and --csv stdout stay exact: they are data for programs, with escapes of their own.
+  // (shared/display.ts). --json and --csv stdout stay exact: they are data for programs, with escapes of their own.
   io = { ...io, stdout: values.json || values.csv ? io.stdout : displayStream(io.stdout), stderr: displayStream(io.stderr) };
   const [verb] = positionals;
   // eval takes its profile before the address.
@@ -353,7 +354,7 @@ function loadConfig(
   const known = (JSON.parse(text) as { knownHostsFiles?: string[] }).knownHostsFiles;
   return {
     hosts,
-    knownHostsFiles: known?.map((f) => path.resolve(path.dirname(file), f.replace(/^~(?=\/|$)/, home))),
+    knownHostsFiles: known?.map((f) => path.resolve(path.dirname(file), expandHome(f, home))),
     evalProfiles(): EvalProfile[] {
       const { profiles, problems } = parseEvalProfiles((JSON.parse(text) as Record<string, unknown>).evalProfiles, `${file}: evalProfiles`);
       if (problems.length > 0) throw new RemoteRunsError('bad-config', problems.join('\n'), { path: file, problems });

@@ -20,7 +20,7 @@ import { RunFeed, describeRestarts, type Series } from '../core/metrics';
 import type { parseAddress } from '../core/address';
 import type { RunRefWire } from '../shared/metricsProtocol';
 import { csvField } from '../core/util/textTable';
-import { displayName } from '../core/util/display';
+import { displayName } from '../shared/display';
 import { writeInSteps } from './output';
 
 export interface MetricsCliDeps {

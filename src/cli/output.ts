@@ -3,13 +3,13 @@
  * stderr always), and long output through writeInSteps.
  */
 import { StringDecoder } from 'node:string_decoder';
-import { displayText } from '../core/util/display';
+import { displayText } from '../shared/display';
 import { RemoteRunsError } from '../core/types';
 
 const RAW = Symbol('raw stream');
 
 /**
- * `stream` with every write shown through displayText (core/util/display.ts): no control or bidi character of a
+ * `stream` with every write shown through displayText (shared/display.ts): no control or bidi character of a
  * remote name, key or file reaches the terminal raw, whichever message quotes it. Everything else (events, isTTY,
  * columns) is the stream's own. Bytes (an eval's log streamed through) are decoded as UTF-8 across writes first, so a
  * character split between two chunks stays one character.

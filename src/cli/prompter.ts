@@ -1,6 +1,6 @@
 import * as readline from 'node:readline';
 import type { HostKeyInfo, Prompter } from '../core/ssh/types';
-import { displayText } from '../core/util/display';
+import { displayText } from '../shared/display';
 import { rawStream } from './output';
 
 /**

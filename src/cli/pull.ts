@@ -6,7 +6,7 @@ import { partialPercent, progressText, pullCheckpoint, skippedLines, type Downlo
 import { RemoteRunsError, formatTarget } from '../core/types';
 import { formatBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
-import { displayText } from '../core/util/display';
+import { displayText } from '../shared/display';
 import { rawStream } from './output';
 
 export interface PullDeps {

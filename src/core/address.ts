@@ -12,7 +12,7 @@
  * without a backslash means itself, as it always did. The host and target parts are configured names, taken as typed.
  */
 import { RemoteRunsError, formatTarget, parseTarget, type TargetRef } from './types';
-import { displayName, parseShownName } from './util/display';
+import { displayName, parseShownName } from '../shared/display';
 import { hasLoneSurrogate } from './util/nameBytes';
 
 export interface Address {

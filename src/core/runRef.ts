@@ -2,7 +2,7 @@
 import type { RunRefWire } from '../shared/metricsProtocol';
 import type { Run, TargetRef } from './types';
 import { formatTarget } from './types';
-import { runId } from './tree/nodes';
+import { runId } from './identity';
 
 /** The run as the protocol and a restored panel carry it. */
 export function toRunRef(hostName: string, target: TargetRef, run: Run): RunRefWire {
@@ -18,7 +18,7 @@ export function toRunRef(hostName: string, target: TargetRef, run: Run): RunRefW
   };
 }
 
-/** The run's key: its tree node id. */
+/** The run's key (identity.ts runId): the same as its tree node's id. */
 export function runKeyOf(ref: RunRefWire): string {
   return runId(ref.hostName, ref.target, ref.runPath);
 }

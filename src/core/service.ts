@@ -19,12 +19,12 @@ import {
   type TargetRef,
 } from './types';
 import { runCommand, type Executor } from './remote';
-import type { StreamRunner } from './metrics/tailStream';
-import { warmParseThread } from './metrics/parseOffload';
+import type { StreamRunner } from './metrics/follow/tailStream';
+import { warmParseThread } from './metrics/formats/parseOffload';
 import { DEFAULT_MAX_ENTRIES, listRunsCommand } from './discovery/listScript';
 import { cutShortText } from './discovery/listParse';
 import { discoverTargetsCommand } from './discovery/targetsDiscovery';
-import { displayName } from './util/display';
+import { displayName } from '../shared/display';
 
 export interface HostTargets {
   targets: Target[];

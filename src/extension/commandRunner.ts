@@ -1,7 +1,7 @@
 import * as vscode from 'vscode';
 import { isRemoteRunsError } from '../core/types';
 import { emptyStateText } from '../core/emptyStates';
-import { displayText } from '../core/util/display';
+import { displayText } from '../shared/display';
 import type { Logger } from './log';
 import type { CommandId } from './commandIds';
 import { CommandIds } from './commandIds';
@@ -26,7 +26,7 @@ export function registerCommand(
       if (kind === 'cancelled') return undefined;
       const title = kind ? `${emptyStateText(kind).title}: ` : '';
       const actions = ['Retry', 'Show Log', ...(kind === 'bad-config' || kind === 'auth-failed' || kind === 'path-missing' ? ['Open Settings'] : [])];
-      // The message may quote remote names and bytes: shown through the one display function (core/util/display.ts).
+      // The message may quote remote names and bytes: shown through the one display function (shared/display.ts).
       void vscode.window.showErrorMessage(displayText(`Remote Runs: ${title}${message}`), ...actions).then((choice) => {
         if (choice === 'Retry') void run(...args);
         else if (choice === 'Show Log') void vscode.commands.executeCommand(CommandIds.showLog);

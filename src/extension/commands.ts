@@ -8,6 +8,7 @@ import type { RunsTreeProvider } from './tree/treeProvider';
 import { CommandIds } from './commandIds';
 import { registerCommand } from './commandRunner';
 import type { Logger } from './log';
+import { inspectSetting, setUserSetting, setting, userSetting } from './settings';
 
 export interface CommandDeps {
   tree: RunsTreeProvider;
@@ -25,7 +26,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     [CommandIds.retry, (node?: TreeNode) => tree.refresh(node)],
     [CommandIds.showLog, () => deps.showLog()],
     [CommandIds.openSettings, () => vscode.commands.executeCommand('workbench.action.openSettings', 'remoteRuns')],
-    [CommandIds.useSshConfigHosts, () => vscode.workspace.getConfiguration('remoteRuns').update('useSshConfigHosts', true, vscode.ConfigurationTarget.Global)],
+    [CommandIds.useSshConfigHosts, () => setUserSetting('useSshConfigHosts', true)],
     [CommandIds.addHost, () => addHost()],
     [CommandIds.copyRemotePath, (node?: TreeNode) => copyRemotePath(node)],
     [CommandIds.openTerminal, (node?: TreeNode) => openTerminal(deps, node)],
@@ -35,8 +36,11 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
 
 /** A short quick-input flow that appends a host to the `remoteRuns.hosts` setting. */
 async function addHost(): Promise<void> {
-  const config = vscode.workspace.getConfiguration('remoteRuns');
-  const existing = config.get<HostConfig[]>('hosts') ?? [];
+  // Names already in use anywhere (a workspace's hosts too); the new entry joins the user's own list only: a
+  // workspace's hosts are never copied into the user's settings.
+  const shown = setting<unknown>('hosts', []);
+  const existing = (Array.isArray(shown) ? shown : []) as HostConfig[];
+  const mine = userSetting<unknown>('hosts');
   const host = await vscode.window.showInputBox({
     title: 'Add Host (1/3): address',
     prompt: 'Hostname, address, or an alias from ~/.ssh/config (user@host:port also works)',
@@ -67,8 +71,16 @@ async function addHost(): Promise<void> {
   if (portPart) entry.port = Number(portPart);
   const runRoots = roots.split(',').map((r) => r.trim()).filter(Boolean);
   if (runRoots.length) entry.runRoots = runRoots;
-  await config.update('hosts', [...existing, entry], vscode.ConfigurationTarget.Global);
-  void vscode.window.showInformationMessage(`Remote Runs: added host ${entry.name}.`);
+  await setUserSetting('hosts', [...(Array.isArray(mine) ? mine : []), entry]);
+  // A workspace's list replaces the user's in VS Code (the most specific level wins): the new host is in the user
+  // settings but not in this window's tree, which must be said rather than look like a failed add.
+  const levels = inspectSetting<unknown>('hosts');
+  const workspaceList = levels?.workspaceFolderValue !== undefined || levels?.workspaceValue !== undefined;
+  void vscode.window.showInformationMessage(
+    workspaceList
+      ? `Remote Runs: added host ${entry.name} to your user settings. This workspace sets its own remoteRuns.hosts, which VS Code uses instead of yours while it is open.`
+      : `Remote Runs: added host ${entry.name}.`,
+  );
 }
 
 function remotePathOf(node: TreeNode | undefined): string | undefined {

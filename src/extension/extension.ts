@@ -32,6 +32,7 @@ import { registerCompare } from './inspect/register';
 import type { Checkpoint, TargetRef } from '../core/types';
 import { registerLanguageServer } from './lsp/client';
 import { closeIdleParseWorkers } from '../core/metrics';
+import { expandHome } from '../core/util/home';
 
 /** workspaceState key of the tree's open and selected rows (core/tree/model.ts TreeViewState). */
 const TREE_VIEW_STATE_KEY = 'remoteRuns.treeViewState';
@@ -54,7 +55,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
 
   const knownHostsFiles = (): string[] => {
     const files = settings.knownHostsFiles();
-    return files.length ? files.map((f) => f.replace(/^~(?=\/|$)/, os.homedir())) : [path.join(os.homedir(), '.ssh', 'known_hosts')];
+    return files.length ? files.map((f) => expandHome(f)) : [path.join(os.homedir(), '.ssh', 'known_hosts')];
   };
   // One live list: the pool reads it at every connect, so a changed setting (the demo host adds its file) applies
   // to the next connection without a reload.

@@ -14,7 +14,8 @@ import { formatTarget, type Run, type TargetRef } from '../core/types';
 import type { TreeNode } from '../core/tree/nodes';
 import { CommandIds } from './commandIds';
 import type { Logger } from './log';
-import { displayName, displayText } from '../core/util/display';
+import { displayName, displayText } from '../shared/display';
+import { setting, type SettingKey } from './settings';
 
 /** workspaceState key of the pinned run (metrics/register.ts owns it; read here). */
 const PINNED_KEY = 'remoteRuns.pinnedRun';
@@ -24,7 +25,7 @@ const STOPPED_CHECK_MS = 15_000;
 const PINNED_LIST_MS = 30_000;
 
 export function notificationEnabled(kind: NotificationKind): boolean {
-  return vscode.workspace.getConfiguration('remoteRuns').get<boolean>(NOTIFICATION_SETTINGS[kind], false) === true;
+  return setting<unknown>(NOTIFICATION_SETTINGS[kind] as SettingKey, false) === true;
 }
 
 export class Notifier implements vscode.Disposable {
@@ -76,7 +77,7 @@ export class Notifier implements vscode.Disposable {
   }
 
   private schedulePinned(): void {
-    const s = vscode.workspace.getConfiguration('remoteRuns').get<number>('refreshIntervalSeconds', 0);
+    const s = setting<number>('refreshIntervalSeconds', 0);
     const ms = s > 0 ? Math.max(5, s) * 1000 : PINNED_LIST_MS;
     this.timers.push(setInterval(() => void this.checkPinned(), ms));
   }

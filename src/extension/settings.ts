@@ -17,6 +17,67 @@ import { CommandIds } from './commandIds';
 import type { Logger } from './log';
 
 /**
+ * The one edge to VS Code's settings: every `remoteRuns.*` read and write in the extension goes through this file (a
+ * unit test holds it: `getConfiguration` appears nowhere else). Plain reads of settings a workspace may set are
+ * `setting`; settings that decide trust are read by `Settings` below (user level, ignored values reported); writes go
+ * to the user's settings only (`setUserSetting`: a workspace's settings file is often committed, and a value read
+ * from it must never be copied into the user's).
+ */
+export type SettingKey =
+  | 'hosts'
+  | 'useSshConfigHosts'
+  | 'sshConfigFile'
+  | 'knownHostsFiles'
+  | 'defaultRunRoots'
+  | 'refreshIntervalSeconds'
+  | 'idleDisconnectSeconds'
+  | 'metrics.pollIntervalSeconds'
+  | 'metrics.plateauWindow'
+  | 'metrics.plateauFraction'
+  | 'metrics.statusBarMetric'
+  | 'downloadDirectory'
+  | 'verifyDownloads'
+  | 'downloadConcurrency'
+  | 'downloadClient'
+  | 'sshPath'
+  | 'languageServer.languages'
+  | 'pathMappings'
+  | 'evalProfiles'
+  | 'notifications.newCheckpoint'
+  | 'notifications.stoppedLogging'
+  | 'notifications.evalFinished';
+
+function configuration(): vscode.WorkspaceConfiguration {
+  return vscode.workspace.getConfiguration('remoteRuns');
+}
+
+/** The value VS Code applies (user, workspace, folder merged), or `fallback` when none is set. */
+export function setting<T>(key: SettingKey, fallback: T): T {
+  return configuration().get<T>(key, fallback);
+}
+
+/** Every level's value, for reads that must tell where a value came from. */
+export function inspectSetting<T>(key: SettingKey): Inspected<T> | undefined {
+  return configuration().inspect<T>(key);
+}
+
+/** The user-level value only (what `setUserSetting` would change), never a workspace's. */
+export function userSetting<T>(key: SettingKey): T | undefined {
+  return inspectSetting<T>(key)?.globalValue;
+}
+
+/** Write the user-level value (never the workspace's). */
+export async function setUserSetting(key: SettingKey, value: unknown): Promise<void> {
+  await configuration().update(key, value, vscode.ConfigurationTarget.Global);
+}
+
+/** `remoteRuns.downloadDirectory` as written (trimmed); '' when unset. Where files land: downloadRootFor. */
+export function downloadDirectory(): string {
+  const v = setting<unknown>('downloadDirectory', '');
+  return typeof v === 'string' ? v.trim() : '';
+}
+
+/**
  * Typed reads of the `remoteRuns.*` settings; invalid host entries are reported once and skipped.
  *
  * Trust (docs/workspace-trust.md): `sshPath`, `knownHostsFiles` and `sshConfigFile` are
@@ -34,7 +95,7 @@ export class Settings {
   constructor(private readonly log: Logger) {}
 
   private get cfg(): vscode.WorkspaceConfiguration {
-    return vscode.workspace.getConfiguration('remoteRuns');
+    return configuration();
   }
 
   hosts(): HostConfig[] {

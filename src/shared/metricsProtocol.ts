@@ -89,7 +89,7 @@ export interface PlateauHint {
 }
 
 /**
- * The connection to a run's host as a panel shows it (src/core/metrics/liveness.ts), with durations instead of
+ * The connection to a run's host as a panel shows it (src/core/metrics/follow/liveness.ts), with durations instead of
  * times: `forMs` is how long the state has lasted when the message was built (the webview's clock may differ from
  * the extension host's, e.g. in a remote window). Remote text (`reason`, `lastError`): shown as text only.
  */

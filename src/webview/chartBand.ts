@@ -6,7 +6,7 @@
  * automatic range (a one-step spike is inside the band, not on the line), but never widens a range the user fixed.
  */
 import type { Plugin, Scale } from './chartjs';
-import type { BandPoint } from './store';
+import type { BandPoint } from './points';
 
 export interface Band {
   /** A CSS colour with its alpha (the band is drawn with it as is). */

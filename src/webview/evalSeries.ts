@@ -8,7 +8,7 @@
  * Pure, unit-tested in node.
  */
 import type { EvalPointWire } from '../shared/metricsProtocol';
-import type { Point } from './store';
+import type { Point } from './points';
 
 // The last path part: a word of counting (n, num, count, total, size), or a plural of what evals count.
 const COUNT_NAME =

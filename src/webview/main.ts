@@ -14,6 +14,7 @@ import { liveness } from './liveness';
 import { panelXExtent } from './panelRange';
 import { closeOpenPopups, popup } from './dom';
 import { initialState, reduce, savedState, type SavedState, type WebviewEvent, type XMode } from './viewState';
+import { displayName, displayText } from '../shared/display';
 
 interface VsCodeApi {
   postMessage(msg: FromWebview): void;
@@ -330,7 +331,7 @@ function renderHeader(): void {
     if (run.xAxis !== undefined && run.xAxis !== 'step') statuses.push(`${run.label}: x: ${run.xAxis}`);
     if (ui.xMode !== 'step' && run.series.size > 0 && !store.hasTime(run)) statuses.push(`${run.label}: no time field in its log, so nothing on a time axis`);
   }
-  statusEl.textContent = statuses.join('\n');
+  statusEl.textContent = statuses.map(displayText).join('\n');
   statusEl.hidden = statuses.length === 0;
   resetZoom.disabled = state.settings.range === null;
   renderXColumn();
@@ -395,7 +396,7 @@ function renderLegend(): void {
       sw.style.backgroundColor = runColor(theme, run.color);
       const text = h('span', 'legend-label');
       const profiles = [...new Set(withValue.map((e) => e.profile))].join(', ');
-      text.textContent = `eval ${key} (${profiles}): ${withValue.length} point${withValue.length === 1 ? '' : 's'}${store.runs.length > 1 ? ` · ${run.label}` : ''}`;
+      text.textContent = `eval ${displayName(key)} (${displayName(profiles)}): ${withValue.length} point${withValue.length === 1 ? '' : 's'}${store.runs.length > 1 ? ` · ${run.label}` : ''}`;
       item.title = text.textContent; // the inline view's one-line legend may cut it
       item.append(sw, text);
       legend.append(item);
@@ -405,7 +406,7 @@ function renderLegend(): void {
     const item = h('div', 'legend-item reference-line');
     item.setAttribute('role', 'listitem');
     const text = h('span', 'legend-label');
-    text.textContent = `${ref.label}: ${ref.metric} = ${formatValue(ref.value)}${ref.source ? ` (${ref.source})` : ''}`;
+    text.textContent = `${ref.label}: ${displayName(ref.metric)} = ${formatValue(ref.value)}${ref.source ? ` (${ref.source})` : ''}`;
     item.append(h('span', 'ref-swatch'), text);
     if (mode === 'panel') item.append(button('×', () => post({ type: 'removeReferenceLine', id: ref.id }), 'Delete this reference line'));
     legend.append(item);
@@ -422,12 +423,12 @@ function renderMetricsMenu(keys: string[]): void {
     box.checked = !state.settings.hidden.includes(key);
     box.addEventListener('change', () => dispatch({ type: 'showMetric', key, shown: box.checked }));
     const span = h('span');
-    span.textContent = key;
+    span.textContent = displayName(key);
     l.append(box, span);
     metricsList.append(l);
     const o = h('option');
     o.value = key;
-    o.textContent = key;
+    o.textContent = displayName(key);
     refMetric.append(o);
   }
 }

@@ -24,6 +24,7 @@ import { el } from './dom';
 import { keepXWhenYFixed } from './fixedY';
 import { chartPngBase64, type ChartPicture } from './chartExport';
 import type { ChartYRange, SeriesRef } from './viewState';
+import { displayName } from '../shared/display';
 
 export interface UiState {
   /** The user's smoothing weight and zoom range (the webview's own settings, viewState.ts). */
@@ -106,9 +107,10 @@ export class MetricChart {
     this.el.dataset.metric = key;
     const head = el('header', 'metric-head');
     const title = el('h2', 'metric-title');
-    title.textContent = key;
+    // A metric key is remote text: shown escaped (display.ts), kept exact as the chart's identity (data-metric).
+    title.textContent = displayName(key);
     // Its whole name on hover where a narrow chart cuts it (metrics.css: the title gives way last).
-    title.title = key;
+    title.title = title.textContent;
     this.valueEl = el('span', 'metric-latest');
     // Which way is better for this metric (what the plateau hint judges by); a click flips it, then turns it off.
     this.directionEl = el('button', 'metric-direction');
@@ -528,7 +530,7 @@ export class MetricChart {
         this.markers.append(b);
       }
       b.dataset.step = String(w.step);
-      const label = `Checkpoint ${w.name} (step ${w.step})`;
+      const label = `Checkpoint ${displayName(w.name)} (step ${w.step})`;
       if (b.getAttribute('aria-label') !== label) {
         b.setAttribute('aria-label', label);
         b.title = label;

@@ -17,6 +17,7 @@ import type {
 } from '../shared/metricsProtocol';
 import type { XMode } from './viewState';
 import { countFields } from './evalSeries';
+import { displayName } from '../shared/display';
 
 export type { XMode };
 
@@ -25,18 +26,8 @@ export interface RunState extends Omit<RunSnapshot, 'series'> {
   series: Map<string, SeriesChunk>;
 }
 
-/** A chart point; `y: NaN` is a gap (chart.js does not draw a line across it). */
-export interface Point {
-  x: number;
-  y: number;
-}
-
-/** A bucket's range at x: the band under a decimated curve; `lo: NaN` is a gap. */
-export interface BandPoint {
-  x: number;
-  lo: number;
-  hi: number;
-}
+import type { BandPoint, Point } from './points';
+export type { BandPoint, Point } from './points';
 
 /** An eval drawn on one metric's chart: where, and which eval (for its tooltip). */
 export interface EvalMark extends Point {
@@ -283,8 +274,8 @@ export const formatTime = localTime;
 
 /** What hovering (or focusing) an eval's point shows, one fact per line: profile and checkpoint, time, state, values. */
 export function evalTooltip(e: EvalPointWire, runLabel: string): string {
-  const lines = [`eval ${e.profile} · ${runLabel} · ${e.checkpoint} (step ${formatValue(e.step)})`, `started ${formatTime(e.startedAt)} · ${e.state}`];
-  for (const [k, v] of Object.entries(e.values)) lines.push(`${k} = ${formatValue(v)}`);
+  const lines = [`eval ${displayName(e.profile)} · ${runLabel} · ${displayName(e.checkpoint)} (step ${formatValue(e.step)})`, `started ${formatTime(e.startedAt)} · ${e.state}`];
+  for (const [k, v] of Object.entries(e.values)) lines.push(`${displayName(k)} = ${formatValue(v)}`);
   return lines.join('\n');
 }
 

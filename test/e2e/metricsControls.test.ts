@@ -20,7 +20,7 @@ import { formatDiff, formatValue } from '../../src/webview/store';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { addRunFromPanel, hasMetricsFrame, metricsFrame } from './metricsView';
 import { expandTreeRow, treeContextMenu, treeRow } from './treeRows';
-import { act } from './ui';
+import { act, settled } from './ui';
 import { withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { closeSuite, openSuite } from './suite';
 
@@ -432,14 +432,19 @@ test('hover: exact values of every run at the cursor, the difference to the refe
     await session.page.mouse.move(p.x - 5, p.y);
     await session.page.mouse.move(p.x, p.y, { steps: 2 });
     const readout = (metric: string) => chart(metric).locator('.metric-readout .readout-row');
-    await frame.waitForFunction(
-      () => ['loss', 'acc'].every((m) => document.querySelectorAll(`section.metric[data-metric="${m}"] .metric-readout .readout-row`).length === 2),
-      undefined,
-      { timeout: 30_000 },
+    // Both readouts read together once they agree on one cursor: the mouse's steps each ask for values, and a reply
+    // for an earlier step can fill one chart's readout while the other's is read (seen: loss at one step, acc at the
+    // last).
+    const rows = await settled(
+      session.page,
+      async () => ({ loss: await readout('loss').allInnerTexts(), acc: await readout('acc').allInnerTexts() }),
+      (r) => r.loss.length === 2 && r.acc.length === 2 && r.loss.every((t, i) => t.split(':')[0] === r.acc[i]?.split(':')[0]),
+      'the loss and acc readouts at the cursor',
+      30_000,
     );
 
     const smoothing = Number(await frame.locator('input[aria-label="Smoothing"]').inputValue());
-    const lossRows = await readout('loss').allInnerTexts();
+    const lossRows = rows.loss;
     const num = String.raw`([−+-]?[\d.]+(?:e[+-]?\d+)?)`;
     // The primary run: its own nearest step, value, smoothed value, Δ to the reference run and to the line.
     assert.ok(smoothing > 0, 'smoothing is on (set by the smoothing test)');
@@ -462,7 +467,7 @@ test('hover: exact values of every run at the cursor, the difference to the refe
     assert.equal(theirs[2], formatValue(refAt.loss));
     assert.equal(theirs[4], formatDiff(refAt.loss - 2.5));
     // Every series at that x: acc too, for both runs, at the same steps.
-    const accRows = await readout('acc').allInnerTexts();
+    const accRows = rows.acc;
     assert.ok(accRows.some((t) => t.startsWith(`controls-run @ ${formatValue(step)}: ${formatValue(at.acc)} `)), accRows.join(' | '));
     assert.ok(accRows.some((t) => t.startsWith(`controls-ref @ ${formatValue(refStep)}: ${formatValue(refAt.acc)} `)), accRows.join(' | '));
 

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, treeContextMenu } from './treeRows';
-import { machineSettingsFileOf, readSettingsFile } from './settingsFile';
+import { machineSettingsFileOf, readSettingsFile, userSettingsOf } from './settingsFile';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { testHostSettings } from './suite';
@@ -116,5 +116,35 @@ test('control: the same canary named in the user\'s own (remote machine) setting
     }
     assert.ok(existsSync(marker), 'a user-level sshPath is the program downloads run');
     assert.match(readFileSync(marker, 'utf8'), /\S/);
+  });
+});
+
+test('Add Host in a workspace that lists hosts of its own: the new host joins the user\'s list; the workspace\'s (with its jump host) is not copied there', async () => {
+  await withArtifactsOnFailure(session, 'trust-add-host', async () => {
+    // A repository's host with a jump host (a workspace may not route connections: HOST_FIELDS_USER_ONLY). Its
+    // address is a closed port on this machine: the tree's attempt to list it goes nowhere else.
+    const wsFile = path.join(workspace, '.vscode', 'settings.json');
+    const wsHost = { name: 'ws-box', host: '127.0.0.1', port: 9, proxyJump: 'jump@127.0.0.1:9' };
+    writeFileSync(wsFile, JSON.stringify({ 'remoteRuns.sshPath': canary, 'remoteRuns.hosts': [wsHost] }, null, 2));
+    const row = (name: RegExp) => session.page.locator('.part.sidebar .monaco-list-row[role=treeitem] .label-name', { hasText: name });
+    await row(/^ws-box$/).waitFor({ state: 'visible', timeout: 60_000 });
+    const before = userSettingsOf(session.root)['remoteRuns.hosts'] as unknown[];
+    assert.ok(Array.isArray(before) && before.length === 1, `control: the user's own list has dlbox only: ${JSON.stringify(before)}`);
+
+    await session.runCommand('Remote Runs: Add Host');
+    const input = session.page.locator('.quick-input-widget .quick-input-box input');
+    const answer = async (title: string, text: string): Promise<void> => {
+      await session.page.locator('.quick-input-widget .quick-input-title', { hasText: title }).waitFor({ timeout: 30_000 });
+      await input.fill(text);
+      await input.press('Enter');
+    };
+    await answer('Add Host (1/3)', 'trainer@127.0.0.1:9');
+    await answer('Add Host (2/3)', 'added box');
+    await answer('Add Host (3/3)', '/data/runs');
+    // The workspace's list replaces the user's in this window (VS Code's most specific level wins): said, not shown.
+    await session.waitForNotification(/added host added box to your user settings\. This workspace sets its own remoteRuns\.hosts/, 60_000);
+    const hosts = userSettingsOf(session.root)['remoteRuns.hosts'];
+    assert.deepEqual(hosts, [...before, { name: 'added box', host: '127.0.0.1', user: 'trainer', port: 9, runRoots: ['/data/runs'] }]);
+    assert.doesNotMatch(JSON.stringify(userSettingsOf(session.root)), /ws-box|jump@/);
   });
 });

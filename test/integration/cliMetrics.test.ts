@@ -5,7 +5,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { shortestFloat32 } from '../../src/core/metrics/compact';
+import { shortestFloat32 } from '../../src/core/metrics/series/compact';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { execFileSync, spawn, spawnSync } from 'node:child_process';

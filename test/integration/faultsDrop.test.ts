@@ -24,7 +24,7 @@ import type { Checkpoint, HostConfig, TargetRef } from '../../src/core/types';
 import { download, planDownload } from '../../src/core/transfer';
 import { EvalService } from '../../src/core/eval/service';
 import { parseEvalProfile } from '../../src/core/eval/profiles';
-import { RunFeed } from '../../src/core/metrics/runFeed';
+import { RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { toRunRef } from '../../src/core/runRef';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';

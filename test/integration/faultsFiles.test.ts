@@ -18,7 +18,7 @@ import { RemoteRunsCore, runsOf } from '../../src/core/service';
 import type { Executor } from '../../src/core/remote';
 import type { Checkpoint, HostConfig, TargetRef } from '../../src/core/types';
 import { download, planDownload } from '../../src/core/transfer';
-import { RunFeed } from '../../src/core/metrics/runFeed';
+import { RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { toRunRef } from '../../src/core/runRef';
 import { setContainerState } from '../shims/shimState';
 import { startTestHost, ScriptedPrompter, type ProxiedHost, type TestHost } from '../harness/testHost';

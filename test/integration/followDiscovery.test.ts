@@ -15,7 +15,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore } from '../../src/core/service';
-import { RELIST_EVERY, RunFeed } from '../../src/core/metrics/runFeed';
+import { RELIST_EVERY, RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { toRunRef } from '../../src/core/runRef';
 import type { Run } from '../../src/core/types';
 import { CLI, ROOT, ensureBuiltCli, runBuiltCli } from '../harness/builtCli';

@@ -1,5 +1,5 @@
 /**
- * A long metrics backlog read as one OpenSSH stream (src/core/metrics/tailStream.ts, src/core/transfer/bulkLinks.ts),
+ * A long metrics backlog read as one OpenSSH stream (src/core/metrics/follow/tailStream.ts, src/core/transfer/bulkLinks.ts),
  * over the real sshd and the real `ssh`: the first open reads over ssh2 while one OpenSSH login starts beside it;
  * the next opens stream on that session, with the same series as over ssh2, in a handful of ssh2 reads, and no new
  * login (a caller that opens one log, like the CLI, waits for the login instead); the OpenSSH master killed (SIGKILL)
@@ -17,10 +17,10 @@ import { execFileSync } from 'node:child_process';
 import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore } from '../../src/core/service';
-import { RunFeed } from '../../src/core/metrics/runFeed';
-import { closeIdleParseWorkers, liveParseWorkers, noParseWorkers, parseWorkersStarted } from '../../src/core/metrics/parseOffload';
+import { RunFeed } from '../../src/core/metrics/follow/runFeed';
+import { closeIdleParseWorkers, liveParseWorkers, noParseWorkers, parseWorkersStarted } from '../../src/core/metrics/formats/parseOffload';
 import { BulkLinks } from '../../src/core/transfer/bulkLinks';
-import type { StreamRunner } from '../../src/core/metrics/tailStream';
+import type { StreamRunner } from '../../src/core/metrics/follow/tailStream';
 import type { Executor } from '../../src/core/remote';
 import type { HostConfig, TargetRef } from '../../src/core/types';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';

@@ -13,7 +13,7 @@ import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore, runsOf } from '../../src/core/service';
 import type { Executor } from '../../src/core/remote';
-import { RunFeed } from '../../src/core/metrics/runFeed';
+import { RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { toRunRef } from '../../src/core/runRef';
 import { eventually } from '../harness/assertKind';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';

@@ -1,5 +1,5 @@
 /**
- * A long JSONL backlog parsed in a worker thread (src/core/metrics/parseOffload.ts), over the real sshd: the same
+ * A long JSONL backlog parsed in a worker thread (src/core/metrics/formats/parseOffload.ts), over the real sshd: the same
  * series as parsing every read on this thread; the thread kept warm once the backlog is read (the next backlog runs on
  * it, and it exits after its idle wait), ended at once when the feed is disposed in the middle of a backlog or its
  * connection dies; a worker that dies (killed: its thread exits; or crashes: an uncaught error) fails
@@ -16,8 +16,8 @@ import { execFileSync } from 'node:child_process';
 import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore } from '../../src/core/service';
-import { RunFeed } from '../../src/core/metrics/runFeed';
-import { busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers, parseWorkersStarted, PARSE_WORKER_IDLE_MS, setParseWorkerIdleMs } from '../../src/core/metrics/parseOffload';
+import { RunFeed } from '../../src/core/metrics/follow/runFeed';
+import { busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers, parseWorkersStarted, PARSE_WORKER_IDLE_MS, setParseWorkerIdleMs } from '../../src/core/metrics/formats/parseOffload';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
 import type { Series } from '../../src/core/metrics';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
@@ -95,7 +95,7 @@ async function workersGone(): Promise<void> {
 function dyingWorker(how: 'exit' | 'throw', dieAt: number): string {
   const file = path.join(scripts, `dying-${how}-${dieAt}.js`);
   const tsx = createRequire(__filename).resolve('tsx/cjs/api');
-  const source = path.join(__dirname, '..', '..', 'src', 'core', 'metrics', 'parseWorker.ts');
+  const source = path.join(__dirname, '..', '..', 'src', 'core', 'metrics', 'formats', 'parseWorker.ts');
   fs.writeFileSync(
     file,
     `require(${JSON.stringify(tsx)}).register();

@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore } from '../../src/core/service';
-import { RunFeed } from '../../src/core/metrics/runFeed';
+import { RunFeed } from '../../src/core/metrics/follow/runFeed';
 import type { Series } from '../../src/core/metrics';
 import { toRunRef } from '../../src/core/runRef';
 import type { Run, TargetListing } from '../../src/core/types';
@@ -36,7 +36,7 @@ interface Case {
   checkpoints?: Record<string, string[]> | string[];
   perCheckpoint?: Record<string, Record<string, SeriesFacts>>;
 }
-/** The facts a series holds: values as float32 (src/core/metrics/compact.ts), steps exactly. */
+/** The facts a series holds: values as float32 (src/core/metrics/series/compact.ts), steps exactly. */
 function held(f: SeriesFacts | undefined): SeriesFacts | undefined {
   return f && { count: f.count, first: [f.first[0], Math.fround(f.first[1])], last: [f.last[0], Math.fround(f.last[1])] };
 }

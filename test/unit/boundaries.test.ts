@@ -71,3 +71,18 @@ for (const rule of RULES) {
     assert.deepEqual(breaches, []);
   });
 }
+
+/** Where a pattern may appear in src/: one file owns each job (one settings edge, one `~` expansion). */
+const OWNERS: { what: string; pattern: RegExp; owner: string }[] = [
+  { what: 'settings reads and writes (getConfiguration)', pattern: /\bgetConfiguration\s*\(/, owner: 'extension/settings.ts' },
+  { what: 'expanding a leading ~', pattern: /replace\(\s*\/\^~/, owner: 'core/util/home.ts' },
+];
+
+for (const { what, pattern, owner } of OWNERS) {
+  test(`${what}: only in src/${owner}`, () => {
+    const seen = filesUnder(SRC)
+      .filter((f) => pattern.test(fs.readFileSync(f, 'utf8')))
+      .map((f) => path.relative(SRC, f).split(path.sep).join('/'));
+    assert.deepEqual(seen, [owner]);
+  });
+}

@@ -7,8 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Series } from '../../src/core/metrics';
-import { seriesCsv, seriesCsvCells } from '../../src/core/metrics/seriesCsv';
-import { shortestFloat32 } from '../../src/core/metrics/compact';
+import { seriesCsv, seriesCsvCells } from '../../src/core/metrics/series/seriesCsv';
+import { shortestFloat32 } from '../../src/core/metrics/series/compact';
 import { chartCsv, chartPng, pngSize, safeFileName } from '../../src/extension/metrics/exportContent';
 import type { PresenterRun } from '../../src/extension/metrics/presenter';
 import { SeriesTracker } from '../../src/extension/metrics/seriesTracker';

@@ -8,8 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { csvField, cellsCsv, neutralizeCell } from '../../src/core/util/textTable';
-import { seriesCsv } from '../../src/core/metrics/seriesCsv';
-import { Series } from '../../src/core/metrics/series';
+import { seriesCsv } from '../../src/core/metrics/series/seriesCsv';
+import { Series } from '../../src/core/metrics/series/series';
 
 /** The fields of one CSV record (RFC 4180), as a spreadsheet's import splits them. */
 function parseRecord(line: string): string[] {

@@ -1,5 +1,5 @@
 /**
- * The one display function (src/core/util/display.ts), by property: for any string, what is shown holds no C0/C1
+ * The one display function (src/shared/display.ts), by property: for any string, what is shown holds no C0/C1
  * control, DEL, bidi control or lone surrogate; two different names are never shown alike (the shown form reads back
  * to the name); and `ls` of runs with hostile names, listed by the real listing script on this machine's sh, has
  * exactly one row per run.
@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import fc from 'fast-check';
-import { LogLineEnds, displayName, displayText } from '../../src/core/util/display';
+import { LogLineEnds, displayName, displayText } from '../../src/shared/display';
 import { RemoteRunsCore } from '../../src/core/service';
 import { LocalExecutor } from '../../src/core/eval/localExecutor';
 import { lsCommand } from '../../src/cli/ls';

@@ -38,3 +38,11 @@ test('no evals: the empty text instead of a table, copy buttons disabled', () =>
   assert.doesNotMatch(html, /<table/);
   assert.equal((html.match(/ disabled>/g) ?? []).length, 2);
 });
+
+test('remote text with terminal controls and bidi overrides reaches the page escaped (display.ts), then as HTML text', () => {
+  const hostile: EvalTable = { ...table, rows: [{ ...table.rows[0], checkpoint: 'step_1\u202eexe.txt', profile: 'p\u001b]52;c;eA==\u0007<b>' }] };
+  const html = evalTableHtml({ ...parts, title: 'run\u0085', table: hostile, emptyText: '', nonce: 'n' });
+  assert.doesNotMatch(html, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
+  assert.ok(html.includes('p\\x1b]52;c;eA==\\x07&lt;b&gt;'), html);
+  assert.ok(html.includes('run\\u0085'));
+});

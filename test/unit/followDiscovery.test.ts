@@ -15,7 +15,7 @@ import * as path from 'node:path';
 import fc from 'fast-check';
 import type { Executor } from '../../src/core/remote';
 import { runCommand } from '../../src/core/remote';
-import { RELIST_EVERY, RunFeed, SETTLED_EVERY, STOPPED_ROUNDS } from '../../src/core/metrics/runFeed';
+import { RELIST_EVERY, RunFeed, SETTLED_EVERY, STOPPED_ROUNDS } from '../../src/core/metrics/follow/runFeed';
 import { listRunsCommand } from '../../src/core/discovery/listScript';
 import type { Series } from '../../src/core/metrics';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';

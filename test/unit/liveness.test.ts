@@ -1,18 +1,18 @@
 /**
  * A run's host and its logging, as a panel shows them (issue 17): the link state machine over the pool's states
- * (core/metrics/liveness.ts), the "stopped logging" threshold, the texts the webview shows (webview/liveness.ts),
+ * (core/metrics/follow/liveness.ts), the "stopped logging" threshold, the texts the webview shows (webview/liveness.ts),
  * and the presenter sending a change of link alone (no new points) as an update.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { initialLink, nextLink, stoppedAfterMs, STOPPED_MIN_MS, type LinkState } from '../../src/core/metrics/liveness';
+import { initialLink, nextLink, stoppedAfterMs, STOPPED_MIN_MS, type LinkState } from '../../src/core/metrics/follow/liveness';
 import type { ConnectionState } from '../../src/core/ssh/types';
 import { Series } from '../../src/core/metrics';
 import { MetricsPresenter, type FeedView } from '../../src/extension/metrics/presenter';
 import { formatAge, liveness } from '../../src/webview/liveness';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
-import { parseTailOutput } from '../../src/core/metrics/tail';
-import { RunFeed } from '../../src/core/metrics/runFeed';
+import { parseTailOutput } from '../../src/core/metrics/follow/tail';
+import { RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { RemoteRunsError } from '../../src/core/types';
 
 function walk(events: [number, ConnectionState][], start: ConnectionState = { kind: 'idle' }): LinkState[] {

@@ -6,8 +6,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createParser, RunMetrics, type MetricsParser } from '../../src/core/metrics';
-import { parseTrainerState } from '../../src/core/metrics/trainerState';
-import { stepProblem } from '../../src/core/metrics/fields';
+import { parseTrainerState } from '../../src/core/metrics/formats/trainerState';
+import { stepProblem } from '../../src/core/metrics/formats/fields';
 
 const enc = new TextEncoder();
 

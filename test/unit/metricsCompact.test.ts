@@ -1,11 +1,11 @@
-// The compact series store (src/core/metrics/compact.ts, series.ts): every value a real log holds comes back at the
+// The compact series store (src/core/metrics/series/compact.ts, series.ts): every value a real log holds comes back at the
 // promised precision (steps and times exact / to the millisecond, values as float32: 7 significant digits), and a
 // log of a million lines of five metrics costs at most 8 bytes per point.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { createParser, decimateMinMax, describeRestarts, RunMetrics, Series } from '../../src/core/metrics';
-import { BLOCK, CHUNK, ExactColumn, ValueColumn, shortestFloat32 } from '../../src/core/metrics/compact';
+import { BLOCK, CHUNK, ExactColumn, ValueColumn, shortestFloat32 } from '../../src/core/metrics/series/compact';
 
 const anyDouble = fc.oneof(
   fc.double(),

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { JsonlParser, MAX_LINE_BYTES, RunMetrics } from '../../src/core/metrics';
-import { FlatBatcher } from '../../src/core/metrics/flatBatch';
+import { FlatBatcher } from '../../src/core/metrics/formats/flatBatch';
 
 const enc = new TextEncoder();
 

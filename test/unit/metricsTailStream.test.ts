@@ -1,5 +1,5 @@
 /**
- * The tail read taken as one stream (src/core/metrics/tailStream.ts): the real TAIL_SCRIPT run by this machine's
+ * The tail read taken as one stream (src/core/metrics/follow/tailStream.ts): the real TAIL_SCRIPT run by this machine's
  * `sh` on a real file, its output cut into pieces at every kind of boundary (inside the marker, inside the status
  * line, one byte at a time), gives the same status and the same bytes as the whole reply read by parseTailOutput;
  * a stream that sends more than was asked for, or bytes after a `missing` status, is refused.
@@ -10,8 +10,8 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { parseTailOutput, tailReadCommand, type TailRequest } from '../../src/core/metrics/tail';
-import { TailStreamReader, type TailStreamHeader } from '../../src/core/metrics/tailStream';
+import { parseTailOutput, tailReadCommand, type TailRequest } from '../../src/core/metrics/follow/tail';
+import { TailStreamReader, type TailStreamHeader } from '../../src/core/metrics/follow/tailStream';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-tail-stream-'));
 process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));

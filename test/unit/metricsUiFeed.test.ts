@@ -9,7 +9,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Executor } from '../../src/core/remote';
-import { FeedRegistry, RunFeed } from '../../src/core/metrics/runFeed';
+import { FeedRegistry, RunFeed } from '../../src/core/metrics/follow/runFeed';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
 import { LocalExecutor } from '../../src/core/eval/localExecutor';
 

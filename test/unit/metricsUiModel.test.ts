@@ -12,6 +12,7 @@ import { SeriesTracker } from '../../src/extension/metrics/seriesTracker';
 import { MetricsPresenter, nearestIndex, type FeedView } from '../../src/extension/metrics/presenter';
 import { MetricsStore } from '../../src/webview/store';
 import type { RunRefWire, SeriesChunk, ToWebview } from '../../src/shared/metricsProtocol';
+import { runKeyOf } from '../../src/core/runRef';
 
 /** `segments`: keep every point where x goes back (a user-picked x, Series), instead of the later-wins rule. */
 function seriesOf(points: [number, number][], onStepBack: 'later-wins' | 'segments' = 'later-wins'): Series {
@@ -269,4 +270,18 @@ test("presenter: the run header says what x is, offers the feed's x columns, and
   assert.equal(run.xPick, null);
   pick = 'loss';
   assert.equal(p.snapshot('panel', 'a')!.runs[0].xPick, 'loss');
+});
+
+test('presenter: a run named with controls, bidi and a newline is shown escaped in the legend and tooltips; its key stays exact', () => {
+  const hostile = 'evil\u001b]52;c;cm0gLXJmIH4=\u0007\u202egpj.exe\nrow';
+  const a = feedFrom(['{"step": 10, "loss": 2.0}']);
+  const p = new MetricsPresenter({ plateau: () => ({ window: 1000, fraction: 0.01 }), now: () => 0 });
+  const r = { ...ref('a'), runName: hostile, runPath: `/workspace/${hostile}`, target: { kind: 'docker' as const, id: 'x\u001b[2Jy' } };
+  p.addRun(r, 'primary', a.feed);
+  p.setView(300, null, 0, []);
+  const run = p.snapshot('panel', 't')!.runs[0];
+  assert.equal(run.label, 'evil\\x1b]52;c;cm0gLXJmIH4=\\x07\\u202egpj.exe\\x0arow');
+  assert.doesNotMatch(run.label + run.where, /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+  assert.match(run.where, /x\\x1b\[2Jy/);
+  assert.equal(run.runKey, runKeyOf(r), 'the key that identifies the run is not the shown text');
 });

@@ -145,3 +145,12 @@ test('panel titles: a run name alone, and where the run is when two open panels 
   assert.deepEqual([...t.values()], ['Metrics: workspace · kpro6/pct:200', 'Metrics: workspace · gpu2/host', 'Metrics: expA/seed1']);
   assert.equal(panelTitles([{ key: 'a', runName: 'workspace', where: 'kpro6/pct:200' }]).get('a'), 'Metrics: workspace');
 });
+
+test('status bar, its accessibility label and panel titles show remote names escaped: no control, bidi or newline', () => {
+  const name = 'run\u001b]0;pwned\u0007\u202eA\nB';
+  const shown = 'run\\x1b]0;pwned\\x07\\u202eA\\x0aB';
+  assert.equal(statusText(name, 5, 'lo\u001b[2Jss', 1), `$(pulse) ${shown} · step 5 · lo\\x1b[2Jss 1`);
+  assert.equal(statusAriaLabel(name, 'box/docker:\u202ex', 5, 'l\u0085', 1), `Pinned run ${shown} on box/docker:\\u202ex, step 5, l\\u0085 1. Click to open its metrics.`);
+  const titles = panelTitles([{ key: 'a', runName: name, where: 'h1/\u001bx' }, { key: 'b', runName: name, where: 'h2' }]);
+  assert.deepEqual([...titles.values()], [`Metrics: ${shown} · h1/\\x1bx`, `Metrics: ${shown} · h2`]);
+});

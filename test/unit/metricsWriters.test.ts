@@ -6,9 +6,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CsvParser, JsonlParser, MlflowMetricParser, RunMetrics, describeX, mlflowKeyOf, detectFormat } from '../../src/core/metrics';
-import { JsonlParser as J } from '../../src/core/metrics/jsonl';
-import { RunSeries, compareEventFiles, eventSeriesName } from '../../src/core/metrics/runSeries';
-import { MetricsFollower } from '../../src/core/metrics/follow';
+import { JsonlParser as J } from '../../src/core/metrics/formats/jsonl';
+import { RunSeries, compareEventFiles, eventSeriesName } from '../../src/core/metrics/series/runSeries';
+import { MetricsFollower } from '../../src/core/metrics/follow/follow';
 import { eventStreamOf } from '../../src/core/discovery/logdirNames';
 
 const enc = (s: string) => new TextEncoder().encode(s);

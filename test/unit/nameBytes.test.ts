@@ -14,7 +14,7 @@ import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import fc from 'fast-check';
 import { decodeName, encodeName } from '../../src/core/util/nameBytes';
-import { displayName, parseShownName } from '../../src/core/util/display';
+import { displayName, parseShownName } from '../../src/shared/display';
 import { formatAddress, parseAddress } from '../../src/core/address';
 import { portableCommandLine } from '../../src/core/shell/portable';
 import { shellJoin } from '../../src/core/shell/quote';

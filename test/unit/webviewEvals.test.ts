@@ -75,3 +75,11 @@ test('the tooltip says profile, checkpoint and step, time, state and every value
   );
   assert.equal(formatTime(new Date(2026, 10, 3, 9, 7).getTime()), '2026-11-03 09:07');
 });
+
+test('the tooltip shows a remote profile, checkpoint and value names escaped: a newline cannot forge a line', () => {
+  const e = evalPoint({ step: 1, checkpoint: 'step_1\nforged = 1', profile: 'p\u001b[2J', values: { 'acc\u202e': 1 } });
+  const shown = evalTooltip(e, 'r');
+  assert.equal(shown.split('\n').length, 3, shown);
+  assert.ok(shown.startsWith('eval p\\x1b[2J · r · step_1\\x0aforged = 1 (step 1)'), shown);
+  assert.ok(shown.endsWith('acc\\u202e = 1'), shown);
+});

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { emaSmooth, Series } from '../../src/core/metrics';
-import { FeedRegistry, type RunFeed } from '../../src/core/metrics/runFeed';
+import { FeedRegistry, type RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { Emitter } from '../../src/core/util/event';
 import { MetricsView, type MetricsViewDeps } from '../../src/extension/metrics/metricsView';
 import type { FromWebview, PanelRestoreState, RunRefWire, ToWebview } from '../../src/shared/metricsProtocol';

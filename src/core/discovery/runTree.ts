@@ -13,7 +13,7 @@
  * - A folder holding event files itself is a TensorBoard logdir, and every sub-folder below it whose logs are
  *   only event files (and that holds no checkpoints) is part of that run: `add_scalars` writes
  *   `<logdir>/<main_tag>_<tag>/`, `add_hparams` `<logdir>/<time>/`, and TensorBoard shows them beside the
- *   logdir's own curves. Their series are named as TensorBoard names them (src/core/metrics/runSeries.ts).
+ *   logdir's own curves. Their series are named as TensorBoard names them (src/core/metrics/series/runSeries.ts).
  *   Without event files of its own, sibling logdirs (`expA/`, `expB/`) stay runs of their own.
  * - A folder with no event files of its own whose split sub-folders (SPLIT_FOLDERS: Keras' `train/`,
  *   `validation/`) hold them is one run, those splits its series.

@@ -10,6 +10,7 @@ import { RemoteRunsError } from '../types';
 import type { DownloadPlan } from '../transfer/types';
 import { templateVariables } from './template';
 import type { EvalProfile } from './types';
+import { expandHome } from '../util/home';
 
 /** Whether any field of a profile uses `${localCheckpoint}` (then a download must come first). */
 export function usesLocalCheckpoint(profile: Pick<EvalProfile, 'command' | 'cwd' | 'env' | 'sbatch'>): boolean {
@@ -32,7 +33,7 @@ export function downloadRootFor(downloadDirectory: string, hostName: string, hom
 
 /** The download folder the setting names (a leading `~` is the home folder). */
 export function downloadFolder(downloadDirectory: string, home: string = os.homedir()): string {
-  return downloadDirectory.replace(/^~(?=\/|$)/, home);
+  return expandHome(downloadDirectory, home);
 }
 
 export type LocalCheckpointState =

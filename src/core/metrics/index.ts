@@ -4,17 +4,17 @@
  * (smoothing, decimation, plateau detection). No `vscode`; the only I/O is RunFeed's, through the Executor it is
  * given.
  */
-export { Series, RunMetrics, describeSkipped, describeRestarts, describeX, pointsOf, type Points, type Segment, type Restart, type BadLocation, type RecordUnit } from './series';
-export type { MetricsFormat, MetricsParser } from './parser';
-export { detectFormat, createParser, tailModeOf, unitOf } from './format';
-export { JsonlParser, parseJsonLine } from './jsonl';
-export { MAX_LINE_BYTES } from './lines';
-export { CsvParser } from './csv';
-export { TrainerStateParser, parseTrainerState } from './trainerState';
-export { TfEventsParser } from './tfevents';
-export { X_KEYS, FALLBACK_X_KEYS, ALL_X_KEYS, TIME_KEYS, toTimeMs } from './fields';
-export { MlflowMetricParser, mlflowKeyOf } from './mlflow';
-export { crc32c, maskCrc } from './crc32c';
+export { Series, RunMetrics, describeSkipped, describeRestarts, describeX, pointsOf, type Points, type Segment, type Restart, type BadLocation, type RecordUnit } from './series/series';
+export type { MetricsFormat, MetricsParser } from './formats/parser';
+export { detectFormat, createParser, tailModeOf, unitOf } from './formats/format';
+export { JsonlParser, parseJsonLine } from './formats/jsonl';
+export { MAX_LINE_BYTES } from './formats/lines';
+export { CsvParser } from './formats/csv';
+export { TrainerStateParser, parseTrainerState } from './formats/trainerState';
+export { TfEventsParser } from './formats/tfevents';
+export { X_KEYS, FALLBACK_X_KEYS, ALL_X_KEYS, TIME_KEYS, toTimeMs } from './formats/fields';
+export { MlflowMetricParser, mlflowKeyOf } from './formats/mlflow';
+export { crc32c, maskCrc } from './formats/crc32c';
 export {
   decideTail,
   nextTailRequest,
@@ -33,10 +33,10 @@ export {
   type TailRequest,
   type TailReadResult,
   type TailStep,
-} from './tail';
-export { MetricsFollower, type FollowUpdate } from './follow';
-export { closeIdleParseWorkers } from './parseOffload';
-export { emaSmooth } from './smooth';
-export { decimateMinMax, type DecimateInput, type DecimateRange, type DecimatedSeries } from './decimate';
-export { detectPlateau, metricDirection, type MetricDirection, type PlateauOptions, type PlateauResult } from './plateau';
-export { RunFeed, FeedRegistry, type RunFeedOptions, type EvalSource } from './runFeed';
+} from './follow/tail';
+export { MetricsFollower, type FollowUpdate } from './follow/follow';
+export { closeIdleParseWorkers } from './formats/parseOffload';
+export { emaSmooth } from './series/smooth';
+export { decimateMinMax, type DecimateInput, type DecimateRange, type DecimatedSeries } from './series/decimate';
+export { detectPlateau, metricDirection, type MetricDirection, type PlateauOptions, type PlateauResult } from './series/plateau';
+export { RunFeed, FeedRegistry, type RunFeedOptions, type EvalSource } from './follow/runFeed';

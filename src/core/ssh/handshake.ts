@@ -8,12 +8,26 @@
 import type { Duplex } from 'node:stream';
 import { Client, type ConnectConfig } from 'ssh2';
 import { RemoteRunsError } from '../types';
-import { makeAuthHandler } from './auth';
+import { makeAuthHandler, type SecretStore } from './auth';
 import { mapClientError } from './clientErrors';
 import { hostKeyAlgorithms, knownHostsFor, verifyHostKey } from './hostKeyPolicy';
-import type { HopContext } from './hops';
 import { countDataAsAlive } from './keepalive';
-import type { Prompter, ResolvedHop } from './types';
+import type { Logger, Prompter, ResolvedHop } from './types';
+
+/** Everything dialling one hop needs, the defaults of ConnectOptions already applied. */
+export interface HopContext {
+  prompter: Prompter;
+  logger: Logger;
+  knownHostsFiles: string[];
+  /** knownHostsFiles were named for this run (CLI --known-hosts, like `ssh -o UserKnownHostsFile=`): they win over the ssh config's. */
+  knownHostsPinned: boolean;
+  secrets: SecretStore;
+  agent: string | undefined;
+  timeoutMs: number;
+  keepaliveIntervalMs: number;
+  keepaliveCountMax: number;
+  signal?: AbortSignal;
+}
 
 /** An authenticated hop: its client, and the host key it presented and was trusted with. */
 export interface OpenHop {

@@ -15,25 +15,10 @@ import * as net from 'node:net';
 import { Duplex } from 'node:stream';
 import type { Client } from 'ssh2';
 import { RemoteRunsError } from '../types';
-import type { SecretStore } from './auth';
 import { socketReason } from './clientErrors';
-import { openHop, type OpenHop } from './handshake';
-import type { Logger, Prompter, ResolvedHop, ResolvedHost } from './types';
-
-/** Everything dialling one hop needs, the defaults of ConnectOptions already applied. */
-export interface HopContext {
-  prompter: Prompter;
-  logger: Logger;
-  knownHostsFiles: string[];
-  /** knownHostsFiles were named for this run (CLI --known-hosts, like `ssh -o UserKnownHostsFile=`): they win over the ssh config's. */
-  knownHostsPinned: boolean;
-  secrets: SecretStore;
-  agent: string | undefined;
-  timeoutMs: number;
-  keepaliveIntervalMs: number;
-  keepaliveCountMax: number;
-  signal?: AbortSignal;
-}
+import { openHop, type HopContext, type OpenHop } from './handshake';
+export type { HopContext } from './handshake';
+import type { ResolvedHop, ResolvedHost } from './types';
 
 /** Connect through every hop of `host`, nearest first, checking host keys and authenticating each. */
 export async function dialHops(host: ResolvedHost, ctx: HopContext): Promise<OpenHop[]> {

@@ -19,7 +19,7 @@ import type { ConnectionPool, PoolHost } from '../ssh/pool';
 import { OpenSshConnection } from '../ssh/opensshConnection';
 import { SshConnection } from '../ssh/connection';
 import type { Logger } from '../ssh/types';
-import type { StreamRunner } from '../metrics/tailStream';
+import type { StreamRunner } from '../metrics/follow/tailStream';
 import { fileSource, pipeSource, type StreamEnd } from './stream';
 import { wrapForTarget } from '../targets';
 import { fenceSkipper } from '../shell/portable';

@@ -40,6 +40,7 @@ import { RangeSet, splitRanges, type ByteRange } from './ranges';
 import { lockPath, overwriteJsonInPlace, readPartRecord, removeStaleTemps, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type DownloadOrigin, type PartRecord } from './records';
 import { noHashTool, rangeSha256Command, sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
 import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, PlanFile, TransportKind, VerifyMode } from './types';
+import { formatBytes } from '../util/format';
 
 /** One file being fetched, with its mutable transfer state. */
 interface Work {
@@ -1029,16 +1030,6 @@ async function checkDiskSpace(works: Work[]): Promise<void> {
   if (need > free) {
     throw new RemoteRunsError('disk-full', `Not enough space in ${dir}: ${formatBytes(need)} to download, ${formatBytes(free)} free`, { need, free, path: dir });
   }
-}
-
-function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let i = 0;
-  while (n >= 1024 && i < units.length - 1) {
-    n /= 1024;
-    i++;
-  }
-  return `${n.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
 }
 
 function cancelled(): RemoteRunsError {

@@ -7,7 +7,7 @@
 import { localFs as fs } from '../util/localFs';
 import * as path from 'node:path';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
-import { displayName } from '../util/display';
+import { displayName } from '../../shared/display';
 import { hasLoneSurrogate } from '../util/nameBytes';
 
 export function localError(e: unknown, what: string, where?: string): RemoteRunsError {

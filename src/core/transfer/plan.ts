@@ -11,7 +11,7 @@ import { RangeSet } from './ranges';
 import { statCheckpointCommand, type RemoteFileStat, type RemoteWalk } from './remoteCommands';
 import type { SkippedEntry } from './remoteCommands';
 import type { DownloadPlan, LocalState, PlanFile, TransferSource } from './types';
-import { displayName } from '../util/display';
+import { displayName } from '../../shared/display';
 import { encodeName, hasLoneSurrogate } from '../util/nameBytes';
 
 export interface PlanDestination {

@@ -6,7 +6,8 @@
 import type { Checkpoint, CheckpointFile, ErrorKind, Run, Target, TargetRef } from '../types';
 import type { EntryInfo, TensorInfo } from '../inspect/types';
 import type { TensorGroup } from '../inspect/summary';
-import { formatTarget } from '../types';
+import { ID_SEP as SEP, targetId } from '../identity';
+export { hostId, runId, targetId } from '../identity';
 
 interface Base {
   /** Stable id: the path from the host down, NUL-joined (names may contain anything else). */
@@ -100,20 +101,6 @@ export interface InspectNoteNode extends Base {
 export type InspectNode = ContentsNode | TensorGroupNode | TensorNode | InspectNoteNode;
 
 export type TreeNode = HostNode | TargetNode | RunNode | CheckpointNode | FileNode | StateNode | InspectNode;
-
-const SEP = '\u0000';
-
-export function hostId(hostName: string): string {
-  return `h${SEP}${hostName}`;
-}
-
-export function targetId(hostName: string, target: TargetRef): string {
-  return `${hostId(hostName)}${SEP}t${SEP}${formatTarget(target)}`;
-}
-
-export function runId(hostName: string, target: TargetRef, runPath: string): string {
-  return `${targetId(hostName, target)}${SEP}r${SEP}${runPath}`;
-}
 
 export function childId(parent: TreeNode, kind: string, key: string): string {
   return `${parent.id}${SEP}${kind}${SEP}${key}`;

@@ -2,12 +2,16 @@
 
 const UNITS = ['B', 'KB', 'MB', 'GB', 'TB', 'PB'];
 
-/** 3221225472 → "3.2 GB" (decimal units, as `ls -lh --si` and most file managers show). */
 /** A checkpoint's size: `≥ 1.2 GB` when the listing saw only part of its files (below the walk's depth). */
 export function formatCheckpointBytes(c: { bytes: number; partialSize?: true }): string {
   return c.partialSize ? `≥ ${formatBytes(c.bytes)}` : formatBytes(c.bytes);
 }
 
+/**
+ * 3221225472 → "3.2 GB": decimal units, as `ls -lh --si`, most file managers and the download's progress show them.
+ * The one byte formatter for what users read (sizes, progress, free space in a disk-full message): one convention,
+ * so the same number never reads as GB in one place and GiB in the next.
+ */
 export function formatBytes(bytes: number): string {
   if (!Number.isFinite(bytes) || bytes < 0) return '?';
   let v = bytes;

@@ -38,6 +38,7 @@ import {
   knownHostsWithDemo,
   knownHostsWithoutDemo,
 } from './demoSettingsEdit';
+import { setUserSetting, userSetting } from '../settings';
 
 /** The demo's eval profile: added with the host, removed with it. */
 const DEMO_EVAL_PROFILE: Readonly<Record<string, unknown>> = demoEvalProfile();
@@ -123,7 +124,7 @@ export class DemoHostController implements vscode.Disposable {
    * settings could be cleaned) are taken out, so the tree never shows a demo host that cannot answer.
    */
   async removeStaleEntries(): Promise<void> {
-    const hosts = vscode.workspace.getConfiguration('remoteRuns').inspect<unknown[]>('hosts')?.globalValue;
+    const hosts = userSetting<unknown[]>('hosts');
     if (!hosts?.some((h) => isDemoHostEntry(h, this.paths.clientKey))) return;
     if (this.host || demoOfAnotherWindow(this.paths.stateFile)) return;
     this.log.info('removing the demo host from the settings: no window runs it any more');
@@ -145,40 +146,34 @@ export class DemoHostController implements vscode.Disposable {
 
   /** Adds the known_hosts file first, so the pool checks the demo's key by the time the tree lists the new host. */
   private async addToSettings(hostConfig: HostConfig, knownHosts: string): Promise<string> {
-    const config = vscode.workspace.getConfiguration('remoteRuns');
-    const files = config.inspect<string[]>('knownHostsFiles')?.globalValue;
-    await config.update('knownHostsFiles', knownHostsWithDemo(files, knownHosts), vscode.ConfigurationTarget.Global);
-    const current = config.inspect<unknown[]>('evalProfiles')?.globalValue;
+    const files = userSetting<string[]>('knownHostsFiles');
+    await setUserSetting('knownHostsFiles', knownHostsWithDemo(files, knownHosts));
+    const current = userSetting<unknown[]>('evalProfiles');
     // Recorded before it is written (see the file's comment); an earlier start's claim is kept.
     this.writeAdditions({ evalProfile: this.readAdditions().evalProfile || addsDemoEvalProfile(current, DEMO_EVAL_PROFILE) });
     const profiles = evalProfilesWithDemo(current, DEMO_EVAL_PROFILE);
-    await vscode.workspace.getConfiguration('remoteRuns').update('evalProfiles', profiles, vscode.ConfigurationTarget.Global);
-    const hosts = hostsWithDemo(vscode.workspace.getConfiguration('remoteRuns').inspect<unknown[]>('hosts')?.globalValue, hostConfig);
-    await vscode.workspace.getConfiguration('remoteRuns').update('hosts', hosts, vscode.ConfigurationTarget.Global);
+    await setUserSetting('evalProfiles', profiles);
+    const hosts = hostsWithDemo(userSetting<unknown[]>('hosts'), hostConfig);
+    await setUserSetting('hosts', hosts);
     return (hosts[hosts.length - 1] as HostConfig).name;
   }
 
   private async removeFromSettings(): Promise<void> {
-    const config = vscode.workspace.getConfiguration('remoteRuns');
-    const hosts = config.inspect<unknown[]>('hosts')?.globalValue;
+    const hosts = userSetting<unknown[]>('hosts');
     if (hosts?.some((h) => isDemoHostEntry(h, this.paths.clientKey))) {
-      await config.update('hosts', hostsWithoutDemo(hosts, this.paths.clientKey), vscode.ConfigurationTarget.Global);
+      await setUserSetting('hosts', hostsWithoutDemo(hosts, this.paths.clientKey));
     }
-    const profiles = vscode.workspace.getConfiguration('remoteRuns').inspect<unknown[]>('evalProfiles')?.globalValue;
+    const profiles = userSetting<unknown[]>('evalProfiles');
     const added = this.readAdditions();
     if (!added.evalProfile && profiles?.some((p) => isDemoEvalProfile(p, DEMO_EVAL_PROFILE))) {
       this.log.info('demo host: the eval profile "Demo: acceptance length" was there before the demo started; it stays');
     }
     if (added.evalProfile && profiles?.some((p) => isDemoEvalProfile(p, DEMO_EVAL_PROFILE))) {
-      await vscode.workspace
-        .getConfiguration('remoteRuns')
-        .update('evalProfiles', evalProfilesWithoutDemo(profiles, DEMO_EVAL_PROFILE), vscode.ConfigurationTarget.Global);
+      await setUserSetting('evalProfiles', evalProfilesWithoutDemo(profiles, DEMO_EVAL_PROFILE));
     }
-    const files = vscode.workspace.getConfiguration('remoteRuns').inspect<string[]>('knownHostsFiles')?.globalValue;
+    const files = userSetting<string[]>('knownHostsFiles');
     if (files?.includes(this.paths.knownHosts)) {
-      await vscode.workspace
-        .getConfiguration('remoteRuns')
-        .update('knownHostsFiles', knownHostsWithoutDemo(files, this.paths.knownHosts), vscode.ConfigurationTarget.Global);
+      await setUserSetting('knownHostsFiles', knownHostsWithoutDemo(files, this.paths.knownHosts));
     }
     fs.rmSync(this.additionsFile, { force: true });
   }

@@ -8,6 +8,7 @@ import * as vscode from 'vscode';
 import { localCopyOf, partialPercent, type LocalCopy } from '../../core/transfer';
 import { downloadFolder, downloadRootFor } from '../../core/eval/localCheckpoint';
 import type { CheckpointNode } from '../../core/tree/nodes';
+import { downloadDirectory } from '../settings';
 
 /** A mark older than this is checked again the next time its checkpoint is drawn. */
 const STALE_MS = 3000;
@@ -63,7 +64,7 @@ export class DownloadMarks implements vscode.Disposable {
     if (entry.checking) return entry.checking;
     entry.at = Date.now();
     entry.checking = (async () => {
-      const dir = vscode.workspace.getConfiguration('remoteRuns').get<string>('downloadDirectory', '').trim();
+      const dir = downloadDirectory();
       const copy: LocalCopy | undefined = dir ? await localCopyOf(downloadRootFor(dir, entry.node.hostName), entry.node.run.name, entry.node.checkpoint) : undefined;
       const share = (c?: LocalCopy): string => (c?.kind === 'partial' ? partialPercent(c.bytesHere, c.bytesTotal) : '');
       const changed = copy?.kind !== entry.copy?.kind || copy?.path !== entry.copy?.path || share(copy) !== share(entry.copy);
@@ -78,7 +79,7 @@ export class DownloadMarks implements vscode.Disposable {
 
   /** A deletion under the download folder drops the marks it concerns (all are read again: a few local stats each). */
   private watch(): void {
-    const setting = vscode.workspace.getConfiguration('remoteRuns').get<string>('downloadDirectory', '').trim();
+    const setting = downloadDirectory();
     const dir = setting ? downloadFolder(setting) : '';
     if (dir === this.watched) return;
     this.watcher.splice(0).forEach((d) => d.dispose());

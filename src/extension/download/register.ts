@@ -20,11 +20,11 @@ import { pickCheckpoint, quickPick, type Item } from '../pickCheckpoint';
 import { registerCommand } from '../commandRunner';
 import type { DisposableStore } from '../lifecycle';
 import type { Logger } from '../log';
-import type { Settings } from '../settings';
+import { downloadDirectory, setUserSetting, setting, type Settings } from '../settings';
 import type { TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { isInside, offeredDownloadFolder } from './downloadFolder';
-import { downloadFolder } from '../../core/eval/localCheckpoint';
+import { downloadFolder, downloadRootFor } from '../../core/eval/localCheckpoint';
 
 export interface DownloadDeps {
   store: DisposableStore;
@@ -52,10 +52,6 @@ export interface CheckpointRef {
 }
 
 const PINNED_KEY = 'remoteRuns.pinnedRun';
-
-function config(): vscode.WorkspaceConfiguration {
-  return vscode.workspace.getConfiguration('remoteRuns');
-}
 
 export function registerDownloads(deps: DownloadDeps): void {
   const { store, log } = deps;
@@ -88,7 +84,7 @@ function sayNote(deps: DownloadDeps, note: string): void {
  * continues from the `.part` files) or Discard (removes them). The tree marks the checkpoint `partial N%` meanwhile.
  */
 export async function announceInterrupted(deps: DownloadDeps): Promise<void> {
-  const setting = config().get<string>('downloadDirectory', '').trim();
+  const setting = downloadDirectory();
   if (!setting) return;
   const base = downloadFolder(setting);
   const scan = async (): Promise<PartialDownload[]> => {
@@ -170,7 +166,7 @@ async function latestOf(deps: DownloadDeps, node?: TreeNode): Promise<Checkpoint
  * warning that its checkpoints will show in Explorer and git.
  */
 async function destinationRoot(hostName: string): Promise<string | undefined> {
-  let dir = config().get<string>('downloadDirectory', '').trim();
+  let dir = downloadDirectory();
   if (!dir) {
     const offered = offeredDownloadFolder(os.homedir(), (p) => {
       try {
@@ -198,14 +194,9 @@ async function destinationRoot(hostName: string): Promise<string | undefined> {
     }
     // The user's settings, not the workspace's: a download folder is a property of this machine, not of a project
     // (and a workspace's .vscode/settings.json is often committed).
-    await config().update('downloadDirectory', dir, vscode.ConfigurationTarget.Global);
+    await setUserSetting('downloadDirectory', dir);
   }
-  dir = dir.replace(/^~(?=\/|$)/, process.env.HOME ?? '~');
-  return path.join(dir, safeName(hostName));
-}
-
-function safeName(s: string): string {
-  return s.replace(/[/\0]/g, '_') || '_';
+  return downloadRootFor(dir, hostName);
 }
 
 /** Plan, ask where needed, move the bytes with a cancellable progress notification, then offer what is next. */
@@ -214,7 +205,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
   if (!root) return undefined;
   const hostConfig = deps.core.host(ref.hostName);
   const source = { pool: deps.pool, host: deps.hosts.resolve(hostConfig), target: ref.target };
-  const verify: VerifyMode = config().get<string>('verifyDownloads', 'sha256') === 'size' ? 'size' : 'sha256';
+  const verify: VerifyMode = setting<string>('verifyDownloads', 'sha256') === 'size' ? 'size' : 'sha256';
   const label = `${ref.run.name}/${ref.checkpoint.name}`;
 
   let outcome: PullOutcome;
@@ -230,7 +221,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
             signal: controller.signal,
             verify,
             fresh,
-            concurrency: Math.max(1, config().get<number>('downloadConcurrency', 4)),
+            concurrency: Math.max(1, setting<number>('downloadConcurrency', 4)),
             client: downloadClient(),
             sshPath: deps.settings.sshPath(),
             logger: deps.log,
@@ -276,7 +267,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
 
 /** remoteRuns.downloadClient, anything unknown read as the default. */
 export function downloadClient(): ClientChoice {
-  const v = config().get<string>('downloadClient', 'auto');
+  const v = setting<string>('downloadClient', 'auto');
   return v === 'openssh' || v === 'ssh2' ? v : 'auto';
 }
 
@@ -294,7 +285,7 @@ async function askOverwrite(file: PlanFile): Promise<boolean> {
 
 async function afterDownload(message: string, localPath: string, ref: CheckpointRef): Promise<void> {
   // "Evaluate" is offered when the user has eval profiles: the natural next step after fetching a checkpoint.
-  const profiles = config().get<unknown[]>('evalProfiles') ?? [];
+  const profiles = setting<unknown>('evalProfiles', []);
   const actions = ['Reveal', 'Open Folder', ...(Array.isArray(profiles) && profiles.length > 0 ? ['Evaluate'] : [])];
   const choice = await vscode.window.showInformationMessage(message, ...actions);
   // A VS Code URI holds text, not bytes: a path whose names are not UTF-8 (nameBytes.ts) is shown by its nearest folder

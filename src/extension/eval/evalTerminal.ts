@@ -6,7 +6,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import * as vscode from 'vscode';
 import { isRemoteRunsError } from '../../core/types';
-import { LogLineEnds, displayText } from '../../core/util/display';
+import { LogLineEnds, displayText } from '../../shared/display';
 import type { EvalService, EvalFollowEnd } from '../../core/eval/service';
 import type { EvalMeta, EvalPlace } from '../../core/eval/types';
 import { formatResult } from './decoration';
@@ -31,7 +31,7 @@ export interface EvalTerminalOptions {
 
 /** Terminal text: LF → CRLF (a pty shows a bare LF as a line feed without carriage return). */
 /**
- * The remote log's text as it may reach the terminal: no control or bidi character of it raw (core/util/display.ts;
+ * The remote log's text as it may reach the terminal: no control or bidi character of it raw (shared/display.ts;
  * a log's CRLF and a progress bar's bare CR are line ends, LogLineEnds). Only the terminal's own frame lines (the
  * end, the Slurm state) use escape sequences.
  */

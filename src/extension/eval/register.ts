@@ -35,7 +35,7 @@ import { CommandIds } from '../commandIds';
 import { registerCommand } from '../commandRunner';
 import type { DisposableStore } from '../lifecycle';
 import type { Logger } from '../log';
-import type { Settings } from '../settings';
+import { downloadDirectory, type Settings } from '../settings';
 import type { CheckpointNode, TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { checkpointEvalText } from './decoration';
@@ -195,7 +195,7 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
 
   /** Where a checkpoint's download lands and whether all of it is there (one remote listing of its files). */
   const localCheckpointOf = async (ref: PickedRef): Promise<LocalCheckpointState> => {
-    const dir = vscode.workspace.getConfiguration('remoteRuns').get<string>('downloadDirectory', '').trim();
+    const dir = downloadDirectory();
     if (!dir) return { kind: 'absent', path: `<remoteRuns.downloadDirectory>/${ref.hostName}/${ref.run.name}/${ref.checkpoint.name}` };
     const source = { pool, host: hosts.resolve(core.host(ref.hostName)), target: ref.target };
     const plan = await planDownload(source, ref.checkpoint, { root: downloadRootFor(dir, ref.hostName), run: ref.run.name });

@@ -9,7 +9,7 @@ import { latestValues } from '../../core/eval/table';
 import type { EvalRecord, EvalRunRef } from '../../core/eval/types';
 import { Emitter, type Disposable, type Event } from '../../core/util/event';
 import type { EvalPointWire, RunRefWire } from '../../shared/metricsProtocol';
-import type { EvalSource } from '../../core/metrics/runFeed';
+import type { EvalSource } from '../../core/metrics/follow/runFeed';
 
 /** One key per run: host, target and run folder. */
 export function runIdentity(host: string, target: TargetRef, runPath: string): string {

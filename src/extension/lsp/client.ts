@@ -20,6 +20,7 @@ import { revealCheckpoint } from '../metrics/treeGlue';
 import type { TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { RemoteAnswers } from './answers';
+import { setting } from '../settings';
 
 /** Languages served by default; `remoteRuns.languageServer.languages` adds to them. */
 export const DEFAULT_LANGUAGES: readonly string[] = ['shellscript', 'python', 'yaml', 'json', 'toml', 'markdown'];
@@ -94,8 +95,8 @@ export function registerLanguageServer(deps: LanguageServerDeps): RemoteAnswers 
 }
 
 function languages(): string[] {
-  const extra = vscode.workspace.getConfiguration('remoteRuns').get<string[]>('languageServer.languages') ?? [];
-  return [...new Set([...DEFAULT_LANGUAGES, ...extra.filter((l) => typeof l === 'string' && l.trim()).map((l) => l.trim())])];
+  const extra = setting<unknown>('languageServer.languages', []);
+  return [...new Set([...DEFAULT_LANGUAGES, ...(Array.isArray(extra) ? extra : []).filter((l): l is string => typeof l === 'string' && l.trim() !== '').map((l) => l.trim())])];
 }
 
 function makeClient(context: vscode.ExtensionContext, answers: RemoteAnswers): LanguageClient {
@@ -123,7 +124,7 @@ function makeClient(context: vscode.ExtensionContext, answers: RemoteAnswers): L
 
 /** `remoteRuns.pathMappings`: `{ "<folder>": "host/target" }`, folders absolute or relative to each workspace folder. */
 function pathMappings(log: Logger): PathMapping[] {
-  const raw = vscode.workspace.getConfiguration('remoteRuns').get<Record<string, unknown>>('pathMappings') ?? {};
+  const raw = setting<Record<string, unknown>>('pathMappings', {}) ?? {};
   const out: PathMapping[] = [];
   for (const [folder, value] of Object.entries(raw)) {
     const m = typeof value === 'string' ? /^([^/\s]+)(?:\/(.+))?$/.exec(value.trim()) : null;

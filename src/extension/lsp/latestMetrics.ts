@@ -4,8 +4,8 @@
  */
 import type { RemoteCommand } from '../../core/remote';
 import { commandFailed } from '../../core/remote';
-import { parseJsonLine } from '../../core/metrics/jsonl';
-import { TIME_KEYS, X_KEYS } from '../../core/metrics/fields';
+import { parseJsonLine } from '../../core/metrics/formats/jsonl';
+import { TIME_KEYS, X_KEYS } from '../../core/metrics/formats/fields';
 import { put } from '../../core/util/dict';
 
 /** Bytes read from the end of the log: a few lines of a typical training log. */

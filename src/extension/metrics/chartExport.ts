@@ -11,13 +11,15 @@ import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import type { Logger } from '../log';
 import type { ExportFile } from './exportContent';
+import { downloadDirectory } from '../settings';
+import { downloadFolder } from '../../core/eval/localCheckpoint';
 
 /** The folder the save dialog opens in: the download folder when it is set and exists, else home. */
 export function exportFolder(): string {
   const home = os.homedir();
-  const setting = vscode.workspace.getConfiguration('remoteRuns').get<string>('downloadDirectory', '').trim();
+  const setting = downloadDirectory();
   if (!setting) return home;
-  const dir = setting.replace(/^~(?=\/|$)/, home);
+  const dir = downloadFolder(setting, home);
   try {
     if (fs.statSync(dir).isDirectory()) return dir;
   } catch {

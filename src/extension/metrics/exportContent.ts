@@ -1,9 +1,9 @@
 /**
  * What "Save as CSV…" and "Save as PNG…" of a metrics chart write, before anything asks where: the CSV of the chart's
- * series at full resolution (core/metrics/seriesCsv.ts) from the runs the presenter holds, the PNG the webview drew
+ * series at full resolution (core/metrics/series/seriesCsv.ts) from the runs the presenter holds, the PNG the webview drew
  * (checked to be one), and the file name offered. Pure: no `vscode`.
  */
-import { seriesCsv, type CsvColumn } from '../../core/metrics/seriesCsv';
+import { seriesCsv, type CsvColumn } from '../../core/metrics/series/seriesCsv';
 import { xLabel } from '../../shared/xLabel';
 import { whereOf } from '../../core/runRef';
 import type { PresenterRun } from './presenter';

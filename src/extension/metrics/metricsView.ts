@@ -7,11 +7,12 @@ import type * as vscode from 'vscode';
 import type { RunRefWire, RunRole, ToWebview, ViewMode } from '../../shared/metricsProtocol';
 import type { Logger } from '../log';
 import { MetricsPresenter, type PlateauSettings } from './presenter';
-import type { EvalSource, FeedRegistry } from '../../core/metrics/runFeed';
+import type { EvalSource, FeedRegistry } from '../../core/metrics/follow/runFeed';
 import type { ReferenceStore } from './referenceStore';
 import { runKeyOf, whereOf } from '../../core/runRef';
 import { parseFromWebview } from './validate';
 import { chartCsv, chartPng, type ExportFile } from './exportContent';
+import { displayName, displayText } from '../../shared/display';
 
 export interface MetricsViewDeps {
   feeds: FeedRegistry;
@@ -120,7 +121,7 @@ export class MetricsView implements vscode.Disposable {
 
   private title(): string {
     const p = this.presenter.primary;
-    return p ? `${p.ref.runName} — ${whereOf(p.ref)}` : '';
+    return p ? `${displayName(p.ref.runName)} — ${displayName(whereOf(p.ref))}` : '';
   }
 
   private sendSnapshot(): void {
@@ -149,7 +150,7 @@ export class MetricsView implements vscode.Disposable {
     const p = this.presenter.primary;
     if (!p || !this.deps.runConfig) return;
     const lines = await this.deps.runConfig(p.ref);
-    if (this.presenter.primary === p) this.post({ type: 'runConfig', runKey: p.key, lines });
+    if (this.presenter.primary === p) this.post({ type: 'runConfig', runKey: p.key, lines: lines.map(displayText) });
   }
 
   private post(msg: ToWebview): void {

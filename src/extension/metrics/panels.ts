@@ -10,6 +10,7 @@ import { runKeyOf, whereOf } from '../../core/runRef';
 import { panelTitles } from './statusText';
 import { parseRestoreState } from './validate';
 import { METRICS_PANEL_TYPE, setupWebview, webviewOptions } from './webviewSetup';
+import { displayName } from '../../shared/display';
 
 interface OpenPanel {
   panel: vscode.WebviewPanel;
@@ -42,7 +43,7 @@ export class MetricsPanels implements vscode.Disposable {
       existing.panel.reveal(undefined, false);
       return existing.view;
     }
-    const panel = vscode.window.createWebviewPanel(METRICS_PANEL_TYPE, `Metrics: ${ref.runName}`, vscode.ViewColumn.Active, {
+    const panel = vscode.window.createWebviewPanel(METRICS_PANEL_TYPE, `Metrics: ${displayName(ref.runName)}`, vscode.ViewColumn.Active, {
       ...webviewOptions(this.extensionUri),
       retainContextWhenHidden: false,
     });
@@ -85,7 +86,7 @@ export class MetricsPanels implements vscode.Disposable {
 
   private attach(panel: vscode.WebviewPanel, state: PanelRestoreState): OpenPanel {
     const key = runKeyOf(state.primary);
-    panel.title = `Metrics: ${state.primary.runName}`;
+    panel.title = `Metrics: ${displayName(state.primary.runName)}`;
     const view = new MetricsView(panel.webview, 'panel', this.deps);
     const entry: OpenPanel = { panel, view, ref: state.primary };
     this.panels.set(key, entry);

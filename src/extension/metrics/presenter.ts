@@ -28,7 +28,8 @@ import { runKeyOf, whereOf } from '../../core/runRef';
 import { SeriesTracker } from './seriesTracker';
 import type { IncrementalEma } from './incrementalEma';
 import { put } from '../../core/util/dict';
-import { STOPPED_MIN_MS, type LinkState } from '../../core/metrics/liveness';
+import { STOPPED_MIN_MS, type LinkState } from '../../core/metrics/follow/liveness';
+import { displayName } from '../../shared/display';
 
 /** What the presenter reads from a run's live feed (RunFeed implements it). */
 export interface FeedView {
@@ -330,8 +331,9 @@ export class MetricsPresenter {
     }
     return {
       runKey: run.key,
-      label: run.ref.runName,
-      where: whereOf(run.ref),
+      // Shown text (legend, readout, tooltips): remote names escaped as everywhere (display.ts); runKey stays exact.
+      label: displayName(run.ref.runName),
+      where: displayName(whereOf(run.ref)),
       role: run.role,
       color: run.color,
       status: run.feed.status,

@@ -17,7 +17,7 @@ import { saveChartExport } from './chartExport';
 import type { MetricsViewDeps } from './metricsView';
 import { MetricsPanels } from './panels';
 import { ReferenceStore } from './referenceStore';
-import { FeedRegistry, RunFeed, type EvalSource } from '../../core/metrics/runFeed';
+import { FeedRegistry, RunFeed, type EvalSource } from '../../core/metrics/follow/runFeed';
 import { runKeyOf } from '../../core/runRef';
 import { PinnedRunStatus } from './statusBar';
 import { pickRunEverywhere } from './pickRunEverywhere';
@@ -27,6 +27,7 @@ import { METRICS_INLINE_VIEW } from './webviewSetup';
 import type { ConnectionState } from '../../core/ssh/types';
 import type { StateChange } from '../../core/ssh/pool';
 import type { Event } from '../../core/util/event';
+import { setting } from '../settings';
 
 export interface MetricsDeps {
   store: DisposableStore;
@@ -48,10 +49,6 @@ export interface MetricsDeps {
 
 const PINNED_KEY = 'remoteRuns.pinnedRun';
 
-function metricsConfig(): vscode.WorkspaceConfiguration {
-  return vscode.workspace.getConfiguration('remoteRuns.metrics');
-}
-
 /** Register everything of the metrics feature on `store`. */
 export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
   const { store, core, tree, view, log, context } = deps;
@@ -62,7 +59,7 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
         new RunFeed(ref, {
           executor: () => core.executor(ref.hostName),
           stream: (target) => core.stream(ref.hostName, target),
-          intervalMs: () => Math.max(0.25, metricsConfig().get<number>('pollIntervalSeconds', 5)) * 1000,
+          intervalMs: () => Math.max(0.25, setting<number>('metrics.pollIntervalSeconds', 5)) * 1000,
           log: (m) => log.warn(m),
           connection: {
             state: () => deps.connectionState(ref.hostName),
@@ -88,8 +85,8 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
     references,
     log,
     plateau: () => ({
-      window: Math.max(1, metricsConfig().get<number>('plateauWindow', 2000)),
-      fraction: Math.max(0, metricsConfig().get<number>('plateauFraction', 0.01)),
+      window: Math.max(1, setting<number>('metrics.plateauWindow', 2000)),
+      fraction: Math.max(0, setting<number>('metrics.plateauFraction', 0.01)),
     }),
     pickRun: (exclude) => pickRunEverywhere(core, deps.hostNames(), 'Add a run to compare', exclude),
     revealCheckpoint: (run, step) => revealCheckpoint(tree, view, run, step),
@@ -104,7 +101,7 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
   panels = store.register(new MetricsPanels(context.extensionUri, viewDeps, log));
   const inline = store.register(new InlineMetricsView(context.extensionUri, viewDeps));
   store.register(vscode.window.registerWebviewViewProvider(METRICS_INLINE_VIEW, inline, { webviewOptions: { retainContextWhenHidden: false } }));
-  const status = store.register(new PinnedRunStatus(feeds, () => metricsConfig().get<string>('statusBarMetric', '')));
+  const status = store.register(new PinnedRunStatus(feeds, () => setting<string>('metrics.statusBarMetric', '')));
 
   // Pinned run: kept per workspace, followed by the status bar and (before the selection) the inline view.
   let pinned = parseRestoreState({ version: 1, primary: context.workspaceState.get(PINNED_KEY), others: [] })?.primary;

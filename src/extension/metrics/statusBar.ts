@@ -5,7 +5,7 @@
 import * as vscode from 'vscode';
 import type { RunRefWire } from '../../shared/metricsProtocol';
 import { CommandIds } from '../commandIds';
-import type { RunFeed, FeedRegistry } from '../../core/metrics/runFeed';
+import type { RunFeed, FeedRegistry } from '../../core/metrics/follow/runFeed';
 import { runKeyOf, whereOf } from '../../core/runRef';
 import { pickStatusMetric, statusAriaLabel, statusText } from './statusText';
 

@@ -1,5 +1,6 @@
 /** The pinned run's status-bar text. Pure, so it is unit-tested. */
 import { xLabel } from '../../shared/xLabel';
+import { displayName } from '../../shared/display';
 
 export { xLabel };
 
@@ -17,6 +18,8 @@ export function pickStatusMetric(keys: readonly string[], configured: string): s
  * its epoch (`xAxis`, RunFeed.xAxis).
  */
 export function statusText(runName: string, step: number | undefined, metric: string | undefined, value: number | undefined, xAxis?: string): string {
+  runName = displayName(runName);
+  metric = metric === undefined ? undefined : displayName(metric);
   const parts = [`$(pulse) ${runName.replace(/\$\(/g, '$\u200b(')}`];
   if (step !== undefined) parts.push(`${xLabel(xAxis).replace(/\$\(/g, '$\u200b(')} ${step.toLocaleString('en-US')}`);
   if (metric !== undefined && value !== undefined) parts.push(`${metric.replace(/\$\(/g, '$\u200b(')} ${Number(value.toPrecision(4))}`);
@@ -29,9 +32,9 @@ export function statusText(runName: string, step: number | undefined, metric: st
  * text and then the tooltip's raw markdown, where MarkdownString.appendText wrote every space as `&nbsp;`.
  */
 export function statusAriaLabel(runName: string, where: string, step: number | undefined, metric: string | undefined, value: number | undefined, xAxis?: string): string {
-  const parts = [`Pinned run ${runName} on ${where}`];
+  const parts = [`Pinned run ${displayName(runName)} on ${displayName(where)}`];
   if (step !== undefined) parts.push(`${xLabel(xAxis)} ${step.toLocaleString('en-US')}`);
-  if (metric !== undefined && value !== undefined) parts.push(`${metric} ${Number(value.toPrecision(4))}`);
+  if (metric !== undefined && value !== undefined) parts.push(`${displayName(metric)} ${Number(value.toPrecision(4))}`);
   return `${parts.join(', ')}. Click to open its metrics.`;
 }
 
@@ -42,5 +45,5 @@ export function statusAriaLabel(runName: string, where: string, step: number | u
 export function panelTitles(panels: readonly { key: string; runName: string; where: string }[]): Map<string, string> {
   const count = new Map<string, number>();
   for (const p of panels) count.set(p.runName, (count.get(p.runName) ?? 0) + 1);
-  return new Map(panels.map((p) => [p.key, (count.get(p.runName) ?? 0) > 1 ? `Metrics: ${p.runName} · ${p.where}` : `Metrics: ${p.runName}`]));
+  return new Map(panels.map((p) => [p.key, (count.get(p.runName) ?? 0) > 1 ? `Metrics: ${displayName(p.runName)} · ${displayName(p.where)}` : `Metrics: ${displayName(p.runName)}`]));
 }

@@ -8,6 +8,7 @@
  */
 import type { TableCopyMessageType } from '../../shared/tableProtocol';
 import { makeNonce, pageHead } from '../metrics/html';
+import { displayText } from '../../shared/display';
 
 export interface TablePage {
   /** webview.cspSource */
@@ -36,8 +37,9 @@ export interface TablePage {
   nonce?: string;
 }
 
+/** Text into HTML: controls and bidi characters of remote text escaped (display.ts displayText), then markup. */
 export function escapeHtml(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
+  return displayText(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 }
 
 const SCRIPT = `

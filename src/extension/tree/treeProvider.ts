@@ -12,7 +12,7 @@ import { summaryLine, type Inspection } from '../../core/inspect';
 import type { Logger } from '../log';
 import { partialPercent, type LocalCopy } from '../../core/transfer';
 import { configSummary, type RunConfig } from '../../core/runs/config';
-import { displayName, displayText } from '../../core/util/display';
+import { displayName, displayText } from '../../shared/display';
 
 export type { HostEntry };
 
@@ -347,7 +347,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
 
   private runItem(node: RunNode): vscode.TreeItem {
     const run = node.run;
-    // Remote names are shown through displayName (core/util/display.ts): no control or bidi character in a label.
+    // Remote names are shown through displayName (shared/display.ts): no control or bidi character in a label.
     const item = new vscode.TreeItem(displayName(run.name), run.checkpoints.length ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
     item.id = node.id;
     const newest = latestCheckpoint(run);

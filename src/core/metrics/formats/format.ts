@@ -3,7 +3,7 @@ import { CsvParser } from './csv';
 import { JsonlParser } from './jsonl';
 import { MlflowMetricParser } from './mlflow';
 import type { MetricsFormat, MetricsParser } from './parser';
-import { RunMetrics } from './series';
+import { RunMetrics } from '../series/series';
 import { TfEventsParser } from './tfevents';
 import { TrainerStateParser } from './trainerState';
 

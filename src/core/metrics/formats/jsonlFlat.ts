@@ -11,7 +11,7 @@
  * order, same x and time, same values (numbers are converted exactly; see readNumber).
  */
 import { ALL_X_KEYS, TIME_KEYS, X_KEYS, isAxisKey, toTimeMs } from './fields';
-import type { RunMetrics, Series } from './series';
+import type { RunMetrics, Series } from '../series/series';
 
 /** One key seen at one position of the line, remembered for the next line (logs repeat their layout). */
 interface TokenSlot {

@@ -13,7 +13,7 @@
  * the series shows them (shortestFloat32: what the log wrote, to the float32 precision held), which read back to
  * the same float32. Lines end in CRLF (RFC 4180).
  */
-import { cellsCsv } from '../util/textTable';
+import { cellsCsv } from '../../util/textTable';
 
 /** What a column needs of a series (Series has it). */
 export interface CsvSource {

@@ -8,7 +8,7 @@
  */
 import { FlatTokenizer } from './jsonlFlat';
 import { LineSplitter, type SplitterState } from './lines';
-import { TypedColumn } from './column';
+import { TypedColumn } from '../series/column';
 
 /** `meta` codes below 0 (0 and up: a flat line of that many pairs). */
 export const GENERAL_LINE = -1;

@@ -9,7 +9,7 @@
  * resumed run reads as one timeline (each step once), and the restart stays visible as a segment boundary.
  */
 import { Axis, shortestFloat32, ValueColumn } from './compact';
-import { X_KEYS } from './fields';
+import { X_KEYS } from '../formats/fields';
 
 const STEP_LIKE = new Set(X_KEYS);
 function isStepLike(key: string): boolean {

@@ -13,7 +13,7 @@
  */
 import { LineSplitter } from './lines';
 import type { MetricsParser } from './parser';
-import type { RunMetrics } from './series';
+import type { RunMetrics } from '../series/series';
 import { excerpt, isNonFiniteText, parseDecimal } from './fields';
 
 export class MlflowMetricParser implements MetricsParser {

@@ -8,7 +8,7 @@
  * reported as one bad entry.
  */
 import type { MetricsParser } from './parser';
-import type { RunMetrics } from './series';
+import type { RunMetrics } from '../series/series';
 import { excerpt, judgeValue, stepProblem } from './fields';
 import { parseJsonLine } from './jsonl';
 

@@ -3,13 +3,13 @@
  * poll (it reads everything new, a long backlog with several reads in flight, parsing each as the next ones
  * arrive); the step-by-step `nextCommand()` → `apply(result)` is there for callers that want one read at a time.
  */
-import type { RemoteCommand } from '../remote';
-import { RemoteRunsError } from '../types';
-import { createParser, tailModeOf, unitOf } from './format';
-import type { MetricsFormat, MetricsParser } from './parser';
-import { RunMetrics } from './series';
-import { JsonlParser } from './jsonl';
-import { PARSE_WORKER_ABOVE, ParseOffload } from './parseOffload';
+import type { RemoteCommand } from '../../remote';
+import { RemoteRunsError } from '../../types';
+import { createParser, tailModeOf, unitOf } from '../formats/format';
+import type { MetricsFormat, MetricsParser } from '../formats/parser';
+import { RunMetrics } from '../series/series';
+import { JsonlParser } from '../formats/jsonl';
+import { PARSE_WORKER_ABOVE, ParseOffload } from '../formats/parseOffload';
 import { TailStreamReader, type StreamRunner, type TailStreamHeader } from './tailStream';
 import {
   applyTailRead,

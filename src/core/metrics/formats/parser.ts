@@ -1,5 +1,5 @@
 /** The one incremental interface every metrics log parser implements. */
-import type { RunMetrics } from './series';
+import type { RunMetrics } from '../series/series';
 
 export type MetricsFormat = 'jsonl' | 'csv' | 'trainer-state' | 'tfevents' | 'mlflow';
 

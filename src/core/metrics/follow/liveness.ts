@@ -13,7 +13,7 @@
  * Times are this process's clock (ms since the epoch). A log's age is measured on the remote clock (its mtime
  * against the remote's `date`), so a skewed clock does not make a run look stopped or fresh.
  */
-import type { ConnectionState } from '../ssh/types';
+import type { ConnectionState } from '../../ssh/types';
 
 export type LinkState =
   | { state: 'connecting'; since: number; attempt: number }

@@ -2,7 +2,16 @@
  * Rules shared by the text formats (JSONL, CSV, trainer_state.json): which field is the x axis, which is wall
  * time, what counts as a number, and when a non-number is a problem worth counting.
  */
-import type { RunMetrics } from './series';
+
+/** What the field rules ask of a run's metrics (RunMetrics in series.ts has them): its x choice and its series. */
+export interface FieldContext {
+  /** The user's x column, the only x candidate when set. */
+  readonly xPick?: string;
+  /** Whether the log has not used one of X_KEYS yet, so FALLBACK_X_KEYS may still serve as x. */
+  readonly fallbackXAllowed: boolean;
+  /** Whether a series of this key exists. */
+  has(key: string): boolean;
+}
 
 /** Candidate x-axis fields, most preferred first. They are never plotted as metrics themselves. */
 export const X_KEYS: readonly string[] = ['step', 'global_step', 'iter', 'iteration', '_step'];
@@ -29,7 +38,7 @@ const TIME_KEY_SET = new Set(TIME_KEYS);
  * is a number no step can be (stepProblem: NaN, ±Infinity, beyond 2^53) is `bad`: the line is a bad line, counted
  * and said, never plotted at some other x.
  */
-export function chooseX(metrics: RunMetrics, record: Record<string, unknown>): { key: string; x: number } | { key: string; bad: string } | undefined {
+export function chooseX(metrics: FieldContext, record: Record<string, unknown>): { key: string; x: number } | { key: string; bad: string } | undefined {
   const candidates = metrics.xPick !== undefined ? [metrics.xPick] : metrics.fallbackXAllowed ? ALL_X_KEYS : X_KEYS;
   for (const key of candidates) {
     const v = record[key];
@@ -110,7 +119,7 @@ export type ValueVerdict = { kind: 'number'; value: number } | { kind: 'bad'; re
  *   all and are ignored without counting: logs carry such fields on purpose.
  * A bad value never costs the other values of its line.
  */
-export function judgeValue(metrics: RunMetrics, key: string, value: unknown, textIsNumber = false): ValueVerdict {
+export function judgeValue(metrics: FieldContext, key: string, value: unknown, textIsNumber = false): ValueVerdict {
   if (typeof value === 'number') {
     return Number.isFinite(value) ? { kind: 'number', value } : { kind: 'bad', reason: 'non-finite value' };
   }

@@ -25,9 +25,9 @@
  * Other logs (JSONL, CSV, trainer_state.json, MLflow metric files) keep their keys. A key that two different
  * logs of the run both have keeps its name in the first and is `<file>:<key>` in the others.
  */
-import type { MetricsFollower } from './follow';
+import type { MetricsFollower } from '../follow/follow';
 import { Series } from './series';
-import { eventStreamOf } from '../discovery/logdirNames';
+import { eventStreamOf } from '../../discovery/logdirNames';
 
 /** The creation time an event file's name carries (seconds; NaN when the name has none). */
 export function eventFileTime(name: string): number {

@@ -14,9 +14,9 @@
  * indistinguishable from growth; that needs a logger rewriting identical headers in place and is accepted.
  */
 import { gunzipSync } from 'node:zlib';
-import type { RemoteCommand, ExecResult } from '../remote';
-import { commandFailed } from '../remote';
-import { RemoteRunsError } from '../types';
+import type { RemoteCommand, ExecResult } from '../../remote';
+import { commandFailed } from '../../remote';
+import { RemoteRunsError } from '../../types';
 
 /** How many leading bytes identify a file's content. */
 export const TAIL_HEAD_BYTES = 64;

@@ -13,7 +13,7 @@
  */
 import { crc32c, maskCrc } from './crc32c';
 import type { MetricsParser } from './parser';
-import type { RunMetrics } from './series';
+import type { RunMetrics } from '../series/series';
 import { decodeEvent } from './tfEvent';
 
 const HEADER = 12;

@@ -14,7 +14,7 @@
 import { LineSplitter, stripBom, type SplitterState } from './lines';
 import { GENERAL_LINE, TOO_LONG_LINE, type FlatBatch } from './flatBatch';
 import type { MetricsParser } from './parser';
-import type { RunMetrics } from './series';
+import type { RunMetrics } from '../series/series';
 import { TIME_KEYS, chooseX, excerpt, isAxisKey, judgeValue, toTimeMs } from './fields';
 import { FlatLineScanner, SlotTable } from './jsonlFlat';
 

@@ -14,21 +14,21 @@
  */
 import { MetricsFollower } from './follow';
 import type { StreamRunner } from './tailStream';
-import { detectFormat } from './format';
-import { mlflowKeyOf } from './mlflow';
-import { RunSeries, compareEventFiles } from './runSeries';
-import { describeRestarts, describeSkipped, describeX, type Series } from './series';
-import { commandFailed, runCommand, type Executor, type RemoteCommand } from '../remote';
-import { isRemoteRunsError, type TargetRef } from '../types';
-import { Emitter, type Event } from '../util/event';
-import type { Disposable } from '../util/event';
-import type { EvalPointWire, RunRefWire } from '../../shared/metricsProtocol';
-import type { ConnectionState } from '../ssh/types';
+import { detectFormat } from '../formats/format';
+import { mlflowKeyOf } from '../formats/mlflow';
+import { RunSeries, compareEventFiles } from '../series/runSeries';
+import { describeRestarts, describeSkipped, describeX, type Series } from '../series/series';
+import { commandFailed, runCommand, type Executor, type RemoteCommand } from '../../remote';
+import { isRemoteRunsError, type TargetRef } from '../../types';
+import { Emitter, type Event } from '../../util/event';
+import type { Disposable } from '../../util/event';
+import type { EvalPointWire, RunRefWire } from '../../../shared/metricsProtocol';
+import type { ConnectionState } from '../../ssh/types';
 import { initialLink, nextLink, stoppedAfterMs, type LinkState } from './liveness';
-import { listRunsCommand } from '../discovery/listScript';
-import { isDefaultLogdirName, eventStreamOf } from '../discovery/logdirNames';
-import { RUN_LOG_CONTAINERS } from '../discovery/checkpointLayout';
-import { decodeFields } from '../util/nameBytes';
+import { listRunsCommand } from '../../discovery/listScript';
+import { isDefaultLogdirName, eventStreamOf } from '../../discovery/logdirNames';
+import { RUN_LOG_CONTAINERS } from '../../discovery/checkpointLayout';
+import { decodeFields } from '../../util/nameBytes';
 
 /**
  * The other feed a view shows: a run's evals (the eval feature's results hub implements it). Watching a run asks

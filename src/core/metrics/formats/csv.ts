@@ -15,7 +15,7 @@
  * byte offsets stay exact and a chunk may end anywhere.
  */
 import type { MetricsParser } from './parser';
-import type { RunMetrics } from './series';
+import type { RunMetrics } from '../series/series';
 import { FALLBACK_X_KEYS, X_KEYS, TIME_KEYS, excerpt, isAxisKey, judgeValue, parseDecimal, stepProblem, toTimeMs } from './fields';
 import { MAX_LINE_BYTES } from './lines';
 

@@ -3,7 +3,7 @@
  * Only the last segment is looked at: after a resume, that is the run as it is now.
  */
 import type { Points, Segment } from './series';
-import type { MetricDirection } from '../../shared/metricDirection';
+import type { MetricDirection } from '../../../shared/metricDirection';
 
 export type { MetricDirection };
 
@@ -98,4 +98,4 @@ export function detectPlateau(
 }
 
 // The name rule lives in src/shared (the webview shows and flips the direction too).
-export { metricDirection } from '../../shared/metricDirection';
+export { metricDirection } from '../../../shared/metricDirection';

@@ -7,8 +7,8 @@
  * The reader here is pure: it is given the stream's pieces in order and hands out the status line once, then the
  * file's bytes in pieces of `piece` bytes (the last one shorter), never more than were asked for.
  */
-import type { StreamEnd } from '../transfer/stream';
-import { RemoteRunsError } from '../types';
+import type { StreamEnd } from '../../transfer/stream';
+import { RemoteRunsError } from '../../types';
 import { TAIL_MARKER, parseTailOutput, type TailReadResult, type TailRequest, type TailStat } from './tail';
 
 /**

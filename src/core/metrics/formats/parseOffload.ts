@@ -23,8 +23,8 @@ import type { Worker } from 'node:worker_threads';
 import type { FlatBatch } from './flatBatch';
 import type { JsonlParser } from './jsonl';
 import type { SplitterState } from './lines';
-import { spawnWorker } from '../util/worker';
-import { RemoteRunsError } from '../types';
+import { spawnWorker } from '../../util/worker';
+import { RemoteRunsError } from '../../types';
 
 export type ToParseWorker =
   | { type: 'start'; state: SplitterState }
