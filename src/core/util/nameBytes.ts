@@ -29,7 +29,7 @@ function utf8SequenceLength(b: Buffer, i: number): number {
 /**
  * A remote name's bytes as text: UTF-8, with each byte that is not part of valid UTF-8 as U+DC00 + byte. A folder
  * literally named `bad\xff` (a backslash, `x`, `f`, `f`) and one holding the byte 0xFF are two names: the display
- * function (display.ts) shows the byte `\xff` and the literal name `bad\\xff`; `--json` writes the surrogate as
+ * function (shared/display.ts) shows the byte `\xff` and the literal name `bad\\xff`; `--json` writes the surrogate as
  * `\udcff`, which Python's `os.fsencode` turns back into the byte. The common case (valid UTF-8) takes one native call.
  */
 export function decodeName(bytes: Buffer): string {
