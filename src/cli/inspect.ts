@@ -7,7 +7,7 @@ import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpointWithNote } from '../core/service';
 import { skippedLines } from '../core/transfer';
 import type { Executor } from '../core/remote';
-import { RemoteRunsError, formatTarget, type Checkpoint } from '../core/types';
+import { RemoteRunsError, type Checkpoint } from '../core/types';
 import { formatAddress, type Address } from '../core/address';
 import { formatBytes } from '../core/util/format';
 import {
@@ -55,7 +55,8 @@ export async function inspectAddress(deps: InspectCliDeps, addr: Address): Promi
   if (checkpoint.partialSize) deps.stderr.write(`remote-runs: ${displayName(checkpoint.name)} reaches the listing's depth: files below it were not listed, so not inspected\n`);
   for (const line of skippedLines({ skipped: checkpoint.skipped ?? [] })) deps.stderr.write(`remote-runs: ${displayName(checkpoint.name)}: ${line.replace(/^skipped /, 'not inspected: ')}\n`);
   const result = await inspectRemote(deps.executor(addr.host), addr.target, listedFilesOf(checkpoint), { cache: deps.cache, host: addr.host, signal: deps.signal });
-  const address = `${addr.host}/${formatTarget(addr.target)}/${found.run.name}/${checkpoint.name}`;
+  // The address as it is typed (names as ls shows them, display.ts), so `--json`'s address can be passed back as is.
+  const address = formatAddress({ host: addr.host, target: addr.target, run: found.run.name, checkpoint: checkpoint.name });
   return { address, checkpoint, result };
 }
 
@@ -124,7 +125,7 @@ export function inspectionText(x: InspectedCheckpoint): string {
 /** inspectionText in pieces of a line each. */
 function* inspectionTextPieces(x: InspectedCheckpoint): Generator<string> {
   const ins = x.result.inspection;
-  const lines: string[] = [`${displayName(x.address)}: ${summaryLine(ins)}`];
+  const lines: string[] = [`${x.address}: ${summaryLine(ins)}`];
   const flush = function* (): Generator<string> {
     for (const l of lines) yield `${l}\n`;
     lines.length = 0;
@@ -188,7 +189,7 @@ export function diffJson(a: InspectedCheckpoint, b: InspectedCheckpoint, d: Insp
 }
 
 export function diffText(a: InspectedCheckpoint, b: InspectedCheckpoint, d: InspectionDiff): string {
-  const lines = [`A: ${displayName(a.address)}  ${summaryLine(a.result.inspection)}`, `B: ${displayName(b.address)}  ${summaryLine(b.result.inspection)}`];
+  const lines = [`A: ${a.address}  ${summaryLine(a.result.inspection)}`, `B: ${b.address}  ${summaryLine(b.result.inspection)}`];
   const ta = d.totals.a;
   const tb = d.totals.b;
   const delta = tb.params - ta.params;

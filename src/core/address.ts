@@ -4,8 +4,16 @@
  * name may be a path (`expA/seed1`: a run is named by its shortest unique path below its root), so what follows the
  * target is kept as `segments`, and which of them are the run and which the checkpoint is decided against the
  * listing (service.ts resolveRun).
+ *
+ * A run or checkpoint part is written as `ls` shows the name (display.ts: displayName and its inverse parseShownName,
+ * one escaping for both): `\\` is a backslash, `\xNN` a control byte or a byte that is not UTF-8 (0x80–0xff),
+ * `\uNNNN` a C1 or bidi control. So `gpu1/host/badutf8\xff\xfe/step_1` names the folder whose name ends in the
+ * bytes 0xFF 0xFE, and `gpu1/host/badutf8\\xff\\xfe/step_1` the one literally named with backslashes. A part
+ * without a backslash means itself, as it always did. The host and target parts are configured names, taken as typed.
  */
 import { RemoteRunsError, formatTarget, parseTarget, type TargetRef } from './types';
+import { displayName, parseShownName } from '../shared/display';
+import { hasLoneSurrogate } from './util/nameBytes';
 
 export interface Address {
   host: string;
@@ -35,8 +43,20 @@ export function parseAddress(s: string): Address {
   parts.forEach((p, i) => {
     const label = labels[i] ?? 'run or checkpoint';
     if (p === '') throw bad(`the ${label} part is empty`);
+    if (i < 2) return;
+    // Names are typed as they are shown (displayName): read the escapes back into the name's own characters and bytes.
+    let name: string;
+    try {
+      name = parseShownName(p);
+    } catch (e) {
+      throw bad(`in the ${label} part, ${(e as Error).message}`);
+    }
+    if (name.includes('\0')) throw bad(`the ${label} part holds a NUL byte, which no name can`);
+    if (name.includes('/')) throw bad(`the ${label} part holds a "/", which no name can`);
+    if (hasLoneSurrogate(name, false)) throw bad(`the ${label} part holds a lone surrogate that is no byte (a byte that is not UTF-8 is written \\x80 to \\xff)`);
     // `.` and `..` would walk out of the run directory once joined into a path.
-    if (i >= 2 && (p === '.' || p === '..')) throw bad(`"${p}" is not a ${label} name`);
+    if (name === '.' || name === '..') throw bad(`"${p}" is not a ${label} name`);
+    parts[i] = name;
   });
   const [host, targetSpec, run, checkpoint] = parts;
   const address: Address = { host };
@@ -54,15 +74,15 @@ export function parseAddress(s: string): Address {
   return address;
 }
 
-/** The inverse of parseAddress: `host/target/run/checkpoint`, as far as the parts are present. */
+/** The inverse of parseAddress: `host/target/run/checkpoint`, as far as the parts are present, names as `ls` shows them. */
 export function formatAddress(a: Address): string {
   const parts = [a.host];
   if (a.target) {
     parts.push(formatTarget(a.target));
-    if (a.segments) parts.push(...a.segments);
+    if (a.segments) parts.push(...a.segments.map(displayName));
     else if (a.run !== undefined) {
-      parts.push(a.run);
-      if (a.checkpoint !== undefined) parts.push(a.checkpoint);
+      parts.push(displayName(a.run));
+      if (a.checkpoint !== undefined) parts.push(displayName(a.checkpoint));
     }
   }
   return parts.join('/');

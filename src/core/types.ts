@@ -279,9 +279,11 @@ export type LocalErrorKind = 'bad-address' | 'bad-config' | 'not-found' | 'ambig
 /**
  * Error kinds of a download: the local disk filled up, the remote file changed while it was fetched, the checksums
  * disagree (the `.part` is kept), the destination holds a different file the user did not agree to replace, another
- * process is downloading the same checkpoint, or a part of the destination path is a file.
+ * process is downloading the same checkpoint, a part of the destination path is a file, or the local file system
+ * cannot hold a remote name (`local-name`: not UTF-8 where it requires UTF-8, or too long; the file is named, nothing
+ * is written under another name).
  */
-export type TransferErrorKind = 'disk-full' | 'changed' | 'verify-failed' | 'exists' | 'busy' | 'not-a-directory';
+export type TransferErrorKind = 'disk-full' | 'changed' | 'verify-failed' | 'exists' | 'busy' | 'not-a-directory' | 'local-name';
 
 export type ErrorKind = EmptyKind | LocalErrorKind | TransferErrorKind;
 

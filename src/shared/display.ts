@@ -16,6 +16,9 @@
  *   name holds the byte 0xFF would look the same. With it, every escape starts at an odd run of backslashes, so the
  *   shown text reads back to exactly one name (the property test checks that two names never show alike).
  *
+ * The shown form of a name is also how it is typed in a CLI address (parseShownName reads it back; address.ts), so
+ * what `ls` shows can be pasted as it is.
+ *
  * Everything else (letters of any script, emoji, combining marks, `\t` in messages) is shown as it is.
  */
 
@@ -47,6 +50,30 @@ export function displayName(name: string): string {
   if (!UNSAFE.test(name) && !name.includes('\\')) return name;
   // Well-formed surrogate pairs (emoji, rare scripts) are printable: only lone halves are escaped.
   return name.replace(NAME_PIECES, (c) => (c === '\\' ? '\\\\' : c.length === 2 ? c : escapeChar(c)));
+}
+
+/**
+ * The inverse of displayName: the name a shown form stands for. This is how a name is typed in an address (the
+ * address form and the shown form are one escaping): `\\` is a backslash, `\xNN` a C0 control, DEL or (0x80–0xff) a
+ * byte that is not UTF-8, `\uNNNN` a C1 control, a bidi control or mark, or a lone surrogate; hex digits in either
+ * case. Anything else after a backslash, and an escape displayName would not write (`\x41` for `A`, `\u00e9` for
+ * `é`, `\udcff` for `\xff`), is refused with why, so a typed form reads back to one name only. Characters that
+ * displayName would escape but arrive raw (a tab typed into a quoted argument) are kept as they are.
+ * Throws an Error whose message says what is wrong.
+ */
+export function parseShownName(shown: string): string {
+  if (!shown.includes('\\')) return shown;
+  return shown.replace(/\\(\\|x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4}))?/g, (m: string, esc: string | undefined, x: string | undefined, u: string | undefined, at: number) => {
+    if (esc === undefined) {
+      throw new Error(`a backslash starts an escape, as names are shown (\\\\ for a backslash, \\xNN, \\uNNNN), and "${shown.slice(at, at + 2)}" is none`);
+    }
+    if (esc === '\\') return '\\';
+    const code = parseInt(x ?? u!, 16);
+    const c = x !== undefined && code >= 0x80 ? String.fromCharCode(0xdc00 + code) : String.fromCharCode(code);
+    const canonical = displayName(c);
+    if (canonical !== m.toLowerCase()) throw new Error(`${m} is not how a name is shown: write ${canonical}`);
+    return c;
+  });
 }
 
 /**

@@ -8,6 +8,7 @@ import { RemoteRunsError, isRemoteRunsError, type LinksOut, type RootListing, ty
 import { EntryTree, findRunsInTree, nodeShapedEntry, type Entry } from './runTree';
 
 import { LIST_MAGIC as MAGIC } from './listScript';
+import { decodeFields } from '../util/nameBytes';
 
 /** One root's records as the script printed them: its status, entries, find's errors, and whether it ended. */
 export interface RootRecord {
@@ -166,7 +167,7 @@ export class ListRecordReader {
     }
     const data = this.pending.length > 0 ? Buffer.concat([...this.pending, chunk.subarray(0, last + 1)]) : chunk.subarray(0, last + 1);
     const tail = last + 1 < chunk.length ? Buffer.from(chunk.subarray(last + 1)) : undefined;
-    const text = fieldsText(data);
+    const text = decodeFields(data);
     const left = this.read(text);
     // A record cut at the chunk's end is read again with the next chunk, from its bytes: they go in front of what is
     // pending (a few bytes), instead of its fields in front of the next chunk's (a copy of thousands of them).
@@ -349,63 +350,6 @@ function countFields(text: string, from: number): number {
   let count = 0;
   for (let at = text.indexOf('\0', from); at >= 0; at = text.indexOf('\0', at + 1)) count++;
   return count;
-}
-
-/**
- * Whole fields (`buf` ends with a NUL) as text, each still ending in its NUL. The bytes are decoded at once (one
- * native call) unless they hold bytes that are not UTF-8, which are then decoded field by field (decodeName; it never
- * makes a NUL). A field never spans two calls, so a character never does either.
- */
-function fieldsText(buf: Buffer): string {
-  const text = buf.toString('utf8');
-  if (!text.includes('\ufffd')) return text;
-  let out = '';
-  let from = 0;
-  for (;;) {
-    const at = buf.indexOf(0, from);
-    if (at < 0) break;
-    out += `${decodeName(buf.subarray(from, at))}\0`;
-    from = at + 1;
-  }
-  return out;
-}
-
-/**
- * A field as text. Remote names are bytes: a byte that is not part of valid UTF-8 becomes the lone surrogate
- * U+DC00 + byte (U+DC80–U+DCFF), as Python's `surrogateescape` error handler does (PEP 383; `os.fsdecode`), rather
- * than U+FFFD, so two folders whose names differ only in such bytes stay two runs instead of merging into one. No
- * valid UTF-8 decodes to a lone surrogate, so a folder literally named `bad\xff` (a backslash, `x`, `f`, `f`) stays
- * apart from one holding the byte 0xFF too: the display function (shared/display.ts) shows the byte `\xff` and
- * the literal name `bad\\xff`; `--json` writes the surrogate as `\udcff`, which Python's `os.fsencode` turns back
- * into the byte. The common case (valid UTF-8, no U+FFFD) takes the fast path.
- */
-function decodeName(bytes: Buffer): string {
-  const text = bytes.toString('utf8');
-  if (!text.includes('\ufffd')) return text;
-  let out = '';
-  let i = 0;
-  while (i < bytes.length) {
-    const n = utf8SequenceLength(bytes, i);
-    if (n > 0) {
-      out += bytes.toString('utf8', i, i + n);
-      i += n;
-    } else {
-      out += String.fromCharCode(0xdc00 + bytes[i]);
-      i++;
-    }
-  }
-  return out;
-}
-
-/** Length of the valid UTF-8 sequence at `i` (no overlongs, surrogates or code points past U+10FFFF), or 0. */
-function utf8SequenceLength(b: Buffer, i: number): number {
-  const c = b[i];
-  const cont = (k: number, lo = 0x80, hi = 0xbf): boolean => i + k < b.length && b[i + k] >= lo && b[i + k] <= hi;
-  if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef) return cont(1, c === 0xe0 ? 0xa0 : 0x80, c === 0xed ? 0x9f : 0xbf) && cont(2) ? 3 : 0;
-  if (c >= 0xf0 && c <= 0xf4) return cont(1, c === 0xf0 ? 0x90 : 0x80, c === 0xf4 ? 0x8f : 0xbf) && cont(2) && cont(3) ? 4 : 0;
-  return 0;
 }
 
 /** The E record whose fields start at `fields[i]`; `prefix` (fair mode) is the root's folder it lies below. */

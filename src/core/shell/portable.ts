@@ -27,6 +27,7 @@
  * (test/unit/portableShell.test.ts bounds it), far below Linux's 128 KiB limit on one argument.
  */
 import { RemoteRunsError } from '../types';
+import { encodeName } from '../util/nameBytes';
 import type { ExecResult } from '../remote';
 
 /** What the script prints first on stdout and stderr: NUL-led, so no text an rc file prints can be taken for it. */
@@ -34,10 +35,16 @@ export const FENCE = Buffer.from('\0rr-fence-1\0', 'latin1');
 
 const FENCE_PRINTF = [...FENCE].map((b) => (b === 0 ? '\\000' : String.fromCharCode(b))).join('');
 
-/** printf-format escape of one script: bytes that are not plain in every shell's single quotes become `\ooo`. */
-function printfFormat(script: string): string {
+/**
+ * printf-format escape of one script: bytes that are not plain in every shell's single quotes become `\ooo`. The
+ * script's bytes are its names' bytes (util/nameBytes.ts encodeName): a byte of a remote name that is not UTF-8 (a
+ * lone surrogate U+DC80–U+DCFF in the name, as the listing decoded it) is sent as that byte, where Node's own UTF-8
+ * would send U+FFFD's EF BF BD and name another file. Every remote command crosses here (wrapForTarget), so this is
+ * the one place a remote path becomes bytes.
+ */
+export function printfFormat(script: string): string {
   let out = '';
-  for (const b of Buffer.from(script, 'utf8')) {
+  for (const b of encodeName(script)) {
     if (b === 0x25) out += '%%';
     else if (b < 0x20 || b >= 0x7f || b === 0x27 || b === 0x5c || b === 0x21) out += `\\${b.toString(8).padStart(3, '0')}`;
     else out += String.fromCharCode(b);

@@ -4,6 +4,10 @@
  *
  * Single quotes keep every byte literal (`$`, backticks, `\`, newlines, unicode) except `'` itself,
  * which is closed, escaped and reopened: `it's` → `'it'\''s'`. NUL cannot be carried by argv at all.
+ *
+ * Quoting works on text; a lone surrogate U+DC80–U+DCFF (a byte that is not UTF-8 in a listed name, util/nameBytes.ts)
+ * passes through untouched. The command line becomes bytes in one place, shell/portable.ts printfFormat, which writes
+ * such a character as its byte (Node's own UTF-8 would send U+FFFD's EF BF BD and name another file).
  */
 import { RemoteRunsError } from '../types';
 

@@ -16,7 +16,8 @@
  *   the download fails with `verify-failed` naming both hashes. `verify: 'size'` skips the hashes (never called
  *   verified).
  */
-import { promises as fs, type Stats } from 'node:fs';
+import type { Stats } from 'node:fs';
+import { localFs as fs, type FileHandle } from '../util/localFs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runCommand, type RemoteCommand } from '../remote';
@@ -55,7 +56,7 @@ interface Work {
   resumedBytes: number;
   refetchedBytes: number;
   hashMismatches: number;
-  handle?: Promise<fs.FileHandle>;
+  handle?: Promise<FileHandle>;
   /** Bytes written since the record was last saved. */
   unsaved: number;
   dirty: boolean;
@@ -468,8 +469,12 @@ async function adoptLegacyPart(file: PlanFile): Promise<void> {
   } catch {
     // unreadable: dropped below
   }
-  await fs.rm(oldPart, { force: true });
-  await fs.rm(oldRecord, { force: true });
+  // A long name's legacy names pass NAME_MAX: there are none to drop.
+  const tooLong = (e: NodeJS.ErrnoException): void => {
+    if (e.code !== 'ENAMETOOLONG') throw e;
+  };
+  await fs.rm(oldPart, { force: true }).catch(tooLong);
+  await fs.rm(oldRecord, { force: true }).catch(tooLong);
 }
 
 /**
@@ -949,7 +954,7 @@ async function updateDoneRecord(file: PlanFile, sha256: string): Promise<void> {
 /** A local file found identical to the remote one (no record, or an outdated one): kept, and recorded as ours. */
 const adoptIdentical = updateDoneRecord;
 
-function openPart(w: Work): Promise<fs.FileHandle> {
+function openPart(w: Work): Promise<FileHandle> {
   // One open per file even when several lanes start on it at once (a second would leak a descriptor).
   w.handle ??= (async () => {
     const p = w.file.paths.part;

@@ -14,7 +14,7 @@
  * The remote mtime is not compared: the listing reads it with another precision than the download's stat, and a
  * remote file rewritten with the same size is what the download itself notices (it asks before replacing).
  */
-import { promises as fs } from 'node:fs';
+import { localFs as fs } from '../util/localFs';
 import * as path from 'node:path';
 import type { Checkpoint } from '../types';
 import { checkpointLocalRoot } from './plan';

@@ -4,9 +4,11 @@
  * permission kind; a path where a part is a file is `not-a-directory`. Shared by the main thread and the transfer
  * worker threads (which write too).
  */
-import { promises as fs } from 'node:fs';
+import { localFs as fs } from '../util/localFs';
 import * as path from 'node:path';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
+import { displayName } from '../../shared/display';
+import { hasLoneSurrogate } from '../util/nameBytes';
 
 export function localError(e: unknown, what: string, where?: string): RemoteRunsError {
   if (isRemoteRunsError(e)) return e;
@@ -22,6 +24,13 @@ export function localError(e: unknown, what: string, where?: string): RemoteRuns
   // mkdir -p over a file: ENOTDIR below it, EEXIST at it.
   if (code === 'ENOTDIR' || (code === 'EEXIST' && err.syscall === 'mkdir')) {
     return new RemoteRunsError('not-a-directory', `${what}: ${at ?? 'a part of the path'} is a file, not a folder`, detail);
+  }
+  // A file system that holds only UTF-8 names (or normalises them) refuses a name with other bytes: EILSEQ on Linux
+  // (vfat, exfat, ntfs3 and the like; ZFS with utf8only), EINVAL from some FUSE and network file systems. Too long:
+  // ENAMETOOLONG. Refused with the name, never written under another one.
+  if (code === 'EILSEQ' || code === 'ENAMETOOLONG' || (code === 'EINVAL' && at !== undefined && hasLoneSurrogate(at))) {
+    const why = code === 'ENAMETOOLONG' ? 'a name in it is too long for the local file system' : 'the local file system cannot hold a name in it (it holds bytes that are not UTF-8)';
+    return new RemoteRunsError('local-name', `${what}: ${at !== undefined ? `${displayName(at)}: ` : ''}${why}; nothing was written under another name`, detail);
   }
   return new RemoteRunsError('protocol', `${what}: ${err.message}`, detail);
 }

@@ -3,7 +3,7 @@
  * `onBytes` is told of each chunk hashed (a progress report).
  */
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream } from '../util/localFs';
 import { RemoteRunsError } from '../types';
 import { localError } from './localErrors';
 

@@ -10,7 +10,8 @@
  * is still stale then, so two processes taking over at once cannot both win; the owner also checks every few seconds
  * that the lock is still its own and stops (`busy`) if not.
  */
-import { promises as fs, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { localFs as fs } from '../util/localFs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { randomBytes } from 'node:crypto';

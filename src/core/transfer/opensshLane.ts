@@ -3,6 +3,7 @@
  * says how that login is made), through the target's prefix.
  */
 import * as fs from 'node:fs';
+import { localFs, openSync } from '../util/localFs';
 import * as path from 'node:path';
 import { commandFailed } from '../remote';
 import { classifyTargetFailure, wrapForTarget } from '../targets';
@@ -18,7 +19,7 @@ import { childSource, fileSource, runStream, type StreamEnd } from './stream';
  */
 async function fullDisk(part: string, e: unknown): Promise<RemoteRunsError | undefined> {
   if (isRemoteRunsError(e) && e.kind === 'cancelled') return undefined;
-  const st = await fs.promises.statfs(path.dirname(part)).catch(() => undefined);
+  const st = await localFs.statfs(path.dirname(part)).catch(() => undefined);
   if (!st || st.bavail * st.bsize >= FULL_BELOW_BYTES) return undefined;
   return localError(Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }), `Cannot write ${part}`, part);
 }
@@ -50,7 +51,7 @@ export class OpenSshLane implements Lane {
   private direct(line: string, job: RangeJob, part: string, written: (position: number, length: number) => void, signal: AbortSignal): Promise<RangeHashes | undefined> {
     let fd: number;
     try {
-      fd = fs.openSync(part, 'a');
+      fd = openSync(part, 'a');
     } catch (e) {
       throw localError(e, `Cannot open ${part}`);
     }

@@ -4,7 +4,7 @@
  * belongs to. A checkpoint whose download runs now (its lock held by a live process, lock.ts) is not interrupted.
  * Looking also removes the record temps of writers that died (removeStaleTemps).
  */
-import { promises as fs } from 'node:fs';
+import { localFs as fs } from '../util/localFs';
 import * as path from 'node:path';
 import { RemoteRunsError } from '../types';
 import { lockHeld } from './lock';

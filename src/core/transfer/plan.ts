@@ -2,7 +2,7 @@
  * What a download of a checkpoint would do: the remote files as they are now (one `find` through the target's
  * prefix) and, for each, what the local side already holds. Nothing is written.
  */
-import { promises as fs } from 'node:fs';
+import { localFs as fs } from '../util/localFs';
 import * as path from 'node:path';
 import { runCommand } from '../remote';
 import { RemoteRunsError, type Checkpoint } from '../types';
@@ -12,6 +12,7 @@ import { statCheckpointCommand, type RemoteFileStat, type RemoteWalk } from './r
 import type { SkippedEntry } from './remoteCommands';
 import type { DownloadPlan, LocalState, PlanFile, TransferSource } from './types';
 import { displayName } from '../../shared/display';
+import { encodeName, hasLoneSurrogate } from '../util/nameBytes';
 
 export interface PlanDestination {
   /** The download root (a setting, or --to). */
@@ -176,15 +177,22 @@ export async function linkState(localPath: string, text: string): Promise<LocalS
   return { kind: 'differs', reason: st.isFile() || st.isSymbolicLink() ? 'no-record' : 'not-a-file', localBytes: st.isFile() ? st.size : 0 };
 }
 
-/** A remote name used as one local path segment: never empty, `.`/`..`, or holding a separator or NUL. */
+/** The longest name most local file systems hold (NAME_MAX of ext4, XFS, btrfs, APFS, NTFS in UTF-16 units aside). */
+export const NAME_MAX_BYTES = 255;
+
+/**
+ * A remote name used as one local path segment: never empty, `.`/`..`, or holding a separator or NUL. Its bytes
+ * are kept (a byte that is not UTF-8 is written as that byte, util/localFs.ts), so two remote names never share a
+ * local one; a name longer than NAME_MAX_BYTES is refused here, naming it, before anything is written.
+ */
 export function safeSegment(name: string, what: string): string {
   if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\0')) {
     throw new RemoteRunsError('protocol', `Refusing a remote ${what} that is not a plain name: ${JSON.stringify(name)}`);
   }
-  // A byte that is not UTF-8 (listParse.ts decodeName: a lone surrogate) has no local name yet: Node would write
-  // U+FFFD for it, and two remote names that differ only there would share one local folder.
-  if (/[\udc80-\udcff]/.test(name.replace(/[\ud800-\udbff][\udc00-\udfff]/g, ''))) {
-    throw new RemoteRunsError('bad-address', `The remote ${what} ${displayName(name)} holds bytes that are not UTF-8 (shown \\xNN): it cannot be downloaded under that name`);
+  if (hasLoneSurrogate(name, false)) throw new RemoteRunsError('protocol', `Refusing a remote ${what} that is no byte string: ${displayName(name)}`);
+  const bytes = encodeName(name).length;
+  if (bytes > NAME_MAX_BYTES) {
+    throw new RemoteRunsError('local-name', `The remote ${what} ${displayName(name)} is ${bytes} bytes long: a local file system holds names of at most ${NAME_MAX_BYTES}; nothing was written under another name`, { name });
   }
   return name;
 }

@@ -12,8 +12,10 @@
  * Versions before this one kept `NAME.part`, `NAME.part.json` and `.NAME.remote-runs.json` beside the files: a done
  * record found there is still read (and moved into the folder when the file is next touched).
  */
-import { promises as fs } from 'node:fs';
+import { localFs as fs } from '../util/localFs';
 import * as path from 'node:path';
+import { createHash } from 'node:crypto';
+import { encodeName } from '../util/nameBytes';
 import { pidRunning } from '../util/pids';
 import type { ByteRange } from './ranges';
 import type { VerifyMode } from './types';
@@ -74,10 +76,27 @@ export interface FilePaths {
   legacyDoneRecord: string;
 }
 
+/**
+ * A state file's key: the file's path below the root, its last name kept when a suffix still fits in a name
+ * (`.part.json` and a temp file's `.<pid>.<random>.tmp`), else `#` and the SHA-256 of its bytes: a remote file whose
+ * name is 230 bytes long has a local name, but `<name>.part.json.123.abc.tmp` would pass NAME_MAX (255) and the
+ * pull would fail on its own records. Keyed on the name's bytes (nameBytes.ts) either way.
+ */
+function stateKey(key: string): string {
+  const base = path.basename(key);
+  const bytes = encodeName(base);
+  if (bytes.length <= STATE_NAME_ROOM) return key;
+  return path.join(path.dirname(key), `#${createHash('sha256').update(bytes).digest('hex')}`);
+}
+
+/** Bytes of a name that leave room for the longest suffix a state file adds (`.part.json.<pid>.<random>.tmp`). */
+const STATE_NAME_ROOM = 200;
+
 /** The state paths of `localPath`, a file under the download root `root`. */
 export function filePaths(root: string, localPath: string): FilePaths {
-  const key = path.relative(root, localPath);
-  if (key === '' || key.startsWith('..') || path.isAbsolute(key)) throw new Error(`${localPath} is not under the download root ${root}`);
+  const rel = path.relative(root, localPath);
+  if (rel === '' || rel.startsWith('..') || path.isAbsolute(rel)) throw new Error(`${localPath} is not under the download root ${root}`);
+  const key = stateKey(rel);
   const state = path.join(root, STATE_DIR);
   return {
     local: localPath,
@@ -90,7 +109,7 @@ export function filePaths(root: string, localPath: string): FilePaths {
 
 /** The lock of one checkpoint's download (`localRoot`: its folder, or its file for a flat checkpoint). */
 export function lockPath(root: string, localRoot: string): string {
-  return path.join(root, STATE_DIR, 'locks', `${path.relative(root, localRoot)}.lock`);
+  return path.join(root, STATE_DIR, 'locks', `${stateKey(path.relative(root, localRoot))}.lock`);
 }
 
 export async function readPartRecord(paths: Pick<FilePaths, 'partRecord'>): Promise<PartRecord | undefined> {
@@ -129,7 +148,10 @@ export async function readDoneRecord(paths: FilePaths): Promise<DoneRecord | und
 export async function writeDoneRecord(paths: FilePaths, rec: DoneRecord): Promise<void> {
   await fs.mkdir(path.dirname(paths.doneRecord), { recursive: true });
   await writeJsonAtomic(paths.doneRecord, rec);
-  await fs.rm(paths.legacyDoneRecord, { force: true });
+  // A long name's legacy record name passes NAME_MAX: there is none to drop.
+  await fs.rm(paths.legacyDoneRecord, { force: true }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code !== 'ENAMETOOLONG') throw e;
+  });
 }
 
 /**

@@ -6,6 +6,7 @@
 import * as path from 'node:path';
 import { commandFailed, firstStderrLine, type RemoteCommand } from '../remote';
 import { RemoteRunsError } from '../types';
+import { decodeFields } from '../util/nameBytes';
 
 export interface RemoteFileStat {
   /** Relative to the checkpoint path ('' for a flat file, which is its own root). */
@@ -122,7 +123,8 @@ export function parseWalk(stdout: Buffer, checkpointPath = 'the checkpoint', req
   const links = new Map<string, { type: string; text: string }>();
   let status = 0;
   let ended = false;
-  const fields = stdout.toString('utf8').split('\0');
+  // Names are bytes: a byte that is not UTF-8 stays itself (nameBytes.ts), so the name asked for later is the remote's.
+  const fields = decodeFields(stdout).split('\0');
   for (let i = 0; i < fields.length; i++) {
     let rec = fields[i];
     if (rec === '') continue;

@@ -7,7 +7,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { promises as fs } from 'node:fs';
+import { localFs as fs, type FileHandle } from '../util/localFs';
 import type { ClientChannel } from 'ssh2';
 import { stopChannel } from '../ssh/channels';
 import { RemoteRunsError } from '../types';
@@ -265,7 +265,7 @@ const FOLLOW_POLL_MS = 10;
 export function fileSource(
   child: ChildProcess,
   /** The file's path, or a handle open for reading (kept open: the caller closes it). */
-  file: string | fs.FileHandle,
+  file: string | FileHandle,
   start: number,
   /** Read the bytes back (to hash them), or only follow the file's size. */
   readBack: boolean,
@@ -295,7 +295,7 @@ export function fileSource(
         wake?.();
       });
       void (async () => {
-        let fh: fs.FileHandle | undefined;
+        let fh: FileHandle | undefined;
         const spare = readBack ? Buffer.allocUnsafe(FOLLOW_CHUNK) : Buffer.alloc(0);
         try {
           fh = typeof file === 'string' ? await fs.open(file, 'r') : file;

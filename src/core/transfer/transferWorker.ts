@@ -9,7 +9,7 @@
  * accept a host key the user has not accepted. Built as dist/transferWorker.js (esbuild.mjs); from source it runs
  * through tsx (workerLane.ts).
  */
-import { promises as fs } from 'node:fs';
+import { localFs as fs, type FileHandle } from '../util/localFs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { utils } from 'ssh2';
 import { SecretStore } from '../ssh/auth';
@@ -72,7 +72,7 @@ async function runJob(lane: Lane, id: number, job: RangeJob & { partPath: string
   // report them too, so a retry does not fetch those bytes again.
   let writing = 0;
   let idle: (() => void) | undefined;
-  let fh: fs.FileHandle | undefined;
+  let fh: FileHandle | undefined;
   try {
     fh = await fs.open(job.partPath, 'r+').catch((e: unknown) => {
       throw localError(e, `Cannot open ${job.partPath}`);

@@ -14,6 +14,7 @@ import type { ConnectionPool } from '../../core/ssh/pool';
 import { discardPartialDownload, findPartialDownloads, partialPercent, progressText, pullCheckpoint, skippedLines, verificationText, type PartialDownload, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
 import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
 import { formatBytes } from '../../core/util/format';
+import { hasLoneSurrogate } from '../../core/util/nameBytes';
 import { CommandIds } from '../commandIds';
 import { pickCheckpoint, quickPick, type Item } from '../pickCheckpoint';
 import { registerCommand } from '../commandRunner';
@@ -287,12 +288,22 @@ async function afterDownload(message: string, localPath: string, ref: Checkpoint
   const profiles = setting<unknown>('evalProfiles', []);
   const actions = ['Reveal', 'Open Folder', ...(Array.isArray(profiles) && profiles.length > 0 ? ['Evaluate'] : [])];
   const choice = await vscode.window.showInformationMessage(message, ...actions);
-  const uri = vscode.Uri.file(localPath);
+  // A VS Code URI holds text, not bytes: a path whose names are not UTF-8 (nameBytes.ts) is shown by its nearest folder
+  // that is (Uri.file would throw on the lone surrogates, or name another file with U+FFFD).
+  const shown = utf8Ancestor(localPath);
+  const uri = vscode.Uri.file(shown);
   if (choice === 'Reveal') await vscode.commands.executeCommand('revealFileInOS', uri);
-  else if (choice === 'Open Folder') await vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.file(path.dirname(localPath)), { forceNewWindow: true });
+  else if (choice === 'Open Folder') await vscode.commands.executeCommand('vscode.openFolder', vscode.Uri.file(shown === localPath ? path.dirname(localPath) : shown), { forceNewWindow: true });
   else if (choice === 'Evaluate') {
     // The Evaluate command takes a checkpoint as the tree gives it.
     const node: TreeNode = { type: 'checkpoint', id: '', hostName: ref.hostName, target: ref.target, run: ref.run, checkpoint: ref.checkpoint };
     await vscode.commands.executeCommand(CommandIds.evaluateCheckpoint, node);
   }
+}
+
+/** `p`, or its nearest ancestor whose path is text (holds no byte that is not UTF-8). */
+function utf8Ancestor(p: string): string {
+  let at = p;
+  while (hasLoneSurrogate(at) && path.dirname(at) !== at) at = path.dirname(at);
+  return at;
 }

@@ -28,6 +28,7 @@ import { initialLink, nextLink, stoppedAfterMs, type LinkState } from './livenes
 import { listRunsCommand } from '../../discovery/listScript';
 import { isDefaultLogdirName, eventStreamOf } from '../../discovery/logdirNames';
 import { RUN_LOG_CONTAINERS } from '../../discovery/checkpointLayout';
+import { decodeFields } from '../../util/nameBytes';
 
 /**
  * The other feed a view shows: a run's evals (the eval feature's results hub implements it). Watching a run asks
@@ -630,8 +631,8 @@ export function filesUnderCommand(dir: string): RemoteCommand<string[]> {
     maxOutputBytes: 8 * 1024 * 1024,
     parse: (result) => {
       if (result.code !== 0) throw commandFailed(describe, result);
-      return result.stdout
-        .toString('utf8')
+      // Names are bytes: one that is not UTF-8 stays itself (nameBytes.ts), so the tail asks for the remote's file.
+      return decodeFields(result.stdout)
         .split('\0')
         .filter((p) => p.startsWith(`${dir}/`))
         .sort();
