@@ -3,21 +3,11 @@
  * (`runCommand`) wraps the argv for the target (`pct exec … --`, `docker exec …`), sends it over an Executor
  * (one shared ssh2 connection in production), and maps container failures to typed errors before parsing.
  */
-import { RemoteRunsError, type TargetRef } from './types';
+import { RemoteRunsError, type ExecResult, type TargetRef } from './types';
 import { wrapForTarget, classifyTargetFailure } from './targets';
 import { fenceSkipper, missingTool, shellRefused, unfence } from './shell/portable';
 
-export interface ExecResult {
-  stdout: Buffer;
-  stderr: Buffer;
-  /** Exit status; null when the remote side reported a signal instead. */
-  code: number | null;
-  signal?: string;
-  /** stdout was cut at maxOutputBytes. */
-  truncated: boolean;
-  /** Bytes the login shell's rc files printed on stdout before the command's fence, dropped by runCommand. */
-  shellNoise?: number;
-}
+export type { ExecResult } from './types';
 
 export interface ExecOptions {
   signal?: AbortSignal;

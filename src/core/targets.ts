@@ -3,10 +3,9 @@
  * command's own. The argv is quoted exactly once (sshd hands the line to the login shell; `pct exec --` and
  * `docker exec` pass their argv on without another shell).
  */
-import { RemoteRunsError, formatTarget, type TargetRef } from './types';
+import { RemoteRunsError, formatTarget, type ExecResult, type TargetRef } from './types';
 import { shellJoin } from './shell/quote';
 import { portableCommandLine } from './shell/portable';
-import type { ExecResult } from './remote';
 
 /** The argv prefix that runs a command inside the target, on its host. */
 export function targetPrefix(target: TargetRef): string[] {

@@ -4,7 +4,6 @@
  *
  * This folder never imports `vscode`.
  */
-import type { SkippedEntry } from './transfer/remoteCommands';
 
 /** Where a run lives on a host: the machine itself, a Proxmox LXC, or a Docker container. */
 export type TargetKind = 'host' | 'pct' | 'docker';
@@ -399,4 +398,34 @@ export function parseTarget(spec: string): TargetRef {
     throw new RemoteRunsError('bad-address', `A Proxmox container id is a number, not ${JSON.stringify(id)}`);
   }
   return { kind, id };
+}
+
+/** An entry of a checkpoint that a pull leaves out, and why (said in the pull's summary, never in silence). */
+export interface SkippedEntry {
+  /** Relative to the checkpoint path. */
+  relative: string;
+  why: SkipReason;
+  /** The text of the symbolic link it is (or reached it through), when it is one. */
+  link?: string;
+}
+
+/**
+ * - `fifo`, `socket`, `char-device`, `block-device`, `other`: not a regular file (itself, or what its link leads to:
+ *   `/dev/zero`, `/proc/self/fd/0`); reading it would block or never end.
+ * - `broken-link`: a symbolic link to nothing; `link-loop`: a link that leads back to itself (ELOOP).
+ * - `dir-link-outside`: a link to a folder outside the checkpoint (`up -> ../../..`, `root -> /`): never followed.
+ */
+export type SkipReason = 'fifo' | 'socket' | 'char-device' | 'block-device' | 'other' | 'broken-link' | 'link-loop' | 'dir-link-outside';
+
+/** What a remote command gave back (remote.ts runs them). */
+export interface ExecResult {
+  stdout: Buffer;
+  stderr: Buffer;
+  /** Exit status; null when the remote side reported a signal instead. */
+  code: number | null;
+  signal?: string;
+  /** stdout was cut at maxOutputBytes. */
+  truncated: boolean;
+  /** Bytes the login shell's rc files printed on stdout before the command's fence, dropped by runCommand. */
+  shellNoise?: number;
 }

@@ -7,8 +7,11 @@ import { commandFailed, type ExecResult, type OutputReader } from '../remote';
 import { RemoteRunsError, isRemoteRunsError, type LinksOut, type RootListing, type Run, type TooLarge, type Unreadable } from '../types';
 import { EntryTree, findRunsInTree, nodeShapedEntry, type Entry } from './runTree';
 
-import { LIST_MAGIC as MAGIC } from './listScript';
 import { decodeFields } from '../util/nameBytes';
+
+/** The first bytes of the listing script's output (listScript.ts prints them); anything before them (rc-file noise) is skipped. */
+export const LIST_MAGIC = Buffer.from('\0@rr-list@3\0', 'latin1');
+const MAGIC = LIST_MAGIC;
 
 /** One root's records as the script printed them: its status, entries, find's errors, and whether it ended. */
 export interface RootRecord {

@@ -29,6 +29,7 @@
 import type { RemoteCommand } from '../remote';
 import type { RootListing } from '../types';
 import { listOutputReader, parseListOutput } from './listParse';
+export { LIST_MAGIC } from './listParse';
 
 /**
  * Records per root before a listing is cut short (and says so). 50 runs × 100 step folders is ~10,200 entries;
@@ -43,8 +44,6 @@ export const DEFAULT_MAX_ENTRIES = 40_000;
  */
 export const DEFAULT_MAX_DEPTH = 7;
 
-/** The first bytes of the script's output; anything before them (rc-file noise) is skipped. */
-export const LIST_MAGIC = Buffer.from('\0@rr-list@3\0', 'latin1');
 
 /** `${` cannot be written inside String.raw; the script's parameter expansions interpolate it. */
 const P = '${';

@@ -28,7 +28,7 @@
  */
 import { RemoteRunsError } from '../types';
 import { encodeName } from '../util/nameBytes';
-import type { ExecResult } from '../remote';
+import type { ExecResult } from '../types';
 
 /** What the script prints first on stdout and stderr: NUL-led, so no text an rc file prints can be taken for it. */
 export const FENCE = Buffer.from('\0rr-fence-1\0', 'latin1');

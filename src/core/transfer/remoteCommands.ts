@@ -5,7 +5,7 @@
  */
 import * as path from 'node:path';
 import { commandFailed, firstStderrLine, type RemoteCommand } from '../remote';
-import { RemoteRunsError } from '../types';
+import { RemoteRunsError, type SkipReason, type SkippedEntry } from '../types';
 import { decodeFields } from '../util/nameBytes';
 
 export interface RemoteFileStat {
@@ -18,22 +18,7 @@ export interface RemoteFileStat {
   link?: string;
 }
 
-/** An entry of a checkpoint that a pull leaves out, and why (said in the pull's summary, never in silence). */
-export interface SkippedEntry {
-  /** Relative to the checkpoint path. */
-  relative: string;
-  why: SkipReason;
-  /** The text of the symbolic link it is (or reached it through), when it is one. */
-  link?: string;
-}
-
-/**
- * - `fifo`, `socket`, `char-device`, `block-device`, `other`: not a regular file (itself, or what its link leads to:
- *   `/dev/zero`, `/proc/self/fd/0`); reading it would block or never end.
- * - `broken-link`: a symbolic link to nothing; `link-loop`: a link that leads back to itself (ELOOP).
- * - `dir-link-outside`: a link to a folder outside the checkpoint (`up -> ../../..`, `root -> /`): never followed.
- */
-export type SkipReason = 'fifo' | 'socket' | 'char-device' | 'block-device' | 'other' | 'broken-link' | 'link-loop' | 'dir-link-outside';
+export type { SkipReason, SkippedEntry } from '../types';
 
 /** What a walk of a checkpoint found: the files to fetch and what is left out. */
 export interface RemoteWalk {
