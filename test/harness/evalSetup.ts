@@ -11,6 +11,7 @@ import { EvalService } from '../../src/core/eval/service';
 import type { Executor } from '../../src/core/remote';
 import type { HostConfig } from '../../src/core/types';
 import { startTestHost, ScriptedPrompter, type TestHost } from './testHost';
+import { silentLogger } from '../builders/pool';
 
 export interface EvalSetup {
   host: TestHost;
@@ -28,7 +29,7 @@ export async function startEvalSetup(options: { backoffBaseMs?: number } = {}): 
   const host = await startTestHost();
   const pool = new ConnectionPool({
     prompter: new ScriptedPrompter(),
-    logger: { info() {}, warn() {}, error() {} },
+    logger: silentLogger,
     knownHostsFiles: [host.knownHostsFile],
     connectTimeoutMs: 5000,
     ...(options.backoffBaseMs !== undefined ? { backoffBaseMs: options.backoffBaseMs } : {}),

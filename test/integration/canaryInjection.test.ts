@@ -30,7 +30,8 @@ import { parseEvalProfile } from '../../src/core/eval/profiles';
 import { RemoteRunsError, evalStep, type HostConfig, type Run, type TargetRef } from '../../src/core/types';
 import { addDockerContainer } from '../shims/shimState';
 import { TEST_USER, ensureTestUser } from '../harness/sshd';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, type TestHost } from '../harness/testHost';
+import { testPool } from '../builders/pool';
 
 const HOST: TargetRef = { kind: 'host', id: '' };
 const TOKEN = randomBytes(4).toString('hex');
@@ -118,7 +119,7 @@ before(async () => {
   fs.mkdirSync(DROP, { mode: 0o1777 });
   fs.chmodSync(DROP, 0o1777);
   hosts = [host.hostConfig('box')];
-  pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 10_000 });
+  pool = testPool(host, { connectTimeoutMs: 10_000 });
   directory = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   core = new RemoteRunsCore({ hosts: () => hosts, executorFor: (h) => pool.executor(directory.resolve(h), { idempotent: true }) });
   // One run per payload, named with it; inside, a checkpoint folder holding a file named with it, and a metrics

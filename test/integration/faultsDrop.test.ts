@@ -30,6 +30,7 @@ import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testH
 import { TEST_USER } from '../harness/sshd';
 import { eventually, rejectsWith } from '../harness/assertKind';
 import { freezeOurConnections, installGate, killOurConnections, strikeMidDownload, type CommandGate } from '../harness/faults';
+import { silentLogger } from '../builders/pool';
 
 const PCT: TargetRef = { kind: 'pct', id: '200' };
 const MiB = 1 << 20;
@@ -42,7 +43,7 @@ let local: string;
 function setup(hostConfig: HostConfig = host.hostConfig('testbox')) {
   const pool = new ConnectionPool({
     prompter: new ScriptedPrompter(),
-    logger: { info() {}, warn() {}, error() {} },
+    logger: silentLogger,
     knownHostsFiles: [host.knownHostsFile],
     connectTimeoutMs: 5000,
     keepaliveIntervalMs: 250,

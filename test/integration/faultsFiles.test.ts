@@ -24,6 +24,7 @@ import { setContainerState } from '../shims/shimState';
 import { startTestHost, ScriptedPrompter, type ProxiedHost, type TestHost } from '../harness/testHost';
 import { rejectsWith } from '../harness/assertKind';
 import { smallDisk, strikeMidDownload } from '../harness/faults';
+import { silentLogger } from '../builders/pool';
 
 const HOST: TargetRef = { kind: 'host', id: '' };
 const PCT: TargetRef = { kind: 'pct', id: '200' };
@@ -39,7 +40,7 @@ before(async () => {
   host = await startTestHost();
   pool = new ConnectionPool({
     prompter: new ScriptedPrompter(),
-    logger: { info() {}, warn() {}, error() {} },
+    logger: silentLogger,
     knownHostsFiles: [host.knownHostsFile],
     connectTimeoutMs: 5000,
     backoffBaseMs: 50,

@@ -15,6 +15,7 @@ import { startJumpPair, startSshd, type TestSshd } from '../harness/sshd';
 import { ScriptedPrompter } from '../harness/testHost';
 import { eventually, rejectsWith } from '../harness/assertKind';
 import { changeHostKey, freezeOurConnections, killOurConnections } from '../harness/faults';
+import { silentLogger } from '../builders/pool';
 
 const home = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-faults-home-'));
 after(() => fs.rmSync(home, { recursive: true, force: true }));
@@ -37,7 +38,7 @@ function sessions(s: TestSshd): number {
 function makePool(knownHostsFile: string, prompter = new ScriptedPrompter({ trustHostKey: true })) {
   const pool = new ConnectionPool({
     prompter,
-    logger: { info() {}, warn() {}, error() {} },
+    logger: silentLogger,
     knownHostsFiles: [knownHostsFile],
     agent: null,
     connectTimeoutMs: 5000,

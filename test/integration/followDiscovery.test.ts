@@ -19,7 +19,8 @@ import { RELIST_EVERY, RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { toRunRef } from '../../src/core/runRef';
 import type { Run } from '../../src/core/types';
 import { CLI, ROOT, ensureBuiltCli, runBuiltCli } from '../harness/builtCli';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, type TestHost } from '../harness/testHost';
+import { testPool } from '../builders/pool';
 
 const LIVE = path.join(ROOT, 'test', 'fixtures', 'real', 'written', 'livelogs');
 const expected = JSON.parse(fs.readFileSync(path.join(LIVE, 'expected.json'), 'utf8')) as {
@@ -83,7 +84,7 @@ before(async () => {
   const hosts = [host.hostConfig('w', { runRoots: ROOTS.map((r) => path.join(base, r)), targets: ['host'] })];
   config = path.join(host.dir, 'follow.json');
   fs.writeFileSync(config, JSON.stringify({ hosts }));
-  pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 30_000 });
+  pool = testPool(host, { connectTimeoutMs: 30_000 });
   const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   core = new RemoteRunsCore({ hosts: () => hosts, executorFor: (h) => pool.executor(dir.resolve(h), { idempotent: true }) });
 });

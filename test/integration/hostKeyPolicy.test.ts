@@ -18,10 +18,11 @@ import { startJumpPair, startSshd, type TestSshd } from '../harness/sshd';
 import { SshConnection } from '../../src/core/ssh/connection';
 import type { HostKeyInfo, Logger, Prompter, ResolvedHop } from '../../src/core/ssh/types';
 import { rejectsWith } from '../harness/assertKind';
+import { silentLogger } from '../builders/pool';
 
 const home = mkdtempSync(path.join(tmpdir(), 'rr-hostkeys-'));
 after(() => rmSync(home, { recursive: true, force: true }));
-const quiet: Logger = { info() {}, warn() {}, error() {} };
+const quiet: Logger = silentLogger;
 
 class KeyPrompter implements Prompter {
   readonly asked: HostKeyInfo[] = [];

@@ -10,12 +10,13 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { ensureBuiltCli, runBuiltCli } from '../harness/builtCli';
-import { ConnectionPool } from '../../src/core/ssh/pool';
+
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore, runsOf } from '../../src/core/service';
 import type { HostConfig, RootListing, TargetListing } from '../../src/core/types';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, type TestHost } from '../harness/testHost';
 import { writeStoryRun, writeSymlinkLoop, writeManyFiles } from '../fixtures/generate';
+import { testPool } from '../builders/pool';
 
 const HOST = { kind: 'host' as const, id: '' };
 let host: TestHost;
@@ -28,7 +29,7 @@ for (let i = 0; i < ALL_BYTES.length; i += 32) CHUNKS.push(ALL_BYTES.subarray(i,
 const LONG_NAMES = ['r'.repeat(255), 'é'.repeat(127) + 'x', '训'.repeat(85)];
 
 function makeCore(hosts: HostConfig[]) {
-  const pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 10_000 });
+  const pool = testPool(host, { connectTimeoutMs: 10_000 });
   const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   return { core: new RemoteRunsCore({ hosts: () => hosts, executorFor: (h) => pool.executor(dir.resolve(h), { idempotent: true }) }), pool };
 }

@@ -11,14 +11,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { ROOT, ensureBuiltCli, runBuiltCli } from '../harness/builtCli';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
-import { ConnectionPool } from '../../src/core/ssh/pool';
+import { startTestHost, type TestHost } from '../harness/testHost';
+
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore, pickCheckpoint } from '../../src/core/service';
 import { inspectRemote, listedFilesOf, InspectCache } from '../../src/core/inspect/remoteRead';
 import { totals } from '../../src/core/inspect';
 import type { HostConfig, TargetRef } from '../../src/core/types';
 import { writtenAgo } from '../harness/mtimes';
+import { testPool } from '../builders/pool';
 
 const FIX = path.join(ROOT, 'test', 'fixtures', 'real', 'written', 'inspect');
 const expected = JSON.parse(fs.readFileSync(path.join(FIX, 'expected.json'), 'utf8')) as Record<string, Record<string, unknown>>;
@@ -278,7 +279,7 @@ for (const [label, hostName, , spec] of TARGETS) {
 
 describe('remote commands per inspection, counted at the pool', () => {
   test('one per checkpoint on both targets, none again from the cache while nothing changed', async () => {
-    const pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 5000 });
+    const pool = testPool(host, { connectTimeoutMs: 5000 });
     let execs = 0;
     const realExec = pool.exec.bind(pool);
     pool.exec = (async (...a: Parameters<typeof realExec>) => {

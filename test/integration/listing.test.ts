@@ -14,13 +14,14 @@ import { RemoteRunsError, type HostConfig, type RootListing, type ErrorKind } fr
 import { setContainerState, setDockerDaemon } from '../shims/shimState';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
 import { eventually, rejectsWith } from '../harness/assertKind';
+import { silentLogger } from '../builders/pool';
 
 let host: TestHost;
 
 function makeCore(hosts: HostConfig[], opts: { knownHosts?: string; prompter?: ScriptedPrompter } = {}) {
   const pool = new ConnectionPool({
     prompter: opts.prompter ?? new ScriptedPrompter(),
-    logger: { info() {}, warn() {}, error() {} },
+    logger: silentLogger,
     knownHostsFiles: [opts.knownHosts ?? host.knownHostsFile],
     connectTimeoutMs: 5000,
   });

@@ -20,8 +20,9 @@ import type { Executor } from '../../src/core/remote';
 import type { HostConfig } from '../../src/core/types';
 import { RemoteAnswers } from '../../src/extension/lsp/answers';
 import type { ListParams, ListResult, PathMapping, Place } from '../../src/shared/lspProtocol';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, type TestHost } from '../harness/testHost';
 import { eventually } from '../harness/assertKind';
+import { testPool } from '../builders/pool';
 
 let host: TestHost;
 let pool: ConnectionPool;
@@ -33,7 +34,7 @@ const mappings: PathMapping[] = [];
 before(async () => {
   host = await startTestHost();
   const hosts: HostConfig[] = [host.hostConfig('testbox', { runRoots: ['/workspace', host.paths.runs, host.dir] })];
-  pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 5000 });
+  pool = testPool(host, { connectTimeoutMs: 5000 });
   const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   const core = new RemoteRunsCore({
     hosts: () => hosts,

@@ -25,8 +25,9 @@ import type { Executor } from '../../src/core/remote';
 import type { HostConfig, TargetRef } from '../../src/core/types';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
 import type { Series } from '../../src/core/metrics';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, type TestHost } from '../harness/testHost';
 import { alive } from '../harness/processes';
+import { testPool } from '../builders/pool';
 
 let host: TestHost;
 let pool: ConnectionPool;
@@ -56,7 +57,7 @@ before(async () => {
   logSize = Buffer.byteLength(text);
   execFileSync('chmod', ['-R', 'a+rX', path.join(host.dir, 'stream-runs')]);
   hosts = [host.hostConfig('testbox', { targets: ['host'], runRoots: [path.dirname(runDir)] })];
-  pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 30_000 });
+  pool = testPool(host, { connectTimeoutMs: 30_000 });
   dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   ref = { hostName: 'testbox', target: { kind: 'host', id: '' }, runPath: runDir, runName: 'long', metrics: [log], checkpoints: [] };
 });

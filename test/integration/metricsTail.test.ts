@@ -16,7 +16,8 @@ import type { Executor } from '../../src/core/remote';
 import { RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { toRunRef } from '../../src/core/runRef';
 import { eventually } from '../harness/assertKind';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, type TestHost } from '../harness/testHost';
+import { testPool } from '../builders/pool';
 
 let host: TestHost;
 let pool: ConnectionPool;
@@ -26,7 +27,7 @@ let execs = 0;
 before(async () => {
   host = await startTestHost();
   const hosts = [host.hostConfig('testbox')];
-  pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 30_000 });
+  pool = testPool(host, { connectTimeoutMs: 30_000 });
   const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   core = new RemoteRunsCore({
     hosts: () => hosts,

@@ -20,7 +20,8 @@ import { RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers, parseWorkersStarted, PARSE_WORKER_IDLE_MS, setParseWorkerIdleMs } from '../../src/core/metrics/formats/parseOffload';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
 import type { Series } from '../../src/core/metrics';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, type TestHost } from '../harness/testHost';
+import { testPool } from '../builders/pool';
 
 let host: TestHost;
 let pool: ConnectionPool;
@@ -51,7 +52,7 @@ before(async () => {
   fs.writeFileSync(log, text);
   execFileSync('chmod', ['-R', 'a+rX', path.join(host.dir, 'worker-runs')]);
   const hosts = [host.hostConfig('testbox', { targets: ['host'], runRoots: [path.dirname(runDir)] })];
-  pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 30_000 });
+  pool = testPool(host, { connectTimeoutMs: 30_000 });
   const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   core = new RemoteRunsCore({ hosts: () => hosts, executorFor: (h) => pool.executor(dir.resolve(h), { idempotent: true }) });
   ref = { hostName: 'testbox', target: { kind: 'host', id: '' }, runPath: runDir, runName: 'long', metrics: [log], checkpoints: [] };

@@ -19,7 +19,8 @@ import type { Series } from '../../src/core/metrics';
 import { toRunRef } from '../../src/core/runRef';
 import type { Run, TargetListing } from '../../src/core/types';
 import { ROOT } from '../harness/builtCli';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, type TestHost } from '../harness/testHost';
+import { testPool } from '../builders/pool';
 
 const WRITTEN = path.join(ROOT, 'test', 'fixtures', 'real', 'written', 'metrics');
 
@@ -63,7 +64,7 @@ before(async () => {
   for (const c of fs.readdirSync(live)) if (!['checkpoint-5', 'checkpoint-10'].includes(c)) fs.rmSync(path.join(live, c), { recursive: true });
   execFileSync('chmod', ['-R', 'a+rwX', base]);
   const hosts = [host.hostConfig('w', { runRoots: Object.keys(expected).map((c) => path.join(base, c)) })];
-  pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 30_000 });
+  pool = testPool(host, { connectTimeoutMs: 30_000 });
   const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   core = new RemoteRunsCore({ hosts: () => hosts, executorFor: (h) => pool.executor(dir.resolve(h), { idempotent: true }) });
 });

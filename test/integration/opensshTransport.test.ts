@@ -25,6 +25,7 @@ import { SshConnection } from '../../src/core/ssh/connection';
 import { RemoteRunsCore } from '../../src/core/service';
 import { RunsTreeModel } from '../../src/core/tree/model';
 import { alive } from '../harness/processes';
+import { silentLogger } from '../builders/pool';
 
 let host: TestHost;
 /** Only a user certificate logs in here. */
@@ -32,7 +33,7 @@ let userCa: TestSshd;
 /** Presents a host certificate; the client trusts only its CA. */
 let hostCa: TestSshd;
 let certs: string;
-const quiet = { info() {}, warn() {}, error() {} };
+const quiet = silentLogger;
 
 function keygen(args: string[]): void {
   execFileSync('ssh-keygen', ['-q', ...args], { stdio: 'ignore' });

@@ -24,6 +24,7 @@ import { startTcpProxy, type TcpProxy } from '../harness/tcpProxy';
 import { recordedBytes } from '../harness/faults';
 import { eventually, rejectsWith } from '../harness/assertKind';
 import { writtenAgo } from '../harness/mtimes';
+import { silentLogger } from '../builders/pool';
 
 const ROOT = path.join(__dirname, '..', '..');
 const CLI = path.join(ROOT, 'dist', 'cli.js');
@@ -115,7 +116,7 @@ function cliRun(s: Server, args: string[]): Cli {
 function inProcessPull(s: Server, to: string, signal?: AbortSignal): ReturnType<typeof pullCheckpoint> {
   const pool = new ConnectionPool({
     prompter: new ScriptedPrompter(),
-    logger: { info() {}, warn() {}, error() {} },
+    logger: silentLogger,
     knownHostsFiles: [s.knownHosts],
     connectTimeoutMs: 5000,
     backoffBaseMs: 50,

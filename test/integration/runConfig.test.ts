@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
-import { ConnectionPool } from '../../src/core/ssh/pool';
+
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore, runsOf } from '../../src/core/service';
 import { runCommand } from '../../src/core/remote';
@@ -23,7 +23,8 @@ import { buildRunTable, runTableCells } from '../../src/core/runs/table';
 import { addRunChoices, listRunsEverywhere } from '../../src/core/tree/runsEverywhere';
 import { RunFactsReader } from '../../src/extension/runs/runFacts';
 import type { HostConfig } from '../../src/core/types';
-import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
+import { startTestHost, type TestHost } from '../harness/testHost';
+import { testPool } from '../builders/pool';
 
 const HOST = { kind: 'host' as const, id: '' };
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'configs');
@@ -75,7 +76,7 @@ after(async () => {
 });
 
 function makeCore(hosts: HostConfig[]) {
-  const pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile], connectTimeoutMs: 10_000 });
+  const pool = testPool(host, { connectTimeoutMs: 10_000 });
   const dir = new HostDirectory({ hosts: () => hosts, includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
   return { core: new RemoteRunsCore({ hosts: () => hosts, executorFor: (h) => pool.executor(dir.resolve(h), { idempotent: true }) }), pool };
 }

@@ -23,9 +23,10 @@ import { ConnectionPool } from '../../src/core/ssh/pool';
 import { RemoteRunsError } from '../../src/core/types';
 import { RemoteRunsCore } from '../../src/core/service';
 import { RunsTreeModel } from '../../src/core/tree/model';
+import { silentLogger } from '../builders/pool';
 
 let host: TestHost;
-const quiet = { info() {}, warn() {}, error() {} };
+const quiet = silentLogger;
 
 before(async () => {
   ensureBuiltCli();

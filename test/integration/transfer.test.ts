@@ -18,6 +18,7 @@ import { download, filePaths, planDownload, type DownloadOptions, type TransferS
 import { startTestHost, ScriptedPrompter, type ProxiedHost, type TestHost } from '../harness/testHost';
 import { strikeMidDownload } from '../harness/faults';
 import { eventually, rejectsWith } from '../harness/assertKind';
+import { silentLogger } from '../builders/pool';
 
 const MiB = 1 << 20;
 let host: TestHost;
@@ -32,7 +33,7 @@ const DOCKER: TargetRef = { kind: 'docker', id: 'trainer' };
 function source(target: TargetRef, link?: ProxiedHost): TransferSource {
   const pool = new ConnectionPool({
     prompter: new ScriptedPrompter(),
-    logger: { info() {}, warn() {}, error() {} },
+    logger: silentLogger,
     knownHostsFiles: [host.knownHostsFile],
     connectTimeoutMs: 5000,
     backoffBaseMs: 50,
@@ -165,7 +166,7 @@ describe('worker-thread lanes', () => {
     writeRemote(HOST, file, data);
     const prompter = new ScriptedPrompter({ passphrase: host.sshd.passphrase });
     // Default connect timeout: decrypting the key (bcrypt, in JS) on a loaded machine can take seconds.
-    const pool = new ConnectionPool({ prompter, logger: { info() {}, warn() {}, error() {} }, knownHostsFiles: [host.knownHostsFile] });
+    const pool = new ConnectionPool({ prompter, logger: silentLogger, knownHostsFiles: [host.knownHostsFile] });
     pools.push(pool);
     const cfg = host.hostConfig('enc', { identityFile: host.sshd.encryptedKeyPath });
     const dir = new HostDirectory({ hosts: () => [cfg], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });

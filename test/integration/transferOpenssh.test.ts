@@ -21,11 +21,12 @@ import { startJumpPair, startSshd, type TestSshd } from '../harness/sshd';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
 import { changeHostKey, installGate, smallDisk, strikeMidDownload, type CommandGate } from '../harness/faults';
 import { eventually, rejectsWith } from '../harness/assertKind';
+import { silentLogger } from '../builders/pool';
 
 const MiB = 1 << 20;
 const HOST: TargetRef = { kind: 'host', id: '' };
 const PCT: TargetRef = { kind: 'pct', id: '200' };
-const quiet = { info() {}, warn() {}, error() {} };
+const quiet = silentLogger;
 
 let local: string;
 let files: string;
