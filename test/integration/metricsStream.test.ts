@@ -316,9 +316,11 @@ test('a backlog longer than one stream comes as several, one after the other, ev
     assert.ok(streams.length >= Math.floor((logSize - 2 * READ) / (1024 * 1024)), `${streams.length} streams of at most 1 MiB for ${logSize} bytes: ${streams.join(', ')}`);
     assert.ok(streams.every((n) => n <= 1024 * 1024 + 4096), `each stream at most 1 MiB (and its status line): ${streams.join(', ')}`);
     assert.ok(r.reads() - readsBefore <= 3, `${r.reads() - readsBefore} reads over ssh2 besides the streams`);
-    // Every stream's ssh writes into a spool file, whose name is gone while it runs (the timer may catch the instant
-    // between the file's creation and its unlink, right as the ssh starts: that one still has its name).
-    assert.ok(stdouts.every((l) => /\/spool-[0-9a-f]+( \(deleted\))?$/.test(l)) && stdouts.some((l) => /\(deleted\)$/.test(l)), `the streams' stdout: ${stdouts.join('; ')}`);
+    // Every stream's ssh writes into a spool file (seen at least once); that the file has no name while the stream
+    // runs is what the folder check at each first chunk holds. The timer may catch a stream's ssh only in the instant
+    // between the file's creation and its unlink, right as it starts (seen on a loaded machine: every sample there),
+    // so "(deleted)" is allowed, not required.
+    assert.ok(stdouts.length > 0 && stdouts.every((l) => /\/spool-[0-9a-f]+( \(deleted\))?$/.test(l)), `the streams' stdout: ${stdouts.join('; ')}`);
     feed.dispose();
     assert.deepEqual(sessionFiles().filter((f) => /spool/.test(f)), []);
   } finally {
