@@ -4,7 +4,7 @@
  * packaged from the repository and installed into the demo profile (code-server ignores a development path given
  * in its URL unless tests are run; checked in a browser). Whatever is started is stopped again by `stop()`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startProcess, type ChildProcess } from '../core/util/processes';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -111,7 +111,7 @@ export function desktopArgs(repo: string, paths: DemoPaths): string[] {
 
 /** Open the desktop VS Code (`code`) in a new window of the demo profile. */
 export function openDesktop(code: string, repo: string, paths: DemoPaths): OpenedEditor {
-  const child = spawn(code, desktopArgs(repo, paths), { env: demoChildEnv(), stdio: 'ignore', detached: true });
+  const child = startProcess(code, desktopArgs(repo, paths), { env: demoChildEnv(), stdio: 'ignore', detached: true });
   child.on('error', () => undefined);
   return {
     description: `VS Code (${code}) with the extension from ${repo}, profile ${paths.vscodeUserData}`,
@@ -163,7 +163,7 @@ export type StepRunner = (command: string, args: string[], cwd: string) => Promi
 
 const runAttached: StepRunner = (command, args, cwd) =>
   new Promise((resolve) => {
-    const child = spawn(command, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'], env: demoChildEnv(), detached: true });
+    const child = startProcess(command, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'], env: demoChildEnv(), detached: true });
     guardGroup(child.pid);
     child.once('error', (error) => resolve({ status: null, error }));
     child.once('exit', (status) => {
@@ -205,7 +205,7 @@ export async function openCodeServer(tool: { node: string; entry: string }, repo
   say('Packaging the extension for code-server (about 15 s)…');
   await run(process.execPath, [path.join(repo, 'node_modules', '@vscode', 'vsce', 'vsce'), 'package', '--no-dependencies', '--no-rewrite-relative-links', '-o', vsix], repo, demoChildEnv());
   await run(tool.node, [tool.entry, '--user-data-dir', paths.vscodeUserData, '--extensions-dir', paths.vscodeExtensions, '--install-extension', vsix, '--force'], repo, demoChildEnv({ HOME: home }));
-  const child = spawn(
+  const child = startProcess(
     tool.node,
     [tool.entry, '--auth', 'none', '--bind-addr', `127.0.0.1:${port}`, '--disable-telemetry', '--disable-update-check',
       '--disable-workspace-trust', '--user-data-dir', paths.vscodeUserData, '--extensions-dir', paths.vscodeExtensions,
@@ -239,7 +239,7 @@ export async function openCodeServer(tool: { node: string; entry: string }, repo
  */
 function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = startProcess(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     guardGroup(child.pid);
     let output = '';
     child.stdout?.on('data', (b: Buffer) => (output += b.toString()));

@@ -8,7 +8,7 @@
  * run installs code-server (test/vscode/setup.sh) unless --no-install. Ctrl-C (SIGINT) or SIGTERM stops
  * everything it started; the demo machine's processes end with it even if this process is killed outright.
  */
-import { spawnSync } from 'node:child_process';
+import { runProcessSync } from '../core/util/processes';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -139,7 +139,7 @@ async function openEditor(repo: string, paths: ReturnType<typeof demoPaths>, say
 
 /** Build the extension and the CLI, so VS Code and the printed CLI command run the current sources. */
 function build(repo: string): void {
-  const r = spawnSync(process.execPath, ['esbuild.mjs'], { cwd: repo, encoding: 'utf8', env: demoChildEnv() });
+  const r = runProcessSync(process.execPath, ['esbuild.mjs'], { cwd: repo, encoding: 'utf8', env: demoChildEnv() });
   if (r.status !== 0) throw new Error(`build failed (node esbuild.mjs):\n${r.stderr || r.stdout}`);
 }
 

@@ -5,7 +5,7 @@
  * `nsenter`; a holder process is its pid 1 (see HOLDER_SCRIPT), so stopping the demo, or the demo dying, ends every
  * process inside, detached evals included.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { startProcess, runProcessSync, type ChildProcess } from '../core/util/processes';
 import * as fs from 'node:fs';
 import { HOLDER_SCRIPT, DEMO_BIN } from './scripts';
 import { shellQuote } from '../core/shell/quote';
@@ -26,7 +26,7 @@ export function machineEnv(extra: Record<string, string> = {}): Record<string, s
 
 /** Why namespaces cannot be used here, or undefined when `unshare -rm` works (checked by running it). */
 export function namespaceProblem(): string | undefined {
-  const r = spawnSync('unshare', ['-rmpf', '/bin/sh', '-c', 'mount -t tmpfs none /mnt 2>/dev/null || mount -t tmpfs none /tmp; echo ok'], {
+  const r = runProcessSync('unshare', ['-rmpf', '/bin/sh', '-c', 'mount -t tmpfs none /mnt 2>/dev/null || mount -t tmpfs none /tmp; echo ok'], {
     encoding: 'utf8',
     timeout: 10_000,
   });
@@ -51,7 +51,7 @@ export class DemoMachine {
   /** Start the machine over `machineDir`, mounting its root on `mountPoint` (inside its own namespace only). */
   static async start(machineDir: string, mountPoint: string): Promise<DemoMachine> {
     fs.mkdirSync(mountPoint, { recursive: true });
-    const holder = spawn('unshare', ['-rmpf', '--kill-child=SIGKILL', '/bin/sh', '-c', HOLDER_SCRIPT, 'remote-runs-demo', mountPoint, machineDir], {
+    const holder = startProcess('unshare', ['-rmpf', '--kill-child=SIGKILL', '/bin/sh', '-c', HOLDER_SCRIPT, 'remote-runs-demo', mountPoint, machineDir], {
       env: withoutNpmEnv(process.env),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -101,7 +101,7 @@ export class DemoMachine {
       // Two shells: the outer one only changes to $HOME, the inner one parses the line exactly as sshd's `$SHELL -c`.
       argv = ['/bin/sh', '-c', 'cd 2>/dev/null; exec /bin/sh -c "$1"', 'sh', commandLine ?? 'exec /bin/sh -l'];
     }
-    return spawn('nsenter', ['-t', String(this.initPid), '-U', '-m', '-p', '-r', '-w', '--', ...argv], {
+    return startProcess('nsenter', ['-t', String(this.initPid), '-U', '-m', '-p', '-r', '-w', '--', ...argv], {
       env,
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],

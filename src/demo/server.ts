@@ -6,7 +6,7 @@
  * pseudo-terminal; the SFTP subsystem serves the machine's files read-only (sftp.ts).
  */
 import { timingSafeEqual } from 'node:crypto';
-import type { ChildProcess } from 'node:child_process';
+import type { ChildProcess } from '../core/util/processes';
 import type { AddressInfo } from 'node:net';
 import { Server, utils, type Connection, type ServerChannel, type Session } from 'ssh2';
 import type { DemoMachine } from './sandbox';

@@ -76,6 +76,7 @@ for (const rule of RULES) {
 const OWNERS: { what: string; pattern: RegExp; owner: string }[] = [
   { what: 'settings reads and writes (getConfiguration)', pattern: /\bgetConfiguration\s*\(/, owner: 'extension/settings.ts' },
   { what: 'expanding a leading ~', pattern: /replace\(\s*\/\^~/, owner: 'core/util/home.ts' },
+  { what: 'starting a process (node:child_process)', pattern: /['"](?:node:)?child_process['"]/, owner: 'core/util/processes.ts' },
 ];
 
 for (const { what, pattern, owner } of OWNERS) {

@@ -2,7 +2,7 @@
  * An Executor for this machine: runs a command line with /bin/sh, as sshd would on a host. Local evals use the very
  * same command values (launch, list, read, stop) as remote ones, so they are detached and recorded the same way.
  */
-import { spawn } from 'node:child_process';
+import { startProcess } from '../util/processes';
 import { RemoteRunsError } from '../types';
 import type { ExecOptions, ExecResult, Executor } from '../remote';
 
@@ -14,7 +14,7 @@ export class LocalExecutor implements Executor {
     const { signal, maxOutputBytes, stdin, onStdout } = options;
     return new Promise<ExecResult>((resolve, reject) => {
       if (signal?.aborted) return reject(new RemoteRunsError('cancelled', 'Command cancelled'));
-      const child = spawn('/bin/sh', ['-c', commandLine], { env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
+      const child = startProcess('/bin/sh', ['-c', commandLine], { env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
       const stdout: Buffer[] = [];
       const stderr: Buffer[] = [];
       let bytes = 0;
@@ -28,7 +28,7 @@ export class LocalExecutor implements Executor {
         }
       };
       signal?.addEventListener('abort', onAbort, { once: true });
-      child.stdout.on('data', (chunk: Buffer) => {
+      child.stdout!.on('data', (chunk: Buffer) => {
         if (truncated) return;
         if (maxOutputBytes !== undefined && bytes + chunk.length >= maxOutputBytes) {
           const kept = chunk.subarray(0, maxOutputBytes - bytes);
@@ -36,14 +36,14 @@ export class LocalExecutor implements Executor {
           onStdout?.(kept);
           bytes = maxOutputBytes;
           truncated = true;
-          child.stdout.destroy();
+          child.stdout!.destroy();
           return;
         }
         stdout.push(chunk);
         onStdout?.(chunk);
         bytes += chunk.length;
       });
-      child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+      child.stderr!.on('data', (chunk: Buffer) => stderr.push(chunk));
       child.on('error', (e) => {
         signal?.removeEventListener('abort', onAbort);
         if (settled) return;
@@ -63,8 +63,8 @@ export class LocalExecutor implements Executor {
         });
       });
       // A command that does not read its stdin closes the pipe early; that is not an error.
-      child.stdin.on('error', () => {});
-      child.stdin.end(stdin ?? '');
+      child.stdin!.on('error', () => {});
+      child.stdin!.end(stdin ?? '');
     });
   }
 }

@@ -9,8 +9,8 @@
  *
  * This folder never imports `vscode`.
  */
-import { spawn } from 'node:child_process';
 import { Lifeline } from '../util/lifeline';
+import { startProcess } from '../util/processes';
 import * as net from 'node:net';
 import { Duplex } from 'node:stream';
 import type { Client } from 'ssh2';
@@ -137,9 +137,7 @@ let proxyLifeline: Lifeline | undefined;
 function startProxyCommand(hop: ResolvedHop, ctx: HopContext, where: string): ProxyProcess {
   const { command, where: line } = hop.proxyCommand!;
   const shell = process.env.SHELL || '/bin/sh';
-  const child = spawn(shell, ['-c', `exec ${command}`], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const lifeline = (proxyLifeline ??= new Lifeline());
-  lifeline.add(child.pid);
+  const child = startProcess(shell, ['-c', `exec ${command}`], { stdio: ['pipe', 'pipe', 'pipe'], holder: (proxyLifeline ??= new Lifeline()) });
   let stderr = '';
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (d: string) => {
@@ -150,7 +148,6 @@ function startProxyCommand(hop: ResolvedHop, ctx: HopContext, where: string): Pr
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });
   void exited.then(() => {
-    lifeline.remove(child.pid);
     if (stderr.trim()) ctx.logger.warn(`ProxyCommand of ${where} said: ${stderr.trim()}`);
   });
   ctx.logger.info(`Connecting to ${where} through ProxyCommand (${line})`);

@@ -22,7 +22,7 @@
  *   A `proxyJump` in the host's settings takes precedence, as `ssh -J` does.
  * - CanonicalizeHostname, `%C` in IdentityFile: not supported (the latter throws `bad-config`).
  */
-import { spawnSync } from 'node:child_process';
+import { runProcessSync } from '../util/processes';
 import * as fs from 'node:fs';
 import { shellQuote } from '../shell/quote';
 import * as os from 'node:os';
@@ -864,7 +864,7 @@ function collect(alias: string, config: SshConfig, env: ResolveEnv, preset: Pres
 /** `$SHELL -c LINE` as ssh's match_cfg_line does (stdin and stdout to /dev/null); exit 0 is a match. */
 function runMatchExec(commandLine: string): { matched: boolean; problem?: string } {
   const shell = process.env.SHELL || '/bin/sh';
-  const r = spawnSync(shell, ['-c', commandLine], { stdio: ['ignore', 'ignore', 'pipe'], timeout: MATCH_EXEC_TIMEOUT_MS, encoding: 'utf8' });
+  const r = runProcessSync(shell, ['-c', commandLine], { stdio: ['ignore', 'ignore', 'pipe'], timeout: MATCH_EXEC_TIMEOUT_MS, encoding: 'utf8' });
   if (r.error) {
     const timedOut = (r.error as NodeJS.ErrnoException).code === 'ETIMEDOUT';
     return { matched: false, problem: timedOut ? `still running after ${MATCH_EXEC_TIMEOUT_MS / 1000} s, stopped` : `cannot run ${shell}: ${r.error.message}` };

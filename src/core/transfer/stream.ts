@@ -5,7 +5,7 @@
  * stream's end into success or the error it means. The two sources differ only in how they are read and how their
  * exit is classified (ByteSource).
  */
-import type { ChildProcess } from 'node:child_process';
+import type { ChildProcess } from '../util/processes';
 import { createHash } from 'node:crypto';
 import { localFs as fs, type FileHandle } from '../util/localFs';
 import type { ClientChannel } from 'ssh2';

@@ -2,9 +2,9 @@
  * A lifeline: kills a set of processes when this process goes away, however it goes (exit, crash, SIGKILL). A small
  * `sh` in a process group of its own reads the current list of pids from a pipe; when the pipe closes (its owner
  * closed it or died) it kills them. Used by the OpenSSH transfers (their masters and streams) and by the SSH layer's
- * ProxyCommands.
+ * ProxyCommands, as the `holder` of the children they start (processes.ts startProcess).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startProcess, type ChildProcess } from './processes';
 
 /**
  * The lifeline's script: each line read is the current list of pids; at end of input (its owner closed the pipe or
@@ -23,7 +23,7 @@ export class Lifeline {
 
   constructor() {
     // detached: a process group of its own, so a signal to ours (Ctrl-C, kill -9 -PGID) does not take it with us.
-    this.child = spawn('sh', ['-c', LIFELINE_SCRIPT], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+    this.child = startProcess('sh', ['-c', LIFELINE_SCRIPT], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
     this.child.on('error', () => undefined);
     this.child.stdin?.on('error', () => undefined);
     this.child.unref();
@@ -38,22 +38,6 @@ export class Lifeline {
     if (!pid) return;
     this.pids.add(pid);
     this.send();
-  }
-
-  /**
-   * Hold a child until it exits (or fails to start), in `running` too for the same span: the owner's set of what
-   * it kills on dispose.
-   */
-  hold(child: ChildProcess, running: Set<ChildProcess>): ChildProcess {
-    running.add(child);
-    this.add(child.pid);
-    const gone = (): void => {
-      running.delete(child);
-      this.remove(child.pid);
-    };
-    child.once('exit', gone);
-    child.once('error', gone);
-    return child;
   }
 
   remove(pid: number | undefined): void {

@@ -12,7 +12,7 @@
  * Nothing outlives its owner: the helper is in a process group of its own, and when its stdin closes (its owner
  * closed it or died, however) it kills that whole group, every child it started with it. A child is killed by pid.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startProcess, type ChildProcess } from './processes';
 import { EventEmitter } from 'node:events';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -120,7 +120,7 @@ export class Spawner {
     env: NodeJS.ProcessEnv,
   ) {
     // detached: a group of its own (which it kills at the end), and no signal to ours reaches it first.
-    this.child = spawn('sh', ['-c', SPAWNER_SCRIPT, 'sh', ...argv], { stdio: ['pipe', 'pipe', 'ignore'], env, detached: true });
+    this.child = startProcess('sh', ['-c', SPAWNER_SCRIPT, 'sh', ...argv], { stdio: ['pipe', 'pipe', 'ignore'], env, detached: true });
     this.child.on('error', (e) => this.fail(e));
     this.child.stdin?.on('error', (e) => this.fail(e));
     this.child.once('exit', (code, signal) => this.fail(new Error(`the process starter exited (${signal ?? `exit ${code}`})`)));

@@ -10,7 +10,7 @@
  * OpenSSH transport streams through that transport's own master. Where OpenSSH cannot be used (no `ssh`, Windows,
  * a login only the pool can do, a host key that differs), the reason is logged once and the reads stay on ssh2.
  */
-import type { ChildProcess } from 'node:child_process';
+import type { ChildProcess } from '../../util/processes';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as fsSync from 'node:fs';

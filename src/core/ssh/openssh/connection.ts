@@ -24,7 +24,7 @@
  *
  * This folder never imports `vscode`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startProcess, type ChildProcess } from '../../util/processes';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -239,8 +239,7 @@ export class OpenSshConnection implements Transport {
       else if (options.agent !== undefined) env.SSH_AUTH_SOCK = options.agent;
 
       // A session of its own (detached): no terminal ssh could ask on instead of our askpass.
-      const master = spawn(sshPath, masterArgs(host, wrapper, control), { stdio: ['ignore', 'ignore', 'pipe'], env, detached: true });
-      lifeline.add(master.pid);
+      const master = startProcess(sshPath, masterArgs(host, wrapper, control), { stdio: ['ignore', 'ignore', 'pipe'], env, detached: true, holder: lifeline });
       master.unref();
       const conn = new OpenSshConnection(host, sshPath, folder, master, lifeline, askpassDispose, options.logger, knownHostsFiles);
       master.stderr?.on('data', (d: Buffer) => {
@@ -323,12 +322,11 @@ export class OpenSshConnection implements Transport {
    */
   run(line: string, stdout?: number, stdin: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
     if (this.closedWith) throw this.dropError(this.closedWith, 'before-open');
-    const child = spawn(
+    return startProcess(
       this.sshPath,
       ['-F', '/dev/null', '-S', this.control, '-o', 'ControlMaster=no', '-o', 'ProxyCommand=false', '-o', 'BatchMode=yes', '-T', '--', MUX_ALIAS, line],
-      { stdio: [stdin, stdout ?? 'pipe', 'pipe'] },
+      { stdio: [stdin, stdout ?? 'pipe', 'pipe'], holder: this.lifeline, running: this.children },
     );
-    return this.lifeline.hold(child, this.children);
   }
 
   /** As SshConnection.exec: resolves with the exit status; `cancelled`, or `unreachable` with `detail.dropped`. */

@@ -26,7 +26,7 @@
  * a key, an agent nor a password the pool holds: `OpenSshSession.start` then rejects with OpenSshUnsupported, and
  * the download uses the ssh2 lanes.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { startProcess, type ChildProcess } from '../../util/processes';
 import { Lifeline } from '../../util/lifeline';
 import { Spawner } from '../../util/spawner';
 import * as fs from 'node:fs';
@@ -303,14 +303,13 @@ export class OpenSshSession implements OpenSshStreams {
     const socket = path.join(this.folder, 'cm');
     return new Promise<void>((resolve, reject) => {
       // In the foreground, as our child: logged in once its control socket exists (ssh opens it after the login).
-      const child = spawn(
+      const child = startProcess(
         this.sshPath,
         ['-F', this.configFile, '-E', log, '-o', 'ControlMaster=yes', '-o', 'ControlPersist=no', '-N', '--', this.target],
         // A session of its own: no terminal an older OpenSSH could ask on instead of our askpass.
-        { stdio: 'ignore', env: this.env, detached: true },
+        { stdio: 'ignore', env: this.env, detached: true, holder: this.lifeline },
       );
       this.master = child;
-      this.lifeline.add(child.pid);
       child.unref();
       let settled = false;
       const done = (e?: Error): void => {
@@ -368,8 +367,7 @@ export class OpenSshSession implements OpenSshStreams {
    */
   run(line: string, stdout?: number): ChildProcess {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
-    const child = spawn(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', stdout ?? 'pipe', 'pipe'], env: this.env });
-    return this.lifeline.hold(child, this.children);
+    return startProcess(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', stdout ?? 'pipe', 'pipe'], env: this.env, holder: this.lifeline, running: this.children });
   }
 
   /** Stop every stream and the master, remove the agent and the folder. */
@@ -378,7 +376,7 @@ export class OpenSshSession implements OpenSshStreams {
     this.disposed = true;
     for (const c of this.children) c.kill('SIGKILL');
     await new Promise<void>((resolve) => {
-      const c = spawn(this.sshPath, ['-F', this.configFile, '-O', 'exit', '--', this.target], { stdio: 'ignore', env: this.env });
+      const c = startProcess(this.sshPath, ['-F', this.configFile, '-O', 'exit', '--', this.target], { stdio: 'ignore', env: this.env });
       const t = setTimeout(() => {
         c.kill('SIGKILL');
         resolve();
