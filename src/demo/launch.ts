@@ -4,7 +4,7 @@
  * packaged from the repository and installed into the demo profile (code-server ignores a development path given
  * in its URL unless tests are run; checked in a browser). Whatever is started is stopped again by `stop()`.
  */
-import { startProcess, type ChildProcess } from '../core/util/processes';
+import { signalProcess, startProcess, type ChildProcess } from '../core/util/processes';
 import * as fs from 'node:fs';
 import * as net from 'node:net';
 import * as path from 'node:path';
@@ -275,12 +275,7 @@ async function waitForHealthy(url: string, child: ChildProcess, output: () => st
 }
 
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, signal);
-  } catch {
-    // group gone
-  }
+  signalProcess(child, signal, { group: true });
 }
 
 function waitExit(child: ChildProcess, ms: number): Promise<void> {

@@ -6,7 +6,7 @@
  * pseudo-terminal; the SFTP subsystem serves the machine's files read-only (sftp.ts).
  */
 import { timingSafeEqual } from 'node:crypto';
-import type { ChildProcess } from '../core/util/processes';
+import { signalProcess, type ChildProcess } from '../core/util/processes';
 import type { AddressInfo } from 'node:net';
 import { Server, utils, type Connection, type ServerChannel, type Session } from 'ssh2';
 import type { DemoMachine } from './sandbox';
@@ -122,13 +122,7 @@ function handleSession(session: Session, machine: DemoMachine): void {
   session.on('window-change', (accept) => accept?.()); // no resize through `script`; the size stays as first asked
   session.on('signal', (accept, _reject, info) => {
     accept?.();
-    if (child?.pid !== undefined) {
-      try {
-        process.kill(-child.pid, `SIG${info.name}` as NodeJS.Signals);
-      } catch {
-        // already gone
-      }
-    }
+    if (child) signalProcess(child, `SIG${info.name}` as NodeJS.Signals, { group: true });
   });
   session.on('exec', (accept, _reject, info) => {
     const stream = accept();

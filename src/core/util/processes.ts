@@ -53,14 +53,16 @@ export function runProcessSync(command: string, args: readonly string[], options
 
 /**
  * Send `signal` to a child that is still running; with `group`, to its whole process group (it must have been
- * started `detached`). A child already gone, or a group already empty, is no error.
+ * started `detached`), also after the child itself exited: what it started may still run in the group. A child
+ * already gone, or a group already empty, is no error.
  */
 export function signalProcess(child: ChildProcess, signal: NodeJS.Signals, options: { group?: boolean } = {}): void {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+  if (child.pid === undefined) return;
+  if (!options.group && (child.exitCode !== null || child.signalCode !== null)) return;
   try {
     if (options.group) process.kill(-child.pid, signal);
     else child.kill(signal);
   } catch {
-    // Exited between the check and the signal.
+    // Gone between the check and the signal, or the group is empty.
   }
 }
