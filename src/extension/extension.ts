@@ -83,9 +83,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   });
   // Long metrics backlogs as one OpenSSH stream per read, on a session kept per host (same login, same host keys).
   const bulk = new BulkLinks(pool, { sshPath: () => settings.sshPath(), client: downloadClient, logger: log });
+  // No session outlives the host's pool connection (idle, disconnected, failed): BulkLinks watches the pool itself.
   store.register({ dispose: () => void bulk.dispose() });
-  // No session outlives the host's pool connection (idle, disconnected, failed).
-  store.register(pool.onDidChangeState((e) => e.state.kind !== 'connected' && e.state.kind !== 'connecting' && bulk.closeHost(e.host)));
   const core = new RemoteRunsCore({
     hosts: () => hosts.configs(),
     executorFor: (host): Executor => {

@@ -571,3 +571,19 @@ test('no ssh to be had: the log says so once, and the backlog is read over ssh2 
   assert.equal(r.links.open, 0);
   await r.links.dispose();
 });
+
+test("a host's pool connection closed: its stream session ends with it, with no wiring but BulkLinks' own (the CLI's as the extension's)", async () => {
+  const r = rig();
+  await warm(r);
+  assert.equal(r.links.open, 1, 'control: the session is up');
+  assert.equal(sshChildren().filter((row) => /ControlMaster=yes/.test(row)).length, 1, 'control: its master runs');
+  pool.disconnect('testbox');
+  await eventually(() => r.links.open === 0, 'the session was ended with the connection');
+  await eventually(() => sshChildren().filter((row) => /ControlMaster=yes/.test(row)).length === 0, `no master left: ${sshChildren().join('; ')}`);
+  // The next open logs in again, and reads every line once.
+  const feed = r.feed();
+  await feed.pollNow();
+  assert.equal(seen(feed), reference);
+  feed.dispose();
+  await r.links.dispose();
+});

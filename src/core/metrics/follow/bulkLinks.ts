@@ -82,10 +82,17 @@ export class BulkLinks {
   /** Stops the starts made in the background (dispose). */
   private readonly stop = new AbortController();
 
+  /** The pool's state changes, watched so a host's sessions end with its connection (extension and CLI alike). */
+  private readonly poolWatch: { dispose(): void };
+
   constructor(
     private readonly pool: ConnectionPool,
     private readonly options: BulkLinkOptions = {},
-  ) {}
+  ) {
+    this.poolWatch = pool.onDidChangeState((e) => {
+      if (e.state.kind !== 'connected' && e.state.kind !== 'connecting') this.closeHost(e.host);
+    });
+  }
 
   /**
    * A StreamRunner for `target` on `host`: the command runs there through OpenSSH, or not at all (undefined). Its
@@ -261,6 +268,7 @@ export class BulkLinks {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
+    this.poolWatch.dispose();
     this.stop.abort();
     const links = [...this.links.entries()];
     this.links.clear();
