@@ -24,6 +24,7 @@ import { RemoteRunsError } from '../../src/core/types';
 import { RemoteRunsCore } from '../../src/core/service';
 import { RunsTreeModel } from '../../src/core/tree/model';
 import { silentLogger } from '../builders/pool';
+import { pidRunning } from '../../src/core/util/pids';
 
 let host: TestHost;
 const quiet = silentLogger;
@@ -535,14 +536,7 @@ setInterval(() => {}, 1000);
   }
   const records = (record: string): { pid: number; argv: string[] }[] =>
     fs.readFileSync(record, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-  const alive = (pid: number): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const alive = pidRunning;
 
   test('a ProxyCommand runs with %h %p %r, SSH goes over its stdin/stdout, and it is killed when the connection closes (CLI and core)', async () => {
     const { script, record } = writeProxy();

@@ -1,17 +1,11 @@
 /** The one process starter (core/util/processes.ts): holders and running sets follow a child's life; group signals. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { pidRunning } from '../../src/core/util/pids';
 import { signalProcess, startProcess, type ChildProcess } from '../../src/core/util/processes';
 
 const exited = (c: ChildProcess): Promise<void> => new Promise((resolve) => (c.exitCode !== null || c.signalCode !== null ? resolve() : c.once('exit', () => resolve())));
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const alive = pidRunning;
 
 test('a held child is on its holder and in the running set from its start until it exits', async () => {
   const held: number[] = [];

@@ -5,7 +5,7 @@
  */
 import { commandFailed, type ExecResult, type OutputReader } from '../remote';
 import { RemoteRunsError, isRemoteRunsError, type LinksOut, type RootListing, type Run, type TooLarge, type Unreadable } from '../types';
-import { EntryTree, findRunsInTree, nodeShapedEntry, type Entry } from './runTree';
+import { EntryTree, findRunsInTree, nodeShapedEntry, normalizeRemotePath, type Entry } from './runTree';
 
 import { decodeFields } from '../util/nameBytes';
 
@@ -518,7 +518,7 @@ function linksOutOf(rootPath: string, entries: readonly Entry[], runs: readonly 
   for (const e of entries) {
     if (e.type !== 'd' || e.link === undefined) continue;
     const at = `${base}/${e.rel}`;
-    const to = e.link.startsWith('/') ? normalizePath(e.link) : normalizePath(`${at.slice(0, at.lastIndexOf('/'))}/${e.link}`);
+    const to = e.link.startsWith('/') ? normalizeRemotePath(e.link) : normalizeRemotePath(`${at.slice(0, at.lastIndexOf('/'))}/${e.link}`);
     // Inside the root, or the root itself (a loop): what it leads to is listed where it is.
     if (to === rootPath || to.startsWith(`${base}/`)) continue;
     checkpointPaths ??= new Set(runs.flatMap((r) => r.checkpoints.filter((c) => c.isDir && !c.fileGroup && c.kind !== 'final').map((c) => c.path)));
@@ -532,16 +532,6 @@ function linksOutOf(rootPath: string, entries: readonly Entry[], runs: readonly 
   return count > 0 ? { count, links } : undefined;
 }
 
-/** `/a/./b/../c` → `/a/c` (remote POSIX paths, lexically). */
-function normalizePath(p: string): string {
-  const out: string[] = [];
-  for (const part of p.split('/')) {
-    if (part === '' || part === '.') continue;
-    if (part === '..') out.pop();
-    else out.push(part);
-  }
-  return `/${out.join('/')}`;
-}
 
 /**
  * What a cut-short listing says: which folders were too large, or (a plain listing, before the fair one replaced it)

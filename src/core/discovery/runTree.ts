@@ -738,7 +738,7 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
   for (const ck of folderLinks) {
     const link = ck.link!;
     const within = !link.startsWith('/') && !link.split('/').includes('..');
-    const to = within ? out.find((c) => c !== ck && c.link === undefined && c.isDir && c.path === normalize(`${absolute(dir.rel)}/${link}`)) : undefined;
+    const to = within ? out.find((c) => c !== ck && c.link === undefined && c.isDir && c.path === normalizeRemotePath(`${absolute(dir.rel)}/${link}`)) : undefined;
     if (to) {
       ck.bytes = to.bytes;
       ck.mtime = to.mtime;
@@ -776,7 +776,7 @@ function checkpointsIn(dir: Node, absolute: (rel: string) => string, unseen: (n:
   // linkpath) in model_checkpoint.py _link_checkpoint; Composer's latest-rank{rank}.pt) names the save it points to.
   for (const [alias, link] of links) {
     const dirPath = absolute(dir.rel);
-    const target = link.startsWith('/') ? normalize(link) : normalize(`${dirPath}/${link}`);
+    const target = link.startsWith('/') ? normalizeRemotePath(link) : normalizeRemotePath(`${dirPath}/${link}`);
     const to = out.find((c) => c !== alias && c.path === target);
     if (!to || !alias.alias) continue;
     alias.alias = { role: alias.alias.role, of: to.name, ...(to.step !== null ? { step: to.step } : alias.alias.step !== undefined ? { step: alias.alias.step } : {}), how: 'symlink' };
@@ -792,8 +792,8 @@ function linkedAlias(node: Node): ParsedCheckpointName | undefined {
   return m ? { kind: 'alias', step: null, layout: 'flat', alias: { role: m[1].toLowerCase() as 'latest' | 'last' | 'best', how: 'unknown' } } : undefined;
 }
 
-/** `a/./b/../c` → `a/c`, on remote (POSIX) paths. */
-function normalize(p: string): string {
+/** `/a/./b/../c` → `/a/c`: a remote (POSIX) path, lexically (a link's target is not followed). */
+export function normalizeRemotePath(p: string): string {
   const out: string[] = [];
   for (const part of p.split('/')) {
     if (part === '' || part === '.') continue;
