@@ -20,6 +20,7 @@ import { defaultKnownHostsFiles } from './hostKeyPolicy';
 import { chooseTransport, describeTransport, problemsFor, type Transport, type TransportChoice } from './transport';
 import type { ConnectionState, Logger, Prompter, ResolvedHost } from './types';
 import type { ParsedKey } from 'ssh2';
+import { backoffMs, delay } from '../util/delay';
 
 /** A resolved host plus the name it is known by (the pool key). */
 export interface PoolHost extends ResolvedHost {
@@ -110,7 +111,6 @@ export const NEVER_PROMPT: Prompter = {
 /** Retries of a refused channel open: 20 ms doubling, about 1.3 s in all, before the refusal is reported. */
 const CHANNEL_RETRIES = 6;
 const CHANNEL_RETRY_BASE_MS = 20;
-const BACKOFF_MAX_MS = 30_000;
 
 export class ConnectionPool implements Disposable {
   private readonly entries = new Map<string, Entry>();
@@ -151,7 +151,7 @@ export class ConnectionPool implements Disposable {
         } catch (e) {
           if (isRemoteRunsError(e) && e.detail.channelRefused && refusals < CHANNEL_RETRIES) {
             // Sessions we just closed still count on the server until it reaps them: wait a little and ask again.
-            await abortableDelay(CHANNEL_RETRY_BASE_MS * 2 ** refusals++, options.signal);
+            await delay(backoffMs(++refusals, CHANNEL_RETRY_BASE_MS), options.signal);
             continue;
           }
           const dropped = isRemoteRunsError(e) && e.kind === 'unreachable' ? e.detail.dropped : undefined;
@@ -388,9 +388,9 @@ export class ConnectionPool implements Disposable {
           this.setState(entry, stateForError(err));
           throw err;
         }
-        const delay = Math.min(BACKOFF_MAX_MS, (o.backoffBaseMs ?? 500) * 2 ** (attempt - 1));
-        o.logger.info(`Reconnecting to ${entry.name} in ${delay} ms (attempt ${attempt + 1} of ${attempts}): ${err.message}`);
-        await new Promise((r) => setTimeout(r, delay));
+        const pause = backoffMs(attempt, o.backoffBaseMs ?? 500);
+        o.logger.info(`Reconnecting to ${entry.name} in ${pause} ms (attempt ${attempt + 1} of ${attempts}): ${err.message}`);
+        await delay(pause);
       }
     }
   }
@@ -460,6 +460,3 @@ function raceAbort<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
   });
 }
 
-function abortableDelay(ms: number, signal?: AbortSignal): Promise<void> {
-  return raceAbort(new Promise<void>((r) => setTimeout(r, ms)), signal);
-}
