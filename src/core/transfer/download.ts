@@ -777,7 +777,8 @@ async function fetchSmallFiles(
           throw localError(e, `Cannot write ${w.file.paths.part}`);
         }
         w.done.add(0, w.bytes);
-        if (verify === 'sha256') w.checked.push({ start: 0, end: w.bytes, sha256: piece.local });
+        // An array of exactly one (a push into [] reserves 17 slots: 100,000 files, 7 MB of nothing).
+        if (verify === 'sha256') w.checked = [{ start: 0, end: w.bytes, sha256: piece.local }];
         done.add(w);
         onBytes(w, w.bytes);
       }
@@ -954,7 +955,7 @@ async function finish(w: Work, verify: VerifyMode): Promise<void> {
   }
   // The record of what the file is goes down before the rename: on a disk that filled up meanwhile, failing to write
   // it leaves the verified .part (resumable, kept), never a file without its record (which would later need consent).
-  const final: Stats = await fs.stat(paths.part);
+  const final: Stats = st;
   const rec: DoneRecord = {
     version: 2,
     remotePath: w.file.remotePath,
