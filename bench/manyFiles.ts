@@ -72,12 +72,13 @@ async function main(): Promise<void> {
       if (i % perFolder === 0) fs.mkdirSync(dir, { recursive: true });
       fs.writeFileSync(path.join(dir, `t_${String(i).padStart(6, '0')}.bin`), `${String(i).padStart(9, '0')}\n`);
     }
-    // The idle CLI's checkpoint: one file.
-    fs.mkdirSync(path.join(root, 'one', 'checkpoints', 'step_1'), { recursive: true });
-    fs.writeFileSync(path.join(root, 'one', 'checkpoints', 'step_1', 'model.bin'), 'one file\n');
-    execFileSync('chmod', ['-R', 'a+rX', root]);
+    // The idle CLI's checkpoint: one file, under a root of its own (listing the runs of `root` lists the wide one).
+    const oneRoot = path.join(host.dir, 'one-root');
+    fs.mkdirSync(path.join(oneRoot, 'one', 'checkpoints', 'step_1'), { recursive: true });
+    fs.writeFileSync(path.join(oneRoot, 'one', 'checkpoints', 'step_1', 'model.bin'), 'one file\n');
+    execFileSync('chmod', ['-R', 'a+rX', root, oneRoot]);
     const config = path.join(local, 'config.json');
-    fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('m', { runRoots: [root], targets: ['host'] })] }));
+    fs.writeFileSync(config, JSON.stringify({ hosts: [host.hostConfig('m', { runRoots: [root], targets: ['host'] }), host.hostConfig('o', { runRoots: [oneRoot], targets: ['host'] })] }));
     const env = { PATH: process.env.PATH, HOME: host.clientHome };
     const pull = (address: string, to: string): Promise<Run> =>
       run(process.execPath, [cli, 'pull', address, '--to', to, '--config', config, '--known-hosts', host.knownHostsFile], { env, watch: true });
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
     const count = (dir: string): number => Number(execFileSync('sh', ['-c', 'find "$1" -type f -name "t_*" | wc -l', 'sh', dir], { encoding: 'utf8' }).trim());
 
     const rows: { key: string; name: string; r: Run }[] = [];
-    const idle = await pull('m/host/one/step_1', path.join(local, 'idle'));
+    const idle = await pull('o/host/one/step_1', path.join(local, 'idle'));
     if (!only || only.has('scp')) {
       const to = path.join(local, 'scp');
       rows.push({ key: 'scp', name: 'scp -r', r: await run('scp', ['-q', '-r', ...sshOpts, '-P', String(host.sshd.port), `${login}:${ck}`, to]) });

@@ -226,8 +226,11 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
       const pendingWork = works.filter((w) => !w.finished);
       if (pendingWork.length === 0) break;
       try {
-        // The remote files as they are now: a change since the .part was started means starting that file over.
-        await (async (now: Map<string, RemoteFileStat>) => {
+        // The remote files as they are now: a change since the .part was started means starting that file over. The
+        // first attempt has the plan's listing, made moments ago (a .part of an earlier run was matched against it):
+        // listing again would hold a second copy of every name (100,000 files: a few seconds and tens of MB); a change
+        // since is caught by the listing after the transfer, as one during it is.
+        if (attempt > 0) await (async (now: Map<string, RemoteFileStat>) => {
           for (const w of pendingWork) {
             const st = now.get(w.file.relative);
             if (!st) throw new RemoteRunsError('path-missing', `${w.file.remotePath} no longer exists on the remote side`, { path: w.file.remotePath });
