@@ -155,7 +155,7 @@ class PlannedFile implements PlanFile {
     return filePaths(this.at.root, this.localPath);
   }
 
-  toJSON(): Omit<PlanFile, never> {
+  toJSON(): PlanFile {
     const { relative, remotePath, bytes, mtime, localPath, paths, state, symlink } = this;
     return { relative, remotePath, bytes, mtime, localPath, paths, state, ...(symlink !== undefined ? { symlink } : {}) };
   }
