@@ -31,3 +31,13 @@ test('the verify phase: "verifying SHA-256 · n of m", whatever speed and time t
 test('several files: which one', () => {
   assert.equal(progressText({ ...base, phase: 'verify', verifyDone: 0, verifyTotal: 5 * MB, fileIndex: 2, fileCount: 3 }), 'verifying SHA-256 · 0 B of 5.0 MB · file 2 of 3');
 });
+
+test('before the plan: the files are being listed, nothing else claimed', () => {
+  assert.equal(progressText({ ...base, phase: 'list', bytesTotal: 0, fileCount: 0, fileIndex: 0, file: '' }), 'listing the files of the checkpoint');
+});
+
+test('every byte here and proven, files being put in place: how many, never "waiting for the remote SHA-256"', () => {
+  const text = progressText({ ...base, phase: 'finish', bytesDone: 1 * MB, bytesTotal: 1 * MB, fileIndex: 100_000, fileCount: 100_000, filesPlaced: 41_279, filesToPlace: 100_000 });
+  assert.equal(text, '1.0 MB of 1.0 MB · all here and proven, putting files in place · 41,279 of 100,000');
+  assert.doesNotMatch(text, /waiting|left/);
+});

@@ -35,11 +35,11 @@ import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
 import { batchable, batches, fetchSmallBatch } from './smallFiles';
-import { linkState, localState } from './plan';
+import { FolderPresence, linkState, localState, withState } from './plan';
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
 import { lockPath, overwriteJsonInPlace, readPartRecord, removeStaleTemps, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type DownloadOrigin, type PartRecord } from './records';
 import { noHashTool, rangeSha256Command, sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
-import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, PlanFile, TransportKind, VerifyMode } from './types';
+import type { DownloadOptions, DownloadPlan, DownloadProgress, DownloadResult, FileOutcome, PlanFile, TransportKind, VerifyMode } from './types';
 import { formatBytes } from '../util/format';
 
 /** One file being fetched, with its mutable transfer state. */
@@ -135,13 +135,17 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
   for (const dir of new Set(plan.files.flatMap((f) => [path.dirname(f.paths.partRecord), path.dirname(f.paths.doneRecord)]))) await removeStaleTemps(dir);
 
   const links: PlanFile[] = [];
+  const made = new Set<string>();
+  const folders = new FolderPresence();
   for (const [i, planned] of plan.files.entries()) {
     if (planned.symlink !== undefined) {
       links.push(planned);
       continue;
     }
     // The plan was made before the lock: what another download did meanwhile counts.
-    const file: PlanFile = { ...planned, state: await localState(planned.paths, planned.remotePath, planned) };
+    // (The plan's own file while nothing changed: a copy per file is 100,000 objects more.)
+    const state = await localState(planned.paths, planned.remotePath, planned, folders);
+    const file = state.kind === 'absent' && planned.state.kind === 'absent' ? planned : withState(planned, state);
     const base = { relative: file.relative, localPath: file.localPath, resumedBytes: 0, refetchedBytes: 0 };
     let replaced = false;
     if (file.state.kind === 'complete-verified') {
@@ -180,7 +184,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
       }
       replaced = true;
     }
-    const w = await prepare(file, i, options.fresh === true);
+    const w = await prepare(file, i, options.fresh === true, made, folders);
     w.origin = { host: plan.source.host.name, target: plan.source.target, run: plan.run, checkpoint: plan.checkpoint.name };
     w.replaced = replaced;
     works.push(w);
@@ -196,7 +200,9 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
   const totalBytes = works.reduce((n, w) => n + w.bytes, 0);
   let lastFile = works[0];
   let lastProgress = 0;
-  const report = (force: boolean, phase: 'transfer' | 'verify' = 'transfer', verifying?: { done: number; total: number }): void => {
+  /** Files put in place so far (the finish phase counts them). */
+  let placed = 0;
+  const report = (force: boolean, phase: DownloadProgress['phase'] = 'transfer', verifying?: { done: number; total: number }): void => {
     const now = Date.now();
     meter.sample(now, bytesFetched);
     if (!options.onProgress || (!force && now - lastProgress < PROGRESS_INTERVAL_MS)) return;
@@ -212,6 +218,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
       file: lastFile?.file.relative ?? '',
       phase,
       ...(verifying ? { verifyDone: verifying.done, verifyTotal: verifying.total } : {}),
+      ...(phase === 'finish' ? { filesPlaced: placed, filesToPlace: works.length } : {}),
     });
   };
 
@@ -221,18 +228,22 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
       const pendingWork = works.filter((w) => !w.finished);
       if (pendingWork.length === 0) break;
       try {
-        // The remote files as they are now: a change since the .part was started means starting that file over.
-        const now = await statRemote(plan, signal);
-        for (const w of pendingWork) {
-          const st = now.get(w.file.relative);
-          if (!st) throw new RemoteRunsError('path-missing', `${w.file.remotePath} no longer exists on the remote side`, { path: w.file.remotePath });
-          if (st.bytes !== w.bytes || st.mtime !== w.mtime) {
-            if (++changedRestarts > MAX_CHANGED_RESTARTS * works.length) {
-              throw new RemoteRunsError('changed', `${w.file.remotePath} keeps changing while it is downloaded; try again when the run has finished writing it`, { path: w.file.remotePath });
+        // The remote files as they are now: a change since the .part was started means starting that file over. The
+        // first attempt has the plan's listing, made moments ago (a .part of an earlier run was matched against it):
+        // listing again would hold a second copy of every name (100,000 files: a few seconds and tens of MB); a change
+        // since is caught by the listing after the transfer, as one during it is.
+        if (attempt > 0) await (async (now: Map<string, RemoteFileStat>) => {
+          for (const w of pendingWork) {
+            const st = now.get(w.file.relative);
+            if (!st) throw new RemoteRunsError('path-missing', `${w.file.remotePath} no longer exists on the remote side`, { path: w.file.remotePath });
+            if (st.bytes !== w.bytes || st.mtime !== w.mtime) {
+              if (++changedRestarts > MAX_CHANGED_RESTARTS * works.length) {
+                throw new RemoteRunsError('changed', `${w.file.remotePath} keeps changing while it is downloaded; try again when the run has finished writing it`, { path: w.file.remotePath });
+              }
+              await restartFile(w, st);
             }
-            await restartFile(w, st);
           }
-        }
+        })(await statRemote(plan, signal)); // (the listing is let go once compared)
         report(true);
         // Small files first, many to a command (smallFiles.ts); what a batch did not bring goes through the streams.
         const batched = await fetchSmallFiles(plan, pendingWork, verify, options, signal, (w, n) => {
@@ -259,6 +270,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
         // Everything is on disk: check the remote side did not change meanwhile, verify, and only then rename.
         const after = await statRemote(plan, signal);
         let again = false;
+        const toFinish: Work[] = [];
         for (const w of pendingWork) {
           const st = after.get(w.file.relative);
           if (!st || st.bytes !== w.bytes || st.mtime !== w.mtime) {
@@ -271,14 +283,30 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
             continue;
           }
           if (laneChanged) continue;
+          toFinish.push(w);
+        }
+        // Files whose every byte is proven go in place several at a time (each is a few syscalls and an fsync: one at
+        // a time, 100,000 small files took minutes); a file with ranges still to hash on both sides, one at a time.
+        const proven = (w: Work): boolean => verify !== 'sha256' || new RangeSet(w.checked.map((c) => [c.start, c.end] as const)).covers(w.bytes);
+        const finishOne = async (w: Work): Promise<void> => {
           lastFile = w;
           if (verify === 'sha256' && !(await checkRanges(plan, w, signal, (done, total) => report(done === 0 || done === total, 'verify', { done, total })))) {
             again = true;
-            continue;
+            return;
           }
           await finish(w, verify);
-          report(false);
-        }
+          placed++;
+          report(false, 'finish');
+        };
+        // (Both lists before either runs: a file proven by checkRanges is finished once, not again with the others.)
+        const unproven = toFinish.filter((w) => !proven(w));
+        const ready = toFinish.filter(proven);
+        for (const w of unproven) await finishOne(w);
+        await eachAtOnce(ready, FINISH_AT_ONCE, async (w) => {
+          throwIfCancelled(signal);
+          await finishOne(w);
+        });
+        report(true, 'finish');
         // The stream said the file changed but it did not (same size and mtime): that is the answer, not a retry.
         if (laneChanged && !again) throw laneChanged;
       } catch (e) {
@@ -332,7 +360,7 @@ async function placeLink(file: PlanFile, verify: VerifyMode, options: DownloadOp
   if (state.kind === 'complete-verified') return { ...base, outcome: 'already-complete' };
   let replaced = false;
   if (state.kind === 'differs') {
-    const ok = options.force || (options.overwrite ? await options.overwrite({ ...file, state }) : false);
+    const ok = options.force || (options.overwrite ? await options.overwrite(withState(file, state)) : false);
     throwIfCancelled(signal);
     if (!ok) return { ...base, outcome: 'declined' };
     replaced = true;
@@ -404,10 +432,16 @@ async function openSshFor(plan: DownloadPlan, hostKeys: Buffer[], options: Downl
 }
 
 /** Set up a file's `.part` state: keep the ranges of a matching record, discard anything else. */
-async function prepare(file: PlanFile, index: number, fresh: boolean): Promise<Work> {
+async function prepare(file: PlanFile, index: number, fresh: boolean, made: Set<string>, folders: FolderPresence): Promise<Work> {
   const { paths } = file;
+  // Asked before the folders are made: a folder that was not there holds no old .part (nor a legacy one beside the file).
+  const legacy = await folders.mayHold(file.localPath);
+  const partFolder = await folders.mayHold(paths.part);
+  // Each folder once per download: files share a few folders (a checkpoint of 100,000 files, 100 of them).
   for (const dir of [path.dirname(file.localPath), path.dirname(paths.part)]) {
+    if (made.has(dir)) continue;
     await makeFolders(dir, `Cannot create ${dir}`);
+    made.add(dir);
   }
   const w: Work = {
     file,
@@ -430,8 +464,8 @@ async function prepare(file: PlanFile, index: number, fresh: boolean): Promise<W
     replaced: false,
     finished: false,
   };
-  await adoptLegacyPart(file);
-  const partStat = await fs.stat(paths.part).catch(() => undefined);
+  if (legacy) await adoptLegacyPart(file);
+  const partStat = partFolder || legacy ? await fs.stat(paths.part).catch(() => undefined) : undefined;
   const rec = partStat ? await readPartRecord(paths) : undefined;
   if (partStat && rec && !fresh && rec.remotePath === file.remotePath && rec.remoteBytes === file.bytes && rec.remoteMtime === file.mtime) {
     w.done = new RangeSet(rec.done.map(([s, e]) => [s, Math.min(e, partStat.size)] as const));
@@ -733,9 +767,12 @@ async function fetchSmallFiles(
   if (candidates.length < SMALL_BATCH_MIN_FILES || options.segmentBytes) return done;
   const { source } = plan;
   const exec = source.pool.executor(source.host, { idempotent: true });
-  const queue = batches(candidates.map((w) => ({ remotePath: w.file.remotePath, bytes: w.bytes, w })));
+  const queue = batches((function* () {
+    for (const w of candidates) yield { remotePath: w.file.remotePath, bytes: w.bytes, w };
+  })());
   const run = async (): Promise<void> => {
-    for (let batch = queue.shift(); batch; batch = queue.shift()) {
+    for (let next = queue.next(); !next.done; next = queue.next()) {
+      const batch = next.value;
       throwIfCancelled(signal);
       const pieces = await fetchSmallBatch(exec, source.target, batch, verify === 'sha256', signal);
       for (const [i, piece] of pieces.entries()) {
@@ -749,14 +786,40 @@ async function fetchSmallFiles(
           throw localError(e, `Cannot write ${w.file.paths.part}`);
         }
         w.done.add(0, w.bytes);
-        if (verify === 'sha256') w.checked.push({ start: 0, end: w.bytes, sha256: piece.local });
+        // An array of exactly one (a push into [] reserves 17 slots: 100,000 files, 7 MB of nothing).
+        if (verify === 'sha256') w.checked = [{ start: 0, end: w.bytes, sha256: piece.local }];
         done.add(w);
         onBytes(w, w.bytes);
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(SMALL_BATCHES_AT_ONCE, queue.length) }, run));
+  await Promise.all(Array.from({ length: SMALL_BATCHES_AT_ONCE }, run));
   return done;
+}
+
+/** Files put in place at once once their bytes are proven (finish: an fsync, two stats, a record and a rename each). */
+const FINISH_AT_ONCE = 16;
+
+/**
+ * Run `fn` over `items`, at most `n` at a time. On a failure no new item starts, the running ones are waited for
+ * (none is left writing behind the caller's back), and the first failure is thrown.
+ */
+async function eachAtOnce<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: { e: unknown } | undefined;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (!failure && next < items.length) {
+        const item = items[next++];
+        try {
+          await fn(item);
+        } catch (e) {
+          failure ??= { e };
+        }
+      }
+    }),
+  );
+  if (failure) throw failure.e;
 }
 
 /** How many records are written at once by saveRecords. */
@@ -884,6 +947,8 @@ async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal, pro
 
 /** Put a fully written, verified `.part` in place and leave the record of what it is. */
 async function finish(w: Work, verify: VerifyMode): Promise<void> {
+  // Once only: a second call would open (and so create) an empty .part where the file was renamed from.
+  if (w.finished) return;
   const { paths } = w.file;
   await (await openPart(w)).sync().catch(() => undefined);
   await closeHandle(w);
@@ -899,7 +964,7 @@ async function finish(w: Work, verify: VerifyMode): Promise<void> {
   }
   // The record of what the file is goes down before the rename: on a disk that filled up meanwhile, failing to write
   // it leaves the verified .part (resumable, kept), never a file without its record (which would later need consent).
-  const final: Stats = await fs.stat(paths.part);
+  const final: Stats = st;
   const rec: DoneRecord = {
     version: 2,
     remotePath: w.file.remotePath,

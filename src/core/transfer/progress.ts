@@ -35,10 +35,17 @@ export class SpeedMeter {
  * A download's progress in words: while bytes arrive, how many, how fast and the time left; once every byte is here,
  * that the remote side is finishing its SHA-256 (no time left to show: a 3 GB file takes the remote ~10 s with
  * sha256sum); then, while ranges are hashed on both sides, how far that is (a resumed 3 GB took about a minute),
- * never a stale "1 s left".
+ * never a stale "1 s left". Before any of it, that the files are being listed; after it, how many files are in place
+ * (each file's record written and the file renamed: with 100,000 small files the longest phase, never labelled as
+ * waiting for a hash).
  */
 export function progressText(p: DownloadProgress): string {
   const parts: string[] = [];
+  if (p.phase === 'list') return 'listing the files of the checkpoint';
+  if (p.phase === 'finish') {
+    const total = p.filesToPlace ?? 0;
+    return `${formatBytes(p.bytesDone)} of ${formatBytes(p.bytesTotal)} · all here and proven, putting files in place · ${formatCount(p.filesPlaced ?? 0)} of ${formatCount(total)}`;
+  }
   if (p.phase === 'verify') {
     const total = p.verifyTotal ?? 0;
     parts.push(total > 0 ? `verifying SHA-256 · ${formatBytes(p.verifyDone ?? 0)} of ${formatBytes(total)}` : 'verifying SHA-256');
@@ -51,6 +58,11 @@ export function progressText(p: DownloadProgress): string {
   }
   if (p.fileCount > 1) parts.push(`file ${p.fileIndex} of ${p.fileCount}`);
   return parts.join(' · ');
+}
+
+/** 100000 as 100,000: a count of files, read at a glance. */
+function formatCount(n: number): string {
+  return n.toLocaleString('en-US');
 }
 
 function formatEta(sec: number): string {

@@ -37,6 +37,7 @@ export async function pullCheckpoint(
   options: DownloadOptions = {},
   planned?: (plan: DownloadPlan) => void,
 ): Promise<PullOutcome> {
+  options.onProgress?.({ bytesDone: 0, bytesTotal: 0, bytesPerSec: 0, etaSec: undefined, fileIndex: 0, fileCount: 0, file: '', phase: 'list' });
   const plan = await planDownload(source, checkpoint, dest, options.signal);
   planned?.(plan);
   const result = await download(plan, options);

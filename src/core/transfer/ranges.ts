@@ -35,7 +35,8 @@ export class RangeSet {
       }
     }
     if (!placed) out.push([s, e]);
-    this.items = out;
+    // Exactly as long as it is: an array grown by push reserves 17 slots, and a download holds one set per file.
+    this.items = out.slice();
   }
 
   /** Mark [start, end) as absent. */

@@ -79,13 +79,17 @@ export interface DownloadProgress {
   fileCount: number;
   file: string;
   /**
-   * 'transfer': bytes are arriving (with every byte here, the streams still wait for the remote side's SHA-256 of
-   * what they sent). 'verify': ranges not proven as they streamed (resumed ones, SFTP reads) are hashed on both sides.
+   * 'list': the checkpoint's files are being listed (nothing known yet). 'transfer': bytes are arriving (with every
+   * byte here, the streams still wait for the remote side's SHA-256 of what they sent). 'verify': ranges not proven as
+   * they streamed (resumed ones, SFTP reads) are hashed on both sides. 'finish': files are put in place.
    */
-  phase: 'transfer' | 'verify';
+  phase: 'list' | 'transfer' | 'verify' | 'finish';
   /** In the verify phase: bytes hashed so far here, of the bytes to hash. */
   verifyDone?: number;
   verifyTotal?: number;
+  /** In the finish phase (every byte here and proven: each file's record written and the file renamed in place): files placed, of the files. */
+  filesPlaced?: number;
+  filesToPlace?: number;
 }
 
 /** How the bytes move: SFTP reads, or `dd` streams through the target's exec prefix. */

@@ -228,7 +228,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
             holder: 'a VS Code window',
             overwrite: (file) => askOverwrite(file),
             onProgress: (p) => {
-              const pct = p.bytesTotal > 0 ? (100 * p.bytesDone) / p.bytesTotal : 100;
+              const pct = p.phase === 'list' ? 0 : p.bytesTotal > 0 ? (100 * p.bytesDone) / p.bytesTotal : 100;
               progress.report({ message: progressText(p), increment: Math.max(0, pct - reported) });
               reported = Math.max(reported, pct);
             },
