@@ -7,6 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 
 const SRC = path.join(__dirname, '..', '..', 'src');
@@ -87,3 +88,65 @@ for (const { what, pattern, owner } of OWNERS) {
     assert.deepEqual(seen, [owner]);
   });
 }
+
+/** The files a file imports (relative specifiers resolved to files under src/), every import form counted. */
+function importsOf(file: string): string[] {
+  const out: string[] = [];
+  for (const spec of specifiers(fs.readFileSync(file, 'utf8'))) {
+    if (!spec.startsWith('.')) continue;
+    const base = path.resolve(path.dirname(file), spec);
+    const hit = [`${base}.ts`, path.join(base, 'index.ts')].find((p) => fs.existsSync(p));
+    if (hit) out.push(hit);
+  }
+  return out;
+}
+
+/** The import loops among `files` (Tarjan's strongly connected components of more than one file), as paths below `root`. */
+function loopsAmong(files: string[], root: string): string[][] {
+  const graph = new Map(files.map((f) => [f, importsOf(f)]));
+  let counter = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const loops: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, counter);
+    low.set(v, counter++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(path.relative(root, w));
+    } while (w !== v);
+    if (component.length > 1) loops.push(component.sort());
+  };
+  for (const f of files) if (!index.has(f)) visit(f);
+  return loops;
+}
+
+test('no import loops in src/ (a type pointing back up counts: it ties the two files together as much as a value)', () => {
+  assert.deepEqual(loopsAmong(filesUnder(SRC), SRC), []);
+});
+
+test('the loop finder sees a loop (control: a type import one way, a value import back, beside a file outside it)', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-loop-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'a.ts'), "import type { B } from './b';\nexport const a = 1 as B;\n");
+    fs.writeFileSync(path.join(dir, 'b.ts'), "import { a } from './a';\nexport type B = typeof a;\n");
+    fs.writeFileSync(path.join(dir, 'c.ts'), "import { a } from './a';\nexport const c = a;\n");
+    assert.deepEqual(loopsAmong(filesUnder(dir), dir), [['a.ts', 'b.ts']]);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -18,7 +18,7 @@ import { createHash } from 'node:crypto';
 import { encodeName } from '../util/nameBytes';
 import { pidRunning } from '../util/pids';
 import type { ByteRange } from './ranges';
-import type { VerifyMode } from './types';
+import type { FilePaths, VerifyMode } from './types';
 import type { TargetRef } from '../types';
 
 /** The download state folder's name, at the download root. */
@@ -65,16 +65,7 @@ export interface DoneRecord {
   localMtimeMs: number;
 }
 
-/** Where the state of one downloaded file lives. */
-export interface FilePaths {
-  /** The file itself, in the checkpoint folder. */
-  local: string;
-  part: string;
-  partRecord: string;
-  doneRecord: string;
-  /** The done record of versions that kept it beside the file. */
-  legacyDoneRecord: string;
-}
+export type { FilePaths } from './types';
 
 /**
  * A state file's key: the file's path below the root, its last name kept when a suffix still fits in a name

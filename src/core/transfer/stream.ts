@@ -11,7 +11,7 @@ import { localFs as fs, type FileHandle } from '../util/localFs';
 import type { ClientChannel } from 'ssh2';
 import { stopChannel } from '../ssh/channels';
 import { RemoteRunsError } from '../types';
-import type { RangeHashes, RangeJob, WriteFn } from './lanes';
+import type { RangeHashes, RangeJob, WriteFn } from './types';
 import { streamedSha256 } from './remoteCommands';
 import { fenceEnd, fenceSkipper } from '../shell/portable';
 

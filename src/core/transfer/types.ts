@@ -5,7 +5,6 @@
 import type { Logger } from '../ssh/types';
 import type { ConnectionPool, PoolHost } from '../ssh/pool';
 import type { Checkpoint, TargetRef } from '../types';
-import type { FilePaths } from './records';
 
 /** Where the bytes come from: a host's pool entry and the target (bare host or container) holding the files. */
 export interface TransferSource {
@@ -186,4 +185,47 @@ export interface DownloadResult {
   client: 'openssh' | 'ssh2';
   /** Why `auto` did not use OpenSSH, when it did not. */
   clientNote?: string;
+}
+
+/** Receives bytes at a file position; resolves when they are on disk (the lane waits, so memory stays bounded). */
+export type WriteFn = (position: number, data: Buffer) => Promise<void>;
+
+export interface RangeJob {
+  remotePath: string;
+  /** The whole remote file size (for EOF checks and `cat` of a whole file). */
+  size: number;
+  start: number;
+  end: number;
+  /** The local `.part` file the bytes go to (a lane in a worker thread writes it itself). */
+  partPath?: string;
+  /** Stream with the remote side's SHA-256 of the bytes sent (hashedRangeArgv); a lane that cannot ignores it. */
+  hash?: boolean;
+  /**
+   * The lane may have the remote command write the range straight into `partPath`, which then holds exactly `start`
+   * bytes (nothing after them), and report what is written through `written` instead of calling `write`. A lane that
+   * cannot ignores it.
+   */
+  direct?: boolean;
+}
+
+/** A streamed range's SHA-256, of the bytes written here and of the bytes the remote side sent. */
+export interface RangeHashes {
+  local: string;
+  /**
+   * The hex digest, or 'none' when the remote side has no SHA-256 tool; absent when the stream ended well (exit 0,
+   * every byte) without its hash line (a server that lost its last stderr line): the range is then hashed on both
+   * sides before the rename, as a resumed one.
+   */
+  remote?: string;
+}
+
+/** Where the state of one downloaded file lives. */
+export interface FilePaths {
+  /** The file itself, in the checkpoint folder. */
+  local: string;
+  part: string;
+  partRecord: string;
+  doneRecord: string;
+  /** The done record of versions that kept it beside the file. */
+  legacyDoneRecord: string;
 }
