@@ -78,6 +78,7 @@ const OWNERS: { what: string; pattern: RegExp; owner: string }[] = [
   { what: 'settings reads and writes (getConfiguration)', pattern: /\bgetConfiguration\s*\(/, owner: 'extension/settings.ts' },
   { what: 'expanding a leading ~', pattern: /replace\(\s*\/\^~/, owner: 'core/util/home.ts' },
   { what: 'starting a process (node:child_process)', pattern: /['"](?:node:)?child_process['"]/, owner: 'core/util/processes.ts' },
+  { what: 'a cancellation token turned into an abort (onCancellationRequested)', pattern: /\.onCancellationRequested\(/, owner: 'core/util/abort.ts' },
 ];
 
 for (const { what, pattern, owner } of OWNERS) {

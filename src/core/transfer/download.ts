@@ -22,7 +22,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { runCommand, type RemoteCommand } from '../remote';
 import { RemoteRunsError, isRemoteRunsError } from '../types';
-import { delay } from '../util/delay';
+import { backoffMs, delay } from '../util/delay';
 import { createLane, type Lane } from './lanes';
 import { acquireLock, busyError, type DownloadLock } from './lock';
 import { OpenSshLane } from './opensshLane';
@@ -315,7 +315,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
         if ((err.kind === 'changed' || err.kind === 'command-failed') && !signal.aborted) await throwIfGone(plan, works, signal);
         if (err.kind !== 'unreachable' || signal.aborted || attempt >= (options.retries ?? 5)) throw signal.aborted ? cancelled() : err;
         retries++;
-        await delay((options.backoffBaseMs ?? 500) * 2 ** attempt, signal, cancelled);
+        await delay(backoffMs(attempt + 1, options.backoffBaseMs ?? 500), signal, cancelled);
       }
     }
   } finally {

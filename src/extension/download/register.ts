@@ -25,6 +25,7 @@ import type { TreeNode } from '../../core/tree/nodes';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { isInside, offeredDownloadFolder } from './downloadFolder';
 import { downloadFolder, downloadRootFor } from '../../core/eval/localCheckpoint';
+import { withCancellation } from '../../core/util/abort';
 
 export interface DownloadDeps {
   store: DisposableStore;
@@ -212,13 +213,11 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
   try {
     outcome = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Downloading ${label}`, cancellable: true },
-      async (progress, token) => {
-        const controller = new AbortController();
-        const sub = token.onCancellationRequested(() => controller.abort());
+      (progress, token) => {
         let reported = 0;
-        try {
-          return await pullCheckpoint(source, ref.checkpoint, { root, run: ref.run.name }, {
-            signal: controller.signal,
+        return withCancellation(token, (signal) =>
+          pullCheckpoint(source, ref.checkpoint, { root, run: ref.run.name }, {
+            signal,
             verify,
             fresh,
             concurrency: Math.max(1, setting<number>('downloadConcurrency', 4)),
@@ -232,10 +231,8 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
               progress.report({ message: progressText(p), increment: Math.max(0, pct - reported) });
               reported = Math.max(reported, pct);
             },
-          });
-        } finally {
-          sub.dispose();
-        }
+          }),
+        );
       },
     );
   } catch (e) {
