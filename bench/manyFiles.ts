@@ -14,20 +14,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
 import { startTestHost } from '../test/harness/testHost';
+import { peakKb } from '../test/harness/processes';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(name);
   return i > 0 ? Number(process.argv[i + 1]) : fallback;
-}
-
-/** The VmHWM (peak resident set) of a running process, in kB, or undefined once it is gone. */
-function peakKb(pid: number): number | undefined {
-  try {
-    const m = /^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 interface Run {

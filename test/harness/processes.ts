@@ -41,3 +41,13 @@ export function killLeftovers(pgids: number[], folder: string): void {
   for (const g of pgids) kill(-g);
   for (const pid of processesMentioning(folder)) kill(pid);
 }
+
+/** The VmHWM (peak resident set) of a running process, in kB, or undefined once it is gone. */
+export function peakKb(pid: number): number | undefined {
+  try {
+    const m = /^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}

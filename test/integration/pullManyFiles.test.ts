@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { CLI, ensureBuiltCli } from '../harness/builtCli';
+import { peakKb } from '../harness/processes';
 
 const FILES = 20_000;
 const PER_FOLDER = 1000;
@@ -41,16 +42,6 @@ before(async () => {
 after(async () => {
   await host?.stop();
 });
-
-/** The VmHWM (peak resident set) of a running process, in kB, or undefined once it is gone. */
-function peakKb(pid: number): number | undefined {
-  try {
-    const m = /^VmHWM:\s+(\d+) kB/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m ? Number(m[1]) : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** A pull of the many-file checkpoint by the built CLI, in a process group of its own (so a kill takes all of it). */
 function startPull(to: string): { child: ChildProcess; stderr: () => string; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {

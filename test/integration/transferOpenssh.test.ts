@@ -123,8 +123,11 @@ describe('logging in as the pool did', () => {
     const plan = await planDownload({ pool: p, host, target: HOST }, ckpt, { root: local, run: 'enc' });
     const logins = s.acceptedLogins();
     await withOwnTmp(async (tmp) => {
-      const res = await download(plan, { client: 'openssh' });
+      const said: string[] = [];
+      const res = await download(plan, { client: 'openssh', logger: { info: (m) => said.push(m), warn: (m) => said.push(m), error: (m) => said.push(m) } });
       assert.equal(res.client, 'openssh');
+      // How many streams and why, in the log: 24 MiB is under two pieces, so one stream without a round trip measured.
+      assert.ok(said.some((m) => /^download of \S+: 1 OpenSSH stream per file \(25 MB to fetch, under two pieces of 67 MB; at most 8\)$/.test(m)), said.join('\n'));
       assert.deepEqual(sessionFolders(tmp), [], 'agent socket, config and control socket removed');
       await eventually(() => masters(tmp).length === 0, 'the OpenSSH master exited');
     });

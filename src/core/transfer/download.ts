@@ -622,9 +622,17 @@ async function runAttempt(
     // On a 50 ms link 4 streams moved 2.5x scp's throughput, 8 moved 3.1x (bench/transfer.ts); how many a file gets
     // follows from the round trip, measured here.
     const maxStreams = 2 * (options.concurrency ?? 4);
-    const perFile = openssh
-      ? Math.max(1, Math.min(maxStreams, options.streamsPerFile ?? (remaining >= 2 * OPENSSH_MIN_PIECE ? streamsForRoundTrip(await roundTripMs(plan, signal)) : 1)))
-      : 0;
+    let why = '';
+    let perFile = 0;
+    if (openssh) {
+      if (options.streamsPerFile !== undefined) why = 'as asked';
+      else if (remaining < 2 * OPENSSH_MIN_PIECE) why = `${formatBytes(remaining)} to fetch, under two pieces of ${formatBytes(OPENSSH_MIN_PIECE)}`;
+      const rtt = why ? undefined : await roundTripMs(plan, signal);
+      if (rtt !== undefined) why = `round trip ${rtt.toFixed(1)} ms`;
+      perFile = Math.max(1, Math.min(maxStreams, options.streamsPerFile ?? (rtt !== undefined ? streamsForRoundTrip(rtt) : 1)));
+      // The choice and its reason in the log: a pull that takes another path than the last one says why.
+      options.logger?.info(`download of ${plan.checkpoint.name}: ${perFile} OpenSSH stream${perFile === 1 ? '' : 's'} per file (${why}; at most ${maxStreams})`);
+    }
     const wanted = openssh
       ? Math.max(1, Math.min(maxStreams, Math.max(works.length, works.reduce((n, w) => n + Math.min(perFile, Math.ceil((w.bytes - w.done.total) / OPENSSH_MIN_PIECE)), 0))))
       : Math.max(1, Math.min(options.concurrency ?? 4, Math.ceil(remaining / (8 << 20)) || 1));
