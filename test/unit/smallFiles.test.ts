@@ -58,3 +58,33 @@ test('batches keep within their budgets and order; large, relative and newline n
   assert.equal(batchable({ remotePath: '/a\nb', bytes: 1 }), false);
   assert.equal(batchable({ remotePath: '/a', bytes: 1 }), true);
 });
+
+test('each file of a batch comes with its size and mtime as the walk lists them, after its bytes were read', async () => {
+  const { statCheckpointCommand } = await import('../../src/core/transfer/remoteCommands');
+  const dir = fs.mkdtempSync(path.join(tmp, 'stat-'));
+  const names = ['one', 'two words', 'three'];
+  for (const [i, n] of names.entries()) fs.writeFileSync(path.join(dir, n), 'x'.repeat(i + 1));
+  fs.utimesSync(path.join(dir, 'two words'), new Date(1_700_000_000_123), new Date(1_700_000_000_123));
+  const walkCmd = statCheckpointCommand(dir);
+  const w = spawnSync('sh', ['-c', shellJoin(walkCmd.argv)]);
+  const walk = walkCmd.parse({ stdout: w.stdout, stderr: w.stderr, code: w.status ?? -1, truncated: false });
+  const files = names.map((n) => ({ remotePath: path.join(dir, n), bytes: fs.statSync(path.join(dir, n)).size }));
+  for (const hash of [true, false]) {
+    const pieces = run(files, hash);
+    for (const [i, n] of names.entries()) {
+      const listed = walk.files.find((f) => f.relative === n)!;
+      assert.deepEqual(pieces[i]?.after, { bytes: listed.bytes, mtime: listed.mtime }, `${n}: the batch's stat is the walk's (hash ${hash})`);
+    }
+  }
+  assert.ok(Math.abs(walk.files.find((f) => f.relative === 'two words')!.mtime - 1_700_000_000_123) < 0.01, 'mtimes below the second are kept');
+});
+
+test('a file of a batch that is no longer a regular file comes without a stat; the others keep theirs', () => {
+  const dir = fs.mkdtempSync(path.join(tmp, 'nf-'));
+  fs.writeFileSync(path.join(dir, 'a'), 'aa');
+  fs.symlinkSync('/dev/null', path.join(dir, 'null'));
+  const pieces = run([{ remotePath: path.join(dir, 'a'), bytes: 2 }, { remotePath: path.join(dir, 'null'), bytes: 0 }]);
+  assert.equal(pieces[0]?.after?.bytes, 2);
+  assert.ok(pieces[1], 'the batch still adds up');
+  assert.equal(pieces[1]?.after, undefined, '/dev/null is not a regular file');
+});

@@ -96,6 +96,11 @@ export function statCheckpointCommand(checkpointPath: string): RemoteCommand<Rem
 /** What a type letter of find's %y (after following links) that is not a file or folder makes of an entry. */
 export const SKIP_TYPES: Record<string, SkipReason> = { p: 'fifo', s: 'socket', c: 'char-device', b: 'block-device', l: 'broken-link' };
 
+/** An mtime as the walk prints it (find's `%T@`, or stat's whole seconds) in ms, rounded to the microsecond. */
+export function parseMtime(text: string): number {
+  return Math.round(Number(text) * 1e6) / 1e3;
+}
+
 /**
  * Parse the records of statCheckpointCommand (relative paths and link texts may hold tabs and newlines). Records
  * without a mark (`size \t mtime \t relative`) are read as files too. `checkpointPath` names the checkpoint in errors;
@@ -145,7 +150,7 @@ export function parseWalk(stdout: Buffer, checkpointPath = 'the checkpoint', req
     const t2 = rec.indexOf('\t', t1 + 1);
     if (t1 < 0 || t2 < 0) throw new RemoteRunsError('protocol', `Unexpected file record from find: ${JSON.stringify(rec.slice(0, 80))}`);
     const bytes = Number(rec.slice(0, t1));
-    const mtime = Math.round(Number(rec.slice(t1 + 1, t2)) * 1e6) / 1e3;
+    const mtime = parseMtime(rec.slice(t1 + 1, t2));
     if (!Number.isSafeInteger(bytes) || !Number.isFinite(mtime)) throw new RemoteRunsError('protocol', `Unexpected file record from find: ${JSON.stringify(rec.slice(0, 80))}`);
     // A copy, not a slice: a slice keeps the whole listing alive (4.8 MB of text for 100,000 files) as long as the plan.
     out.push({ relative: ownCopy(rec.slice(t2 + 1)), bytes, mtime });
