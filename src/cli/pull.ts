@@ -2,7 +2,7 @@ import * as readline from 'node:readline';
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpointWithNote, type PickedCheckpoint } from '../core/service';
 import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
-import { partialPercent, progressText, pullCheckpoint, skippedLines, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice, type SkippedEntry } from '../core/transfer';
+import { checkpointToPull, partialPercent, progressText, pullCheckpoint, skippedLines, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice, type SkippedEntry } from '../core/transfer';
 import { RemoteRunsError, formatTarget } from '../core/types';
 import { formatBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
@@ -31,12 +31,15 @@ export async function pullCommand(
   if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
     throw new RemoteRunsError('bad-address', 'pull needs host/target/run/checkpoint (a checkpoint name such as step_20000 or last.ckpt, a step, last/best, final, or "latest")');
   }
-  const found = await deps.core.resolveRun(addr.host, addr.target, addr.segments ?? [addr.run, addr.checkpoint], 'required', deps.signal);
-  const { run } = found;
-  const picked = pickCheckpointWithNote(run, found.checkpoint ?? addr.checkpoint, found.listedInPart);
-  const { checkpoint, note } = picked;
-  if (note) deps.stderr.write(`${note}\n`);
-  options.onPicked?.(picked);
+  // Only the picked checkpoint outlives this step (checkpointToPull): the run's listing is not held for the whole pull.
+  const { target, run: runName, checkpoint: which } = addr;
+  const { run, checkpoint } = await (async () => {
+    const found = await deps.core.resolveRun(addr.host, target, addr.segments ?? [runName, which], 'required', deps.signal);
+    const picked = pickCheckpointWithNote(found.run, found.checkpoint ?? which, found.listedInPart);
+    if (picked.note) deps.stderr.write(`${picked.note}\n`);
+    options.onPicked?.(picked);
+    return { run: { name: found.run.name }, checkpoint: checkpointToPull(picked.checkpoint) };
+  })();
   const source = { pool: deps.pool, host: deps.resolve(addr.host), target: addr.target };
   const where = `${addr.host}/${formatTarget(addr.target)}/${run.name}/${checkpoint.name}`;
   const progress = progressPrinter(deps.stderr, where);

@@ -11,6 +11,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { batchable, batches, smallBatchCommand, SMALL_FILE_BYTES } from '../../src/core/transfer/smallFiles';
 import { shellJoin } from '../../src/core/shell/quote';
+import { statCheckpointCommand } from '../../src/core/transfer/remoteCommands';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-small-'));
 
@@ -59,8 +60,7 @@ test('batches keep within their budgets and order; large, relative and newline n
   assert.equal(batchable({ remotePath: '/a', bytes: 1 }), true);
 });
 
-test('each file of a batch comes with its size and mtime as the walk lists them, after its bytes were read', async () => {
-  const { statCheckpointCommand } = await import('../../src/core/transfer/remoteCommands');
+test('each file of a batch comes with its size and mtime as the walk lists them, after its bytes were read', () => {
   const dir = fs.mkdtempSync(path.join(tmp, 'stat-'));
   const names = ['one', 'two words', 'three'];
   for (const [i, n] of names.entries()) fs.writeFileSync(path.join(dir, n), 'x'.repeat(i + 1));

@@ -21,7 +21,7 @@ import { localFs as fs, type FileHandle } from '../util/localFs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { runCommand, type RemoteCommand } from '../remote';
-import { RemoteRunsError, isRemoteRunsError } from '../types';
+import { RemoteRunsError, isRemoteRunsError, type Checkpoint } from '../types';
 import { backoffMs, delay } from '../util/delay';
 import { createLane, type Lane } from './lanes';
 import { acquireLock, busyError, type DownloadLock } from './lock';
@@ -34,12 +34,13 @@ import { localError, makeFolders } from './localErrors';
 import { startWorkerLane, workerInit } from './workerLane';
 import { sha256File } from './localHash';
 import { SpeedMeter } from './progress';
-import { batchable, batches, fetchSmallBatch } from './smallFiles';
-import { FolderPresence, linkState, localState, withState } from './plan';
+import { batchable, batches, fetchSmallBatch, type SmallPiece } from './smallFiles';
+import { FileOutcomes } from './outcomes';
+import { checkpointLocalRoot, FolderPresence, linkState, localState, planDownload, withState, type PlanDestination } from './plan';
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
 import { lockPath, overwriteJsonInPlace, readPartRecord, removeStaleTemps, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type DownloadOrigin, type PartRecord } from './records';
 import { noHashTool, rangeSha256Command, sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
-import type { DownloadOptions, DownloadPlan, DownloadProgress, DownloadResult, FileOutcome, PlanFile, TransportKind, VerifyMode } from './types';
+import type { DownloadOptions, DownloadPlan, DownloadProgress, DownloadResult, FileOutcome, PlanFile, TransferSource, TransportKind, VerifyMode } from './types';
 import { formatBytes } from '../util/format';
 
 /** One file being fetched, with its mutable transfer state. */
@@ -104,18 +105,43 @@ const MAX_HASH_REFETCHES = 1;
  * container kinds once retries are exhausted.
  */
 export async function download(plan: DownloadPlan, options: DownloadOptions = {}): Promise<DownloadResult> {
+  return underLock(plan.root, plan.localRoot, plan.checkpoint.name, options, (signal, lock) => downloadLocked(plan, options, signal, lock, false));
+}
+
+/**
+ * Lock the destination, then plan (planDownload: one walk of the remote, one look at what is here) and download: what
+ * the plan says is here is what is here, as nothing else may write there meanwhile. `planned` is told of the plan
+ * before any byte moves. Rejects as download() does, `busy` before anything is listed.
+ */
+export async function downloadCheckpoint(
+  source: TransferSource,
+  checkpoint: Checkpoint,
+  dest: PlanDestination,
+  options: DownloadOptions = {},
+  planned?: (plan: DownloadPlan) => void,
+): Promise<{ plan: DownloadPlan; result: DownloadResult }> {
+  const root = path.resolve(dest.root);
+  return underLock(root, checkpointLocalRoot(root, dest.run, checkpoint), checkpoint.name, options, async (signal, lock) => {
+    const plan = await planDownload(source, checkpoint, dest, signal);
+    planned?.(plan);
+    return { plan, result: await downloadLocked(plan, options, signal, lock, true) };
+  });
+}
+
+/** Run `fn` holding the lock of the download of `name` into `localRoot`; `signal` also ends when the lock is lost. */
+async function underLock<T>(root: string, localRoot: string, name: string, options: DownloadOptions, fn: (signal: AbortSignal, lock: DownloadLock) => Promise<T>): Promise<T> {
   throwIfCancelled(options.signal);
-  const lock = await acquireLock(lockPath(plan.root, plan.localRoot), `${plan.checkpoint.name} (into ${plan.localRoot})`, options.holder ?? `process ${process.pid}`);
+  const lock = await acquireLock(lockPath(root, localRoot), `${name} (into ${localRoot})`, options.holder ?? `process ${process.pid}`);
   const inner = new AbortController();
   let lost: RemoteRunsError | undefined;
   const onOuter = (): void => inner.abort();
   options.signal?.addEventListener('abort', onOuter, { once: true });
   lock.onLost(() => {
-    lost = busyError(lock.path, plan.checkpoint.name, undefined);
+    lost = busyError(lock.path, name, undefined);
     inner.abort();
   });
   try {
-    return await downloadLocked(plan, options, inner.signal, lock);
+    return await fn(inner.signal, lock);
   } catch (e) {
     throw lost ?? e;
   } finally {
@@ -124,30 +150,38 @@ export async function download(plan: DownloadPlan, options: DownloadOptions = {}
   }
 }
 
-async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, signal: AbortSignal, lock: DownloadLock): Promise<DownloadResult> {
+/** `plannedUnderLock`: the plan's local states were read under this lock (else each file is looked at again). */
+async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, signal: AbortSignal, lock: DownloadLock, plannedUnderLock: boolean): Promise<DownloadResult> {
   const { source } = plan;
   const transport: TransportKind = options.transport ?? (source.target.kind === 'host' ? 'sftp' : 'exec');
   const verify: VerifyMode = options.verify ?? 'sha256';
-  const outcomes: FileOutcome[] = [];
+  const results = new FileOutcomes(plan.files, verify);
+  /** Files being fetched with their state (resumed ones, and every file once it needs a stream). */
   const works: Work[] = [];
+  /**
+   * Files with nothing of them here (no file, no `.part`), by plan index: no Work until one is needed. Small ones go in
+   * batches and are put in place as their batch arrives (fetchSmallFiles); the rest get a Work before the streams.
+   */
+  let fresh: number[] = [];
 
   // Records a killed process was writing when it died: this download, holding the lock, is their next owner.
   for (const dir of new Set(plan.files.flatMap((f) => [path.dirname(f.paths.partRecord), path.dirname(f.paths.doneRecord)]))) await removeStaleTemps(dir);
 
-  const links: PlanFile[] = [];
+  /** Plan indexes of the files that arrive as symlinks. */
+  const links: number[] = [];
   const made = new Set<string>();
   // One origin for every file of the download (its records name it): a copy per file was 100,000 objects more.
   const origin: DownloadOrigin = { host: plan.source.host.name, target: plan.source.target, run: plan.run, checkpoint: plan.checkpoint.name };
   const folders = new FolderPresence();
   for (const [i, planned] of plan.files.entries()) {
     if (planned.symlink !== undefined) {
-      links.push(planned);
+      links.push(i);
       continue;
     }
-    // The plan was made before the lock: what another download did meanwhile counts.
+    // A plan made before the lock: what another download did meanwhile counts.
     // (The plan's own file while nothing changed: a copy per file is 100,000 objects more.)
-    const state = await localState(planned.paths, planned.remotePath, planned, folders);
-    const file = state.kind === 'absent' && planned.state.kind === 'absent' ? planned : withState(planned, state);
+    const state = plannedUnderLock ? planned.state : await localState(planned.paths, planned.remotePath, planned, folders);
+    const file = state === planned.state || (state.kind === 'absent' && planned.state.kind === 'absent') ? planned : withState(planned, state);
     const base = { relative: file.relative, localPath: file.localPath, resumedBytes: 0, refetchedBytes: 0 };
     let replaced = false;
     if (file.state.kind === 'complete-verified') {
@@ -156,7 +190,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
         const same = await compareWhole(plan, file, signal);
         if (same.equal) {
           await updateDoneRecord(file, same.local);
-          outcomes.push({ ...base, outcome: 'already-complete', verified: 'sha256', sha256: same.local });
+          results.set(i, { ...base, outcome: 'already-complete', verified: 'sha256', sha256: same.local });
           continue;
         }
         // Our own download, untouched since (size and mtime as we left them), but not the remote's bytes: replace it.
@@ -164,7 +198,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
         replaced = true;
       } else {
         const verified = file.state.verified;
-        outcomes.push({ ...base, outcome: 'already-complete', verified, ...(file.state.sha256 ? { sha256: file.state.sha256 } : {}) });
+        results.set(i, { ...base, outcome: 'already-complete', verified, ...(file.state.sha256 ? { sha256: file.state.sha256 } : {}) });
         continue;
       }
     } else if (file.state.kind === 'differs') {
@@ -174,67 +208,78 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
         const same = await compareWhole(plan, file, signal);
         if (same.equal) {
           await adoptIdentical(file, same.local);
-          outcomes.push({ ...base, outcome: 'identical', verified: 'sha256', sha256: same.local });
+          results.set(i, { ...base, outcome: 'identical', verified: 'sha256', sha256: same.local });
           continue;
         }
       }
       const ok = options.force || (options.overwrite ? await options.overwrite(file) : false);
       throwIfCancelled(signal);
       if (!ok) {
-        outcomes.push({ ...base, outcome: 'declined' });
+        results.set(i, { ...base, outcome: 'declined' });
         continue;
       }
       replaced = true;
     }
     const w = await prepare(file, i, options.fresh === true, made, folders);
-    w.origin = origin;
-    w.replaced = replaced;
-    works.push(w);
+    if (!w && !replaced) {
+      fresh.push(i);
+      continue;
+    }
+    const work = w ?? newWork(file, i);
+    work.origin = origin;
+    work.replaced = replaced;
+    works.push(work);
   }
 
-  await checkDiskSpace(works);
+  const toFetch = works.length + fresh.length;
+  /** Folders of done records made so far (records.ts writeDoneRecord). */
+  const recordDirs = new Set<string>();
+  await checkDiskSpace(works.reduce((n, w) => n + (w.bytes - w.done.total), 0) + fresh.reduce((n, i) => n + plan.files[i].bytes, 0), works[0]?.file ?? plan.files[fresh[0]]);
 
   let bytesFetched = 0;
   let retries = 0;
   let lanesUsed = 0;
   const clientState: ClientState = { choice: options.client ?? 'auto', used: 'ssh2', lock };
   const meter = new SpeedMeter();
-  const totalBytes = works.reduce((n, w) => n + w.bytes, 0);
-  let lastFile = works[0];
+  const totalBytes = works.reduce((n, w) => n + w.bytes, 0) + fresh.reduce((n, i) => n + plan.files[i].bytes, 0);
+  /** The plan index of the file last heard of (progress names it). */
+  let lastFile = works[0]?.index ?? fresh[0];
   let lastProgress = 0;
-  /** Files put in place so far (the finish phase counts them). */
+  /** Files put in place so far, and their bytes (those of files without a Work: put in place from their batch). */
   let placed = 0;
+  let placedBytes = 0;
   const report = (force: boolean, phase: DownloadProgress['phase'] = 'transfer', verifying?: { done: number; total: number }): void => {
     const now = Date.now();
     meter.sample(now, bytesFetched);
     if (!options.onProgress || (!force && now - lastProgress < PROGRESS_INTERVAL_MS)) return;
     lastProgress = now;
-    const done = works.reduce((n, w) => n + w.done.total, 0);
+    const done = placedBytes + works.reduce((n, w) => n + w.done.total, 0);
     options.onProgress({
       bytesDone: done,
       bytesTotal: totalBytes,
       bytesPerSec: meter.bytesPerSec,
       etaSec: meter.eta(totalBytes - done),
-      fileIndex: lastFile ? lastFile.index + 1 : 0,
+      fileIndex: lastFile !== undefined ? lastFile + 1 : 0,
       fileCount: plan.files.length,
-      file: lastFile?.file.relative ?? '',
+      file: lastFile !== undefined ? plan.files[lastFile].relative : '',
       phase,
       ...(verifying ? { verifyDone: verifying.done, verifyTotal: verifying.total } : {}),
-      ...(phase === 'finish' ? { filesPlaced: placed, filesToPlace: works.length } : {}),
+      ...(phase === 'finish' ? { filesPlaced: placed, filesToPlace: toFetch } : {}),
     });
   };
 
   try {
     let changedRestarts = 0;
     for (let attempt = 0; ; attempt++) {
+      fresh = fresh.filter((i) => !results.has(i));
       const pendingWork = works.filter((w) => !w.finished);
-      if (pendingWork.length === 0) break;
+      if (pendingWork.length === 0 && fresh.length === 0) break;
       try {
         // The remote files as they are now: a change since the .part was started means starting that file over. The
         // first attempt has the plan's listing, made moments ago (a .part of an earlier run was matched against it):
         // listing again would hold a second copy of every name (100,000 files: a few seconds and tens of MB); a change
         // since is caught by the listing after the transfer, as one during it is.
-        if (attempt > 0) await (async (now: Map<string, RemoteFileStat>) => {
+        if (attempt > 0 && pendingWork.length > 0) await (async (now: Map<string, RemoteFileStat>) => {
           for (const w of pendingWork) {
             const st = now.get(w.file.relative);
             if (!st) throw new RemoteRunsError('path-missing', `${w.file.remotePath} no longer exists on the remote side`, { path: w.file.remotePath });
@@ -247,19 +292,35 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
           }
         })(await statRemote(plan, signal)); // (the listing is let go once compared)
         report(true);
-        // Small files first, many to a command (smallFiles.ts); what a batch did not bring goes through the streams.
-        const batched = await fetchSmallFiles(plan, pendingWork, verify, options, signal, (w, n) => {
-          bytesFetched += n;
-          lastFile = w;
+        // Small files first, many to a command (smallFiles.ts), each put in place as its batch arrives; what a batch did
+        // not bring goes through the streams, with a Work of its own.
+        await fetchSmallFiles(plan, fresh, verify, options, signal, async (i, piece) => {
+          const w = newWork(plan.files[i], i);
+          w.origin = origin;
+          if (!(await placeBatched(w, piece, verify, recordDirs))) return false;
+          results.placed(i, w.sha256);
+          bytesFetched += w.bytes;
+          placedBytes += w.bytes;
+          placed++;
+          lastFile = i;
           report(false);
+          return true;
         });
-        const streamed = pendingWork.filter((w) => !batched.has(w));
+        for (const i of fresh) {
+          if (results.has(i)) continue;
+          const w = newWork(plan.files[i], i);
+          w.origin = origin;
+          works.push(w);
+          pendingWork.push(w);
+        }
+        fresh = [];
+        const streamed = pendingWork;
         let laneChanged: unknown;
         try {
           if (streamed.length > 0) {
             const used = await runAttempt(plan, streamed, transport, verify, options, clientState, signal, (w, n) => {
               bytesFetched += n;
-              lastFile = w;
+              lastFile = w.index;
               report(false);
             });
             lanesUsed = Math.max(lanesUsed, used);
@@ -273,7 +334,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
         // (The listing is let go once compared, before the files are put in place: 100,000 names and stats.)
         let again = false;
         const toFinish: Work[] = [];
-        let after: Map<string, RemoteFileStat> | undefined = await statRemote(plan, signal);
+        let after: Map<string, RemoteFileStat> | undefined = pendingWork.length > 0 ? await statRemote(plan, signal) : new Map();
         for (const w of pendingWork) {
           const st = after.get(w.file.relative);
           if (!st || st.bytes !== w.bytes || st.mtime !== w.mtime) {
@@ -293,12 +354,12 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
         // a time, 100,000 small files took minutes); a file with ranges still to hash on both sides, one at a time.
         const proven = (w: Work): boolean => verify !== 'sha256' || new RangeSet(w.checked.map((c) => [c.start, c.end] as const)).covers(w.bytes);
         const finishOne = async (w: Work): Promise<void> => {
-          lastFile = w;
+          lastFile = w.index;
           if (verify === 'sha256' && !(await checkRanges(plan, w, signal, (done, total) => report(done === 0 || done === total, 'verify', { done, total })))) {
             again = true;
             return;
           }
-          await finish(w, verify);
+          await finish(w, verify, undefined, recordDirs);
           placed++;
           report(false, 'finish');
         };
@@ -328,26 +389,12 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
   }
 
   // Links last: what they point to is in place by now.
-  for (const link of links) outcomes.push(await placeLink(link, verify, options, signal));
+  for (const i of links) results.set(i, await placeLink(plan.files[i], verify, options, signal));
 
-  for (const w of works) {
-    outcomes.push({
-      relative: w.file.relative,
-      localPath: w.file.localPath,
-      outcome: w.outcome,
-      verified: verify,
-      ...(w.sha256 ? { sha256: w.sha256 } : {}),
-      ...(w.replaced ? { replaced: true } : {}),
-      resumedBytes: w.resumedBytes,
-      refetchedBytes: w.refetchedBytes,
-      ...(w.hashMismatches ? { hashMismatches: w.hashMismatches } : {}),
-    });
-  }
-  const order = new Map(plan.files.map((f, i) => [f.relative, i]));
-  outcomes.sort((a, b) => (order.get(a.relative) ?? 0) - (order.get(b.relative) ?? 0));
+  for (const w of works) results.set(w.index, outcomeOf(w, verify));
   return {
     localRoot: plan.localRoot,
-    files: outcomes,
+    files: results.list(),
     bytesFetched,
     retries,
     lanes: lanesUsed,
@@ -436,8 +483,11 @@ async function openSshFor(plan: DownloadPlan, hostKeys: Buffer[], options: Downl
   }
 }
 
-/** Set up a file's `.part` state: keep the ranges of a matching record, discard anything else. */
-async function prepare(file: PlanFile, index: number, fresh: boolean, made: Set<string>, folders: FolderPresence): Promise<Work> {
+/**
+ * Set up a file's `.part` state: keep the ranges of a matching record, discard anything else. undefined when nothing
+ * of the file is here (no `.part`): it needs no Work until it is fetched.
+ */
+async function prepare(file: PlanFile, index: number, fresh: boolean, made: Set<string>, folders: FolderPresence): Promise<Work | undefined> {
   const { paths } = file;
   // Asked before the folders are made: a folder that was not there holds no old .part (nor a legacy one beside the file).
   const legacy = await folders.mayHold(file.localPath);
@@ -448,7 +498,34 @@ async function prepare(file: PlanFile, index: number, fresh: boolean, made: Set<
     await makeFolders(dir, `Cannot create ${dir}`);
     made.add(dir);
   }
-  const w: Work = {
+  if (legacy) await adoptLegacyPart(file);
+  const partStat = partFolder || legacy ? await fs.stat(paths.part).catch(() => undefined) : undefined;
+  if (!partStat) {
+    // A record without its .part (a kill between the two) describes nothing: dropped, so none outlives the file.
+    if (partFolder) await fs.rm(paths.partRecord, { force: true }).catch(() => undefined);
+    return undefined;
+  }
+  const w = newWork(file, index);
+  const rec = await readPartRecord(paths);
+  if (partStat && rec && !fresh && rec.remotePath === file.remotePath && rec.remoteBytes === file.bytes && rec.remoteMtime === file.mtime) {
+    w.done = new RangeSet(rec.done.map(([s, e]) => [s, Math.min(e, partStat.size)] as const));
+    // Resumed bytes are proven again, on both sides, before the rename (checkRanges): whatever happened to them since
+    // they were checked (a crash of the machine before they reached the disk, a disk that changed them) is caught.
+    w.checked = [];
+    w.resumedBytes = w.done.total;
+    w.recorded = true;
+    if (w.resumedBytes > 0) w.outcome = 'resumed';
+  } else {
+    // A .part of another version (or no record of where it came from): those bytes are worth nothing.
+    w.refetchedBytes += rec && rec.remoteBytes === file.bytes ? new RangeSet(rec.done).total : 0;
+    await fs.rm(paths.part, { force: true });
+  }
+  return w;
+}
+
+/** A file's transfer state with nothing of it fetched. */
+function newWork(file: PlanFile, index: number): Work {
+  return {
     file,
     index,
     bytes: file.bytes,
@@ -469,23 +546,21 @@ async function prepare(file: PlanFile, index: number, fresh: boolean, made: Set<
     replaced: false,
     finished: false,
   };
-  if (legacy) await adoptLegacyPart(file);
-  const partStat = partFolder || legacy ? await fs.stat(paths.part).catch(() => undefined) : undefined;
-  const rec = partStat ? await readPartRecord(paths) : undefined;
-  if (partStat && rec && !fresh && rec.remotePath === file.remotePath && rec.remoteBytes === file.bytes && rec.remoteMtime === file.mtime) {
-    w.done = new RangeSet(rec.done.map(([s, e]) => [s, Math.min(e, partStat.size)] as const));
-    // Resumed bytes are proven again, on both sides, before the rename (checkRanges): whatever happened to them since
-    // they were checked (a crash of the machine before they reached the disk, a disk that changed them) is caught.
-    w.checked = [];
-    w.resumedBytes = w.done.total;
-    w.recorded = true;
-    if (w.resumedBytes > 0) w.outcome = 'resumed';
-  } else if (partStat) {
-    // A .part of another version (or no record of where it came from): those bytes are worth nothing.
-    w.refetchedBytes += rec && rec.remoteBytes === file.bytes ? new RangeSet(rec.done).total : 0;
-    await fs.rm(paths.part, { force: true });
-  }
-  return w;
+}
+
+/** What happened to a file that had a Work. */
+function outcomeOf(w: Work, verify: VerifyMode): FileOutcome {
+  return {
+    relative: w.file.relative,
+    localPath: w.file.localPath,
+    outcome: w.outcome,
+    verified: verify,
+    ...(w.sha256 ? { sha256: w.sha256 } : {}),
+    ...(w.replaced ? { replaced: true } : {}),
+    resumedBytes: w.resumedBytes,
+    refetchedBytes: w.refetchedBytes,
+    ...(w.hashMismatches ? { hashMismatches: w.hashMismatches } : {}),
+  };
 }
 
 /**
@@ -763,51 +838,77 @@ const SMALL_BATCH_MIN_FILES = 64;
 const SMALL_BATCHES_AT_ONCE = 4;
 
 /**
- * Fetch the small files of `works` not yet started in batches (smallFiles.ts): each file whose remote SHA-256 matches
- * the bytes that came (or any, with verify 'size') is written whole as its `.part`, its one range proven, and is
- * returned; the rest are left for the streams. No `.part` record is written for them: a kill loses at most a batch.
+ * Fetch the small files among `fresh` (plan indexes of files with nothing here) in batches (smallFiles.ts). `place`
+ * is handed each file its batch brought whole; it puts it in place and says whether it could (placeBatched). The rest
+ * are left for the streams. No `.part` record is written for them: a kill loses at most the batches in flight.
  */
 async function fetchSmallFiles(
   plan: DownloadPlan,
-  works: Work[],
+  fresh: readonly number[],
   verify: VerifyMode,
   options: DownloadOptions,
   signal: AbortSignal,
-  onBytes: (w: Work, n: number) => void,
-): Promise<Set<Work>> {
-  const done = new Set<Work>();
-  const candidates = works.filter((w) => w.done.total === 0 && !w.recorded && batchable({ remotePath: w.file.remotePath, bytes: w.bytes }));
-  if (candidates.length < SMALL_BATCH_MIN_FILES || options.segmentBytes) return done;
+  place: (index: number, piece: SmallPiece) => Promise<boolean>,
+): Promise<void> {
+  if (options.segmentBytes) return;
+  const small = (i: number): boolean => batchable({ remotePath: plan.files[i].remotePath, bytes: plan.files[i].bytes });
+  let count = 0;
+  for (const i of fresh) if (small(i) && ++count >= SMALL_BATCH_MIN_FILES) break;
+  if (count < SMALL_BATCH_MIN_FILES) return;
   const { source } = plan;
   const exec = source.pool.executor(source.host, { idempotent: true });
+  // Remote paths are made as the batches are cut, and live only as long as their batch.
   const queue = batches((function* () {
-    for (const w of candidates) yield { remotePath: w.file.remotePath, bytes: w.bytes, w };
+    for (const i of fresh) if (small(i)) yield { remotePath: plan.files[i].remotePath, bytes: plan.files[i].bytes, i };
   })());
+  // On a failure no batch starts and the running ones are waited for: none may still be putting files in place when
+  // the next attempt (or the caller) looks at what is here.
+  let failure: { e: unknown } | undefined;
   const run = async (): Promise<void> => {
-    for (let next = queue.next(); !next.done; next = queue.next()) {
-      const batch = next.value;
-      throwIfCancelled(signal);
-      const pieces = await fetchSmallBatch(exec, source.target, batch, verify === 'sha256', signal);
-      for (const [i, piece] of pieces.entries()) {
-        const { w } = batch[i];
-        if (!piece) continue;
-        if (piece.remote === 'none') throw noHashTool();
-        if (verify === 'sha256' && piece.remote !== piece.local) continue;
-        try {
-          await fs.writeFile(w.file.paths.part, piece.data);
-        } catch (e) {
-          throw localError(e, `Cannot write ${w.file.paths.part}`);
-        }
-        w.done.add(0, w.bytes);
-        // An array of exactly one (a push into [] reserves 17 slots: 100,000 files, 7 MB of nothing).
-        if (verify === 'sha256') w.checked = [{ start: 0, end: w.bytes, sha256: piece.local }];
-        done.add(w);
-        onBytes(w, w.bytes);
+    try {
+      for (let next = failure ? undefined : queue.next(); next && !next.done; next = failure ? undefined : queue.next()) {
+        const batch = next.value;
+        throwIfCancelled(signal);
+        const pieces = await fetchSmallBatch(exec, source.target, batch, verify === 'sha256', signal);
+        if (pieces.some((p) => p?.remote === 'none')) throw noHashTool();
+        await eachAtOnce(batch.map((f, k) => ({ i: f.i, piece: pieces[k] })), PLACE_AT_ONCE, async ({ i, piece }) => {
+          throwIfCancelled(signal);
+          if (piece) await place(i, piece);
+        });
       }
+    } catch (e) {
+      failure ??= { e };
     }
   };
   await Promise.all(Array.from({ length: SMALL_BATCHES_AT_ONCE }, run));
-  return done;
+  if (failure) throw failure.e;
+}
+
+/** Files of one batch put in place at once (each an fsync, a record and a rename; four batches run side by side). */
+const PLACE_AT_ONCE = 4;
+
+/**
+ * Put a file its batch brought whole in place: its bytes proven (the remote SHA-256 of them matches, or any with
+ * verify 'size') and the file still the version the plan listed (the batch's stat after the hash). False, with
+ * nothing written, for a file that must go through a stream (which says what went wrong, or fetches the new version).
+ */
+async function placeBatched(w: Work, piece: SmallPiece, verify: VerifyMode, made: Set<string>): Promise<boolean> {
+  if (verify === 'sha256' && piece.remote !== piece.local) return false;
+  if (!piece.after || piece.after.bytes !== w.bytes || piece.after.mtime !== w.mtime || piece.data.length !== w.bytes) return false;
+  // The paths once per file (each derivation is five strings), and written through the handle finish() flushes.
+  const paths = w.file.paths;
+  try {
+    w.handle = fs.open(paths.part, 'w+');
+    await (await w.handle).write(piece.data, 0, piece.data.length, 0);
+  } catch (e) {
+    await closeHandle(w);
+    throw localError(e, `Cannot write ${paths.part}`);
+  }
+  w.done.add(0, w.bytes);
+  // An array of exactly one (a push into [] reserves 17 slots).
+  if (verify === 'sha256') w.checked = [{ start: 0, end: w.bytes, sha256: piece.local }];
+  await finish(w, verify, paths, made);
+  return true;
 }
 
 /** Files put in place at once once their bytes are proven (finish: an fsync, two stats, a record and a rename each). */
@@ -959,10 +1060,9 @@ async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal, pro
 }
 
 /** Put a fully written, verified `.part` in place and leave the record of what it is. */
-async function finish(w: Work, verify: VerifyMode): Promise<void> {
+async function finish(w: Work, verify: VerifyMode, paths = w.file.paths, made?: Set<string>): Promise<void> {
   // Once only: a second call would open (and so create) an empty .part where the file was renamed from.
   if (w.finished) return;
-  const { paths } = w.file;
   await (await openPart(w)).sync().catch(() => undefined);
   await closeHandle(w);
   await w.saving;
@@ -989,16 +1089,18 @@ async function finish(w: Work, verify: VerifyMode): Promise<void> {
     localMtimeMs: final.mtimeMs,
   };
   try {
-    await writeDoneRecord(paths, rec);
-    await fs.rename(paths.part, w.file.localPath);
+    await writeDoneRecord(paths, rec, made);
+    await fs.rename(paths.part, paths.local);
   } catch (e) {
-    throw localError(e, `Cannot finish ${w.file.localPath}`);
+    throw localError(e, `Cannot finish ${paths.local}`);
   }
+  // (A file never asked to record has none: prepare() dropped any record without its .part.)
+  const mayHaveRecord = w.recorded || w.dirty;
   w.finished = true;
   w.dirty = false;
   // Its proven ranges are not needed once it is in place (the whole file's SHA-256 is kept above).
   w.checked = [];
-  await fs.rm(paths.partRecord, { force: true });
+  if (mayHaveRecord) await fs.rm(paths.partRecord, { force: true });
 }
 
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
@@ -1100,11 +1202,10 @@ function saveRecord(w: Work): Promise<void> {
   return w.saving;
 }
 
-/** Refuse to start when the bytes still to fetch do not fit on the destination's file system. */
-async function checkDiskSpace(works: Work[]): Promise<void> {
-  if (works.length === 0) return;
-  const need = works.reduce((n, w) => n + (w.bytes - w.done.total), 0);
-  const dir = path.dirname(works[0].file.paths.part);
+/** Refuse to start when the bytes still to fetch (`need`) do not fit on the file system of the first file's `.part`. */
+async function checkDiskSpace(need: number, first: PlanFile | undefined): Promise<void> {
+  if (!first) return;
+  const dir = path.dirname(first.paths.part);
   const st = await fs.statfs(dir);
   const free = st.bavail * st.bsize;
   if (need > free) {

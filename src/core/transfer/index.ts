@@ -4,7 +4,7 @@
  *
  * This folder never imports `vscode`.
  */
-export { planDownload, buildPlan, localState, checkpointLocalRoot, skipText, type PlanDestination } from './plan';
+export { planDownload, buildPlan, localState, checkpointLocalRoot, checkpointToPull, skipText, type PlanDestination } from './plan';
 export type { SkippedEntry, SkipReason } from './remoteCommands';
 export { download } from './download';
 export { RangeSet, splitRanges, type ByteRange } from './ranges';

@@ -36,6 +36,19 @@ export async function planDownload(
   return buildPlan(source, checkpoint, dest, walk);
 }
 
+/**
+ * The checkpoint as a pull needs it: its listed files only where they say which files of a folder are its own (final
+ * weights beside the rest of a run, a group of files); the pull walks the folder itself. A caller that lets go of the
+ * run's listing and keeps this lets go of the listed files too (100,000 files: ~9 MB for the whole pull).
+ */
+export function checkpointToPull(checkpoint: Checkpoint): Checkpoint {
+  return ownFilesListed(checkpoint) || checkpoint.files.length === 0 ? checkpoint : { ...checkpoint, files: [] };
+}
+
+function ownFilesListed(checkpoint: Checkpoint): boolean {
+  return checkpoint.kind === 'final' || checkpoint.fileGroup === true;
+}
+
 /** The plan from a remote listing (separate so a refresh during download can reuse it). */
 export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, dest: PlanDestination, walk: RemoteWalk | RemoteFileStat[]): Promise<DownloadPlan> {
   const root = path.resolve(dest.root);
@@ -57,12 +70,13 @@ export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, 
     files.push(file);
   } else {
     // Final weights live in the run folder beside everything else of the run: only their own files are theirs.
-    const own = checkpoint.kind === 'final' || checkpoint.fileGroup ? new Set(checkpoint.files.map((f) => f.name)) : undefined;
+    const own = ownFilesListed(checkpoint) ? new Set(checkpoint.files.map((f) => f.name)) : undefined;
     if (own) {
       stats = stats.filter((st) => own.has(st.relative));
       skipped = skipped.filter((st) => own.has(st.relative));
     }
-    const names = new Set(stats.map((st) => st.relative));
+    // The names, for links to look up (made only when one is there: 100,000 files, 4 MB).
+    let names: Set<string> | undefined;
     // Folder links that stay inside the checkpoint arrive as links: the folder they name is walked once, as itself.
     for (const d of Array.isArray(walk) || own ? [] : walk.dirLinks) {
       const file = new PlannedFile(at, checkpointRelative(d.relative), 0, 0, ABSENT, d.link);
@@ -71,7 +85,7 @@ export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, 
     }
     for (const st of stats) {
       const relative = checkpointRelative(st.relative);
-      const link = st.link !== undefined ? linkWithin(relative, st.link, names) : undefined;
+      const link = st.link !== undefined ? linkWithin(relative, st.link, (names ??= new Set(stats.map((x) => x.relative)))) : undefined;
       const file = new PlannedFile(at, relative, link !== undefined ? 0 : st.bytes, st.mtime, ABSENT, link);
       file.state = link !== undefined ? await linkState(file.localPath, link) : await localState(file.paths, file.remotePath, st, folders);
       files.push(file);
@@ -79,7 +93,7 @@ export async function buildPlan(source: TransferSource, checkpoint: Checkpoint, 
   }
   files.sort((a, b) => b.bytes - a.bytes || a.relative.localeCompare(b.relative));
   // The checkpoint's size is its bytes: a link kept as a link adds none.
-  return { source, root, checkpoint, run: dest.run, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0), skipped };
+  return { source, root, checkpoint: checkpointToPull(checkpoint), run: dest.run, localRoot, files, bytes: files.reduce((n, f) => n + f.bytes, 0), skipped };
 }
 
 const SKIP_WORDS: Record<SkippedEntry['why'], string> = {

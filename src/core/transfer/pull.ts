@@ -1,12 +1,12 @@
 /**
- * The one download call of the CLI's `pull` and the extension's Download Checkpoint: plan (what is remote, what is
- * already here), download (under the destination's lock), and the summary both faces show. The faces only ask
+ * The one download call of the CLI's `pull` and the extension's Download Checkpoint: lock the destination, plan (what
+ * is remote, what is already here), download, and the summary both faces show. The faces only ask
  * (replace a file that differs?) and render progress.
  */
 import type { Checkpoint } from '../types';
 import { formatBytes } from '../util/format';
-import { download } from './download';
-import { planDownload, skipText, type PlanDestination } from './plan';
+import { downloadCheckpoint } from './download';
+import { skipText, type PlanDestination } from './plan';
 import type { DownloadOptions, DownloadPlan, DownloadResult, FileOutcome, TransferSource, VerifyMode } from './types';
 
 export interface PullOutcome {
@@ -38,9 +38,7 @@ export async function pullCheckpoint(
   planned?: (plan: DownloadPlan) => void,
 ): Promise<PullOutcome> {
   options.onProgress?.({ bytesDone: 0, bytesTotal: 0, bytesPerSec: 0, etaSec: undefined, fileIndex: 0, fileCount: 0, file: '', phase: 'list' });
-  const plan = await planDownload(source, checkpoint, dest, options.signal);
-  planned?.(plan);
-  const result = await download(plan, options);
+  const { plan, result } = await downloadCheckpoint(source, checkpoint, dest, options, planned);
   const verify = options.verify ?? 'sha256';
   const declined = result.files.filter((f) => f.outcome === 'declined');
   const resumedBytes = result.files.reduce((n, f) => n + f.resumedBytes, 0);
