@@ -101,11 +101,14 @@ export class RemoteRunsCore {
     return host.runRoots && host.runRoots.length > 0 ? [...host.runRoots] : [...DEFAULT_RUN_ROOTS];
   }
 
-  /** List every run root of a target with ONE remote command. */
-  async listTarget(hostName: string, target: TargetRef, signal?: AbortSignal): Promise<TargetListing> {
+  /**
+   * List every run root of a target with ONE remote command (or only `only`, some of its run roots: the window's
+   * listing cache, discovery/listings.ts, lists the roots it does not hold yet).
+   */
+  async listTarget(hostName: string, target: TargetRef, signal?: AbortSignal, only?: readonly string[]): Promise<TargetListing> {
     const host = this.host(hostName);
     const exec = this.options.executorFor(host);
-    const roots = this.runRoots(host);
+    const roots = only ? [...only] : this.runRoots(host);
     const result = await runCommand(exec, target, listRunsCommand(roots, { maxEntries: this.options.maxEntries }), signal);
     // A root whose walk hit the budget is listed again with the budget shared among its folders (a second round trip,
     // only then): what survives no longer depends on directory order, and the folders that were too large are named.
