@@ -150,7 +150,7 @@ export class Listings<P = unknown> {
     if (this.fresh(slot, opts)) return slot.settled!;
     const whole = this.targetListings.get(targetKey(host, target));
     // The target being listed whole (the tree opened it): that command answers this root too.
-    if (!slot.flight && whole?.flight) {
+    if (!slot.flight && whole?.flight && !whole.flight.controller.signal.aborted) {
       const r = await this.join(whole.flight, opts.signal);
       if (!r.ok) return r;
       const mine = this.roots.get(key)?.settled;
@@ -262,12 +262,14 @@ export class Listings<P = unknown> {
     }
   }
 
+  /** The slot of a key; a request in it that every asker gave up on is no longer one to join. */
   private slot<T>(map: Map<string, Slot<T>>, key: string, scope: ListingScope): Slot<T> {
     let slot = map.get(key);
     if (!slot) {
       slot = { scope };
       map.set(key, slot);
     }
+    if (slot.flight?.controller.signal.aborted) slot.flight = undefined;
     return slot;
   }
 
