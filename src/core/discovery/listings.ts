@@ -163,11 +163,11 @@ export class Listings<P = unknown> {
         if (!r) throw new RemoteRunsError('protocol', `The listing of ${root} came back without it`);
         return { root: r, remoteNow: listing.remoteNow, ...(listing.defaultRoots ? { defaultRoots: true as const } : {}) };
       }, (before, after) => {
-        if (!after.ok) return;
-        // The target's listing as the tree holds it is now older than this root: built again when next read.
+        if (!after.ok || !before || same(before, after)) return;
+        // The target's listing as the tree holds it shows this root as it was: built again from the roots when next read.
         const t = this.targetListings.get(targetKey(host, target));
         if (t?.settled) t.settled = undefined;
-        if (before && !same(before, after)) this.changed({ host, target });
+        this.changed({ host, target });
       });
     }
     return this.join(slot.flight, opts.signal);
