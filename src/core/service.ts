@@ -178,18 +178,23 @@ export class RemoteRunsCore {
   /** One run by name within a target's listing, or a `not-found` error naming the runs that exist. */
   async findRun(hostName: string, target: TargetRef, runName: string, signal?: AbortSignal): Promise<{ run: Run; listing: TargetListing }> {
     const listing = await this.listTarget(hostName, target, signal);
+    return { run: this.runNamed(hostName, listing, runName), listing };
+  }
+
+  /** One run by name within a target's listing already made (findRun without the listing), or `not-found`. */
+  runNamed(hostName: string, listing: TargetListing, runName: string): Run {
     const runs = runsOf(listing);
     const run = runs.find((r) => r.name === runName);
     if (!run) {
       throw new RemoteRunsError(
         'not-found',
-        `No run named ${JSON.stringify(runName)} on ${hostName}/${formatTarget(target)}` +
+        `No run named ${JSON.stringify(runName)} on ${hostName}/${formatTarget(listing.target)}` +
           (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => displayName(r.name)).join(', ')})` : '') +
           partialNote(listing, this.options.maxEntries),
         { seen: runs.slice(0, 10).map((r) => r.name) },
       );
     }
-    return { run, listing };
+    return run;
   }
 }
 

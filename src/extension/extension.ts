@@ -201,7 +201,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       runFacts.config(ref.hostName, ref.target, { path: ref.runPath }).then(configSummary, (e: unknown) => [`Config not read: ${e instanceof Error ? e.message : String(e)}`]),
   });
   registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings, onDidDownload: () => downloadMarks?.recheckAll() });
-  const notifier = store.register(new Notifier({ core, context, log, feeds }));
+  const notifier = store.register(new Notifier({ core, context, log, feeds, listings }));
   evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults, onEvalsListed: (subject, before, after) => notifier.evalsListed(subject, before, after) });
   registerCompare({ store, core, hosts, log, context, inspect: inspectCheckpoint });
   registerRuns({ store, core, hosts, reader: runFacts, log, context });
