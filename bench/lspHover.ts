@@ -14,31 +14,16 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createProtocolConnection, StreamMessageReader, StreamMessageWriter, type Diagnostic } from 'vscode-languageserver-protocol/node';
-import type { ConfigResult, ListParams, ListResult, RemoteEntry } from '../src/shared/lspProtocol';
+import type { ConfigResult, ListParams } from '../src/shared/lspProtocol';
+import { listFake, storyFs } from '../test/builders/fakeRemote';
 import { ms, stats, table } from './util';
 
 const args = process.argv.slice(2);
 const N = Number(args[args.indexOf('--n') + 1] ?? 40) || 40;
 const REPO = path.join(__dirname, '..');
 const NOW = Date.now();
-const files = new Map<string, number>();
-for (const s of [10_000, 12_000, 14_000, 16_000, 18_000, 20_000, 22_000]) files.set(`/workspace/checkpoints/step_${s}/checkpoint.pt`, 3.2e9);
-
-function list(params: ListParams): ListResult {
-  const base = params.path.replace(/\/+$/, '') || '/';
-  const common = { ok: true as const, resolved: base, truncated: false, remoteNow: NOW };
-  if (files.has(base)) return { ...common, state: 'not-a-directory', entries: [] };
-  const entries = new Map<string, RemoteEntry>();
-  for (const [file, bytes] of files) {
-    if (!file.startsWith(`${base}/`)) continue;
-    const parts = file.slice(base.length + 1).split('/');
-    for (let i = 1; i <= Math.min(parts.length, params.depth); i++) {
-      const rel = parts.slice(0, i).join('/');
-      if (!entries.has(rel)) entries.set(rel, { rel, type: i === parts.length ? 'f' : 'd', bytes: i === parts.length ? bytes : 4096, mtime: NOW - 60_000 });
-    }
-  }
-  return entries.size ? { ...common, state: 'ok', entries: [...entries.values()] } : { ...common, state: 'path-missing', entries: [] };
-}
+// The story's run, listed by the same fake remote as the server's protocol test.
+const files = storyFs(NOW);
 
 function bigScript(tag: string): string {
   const out = ['# remote-runs: kpro6/pct:200'];
@@ -52,7 +37,7 @@ async function main(): Promise<void> {
   const config: ConfigResult = { hosts: [{ name: 'kpro6', address: '10.1.2.6', user: 'root', roots: ['/workspace'] }], mappings: [] };
   conn.onRequest('remoteRuns/config', () => config);
   conn.onRequest('remoteRuns/places', () => ({ places: [{ host: 'kpro6', target: 'pct:200' }] }));
-  conn.onRequest('remoteRuns/list', (p: ListParams) => list(p));
+  conn.onRequest('remoteRuns/list', (p: ListParams) => listFake(files, p, NOW));
   conn.onRequest('remoteRuns/latestMetrics', () => ({ ok: false, kind: 'path-missing', message: 'no log' }));
   conn.onRequest('remoteRuns/inspectSummary', () => ({ ok: false, kind: 'permission-denied', message: 'not read here' }));
   const versions = new Map<string, number | undefined>();

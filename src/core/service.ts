@@ -101,11 +101,14 @@ export class RemoteRunsCore {
     return host.runRoots && host.runRoots.length > 0 ? [...host.runRoots] : [...DEFAULT_RUN_ROOTS];
   }
 
-  /** List every run root of a target with ONE remote command. */
-  async listTarget(hostName: string, target: TargetRef, signal?: AbortSignal): Promise<TargetListing> {
+  /**
+   * List every run root of a target with ONE remote command (or only `only`, some of its run roots: the window's
+   * listing cache, discovery/listings.ts, lists the roots it does not hold yet).
+   */
+  async listTarget(hostName: string, target: TargetRef, signal?: AbortSignal, only?: readonly string[]): Promise<TargetListing> {
     const host = this.host(hostName);
     const exec = this.options.executorFor(host);
-    const roots = this.runRoots(host);
+    const roots = only ? [...only] : this.runRoots(host);
     const result = await runCommand(exec, target, listRunsCommand(roots, { maxEntries: this.options.maxEntries }), signal);
     // A root whose walk hit the budget is listed again with the budget shared among its folders (a second round trip,
     // only then): what survives no longer depends on directory order, and the folders that were too large are named.
@@ -175,18 +178,23 @@ export class RemoteRunsCore {
   /** One run by name within a target's listing, or a `not-found` error naming the runs that exist. */
   async findRun(hostName: string, target: TargetRef, runName: string, signal?: AbortSignal): Promise<{ run: Run; listing: TargetListing }> {
     const listing = await this.listTarget(hostName, target, signal);
+    return { run: this.runNamed(hostName, listing, runName), listing };
+  }
+
+  /** One run by name within a target's listing already made (findRun without the listing), or `not-found`. */
+  runNamed(hostName: string, listing: TargetListing, runName: string): Run {
     const runs = runsOf(listing);
     const run = runs.find((r) => r.name === runName);
     if (!run) {
       throw new RemoteRunsError(
         'not-found',
-        `No run named ${JSON.stringify(runName)} on ${hostName}/${formatTarget(target)}` +
+        `No run named ${JSON.stringify(runName)} on ${hostName}/${formatTarget(listing.target)}` +
           (runs.length ? ` (runs there: ${runs.slice(0, 10).map((r) => displayName(r.name)).join(', ')})` : '') +
           partialNote(listing, this.options.maxEntries),
         { seen: runs.slice(0, 10).map((r) => r.name) },
       );
     }
-    return { run, listing };
+    return run;
   }
 }
 

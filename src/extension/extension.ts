@@ -31,6 +31,7 @@ import { registerDemo } from './demo/register';
 import { registerCompare } from './inspect/register';
 import type { Checkpoint, TargetRef } from '../core/types';
 import { registerLanguageServer } from './lsp/client';
+import { windowListings } from './lsp/answers';
 import { closeIdleParseWorkers } from '../core/metrics';
 import { expandHome } from '../core/util/home';
 
@@ -99,6 +100,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   let evalsHandle: EvalsHandle | undefined;
   let downloadMarks: DownloadMarks | undefined;
   const inspectCache = new InspectCache();
+  // The window's one cache of remote listings: the tree's rows and the language server's answers read it.
+  const listings = store.register(windowListings(core));
   // A checkpoint's contents (tree rows, hover, compare): its headers over one remote command, cached per (path, size, mtime).
   const inspectCheckpoint = async (hostName: string, target: TargetRef, checkpoint: Checkpoint) =>
     (await inspectRemote(core.executor(hostName), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection;
@@ -132,6 +135,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       // A run's hover: its config files (config.yaml/.json, hparams.yaml, args.json), one bounded remote command.
       runConfig: (node) => runFacts.config(node.hostName, node.target, node.run),
       inspect: inspectCheckpoint,
+      listings,
       // The rows left open and the row selected, for the next window on this workspace.
       viewState: {
         get: () => context.workspaceState.get(TREE_VIEW_STATE_KEY),
@@ -197,13 +201,13 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       runFacts.config(ref.hostName, ref.target, { path: ref.runPath }).then(configSummary, (e: unknown) => [`Config not read: ${e instanceof Error ? e.message : String(e)}`]),
   });
   registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings, onDidDownload: () => downloadMarks?.recheckAll() });
-  const notifier = store.register(new Notifier({ core, context, log, feeds }));
+  const notifier = store.register(new Notifier({ core, context, log, feeds, listings }));
   evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults, onEvalsListed: (subject, before, after) => notifier.evalsListed(subject, before, after) });
   registerCompare({ store, core, hosts, log, context, inspect: inspectCheckpoint });
   registerRuns({ store, core, hosts, reader: runFacts, log, context });
   registerDemo({ store, context, log });
   // Last: the language server asks the tree and the pool, so both exist before its first question.
-  registerLanguageServer({ store, context, core, hosts, pool, tree, view, log, inspectCache });
+  registerLanguageServer({ store, context, core, hosts, pool, tree, view, log, inspectCache, listings });
   // bench/activation.ts reads this line: the time spent inside activate(), next to VS Code's own figures.
   log.info(`Remote Runs activated in ${(performance.now() - activateStarted).toFixed(1)} ms`);
   return { tree, core };

@@ -6,6 +6,7 @@
  */
 import * as vscode from 'vscode';
 import type { RemoteRunsCore } from '../core/service';
+import type { Listings } from '../core/discovery/listings';
 import { NOTIFICATION_SETTINGS, becameStopped, finishedEvals, loggingStopped, newCheckpoints, type NotificationKind } from '../core/notify';
 import type { EvalRecord, EvalRunRef } from '../core/eval/types';
 import type { FeedRegistry } from '../core/metrics';
@@ -40,6 +41,12 @@ export class Notifier implements vscode.Disposable {
       context: vscode.ExtensionContext;
       log: Logger;
       feeds?: FeedRegistry;
+      /**
+       * The window's one listing cache: the pinned run's target is read from it (listed again only when older than
+       * one check's interval), so a new checkpoint found here is what the tree and the language server show next, and
+       * a listing the tree's timed refresh just made is not made again.
+       */
+      listings?: Listings<unknown>;
     },
   ) {
     this.timers.push(setInterval(() => this.checkStopped(), STOPPED_CHECK_MS));
@@ -76,10 +83,22 @@ export class Notifier implements vscode.Disposable {
     }
   }
 
+  private pinnedEveryMs = PINNED_LIST_MS;
+
   private schedulePinned(): void {
     const s = setting<number>('refreshIntervalSeconds', 0);
-    const ms = s > 0 ? Math.max(5, s) * 1000 : PINNED_LIST_MS;
-    this.timers.push(setInterval(() => void this.checkPinned(), ms));
+    this.pinnedEveryMs = s > 0 ? Math.max(5, s) * 1000 : PINNED_LIST_MS;
+    this.timers.push(setInterval(() => void this.checkPinned(), this.pinnedEveryMs));
+  }
+
+  /** The pinned run as listed now: from the window's listings when one is younger than a check's interval. */
+  private async pinnedRun(hostName: string, target: TargetRef, runName: string): Promise<Run> {
+    const listings = this.deps.listings;
+    if (!listings) return (await this.deps.core.findRun(hostName, target, runName)).run;
+    // Half an interval: a listing from the last check is never taken for this one.
+    const r = await listings.target(hostName, target, { maxAgeMs: this.pinnedEveryMs / 2 });
+    if (!r.ok) throw r.error;
+    return this.deps.core.runNamed(hostName, r.value, runName);
   }
 
   /** List the pinned run's target (one command) and say which checkpoints are new since the last look. */
@@ -93,7 +112,7 @@ export class Notifier implements vscode.Disposable {
     const key = `${pinned.hostName}\0${formatTarget(pinned.target)}\0${pinned.runPath ?? pinned.runName}`;
     this.listing = true;
     try {
-      const { run } = await this.deps.core.findRun(pinned.hostName, pinned.target, pinned.runName);
+      const run = await this.pinnedRun(pinned.hostName, pinned.target, pinned.runName);
       const before = this.pinnedSeen?.key === key ? this.pinnedSeen.run : undefined;
       this.pinnedSeen = { key, run };
       const fresh = newCheckpoints(before, run);

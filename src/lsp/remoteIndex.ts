@@ -1,11 +1,17 @@
 /**
- * The server's view of what is on the remote side: listings asked of the extension (`remoteRuns/list`), kept
- * for a short time, shared between everyone who asks the same question while it is in flight, and dropped when
- * the extension says the tree refreshed. A listing whose every asker gave up (the user typed on) is cancelled.
+ * The server's view of the extension's answers, not a second owner of what is on the remote side: the listings are
+ * the window's listing cache's (core/discovery/listings.ts, in the extension, which the tree reads too), asked for by
+ * `remoteRuns/list`. This keeps what it was answered only so that a document's many questions about one run root do
+ * not carry the same thousands of entries over the wire again: for no longer than the extension's own answers last
+ * (ANSWER_MAX_AGE_MS), and dropped as soon as the extension says the place changed (`remoteRuns/indexChanged`, sent
+ * whenever its cache holds a new listing of a place, whoever asked for it). It also shares one request between
+ * everyone who asks the same question while it is in flight, and cancels a request whose every asker gave up (the
+ * user typed on).
  */
 import type { ListParams, ListResult, Place } from '../shared/lspProtocol';
 import { samePlace } from '../shared/lspProtocol';
 import { answers, relOf, type ListingView } from './listingView';
+import { ANSWER_MAX_AGE_MS } from '../core/discovery/listings';
 
 /** Asks the extension for one listing; `signal` aborts when nobody waits for it any more. */
 export type Fetch = (params: ListParams, signal: AbortSignal) => Promise<ListResult>;
@@ -31,7 +37,7 @@ export class RemoteIndex {
 
   constructor(
     private readonly fetch: Fetch,
-    private readonly ttlMs = 20_000,
+    private readonly ttlMs = ANSWER_MAX_AGE_MS,
     private readonly clock: () => number = Date.now,
   ) {}
 

@@ -21,15 +21,13 @@ import {
   type ProtocolConnection,
 } from 'vscode-languageserver-protocol/node';
 import { eventually } from '../harness/assertKind';
-import type { ConfigResult, ListParams, ListResult, Place, RemoteEntry } from '../../src/shared/lspProtocol';
+import type { ConfigResult, ListParams, ListResult, Place } from '../../src/shared/lspProtocol';
+import { listFake, storyFs, STORY_STEPS, type FakeFs } from '../builders/fakeRemote';
 
 const REPO = path.join(__dirname, '..', '..');
-const GB = 3.2e9;
 const NOW = Date.UTC(2026, 0, 10, 12, 0, 0);
-const STEPS = [10_000, 12_000, 14_000, 16_000, 18_000, 20_000, 22_000];
+const STEPS = STORY_STEPS;
 
-/** A remote file system: absolute path → file size (folders implied), per place. */
-type FakeFs = Map<string, { bytes: number; mtime: number }>;
 const remote = new Map<string, FakeFs>();
 const listCalls: ListParams[] = [];
 /** The checkpoints a hover asked the extension to inspect. */
@@ -38,32 +36,11 @@ let cancelledLists = 0;
 /** Places whose listings never answer (until cancelled). */
 const hanging = new Set<string>();
 
-function storyFs(): FakeFs {
-  const fs: FakeFs = new Map();
-  STEPS.forEach((s, i) => fs.set(`/workspace/checkpoints/step_${s}/checkpoint.pt`, { bytes: GB, mtime: NOW - 10 * 60_000 - (STEPS.length - 1 - i) * 40 * 60_000 }));
+/** The story's run, and its metrics log. */
+function storyWithLog(): FakeFs {
+  const fs = storyFs(NOW);
   fs.set('/workspace/logs/train.jsonl', { bytes: 80_000, mtime: NOW - 30_000 });
   return fs;
-}
-
-function listFake(fs: FakeFs, params: ListParams): ListResult {
-  const base = params.path.replace(/^~(?=\/|$)/, '/home/u').replace(/\/+$/, '') || '/';
-  const files = [...fs.keys()];
-  const isFile = fs.has(base);
-  const isDir = files.some((f) => f.startsWith(base === '/' ? '/' : `${base}/`));
-  const common = { ok: true as const, resolved: base, truncated: false, remoteNow: NOW };
-  if (isFile) return { ...common, state: 'not-a-directory', entries: [] };
-  if (!isDir) return { ...common, state: 'path-missing', entries: [] };
-  const entries = new Map<string, RemoteEntry>();
-  for (const [file, meta] of fs) {
-    if (!file.startsWith(`${base}/`)) continue;
-    const parts = file.slice(base.length + 1).split('/');
-    for (let i = 1; i <= Math.min(parts.length, params.depth); i++) {
-      const rel = parts.slice(0, i).join('/');
-      const leaf = i === parts.length;
-      if (!entries.has(rel)) entries.set(rel, { rel, type: leaf ? 'f' : 'd', bytes: leaf ? meta.bytes : 4096, mtime: meta.mtime });
-    }
-  }
-  return { ...common, state: 'ok', entries: [...entries.values()].sort((a, b) => (a.rel < b.rel ? -1 : 1)) };
 }
 
 const config: ConfigResult = {
@@ -84,7 +61,7 @@ const diagnostics = new Map<string, { version?: number; diagnostics: Diagnostic[
 let nextDoc = 0;
 
 before(async () => {
-  remote.set('kpro6/pct:200', storyFs());
+  remote.set('kpro6/pct:200', storyWithLog());
   remote.set('kpro6/host', new Map([['/workspace/README.md', { bytes: 100, mtime: NOW }]]));
   remote.set('lab/host', new Map());
   server = spawn(process.execPath, ['--import', 'tsx', path.join(REPO, 'src', 'lsp', 'server.ts'), '--stdio'], { cwd: REPO, stdio: ['pipe', 'pipe', 'inherit'] });
@@ -104,7 +81,7 @@ before(async () => {
     }
     const fs = remote.get(key);
     if (!fs) return { ok: false, kind: 'container-missing', message: `Container does not exist (${key})` };
-    return listFake(fs, params);
+    return listFake(fs, params, NOW);
   });
   conn.onRequest('remoteRuns/latestMetrics', (p: { place: Place; path: string }) =>
     p.path === '/workspace/logs/train.jsonl' && p.place.target === 'pct:200'

@@ -450,7 +450,26 @@ function safeRel(rel: string): boolean {
   return rel !== '..' && !rel.startsWith('../') && !rel.endsWith('/..') && !rel.includes('/../');
 }
 
+/**
+ * The entries a root's listing was read from (for an ok root: its runs were found in them), kept beside the listing
+ * for as long as the listing lives, so the language server's questions about the folders of a run root are answered
+ * from the listing the tree made (discovery/listings.ts) instead of listing the root again. Not part of the listing's
+ * JSON (`ls --json` prints the runs, not every file).
+ */
+const ENTRIES = new WeakMap<RootListing, readonly Entry[]>();
+
+/** The entries `root` was read from; undefined for a root that could not be listed (missing, denied, not a folder). */
+export function rootEntries(root: RootListing): readonly Entry[] | undefined {
+  return ENTRIES.get(root);
+}
+
 function toRootListing(root: string, r: RootRecord, maxEntries: number, now: number, cut: boolean, maxDepth: number): RootListing {
+  const listing = readRoot(root, r, maxEntries, now, cut, maxDepth);
+  if (r.status === 'ok') ENTRIES.set(listing, r.entries.length > maxEntries ? r.entries.slice(0, maxEntries) : r.entries);
+  return listing;
+}
+
+function readRoot(root: string, r: RootRecord, maxEntries: number, now: number, cut: boolean, maxDepth: number): RootListing {
   const path = r.path;
   const base = { root, path, truncated: false, seen: [] as string[] };
   switch (r.status) {

@@ -1,6 +1,7 @@
 /**
  * The model behind the hosts → targets → runs → checkpoints tree, without `vscode`: what each node's children are,
- * the listing caches (per host and per target), one in-flight request per listing, the registry of nodes handed out
+ * read from the window's one listing cache (discovery/listings.ts, shared with the language server's answers), the
+ * registry of nodes handed out
  * (by id, for reveal and for commands given an id), and the refresh that re-lists through one debounced queue and
  * reports only the nodes whose listing changed. The extension's tree provider renders these nodes; unit tests drive
  * this model with a listing source of their own.
@@ -19,6 +20,7 @@ import { formatBytes } from '../util/format';
 import { RefreshQueue } from './refreshQueue';
 import { markGrowing } from '../discovery/growing';
 import { FRESH_WRITE_MS, isFreshWrite } from '../discovery/runTree';
+import { Listings, same, type ListingScope, type Settled } from '../discovery/listings';
 
 export interface HostEntry {
   name: string;
@@ -50,18 +52,22 @@ export interface TreeViewState {
 /** Ids of expanded rows kept at most (the oldest go first): rows that never come back are not kept forever. */
 const MAX_EXPANDED = 500;
 
-type Result<T> = { ok: true; value: T; at: number } | { ok: false; error: RemoteRunsError; at: number };
+type Result<T> = Settled<T>;
 
 export class RunsTreeModel {
   private readonly changeEmitter = new Emitter<TreeNode | undefined>();
   /** A node whose children changed (undefined: everything). */
   readonly onDidChange: Event<TreeNode | undefined> = this.changeEmitter.event;
 
-  private readonly targetsCache = new Map<string, Result<HostTargets>>();
-  private readonly listingCache = new Map<string, Result<TargetListing>>();
+  /** The window's listings (hosts' targets, targets' roots): read with any age, listed again by a refresh. */
+  private readonly listings: Listings<unknown>;
+  /** The listings this model made and ends with itself (none was given). */
+  private readonly ownListings: boolean;
   /** The last listing each target gave (kept across refreshes): a checkpoint that grew since is still being written. */
   private readonly previousListing = new Map<string, TargetListing>();
-  private readonly inflight = new Map<string, Promise<unknown>>();
+  /** Ids of the hosts and targets this model is listing now: it reports their changes itself. */
+  private readonly listing = new Set<string>();
+  private readonly listingsChanged: { dispose(): void };
   /** Nodes handed out, by id. */
   private readonly nodes = new Map<string, TreeNode>();
   private readonly expanded = new Set<string>();
@@ -75,8 +81,25 @@ export class RunsTreeModel {
     refreshDebounceMs = 150,
     /** The first follow-up listing after one that found a checkpoint being written by its clock. */
     private readonly freshRelistMs = FRESH_WRITE_MS + 500,
+    /** The window's one listing cache (default: one of this model's own over `source`). */
+    listings?: Listings<unknown>,
   ) {
     this.queue = new RefreshQueue((ids) => this.refreshNow(ids), refreshDebounceMs);
+    this.ownListings = !listings;
+    this.listings = listings ?? new Listings({ listTargets: (h) => source.listTargets(h), listTarget: (h, t) => source.listTarget(h, t) });
+    // A listing made for someone else (a hover) that changed what a row shows, or answers dropped: that row is drawn
+    // again from the new listing.
+    this.listingsChanged = this.listings.onDidChange((scope) => this.listingsChangedBy(scope));
+  }
+
+  private listingsChangedBy(scope: ListingScope | undefined): void {
+    if (!scope) {
+      if (!this.listing.has('')) this.changeEmitter.fire(undefined);
+      return;
+    }
+    const id = scope.target ? targetId(scope.host, scope.target) : hostId(scope.host);
+    const node = this.nodes.get(id);
+    if (node && !this.listing.has(id)) this.changeEmitter.fire(node);
   }
 
   /** The children of a node (the hosts for undefined), each registered for nodeAt. */
@@ -158,6 +181,8 @@ export class RunsTreeModel {
   dispose(): void {
     for (const f of this.followUps.values()) clearTimeout(f.timer);
     this.followUps.clear();
+    this.listingsChanged.dispose();
+    if (this.ownListings) this.listings.dispose();
     this.queue.dispose();
     this.changeEmitter.dispose();
   }
@@ -308,30 +333,33 @@ export class RunsTreeModel {
     return [...out, ...states];
   }
 
-  private loadTargets(hostName: string): Promise<Result<HostTargets>> {
-    const cached = this.targetsCache.get(hostName);
-    if (cached) return Promise.resolve(cached);
-    return this.once(`targets:${hostName}`, async () => {
-      const r = await capture(() => this.source.listTargets(hostName));
-      this.targetsCache.set(hostName, r);
-      return r;
-    });
+  private async loadTargets(hostName: string, maxAgeMs?: number): Promise<Result<HostTargets>> {
+    const id = hostId(hostName);
+    this.listing.add(id);
+    try {
+      return await this.listings.targets(hostName, maxAgeMs === undefined ? {} : { maxAgeMs });
+    } finally {
+      this.listing.delete(id);
+    }
   }
 
-  private loadListing(hostName: string, target: TargetRef): Promise<Result<TargetListing>> {
+  private async loadListing(hostName: string, target: TargetRef, maxAgeMs?: number): Promise<Result<TargetListing>> {
     const key = listingKey(hostName, target);
-    const cached = this.listingCache.get(key);
-    if (cached) return Promise.resolve(cached);
-    return this.once(`listing:${key}`, async () => {
-      const r = await capture(() => this.source.listTarget(hostName, target));
-      if (r.ok) {
-        markGrowing(this.previousListing.get(key), r.value);
-        this.previousListing.set(key, r.value);
-        this.followFreshWrites(key, r.value);
-      }
-      this.listingCache.set(key, r);
-      return r;
-    });
+    this.listing.add(key);
+    let r: Result<TargetListing>;
+    try {
+      r = await this.listings.target(hostName, target, maxAgeMs === undefined ? {} : { maxAgeMs });
+    } finally {
+      this.listing.delete(key);
+    }
+    const previous = this.previousListing.get(key);
+    // A listing this model has not seen yet (listed now, or for a hover since).
+    if (r.ok && r.value !== previous) {
+      markGrowing(previous, r.value);
+      this.previousListing.set(key, r.value);
+      this.followFreshWrites(key, r.value);
+    }
+    return r;
   }
 
   /**
@@ -360,19 +388,14 @@ export class RunsTreeModel {
     this.followUps.set(id, { timer, count });
   }
 
-  /** Share one in-flight request per key. */
-  private once<T>(key: string, f: () => Promise<T>): Promise<T> {
-    const existing = this.inflight.get(key) as Promise<T> | undefined;
-    if (existing) return existing;
-    const p = f().finally(() => this.inflight.delete(key));
-    this.inflight.set(key, p);
-    return p;
-  }
-
   private async refreshNow(ids: Set<string>): Promise<void> {
     if (ids.has('')) {
-      this.targetsCache.clear();
-      this.listingCache.clear();
+      this.listing.add('');
+      try {
+        this.listings.invalidate();
+      } finally {
+        this.listing.delete('');
+      }
       this.changeEmitter.fire(undefined);
       return;
     }
@@ -382,19 +405,13 @@ export class RunsTreeModel {
         const node = this.nodes.get(id);
         if (!node) return;
         if (node.type === 'host') {
-          const before = this.targetsCache.get(node.hostName);
-          this.targetsCache.delete(node.hostName);
-          const after = await this.loadTargets(node.hostName);
-          if (!sameResult(before, after)) {
-            // Targets changed: their listings may be stale too.
-            for (const key of [...this.listingCache.keys()]) if (key.startsWith(`${node.id}\u0000`)) this.listingCache.delete(key);
-            changed.push(node);
-          }
+          const before = this.listings.peekTargets(node.hostName);
+          // Targets that changed drop their listings too (the cache's rule).
+          const after = await this.loadTargets(node.hostName, 0);
+          if (!sameResult(before, after)) changed.push(node);
         } else if (node.type === 'target') {
-          const key = listingKey(node.hostName, node.target);
-          const before = this.listingCache.get(key);
-          this.listingCache.delete(key);
-          const after = await this.loadListing(node.hostName, node.target);
+          const before = this.listings.peekTarget(node.hostName, node.target);
+          const after = await this.loadListing(node.hostName, node.target, 0);
           if (!sameResult(before, after)) changed.push(node);
         }
       }),
@@ -462,15 +479,7 @@ async function capture<T>(f: () => Promise<T>): Promise<Result<T>> {
 }
 
 function sameResult<T>(a: Result<T> | undefined, b: Result<T>): boolean {
-  if (!a || a.ok !== b.ok) return false;
-  if (a.ok && b.ok) return stableJson(a.value) === stableJson(b.value);
-  if (!a.ok && !b.ok) return a.error.kind === b.error.kind && a.error.message === b.error.message;
-  return false;
-}
-
-function stableJson(v: unknown): string {
-  // Listings carry the remote clock, which changes every time; compare the content only.
-  return JSON.stringify(v, (k, val) => (k === 'remoteNow' ? undefined : val));
+  return a !== undefined && same(a, b);
 }
 
 /** The longest wait between two follow-up listings of a target whose checkpoint is being written. */

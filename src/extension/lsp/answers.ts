@@ -1,12 +1,20 @@
 /**
  * The extension's side of the language server's questions (`remoteRuns/config`, `/places`, `/list`). Listings
- * go through the core's one runner over the shared pooled connection, are kept for a short time, and are dropped
- * when the tree refreshes. Places offered for bare paths are only those reachable without opening a new
- * connection (nothing pops up a password prompt because a file mentions `/workspace`). No `vscode` here.
+ * come from the window's one listing cache (core/discovery/listings.ts), which the tree reads too: a run root is
+ * answered from the listing that gives the tree its runs (the same command, kept with its entries), so a root the
+ * tree listed is not listed again for a hover and a root listed for a hover is not listed again for the tree;
+ * other folders are listed by one command (listPaths.ts) into the same cache. An answer is taken while younger
+ * than ANSWER_MAX_AGE_MS (the cache's rule), and dropped when the cache says its place changed, whoever listed it.
+ * Places offered for bare paths are only those reachable without opening a new connection (nothing pops up a
+ * password prompt because a file mentions `/workspace`). No `vscode` here.
  */
 import type { RemoteRunsCore } from '../../core/service';
 import { runCommand } from '../../core/remote';
-import { formatTarget, isRemoteRunsError, parseTarget, type HostConfig } from '../../core/types';
+import { asRemoteRunsError, formatTarget, isRemoteRunsError, parseTarget, type HostConfig, type RemoteRunsError } from '../../core/types';
+import { ANSWER_MAX_AGE_MS, Listings, PLACES_MAX_AGE_MS, type ListingScope, type RootAnswer } from '../../core/discovery/listings';
+import { rootEntries } from '../../core/discovery/listParse';
+import { DEFAULT_MAX_DEPTH } from '../../core/discovery/listScript';
+import type { RemoteEntry } from '../../shared/lspProtocol';
 import type { InspectSummaryParams, InspectSummaryResult } from '../../shared/lspProtocol';
 import { InspectCache, inspectRemote, listedFilesOf } from '../../core/inspect/remoteRead';
 import { summaryLine } from '../../core/inspect/summary';
@@ -24,8 +32,10 @@ export interface AnswerDeps {
   /** Host/targets the tree has listed runs of. */
   knownPlaces(): Place[];
   mappings(): PathMapping[];
-  /** How long a listing answers (default 15 s). */
+  /** How long a listing answers (default ANSWER_MAX_AGE_MS, 15 s). */
   ttlMs?: number;
+  /** The window's one listing cache, shared with the tree (default: its own, windowListings). */
+  listings?: Listings<ListedFolder>;
   /** The window's one cache of checkpoint headers, shared with the tree's rows and Compare (default: its own). */
   inspectCache?: InspectCache;
   clock?: () => number;
@@ -36,15 +46,45 @@ interface Cached<T> {
   value: T;
 }
 
+/** A folder listed for the language server: the answer to `remoteRuns/list` as it is kept. */
+export type ListedFolder = Extract<ListResult, { ok: true }>;
+
+/**
+ * The window's listing cache over the core: hosts' targets and targets' run roots listed as the tree lists them
+ * (RemoteRunsCore.listTarget, only the roots not held yet), folders by listPathsCommand.
+ */
+export function windowListings(core: RemoteRunsCore, clock?: () => number): Listings<ListedFolder> {
+  return new Listings<ListedFolder>(
+    {
+      listTargets: (host, signal) => core.listTargets(host, signal),
+      listTarget: (host, target, signal, roots) => core.listTarget(host, target, signal, roots),
+      runRoots: (host) => core.runRoots(core.host(host)),
+      listPath: async (host, target, path, depth, signal) => {
+        const result = await runCommand(core.executor(host), target, listPathsCommand([path], depth), signal);
+        const [p] = result.paths;
+        return { ok: true, resolved: p.resolved, state: p.state, entries: p.entries, truncated: p.truncated, remoteNow: result.remoteNow };
+      },
+    },
+    clock,
+  );
+}
+
 export class RemoteAnswers {
-  private readonly listings = new Map<string, Cached<ListResult>>();
-  private readonly targets = new Map<string, Cached<Promise<Place[]>>>();
+  private readonly listings: Listings<ListedFolder>;
   private readonly latest = new Map<string, Cached<LatestMetricsResult>>();
   /** Header reads per (path, size, mtime): a checkpoint that did not change is not read again. */
   private readonly inspected: InspectCache;
+  private readonly subscription: { dispose(): void };
 
   constructor(private readonly deps: AnswerDeps) {
     this.inspected = deps.inspectCache ?? new InspectCache();
+    this.listings = deps.listings ?? windowListings(deps.core, deps.clock);
+    // A place listed again (by the tree or for a hover) or dropped: its runs' latest values are read again too.
+    this.subscription = this.listings.onDidChange((scope) => this.dropLatest(scope));
+  }
+
+  dispose(): void {
+    this.subscription.dispose();
   }
 
   private now(): number {
@@ -68,39 +108,31 @@ export class RemoteAnswers {
     return { places: out };
   }
 
-  private targetsOf(host: string, signal?: AbortSignal): Promise<Place[]> {
-    const cached = this.targets.get(host);
-    if (cached && this.now() - cached.at < 60_000) return cached.value;
-    const value = this.deps.core.listTargets(host, signal).then(
-      (r) => r.targets.filter((t) => t.state !== 'stopped').map((t) => ({ host, target: formatTarget(t) })),
-      () => {
-        this.targets.delete(host);
-        return [];
-      },
-    );
-    this.targets.set(host, { at: this.now(), value });
-    return value;
+  private async targetsOf(host: string, signal?: AbortSignal): Promise<Place[]> {
+    const r = await this.listings.targets(host, { maxAgeMs: PLACES_MAX_AGE_MS, ...(signal ? { signal } : {}) });
+    return r.ok ? r.value.targets.filter((t) => t.state !== 'stopped').map((t) => ({ host, target: formatTarget(t) })) : [];
   }
 
-  /** One listing: from the cache while fresh, else ONE remote command through the shared connection. */
+  /**
+   * One listing, from the window's listing cache while younger than the answers' age, else ONE remote command
+   * through the shared connection: a run root (as deep as the tree lists it, or less) by the tree's own listing of
+   * it, any other folder by listPathsCommand. A failure (stopped container, unreachable host) answers too, so typing
+   * does not re-ask on every pause; a cancelled one does not.
+   */
   async list(params: ListParams, signal?: AbortSignal): Promise<ListResult> {
-    const key = JSON.stringify([params.place.host, params.place.target, params.path, params.depth]);
-    const cached = this.listings.get(key);
-    if (cached && this.now() - cached.at < (this.deps.ttlMs ?? 15_000)) return cached.value;
     try {
+      const host = params.place.host;
       const target = parseTarget(params.place.target);
-      const exec = this.deps.core.executor(params.place.host);
-      const result = await runCommand(exec, target, listPathsCommand([params.path], params.depth), signal);
-      const [p] = result.paths;
-      const value: ListResult = { ok: true, resolved: p.resolved, state: p.state, entries: p.entries, truncated: p.truncated, remoteNow: result.remoteNow };
-      this.listings.set(key, { at: this.now(), value });
-      return value;
+      const opts = { maxAgeMs: this.deps.ttlMs ?? ANSWER_MAX_AGE_MS, ...(signal ? { signal } : {}) };
+      const root = params.depth <= DEFAULT_MAX_DEPTH ? this.deps.core.runRoots(this.deps.core.host(host)).find((r) => stripSlash(r) === stripSlash(params.path)) : undefined;
+      if (root !== undefined) {
+        const r = await this.listings.root(host, target, root, opts);
+        return r.ok ? rootResult(r.value) : failure(r.error, signal);
+      }
+      const r = await this.listings.path(host, target, params.path, params.depth, opts);
+      return r.ok ? r.value : failure(r.error, signal);
     } catch (e) {
-      const kind = signal?.aborted ? 'cancelled' : isRemoteRunsError(e) ? e.kind : 'command-failed';
-      const value: ListResult = { ok: false, kind, message: e instanceof Error ? e.message : String(e) };
-      // A failure (stopped container, unreachable host) answers too, so typing does not re-ask on every pause.
-      if (kind !== 'cancelled') this.listings.set(key, { at: this.now(), value });
-      return value;
+      return failure(asRemoteRunsError(e), signal);
     }
   }
 
@@ -129,16 +161,52 @@ export class RemoteAnswers {
     }
   }
 
-  /** Forget listings (of one place, or all) and the targets of connected hosts. */
+  /**
+   * Forget listings (of one place, or all, with the targets of connected hosts) in the window's listing cache: the
+   * tree lists them again too.
+   */
   invalidate(place?: Place): void {
-    for (const key of [...this.listings.keys()]) {
-      const [host, target] = JSON.parse(key) as [string, string];
-      if (!place || (place.host === host && place.target === target)) this.listings.delete(key);
+    if (!place) return this.listings.invalidate();
+    let target;
+    try {
+      target = parseTarget(place.target);
+    } catch {
+      return; // never listed: nothing to forget
     }
+    this.listings.invalidate({ host: place.host, target });
+  }
+
+  private dropLatest(scope: ListingScope | undefined): void {
     for (const key of [...this.latest.keys()]) {
       const [host, target] = JSON.parse(key) as [string, string];
-      if (!place || (place.host === host && place.target === target)) this.latest.delete(key);
+      if (!scope || (scope.host === host && (!scope.target || formatTarget(scope.target) === target))) this.latest.delete(key);
     }
-    if (!place) this.targets.clear();
   }
+}
+
+/** A run root's listing (the tree's) as a `remoteRuns/list` answer: its state and the entries it was read from. */
+function rootResult(a: RootAnswer): ListedFolder {
+  const r = a.root;
+  const state = r.state === 'path-missing' || r.state === 'not-a-directory' || r.state === 'permission-denied' ? r.state : 'ok';
+  return { ok: true, resolved: r.path, state, entries: state === 'ok' ? wireEntries(r) : [], truncated: r.truncated, remoteNow: a.remoteNow };
+}
+
+/** A root's entries in the wire's shape, made once per listing (a hover asks about the same root again and again). */
+const WIRE = new WeakMap<object, RemoteEntry[]>();
+function wireEntries(r: RootAnswer['root']): RemoteEntry[] {
+  let out = WIRE.get(r);
+  if (!out) {
+    // The shape lsp/listPaths.ts parseListedPaths gives for the same records.
+    out = (rootEntries(r) ?? []).map((e) => ({ type: e.type, bytes: e.bytes, mtime: e.mtime, rel: e.rel, ...(e.type === 'd' && e.link !== undefined ? { link: e.link } : {}) }));
+    WIRE.set(r, out);
+  }
+  return out;
+}
+
+function failure(e: RemoteRunsError, signal?: AbortSignal): ListResult {
+  return { ok: false, kind: signal?.aborted ? 'cancelled' : e.kind, message: e.message };
+}
+
+function stripSlash(p: string): string {
+  return p.length > 1 ? p.replace(/\/+$/, '') : p;
 }

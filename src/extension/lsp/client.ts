@@ -1,7 +1,8 @@
 /**
  * Starts the Remote Runs language server (dist/lspServer.js) for shell, Python, YAML, JSON, TOML, Markdown and
  * notebook cells (plus `remoteRuns.languageServer.languages`), answers its questions through RemoteAnswers, and
- * tells it when what it rests on changed: the tree re-listed a target, or the settings changed.
+ * tells it when what it rests on changed: the window's listing cache holds a new listing of a place (the tree's
+ * refresh, or a listing made for a hover), or the settings changed.
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
@@ -23,6 +24,8 @@ import { RemoteAnswers } from './answers';
 import { setting } from '../settings';
 import { withCancellation } from '../../core/util/abort';
 import type { InspectCache } from '../../core/inspect/remoteRead';
+import type { Listings } from '../../core/discovery/listings';
+import type { ListedFolder } from './answers';
 
 /** Languages served by default; `remoteRuns.languageServer.languages` adds to them. */
 export const DEFAULT_LANGUAGES: readonly string[] = ['shellscript', 'python', 'yaml', 'json', 'toml', 'markdown'];
@@ -38,6 +41,8 @@ export interface LanguageServerDeps {
   log: Logger;
   /** The window's one cache of checkpoint headers (extension.ts), so a hover and the tree read a checkpoint once. */
   inspectCache: InspectCache;
+  /** The window's one listing cache (extension.ts), read by the tree too: a root listed once answers both. */
+  listings: Listings<ListedFolder>;
 }
 
 /** Start the client (and its server) and wire refreshes; everything is registered on `deps.store`. */
@@ -50,7 +55,9 @@ export function registerLanguageServer(deps: LanguageServerDeps): RemoteAnswers 
     knownPlaces: () => tree.knownRuns().map((n) => ({ host: n.hostName, target: formatTarget(n.target) })),
     mappings: () => pathMappings(log),
     inspectCache: deps.inspectCache,
+    listings: deps.listings,
   });
+  store.register(answers);
 
   store.register(
     registerCommand(CommandIds.revealInTree, async (run?: RunRefWire, step?: number | null) => {
@@ -78,22 +85,18 @@ export function registerLanguageServer(deps: LanguageServerDeps): RemoteAnswers 
   start();
   store.register({ dispose: () => void starting.then(() => client?.stop()).catch(() => undefined) });
 
-  const changed = (place?: Place): void => {
-    answers.invalidate(place);
-    if (client?.isRunning()) void client.sendNotification(LspMethods.indexChanged, place ? { place } : {});
-  };
-  // A target re-listed (or everything refreshed): diagnostics resting on it are re-checked. Host redraws are
-  // connection-state changes, which a listing itself causes; they change no listing.
+  // A place listed anew with a different answer, or dropped (a refresh of everything, a host whose targets changed),
+  // whoever listed it: the server drops its copies and re-checks the diagnostics resting on them.
   store.register(
-    tree.onDidChangeTreeData((node) => {
-      if (!node) changed();
-      else if (node.type === 'target') changed({ host: node.hostName, target: formatTarget(node.target) });
+    deps.listings.onDidChange((scope) => {
+      const place: Place | undefined = scope?.target ? { host: scope.host, target: formatTarget(scope.target) } : undefined;
+      if (client?.isRunning()) void client.sendNotification(LspMethods.indexChanged, place ? { place } : {});
     }),
   );
   store.register(
     vscode.workspace.onDidChangeConfiguration((e) => {
       if (e.affectsConfiguration('remoteRuns.languageServer.languages')) start();
-      else if (e.affectsConfiguration('remoteRuns')) changed();
+      else if (e.affectsConfiguration('remoteRuns')) answers.invalidate();
     }),
   );
   return answers;

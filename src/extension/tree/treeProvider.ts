@@ -6,6 +6,7 @@ import { emptyStateText, stateReason } from '../../core/emptyStates';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../../core/util/format';
 import type { Event } from '../../core/util/event';
 import { hostId, isAtOrBelow, type CheckpointNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from '../../core/tree/nodes';
+import type { Listings } from '../../core/discovery/listings';
 import { RunsTreeModel, groupDescription, type HostEntry, type TreeViewState } from '../../core/tree/model';
 import type { Checkpoint, TargetRef } from '../../core/types';
 import { summaryLine, type Inspection } from '../../core/inspect';
@@ -36,6 +37,8 @@ export interface TreeDeps {
   runConfig?(node: RunNode): Promise<RunConfig>;
   /** What a checkpoint holds (its headers, read over one remote command, cached per file): its contents row and hover. */
   inspect?(hostName: string, target: TargetRef, checkpoint: Checkpoint): Promise<Inspection>;
+  /** The window's one listing cache, shared with the language server's answers (default: the model's own). */
+  listings?: Listings<unknown>;
   /** Where the user's place (rows open, the row selected) is kept for the next window: the workspace's state. */
   viewState?: { get(): unknown; set(state: TreeViewState): void };
 }
@@ -73,7 +76,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
       listTarget: (h, t) => deps.core.listTarget(h, t),
       sshConfigProblems: (h) => deps.sshConfigProblems?.(h) ?? [],
       ...(deps.inspect ? { inspect: deps.inspect } : {}),
-    });
+    }, undefined, undefined, deps.listings);
     this.model.restoreViewState(deps.viewState?.get());
     const changed = this.model.onDidChange((node) => this.fire(node));
     const sub = deps.onDidChangeConnectionState(({ host }) => {
