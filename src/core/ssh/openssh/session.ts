@@ -38,7 +38,7 @@ import { startAskpass, type Askpass } from './askpass';
 import { createSessionFolder } from './sessionFolder';
 import { PLAIN, configPath as writePath } from './configText';
 import { keyTypeOfBlob } from '../knownHosts';
-import type { ConnectionPool, PoolHost, SiblingLogin } from '../pool';
+import type { SiblingLogin } from '../connection';
 import { readOpenSshFailure } from '../clientErrors';
 import type { ResolvedHop } from '../types';
 import { RemoteRunsError, isRemoteRunsError } from '../../types';
@@ -68,11 +68,11 @@ export interface OpenSshOptions {
 export class OpenSshUnsupported extends Error {}
 
 /**
- * Start an OpenSSH session beside the pool's connection to `host`, logged in with what that connection holds (its
- * secrets, its agent) and trusting the host keys it verified. Rejects as OpenSshSession.start does.
+ * Start an OpenSSH session beside a pool's connection, logged in with what that connection holds (`login`: its
+ * secrets, its agent) and trusting the host keys it verified. Rejects as OpenSshSession.start does. The pool starts
+ * it (ConnectionPool.openSsh): one session per host, shared.
  */
-export function startBesidePool(pool: ConnectionPool, host: PoolHost, hostKeys: Buffer[], options: OpenSshOptions = {}): Promise<OpenSshSession> {
-  const login = pool.siblingLogin(host);
+export function startBeside(login: SiblingLogin, hostKeys: Buffer[], options: OpenSshOptions = {}): Promise<OpenSshSession> {
   // The pool's own agent rule (SshConnection.connect): null never uses one, undefined is SSH_AUTH_SOCK.
   const agent = login.settings.agent === null ? undefined : (login.settings.agent ?? process.env.SSH_AUTH_SOCK);
   return OpenSshSession.start({ login, hostKeys, agent }, options);
