@@ -109,6 +109,8 @@ interface SessionSlot {
   users: number;
   timer?: NodeJS.Timeout;
   ended: boolean;
+  /** Let go by the host (its connection closed or failed): it ends when its last holder lets go. */
+  draining?: boolean;
   /** Its end, once asked for (the master and every stream gone, the folder removed). */
   closing?: Promise<void>;
 }
@@ -318,7 +320,8 @@ export class ConnectionPool implements Disposable {
           if (released) return;
           released = true;
           slot.users--;
-          this.scheduleSessionIdle(entry, slot);
+          if (slot.draining && slot.users === 0) void this.endOpenSsh(entry, slot);
+          else this.scheduleSessionIdle(entry, slot);
           unhold();
         },
         retire: () => this.endOpenSsh(entry, slot),
@@ -353,6 +356,7 @@ export class ConnectionPool implements Disposable {
     const entry = this.entries.get(name);
     if (!entry) return;
     this.clearIdle(entry);
+    void this.endOpenSsh(entry);
     entry.generation++;
     entry.conn?.close();
     entry.conn = undefined;
@@ -577,6 +581,19 @@ export class ConnectionPool implements Disposable {
     slot.timer.unref();
   }
 
+  /**
+   * Let the host's session go with its connection: at once if nobody holds it, else when its last holder lets go (a
+   * stream in flight runs to its own end: a drop that took the session's connection too ends it with ssh's exit 255,
+   * which its holder reads as a dropped connection and retries). The next `openSsh` starts a new one.
+   */
+  private letGoOpenSsh(entry: Entry): void {
+    const slot = entry.openssh;
+    if (!slot) return;
+    entry.openssh = undefined;
+    slot.draining = true;
+    if (slot.users === 0) void this.endOpenSsh(entry, slot);
+  }
+
   /** End a session of the host (default its current one): its streams are killed, its master logs out. */
   private endOpenSsh(entry: Entry, slot = entry.openssh): Promise<void> {
     if (!slot) return Promise.resolve();
@@ -617,8 +634,9 @@ export class ConnectionPool implements Disposable {
   }
 
   private setState(entry: Entry, state: ConnectionState): void {
-    // No OpenSSH session outlives the host's connection (closed, idle, failed): the same rule in every face.
-    if (state.kind !== 'connected' && state.kind !== 'connecting') void this.endOpenSsh(entry);
+    // No OpenSSH session outlives the host's connection (closed, idle, failed) but for its holders' streams in
+    // flight: the same rule in every face.
+    if (state.kind !== 'connected' && state.kind !== 'connecting') this.letGoOpenSsh(entry);
     if (JSON.stringify(entry.state) === JSON.stringify(state)) return;
     entry.state = state;
     if (!this.disposed) this.stateEmitter.fire({ host: entry.name, state });
