@@ -182,7 +182,8 @@ export async function startSshd(options: SshdOptions = {}): Promise<TestSshd> {
         const by: Record<string, number> = {};
         let client = 'unknown';
         for (const line of logText().split('\n')) {
-          const v = /remote software version ([A-Za-z]+)/.exec(line);
+          // `ssh2js1.17.0` → ssh2js, `OpenSSH_9.2p1 Debian-2` → OpenSSH: the name before its dotted version.
+          const v = /remote software version (\S+?)_?\d+(?:\.\d+)+/.exec(line);
           if (v) client = v[1];
           else if (/^Accepted \S+ for /.test(line)) by[client] = (by[client] ?? 0) + 1;
         }
