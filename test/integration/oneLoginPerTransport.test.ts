@@ -15,17 +15,18 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import type { ConnectionPool } from '../../src/core/ssh/pool';
+import type { ConnectionPool, PoolHost } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore } from '../../src/core/service';
 import { RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { closeIdleParseWorkers } from '../../src/core/metrics/formats/parseOffload';
 import { BulkLinks } from '../../src/core/metrics/follow/bulkLinks';
 import { inspectRemote, listedFilesOf, InspectCache } from '../../src/core/inspect/remoteRead';
-import { pullCheckpoint } from '../../src/core/transfer';
-import type { HostConfig, TargetRef } from '../../src/core/types';
+import { download, planDownload, pullCheckpoint } from '../../src/core/transfer';
+import { randomBytes } from 'node:crypto';
+import type { Checkpoint, HostConfig, TargetRef } from '../../src/core/types';
 import { startTestHost, type TestHost } from '../harness/testHost';
-import { testPool } from '../builders/pool';
+import { silentLogger, testPool } from '../builders/pool';
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'hf_trainer');
 const LINES = 60_000;
@@ -132,4 +133,120 @@ test('a window that lists a host, follows its metrics, inspects and pulls a chec
   const byClient = host.sshd.acceptedLoginsByClient();
   assert.equal(host.sshd.acceptedLogins() - before, 2, `two logins in all: ${JSON.stringify(byClient)}`);
   assert.deepEqual(byClient, { ssh2js: 1, OpenSSH: 1 }, 'one login per transport');
+});
+
+/** The test host as a pool host named `name` (a jump list and target as the host directory resolves them). */
+function poolHost(name: string): PoolHost {
+  const config = host.hostConfig(name);
+  return new HostDirectory({ hosts: () => [config], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' }).resolve(config);
+}
+
+/** Our `ssh` masters (ControlMaster=yes) still running. */
+function masters(): number {
+  const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
+  return out.split('\n').filter((l) => /(^|\/)ssh .*ControlMaster=yes/.test(l.trim().split(/\s+/).slice(1).join(' '))).length;
+}
+
+test("the pool's session rules: shared by two holders, kept while held, ended opensshIdleMs after the last lets go", async () => {
+  const p = testPool(host, { connectTimeoutMs: 30_000, opensshIdleMs: 300 });
+  try {
+    const h = poolHost('rules');
+    const logins = host.sshd.acceptedLogins();
+    const [a, b] = await Promise.all([p.openSsh(h), p.openSsh(h)]);
+    assert.equal(a.session, b.session, 'two holders asking at once get the one session');
+    assert.equal(host.sshd.acceptedLogins() - logins, 2, 'one ssh2 login and one OpenSSH login');
+    a.dispose();
+    await new Promise((r) => setTimeout(r, 600));
+    assert.equal(p.openSshState('rules')?.up, true, 'kept while one holder remains');
+    b.dispose();
+    const until = Date.now() + 10_000;
+    while (p.openSshState('rules') && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(p.openSshState('rules'), undefined, 'ended after the idle time');
+    const again = await p.openSsh(h);
+    assert.notEqual(again.session, a.session, 'the next holder gets a new session');
+    again.dispose();
+  } finally {
+    await p.close();
+  }
+});
+
+test('a refusal is remembered per host and ssh binary: the second ask fails at once, another binary is tried', async () => {
+  const p = testPool(host, { connectTimeoutMs: 30_000, logger: silentLogger });
+  try {
+    const h = poolHost('refused');
+    const bogus = path.join(host.dir, 'no-such-ssh');
+    await assert.rejects(p.openSsh(h, { sshPath: bogus }), /no OpenSSH client at/);
+    const refusal = p.openSshRefusal(h, bogus);
+    assert.ok(refusal, 'remembered');
+    const t0 = performance.now();
+    await assert.rejects(p.openSsh(h, { sshPath: bogus }), (e) => e === refusal);
+    assert.ok(performance.now() - t0 < 100, 'given again without trying');
+    const lease = await p.openSsh(h);
+    assert.ok(lease.session.lifelinePid, 'the PATH ssh is not refused for it');
+    lease.dispose();
+  } finally {
+    await p.close();
+  }
+});
+
+test("a host's settings changed: its session ends and the next holder logs in to the new settings; close() leaves no master", async () => {
+  const p = testPool(host, { connectTimeoutMs: 30_000 });
+  const before = masters();
+  const h = poolHost('edited');
+  const first = await p.openSsh(h);
+  first.dispose();
+  assert.equal(masters(), before + 1, 'its master runs');
+  // Any change of the resolved host is one (a field that only messages read, so the login itself still works).
+  const edited: PoolHost = { ...h, target: { ...h.target, unconfigured: { closest: 'edited' } } };
+  const second = await p.openSsh(edited);
+  assert.notEqual(second.session, first.session, 'a new session for the new settings');
+  second.dispose();
+  await p.close();
+  assert.equal(masters(), before, 'no master left after close()');
+});
+
+test("a pull stopped while ssh writes into its .part ends the host's session (only the master's exit stops its writes), and the next pull logs in again and completes", async () => {
+  // 48 MiB at 12 MB/s: one stream for the file (under two pieces), written by ssh into the .part itself.
+  const link = await host.throughProxy({ rateBytesPerSec: 12 * 1024 * 1024 });
+  const p = testPool(host, { connectTimeoutMs: 30_000 });
+  try {
+    const data = randomBytes(48 * 1024 * 1024);
+    const remoteRun = path.join(host.dir, 'direct-runs', 'd');
+    fs.mkdirSync(path.join(remoteRun, 'step_1'), { recursive: true });
+    fs.writeFileSync(path.join(remoteRun, 'step_1', 'model.bin'), data);
+    execFileSync('chmod', ['-R', 'a+rX', path.join(host.dir, 'direct-runs')]);
+    const config = link.hostConfig('direct');
+    const h = new HostDirectory({ hosts: () => [config], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' }).resolve(config);
+    const checkpoint: Checkpoint = { name: 'step_1', kind: 'step', step: 1, layout: 'step_N', path: path.join(remoteRun, 'step_1'), isDir: true, bytes: data.length, mtime: 0, files: [], newest: true };
+    const dest = { root: local, run: 'direct' };
+    const plan = await planDownload({ pool: p, host: h, target: TARGET }, checkpoint, dest);
+    const ac = new AbortController();
+    const lines: string[] = [];
+    await assert.rejects(
+      download(plan, {
+        signal: ac.signal,
+        client: 'openssh',
+        logger: { info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) },
+        onProgress: (pr) => {
+          if (pr.bytesDone > data.length / 4) ac.abort();
+        },
+      }),
+      /cancel/i,
+    );
+    assert.match(lines.join('\n'), /1 OpenSSH stream per file/, 'control: one stream for the file, written by ssh into the .part');
+    assert.equal(p.openSshState('direct'), undefined, "the host's session was ended with the stopped pull");
+    const part = plan.files[0].paths.part;
+    const size = fs.statSync(part).size;
+    await new Promise((r) => setTimeout(r, 500));
+    assert.equal(fs.statSync(part).size, size, 'nothing writes into the .part after the pull stopped');
+    assert.ok(size < data.length, `stopped mid-file (${size} of ${data.length})`);
+
+    const logins = host.sshd.acceptedLogins();
+    const again = await download(await planDownload({ pool: p, host: h, target: TARGET }, checkpoint, dest), { client: 'openssh' });
+    assert.equal(again.client, 'openssh');
+    assert.equal(host.sshd.acceptedLogins() - logins, 1, 'a new OpenSSH login for the next pull');
+    assert.deepEqual(fs.readFileSync(plan.files[0].localPath), data);
+  } finally {
+    await p.close();
+  }
 });
