@@ -14,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, expectRow, treeContextMenu } from './treeRows';
 import { drawnPixels, hasMetricsFrame, metricsFrame } from './metricsView';
+import { until } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { testHostSettings } from './suite';
@@ -76,7 +77,8 @@ test('expand a host, open metrics, inspect and download a checkpoint: one login 
 
     // Download: through OpenSSH (control: not the built-in client's fallback), byte-identical.
     await treeContextMenu(session, 'step_200', /^Download Checkpoint…$/);
-    await session.waitForNotification(/downloaded win-run\/step_200 .*by OpenSSH.*verified by SHA-256 on both sides/, 120_000);
+    // Read from the extension's log: 24 KB land at once, and the toast may be gone before it is looked for.
+    await until(session.page, async () => session.vscodeLogs(), /download win-run\/step_200: .*fetched by OpenSSH, verified by SHA-256 on both sides/, 'the download done by OpenSSH', 120_000);
     const file = path.join(downloads, 'winbox', 'win-run', 'step_200', 'train_state.pt');
     assert.deepEqual(fs.readFileSync(file), fs.readFileSync(path.join(FIX, 'train_state.pt')));
 
