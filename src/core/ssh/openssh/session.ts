@@ -39,9 +39,12 @@ import { OpenSshMaster } from './master';
 import { PLAIN, configPath as writePath } from './configText';
 import { keyTypeOfBlob } from '../knownHosts';
 import type { SiblingLogin } from '../connection';
-import { readOpenSshFailure } from '../clientErrors';
+import { classifySshFailure } from '../clientErrors';
 import type { ResolvedHop } from '../types';
 import { RemoteRunsError, isRemoteRunsError } from '../../types';
+
+/** The reading of a session's ssh failures lives with the transport's, in clientErrors.ts (one reader of ssh's stderr). */
+export { classifySshFailure };
 
 /** What is needed to reach a host as the pool does. */
 export interface OpenSshLogin {
@@ -384,28 +387,3 @@ function readTail(file: string): string {
 function firstLine(text: string): string {
   return text.split('\n').map((l) => l.trim()).find(Boolean) ?? '';
 }
-
-/**
- * What ssh's exit status 255 and its messages mean: the login was refused (`auth-failed`), a hop's key is not the
- * one the pool trusted (`host-key-mismatch`), or the connection failed or dropped (`unreachable`, retried).
- * Undefined for a status that is the remote command's own.
- */
-export function classifySshFailure(stderr: string, code: number | null): RemoteRunsError | undefined {
-  if (code !== 255) return undefined;
-  const line = firstLine(stderr);
-  // The session's known_hosts holds exactly the keys the pool's connection verified: a key it does not know is a
-  // key other than the one trusted, as a changed one is.
-  switch (readOpenSshFailure(stderr).kind) {
-    case 'denied':
-    case 'too-many-auth-failures':
-      return new RemoteRunsError('auth-failed', `OpenSSH could not log in: ${line}`);
-    case 'host-key-changed':
-    case 'host-key-unknown':
-      return new RemoteRunsError('host-key-mismatch', `OpenSSH was shown a host key other than the one the connection trusted: ${line}`);
-    default:
-      // "Permission denied, please try again." without the list of methods: still a refused login.
-      if (/Permission denied/.test(stderr)) return new RemoteRunsError('auth-failed', `OpenSSH could not log in: ${line}`);
-      return new RemoteRunsError('unreachable', `Connection lost (OpenSSH: ${line || 'exit 255'})`, { dropped: 'after-open' });
-  }
-}
-
