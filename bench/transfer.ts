@@ -253,7 +253,9 @@ async function main(): Promise<void> {
         if (res.client !== client) throw new Error(`asked for ${client}, the download used ${res.client}: ${res.clientNote ?? ''}`);
         return { fetched: res.bytesFetched, lanes: res.lanes, client: res.client };
       } finally {
-        pool.dispose();
+        // The host's OpenSSH session is the pool's now (it outlives the download): ended here, inside the timed pull,
+        // as the download's own session was ended inside download() before.
+        await pool.close();
       }
     };
     const HOST = { kind: 'host' as const, id: '' };

@@ -317,7 +317,8 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     return failed(e, values.json, io);
   } finally {
     await bulk.dispose();
-    pool.dispose();
+    // Its OpenSSH sessions' processes gone and their folders removed before this process exits.
+    await pool.close();
   }
 }
 

@@ -82,9 +82,9 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
     sshConfigPath: () => settings.sshConfigFile(),
     onSshConfigProblems: (problems) => problems.forEach((p) => log.warn(`ssh config: ${p}`)),
   });
-  // Long metrics backlogs as one OpenSSH stream per read, on a session kept per host (same login, same host keys).
+  // Long metrics backlogs as one OpenSSH stream per read, on the host's session that the pool keeps (one login per
+  // host, shared with downloads, ended with the host's connection: the pool's own rule, the CLI's as here).
   const bulk = new BulkLinks(pool, { sshPath: () => settings.sshPath(), client: downloadClient, logger: log });
-  // No session outlives the host's pool connection (idle, disconnected, failed): BulkLinks watches the pool itself.
   store.register({ dispose: () => void bulk.dispose() });
   const core = new RemoteRunsCore({
     hosts: () => hosts.configs(),

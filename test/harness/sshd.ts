@@ -69,6 +69,12 @@ export interface TestSshd {
   log(): string;
   /** Number of successful logins (one per SSH connection): how tests count connections. */
   acceptedLogins(): number;
+  /**
+   * Successful logins by client software (`ssh2js`, `OpenSSH`: the name in the client's version string, up to its
+   * version number), each login paired with the last version line before it. Needs `logLevel: 'DEBUG1'` (sshd logs
+   * the client's version only there) and logins that do not start in the same instant.
+   */
+  acceptedLoginsByClient(): Record<string, number>;
   /** Pids of per-connection sshd processes (direct children of the listener), one per open connection. */
   connectionPids(): number[];
   /** SIGKILL every per-connection process tree: the client sees the connection drop. Returns how many connections. */
@@ -171,6 +177,18 @@ export async function startSshd(options: SshdOptions = {}): Promise<TestSshd> {
       pid,
       log: logText,
       acceptedLogins: () => (logText().match(/^Accepted \S+ for /gm) ?? []).length,
+      acceptedLoginsByClient: () => {
+        if ((options.logLevel ?? 'VERBOSE') !== 'DEBUG1') throw new Error("acceptedLoginsByClient needs an sshd started with logLevel 'DEBUG1'");
+        const by: Record<string, number> = {};
+        let client = 'unknown';
+        for (const line of logText().split('\n')) {
+          // `ssh2js1.17.0` → ssh2js, `OpenSSH_9.2p1 Debian-2` → OpenSSH: the name before its dotted version.
+          const v = /remote software version (\S+?)_?\d+(?:\.\d+)+/.exec(line);
+          if (v) client = v[1];
+          else if (/^Accepted \S+ for /.test(line)) by[client] = (by[client] ?? 0) + 1;
+        }
+        return by;
+      },
       connectionPids,
       killConnections: () => signalTrees('SIGKILL'),
       freezeConnections: () => signalTrees('SIGSTOP'),

@@ -97,8 +97,8 @@ export type OpenSshFailure =
   | { kind: 'socket'; code: string | undefined };
 
 /**
- * The one reading of ssh's stderr: both OpenSSH users phrase their errors from it (mapOpenSshError for the
- * transport, session.ts classifySshFailure for a transfer's session beside the pool).
+ * The one reading of ssh's stderr: both OpenSSH users phrase their errors from it, here (mapOpenSshError for the
+ * transport, classifySshFailure for a session beside the pool).
  */
 export function readOpenSshFailure(stderr: string): OpenSshFailure {
   if (/Too many authentication failures/i.test(stderr)) return { kind: 'too-many-auth-failures' };
@@ -176,3 +176,29 @@ export function mapOpenSshError(stderr: string, hop: ResolvedHop, where: string,
     }
   }
 }
+
+/**
+ * What an `ssh` of a session beside the pool (openssh/session.ts: its master, its streams) ending with status 255 means,
+ * from the same reading of its stderr as mapOpenSshError: the login was refused (`auth-failed`), a hop's key is not the
+ * one the pool trusted (`host-key-mismatch`), or the connection failed or dropped (`unreachable`, retried).
+ * Undefined for a status that is the remote command's own.
+ */
+export function classifySshFailure(stderr: string, code: number | null): RemoteRunsError | undefined {
+  if (code !== 255) return undefined;
+  const line = stderr.split('\n').map((l) => l.trim()).find(Boolean) ?? '';
+  // The session's known_hosts holds exactly the keys the pool's connection verified: a key it does not know is a
+  // key other than the one trusted, as a changed one is.
+  switch (readOpenSshFailure(stderr).kind) {
+    case 'denied':
+    case 'too-many-auth-failures':
+      return new RemoteRunsError('auth-failed', `OpenSSH could not log in: ${line}`);
+    case 'host-key-changed':
+    case 'host-key-unknown':
+      return new RemoteRunsError('host-key-mismatch', `OpenSSH was shown a host key other than the one the connection trusted: ${line}`);
+    default:
+      // "Permission denied, please try again." without the list of methods: still a refused login.
+      if (/Permission denied/.test(stderr)) return new RemoteRunsError('auth-failed', `OpenSSH could not log in: ${line}`);
+      return new RemoteRunsError('unreachable', `Connection lost (OpenSSH: ${line || 'exit 255'})`, { dropped: 'after-open' });
+  }
+}
+

@@ -7,7 +7,7 @@
  *
  * This folder never imports `vscode`.
  */
-import type { ClientChannel, Client, SFTPWrapper } from 'ssh2';
+import type { ClientChannel, Client, ParsedKey, SFTPWrapper } from 'ssh2';
 import { RemoteRunsError } from '../types';
 import type { ExecOptions, ExecResult, Executor } from '../remote';
 import { Emitter, type Event } from '../util/event';
@@ -20,6 +20,17 @@ import { describeHop, dialHops, type HopContext } from './hops';
 import { silentHop } from './keepalive';
 import type { CloseEvent, Transport } from './transport';
 import type { Logger, Prompter, ResolvedHop, ResolvedHost } from './types';
+
+/**
+ * What a login beside a pool's connection (a transfer worker's sibling, an OpenSSH session) needs to log in as that
+ * connection did, never asking anyone: the connect settings and, per hop (jumps first, target last), the secrets the
+ * connection already holds. Made by ConnectionPool.siblingLogin; in memory only, never logged.
+ */
+export interface SiblingLogin {
+  host: ResolvedHost;
+  settings: Omit<ConnectOptions, 'prompter' | 'logger' | 'secrets' | 'signal'>;
+  hops: { password: string | undefined; keys: ReadonlyMap<string, ParsedKey> }[];
+}
 
 export interface ConnectOptions {
   prompter: Prompter;

@@ -4,6 +4,12 @@
  * multiplexes commands as channels (queueing beyond what sshd's default `MaxSessions 10` allows), counts users,
  * closes idle connections, reconnects with exponential backoff after a drop, and reports each host's state.
  *
+ * It also owns each host's OpenSSH session (openssh/session.ts: a ControlMaster logged in with what the host's ssh2
+ * connection holds), for the bytes that ssh decrypts faster than ssh2 can (metrics backlogs, downloads): started at the
+ * first `openSsh`, shared by every holder, kept for `opensshIdleMs` after the last one lets go, and ended with the
+ * host's connection (closed, idle, failed, its settings changed) and with the pool. So a window that lists a host,
+ * follows its metrics and pulls a checkpoint logs in to it once per transport it needs.
+ *
  * Host resolution (~/.ssh/config) happens before: callers pass a ResolvedHost with a name. Each host's connection is
  * a Transport: the built-in ssh2 client (SshConnection), or the system OpenSSH (OpenSshConnection) for a host whose
  * ssh config asks for what ssh2 cannot do (transportFor / chooseTransport says which and why).
@@ -14,12 +20,12 @@ import { RemoteRunsError, isRemoteRunsError } from '../types';
 import type { ExecOptions, ExecResult, Executor } from '../remote';
 import { Emitter, type Disposable, type Event } from '../util/event';
 import { SecretStore } from './auth';
-import { SshConnection, type ConnectOptions } from './connection';
+import { SshConnection, type ConnectOptions, type SiblingLogin } from './connection';
 import { OpenSshConnection } from './openssh/connection';
+import { lastingRefusal, startBeside, type OpenSshSession } from './openssh/session';
 import { defaultKnownHostsFiles } from './hostKeyPolicy';
 import { chooseTransport, describeTransport, problemsFor, type Transport, type TransportChoice } from './transport';
 import type { ConnectionState, Logger, Prompter, ResolvedHost } from './types';
-import type { ParsedKey } from 'ssh2';
 import { backoffMs, delay } from '../util/delay';
 
 /** A resolved host plus the name it is known by (the pool key). */
@@ -62,14 +68,54 @@ export interface PoolOptions {
   sshPath?: string | (() => string | undefined);
   /** What runs askpass for the OpenSSH transport: this process's executable (node, or Electron run as node). */
   runtime?: string;
+  /**
+   * Keep a host's OpenSSH session this long after its last holder lets go (it also ends with the host's connection).
+   * Default OPENSSH_IDLE_MS.
+   */
+  opensshIdleMs?: number;
 }
 
-/** See ConnectionPool.siblingLogin. */
-export interface SiblingLogin {
-  host: ResolvedHost;
-  settings: Omit<ConnectOptions, 'prompter' | 'logger' | 'secrets' | 'signal'>;
-  hops: { password: string | undefined; keys: ReadonlyMap<string, ParsedKey> }[];
+/**
+ * How long a host's OpenSSH session is kept after its last holder. Long, because a stream on a live session skips the
+ * login (~0.3 s on the test host) and the first stream of a new `ssh` process grows its buffers from nothing
+ * (metrics/follow/bulkLinks.ts spoolChild); the host's connection idling out (idleTimeoutMs) ends it sooner.
+ */
+export const OPENSSH_IDLE_MS = 10 * 60_000;
+
+/** A hold on a host's OpenSSH session (ConnectionPool.openSsh): keeps it, and the host's connection, up until released. */
+export interface OpenSshLease extends Disposable {
+  readonly session: OpenSshSession;
+  /**
+   * End the session now, for every holder (its master is gone, or a stream of this holder may still write into a file
+   * after a failure: only the master's exit makes sure it does not); resolves once its processes are gone. The next
+   * `openSsh` logs in again.
+   */
+  retire(): Promise<void>;
 }
+
+/** A host's OpenSSH session as it stands: when its start was asked for (performance.now()) and whether it is up. */
+export interface OpenSshState {
+  since: number;
+  up: boolean;
+}
+
+/** One host's OpenSSH session, starting or up. */
+interface SessionSlot {
+  session: Promise<OpenSshSession>;
+  since: number;
+  /** The session, once it is up. */
+  up?: OpenSshSession;
+  /** Leases held. */
+  users: number;
+  timer?: NodeJS.Timeout;
+  ended: boolean;
+  /** Let go by the host (its connection closed or failed): it ends when its last holder lets go. */
+  draining?: boolean;
+  /** Its end, once asked for (the master and every stream gone, the folder removed). */
+  closing?: Promise<void>;
+}
+
+export type { SiblingLogin } from './connection';
 
 /** A hold on a host's connection (e.g. for SFTP or a forward): keeps it from idling out until released. */
 export interface Lease extends Disposable {
@@ -98,6 +144,14 @@ interface Entry {
   everConnected: boolean;
   /** Bumped by disconnect(): a connect that finishes after it belongs to nobody. */
   generation: number;
+  /** The host's OpenSSH session (openSsh), starting or up. */
+  openssh?: SessionSlot;
+  /**
+   * Why OpenSSH cannot be used for this host, per `ssh` binary ('' for PATH's): a reason that will not change by
+   * itself (no binary, no key login, a refused login, another host key), so it is not tried again until the host's
+   * settings change, the binary named changes, or a reload.
+   */
+  opensshRefused: Map<string, Error>;
 }
 
 const IDLE: ConnectionState = { kind: 'idle' };
@@ -121,6 +175,8 @@ export class ConnectionPool implements Disposable {
   /** What users answered to the OpenSSH transport's prompts, per host name: a reconnect does not ask again. */
   private readonly opensshAnswers = new Map<string, Map<string, string>>();
   private disposed = false;
+  /** Stops OpenSSH session logins under way (dispose). */
+  private readonly stopSessions = new AbortController();
 
   constructor(private readonly options: PoolOptions) {}
 
@@ -225,11 +281,82 @@ export class ConnectionPool implements Disposable {
     return { host: resolved, settings, hops };
   }
 
+  /**
+   * Hold the host's OpenSSH session, starting it (once, whoever asks) if none is up: logged in beside the host's ssh2
+   * connection with the secrets it holds and pinned to the host keys it verified. Rejects with why OpenSSH cannot be
+   * used (OpenSshUnsupported, or a RemoteRunsError: `auth-failed`, `host-key-mismatch`, `unreachable`, `cancelled`);
+   * a lasting reason is remembered for the host and given again at once. `signal` stops this caller's wait only, not
+   * a login others may wait for. Not for a host on the OpenSSH transport (`protocol`): its own master carries streams.
+   * `sshPath` names the binary where a new session starts (default the pool's).
+   */
+  async openSsh(host: PoolHost, options: { sshPath?: string; signal?: AbortSignal } = {}): Promise<OpenSshLease> {
+    const entry = this.entryFor(host);
+    const sshPath = options.sshPath ?? this.sshPath();
+    const refused = entry.opensshRefused.get(sshPath ?? '');
+    if (refused) throw refused;
+    // The session's holders hold the host's connection too: it ends the session when it closes.
+    entry.leases++;
+    this.clearIdle(entry);
+    let held = true;
+    const unhold = (): void => {
+      if (!held) return;
+      held = false;
+      entry.leases--;
+      this.scheduleIdle(entry);
+    };
+    try {
+      const conn = await this.connection(entry, options.signal);
+      if (!(conn instanceof SshConnection)) throw new RemoteRunsError('protocol', `${entry.name} uses the OpenSSH transport: its own master carries every stream`);
+      const slot = this.sessionSlot(entry, conn, sshPath);
+      const session = await raceAbort(slot.session, options.signal);
+      if (slot.ended) throw new RemoteRunsError('cancelled', `The OpenSSH session to ${entry.name} was ended`);
+      slot.users++;
+      if (slot.timer) clearTimeout(slot.timer);
+      slot.timer = undefined;
+      let released = false;
+      return {
+        session,
+        dispose: () => {
+          if (released) return;
+          released = true;
+          slot.users--;
+          if (slot.draining && slot.users === 0) void this.endOpenSsh(entry, slot);
+          else this.scheduleSessionIdle(entry, slot);
+          unhold();
+        },
+        retire: () => this.endOpenSsh(entry, slot),
+      };
+    } catch (e) {
+      unhold();
+      throw e;
+    }
+  }
+
+  /** The host's OpenSSH session as it stands (starting or up), without starting one; undefined if none. */
+  openSshState(name: string): OpenSshState | undefined {
+    const slot = this.entries.get(name)?.openssh;
+    return slot && !slot.ended ? { since: slot.since, up: slot.up !== undefined } : undefined;
+  }
+
+  /** Why OpenSSH was found unusable for the host with this binary (default the pool's), if it was. */
+  openSshRefusal(host: PoolHost, sshPath?: string): Error | undefined {
+    const entry = this.entries.get(host.name);
+    if (!entry || entry.key !== hostKey(host)) return undefined;
+    return entry.opensshRefused.get(sshPath ?? this.sshPath() ?? '');
+  }
+
+  /** End the OpenSSH session of the host named `name` now (its holders' streams die); resolves once it is gone. */
+  endOpenSshOf(name: string): Promise<void> {
+    const entry = this.entries.get(name);
+    return entry ? this.endOpenSsh(entry) : Promise.resolve();
+  }
+
   /** Close a host's connection now (pending commands reject with `cancelled`). */
   disconnect(name: string): void {
     const entry = this.entries.get(name);
     if (!entry) return;
     this.clearIdle(entry);
+    void this.endOpenSsh(entry);
     entry.generation++;
     entry.conn?.close();
     entry.conn = undefined;
@@ -237,9 +364,20 @@ export class ConnectionPool implements Disposable {
   }
 
   dispose(): void {
+    void this.close();
+  }
+
+  /**
+   * Close every connection and OpenSSH session; resolves once the sessions' processes are gone and their folders
+   * removed (a process about to exit awaits it: the CLI). dispose() is the same without the wait.
+   */
+  async close(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
+    this.stopSessions.abort();
+    const ending: Promise<void>[] = [];
     for (const entry of this.entries.values()) {
+      ending.push(this.endOpenSsh(entry));
       this.clearIdle(entry);
       for (const w of entry.waiters.splice(0)) w.reject(new RemoteRunsError('cancelled', 'Connection pool closed'));
       entry.conn?.close();
@@ -249,19 +387,22 @@ export class ConnectionPool implements Disposable {
     this.secrets.clear();
     this.opensshAnswers.clear();
     this.stateEmitter.dispose();
+    await Promise.all(ending);
   }
 
   private entryFor(host: PoolHost): Entry {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
     const { name, ...resolved } = host;
-    const key = JSON.stringify({ jumps: resolved.jumps, target: resolved.target });
+    const key = hostKey(host);
     let entry = this.entries.get(name);
     if (!entry) {
-      entry = { name, key, host: resolved, state: IDLE, active: 0, leases: 0, waiters: [], everConnected: false, generation: 0 };
+      entry = { name, key, host: resolved, state: IDLE, active: 0, leases: 0, waiters: [], everConnected: false, generation: 0, opensshRefused: new Map() };
       this.entries.set(name, entry);
     } else if (entry.key !== key) {
       // The host was edited: the next command must go to the new address, not the old connection.
       this.options.logger.info(`Settings of ${name} changed; reconnecting`);
+      void this.endOpenSsh(entry);
+      entry.opensshRefused.clear();
       entry.conn?.close();
       entry.conn = undefined;
       entry.key = key;
@@ -353,7 +494,7 @@ export class ConnectionPool implements Disposable {
       try {
         const conn: Transport =
           choice.kind === 'openssh'
-            ? await OpenSshConnection.connect(host, { ...this.connectOptions(o.prompter), sshPath: typeof o.sshPath === 'function' ? o.sshPath() : o.sshPath, runtime: o.runtime, answers: this.answersFor(entry.name) })
+            ? await OpenSshConnection.connect(host, { ...this.connectOptions(o.prompter), sshPath: this.sshPath(), runtime: o.runtime, answers: this.answersFor(entry.name) })
             : await SshConnection.connect(host, this.connectOptions(o.prompter));
         if (this.disposed || entry.generation !== generation) {
           // Disposed or disconnected while we connected: this connection is for nobody.
@@ -395,6 +536,80 @@ export class ConnectionPool implements Disposable {
     }
   }
 
+  /** The `ssh` binary named in the pool's options (read now), undefined for PATH's. */
+  private sshPath(): string | undefined {
+    const p = this.options.sshPath;
+    return typeof p === 'function' ? p() : p;
+  }
+
+  /** The host's session, or a new one starting beside `conn` (one login, whoever asks first). */
+  private sessionSlot(entry: Entry, conn: SshConnection, sshPath: string | undefined): SessionSlot {
+    if (entry.openssh && !entry.openssh.ended) return entry.openssh;
+    const o = this.options;
+    const login = this.siblingLogin({ name: entry.name, ...entry.host });
+    const slot: SessionSlot = {
+      session: startBeside(login, conn.hostKeys, { sshPath, signal: this.stopSessions.signal, starter: true, ...(o.runtime ? { runtime: o.runtime } : {}) }),
+      since: performance.now(),
+      users: 0,
+      ended: false,
+    };
+    entry.openssh = slot;
+    slot.session.then(
+      (session) => {
+        if (slot.ended) return; // ended while it logged in: endOpenSsh disposes it
+        slot.up = session;
+        o.logger.info(`OpenSSH session to ${entry.name} up (one login, kept ${Math.round((o.opensshIdleMs ?? OPENSSH_IDLE_MS) / 1000)} s after its last use)`);
+        this.scheduleSessionIdle(entry, slot);
+      },
+      (e: unknown) => {
+        slot.ended = true;
+        if (entry.openssh === slot) entry.openssh = undefined;
+        // A reason that will not change by itself is remembered; a passing one (unreachable, cancelled) is tried again.
+        if (e instanceof Error && (lastingRefusal(e) || (isRemoteRunsError(e) && e.kind === 'host-key-mismatch'))) entry.opensshRefused.set(sshPath ?? '', e);
+      },
+    );
+    return slot;
+  }
+
+  private scheduleSessionIdle(entry: Entry, slot: SessionSlot): void {
+    if (slot.users > 0 || slot.ended || !slot.up) return;
+    if (slot.timer) clearTimeout(slot.timer);
+    slot.timer = setTimeout(() => {
+      this.options.logger.info(`Closing the idle OpenSSH session to ${entry.name}`);
+      void this.endOpenSsh(entry, slot);
+    }, this.options.opensshIdleMs ?? OPENSSH_IDLE_MS);
+    slot.timer.unref();
+  }
+
+  /**
+   * Let the host's session go with its connection: at once if nobody holds it, else when its last holder lets go (a
+   * stream in flight runs to its own end: a drop that took the session's connection too ends it with ssh's exit 255,
+   * which its holder reads as a dropped connection and retries). The next `openSsh` starts a new one.
+   */
+  private letGoOpenSsh(entry: Entry): void {
+    const slot = entry.openssh;
+    if (!slot) return;
+    entry.openssh = undefined;
+    slot.draining = true;
+    if (slot.users === 0) void this.endOpenSsh(entry, slot);
+  }
+
+  /** End a session of the host (default its current one): its streams are killed, its master logs out. */
+  private endOpenSsh(entry: Entry, slot = entry.openssh): Promise<void> {
+    if (!slot) return Promise.resolve();
+    if (entry.openssh === slot) entry.openssh = undefined;
+    if (!slot.closing) {
+      slot.ended = true;
+      if (slot.timer) clearTimeout(slot.timer);
+      slot.timer = undefined;
+      slot.closing = slot.session.then(
+        (s) => s.dispose(),
+        () => undefined,
+      );
+    }
+    return slot.closing;
+  }
+
   private answersFor(name: string): Map<string, string> {
     let m = this.opensshAnswers.get(name);
     if (!m) this.opensshAnswers.set(name, (m = new Map()));
@@ -419,10 +634,18 @@ export class ConnectionPool implements Disposable {
   }
 
   private setState(entry: Entry, state: ConnectionState): void {
+    // No OpenSSH session outlives the host's connection (closed, idle, failed) but for its holders' streams in
+    // flight: the same rule in every face.
+    if (state.kind !== 'connected' && state.kind !== 'connecting') this.letGoOpenSsh(entry);
     if (JSON.stringify(entry.state) === JSON.stringify(state)) return;
     entry.state = state;
     if (!this.disposed) this.stateEmitter.fire({ host: entry.name, state });
   }
+}
+
+/** A host's settings as the pool compares them: a change replaces its connection and its OpenSSH session. */
+function hostKey(host: PoolHost): string {
+  return JSON.stringify({ jumps: host.jumps, target: host.target });
 }
 
 /** The state a failed connect leaves a host in. */

@@ -26,7 +26,8 @@ import { backoffMs, delay } from '../util/delay';
 import { createLane, type Lane } from './lanes';
 import { acquireLock, busyError, type DownloadLock } from './lock';
 import { OpenSshLane } from './opensshLane';
-import { lastingRefusal, startBesidePool, type OpenSshSession, type OpenSshStreams } from '../ssh/openssh/session';
+import type { OpenSshStreams } from '../ssh/openssh/session';
+import type { OpenSshLease } from '../ssh/pool';
 import { SshConnection } from '../ssh/connection';
 import type { Transport } from '../ssh/transport';
 import { OpenSshConnection } from '../ssh/openssh/connection';
@@ -442,28 +443,16 @@ interface ClientState {
 }
 
 /**
- * Hosts where `auto` found OpenSSH unusable (no binary, no key login), per pool: later downloads go straight to
- * ssh2 instead of trying again each time. A host whose settings change gets a new pool entry and is tried again.
+ * A hold on the host's OpenSSH session for an attempt (the pool's, shared with metrics streams: no login of its own
+ * where one is up), or undefined for ssh2: `auto` falls back (and says why in the logger and the result), `openssh`
+ * fails with the reason. The pool remembers a reason that will not change by itself (no binary, no key login, a
+ * refused login), so later downloads go straight to ssh2 instead of trying again each time.
  */
-const openSshRefused = new WeakMap<object, Map<string, string>>();
-
-/**
- * The OpenSSH session for an attempt, or undefined for ssh2: `auto` falls back (and says why in the logger and the
- * result), `openssh` fails with the reason.
- */
-async function openSshFor(plan: DownloadPlan, hostKeys: Buffer[], options: DownloadOptions, state: ClientState, signal?: AbortSignal): Promise<OpenSshSession | undefined> {
+async function openSshFor(plan: DownloadPlan, options: DownloadOptions, state: ClientState, signal?: AbortSignal): Promise<OpenSshLease | undefined> {
   if (state.choice === 'ssh2') return undefined;
   const { pool, host } = plan.source;
-  const refused = openSshRefused.get(pool) ?? new Map<string, string>();
-  openSshRefused.set(pool, refused);
-  const key = JSON.stringify([host.name, host.jumps, host.target]);
-  const known = refused.get(key);
-  if (known && state.choice === 'auto') {
-    state.note = known;
-    return undefined;
-  }
   try {
-    return await startBesidePool(pool, host, hostKeys, { sshPath: options.sshPath, signal });
+    return await pool.openSsh(host, { ...(options.sshPath !== undefined ? { sshPath: options.sshPath } : {}), ...(signal ? { signal } : {}) });
   } catch (e) {
     if (isRemoteRunsError(e) && e.kind === 'cancelled') throw e;
     // The host showed OpenSSH another key than the one the pool's connection trusted: a new connection would not be
@@ -475,8 +464,6 @@ async function openSshFor(plan: DownloadPlan, hostKeys: Buffer[], options: Downl
     if (state.choice === 'openssh') {
       throw isRemoteRunsError(e) ? e : new RemoteRunsError('bad-config', `Cannot download with OpenSSH: ${why}`);
     }
-    // A reason that will not change by itself (no binary, no key login, a refused login) is remembered.
-    if (lastingRefusal(e)) refused.set(key, why);
     state.note = why;
     options.logger?.warn(`Downloading from ${host.name} with ssh2 instead of OpenSSH: ${why}`);
     return undefined;
@@ -655,11 +642,11 @@ async function runAttempt(
   signal.addEventListener('abort', onOuterAbort, { once: true });
   const lease = await source.pool.acquire(source.host, signal);
   const conn = lease.connection;
-  /** The streams' OpenSSH connection: the download's own session (ownSession) or the host's OpenSSH transport. */
+  /** The streams' OpenSSH connection: the host's session held from the pool (session) or its OpenSSH transport. */
   let openssh: OpenSshStreams | undefined;
-  let ownSession: OpenSshSession | undefined;
+  let session: OpenSshLease | undefined;
   try {
-    if (conn instanceof SshConnection) openssh = ownSession = await openSshFor(plan, conn.hostKeys, options, clientState, signal);
+    if (conn instanceof SshConnection) openssh = (session = await openSshFor(plan, options, clientState, signal))?.session;
     else openssh = streamsOfTransport(conn);
   } catch (e) {
     signal.removeEventListener('abort', onOuterAbort);
@@ -672,12 +659,15 @@ async function runAttempt(
       await clientState.lock.writers(openssh.lifelinePid);
     } catch (e) {
       signal.removeEventListener('abort', onOuterAbort);
-      await ownSession?.dispose();
+      session?.dispose();
       lease.dispose();
       throw e;
     }
   }
   const ssh2 = conn as SshConnection;
+  /** A stream of this attempt had the session's master write into a `.part` itself (see the finally below). */
+  let wroteDirect = false;
+  let succeeded = false;
   const lanes: Lane[] = [openssh ? new OpenSshLane(openssh, source.target) : createLane(transport, ssh2, source.target, false)];
   // Files started in this attempt and not yet finished: the only ones whose records can need saving. The timer saves
   // them a few at a time, so 100,000 small files never mean 100,000 writes at once.
@@ -738,6 +728,7 @@ async function runAttempt(
       // One OpenSSH stream for the rest of a file (a single hole up to its end): ssh writes it into the .part itself.
       if (openssh && directWrites && perFile === 1 && !options.segmentBytes && missing.length === 1 && missing[0][1] === w.bytes) {
         queue.push({ w, range: missing[0], direct: true });
+        wroteDirect = true;
         continue;
       }
       // Big pieces for exec (each costs a process through the container prefix), enough to keep every lane busy.
@@ -818,13 +809,19 @@ async function runAttempt(
     ]);
     if (signal.aborted) throw cancelled();
     if (failure) throw failure;
+    succeeded = true;
     return lanes.length;
   } finally {
     clearInterval(recordTimer);
     signal.removeEventListener('abort', onOuterAbort);
     for (const lane of lanes) lane.close();
     if (openssh) {
-      await ownSession?.dispose();
+      // A direct stream's bytes are written by the session's master, which outlives this download. On success every
+      // such stream ended with its range whole in the file, so nothing more comes; after a failure or a stop one may
+      // still be in flight, and only the master's exit makes sure nothing writes into a `.part` once the lock is let
+      // go: the session is ended (the next holder logs in again).
+      if (session && wroteDirect && !succeeded) await session.retire();
+      session?.dispose();
       await clientState.lock.writers(undefined).catch(() => undefined);
     }
     lease.dispose();

@@ -9,7 +9,8 @@ import { commandFailed } from '../remote';
 import { classifyTargetFailure, wrapForTarget } from '../targets';
 import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
 import { rangeArgvOf, type Lane, type RangeHashes, type RangeJob, type WriteFn } from './lanes';
-import { classifySshFailure, type OpenSshStreams } from '../ssh/openssh/session';
+import type { OpenSshStreams } from '../ssh/openssh/session';
+import { classifySshFailure } from '../ssh/clientErrors';
 import { localError } from './localErrors';
 import { childSource, fileSource, runStream, type StreamEnd } from './stream';
 

@@ -4,18 +4,19 @@
  * (bench/metricsStream.ts: a 97 MiB backlog through a warm OpenSSH link took 0.82× a fresh `ssh cat`, through
  * ssh2 1.40×).
  *
- * Per host, one OpenSshSession (openssh/session.ts: the pool's own login and pinned host keys, a private agent, a
- * lifeline that ends every ssh process when this one dies) is started at the first stream and kept while streams
- * run and for `idleMs` after the last, so the next open finds it logged in and its connection warm. A host on the
- * OpenSSH transport streams through that transport's own master. Where OpenSSH cannot be used (no `ssh`, Windows,
- * a login only the pool can do, a host key that differs), the reason is logged once and the reads stay on ssh2.
+ * A stream runs on the host's OpenSSH session, which the pool owns (ConnectionPool.openSsh: one login per host, shared
+ * with downloads, kept a while after its last use, ended with the host's connection). Here is only when to wait for
+ * it: the first stream of a host waits for its login while that is young (LOGIN_WAIT_MS), else reads stay on ssh2
+ * meanwhile. A host on the OpenSSH transport streams through that transport's own master. Where OpenSSH cannot be
+ * used (no `ssh`, Windows, a login only the pool can do, a host key that differs), the reason is logged once and the
+ * reads stay on ssh2.
  */
 import type { ChildProcess } from '../../util/processes';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as fsSync from 'node:fs';
 import * as path from 'node:path';
-import type { ConnectionPool, PoolHost } from '../../ssh/pool';
+import type { ConnectionPool, OpenSshLease, PoolHost } from '../../ssh/pool';
 import { OpenSshConnection } from '../../ssh/openssh/connection';
 import { SshConnection } from '../../ssh/connection';
 import type { Logger } from '../../ssh/types';
@@ -25,14 +26,6 @@ import { wrapForTarget } from '../../targets';
 import { fenceSkipper } from '../../shell/portable';
 import type { TargetRef } from '../../types';
 import { isRemoteRunsError } from '../../types';
-import { lastingRefusal, startBesidePool, type OpenSshSession } from '../../ssh/openssh/session';
-
-/**
- * How long a host's session is kept after its last stream (it also ends with the host's pool connection: closeHost).
- * Long, because a stream on a live session skips the login (~0.3 s on the test host) and the first stream of a new
- * `ssh` process grows its buffers from nothing (spoolChild below).
- */
-export const BULK_LINK_IDLE_MS = 10 * 60_000;
 
 /**
  * How long after its start a login is waited for by a stream, instead of reading over ssh2 meanwhile. Waiting won:
@@ -44,11 +37,10 @@ export const BULK_LINK_IDLE_MS = 10 * 60_000;
 export const LOGIN_WAIT_MS = 5_000;
 
 export interface BulkLinkOptions {
-  /** The `ssh` binary (the user's remoteRuns.sshPath, never a workspace's); read at each start. */
+  /** The `ssh` binary (the user's remoteRuns.sshPath, never a workspace's); read at each start. Default the pool's. */
   sshPath?: () => string | undefined;
   /** `ssh2`: never use OpenSSH for these reads (remoteRuns.downloadClient); read at each stream. */
   client?: () => 'auto' | 'openssh' | 'ssh2';
-  idleMs?: number;
   /**
    * Where no session is up yet, start one beside the caller's reads (`prepare`, or the first `ready()`), and have a
    * stream wait for it only while it is young (LOGIN_WAIT_MS); past that, give no stream (the caller reads over ssh2
@@ -61,38 +53,21 @@ export interface BulkLinkOptions {
   logger?: Logger;
 }
 
-interface Link {
-  session: Promise<OpenSshSession | undefined>;
-  /** When its start was asked for (performance.now()). */
-  since: number;
-  /** The session, once it is up. */
-  ready?: OpenSshSession;
-  active: number;
-  timer?: NodeJS.Timeout;
-  dead?: boolean;
-}
-
 export class BulkLinks {
-  private readonly links = new Map<string, Link>();
-  /** Hosts OpenSSH was refused for, with why (said once; not tried again until the settings change or a reload). */
-  private readonly refused = new Map<string, string>();
+  /** Hosts whose session was asked for here, by key (their pool name): what `open`, `ready` and dispose look at. */
+  private readonly used = new Map<string, string>();
+  /** Refusals already said in the log (once each). */
+  private readonly said = new WeakSet<Error>();
   private disposed = false;
-  /** Hosts whose session is being asked for in the background (before its link exists), with since when. */
+  /** Hosts whose session is being asked for in the background (before the pool has one), with since when. */
   private readonly preparing = new Map<string, number>();
   /** Stops the starts made in the background (dispose). */
   private readonly stop = new AbortController();
 
-  /** The pool's state changes, watched so a host's sessions end with its connection (extension and CLI alike). */
-  private readonly poolWatch: { dispose(): void };
-
   constructor(
     private readonly pool: ConnectionPool,
     private readonly options: BulkLinkOptions = {},
-  ) {
-    this.poolWatch = pool.onDidChangeState((e) => {
-      if (e.state.kind !== 'connected' && e.state.kind !== 'connecting') this.closeHost(e.host);
-    });
-  }
+  ) {}
 
   /**
    * A StreamRunner for `target` on `host`: the command runs there through OpenSSH, or not at all (undefined). Its
@@ -101,36 +76,40 @@ export class BulkLinks {
   runner(host: PoolHost, target: TargetRef): StreamRunner {
     const run = async (argv: readonly string[], sink: (chunk: Buffer) => void | Promise<void>, signal: AbortSignal) => {
       if (this.disposed || signal.aborted || this.options.client?.() === 'ssh2') return undefined;
-      const lease = await this.pool.acquire(host, signal).catch(() => undefined);
+      const line = wrapForTarget(target, argv);
+      // The line is fenced: the stream's bytes are what follows FENCE (rc-file noise before it is dropped).
+      const sinkAfterFence = fenceSkipper(sink);
+      if (this.pool.transportFor(host).kind === 'openssh') {
+        const lease = await this.pool.acquire(host, signal).catch(() => undefined);
+        if (!lease) return undefined;
+        try {
+          const conn = lease.connection;
+          // The OpenSSH transport's master carries it; the lease keeps that master up while the stream runs.
+          return conn instanceof OpenSshConnection ? await spoolChild(conn.spoolDir, (fd) => conn.run(line, fd), sinkAfterFence, signal) : undefined;
+        } finally {
+          lease.dispose();
+        }
+      }
+      const key = keyOf(host);
+      const background = this.options.startInBackground !== false;
+      const state = this.pool.openSshState(host.name);
+      const since = Math.min(state?.since ?? Infinity, this.preparing.get(key) ?? Infinity, performance.now());
+      const pending = this.lease(host, key, background ? this.stop.signal : signal);
+      if (background && !state?.up && !(await this.young(since, pending, signal))) {
+        // Too slow to wait for: the reads go on over ssh2, and the login goes on for the next stream.
+        void pending.then((l) => l?.dispose());
+        return undefined;
+      }
+      const lease = await pending;
       if (!lease) return undefined;
       try {
-        const conn = lease.connection;
-        const line = wrapForTarget(target, argv);
-        // The line is fenced: the stream's bytes are what follows FENCE (rc-file noise before it is dropped).
-        const sinkAfterFence = fenceSkipper(sink);
-        // The OpenSSH transport's master carries it; the lease keeps that master up while the stream runs.
-        if (conn instanceof OpenSshConnection) return await spoolChild(conn.spoolDir, (fd) => conn.run(line, fd), sinkAfterFence, signal);
-        if (!(conn instanceof SshConnection)) return undefined;
-        const key = keyOf(host);
-        const background = this.options.startInBackground !== false;
-        const link = this.linkFor(key, host, conn.hostKeys, background ? this.stop.signal : signal, this.preparing.get(key));
-        lease.dispose();
-        if (background && !link.ready && !(await this.young(link, signal))) return undefined;
-        const session = await link.session;
-        if (!session || link.dead || this.disposed) return undefined;
-        link.active++;
-        if (link.timer) clearTimeout(link.timer);
-        link.timer = undefined;
-        try {
-          // Started by the session's process starter where it has one: no fork of this process per stream.
-          const end = await spoolChild(session.spoolDir, session.starter ? { byPath: (file) => session.runToFile(line, file) } : (fd) => session.run(line, fd), sinkAfterFence, signal);
-          // 255 is ssh's own failure (the master gone, the link dropped): the next stream starts a new session.
-          if (end.code === 255) this.drop(key, link);
-          return end;
-        } finally {
-          link.active--;
-          this.scheduleIdle(key, link);
-        }
+        if (this.disposed) return undefined;
+        const session = lease.session;
+        // Started by the session's process starter where it has one: no fork of this process per stream.
+        const end = await spoolChild(session.spoolDir, session.starter ? { byPath: (file) => session.runToFile(line, file) } : (fd) => session.run(line, fd), sinkAfterFence, signal);
+        // 255 is ssh's own failure (the master gone, the link dropped): the next stream starts a new session.
+        if (end.code === 255) void lease.retire();
+        return end;
       } finally {
         lease.dispose();
       }
@@ -143,9 +122,9 @@ export class BulkLinks {
     if (this.disposed || this.options.client?.() === 'ssh2') return false;
     if (this.options.startInBackground === false || this.pool.transportFor(host).kind === 'openssh') return true;
     const key = keyOf(host);
-    const link = this.links.get(key);
-    if (link && !link.dead) return link.ready !== undefined || this.waitLeft(link.since) > 0;
-    if (this.refused.has(key)) return false;
+    const state = this.pool.openSshState(host.name);
+    if (state) return state.up || this.waitLeft(state.since) > 0;
+    if (this.pool.openSshRefusal(host, this.options.sshPath?.())) return false;
     if (!this.preparing.has(key)) void this.prepare(host, key);
     return this.waitLeft(this.preparing.get(key) ?? -Infinity) > 0;
   }
@@ -154,131 +133,85 @@ export class BulkLinks {
     return since + (this.options.loginWaitMs ?? LOGIN_WAIT_MS) - performance.now();
   }
 
-  /** Wait for `link`'s login while it is young: whether it is up (false: too slow, failed, or `signal` stopped). */
-  private async young(link: Link, signal: AbortSignal): Promise<boolean> {
-    const left = this.waitLeft(link.since);
+  /** Wait for a login begun at `since` while it is young: whether it is up (false: too slow, failed, or `signal` stopped). */
+  private async young(since: number, pending: Promise<OpenSshLease | undefined>, signal: AbortSignal): Promise<boolean> {
+    const left = this.waitLeft(since);
     if (left <= 0 || signal.aborted) return false;
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
-    const late = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, left);
-      onAbort = resolve;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), left);
+      onAbort = () => resolve(undefined);
       signal.addEventListener('abort', onAbort, { once: true });
     });
     try {
-      await Promise.race([link.session.catch(() => undefined), late]);
+      return (await Promise.race([pending, late])) !== undefined && !signal.aborted;
     } finally {
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort!);
     }
-    return link.ready !== undefined && !link.dead && !signal.aborted;
   }
 
-  /** Start the host's session in the background (the pool's connection gives the host keys to pin). */
+  /** Start the host's session in the background and let it go at once: the pool keeps it for the next stream. */
   private async prepare(host: PoolHost, key: string): Promise<void> {
-    const since = performance.now();
-    this.preparing.set(key, since);
+    this.preparing.set(key, performance.now());
     try {
-      const lease = await this.pool.acquire(host, this.stop.signal);
-      try {
-        if (lease.connection instanceof SshConnection && !this.disposed) this.linkFor(key, host, lease.connection.hostKeys, this.stop.signal, since);
-      } finally {
-        lease.dispose();
-      }
-    } catch {
-      // No connection now: the next backlog asks again.
+      (await this.lease(host, key, this.stop.signal))?.dispose();
     } finally {
       this.preparing.delete(key);
     }
   }
 
-  private linkFor(key: string, host: PoolHost, hostKeys: Buffer[], signal: AbortSignal, since = performance.now()): Link {
-    const known = this.links.get(key);
-    if (known && !known.dead) return known;
-    const link: Link = { session: Promise.resolve(undefined), since, active: 0 };
-    const why = this.refused.get(key);
-    if (why === undefined) link.session = this.start(key, host, hostKeys, signal);
-    this.links.set(key, link);
-    link.session.then(
-      (s) => {
-        if (!s) return this.drop(key, link);
-        link.ready = s;
-        this.scheduleIdle(key, link);
-      },
-      () => this.drop(key, link),
-    );
-    return link;
-  }
-
-  private async start(key: string, host: PoolHost, hostKeys: Buffer[], signal: AbortSignal): Promise<OpenSshSession | undefined> {
+  /** A lease on the host's session from the pool, or undefined (said in the log once per reason). */
+  private async lease(host: PoolHost, key: string, signal: AbortSignal): Promise<OpenSshLease | undefined> {
+    this.used.set(key, host.name);
+    const sshPath = this.options.sshPath?.();
+    const had = this.pool.openSshState(host.name) !== undefined;
     try {
-      const session = await startBesidePool(this.pool, host, hostKeys, { sshPath: this.options.sshPath?.(), signal, starter: true });
+      const lease = await this.pool.openSsh(host, { ...(sshPath !== undefined ? { sshPath } : {}), signal });
       if (this.disposed) {
-        await session.dispose();
+        lease.dispose();
         return undefined;
       }
-      this.options.logger?.info(`metrics of ${host.name}: long backlogs are read through OpenSSH (one login, kept ${Math.round((this.options.idleMs ?? BULK_LINK_IDLE_MS) / 1000)} s after the last)`);
-      return session;
+      if (!had) this.options.logger?.info(`metrics of ${host.name}: long backlogs are read through OpenSSH (one login, shared with downloads)`);
+      return lease;
     } catch (e) {
-      const why = e instanceof Error ? e.message : String(e);
-      if (isRemoteRunsError(e) && e.kind === 'cancelled') return undefined;
+      if (!(e instanceof Error) || this.said.has(e)) return undefined;
+      if (isRemoteRunsError(e) && (e.kind === 'cancelled' || e.kind === 'protocol')) return undefined;
+      this.said.add(e);
+      const why = e.message;
       if (isRemoteRunsError(e) && e.kind === 'host-key-mismatch') {
-        this.refused.set(key, why);
         this.options.logger?.error(`metrics of ${host.name}: a new OpenSSH connection was shown another host key than the open one, so it is not used (the reads stay on the verified connection): ${why}`);
-        return undefined;
+      } else {
+        this.options.logger?.warn(`metrics of ${host.name}: long backlogs are read over ssh2, not OpenSSH: ${why}`);
       }
-      // A reason that will not change by itself is remembered; a passing one (unreachable) is tried again next time.
-      if (lastingRefusal(e)) this.refused.set(key, why);
-      this.options.logger?.warn(`metrics of ${host.name}: long backlogs are read over ssh2, not OpenSSH: ${why}`);
       return undefined;
     }
   }
 
-  private scheduleIdle(key: string, link: Link): void {
-    if (link.active > 0 || link.dead || this.disposed) return;
-    if (link.timer) clearTimeout(link.timer);
-    link.timer = setTimeout(() => this.drop(key, link), this.options.idleMs ?? BULK_LINK_IDLE_MS);
-    link.timer.unref?.();
-  }
-
-  private drop(key: string, link: Link): void {
-    if (link.dead) return;
-    link.dead = true;
-    if (link.timer) clearTimeout(link.timer);
-    if (this.links.get(key) === link) this.links.delete(key);
-    void link.session.then((s) => s?.dispose(), () => undefined);
-  }
-
-  /** End the sessions of the host named `name` (its pool connection was closed or failed): none outlives it. */
+  /** End the sessions of the host named `name` (the pool ends them with its connection anyway). */
   closeHost(name: string): void {
-    for (const [key, link] of [...this.links]) if ((JSON.parse(key) as unknown[])[0] === name) this.drop(key, link);
+    void this.pool.endOpenSshOf(name);
   }
 
-  /** Hosts with a session now, up or starting (for tests and the log). */
+  /** Hosts used here with a session now, up or starting (for tests and the log). */
   get open(): number {
-    return [...this.links.values()].filter((l) => !l.dead).length;
+    return [...new Set(this.used.values())].filter((name) => this.pool.openSshState(name) !== undefined).length;
   }
 
-  /** Hosts whose session is up. */
+  /** Hosts used here whose session is up. */
   get ready(): number {
-    return [...this.links.values()].filter((l) => !l.dead && l.ready).length;
+    return [...new Set(this.used.values())].filter((name) => this.pool.openSshState(name)?.up === true).length;
   }
 
-  /** End every session (their streams are killed; the lifelines see to any ssh left). */
+  /** Stop the starts made here and end the sessions of the hosts used here (their streams are killed). */
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    this.poolWatch.dispose();
     this.stop.abort();
-    const links = [...this.links.entries()];
-    this.links.clear();
-    await Promise.all(
-      links.map(async ([, link]) => {
-        link.dead = true;
-        if (link.timer) clearTimeout(link.timer);
-        await (await link.session.catch(() => undefined))?.dispose();
-      }),
-    );
+    const names = [...new Set(this.used.values())];
+    this.used.clear();
+    await Promise.all(names.map((name) => this.pool.endOpenSshOf(name)));
   }
 }
 

@@ -24,16 +24,15 @@
  *
  * This folder never imports `vscode`.
  */
-import { startProcess, type ChildProcess } from '../../util/processes';
+import type { ChildProcess } from '../../util/processes';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ExecOptions, ExecResult } from '../../remote';
 import { RemoteRunsError } from '../../types';
 import { Emitter, type Event } from '../../util/event';
-import { Lifeline } from '../../util/lifeline';
 import { startPromptAnswerer } from './askpass';
-import { createSessionFolder } from './sessionFolder';
+import { OpenSshMaster } from './master';
 import { PLAIN, configPath as writePath } from './configText';
 import { mapOpenSshError } from '../clientErrors';
 import { describeHop } from '../hops';
@@ -174,15 +173,12 @@ export class OpenSshConnection implements Transport {
   private readonly closeEmitter = new Emitter<CloseEvent>();
   readonly onDidClose: Event<CloseEvent> = this.closeEmitter.event;
   private closedWith: CloseEvent | undefined;
-  private readonly children = new Set<ChildProcess>();
   private masterTail = '';
 
   private constructor(
     readonly host: ResolvedHost,
-    private readonly sshPath: string,
-    private readonly folder: string,
-    private readonly master: ChildProcess,
-    private readonly lifeline: Lifeline,
+    /** The ControlMaster: folder, lifeline, master process, mux clients (master.ts). */
+    private readonly master: OpenSshMaster,
     private readonly disposeAskpass: () => void,
     private readonly logger: Logger,
     private readonly knownHostsFiles: string[],
@@ -199,10 +195,10 @@ export class OpenSshConnection implements Transport {
     const knownHostsFiles = host.target.knownHosts && !options.knownHostsPinned ? host.target.knownHosts.files : poolFiles;
     const where = describeHop(host, host.jumps.length);
     // Its owner file lets a later process remove it if this one is killed (sessionFolder.ts).
-    const folder = createSessionFolder(options.dir ?? os.tmpdir());
+    const master = new OpenSshMaster(sshPath, options.dir ?? os.tmpdir());
+    const folder = master.folder;
     const wrapper = path.join(folder, 'config');
-    const control = path.join(folder, 'cm');
-    const lifeline = new Lifeline();
+    const control = master.control;
     let askpassDispose = (): void => undefined;
     try {
       fs.writeFileSync(
@@ -238,36 +234,23 @@ export class OpenSshConnection implements Transport {
       if (options.agent === null) delete env.SSH_AUTH_SOCK;
       else if (options.agent !== undefined) env.SSH_AUTH_SOCK = options.agent;
 
-      // A session of its own (detached): no terminal ssh could ask on instead of our askpass.
-      const master = startProcess(sshPath, masterArgs(host, wrapper, control), { stdio: ['ignore', 'ignore', 'pipe'], env, detached: true, holder: lifeline });
-      master.unref();
-      const conn = new OpenSshConnection(host, sshPath, folder, master, lifeline, askpassDispose, options.logger, knownHostsFiles);
-      master.stderr?.on('data', (d: Buffer) => {
-        conn.masterTail = (conn.masterTail + d.toString('utf8')).slice(-MASTER_TAIL_BYTES);
-      });
-      await new Promise<void>((resolve, reject) => {
-        let settled = false;
-        const timeoutMs = 4 * (options.connectTimeoutMs ?? 15_000);
-        let waited = 0;
-        const finish = (e?: RemoteRunsError): void => {
-          if (settled) return;
-          settled = true;
-          clearInterval(poll);
-          options.signal?.removeEventListener('abort', onAbort);
-          if (e) reject(e);
-          else resolve();
-        };
-        const onAbort = (): void => finish(new RemoteRunsError('cancelled', `Connecting to ${host.target.alias} cancelled`));
-        options.signal?.addEventListener('abort', onAbort, { once: true });
-        const poll = setInterval(() => {
-          if (fs.existsSync(control)) return finish();
+      const conn = new OpenSshConnection(host, master, askpassDispose, options.logger, knownHostsFiles);
+      const timeoutMs = 4 * (options.connectTimeoutMs ?? 15_000);
+      const child = await master
+        .start(masterArgs(host, wrapper, control), {
+          env,
+          stderr: 'pipe',
+          onStderr: (d) => {
+            conn.masterTail = (conn.masterTail + d.toString('utf8')).slice(-MASTER_TAIL_BYTES);
+          },
+          timeoutMs,
+          pollMs: MASTER_POLL_MS,
           // Time spent in prompts does not count (the user may take a while to type).
-          if (prompting === 0 && (waited += MASTER_POLL_MS) > timeoutMs) {
-            finish(new RemoteRunsError('unreachable', `OpenSSH did not log in to ${where} within ${timeoutMs / 1000} s`, { hop: host.target.alias, code: 'timeout' }));
-          }
-        }, MASTER_POLL_MS);
-        master.once('error', (e: NodeJS.ErrnoException) =>
-          finish(
+          paused: () => prompting > 0,
+          signal: options.signal,
+          cancelled: () => new RemoteRunsError('cancelled', `Connecting to ${host.target.alias} cancelled`),
+          timedOut: () => new RemoteRunsError('unreachable', `OpenSSH did not log in to ${where} within ${timeoutMs / 1000} s`, { hop: host.target.alias, code: 'timeout' }),
+          cannotStart: (e) =>
             new RemoteRunsError(
               'bad-config',
               e.code === 'ENOENT'
@@ -275,21 +258,19 @@ export class OpenSshConnection implements Transport {
                 : `Cannot start ${sshPath} for ${host.target.alias}: ${e.message}`,
               { sshPath },
             ),
-          ),
-        );
-        master.once('close', () => finish(mapOpenSshError(conn.masterTail, host.target, where, knownHostsFiles)));
-      }).catch((e: unknown) => {
-        conn.teardown();
-        throw e;
-      });
+          exited: () => mapOpenSshError(conn.masterTail, host.target, where, knownHostsFiles),
+        })
+        .catch((e: unknown) => {
+          conn.teardown();
+          throw e;
+        });
       askedThisLogin.clear();
-      master.once('close', (code) => conn.masterGone(code));
+      child.once('close', (code) => conn.masterGone(code));
       options.logger.info(`Connected to ${where} (OpenSSH)`);
       return conn;
     } catch (e) {
-      lifeline.close();
+      master.end('SIGTERM');
       askpassDispose();
-      fs.rmSync(folder, { recursive: true, force: true });
       throw e;
     }
   }
@@ -299,21 +280,17 @@ export class OpenSshConnection implements Transport {
   }
 
   get openChannels(): number {
-    return this.children.size;
+    return this.master.children.size;
   }
 
   /** The lifeline's pid: while it runs, a process of this connection may still write (download locks name it). */
   get lifelinePid(): number | undefined {
-    return this.lifeline.pid;
+    return this.master.lifelinePid;
   }
 
   /** The connection's private 0700 folder, for files of its streams (removed with it). */
   get spoolDir(): string {
-    return this.folder;
-  }
-
-  private get control(): string {
-    return path.join(this.folder, 'cm');
+    return this.master.folder;
   }
 
   /**
@@ -322,10 +299,9 @@ export class OpenSshConnection implements Transport {
    */
   run(line: string, stdout?: number, stdin: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
     if (this.closedWith) throw this.dropError(this.closedWith, 'before-open');
-    return startProcess(
-      this.sshPath,
-      ['-F', '/dev/null', '-S', this.control, '-o', 'ControlMaster=no', '-o', 'ProxyCommand=false', '-o', 'BatchMode=yes', '-T', '--', MUX_ALIAS, line],
-      { stdio: [stdin, stdout ?? 'pipe', 'pipe'], holder: this.lifeline, running: this.children },
+    return this.master.run(
+      ['-F', '/dev/null', '-S', this.master.control, '-o', 'ControlMaster=no', '-o', 'ProxyCommand=false', '-o', 'BatchMode=yes', '-T', '--', MUX_ALIAS, line],
+      [stdin, stdout ?? 'pipe', 'pipe'],
     );
   }
 
@@ -377,7 +353,7 @@ export class OpenSshConnection implements Transport {
       });
       child.stdin?.on('error', () => undefined);
       if (stdin !== undefined) child.stdin?.end(stdin);
-      child.once('error', (e) => finish(() => reject(new RemoteRunsError('unreachable', `Cannot start ${this.sshPath}: ${e.message}`, { dropped: 'before-open' }))));
+      child.once('error', (e) => finish(() => reject(new RemoteRunsError('unreachable', `Cannot start ${this.master.sshPath}: ${e.message}`, { dropped: 'before-open' }))));
       child.once('close', (code, sig) => {
         const err = Buffer.concat(stderr);
         if (truncated) {
@@ -411,11 +387,8 @@ export class OpenSshConnection implements Transport {
   }
 
   private teardown(): void {
-    for (const c of this.children) c.kill('SIGTERM');
-    if (this.master.exitCode === null && this.master.signalCode === null) this.master.kill('SIGTERM');
-    this.lifeline.close();
+    this.master.end('SIGTERM');
     this.disposeAskpass();
-    fs.rmSync(this.folder, { recursive: true, force: true });
   }
 
   private masterGone(code: number | null): void {

@@ -1,8 +1,9 @@
 /**
  * Bulk bytes through the system's OpenSSH client. ssh2 decrypts each 32 KiB packet in JavaScript: on the test host
  * one ssh2 stream moved 0.6-0.7x of scp's throughput at ~7 CPU s/GiB, where `ssh host cat` moved 1.5x at under
- * 2 (bench/transfer.ts). So a download's bytes go through `ssh`, logged in with what the pool already has and
- * trusting exactly what the pool trusted:
+ * 2 (bench/transfer.ts). So a download's bytes, and a long metrics backlog, go through `ssh`, logged in with what the
+ * pool already has and trusting exactly what the pool trusted. The pool starts one such session per host and shares
+ * it (ConnectionPool.openSsh); its ControlMaster, folder and lifeline are master.ts's.
  *
  * - **No second prompt.** A private agent (agentServer.ts) serves the keys the pool unlocked and the user's own
  *   agent's keys; a password the pool holds is given to ssh's askpass (askpass.ts), for that login's prompt only;
@@ -12,9 +13,9 @@
  *   pool's connection, under a `HostKeyAlias`; `StrictHostKeyChecking yes`: a different key is refused.
  * - **Nothing of the user's configuration is read** (`-F` our file): every option that matters is set here, and
  *   the hops are the pool's resolved ones (address, port, user, ProxyJump chain).
- * - **One login per transfer.** A ControlMaster (in the same 0700 folder) carries every file's stream as a channel
- *   of one connection. It runs in the foreground as this process's child (no `-f`, no ControlPersist), so its pid is
- *   known, and it exits when the transfer ends.
+ * - **One login per host.** A ControlMaster (in the same 0700 folder) carries every stream as a channel of one
+ *   connection. It runs in the foreground as this process's child (no `-f`, no ControlPersist), so its pid is
+ *   known, and it exits when the pool ends the session (idle, the host's connection closed, the pool closed).
  * - **Nothing outlives its owner.** A lifeline (a small `sh` in a process group of its own, reading a pipe from this
  *   process) holds the pids of the master and every stream; when the pipe closes (this process exited, was killed
  *   with SIGKILL, or its whole process group was), it kills them all and exits once they are gone. The master's death
@@ -26,8 +27,7 @@
  * a key, an agent nor a password the pool holds: `OpenSshSession.start` then rejects with OpenSshUnsupported, and
  * the download uses the ssh2 lanes.
  */
-import { startProcess, type ChildProcess } from '../../util/processes';
-import { Lifeline } from '../../util/lifeline';
+import type { ChildProcess } from '../../util/processes';
 import { Spawner } from '../../util/spawner';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -35,13 +35,16 @@ import * as path from 'node:path';
 import type { ParsedKey } from 'ssh2';
 import { startPrivateAgent, type PrivateAgent } from './agentServer';
 import { startAskpass, type Askpass } from './askpass';
-import { createSessionFolder } from './sessionFolder';
+import { OpenSshMaster } from './master';
 import { PLAIN, configPath as writePath } from './configText';
 import { keyTypeOfBlob } from '../knownHosts';
-import type { ConnectionPool, PoolHost, SiblingLogin } from '../pool';
-import { readOpenSshFailure } from '../clientErrors';
+import type { SiblingLogin } from '../connection';
+import { classifySshFailure } from '../clientErrors';
 import type { ResolvedHop } from '../types';
 import { RemoteRunsError, isRemoteRunsError } from '../../types';
+
+/** The reading of a session's ssh failures lives with the transport's, in clientErrors.ts (one reader of ssh's stderr). */
+export { classifySshFailure };
 
 /** What is needed to reach a host as the pool does. */
 export interface OpenSshLogin {
@@ -68,11 +71,11 @@ export interface OpenSshOptions {
 export class OpenSshUnsupported extends Error {}
 
 /**
- * Start an OpenSSH session beside the pool's connection to `host`, logged in with what that connection holds (its
- * secrets, its agent) and trusting the host keys it verified. Rejects as OpenSshSession.start does.
+ * Start an OpenSSH session beside a pool's connection, logged in with what that connection holds (`login`: its
+ * secrets, its agent) and trusting the host keys it verified. Rejects as OpenSshSession.start does. The pool starts
+ * it (ConnectionPool.openSsh): one session per host, shared.
  */
-export function startBesidePool(pool: ConnectionPool, host: PoolHost, hostKeys: Buffer[], options: OpenSshOptions = {}): Promise<OpenSshSession> {
-  const login = pool.siblingLogin(host);
+export function startBeside(login: SiblingLogin, hostKeys: Buffer[], options: OpenSshOptions = {}): Promise<OpenSshSession> {
   // The pool's own agent rule (SshConnection.connect): null never uses one, undefined is SSH_AUTH_SOCK.
   const agent = login.settings.agent === null ? undefined : (login.settings.agent ?? process.env.SSH_AUTH_SOCK);
   return OpenSshSession.start({ login, hostKeys, agent }, options);
@@ -182,8 +185,9 @@ export interface OpenSshStreams {
   /** The lifeline's pid: while it runs, a process of the connection may still write. */
   readonly lifelinePid: number | undefined;
   /**
-   * True when a stream may write into the `.part` itself (its stdout a file the master writes): only a master that
-   * ends with the transfer, so that nothing writes into the file once the transfer is over.
+   * True when a stream may write into the `.part` itself (its stdout a file the master writes): only a master the
+   * download can end (a session it holds from the pool and retires after a failed attempt: OpenSshLease.retire), so
+   * that nothing writes into the file once the transfer is over.
    */
   readonly directWrites: boolean;
   /** See OpenSshSession.run. */
@@ -196,19 +200,16 @@ export class OpenSshSession implements OpenSshStreams {
 
   /** The lifeline's pid: while it runs, a process of this session may still write. */
   get lifelinePid(): number | undefined {
-    return this.lifeline.pid;
+    return this.master.lifelinePid;
   }
 
   private disposed = false;
-  private readonly children = new Set<ChildProcess>();
-  private readonly lifeline = new Lifeline();
-  private master: ChildProcess | undefined;
   /** Starts this session's streams without forking this process (see runToFile); absent where it could not start. */
   starter: Spawner | undefined;
 
   private constructor(
-    private readonly sshPath: string,
-    private readonly folder: string,
+    /** The ControlMaster: folder, lifeline, master process, streams (master.ts). */
+    private readonly master: OpenSshMaster,
     private readonly agent: PrivateAgent | undefined,
     private readonly askpass: Askpass | undefined,
     private readonly env: NodeJS.ProcessEnv,
@@ -218,11 +219,15 @@ export class OpenSshSession implements OpenSshStreams {
 
   /** The session's private 0700 folder, for files of its streams (removed with it). */
   get spoolDir(): string {
-    return this.folder;
+    return this.master.folder;
   }
 
   private get configFile(): string {
-    return path.join(this.folder, 'config');
+    return path.join(this.master.folder, 'config');
+  }
+
+  private get sshPath(): string {
+    return this.master.sshPath;
   }
 
   /** Set up the folder, the agent and the master connection; rejects with OpenSshUnsupported or RemoteRunsError. */
@@ -244,7 +249,8 @@ export class OpenSshSession implements OpenSshStreams {
     const stuck = auth.findIndex((a) => !a.key && !a.password);
     if (stuck >= 0) throw new OpenSshUnsupported(`${hops[stuck].alias} logs in with neither a key, an agent nor a password the connection holds`);
 
-    const folder = createSessionFolder(options.dir ?? os.tmpdir());
+    const master = new OpenSshMaster(options.sshPath ?? 'ssh', options.dir ?? os.tmpdir());
+    const folder = master.folder;
     let agent: PrivateAgent | undefined;
     let askpass: Askpass | undefined;
     try {
@@ -280,63 +286,34 @@ export class OpenSshSession implements OpenSshStreams {
       // No agent but ours; no askpass but ours (which answers only the password prompts of these logins).
       for (const k of ['SSH_AUTH_SOCK', 'SSH_ASKPASS', 'SSH_ASKPASS_REQUIRE', 'DISPLAY']) delete env[k];
       if (askpass) Object.assign(env, askpass.env, { DISPLAY: ':0' }); // DISPLAY: what OpenSSH before 8.4 needs to use askpass
-      const session = new OpenSshSession(options.sshPath ?? 'ssh', folder, agent, askpass, env, hopAlias(hops.length - 1));
-      try {
-        await session.startMaster(options.signal);
-      } catch (e) {
-        session.lifeline.close();
-        throw e;
-      }
+      const session = new OpenSshSession(master, agent, askpass, env, hopAlias(hops.length - 1));
+      await session.startMaster(options.signal);
       // (Its requests name files of the folder on a line each, split at white space: a folder without any.)
       if (options.starter && !/\s/.test(folder)) session.starter = new Spawner([session.sshPath, '-F', session.configFile, '-T', '--', session.target], folder, env);
       return session;
     } catch (e) {
+      master.end('SIGKILL');
       agent?.dispose();
       askpass?.dispose();
-      fs.rmSync(folder, { recursive: true, force: true });
       throw e;
     }
   }
 
-  private startMaster(signal?: AbortSignal): Promise<void> {
-    const log = path.join(this.folder, 'master.log');
-    const socket = path.join(this.folder, 'cm');
-    return new Promise<void>((resolve, reject) => {
-      // In the foreground, as our child: logged in once its control socket exists (ssh opens it after the login).
-      const child = startProcess(
-        this.sshPath,
-        ['-F', this.configFile, '-E', log, '-o', 'ControlMaster=yes', '-o', 'ControlPersist=no', '-N', '--', this.target],
-        // A session of its own: no terminal an older OpenSSH could ask on instead of our askpass.
-        { stdio: 'ignore', env: this.env, detached: true, holder: this.lifeline },
-      );
-      this.master = child;
-      child.unref();
-      let settled = false;
-      const done = (e?: Error): void => {
-        if (settled) return;
-        settled = true;
-        clearTimeout(timer);
-        clearInterval(poll);
-        signal?.removeEventListener('abort', onAbort);
-        if (e) {
-          child.kill('SIGKILL');
-          reject(e);
-        } else resolve();
-      };
-      const onAbort = (): void => done(new RemoteRunsError('cancelled', 'Download cancelled'));
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const timer = setTimeout(() => done(new RemoteRunsError('unreachable', `OpenSSH did not log in within ${MASTER_TIMEOUT_MS / 1000} s`)), MASTER_TIMEOUT_MS);
-      const poll = setInterval(() => {
-        if (fs.existsSync(socket)) done();
-      }, MASTER_POLL_MS);
-      child.once('error', (e: NodeJS.ErrnoException) =>
-        done(e.code === 'ENOENT' ? new OpenSshUnsupported(`no OpenSSH client at ${this.sshPath}`) : new OpenSshUnsupported(`cannot start ${this.sshPath}: ${e.message}`)),
-      );
-      child.once('exit', (code) => {
-        this.lifeline.remove(child.pid);
+  private async startMaster(signal?: AbortSignal): Promise<void> {
+    const log = path.join(this.master.folder, 'master.log');
+    await this.master.start(['-F', this.configFile, '-E', log, '-o', 'ControlMaster=yes', '-o', 'ControlPersist=no', '-N', '--', this.target], {
+      env: this.env,
+      stderr: 'ignore',
+      timeoutMs: MASTER_TIMEOUT_MS,
+      pollMs: MASTER_POLL_MS,
+      signal,
+      cancelled: () => new RemoteRunsError('cancelled', 'Download cancelled'),
+      timedOut: () => new RemoteRunsError('unreachable', `OpenSSH did not log in within ${MASTER_TIMEOUT_MS / 1000} s`),
+      cannotStart: (e) => (e.code === 'ENOENT' ? new OpenSshUnsupported(`no OpenSSH client at ${this.sshPath}`) : new OpenSshUnsupported(`cannot start ${this.sshPath}: ${e.message}`)),
+      exited: (code) => {
         const text = readTail(log);
-        done(classifySshFailure(text, code ?? 255) ?? new RemoteRunsError('unreachable', `OpenSSH could not connect: ${firstLine(text) || `exit ${code}`}`));
-      });
+        return classifySshFailure(text, code ?? 255) ?? new RemoteRunsError('unreachable', `OpenSSH could not connect: ${firstLine(text) || `exit ${code}`}`);
+      },
     });
   }
 
@@ -356,8 +333,8 @@ export class OpenSshSession implements OpenSshStreams {
       }
     }
     const child = this.starter.run(line, file);
-    this.children.add(child as unknown as ChildProcess);
-    child.once('close', () => this.children.delete(child as unknown as ChildProcess));
+    this.master.children.add(child as unknown as ChildProcess);
+    child.once('close', () => this.master.children.delete(child as unknown as ChildProcess));
     return child as unknown as ChildProcess;
   }
 
@@ -367,16 +344,16 @@ export class OpenSshSession implements OpenSshStreams {
    */
   run(line: string, stdout?: number): ChildProcess {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
-    return startProcess(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', stdout ?? 'pipe', 'pipe'], env: this.env, holder: this.lifeline, running: this.children });
+    return this.master.run(['-F', this.configFile, '-T', '--', this.target, line], ['ignore', stdout ?? 'pipe', 'pipe'], this.env);
   }
 
   /** Stop every stream and the master, remove the agent and the folder. */
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    for (const c of this.children) c.kill('SIGKILL');
+    for (const c of this.master.children) c.kill('SIGKILL');
     await new Promise<void>((resolve) => {
-      const c = startProcess(this.sshPath, ['-F', this.configFile, '-O', 'exit', '--', this.target], { stdio: 'ignore', env: this.env });
+      const c = this.master.run(['-F', this.configFile, '-O', 'exit', '--', this.target], ['ignore', 'ignore', 'ignore'], this.env);
       const t = setTimeout(() => {
         c.kill('SIGKILL');
         resolve();
@@ -390,12 +367,10 @@ export class OpenSshSession implements OpenSshStreams {
         resolve();
       });
     });
-    if (this.master && this.master.exitCode === null && this.master.signalCode === null) this.master.kill('SIGKILL');
     this.starter?.close();
-    this.lifeline.close();
+    this.master.end('SIGKILL');
     this.agent?.dispose();
     this.askpass?.dispose();
-    fs.rmSync(this.folder, { recursive: true, force: true });
   }
 }
 
@@ -412,28 +387,3 @@ function readTail(file: string): string {
 function firstLine(text: string): string {
   return text.split('\n').map((l) => l.trim()).find(Boolean) ?? '';
 }
-
-/**
- * What ssh's exit status 255 and its messages mean: the login was refused (`auth-failed`), a hop's key is not the
- * one the pool trusted (`host-key-mismatch`), or the connection failed or dropped (`unreachable`, retried).
- * Undefined for a status that is the remote command's own.
- */
-export function classifySshFailure(stderr: string, code: number | null): RemoteRunsError | undefined {
-  if (code !== 255) return undefined;
-  const line = firstLine(stderr);
-  // The session's known_hosts holds exactly the keys the pool's connection verified: a key it does not know is a
-  // key other than the one trusted, as a changed one is.
-  switch (readOpenSshFailure(stderr).kind) {
-    case 'denied':
-    case 'too-many-auth-failures':
-      return new RemoteRunsError('auth-failed', `OpenSSH could not log in: ${line}`);
-    case 'host-key-changed':
-    case 'host-key-unknown':
-      return new RemoteRunsError('host-key-mismatch', `OpenSSH was shown a host key other than the one the connection trusted: ${line}`);
-    default:
-      // "Permission denied, please try again." without the list of methods: still a refused login.
-      if (/Permission denied/.test(stderr)) return new RemoteRunsError('auth-failed', `OpenSSH could not log in: ${line}`);
-      return new RemoteRunsError('unreachable', `Connection lost (OpenSSH: ${line || 'exit 255'})`, { dropped: 'after-open' });
-  }
-}
-
