@@ -265,7 +265,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
       file: lastFile !== undefined ? plan.files[lastFile].relative : '',
       phase,
       ...(verifying ? { verifyDone: verifying.done, verifyTotal: verifying.total } : {}),
-      ...(phase === 'finish' ? { filesPlaced: placed, filesToPlace: toFetch } : {}),
+      ...(phase === 'finish' || placed > 0 ? { filesPlaced: placed, filesToPlace: toFetch } : {}),
     });
   };
 

@@ -56,7 +56,9 @@ export function progressText(p: DownloadProgress): string {
     if (p.bytesPerSec > 0) parts.push(`${formatBytes(p.bytesPerSec)}/s`);
     if (p.etaSec !== undefined) parts.push(`${formatEta(p.etaSec)} left`);
   }
-  if (p.fileCount > 1) parts.push(`file ${p.fileIndex} of ${p.fileCount}`);
+  // Files put in place as they arrive (small ones, a batch at a time): how many are done says more than which came last.
+  if (p.fileCount > 1 && p.phase === 'transfer' && (p.filesPlaced ?? 0) > 0) parts.push(`${formatCount(p.filesPlaced ?? 0)} of ${formatCount(p.filesToPlace ?? p.fileCount)} files in place`);
+  else if (p.fileCount > 1) parts.push(`file ${p.fileIndex} of ${p.fileCount}`);
   return parts.join(' · ');
 }
 

@@ -86,7 +86,10 @@ export interface DownloadProgress {
   /** In the verify phase: bytes hashed so far here, of the bytes to hash. */
   verifyDone?: number;
   verifyTotal?: number;
-  /** In the finish phase (every byte here and proven: each file's record written and the file renamed in place): files placed, of the files. */
+  /**
+   * Files put in place (record written, renamed in), of the files this download fetches: in the finish phase (every
+   * byte here and proven), and in the transfer phase once small files are put in place as their batch arrives.
+   */
   filesPlaced?: number;
   filesToPlace?: number;
 }
