@@ -12,6 +12,7 @@ import * as path from 'node:path';
 import { parseStatRecords, rangeArgv, sha256Command, statCheckpointCommand, hashedRangeArgv } from '../../src/core/transfer/remoteCommands';
 import { runCommand, type ExecResult, type Executor, type RemoteCommand } from '../../src/core/remote';
 import { readFilesCommand } from '../../src/core/inspect/remoteRead';
+import { smallBatchCommand } from '../../src/core/transfer/smallFiles';
 import { runConfigCommand } from '../../src/core/runs/config';
 import { isRemoteRunsError } from '../../src/core/types';
 
@@ -100,4 +101,21 @@ test('a tool the remote lacks is named, even where the script went on without it
   // The control: with every applet, both answer.
   await runCommand(localSh(bbPath), host, readFilesCommand([{ path: path.join(ckpt, 'model.safetensors'), spec: { kind: 'safetensors' } }]));
   assert.equal((await runCommand(localSh(bbPath), host, runConfigCommand(ckpt))).files[0]?.name, 'config.json');
+});
+
+test('a batch of small files under BusyBox: the bytes, hashes and stats come back, the stats as the BusyBox walk lists them', () => {
+  const names = ['model.safetensors', path.join('sub dir', 'deeper', 'empty')];
+  const files = names.map((n) => ({ remotePath: path.join(ckpt, n), bytes: fs.statSync(path.join(ckpt, n)).size }));
+  const walk = run(statCheckpointCommand(ckpt), bbPath);
+  for (const PATH of [bbPath, GNU]) {
+    const pieces = run(smallBatchCommand(files, true), PATH);
+    for (const [i, n] of names.entries()) {
+      const want = fs.readFileSync(files[i].remotePath);
+      assert.deepEqual(pieces[i]?.data, want);
+      assert.equal(pieces[i]?.remote, createHash('sha256').update(want).digest('hex'));
+      const listed = walk.files.find((f) => f.relative === n)!;
+      if (PATH === bbPath) assert.deepEqual(pieces[i]?.after, { bytes: listed.bytes, mtime: listed.mtime }, `${n}: BusyBox's batch stat is BusyBox's walk's`);
+      else assert.equal(Math.floor(pieces[i]!.after!.mtime / 1000), Math.floor(listed.mtime / 1000));
+    }
+  }
 });
