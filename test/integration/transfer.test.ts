@@ -442,3 +442,27 @@ describe('names, consent and disk space', () => {
     }
   });
 });
+
+test('small files rewritten between the listing and their batch (same size, new bytes and mtime) arrive as the new version, and the next pull finds every file already there', async () => {
+  const ck = path.posix.join(remoteBase(HOST), 'rewritten', 'step_1');
+  const names = Array.from({ length: 100 }, (_, i) => `f${String(i).padStart(3, '0')}.bin`);
+  for (const n of names) writeRemote(HOST, path.posix.join(ck, n), Buffer.from(`old ${n}\n`));
+  const src = source(HOST);
+  const plan = await planDownload(src, checkpoint(HOST, ck, true), { root: local, run: 'rewritten' });
+  // Rewritten after the plan listed them: the batch brings the new bytes with matching hashes, its stat a new mtime.
+  const changed = names.slice(0, 5);
+  const later = new Date(Date.now() + 10_000);
+  for (const n of changed) {
+    fs.writeFileSync(path.join(ck, n), `new ${n}\n`);
+    fs.utimesSync(path.join(ck, n), later, later);
+  }
+  const res = await download(plan, { verify: 'sha256' });
+  for (const n of names) assert.equal(fs.readFileSync(path.join(plan.localRoot, n), 'utf8'), `${changed.includes(n) ? 'new' : 'old'} ${n}\n`, n);
+  assert.equal(res.files.length, names.length);
+  // Each record names the version it holds: nothing is taken for a local change to ask about.
+  const again = await planDownload(src, checkpoint(HOST, ck, true), { root: local, run: 'rewritten' });
+  assert.deepEqual(again.files.filter((f) => f.state.kind !== 'complete-verified').map((f) => `${f.relative}: ${f.state.kind}`), []);
+  const res2 = await download(again, { verify: 'sha256' });
+  assert.equal(res2.bytesFetched, 0);
+  assert.ok(res2.files.every((f) => f.outcome === 'already-complete'));
+});
