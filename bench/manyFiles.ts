@@ -105,9 +105,9 @@ async function main(): Promise<void> {
     }
     console.log(`${'idle CLI (pull of one file)'.padEnd(32)} ${`${idle.seconds.toFixed(1)} s`.padStart(8)} ${''.padStart(7)} ${`${idle.peakMb!.toFixed(0)} MB`.padStart(9)}`);
     const cliRun = rows.find((x) => x.key === 'cli')?.r;
-    // Progress lines (every 2 s without a terminal): the file numbers and phases they named.
-    const progress = cliRun ? [...cliRun.stderr.matchAll(/file (\d+) of (\d+)/g)].map((m) => Number(m[1])) : [];
-    if (cliRun) console.log(`progress lines: ${progress.length}, distinct file numbers ${new Set(progress).size}; peak above the idle CLI: ${(cliRun.peakMb! - idle.peakMb!).toFixed(0)} MB`);
+    // Progress lines (every 2 s without a terminal): the counts of files in place (or file numbers) they named.
+    const progress = cliRun ? [...cliRun.stderr.matchAll(/(?:file (\d+) of \d+|([\d,]+) of [\d,]+ files in place)/g)].map((m) => Number((m[1] ?? m[2]).replace(/,/g, ''))) : [];
+    if (cliRun) console.log(`progress lines: ${progress.length}, distinct counts ${new Set(progress).size}; peak above the idle CLI: ${(cliRun.peakMb! - idle.peakMb!).toFixed(0)} MB`);
     console.log(
       JSON.stringify({
         bench: 'manyFiles',
