@@ -15,6 +15,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as fs from 'node:fs';
+import * as v8 from 'node:v8';
 import { parseArgs } from 'node:util';
 import { ConnectionPool } from '../core/ssh/pool';
 import { describeTransport, problemsFor } from '../core/ssh/transport';
@@ -365,6 +366,12 @@ function loadConfig(
 }
 
 if (require.main === module) {
+  // The heap grows by 30% of what the last full collection kept, not by up to four times (V8's default for a heap
+  // limit of 1 GB or more): what a command holds is mostly long-lived (a plan, a listing, series), so the default grew
+  // the heap to ~4x the live data between collections. A pull of 100,000 files peaked at 243 MB with the default and
+  // 183 MB with this (idle CLI: 64 MB), in no more time (bench/manyFiles.ts); collections ran 17 times, ~8 ms each.
+  // This process only: the extension host's heap is VS Code's.
+  v8.setFlagsFromString('--heap-growing-percent=30');
   // Ctrl-C cancels the operation (closing its channels) and leaves .part files to resume from.
   const controller = new AbortController();
   process.once('SIGINT', () => controller.abort());
