@@ -281,7 +281,7 @@ async function main(): Promise<void> {
         },
       },
       { key: 'os1', name: 'core host, OpenSSH, 1 stream', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', 1) },
-      { key: 'os8', name: 'core host, OpenSSH, 2 x lanes piped streams', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', 2 * lanes) },
+      { key: 'os8', name: 'core host, OpenSSH, 2 x lanes ranges', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', 2 * lanes) },
       { key: 'ossize', name: 'core host, OpenSSH, size only', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'size') },
       { key: 'sftp1', name: 'core host, sftp x1 (shared conn)', run: () => core(HOST, 'sftp', 1, true) },
       { key: 'sftpN', name: `core host, sftp x${lanes} threads`, run: () => core(HOST, 'sftp', lanes, true) },
@@ -349,7 +349,7 @@ async function main(): Promise<void> {
     }
 
     // Both paths on this link, side by side: the single stream (ssh writes the file, this process reads it back to
-    // hash it) and 2 x lanes ranges piped into this process; and what the default chose from the round trip.
+    // hash it) and 2 x lanes ranges, each written by ssh at its place (opensshLane.ts placed); and what the default chose from the round trip.
     let paths: Record<string, unknown> | undefined;
     if (samples.has('os1') && samples.has('os8')) {
       const one = med('os1', (x) => x.s);
@@ -366,7 +366,7 @@ async function main(): Promise<void> {
       };
       const cpu = (key: string): string => `ours ${(med(key, (x) => x.ours) / gib).toFixed(2)}, server ${(med(key, (x) => x.server) / gib).toFixed(2)}, openssh ${(med(key, (x) => x.openssh) / gib).toFixed(2)}`;
       console.log(
-        `Paths on this link: one stream ${one.toFixed(2)} s (${cpu('os1')} CPU s/GiB), ${2 * lanes} ranges piped ${ranged.toFixed(2)} s (${cpu('os8')}): ` +
+        `Paths on this link: one stream ${one.toFixed(2)} s (${cpu('os1')} CPU s/GiB), ${2 * lanes} ranges ${ranged.toFixed(2)} s (${cpu('os8')}): ` +
           `ranges take ${(ranged / one).toFixed(2)}x the single stream's time` +
           (defaultChose.length ? `; the default (os) chose ${choices()}` : ''),
       );

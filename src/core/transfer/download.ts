@@ -664,8 +664,10 @@ async function runAttempt(
       return c ? createLane(transport, c, source.target, true) : undefined;
     };
 
-    const directWrites = openssh?.directWrites === true && perFile === 1 && !options.segmentBytes && !(await shellPrints(plan, signal));
-    const queue: { w: Work; range: ByteRange; direct?: boolean }[] = [];
+    // ssh writes into the .part itself: one stream appending the rest of a file, or each of several ranges at its
+    // place (opensshLane.ts placed); only this process then reads the bytes, back from the page cache, to hash them.
+    const directWrites = openssh?.directWrites === true && !options.segmentBytes && !(await shellPrints(plan, signal));
+    const queue: { w: Work; range: ByteRange; direct?: boolean; at?: boolean }[] = [];
     for (const w of works) {
       const missing = w.done.missing(w.bytes);
       const left = missing.reduce((n, [s, e]) => n + (e - s), 0);
@@ -676,13 +678,13 @@ async function runAttempt(
       }
       // Big pieces for exec (each costs a process through the container prefix), enough to keep every lane busy.
       const piece = options.segmentBytes ?? (openssh ? Math.max(OPENSSH_MIN_PIECE, Math.ceil(left / perFile)) : Math.max(8 << 20, Math.ceil(left / (wanted * 2))));
-      for (const range of splitRanges(missing, piece)) queue.push({ w, range });
+      for (const range of splitRanges(missing, piece)) queue.push(openssh && directWrites ? { w, range, direct: true, at: true } : { w, range });
       if (w.bytes === 0) queue.push({ w, range: [0, 0] });
     }
     let failure: unknown;
     const work = async (lane: Lane): Promise<void> => {
       for (let job = queue.shift(); job && !stop.signal.aborted; job = queue.shift()) {
-        const { w, range, direct } = job;
+        const { w, range, direct, at } = job;
         w.inflight++;
         try {
           active.add(w);
@@ -694,7 +696,7 @@ async function runAttempt(
           const fh = await openPart(w);
           if (range[1] === range[0]) continue;
           // Appended to by the stream: nothing may follow its start (bytes there are not recorded, so none is lost).
-          if (direct) await fh.truncate(range[0]).catch((e: unknown) => {
+          if (direct && !at) await fh.truncate(range[0]).catch((e: unknown) => {
             throw localError(e, `Cannot write ${w.file.paths.part}`);
           });
           const written = (pos: number, n: number): void => {
@@ -712,6 +714,7 @@ async function runAttempt(
             partPath: w.file.paths.part,
             hash: verify === 'sha256',
             direct,
+            at,
           };
           const hashes = await lane.fetch(
             job,

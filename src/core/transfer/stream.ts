@@ -270,6 +270,11 @@ export function fileSource(
   /** Read the bytes back (to hash them), or only follow the file's size. */
   readBack: boolean,
   failure: (end: StreamEnd, short: boolean) => RemoteRunsError | undefined,
+  /**
+   * Where the writer has got to: by default the file's size (an appending writer); for a writer placed at an offset
+   * in a file that holds other bytes after it, its descriptor's offset (opensshLane.ts).
+   */
+  landed?: () => Promise<number>,
 ): ByteSource {
   let paused = false;
   let stopped = false;
@@ -307,7 +312,7 @@ export function fileSource(
             }
             // Taken before the size: once the writer has exited, the size read after it is final.
             const finished = exit;
-            const { size } = await fh.stat();
+            const size = landed ? await landed() : (await fh.stat()).size;
             if (size > pos && !readBack) {
               data(size - pos);
               pos = size;
