@@ -11,8 +11,7 @@ import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
 import { rangeArgvOf, type Lane, type RangeHashes, type RangeJob, type WriteFn } from './lanes';
 import { classifySshFailure, type OpenSshStreams } from '../ssh/openssh/session';
 import { localError } from './localErrors';
-import { childSource, fileSource, runStream, type StreamEnd } from './stream';
-import { startProcess } from '../util/processes';
+import { childSource, fileSource, OFFSETS_VISIBLE, openOffset, placeAt, runStream, type StreamEnd } from './stream';
 
 /**
  * ssh cannot say why it stopped writing a file (the master closes the channel; the remote command fails or is cut
@@ -27,32 +26,6 @@ async function fullDisk(part: string, e: unknown): Promise<RemoteRunsError | und
 
 /** Less room than this (an ssh packet and then some) counts as a full file system. */
 const FULL_BELOW_BYTES = 1 << 20;
-
-/** A descriptor's offset can be read (Linux /proc), so a writer placed in the middle of a file can be followed. */
-const OFFSETS_VISIBLE = process.platform === 'linux' && fs.existsSync('/proc/self/fdinfo');
-
-/** Place the descriptor `fd` (and every copy of it: they share the offset) at `offset`, with `dd seek=… count=0`. */
-function place(fd: number, offset: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = startProcess('dd', ['if=/dev/null', 'bs=1', `seek=${offset}`, 'count=0', 'conv=notrunc'], { stdio: ['ignore', fd, 'pipe'] });
-    let stderr = '';
-    child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2048)));
-    const onAbort = (): void => {
-      child.kill('SIGKILL');
-      reject(new RemoteRunsError('cancelled', 'Download cancelled'));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    child.once('error', (e) => {
-      signal.removeEventListener('abort', onAbort);
-      reject(new RemoteRunsError('protocol', `Cannot start dd to place a stream in its file: ${e.message}`));
-    });
-    child.once('close', (code) => {
-      signal.removeEventListener('abort', onAbort);
-      if (code === 0) resolve();
-      else reject(new RemoteRunsError('protocol', `dd could not place a stream at ${offset} in its file (exit ${String(code)}): ${stderr.trim()}`));
-    });
-  });
-}
 
 /**
  * A lane whose bytes come through the OpenSSH session: one `ssh` stream per range, through the target's prefix.
@@ -99,27 +72,18 @@ export class OpenSshLane implements Lane {
     } catch (e) {
       throw localError(e, `Cannot open ${part}`);
     }
-    let info: fs.promises.FileHandle | undefined;
+    let info: { read: () => Promise<number>; close: () => Promise<void> } | undefined;
     try {
-      await place(fd, job.start, signal);
-      // Opened once and read again from its start at each look (procfs makes the text anew): opening it at every
-      // look was a fifth of this process's time with eight streams.
-      info = await fs.promises.open(`/proc/self/fdinfo/${fd}`, 'r');
-      const infoFile = info;
-      const text = Buffer.alloc(512);
-      const landed = async (): Promise<number> => {
-        const { bytesRead } = await infoFile.read(text, 0, text.length, 0);
-        const pos = /^pos:\s*(\d+)/m.exec(text.toString('latin1', 0, bytesRead));
-        if (!pos) throw new RemoteRunsError('protocol', `No offset in /proc/self/fdinfo/${fd} for the stream into ${part}`, { path: part });
-        return Number(pos[1]);
-      };
+      await placeAt(fd, job.start, signal);
+      info = await openOffset(fd);
+      const landed = info.read;
       const child = this.session.run(line, fd);
       const source = fileSource(child, part, job.start, job.hash === true, (end) => this.failure(job, end), landed);
       return await runStream(source, job, async (pos, data) => written(pos, data.length), signal, written).catch(async (e: unknown) => {
         throw (await fullDisk(part, e)) ?? e;
       });
     } finally {
-      await info?.close().catch(() => undefined);
+      await info?.close();
       // Kept open until the stream ended: its offset is how far the writer got.
       fs.closeSync(fd);
     }
