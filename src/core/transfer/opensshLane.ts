@@ -55,13 +55,14 @@ export class OpenSshLane implements Lane {
   /**
    * One of several ranges of a file, written by ssh at its place in the `.part` (the master writes into the file;
    * no byte passes through this process but the read back to hash it). Piped into this process instead, each byte
-   * is read from a pipe and written again: on loopback that cost this process 1.6 more CPU s/GiB than the bytes'
-   * read back, and the master 1.1 more to feed pipes (bench/transfer.ts, 8 ranges of 512 MiB against 1 stream).
+   * is read from a pipe and written again: 8 piped ranges of 512 MiB on loopback cost this process 3.35 CPU s/GiB
+   * and the local OpenSSH 2.10, against 1.71 and 0.96 for the single stream; placed, 1.9–2.3 and 1.1
+   * (bench/transfer.ts --only os1,os8, 2 shared cores).
    *
-   * The writer's descriptor is opened here (read-write, no truncation) and placed at `start` by `dd` with `seek` and
-   * `count=0` (POSIX: dd positions its standard output and copies nothing), before ssh gets a copy of it: every
-   * copy shares that one offset, so the master's writes land from `start` on, and the offset, read from
-   * /proc/self/fdinfo, says how far they have got (fileSource's `landed`). The remote command sends exactly the
+   * The writer's descriptor is opened here (read-write, no truncation) and placed at `start` (stream.ts placeAt)
+   * before ssh gets a copy of it: every copy shares that one offset (the mux client hands its stdout to the master),
+   * so the master's writes land from `start` on, and the offset (stream.ts openOffset) says how far they have got
+   * (fileSource's `landed`). The remote command sends exactly the
    * range (rangeArgv's dd/head count) and nothing else (direct lines are unfenced, and hosts whose shell prints get
    * no direct streams: download.ts shellPrints), so nothing lands past `end`.
    */

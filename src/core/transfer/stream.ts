@@ -261,7 +261,8 @@ const FOLLOW_POLL_MS = 10;
  * (from the page cache), so the runner counts and hashes the bytes that are on disk. Passing every byte through this
  * process as well costs more CPU than the link on loopback or a LAN (bench/transfer.ts). The file's size is the
  * count of bytes written: it is appended to by that one writer only (the download's lock; the lifeline kills the
- * writer when this process dies, and the next owner waits for it, lock.ts).
+ * writer when this process dies, and the next owner waits for it, lock.ts). One of several ranges of a file is written
+ * at its place instead (placeAt), with other ranges after it: then `landed` (openOffset) says how far it has got.
  */
 export function fileSource(
   child: ChildProcess,
