@@ -10,7 +10,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { childSource, fileSource, OFFSETS_VISIBLE, openOffset, placeAt, runStream, type StreamEnd } from '../../src/core/transfer/stream';
+import { childSource, fileSource, OFFSETS_VISIBLE, openOffset, runStream, type StreamEnd } from '../../src/core/transfer/stream';
+import { startProcess } from '../../src/core/util/processes';
 import { hashedRangeArgv } from '../../src/core/transfer/remoteCommands';
 import { wrapForTarget } from '../../src/core/targets';
 import { RemoteRunsError, isRemoteRunsError } from '../../src/core/types';
@@ -63,7 +64,7 @@ test('a stream without its hash line that is also short is still the error it me
 
 test.after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-test('two ranges of one file written side by side by their writers at their place (placeAt), followed by the descriptor offset (openOffset), come out whole', { skip: !OFFSETS_VISIBLE && 'offsets are read from /proc' }, async () => {
+test('two ranges of one file written side by side by writers started at their place (stdoutAt), followed by the descriptor offset (openOffset), come out whole', { skip: !OFFSETS_VISIBLE && 'offsets are read from /proc' }, async () => {
   const out = path.join(dir, 'placed.part');
   // What the .part may hold around the ranges: bytes that must stay as they are.
   fs.writeFileSync(out, Buffer.alloc(data.length, 0x78));
@@ -77,10 +78,9 @@ test('two ranges of one file written side by side by their writers at their plac
       const fd = fs.openSync(out, 'r+');
       const offset = await openOffset(fd);
       try {
-        await placeAt(fd, start, new AbortController().signal);
-        assert.equal(await offset.read(), start);
-        // The writer as a placed stream's is: the range on its stdout, the descriptor itself (no pipe here).
-        const child = spawn('/bin/sh', ['-c', 'sleep 0.05; exec "$@"', 'sh', ...hashedRangeArgv(file, start, end, data.length)], { stdio: ['ignore', fd, 'pipe'] });
+        // The writer as a placed stream's is: the range on its stdout, the descriptor itself (no pipe here), placed
+        // at the range's start as it starts.
+        const child = startProcess('sh', ['-c', 'sleep 0.05; exec "$@"', 'sh', ...hashedRangeArgv(file, start, end, data.length)], { stdio: ['ignore', fd, 'pipe'], stdoutAt: start });
         const seen: [number, number][] = [];
         const hashes = await runStream(
           fileSource(child, out, start, true, failure, offset.read),

@@ -11,7 +11,7 @@ import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
 import { rangeArgvOf, type Lane, type RangeHashes, type RangeJob, type WriteFn } from './lanes';
 import { classifySshFailure, type OpenSshStreams } from '../ssh/openssh/session';
 import { localError } from './localErrors';
-import { childSource, fileSource, OFFSETS_VISIBLE, openOffset, placeAt, runStream, type StreamEnd } from './stream';
+import { childSource, fileSource, OFFSETS_VISIBLE, openOffset, runStream, type StreamEnd } from './stream';
 
 /**
  * ssh cannot say why it stopped writing a file (the master closes the channel; the remote command fails or is cut
@@ -59,8 +59,8 @@ export class OpenSshLane implements Lane {
    * and the local OpenSSH 2.10, against 1.71 and 0.96 for the single stream; placed, 1.9–2.3 and 1.1
    * (bench/transfer.ts --only os1,os8, 2 shared cores).
    *
-   * The writer's descriptor is opened here (read-write, no truncation) and placed at `start` (stream.ts placeAt)
-   * before ssh gets a copy of it: every copy shares that one offset (the mux client hands its stdout to the master),
+   * The writer's descriptor is opened here (read-write, no truncation) and placed at `start` as ssh starts
+   * (util/processes.ts stdoutAt: no second start of this process, whose every fork costs copy-on-write faults): every copy shares that one offset (the mux client hands its stdout to the master),
    * so the master's writes land from `start` on, and the offset (stream.ts openOffset) says how far they have got
    * (fileSource's `landed`). The remote command sends exactly the
    * range (rangeArgv's dd/head count) and nothing else (direct lines are unfenced, and hosts whose shell prints get
@@ -75,10 +75,10 @@ export class OpenSshLane implements Lane {
     }
     let info: { read: () => Promise<number>; close: () => Promise<void> } | undefined;
     try {
-      await placeAt(fd, job.start, signal);
       info = await openOffset(fd);
       const landed = info.read;
-      const child = this.session.run(line, fd);
+      // ssh starts with its stdout placed at the range's start (one start: a `sh` places it, then becomes ssh).
+      const child = this.session.run(line, fd, job.start);
       const source = fileSource(child, part, job.start, job.hash === true, (end) => this.failure(job, end), landed);
       return await runStream(source, job, async (pos, data) => written(pos, data.length), signal, written).catch(async (e: unknown) => {
         throw (await fullDisk(part, e)) ?? e;

@@ -5,7 +5,7 @@
  * stream's end into success or the error it means. The two sources differ only in how they are read and how their
  * exit is classified (ByteSource).
  */
-import { startProcess, type ChildProcess } from '../util/processes';
+import type { ChildProcess } from '../util/processes';
 import * as nodeFs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { localFs as fs, type FileHandle } from '../util/localFs';
@@ -262,7 +262,8 @@ const FOLLOW_POLL_MS = 10;
  * process as well costs more CPU than the link on loopback or a LAN (bench/transfer.ts). The file's size is the
  * count of bytes written: it is appended to by that one writer only (the download's lock; the lifeline kills the
  * writer when this process dies, and the next owner waits for it, lock.ts). One of several ranges of a file is written
- * at its place instead (placeAt), with other ranges after it: then `landed` (openOffset) says how far it has got.
+ * at its place instead (util/processes.ts stdoutAt), with other ranges after it: then `landed` (openOffset) says how
+ * far it has got.
  */
 export function fileSource(
   child: ChildProcess,
@@ -367,34 +368,6 @@ export function fileSource(
  * followed (fileSource's `landed`); elsewhere such ranges are piped.
  */
 export const OFFSETS_VISIBLE = process.platform === 'linux' && nodeFs.existsSync('/proc/self/fdinfo');
-
-/**
- * Place the descriptor `fd` (and every copy of it: they share one offset) at `offset`, by `dd if=/dev/null bs=1
- * seek=OFFSET count=0 conv=notrunc` with `fd` as its standard output (POSIX dd seeks its output and copies nothing):
- * this process has no lseek of its own. A writer then started with a copy of `fd` writes from `offset` on.
- */
-export function placeAt(fd: number, offset: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(new RemoteRunsError('cancelled', 'Download cancelled'));
-    const child = startProcess('dd', ['if=/dev/null', 'bs=1', `seek=${offset}`, 'count=0', 'conv=notrunc'], { stdio: ['ignore', fd, 'pipe'] });
-    let stderr = '';
-    child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-2048)));
-    const onAbort = (): void => {
-      child.kill('SIGKILL');
-      reject(new RemoteRunsError('cancelled', 'Download cancelled'));
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    child.once('error', (e) => {
-      signal.removeEventListener('abort', onAbort);
-      reject(new RemoteRunsError('protocol', `Cannot start dd to place a stream in its file: ${e.message}`));
-    });
-    child.once('close', (code) => {
-      signal.removeEventListener('abort', onAbort);
-      if (code === 0) resolve();
-      else reject(new RemoteRunsError('protocol', `dd could not place a stream at ${offset} in its file (exit ${String(code)}): ${stderr.trim()}`));
-    });
-  });
-}
 
 /**
  * The offset of this process's descriptor `fd`, read from /proc/self/fdinfo: opened once and read again from its start

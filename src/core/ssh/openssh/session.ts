@@ -187,7 +187,7 @@ export interface OpenSshStreams {
    */
   readonly directWrites: boolean;
   /** See OpenSshSession.run. */
-  run(line: string, stdout?: number): ChildProcess;
+  run(line: string, stdout?: number, stdoutAt?: number): ChildProcess;
 }
 
 /** An OpenSSH login to one host: start remote commands on its shared master connection. */
@@ -363,11 +363,18 @@ export class OpenSshSession implements OpenSshStreams {
 
   /**
    * Run one remote command (a shell line, quoted by the caller) on the master connection; stdout and stderr are
-   * pipes, or stdout is the descriptor `stdout` (a file the stream writes itself: the master writes into it).
+   * pipes, or stdout is the descriptor `stdout` (a file the stream writes itself: the master writes into it), placed
+   * at `stdoutAt` first when given (util/processes.ts stdoutAt: one of several ranges of a file, at its place).
    */
-  run(line: string, stdout?: number): ChildProcess {
+  run(line: string, stdout?: number, stdoutAt?: number): ChildProcess {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
-    return startProcess(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], { stdio: ['ignore', stdout ?? 'pipe', 'pipe'], env: this.env, holder: this.lifeline, running: this.children });
+    return startProcess(this.sshPath, ['-F', this.configFile, '-T', '--', this.target, line], {
+      stdio: ['ignore', stdout ?? 'pipe', 'pipe'],
+      env: this.env,
+      holder: this.lifeline,
+      running: this.children,
+      ...(stdout !== undefined && stdoutAt !== undefined ? { stdoutAt } : {}),
+    });
   }
 
   /** Stop every stream and the master, remove the agent and the folder. */
