@@ -56,7 +56,7 @@ export class OpenSshLane implements Lane {
    * One of several ranges of a file, written by ssh at its place in the `.part` (the master writes into the file;
    * no byte passes through this process but the read back to hash it). Piped into this process instead, each byte
    * is read from a pipe and written again: 8 piped ranges of 512 MiB on loopback cost this process 3.35 CPU s/GiB
-   * and the local OpenSSH 2.10, against 1.71 and 0.96 for the single stream; placed, 1.9–2.3 and 1.1
+   * and the local OpenSSH 2.10, against 1.71 and 0.96 for the single stream; placed, 1.6–2.3 and 1.1
    * (bench/transfer.ts --only os1,os8, 2 shared cores).
    *
    * The writer's descriptor is opened here (read-write, no truncation) and placed at `start` as ssh starts
