@@ -67,7 +67,11 @@ class MasterCpu {
       if (!/^\d+$/.test(name)) continue;
       try {
         const cmd = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8');
-        if (!/rr-ssh-[^/\0]+\/config\0/.test(cmd) || !cmd.includes('ControlMaster=yes')) continue;
+        const folder = /(?:^|\0)(?:-F\0)?([^\0]*rr-ssh-[^/\0]+)\/config\0/.exec(cmd)?.[1];
+        if (!folder || !cmd.includes('ControlMaster=yes')) continue;
+        // Only this process's masters (its session folders' `owner` file, openssh/sessionFolder.ts): on a shared
+        // machine other programs' downloads run masters of the same shape, and their CPU is not ours.
+        if (fs.readFileSync(path.join(folder, 'owner'), 'utf8').trim() !== String(process.pid)) continue;
         // A master that is this process's child (the download runs it in the foreground) is counted once reaped.
         const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
         if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) continue;
@@ -236,6 +240,8 @@ async function main(): Promise<void> {
         const res = await download(plan, {
           client,
           verify,
+          // The line that says how many OpenSSH streams each file got and why (the measured round trip).
+          logger: { info: (m) => /^download of .*OpenSSH streams? per file/.test(m) && chosen.push(`${m.replace(/^download of \S+: /, '')}`), warn() {}, error() {} },
           transport,
           concurrency,
           threads,
@@ -258,15 +264,26 @@ async function main(): Promise<void> {
         await pool.close();
       }
     };
+    /** What each OpenSSH download chose, in order ("1 OpenSSH stream per file (round trip 0.3 ms; at most 8)"). */
+    const chosen: string[] = [];
+    /** What the default (`os`) chose in each round: the same every time on the same link. */
+    const defaultChose: string[] = [];
     const HOST = { kind: 'host' as const, id: '' };
     const PCT = { kind: 'pct' as const, id: '200' };
 
     const all: { key: string; name: string; run: () => Promise<unknown> }[] = [
       { key: 'scp', name: `scp -c ${gcm}`, run: scp },
       { key: 'sshcat', name: 'ssh -c aes128-gcm … cat', run: sshCat(['cat', bare]) },
-      { key: 'os', name: 'core host, OpenSSH, SHA-256 (default)', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh') },
+      {
+        key: 'os',
+        name: 'core host, OpenSSH, SHA-256 (default)',
+        run: async () => {
+          await core(HOST, 'exec', lanes, false, undefined, 'openssh');
+          defaultChose.push(chosen[chosen.length - 1] ?? 'no line');
+        },
+      },
       { key: 'os1', name: 'core host, OpenSSH, 1 stream', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', 1) },
-      { key: 'os8', name: 'core host, OpenSSH, 2 x lanes piped streams', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', 2 * lanes) },
+      { key: 'os8', name: 'core host, OpenSSH, 2 x lanes ranges', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', 2 * lanes) },
       { key: 'ossize', name: 'core host, OpenSSH, size only', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'size') },
       { key: 'sftp1', name: 'core host, sftp x1 (shared conn)', run: () => core(HOST, 'sftp', 1, true) },
       { key: 'sftpN', name: `core host, sftp x${lanes} threads`, run: () => core(HOST, 'sftp', lanes, true) },
@@ -333,6 +350,31 @@ async function main(): Promise<void> {
       json[m.key] = { name: m.name, seconds: t, vsScp: base / t, cpuPerGiB: cpu, samples: samples.get(m.key)!.map((x) => x.s) };
     }
 
+    // Both paths on this link, side by side: the single stream (ssh writes the file, this process reads it back to
+    // hash it) and 2 x lanes ranges, each written by ssh at its place (opensshLane.ts placed); and what the default chose from the round trip.
+    let paths: Record<string, unknown> | undefined;
+    if (samples.has('os1') && samples.has('os8')) {
+      const one = med('os1', (x) => x.s);
+      const ranged = med('os8', (x) => x.s);
+      /** "1 stream in 3 of 3 rounds (round trips 0.2, 0.3, 0.2 ms)": how many streams, how often, and on what figure. */
+      const choices = (): string => {
+        const counts = new Map<string, number>();
+        for (const c of defaultChose) {
+          const n = /^(\d+) OpenSSH stream/.exec(c)?.[1] ?? '?';
+          counts.set(n, (counts.get(n) ?? 0) + 1);
+        }
+        const rtts = defaultChose.map((c) => /round trip (\S+) ms/.exec(c)?.[1] ?? '?');
+        return `${[...counts].map(([n, k]) => `${n} stream${n === '1' ? '' : 's'} in ${k} of ${defaultChose.length} rounds`).join(', ')} (round trips ${rtts.join(', ')} ms)`;
+      };
+      const cpu = (key: string): string => `ours ${(med(key, (x) => x.ours) / gib).toFixed(2)}, server ${(med(key, (x) => x.server) / gib).toFixed(2)}, openssh ${(med(key, (x) => x.openssh) / gib).toFixed(2)}`;
+      console.log(
+        `Paths on this link: one stream ${one.toFixed(2)} s (${cpu('os1')} CPU s/GiB), ${2 * lanes} ranges ${ranged.toFixed(2)} s (${cpu('os8')}): ` +
+          `ranges take ${(ranged / one).toFixed(2)}x the single stream's time` +
+          (defaultChose.length ? `; the default (os) chose ${choices()}` : ''),
+      );
+      paths = { oneStreamSeconds: one, rangedSeconds: ranged, rangedOverOne: ranged / one, defaultChose };
+    }
+
     const refetch: Record<string, number> = {};
     for (const [key, target, transport, client] of [
       ['host', HOST, 'exec', 'openssh'],
@@ -384,7 +426,7 @@ async function main(): Promise<void> {
         `Pull killed with SIGKILL at 50% (CLI, OpenSSH): ${onDisk} bytes on disk, ${recorded} recorded; the next pull fetched ${((onDisk - recorded) / MiB).toFixed(1)} MiB again and ended byte-equal`,
       );
     }
-    console.log(JSON.stringify({ bench: 'transfer', sizeBytes: size, rounds, lanes, rttMs, binding, cpus: os.cpus().length, loadStart, loadEnd: os.loadavg(), methods: json, refetch, hardKill }));
+    console.log(JSON.stringify({ bench: 'transfer', sizeBytes: size, rounds, lanes, rttMs, binding, cpus: os.cpus().length, loadStart, loadEnd: os.loadavg(), methods: json, paths, refetch, hardKill }));
   } finally {
     delete process.env.REMOTE_RUNS_TRANSFER_WORKER;
     await host.stop();

@@ -10,7 +10,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { childSource, runStream, type StreamEnd } from '../../src/core/transfer/stream';
+import { childSource, fileSource, OFFSETS_VISIBLE, openOffset, runStream, type StreamEnd } from '../../src/core/transfer/stream';
+import { startProcess } from '../../src/core/util/processes';
 import { hashedRangeArgv } from '../../src/core/transfer/remoteCommands';
 import { wrapForTarget } from '../../src/core/targets';
 import { RemoteRunsError, isRemoteRunsError } from '../../src/core/types';
@@ -62,3 +63,44 @@ test('a stream without its hash line that is also short is still the error it me
 });
 
 test.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+test('two ranges of one file written side by side by writers started at their place (stdoutAt), followed by the descriptor offset (openOffset), come out whole', { skip: !OFFSETS_VISIBLE && 'offsets are read from /proc' }, async () => {
+  const out = path.join(dir, 'placed.part');
+  // What the .part may hold around the ranges: bytes that must stay as they are.
+  fs.writeFileSync(out, Buffer.alloc(data.length, 0x78));
+  const cut = 1_500_001;
+  const results = await Promise.all(
+    [
+      [7, cut],
+      [cut, data.length - 5],
+    ].map(async ([start, end]) => {
+      const job: RangeJob = { remotePath: file, size: data.length, start, end, hash: true, direct: true, at: true };
+      const fd = fs.openSync(out, 'r+');
+      const offset = await openOffset(fd);
+      try {
+        // The writer as a placed stream's is: the range on its stdout, the descriptor itself (no pipe here), placed
+        // at the range's start as it starts.
+        const child = startProcess('sh', ['-c', 'sleep 0.05; exec "$@"', 'sh', ...hashedRangeArgv(file, start, end, data.length)], { stdio: ['ignore', fd, 'pipe'], stdoutAt: start });
+        const seen: [number, number][] = [];
+        const hashes = await runStream(
+          fileSource(child, out, start, true, failure, offset.read),
+          job,
+          async () => undefined,
+          new AbortController().signal,
+          (pos, n) => seen.push([pos, n]),
+        );
+        return { start, end, hashes, seen };
+      } finally {
+        await offset.close();
+        fs.closeSync(fd);
+      }
+    }),
+  );
+  const got = fs.readFileSync(out);
+  for (const { start, end, hashes } of results) {
+    assert.deepEqual(got.subarray(start, end), data.subarray(start, end));
+    assert.deepEqual(hashes, { local: sha(data.subarray(start, end)), remote: sha(data.subarray(start, end)) });
+  }
+  assert.deepEqual(got.subarray(0, 7), Buffer.alloc(7, 0x78), 'nothing written before the first range');
+  assert.deepEqual(got.subarray(data.length - 5), Buffer.alloc(5, 0x78), 'nothing written after the last');
+});

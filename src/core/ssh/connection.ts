@@ -18,6 +18,7 @@ import type { OpenHop } from './handshake';
 import { defaultKnownHostsFiles } from './hostKeyPolicy';
 import { describeHop, dialHops, type HopContext } from './hops';
 import { silentHop } from './keepalive';
+import { fastestOf, RoundTrip } from './roundTrip';
 import type { CloseEvent, Transport } from './transport';
 import type { Logger, Prompter, ResolvedHop, ResolvedHost } from './types';
 
@@ -57,6 +58,9 @@ export interface ConnectOptions {
 
 export type { CloseEvent } from './transport';
 
+/** The bind address of the forward the round-trip probe cancels: never one that was asked for. */
+const ROUND_TRIP_PROBE_ADDRESS = 'remote-runs.round-trip-probe';
+
 /** Stderr kept per command; stdout is bounded by maxOutputBytes instead. */
 const MAX_STDERR_BYTES = 1 << 20;
 
@@ -77,6 +81,7 @@ export class SshConnection implements Executor, Transport {
   /** Hops whose client closed, until the close is reported (see hopClosed). */
   private readonly closedHops = new Set<number>();
   private sftpSession: Promise<SFTPWrapper> | undefined;
+  private readonly roundTrip = new RoundTrip(() => fastestOf(() => this.probeRoundTrip()));
 
   /** One client per hop, nearest first; the last is the target. */
   private readonly clients: Client[];
@@ -336,6 +341,35 @@ export class SshConnection implements Executor, Transport {
           if (err) return reject(new RemoteRunsError('unreachable', `${this.host.target.alias} could not connect to ${host}:${port}: ${err.message}`));
           this.track(ch);
           resolve(ch);
+        });
+      } catch (e) {
+        reject(this.dropError(this.closedWith ?? {}, 'before-open', e));
+      }
+    });
+  }
+
+  /**
+   * The link's round trip (through every hop: the target's client rides the hops' channels), measured once per
+   * connection (roundTrip.ts). The probe is a `cancel-tcpip-forward` global request with want-reply for a forward
+   * this connection never asked for: OpenSSH's sshd (serverloop.c server_input_global_request) looks it up among
+   * the session's own remote listeners (channels.c channel_cancel_rport_listener_tcpip), finds none and answers
+   * SSH_MSG_REQUEST_FAILURE at once: one round trip, no channel, no process, nothing changed. ssh2's public
+   * `unforwardIn` sends it; its failure callback is the answer we time.
+   */
+  roundTripMs(signal?: AbortSignal): Promise<number> {
+    return this.roundTrip.get(signal);
+  }
+
+  private probeRoundTrip(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      if (this.closedWith) return reject(this.dropError(this.closedWith, 'before-open'));
+      const t0 = performance.now();
+      try {
+        // No listener ever has this name (a real forward's port is never 0 once bound), so nothing is cancelled.
+        this.target.unforwardIn(ROUND_TRIP_PROBE_ADDRESS, 0, () => {
+          // A failure reply is the expected answer; a close fails pending requests the same way, so look.
+          if (this.isClosed) return reject(this.dropError(this.closedWith ?? {}, 'after-open'));
+          resolve(performance.now() - t0);
         });
       } catch (e) {
         reject(this.dropError(this.closedWith ?? {}, 'before-open', e));

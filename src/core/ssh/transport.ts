@@ -28,6 +28,11 @@ export interface Transport extends Executor {
   readonly isClosed: boolean;
   /** Commands and streams running on it right now. */
   readonly openChannels: number;
+  /**
+   * The link's round trip in ms, measured on the link by a request that starts no process on the far side, once per
+   * connection and kept (roundTrip.ts). Rejects `cancelled` on `signal`, `unreachable` if the link is gone.
+   */
+  roundTripMs(signal?: AbortSignal): Promise<number>;
   /** Close on purpose: pending commands reject with `cancelled`. */
   close(): void;
 }

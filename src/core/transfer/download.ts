@@ -685,14 +685,23 @@ async function runAttempt(
     // at 50 ms), so over a long link the streams add up; over loopback they only share the master's one decrypting
     // process and cost CPU. Channels of one login are cheap (no login, no thread): up to twice `concurrency` of them.
     // On a 50 ms link 4 streams moved 2.5x scp's throughput, 8 moved 3.1x (bench/transfer.ts); how many a file gets
-    // follows from the round trip, measured here.
+    // follows from the link's round trip, which the pool's connection measured once (a request that starts no
+    // process, ssh/roundTrip.ts) and keeps: the same pull on the same link takes the same path every time.
     const maxStreams = 2 * (options.concurrency ?? 4);
     let why = '';
     let perFile = 0;
     if (openssh) {
       if (options.streamsPerFile !== undefined) why = 'as asked';
       else if (remaining < 2 * OPENSSH_MIN_PIECE) why = `${formatBytes(remaining)} to fetch, under two pieces of ${formatBytes(OPENSSH_MIN_PIECE)}`;
-      const rtt = why ? undefined : await roundTripMs(plan, signal);
+      // A link that cannot be measured (an OpenSSH master that refuses the probe's forward) gets one stream, and
+      // the log says why; a lost link fails the attempt as any command would.
+      const rtt = why
+        ? undefined
+        : await conn.roundTripMs(signal).catch((e: unknown) => {
+            if (!isRemoteRunsError(e) || e.kind !== 'protocol') throw e;
+            why = `round trip not measured: ${e.message}`;
+            return undefined;
+          });
       if (rtt !== undefined) why = `round trip ${rtt.toFixed(1)} ms`;
       perFile = Math.max(1, Math.min(maxStreams, options.streamsPerFile ?? (rtt !== undefined ? streamsForRoundTrip(rtt) : 1)));
       // The choice and its reason in the log: a pull that takes another path than the last one says why.
@@ -720,8 +729,10 @@ async function runAttempt(
       return c ? createLane(transport, c, source.target, true) : undefined;
     };
 
-    const directWrites = openssh?.directWrites === true && perFile === 1 && !options.segmentBytes && !(await shellPrints(plan, signal));
-    const queue: { w: Work; range: ByteRange; direct?: boolean }[] = [];
+    // ssh writes into the .part itself: one stream appending the rest of a file, or each of several ranges at its
+    // place (opensshLane.ts placed); only this process then reads the bytes, back from the page cache, to hash them.
+    const directWrites = openssh?.directWrites === true && !options.segmentBytes && !(await shellPrints(plan, signal));
+    const queue: { w: Work; range: ByteRange; direct?: boolean; at?: boolean }[] = [];
     for (const w of works) {
       const missing = w.done.missing(w.bytes);
       const left = missing.reduce((n, [s, e]) => n + (e - s), 0);
@@ -733,13 +744,13 @@ async function runAttempt(
       }
       // Big pieces for exec (each costs a process through the container prefix), enough to keep every lane busy.
       const piece = options.segmentBytes ?? (openssh ? Math.max(OPENSSH_MIN_PIECE, Math.ceil(left / perFile)) : Math.max(8 << 20, Math.ceil(left / (wanted * 2))));
-      for (const range of splitRanges(missing, piece)) queue.push({ w, range });
+      for (const range of splitRanges(missing, piece)) queue.push(openssh && directWrites ? { w, range, direct: true, at: true } : { w, range });
       if (w.bytes === 0) queue.push({ w, range: [0, 0] });
     }
     let failure: unknown;
     const work = async (lane: Lane): Promise<void> => {
       for (let job = queue.shift(); job && !stop.signal.aborted; job = queue.shift()) {
-        const { w, range, direct } = job;
+        const { w, range, direct, at } = job;
         w.inflight++;
         try {
           active.add(w);
@@ -751,7 +762,7 @@ async function runAttempt(
           const fh = await openPart(w);
           if (range[1] === range[0]) continue;
           // Appended to by the stream: nothing may follow its start (bytes there are not recorded, so none is lost).
-          if (direct) await fh.truncate(range[0]).catch((e: unknown) => {
+          if (direct && !at) await fh.truncate(range[0]).catch((e: unknown) => {
             throw localError(e, `Cannot write ${w.file.paths.part}`);
           });
           const written = (pos: number, n: number): void => {
@@ -769,6 +780,7 @@ async function runAttempt(
             partPath: w.file.paths.part,
             hash: verify === 'sha256',
             direct,
+            at,
           };
           const hashes = await lane.fetch(
             job,
@@ -957,21 +969,6 @@ function streamsOfTransport(conn: Transport): OpenSshStreams {
 }
 
 /**
- * The round trip to the host, from two empty commands on the pool's connection (the faster one: a channel's open
- * and its exec request each take one round trip, plus the remote shell's start).
- */
-async function roundTripMs(plan: DownloadPlan, signal: AbortSignal): Promise<number> {
-  const exec = plan.source.pool.executor(plan.source.host, { idempotent: true });
-  let best = Infinity;
-  for (let i = 0; i < 2; i++) {
-    const t0 = performance.now();
-    await runCommand(exec, { kind: 'host', id: '' }, EMPTY_COMMAND, signal);
-    best = Math.min(best, performance.now() - t0);
-  }
-  return best / 2;
-}
-
-/**
  * Does the login shell print before every command (an rc file's banner, a module system)? A stream that ssh writes
  * into the `.part` itself cannot drop that (shell/portable.ts): such a host gets piped streams, which do.
  */
@@ -980,12 +977,6 @@ async function shellPrints(plan: DownloadPlan, signal: AbortSignal): Promise<boo
   const probe: RemoteCommand<boolean> = { argv: ['true'], describe: 'a look at what the login shell prints', parse: (r) => (r.shellNoise ?? 0) > 0 };
   return runCommand(exec, { kind: 'host', id: '' }, probe, signal);
 }
-
-const EMPTY_COMMAND: RemoteCommand<void> = {
-  argv: ['true'],
-  describe: 'a round trip',
-  parse: () => undefined,
-};
 
 /**
  * Streams a file needs for the link to carry ~400 MB/s: one channel moves at most its window (2 MiB) per round

@@ -209,6 +209,12 @@ export interface RangeJob {
    * cannot ignores it.
    */
   direct?: boolean;
+  /**
+   * With `direct`: the range is written at its place in `partPath`, which may hold other ranges before and after it
+   * (several streams of one file), instead of being appended to a file of exactly `start` bytes. A lane that cannot
+   * place a writer at an offset streams the range through `write` instead.
+   */
+  at?: boolean;
 }
 
 /** A streamed range's SHA-256, of the bytes written here and of the bytes the remote side sent. */

@@ -26,6 +26,7 @@
  */
 import type { ChildProcess } from '../../util/processes';
 import * as fs from 'node:fs';
+import * as net from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { ExecOptions, ExecResult } from '../../remote';
@@ -37,6 +38,7 @@ import { PLAIN, configPath as writePath } from './configText';
 import { mapOpenSshError } from '../clientErrors';
 import { describeHop } from '../hops';
 import { defaultKnownHostsFiles } from '../hostKeyPolicy';
+import { fastestOf, RoundTrip } from '../roundTrip';
 import type { CloseEvent, Transport } from '../transport';
 import type { HostKeyInfo, Logger, Prompter, ResolvedHop, ResolvedHost } from '../types';
 
@@ -174,6 +176,7 @@ export class OpenSshConnection implements Transport {
   readonly onDidClose: Event<CloseEvent> = this.closeEmitter.event;
   private closedWith: CloseEvent | undefined;
   private masterTail = '';
+  private readonly roundTrip = new RoundTrip(() => this.measureRoundTrip());
 
   private constructor(
     readonly host: ResolvedHost,
@@ -303,6 +306,63 @@ export class OpenSshConnection implements Transport {
       ['-F', '/dev/null', '-S', this.master.control, '-o', 'ControlMaster=no', '-o', 'ProxyCommand=false', '-o', 'BatchMode=yes', '-T', '--', MUX_ALIAS, line],
       [stdin, stdout ?? 'pipe', 'pipe'],
     );
+  }
+
+  /**
+   * The link's round trip, measured once per master (roundTrip.ts) without a process on either side's critical path:
+   * a mux client asks the master for a local forward from a socket in our folder to port 1 of the remote's
+   * loopback (`ssh -O forward -L SOCK:127.0.0.1:1`, answered by the master alone: mux.c
+   * mux_master_process_open_fwd); then each probe is a connection to that socket, which the master turns into one
+   * `direct-tcpip` channel open (channels.c channel_post_port_listener, port_open_helper) that sshd answers with an
+   * open failure as soon as its connect is refused (serverloop.c server_request_direct_tcpip, channels.c
+   * channel_connect_to_port, connect_to), or at once where forwarding is off; the master then closes the socket. The time from connect to
+   * close is the round trip, plus the master's own turn. Port 1 is tcpmux, which nothing serves; a service there
+   * would only see a connection opened and closed. A mux client's start (~5 ms, more on a busy machine) is outside
+   * every probe: timed with it, loopback measured anywhere from 0 to 10 ms.
+   */
+  roundTripMs(signal?: AbortSignal): Promise<number> {
+    return this.roundTrip.get(signal);
+  }
+
+  private async measureRoundTrip(): Promise<number> {
+    const socket = path.join(this.master.folder, 'round-trip');
+    const spec = `${socket}:127.0.0.1:1`;
+    const mux = (op: 'forward' | 'cancel'): Promise<void> =>
+      new Promise((resolve, reject) => {
+        if (this.closedWith) return reject(this.dropError(this.closedWith, 'before-open'));
+        const child = this.master.run(
+          ['-F', '/dev/null', '-S', this.master.control, '-o', 'ControlMaster=no', '-o', 'ProxyCommand=false', '-o', 'BatchMode=yes', '-O', op, '-L', spec, MUX_ALIAS],
+          ['ignore', 'ignore', 'pipe'],
+        );
+        let stderr = '';
+        child.stderr?.on('data', (d: Buffer) => (stderr = (stderr + d.toString('utf8')).slice(-4096)));
+        child.once('error', (e: Error) => reject(new RemoteRunsError('unreachable', `Cannot start ${this.master.sshPath}: ${e.message}`, { dropped: 'before-open' })));
+        child.once('close', (code: number | null) => {
+          if (this.closedWith) return reject(this.dropError(this.closedWith, 'after-open'));
+          if (code === 0) return resolve();
+          reject(new RemoteRunsError('protocol', `The OpenSSH master of ${this.host.target.alias} refused a local forward to measure the round trip (ssh -O ${op}, exit ${String(code)}): ${stderr.trim() || 'no message'}`));
+        });
+      });
+    const probe = (): Promise<number> =>
+      new Promise((resolve, reject) => {
+        if (this.closedWith) return reject(this.dropError(this.closedWith, 'before-open'));
+        const t0 = performance.now();
+        const sock = net.connect(socket);
+        sock.on('data', () => undefined);
+        sock.once('error', (e) => reject(new RemoteRunsError('protocol', `Round trip probe of ${this.host.target.alias}: ${e.message}`)));
+        sock.once('close', (hadError) => {
+          if (hadError) return;
+          if (this.closedWith) return reject(this.dropError(this.closedWith, 'after-open'));
+          resolve(performance.now() - t0);
+        });
+      });
+    await mux('forward');
+    try {
+      return await fastestOf(probe);
+    } finally {
+      await mux('cancel').catch(() => undefined); // the master or its folder going takes the forward with it
+      fs.rmSync(socket, { force: true });
+    }
   }
 
   /** As SshConnection.exec: resolves with the exit status; `cancelled`, or `unreachable` with `detail.dropped`. */

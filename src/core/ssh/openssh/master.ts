@@ -106,8 +106,8 @@ export class OpenSshMaster {
   }
 
   /** Start an `ssh` beside the master (a mux client, `-O exit`), held by the lifeline and counted in `children`. */
-  run(args: string[], stdio: ('ignore' | 'pipe' | number)[], env?: NodeJS.ProcessEnv): ChildProcess {
-    return startProcess(this.sshPath, args, { stdio, ...(env ? { env } : {}), holder: this.lifeline, running: this.children });
+  run(args: string[], stdio: ('ignore' | 'pipe' | number)[], env?: NodeJS.ProcessEnv, stdoutAt?: number): ChildProcess {
+    return startProcess(this.sshPath, args, { stdio, ...(env ? { env } : {}), holder: this.lifeline, running: this.children, ...(stdoutAt !== undefined ? { stdoutAt } : {}) });
   }
 
   /** Whether the master is still running. */

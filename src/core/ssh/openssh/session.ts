@@ -191,7 +191,7 @@ export interface OpenSshStreams {
    */
   readonly directWrites: boolean;
   /** See OpenSshSession.run. */
-  run(line: string, stdout?: number): ChildProcess;
+  run(line: string, stdout?: number, stdoutAt?: number): ChildProcess;
 }
 
 /** An OpenSSH login to one host: start remote commands on its shared master connection. */
@@ -340,11 +340,12 @@ export class OpenSshSession implements OpenSshStreams {
 
   /**
    * Run one remote command (a shell line, quoted by the caller) on the master connection; stdout and stderr are
-   * pipes, or stdout is the descriptor `stdout` (a file the stream writes itself: the master writes into it).
+   * pipes, or stdout is the descriptor `stdout` (a file the stream writes itself: the master writes into it), placed
+   * at `stdoutAt` first when given (util/processes.ts stdoutAt: one of several ranges of a file, at its place).
    */
-  run(line: string, stdout?: number): ChildProcess {
+  run(line: string, stdout?: number, stdoutAt?: number): ChildProcess {
     if (this.disposed) throw new RemoteRunsError('cancelled', 'Transfer closed');
-    return this.master.run(['-F', this.configFile, '-T', '--', this.target, line], ['ignore', stdout ?? 'pipe', 'pipe'], this.env);
+    return this.master.run(['-F', this.configFile, '-T', '--', this.target, line], ['ignore', stdout ?? 'pipe', 'pipe'], this.env, stdout !== undefined ? stdoutAt : undefined);
   }
 
   /** Stop every stream and the master, remove the agent and the folder. */
