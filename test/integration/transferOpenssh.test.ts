@@ -128,6 +128,8 @@ describe('logging in as the pool did', () => {
       assert.equal(res.client, 'openssh');
       // How many streams and why, in the log: 24 MiB is under two pieces, so one stream without a round trip measured.
       assert.ok(said.some((m) => /^download of \S+: 1 OpenSSH stream per file \(25 MB to fetch, under two pieces of 67 MB; at most 8\)$/.test(m)), said.join('\n'));
+      // The session is the pool's (shared with the host's charts), ended with the pool.
+      await p.close();
       assert.deepEqual(sessionFolders(tmp), [], 'agent socket, config and control socket removed');
       await eventually(() => masters(tmp).length === 0, 'the OpenSSH master exited');
     });
@@ -167,6 +169,7 @@ describe('logging in as the pool did', () => {
     const [before, failedBefore] = [accepted(), failed()];
     const res = await withOwnTmp(async (tmp) => {
       const r = await download(plan, {});
+      await p.close();
       await eventually(() => masters(tmp).length === 0, 'the OpenSSH master exited');
       return r;
     });
