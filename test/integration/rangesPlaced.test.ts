@@ -16,7 +16,7 @@ import { startSshd, type TestSshd } from '../harness/sshd';
 import { startTcpProxy, type TcpProxy } from '../harness/tcpProxy';
 import { strikeMidDownload } from '../harness/faults';
 import { rejectsWith } from '../harness/assertKind';
-import { testPool } from '../builders/pool';
+import { flatCheckpoint, knownHostsWithProxies, testPool } from '../builders/pool';
 
 const MiB = 1 << 20;
 const HOST: TargetRef = { kind: 'host', id: '' };
@@ -37,13 +37,12 @@ before(async () => {
   s = await startSshd();
   // Rate-limited, so a cancel lands while every range is still in flight.
   proxy = await startTcpProxy(s.port, { rateBytesPerSec: 64 * MiB });
-  knownHosts = path.join(dir, 'known_hosts');
-  fs.writeFileSync(knownHosts, `${s.knownHostsLine}\n${s.knownHostsLine.replace(/^\[127\.0\.0\.1\]:\d+ /, `[127.0.0.1]:${proxy.port} `)}\n`);
+  knownHosts = knownHostsWithProxies(s, dir, proxy.port);
   // Random bytes: a range written at the wrong place cannot come out equal.
   data = randomBytes(SIZE);
   const file = path.join(dir, 'model_step_9.pt');
   fs.writeFileSync(file, data, { mode: 0o644 });
-  ckpt = { name: 'model_step_9.pt', kind: 'step', step: 9, layout: 'flat', path: file, isDir: false, bytes: 0, mtime: 0, files: [], newest: true };
+  ckpt = flatCheckpoint(file, 9);
 });
 after(async () => {
   for (const p of pools) p.dispose();

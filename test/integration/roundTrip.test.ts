@@ -22,7 +22,7 @@ import { download, planDownload } from '../../src/core/transfer';
 import { streamsForRoundTrip } from '../../src/core/transfer/download';
 import { startSshd, type TestSshd } from '../harness/sshd';
 import { startTcpProxy, type TcpProxy } from '../harness/tcpProxy';
-import { testPool } from '../builders/pool';
+import { flatCheckpoint, knownHostsWithProxies, testPool } from '../builders/pool';
 
 const MiB = 1 << 20;
 const HOST: TargetRef = { kind: 'host', id: '' };
@@ -47,13 +47,12 @@ before(async () => {
   fs.writeFileSync(slow, `#!/bin/bash\nsleep ${SLOW_LOGIN_MS / 1000}\nexec /bin/bash -c "$SSH_ORIGINAL_COMMAND"\n`, { mode: 0o755 });
   s = await startSshd({ logLevel: 'DEBUG1', extraConfig: [`ForceCommand ${slow}`] });
   proxy = await startTcpProxy(s.port, { delayMs: LONG_RTT_MS / 2, maxBufferedBytes: 64 * MiB });
-  knownHosts = path.join(dir, 'known_hosts');
-  fs.writeFileSync(knownHosts, `${s.knownHostsLine}\n${s.knownHostsLine.replace(/^\[127\.0\.0\.1\]:\d+ /, `[127.0.0.1]:${proxy.port} `)}\n`);
+  knownHosts = knownHostsWithProxies(s, dir, proxy.port);
   // Past two pieces of 64 MiB, so the round trip decides; sparse, so it costs no disk and little time to hash.
   const file = path.join(dir, 'model_step_5.pt');
   execFileSync('truncate', ['-s', String(129 * MiB), file]);
   fs.chmodSync(file, 0o644);
-  ckpt = { name: 'model_step_5.pt', kind: 'step', step: 5, layout: 'flat', path: file, isDir: false, bytes: 0, mtime: 0, files: [], newest: true };
+  ckpt = flatCheckpoint(file, 5);
 });
 after(async () => {
   for (const p of pools) p.dispose();
