@@ -27,6 +27,7 @@ import { randomBytes } from 'node:crypto';
 import type { Checkpoint, HostConfig, TargetRef } from '../../src/core/types';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { silentLogger, testPool } from '../builders/pool';
+import { eventually } from '../harness/assertKind';
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'hf_trainer');
 const LINES = 60_000;
@@ -203,6 +204,28 @@ test("a host's settings changed: its session ends and the next holder logs in to
   second.dispose();
   await p.close();
   assert.equal(masters(), before, 'no master left after close()');
+});
+
+test('another ssh program asked for (the sshPath setting changed): the next holder gets a session of that program; the old one ends once let go', async () => {
+  const p = testPool(host, { connectTimeoutMs: 30_000 });
+  try {
+    const h = poolHost('program');
+    const wrapper = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rr-ssh-wrapper-')), 'my-ssh');
+    const ran = `${wrapper}.ran`;
+    fs.writeFileSync(wrapper, `#!/bin/sh\necho "$@" >> '${ran}'\nexec ssh "$@"\n`, { mode: 0o755 });
+    const before = masters();
+    const first = await p.openSsh(h);
+    assert.ok(!fs.existsSync(ran), 'the default ssh ran first');
+    const second = await p.openSsh(h, { sshPath: wrapper });
+    assert.notEqual(second.session, first.session, 'a session of the program asked for');
+    assert.ok(fs.existsSync(ran), 'the program asked for logged in');
+    assert.equal(masters(), before + 2, 'the first still runs while held');
+    first.dispose();
+    await eventually(() => masters() === before + 1, 'the first session ended once let go');
+    second.dispose();
+  } finally {
+    await p.close();
+  }
 });
 
 test("a pull stopped while ssh writes into its .part ends the host's session (only the master's exit stops its writes), and the next pull logs in again and completes", async () => {

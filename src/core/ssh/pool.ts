@@ -102,6 +102,8 @@ export interface OpenSshState {
 /** One host's OpenSSH session, starting or up. */
 interface SessionSlot {
   session: Promise<OpenSshSession>;
+  /** The ssh program it runs (undefined: the pool's default). */
+  sshPath: string | undefined;
   since: number;
   /** The session, once it is up. */
   up?: OpenSshSession;
@@ -544,11 +546,17 @@ export class ConnectionPool implements Disposable {
 
   /** The host's session, or a new one starting beside `conn` (one login, whoever asks first). */
   private sessionSlot(entry: Entry, conn: SshConnection, sshPath: string | undefined): SessionSlot {
-    if (entry.openssh && !entry.openssh.ended) return entry.openssh;
+    if (entry.openssh && !entry.openssh.ended) {
+      if (entry.openssh.sshPath === sshPath) return entry.openssh;
+      // Another ssh program asked for (the user changed `sshPath`): it runs from now on; the old session goes once its
+      // holders let go, as when its connection closes.
+      this.letGoOpenSsh(entry);
+    }
     const o = this.options;
     const login = this.siblingLogin({ name: entry.name, ...entry.host });
     const slot: SessionSlot = {
       session: startBeside(login, conn.hostKeys, { sshPath, signal: this.stopSessions.signal, starter: true, ...(o.runtime ? { runtime: o.runtime } : {}) }),
+      sshPath,
       since: performance.now(),
       users: 0,
       ended: false,
