@@ -870,27 +870,17 @@ async function fetchSmallFiles(
   const queue = batches((function* () {
     for (const i of fresh) if (small(i)) yield { remotePath: plan.files[i].remotePath, bytes: plan.files[i].bytes, i };
   })());
-  // On a failure no batch starts and the running ones are waited for: none may still be putting files in place when
-  // the next attempt (or the caller) looks at what is here.
-  let failure: { e: unknown } | undefined;
-  const run = async (): Promise<void> => {
-    try {
-      for (let next = failure ? undefined : queue.next(); next && !next.done; next = failure ? undefined : queue.next()) {
-        const batch = next.value;
-        throwIfCancelled(signal);
-        const pieces = await fetchSmallBatch(exec, source.target, batch, verify === 'sha256', signal);
-        if (pieces.some((p) => p?.remote === 'none')) throw noHashTool();
-        await eachAtOnce(batch.map((f, k) => ({ i: f.i, piece: pieces[k] })), PLACE_AT_ONCE, async ({ i, piece }) => {
-          throwIfCancelled(signal);
-          if (piece) await place(i, piece);
-        });
-      }
-    } catch (e) {
-      failure ??= { e };
-    }
-  };
-  await Promise.all(Array.from({ length: SMALL_BATCHES_AT_ONCE }, run));
-  if (failure) throw failure.e;
+  // On a failure no batch starts and the running ones are waited for (eachAtOnce): none may still be putting files in
+  // place when the next attempt (or the caller) looks at what is here.
+  await eachAtOnce(queue, SMALL_BATCHES_AT_ONCE, async (batch) => {
+    throwIfCancelled(signal);
+    const pieces = await fetchSmallBatch(exec, source.target, batch, verify === 'sha256', signal);
+    if (pieces.some((p) => p?.remote === 'none')) throw noHashTool();
+    await eachAtOnce(batch.map((f, k) => ({ i: f.i, piece: pieces[k] })), PLACE_AT_ONCE, async ({ i, piece }) => {
+      throwIfCancelled(signal);
+      if (piece) await place(i, piece);
+    });
+  });
 }
 
 /** Files of one batch put in place at once (each an fsync, a record and a rename; four batches run side by side). */
@@ -924,16 +914,17 @@ async function placeBatched(w: Work, piece: SmallPiece, verify: VerifyMode, made
 const FINISH_AT_ONCE = 16;
 
 /**
- * Run `fn` over `items`, at most `n` at a time. On a failure no new item starts, the running ones are waited for
- * (none is left writing behind the caller's back), and the first failure is thrown.
+ * Run `fn` over `items` (taken one by one: a generator is read only as fast as they are done), at most `n` at a
+ * time. On a failure no new item starts, the running ones are waited for (none is left writing behind the caller's
+ * back), and the first failure is thrown.
  */
-async function eachAtOnce<T>(items: readonly T[], n: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
+async function eachAtOnce<T>(items: Iterable<T>, n: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const it = items[Symbol.iterator]();
   let failure: { e: unknown } | undefined;
   await Promise.all(
-    Array.from({ length: Math.min(n, items.length) }, async () => {
-      while (!failure && next < items.length) {
-        const item = items[next++];
+    Array.from({ length: Array.isArray(items) ? Math.min(n, items.length) : n }, async () => {
+      for (let next = it.next(); !next.done; next = failure ? { done: true, value: undefined } : it.next()) {
+        const item = next.value;
         try {
           await fn(item);
         } catch (e) {
