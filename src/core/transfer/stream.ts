@@ -254,6 +254,8 @@ export function childSource(child: ChildProcess, failure: (end: StreamEnd, short
 const FOLLOW_CHUNK = 4 << 20;
 /** How long the follower waits for more bytes once it has read all there are. */
 const FOLLOW_POLL_MS = 10;
+/** How often a stream that is only counted (not read back) has its size asked. */
+const SIZE_POLL_MS = 50;
 
 /**
  * An `ssh` child that writes its range into the file itself (its stdout is the `.part`, opened for appending at the
@@ -319,6 +321,9 @@ export function fileSource(
             if (size > pos && !readBack) {
               data(size - pos);
               pos = size;
+              // Only the count is wanted (progress, the record): asking the kernel again at once would spin this
+              // thread against the writer for two shared cores.
+              if (!finished) await nap(SIZE_POLL_MS);
               continue;
             }
             if (size > pos) {
