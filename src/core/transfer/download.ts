@@ -123,10 +123,39 @@ export async function downloadCheckpoint(
 ): Promise<{ plan: DownloadPlan; result: DownloadResult }> {
   const root = path.resolve(dest.root);
   return underLock(root, checkpointLocalRoot(root, dest.run, checkpoint), checkpoint.name, options, async (signal, lock) => {
-    const plan = await planDownload(source, checkpoint, dest, signal);
-    planned?.(plan);
-    return { plan, result: await downloadLocked(plan, options, signal, lock, true) };
+    const early = warmLinks(source, options, signal);
+    try {
+      const plan = await planDownload(source, checkpoint, dest, signal);
+      planned?.(plan);
+      return { plan, result: await downloadLocked(plan, options, signal, lock, true) };
+    } finally {
+      void early.then((held) => held?.dispose());
+    }
   });
+}
+
+/**
+ * Start what the transfer will wait for while the checkpoint is planned: the host's OpenSSH session (a login, the
+ * longest wait of a cold pull: ~190 ms on loopback, six round trips more on a long link) and the link's round trip
+ * (ssh/roundTrip.ts, kept per connection), both needing nothing the plan finds. A hold on the session, or undefined
+ * (the ssh2 client asked for, a host on the OpenSSH transport, or any failure: the download's own openSshFor meets it
+ * again and says why, the pool having kept a lasting reason).
+ */
+async function warmLinks(source: TransferSource, options: DownloadOptions, signal: AbortSignal): Promise<OpenSshLease | undefined> {
+  if (options.client === 'ssh2') return undefined;
+  try {
+    const lease = await source.pool.acquire(source.host, signal);
+    try {
+      const conn = lease.connection;
+      if (!(conn instanceof SshConnection)) return undefined;
+      void conn.roundTripMs(signal).catch(() => undefined);
+      return await source.pool.openSsh(source.host, { ...(options.sshPath !== undefined ? { sshPath: options.sshPath } : {}), signal });
+    } finally {
+      lease.dispose();
+    }
+  } catch {
+    return undefined;
+  }
 }
 
 /** Run `fn` holding the lock of the download of `name` into `localRoot`; `signal` also ends when the lock is lost. */

@@ -6,7 +6,7 @@
  */
 export { planDownload, buildPlan, localState, checkpointLocalRoot, checkpointToPull, skipText, type PlanDestination } from './plan';
 export type { SkippedEntry, SkipReason } from './remoteCommands';
-export { download } from './download';
+export { download, downloadCheckpoint } from './download';
 export { RangeSet, splitRanges, type ByteRange } from './ranges';
 export { filePaths, lockPath, STATE_DIR, type FilePaths } from './records';
 export { pullCheckpoint, skippedLines, verificationText, type PullOutcome } from './pull';
