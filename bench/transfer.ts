@@ -9,8 +9,9 @@
  *   node --import tsx bench/transfer.ts [--size-mb 1024] [--rounds 3] [--lanes 4] [--rtt-ms 0] [--native] [--only a,b,…]
  *
  * With `--rtt-ms N` every connection (scp's, ssh's and ours) goes through a user-space TCP proxy that delays both
- * directions by N/2 ms, with a bounded buffer (test/harness/tcpProxy.ts): a link across buildings or continents,
- * where one SSH channel's window, not the bandwidth, sets the speed. The kernel here has no netem.
+ * directions by N/2 ms, with a bounded buffer (test/harness/tcpProxy.ts, run in a process of its own by
+ * bench/proxyProcess.ts, whose CPU counts in no column): a link across buildings or continents, where one SSH
+ * channel's window, not the bandwidth, sets the speed. The kernel here has no netem.
  *
  * By default ssh2's native crypto binding is disabled, because the bundled extension ships without it
  * (esbuild.mjs marks it external); `--native` measures with it. The worker threads run a fresh esbuild bundle of
@@ -31,6 +32,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { execFileSync, spawn } from 'node:child_process';
 import { stats } from './util';
+import { shellQuote } from '../src/core/shell/quote';
+import { startProxyProcess } from './proxyProcess';
 
 function arg(name: string, fallback: number): number {
   const i = process.argv.indexOf(name);
@@ -146,7 +149,7 @@ async function main(): Promise<void> {
   const { startTestHost, ScriptedPrompter } = require('../test/harness/testHost') as typeof import('../test/harness/testHost');
   const { ConnectionPool } = require('../src/core/ssh/pool') as typeof import('../src/core/ssh/pool');
   const { HostDirectory } = require('../src/core/hosts') as typeof import('../src/core/hosts');
-  const { planDownload, download } = require('../src/core/transfer') as typeof import('../src/core/transfer');
+  const { downloadCheckpoint } = require('../src/core/transfer') as typeof import('../src/core/transfer');
   const esbuild = require('esbuild') as typeof import('esbuild');
   const binding = (require('ssh2/lib/protocol/crypto.js') as { bindingAvailable?: boolean }).bindingAvailable === true;
 
@@ -159,9 +162,14 @@ async function main(): Promise<void> {
   const loadStart = os.loadavg();
   const host = await startTestHost();
   // 64 MiB in flight each way: far more than any window here, so the delay, not the proxy, bounds a channel.
-  const link = rttMs > 0 ? await host.throughProxy({ delayMs: rttMs / 2, maxBufferedBytes: 64 * MiB }) : undefined;
-  const port = link ? link.proxy.port : host.sshd.port;
+  // In a process of its own (bench/proxyProcess.ts), so that our pull's work on this thread does not hold it up.
+  const link = rttMs > 0 ? await startProxyProcess(host.sshd.port, rttMs / 2, 64 * MiB) : undefined;
+  if (link) fs.appendFileSync(host.knownHostsFile, `${host.sshd.knownHostsLine.replace(/^\[127\.0\.0\.1\]:\d+ /, `[127.0.0.1]:${link.port} `)}\n`);
+  const port = link ? link.port : host.sshd.port;
   const local = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-bench-dl-'));
+  /** The warm rows' pool (warmPool below) and its hold on the host's OpenSSH session. */
+  let windowPool: InstanceType<typeof ConnectionPool> | undefined;
+  let windowHold: { dispose(): void } | undefined;
   try {
     // The worker threads run what the extension ships: a bundle, with ssh2's native binding external.
     await esbuild.build({
@@ -190,7 +198,7 @@ async function main(): Promise<void> {
     fs.chmodSync(ctDir, 0o755);
     execFileSync('cat', [bare], { stdio: ['ignore', 'ignore', 'inherit'] }); // into the page cache
 
-    const hostConfig = link ? link.hostConfig() : host.hostConfig();
+    const hostConfig = host.hostConfig(undefined, { port });
     const dir = new HostDirectory({ hosts: () => [hostConfig], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
     const resolved = dir.resolve(hostConfig);
     const out = path.join(local, 'out.bin');
@@ -204,6 +212,15 @@ async function main(): Promise<void> {
         child.once('error', reject);
         child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited with ${code}`))));
       });
+    /** A command's stdout, without blocking this thread. */
+    const capture = (cmd: string, args: string[]): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+        let text = '';
+        child.stdout.setEncoding('utf8').on('data', (d: string) => (text += d));
+        child.once('error', reject);
+        child.once('close', (code) => (code === 0 ? resolve(text) : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}`))));
+      });
     const scp = (): Promise<void> => run('scp', ['-q', ...sshOpts, '-P', String(port), `${host.sshd.user}@127.0.0.1:${bare}`, out], 'ignore');
     /** OpenSSH's plainest stream: one channel, `cat` on the far side, the bytes to a file. */
     const sshCat = (remote: string[]) => async (): Promise<void> => {
@@ -215,6 +232,13 @@ async function main(): Promise<void> {
       }
     };
 
+    const newPool = (): InstanceType<typeof ConnectionPool> =>
+      new ConnectionPool({
+        prompter: new ScriptedPrompter(),
+        logger: { info() {}, warn() {}, error() {} },
+        knownHostsFiles: [host.knownHostsFile],
+        backoffBaseMs: 50,
+      });
     /** One download through the core; returns the bytes that crossed the network and the lanes used. */
     const core = async (
       target: { kind: 'host' | 'pct'; id: string },
@@ -225,19 +249,15 @@ async function main(): Promise<void> {
       client: 'openssh' | 'ssh2' = 'ssh2',
       verify: 'sha256' | 'size' = 'sha256',
       streamsPerFile?: number,
+      shared?: InstanceType<typeof ConnectionPool>,
     ): Promise<{ fetched: number; lanes: number; client: string }> => {
-      const pool = new ConnectionPool({
-        prompter: new ScriptedPrompter(),
-        logger: { info() {}, warn() {}, error() {} },
-        knownHostsFiles: [host.knownHostsFile],
-        backoffBaseMs: 50,
-      });
+      const pool = shared ?? newPool();
       try {
         const remote = target.kind === 'host' ? bare : '/workspace/bench/big.bin';
         const ck = { name: 'big.bin', kind: 'step' as const, step: 1, layout: 'flat' as const, path: remote, isDir: false, bytes: size, mtime: 0, files: [], newest: true };
-        const plan = await planDownload({ pool, host: resolved, target }, ck, { root: local, run: 'bench' });
         let fired = false;
-        const res = await download(plan, {
+        // The product's path (pullCheckpoint's): lock, then plan while the OpenSSH session logs in, then download.
+        const { result: res } = await downloadCheckpoint({ pool, host: resolved, target }, ck, { root: local, run: 'bench' }, {
           client,
           verify,
           // The line that says how many OpenSSH streams each file got and why (the measured round trip).
@@ -260,9 +280,36 @@ async function main(): Promise<void> {
         return { fetched: res.bytesFetched, lanes: res.lanes, client: res.client };
       } finally {
         // The host's OpenSSH session is the pool's now (it outlives the download): ended here, inside the timed pull,
-        // as the download's own session was ended inside download() before.
-        await pool.close();
+        // as the download's own session was ended inside download() before. A shared pool is the window's: it stays.
+        if (!shared) await pool.close();
       }
+    };
+    /**
+     * The window's pool for the warm rows: its ssh2 connection and OpenSSH session are up before the first timed
+     * pull and stay up (held as an open metrics stream holds them), so a warm pull measures no login.
+     */
+    const warmPool = async (): Promise<InstanceType<typeof ConnectionPool>> => {
+      if (!windowPool) {
+        windowPool = newPool();
+        const lease = await windowPool.acquire(resolved);
+        windowHold = await windowPool.openSsh(resolved);
+        lease.dispose();
+      }
+      return windowPool;
+    };
+    /**
+     * The same guarantee by hand, as a careful user would type it: the remote file's SHA-256 (`openssl sha256` over
+     * its own login) beside one `ssh … cat` whose bytes go to the file and through `openssl sha256` here; the two
+     * digests compared. Two logins, both timed.
+     */
+    const byHand = async (): Promise<void> => {
+      const login = ['ssh', ...sshOpts, '-p', String(port), `${host.sshd.user}@127.0.0.1`].map(shellQuote).join(' ');
+      const [remote, local] = await Promise.all([
+        capture('sh', ['-c', `${login} openssl sha256 ${shellQuote(bare)}`]),
+        capture('sh', ['-c', `${login} cat ${shellQuote(bare)} | tee ${shellQuote(out)} | openssl sha256`]),
+      ]);
+      const hex = (s: string): string => /([0-9a-f]{64})\s*$/.exec(s.trim())?.[1] ?? `unreadable: ${s}`;
+      if (hex(remote) !== hex(local)) throw new Error(`by hand: the digests differ (${hex(remote)} against ${hex(local)})`);
     };
     /** What each OpenSSH download chose, in order ("1 OpenSSH stream per file (round trip 0.3 ms; at most 8)"). */
     const chosen: string[] = [];
@@ -282,9 +329,12 @@ async function main(): Promise<void> {
           defaultChose.push(chosen[chosen.length - 1] ?? 'no line');
         },
       },
+      { key: 'hand', name: 'by hand: ssh cat | tee | openssl + remote', run: byHand },
+      { key: 'oswarm', name: 'core host, default, link already up', run: async () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', undefined, await warmPool()) },
       { key: 'os1', name: 'core host, OpenSSH, 1 stream', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', 1) },
       { key: 'os8', name: 'core host, OpenSSH, 2 x lanes ranges', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'sha256', 2 * lanes) },
       { key: 'ossize', name: 'core host, OpenSSH, size only', run: () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'size') },
+      { key: 'ossizewarm', name: 'core host, size only, link already up', run: async () => core(HOST, 'exec', lanes, false, undefined, 'openssh', 'size', undefined, await warmPool()) },
       { key: 'sftp1', name: 'core host, sftp x1 (shared conn)', run: () => core(HOST, 'sftp', 1, true) },
       { key: 'sftpN', name: `core host, sftp x${lanes} threads`, run: () => core(HOST, 'sftp', lanes, true) },
       { key: 'sftpNmain', name: `core host, sftp x${lanes} one thread`, run: () => core(HOST, 'sftp', lanes, false) },
@@ -300,6 +350,8 @@ async function main(): Promise<void> {
       ours: number;
       server: number;
       openssh: number;
+      /** The delaying proxy process (--rtt-ms), in no other column. */
+      proxy: number;
     }
     const samples = new Map<string, Sample[]>(methods.map((m) => [m.key, []]));
     const expected = execFileSync('sha256sum', [bare], { encoding: 'utf8' }).slice(0, 64);
@@ -310,6 +362,7 @@ async function main(): Promise<void> {
         const masters = new MasterCpu();
         const ours0 = process.cpuUsage();
         const reaped0 = procCpu('self').reaped;
+        const proxy0 = link ? procCpu(link.pid).own : 0;
         const t0 = process.hrtime.bigint();
         await m.run();
         const s = Number(process.hrtime.bigint() - t0) / 1e9;
@@ -319,6 +372,7 @@ async function main(): Promise<void> {
           ours: (ours.user + ours.system) / 1e6,
           server: server.stop(),
           openssh: procCpu('self').reaped - reaped0 + masters.stop(),
+          proxy: link ? procCpu(link.pid).own - proxy0 : 0,
         };
         if (fs.statSync(out).size !== size) throw new Error(`${m.name}: wrong size`);
         if (r === 0 && execFileSync('sha256sum', [out], { encoding: 'utf8' }).slice(0, 64) !== expected) throw new Error(`${m.name}: wrong bytes`);
@@ -347,7 +401,10 @@ async function main(): Promise<void> {
         `${m.name.padEnd(38)} ${t.toFixed(2).padStart(7)}s ${(size / t / 1e6).toFixed(0).padStart(6)} ${(base / t).toFixed(2).padStart(6)}x ` +
           `${cpu.ours.toFixed(2).padStart(6)} ${cpu.server.toFixed(2).padStart(7)} ${cpu.openssh.toFixed(2).padStart(8)} ${total.toFixed(2).padStart(6)}`,
       );
-      json[m.key] = { name: m.name, seconds: t, vsScp: base / t, cpuPerGiB: cpu, samples: samples.get(m.key)!.map((x) => x.s) };
+      json[m.key] = { name: m.name, seconds: t, vsScp: base / t, cpuPerGiB: { ...cpu, ...(link ? { proxy: med(m.key, (x) => x.proxy) / gib } : {}) }, samples: samples.get(m.key)!.map((x) => x.s) };
+    }
+    if (link) {
+      console.log(`The delaying proxy's own CPU s/GiB (a separate process, in no column above): ${methods.map((m) => `${m.key} ${(med(m.key, (x) => x.proxy) / gib).toFixed(2)}`).join(', ')}`);
     }
 
     // Both paths on this link, side by side: the single stream (ssh writes the file, this process reads it back to
@@ -428,6 +485,9 @@ async function main(): Promise<void> {
     }
     console.log(JSON.stringify({ bench: 'transfer', sizeBytes: size, rounds, lanes, rttMs, binding, cpus: os.cpus().length, loadStart, loadEnd: os.loadavg(), methods: json, paths, refetch, hardKill }));
   } finally {
+    windowHold?.dispose();
+    await windowPool?.close();
+    await link?.stop();
     delete process.env.REMOTE_RUNS_TRANSFER_WORKER;
     await host.stop();
     fs.rmSync(local, { recursive: true, force: true });
