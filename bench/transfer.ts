@@ -53,32 +53,47 @@ function procCpu(pid: number | 'self'): { own: number; reaped: number } {
 }
 
 /**
- * CPU seconds of OpenSSH masters our downloads started that are not this process's children (an older download ran
- * them in the background with ssh -f, so their time was never reaped into ours). Found by their config path,
- * sampled every 100 ms like TreeCpu. Today's masters run in the foreground and are counted once reaped.
+ * CPU seconds of the OpenSSH masters of this process's downloads (found by their session folder's config path and
+ * `owner` file, openssh/sessionFolder.ts), sampled every 100 ms: a master up before the sample and still up after
+ * it (the warm rows' pool keeps one) counts what it spent in between; one that started in the sample and is still up
+ * counts all it spent; one that exited counts nothing here, as it is this process's child and its time is in the
+ * reaped figure once `settle` has waited for it to be reaped.
  */
 class MasterCpu {
+  private readonly base = new Map<number, number>();
   private readonly last = new Map<number, number>();
   private readonly timer: NodeJS.Timeout;
 
   constructor() {
-    this.timer = setInterval(() => this.sample(), 100);
+    this.sample(true);
+    this.timer = setInterval(() => this.sample(false), 100);
   }
 
-  private sample(): void {
+  /** Pids of this process's masters running now. */
+  static pids(): number[] {
+    const out: number[] = [];
     for (const name of fs.readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue;
       try {
         const cmd = fs.readFileSync(`/proc/${name}/cmdline`, 'utf8');
         const folder = /(?:^|\0)(?:-F\0)?([^\0]*rr-ssh-[^/\0]+)\/config\0/.exec(cmd)?.[1];
         if (!folder || !cmd.includes('ControlMaster=yes')) continue;
-        // Only this process's masters (its session folders' `owner` file, openssh/sessionFolder.ts): on a shared
-        // machine other programs' downloads run masters of the same shape, and their CPU is not ours.
+        // Only this process's masters: on a shared machine other programs' downloads run masters of the same shape.
         if (fs.readFileSync(path.join(folder, 'owner'), 'utf8').trim() !== String(process.pid)) continue;
-        // A master that is this process's child (the download runs it in the foreground) is counted once reaped.
-        const stat = fs.readFileSync(`/proc/${name}/stat`, 'utf8');
-        if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) continue;
-        this.last.set(Number(name), procCpu(Number(name)).own);
+        out.push(Number(name));
+      } catch {
+        // exited while we looked
+      }
+    }
+    return out;
+  }
+
+  private sample(first: boolean): void {
+    for (const pid of MasterCpu.pids()) {
+      try {
+        const t = procCpu(pid).own;
+        if (first) this.base.set(pid, t);
+        this.last.set(pid, t);
       } catch {
         // exited while we looked
       }
@@ -86,9 +101,18 @@ class MasterCpu {
   }
 
   stop(): number {
-    this.sample();
     clearInterval(this.timer);
-    return [...this.last.values()].reduce((a, b) => a + b, 0);
+    const alive = new Set(MasterCpu.pids());
+    this.sample(false);
+    let total = 0;
+    for (const [pid, t] of this.last) if (alive.has(pid)) total += t - (this.base.get(pid) ?? 0);
+    return total;
+  }
+
+  /** Wait (up to 3 s) until every master not in `keep` has exited and been reaped, so its time is in `reaped`. */
+  static async settle(keep: ReadonlySet<number>): Promise<void> {
+    const until = Date.now() + 3000;
+    while (MasterCpu.pids().some((p) => !keep.has(p)) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -355,6 +379,8 @@ async function main(): Promise<void> {
     }
     const samples = new Map<string, Sample[]>(methods.map((m) => [m.key, []]));
     const expected = execFileSync('sha256sum', [bare], { encoding: 'utf8' }).slice(0, 64);
+    // The warm rows' link is up before the first round, as a window's is when its user pulls.
+    if (methods.some((m) => m.key.endsWith('warm'))) await warmPool();
     for (let r = 0; r < rounds; r++) {
       for (const m of methods) {
         fs.rmSync(out, { force: true });
@@ -364,8 +390,11 @@ async function main(): Promise<void> {
         const reaped0 = procCpu('self').reaped;
         const proxy0 = link ? procCpu(link.pid).own : 0;
         const t0 = process.hrtime.bigint();
+        const before = new Set(MasterCpu.pids());
         await m.run();
         const s = Number(process.hrtime.bigint() - t0) / 1e9;
+        // The run's own masters have exited (cold rows close their pool): reaped, so their time is counted.
+        await MasterCpu.settle(before);
         const ours = process.cpuUsage(ours0);
         const sample: Sample = {
           s,
