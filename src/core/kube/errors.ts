@@ -101,6 +101,10 @@ interface Rule {
 const where = (c: KubeFailureContext): string => (c.cluster ? ` (cluster ${c.cluster.name}, context ${JSON.stringify(c.cluster.context)})` : '');
 const podName = (c: KubeFailureContext, fallback: string): string => (c.pod ? `${c.pod.namespace}/${c.pod.pod}` : fallback);
 
+function contextMissing(context: string, c: KubeFailureContext): ReturnType<Rule['make']> {
+  return { kind: 'kube-config', cause: 'context-missing', message: `The kubeconfig has no context ${JSON.stringify(context)}${c.cluster?.kubeconfig ? ` (${c.cluster.kubeconfig})` : ''}: kubectl config get-contexts lists those it has`, detail: { context } };
+}
+
 /** In order: the first that matches kubectl's text names the failure. */
 const RULES: Rule[] = [
   {
@@ -118,7 +122,13 @@ const RULES: Rule[] = [
     // client-go tools/clientcmd/validation.go (ErrNoContext-style: `context was not found for specified context: X`),
     // printed by kubectl helpers.go checkErr as `Error in configuration: …` (clientcmd.IsConfigurationInvalid).
     test: /context was not found for specified context: (.*)/,
-    make: (m, c) => ({ kind: 'kube-config', cause: 'context-missing', message: `The kubeconfig has no context ${JSON.stringify(m[1].trim())}${c.cluster?.kubeconfig ? ` (${c.cluster.kubeconfig})` : ''}: kubectl config get-contexts lists those it has`, detail: { context: m[1].trim() } }),
+    make: (m, c) => contextMissing(m[1].trim(), c),
+  },
+  {
+    // The same for verbs that read the namespace first (`exec`): kubectl 1.32 prints `error: context "X" does not
+    // exist` (client-go tools/clientcmd/client_config.go, DirectClientConfig's context lookup).
+    test: /^error: context "((?:[^"\\]|\\.)*)" does not exist$/m,
+    make: (m, c) => contextMissing(m[1], c),
   },
   {
     // No server configured: no kubeconfig at all, or a context whose cluster is not in it. client-go
