@@ -15,6 +15,7 @@ import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { kubectlOutput, type KubectlAccess } from '../../src/core/kube/kubectl';
 import { PodExecutor } from '../../src/core/kube/executor';
+import { listNamespaces, listOwners, listPods } from '../../src/core/kube/cluster';
 import { podTarget } from '../../src/core/kube/names';
 import { runCommand } from '../../src/core/remote';
 import { RemoteRunsError, type ClusterConfig } from '../../src/core/types';
@@ -181,4 +182,11 @@ test('through the one command runner in a pod container: kubectl\'s failure is n
   } finally {
     process.env.HOME = prior;
   }
+});
+
+test('the listings a tree asks for fail as themselves: an unreachable server is never "no pods" or "no jobs"', async () => {
+  for (const list of [listPods, listNamespaces, listOwners]) {
+    await assert.rejects(list(access(), { env: env() }), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'unreachable' && e.detail.cause === 'refused', list.name);
+  }
+  await assert.rejects(listPods(access({ context: 'plugin-missing' }), { env: env() }), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'credential-plugin');
 });

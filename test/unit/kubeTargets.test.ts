@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { kubectlArgs, podCommandArgs, type KubectlAccess } from '../../src/core/kube/kubectl';
 import { PodExecutor } from '../../src/core/kube/executor';
+import { OWNER_RESOURCES, ownersVerb, podsVerb } from '../../src/core/kube/cluster';
 import { parsePodTargetId, podTarget } from '../../src/core/kube/names';
 import { classifyTargetFailure, targetPrefix, wrapForTarget } from '../../src/core/targets';
 import { FENCE, portableCommandLine } from '../../src/core/shell/portable';
@@ -79,4 +80,12 @@ test('classifyTargetFailure in a pod: kubectl\'s own failure named, the command\
   const refused = classifyTargetFailure(t, { stdout: Buffer.alloc(0), stderr: Buffer.from('Error from server (NotFound): pods "bert-master-0" not found\n'), code: 1, truncated: false });
   assert.equal(refused?.kind, 'container-missing');
   assert.equal(classifyTargetFailure(t, { stdout: Buffer.alloc(0), stderr: Buffer.from('cat: x: No such file or directory\n'), code: 1, truncated: false, shellNoise: 0 }), undefined);
+});
+
+test('what a cluster is asked: pods in the entry\'s namespace or all, with its selector; owner kinds fully qualified', () => {
+  assert.deepEqual(podsVerb(access), ['get', 'pods', '-o', 'json']);
+  const all: KubectlAccess = { cluster: { kind: 'kubernetes', name: 'c', context: 'k', selector: 'training.kubeflow.org/job-name,team in (nlp)' } };
+  assert.deepEqual(podsVerb(all), ['get', 'pods', '-o', 'json', '--all-namespaces', '--selector=training.kubeflow.org/job-name,team in (nlp)']);
+  assert.deepEqual(ownersVerb(all, OWNER_RESOURCES[1]), ['get', 'jobsets.jobset.x-k8s.io', '-o', 'json', '--all-namespaces']);
+  assert.ok(OWNER_RESOURCES.every((r) => r.split('.').length >= 2), 'each kind names its API group');
 });

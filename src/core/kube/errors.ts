@@ -99,7 +99,8 @@ interface Rule {
 }
 
 const where = (c: KubeFailureContext): string => (c.cluster ? ` (cluster ${c.cluster.name}, context ${JSON.stringify(c.cluster.context)})` : '');
-const podName = (c: KubeFailureContext, fallback: string): string => (c.pod ? `${c.pod.namespace}/${c.pod.pod}` : fallback);
+/** `ml-team/bert-0` from the context, else the name kubectl gave, else `the pod`. */
+const podName = (c: KubeFailureContext, fallback: string): string => (c.pod ? `${c.pod.namespace}/${c.pod.pod}` : fallback || 'the pod');
 
 function contextMissing(context: string, c: KubeFailureContext): ReturnType<Rule['make']> {
   return { kind: 'kube-config', cause: 'context-missing', message: `The kubeconfig has no context ${JSON.stringify(context)}${c.cluster?.kubeconfig ? ` (${c.cluster.kubeconfig})` : ''}: kubectl config get-contexts lists those it has`, detail: { context } };
@@ -196,7 +197,7 @@ const RULES: Rule[] = [
   {
     // kubectl pkg/cmd/exec/exec.go Run: `cannot exec into a container in a completed pod; current phase is %s`.
     test: /cannot exec into a container in a completed pod; current phase is (\w+)/,
-    make: (m, c) => ({ kind: 'container-stopped', cause: 'pod-completed', message: `The pod ${podName(c, '')} has completed (${m[1]}): its containers no longer run, so nothing inside can be read`.replace('pod  has', 'pod has'), detail: { phase: m[1] } }),
+    make: (m, c) => ({ kind: 'container-stopped', cause: 'pod-completed', message: `${c.pod ? `The pod ${podName(c, '')}` : 'The pod'} has completed (${m[1]}): its containers no longer run, so nothing inside can be read`, detail: { phase: m[1] } }),
   },
   {
     // apiserver pkg/registry/core/pod/strategy.go streamLocation: `pod %s does not have a host assigned` (BadRequest)
@@ -211,14 +212,14 @@ const RULES: Rule[] = [
     test: /container not found \("([^"]+)"\)|container "([^"]+)" in pod "([^"]+)" is waiting to start: ?(.*)/,
     make: (m, c) => {
       const container = m[1] ?? m[2];
-      return { kind: 'container-stopped', cause: 'container-not-running', message: `The container ${container} of ${podName(c, m[3] ?? 'the pod')} is not running (yet)${m[4] ? `: ${m[4]}` : ''}`, detail: { container } };
+      return { kind: 'container-stopped', cause: 'container-not-running', message: `The container ${container} of ${podName(c, m[3] ?? '')} is not running (yet)${m[4] ? `: ${m[4]}` : ''}`, detail: { container } };
     },
   },
   {
     // The container runtime cannot find `sh` (a distroless image): runc/crun `exec: "sh": executable file not found
     // in $PATH`, passed on by kubelet and the CRI.
     test: /exec: "sh": executable file not found in \$PATH|"sh": executable file not found/,
-    make: (_m, c) => ({ kind: 'command-failed', cause: 'no-shell', message: `The container ${c.pod ? `${c.pod.container} of ${c.pod.namespace}/${c.pod.pod}` : ''} has no sh (a distroless image?): remote-runs runs its commands under /bin/sh`.replace('container  has', 'container has') }),
+    make: (_m, c) => ({ kind: 'command-failed', cause: 'no-shell', message: `${c.pod ? `The container ${c.pod.container} of ${c.pod.namespace}/${c.pod.pod}` : 'The container'} has no sh (a distroless image?): remote-runs runs its commands under /bin/sh` }),
   },
   {
     // An exec stream refused on the way: the upgrade to a stream refused (client-go transport/spdy, tools/remotecommand
