@@ -11,6 +11,7 @@ import { PodExecutor } from '../../src/core/kube/executor';
 import { OWNER_RESOURCES, ownersVerb, podsVerb } from '../../src/core/kube/cluster';
 import { parsePodTargetId, podTarget } from '../../src/core/kube/names';
 import { classifyTargetFailure, targetPrefix, wrapForTarget } from '../../src/core/targets';
+import { terminalSshArgs } from '../../src/core/terminal';
 import { FENCE, portableCommandLine } from '../../src/core/shell/portable';
 import { shellJoin } from '../../src/core/shell/quote';
 import { RemoteRunsError, formatTarget } from '../../src/core/types';
@@ -88,4 +89,10 @@ test('what a cluster is asked: pods in the entry\'s namespace or all, with its s
   assert.deepEqual(podsVerb(all), ['get', 'pods', '-o', 'json', '--all-namespaces', '--selector=training.kubeflow.org/job-name,team in (nlp)']);
   assert.deepEqual(ownersVerb(all, OWNER_RESOURCES[1]), ['get', 'jobsets.jobset.x-k8s.io', '-o', 'json', '--all-namespaces']);
   assert.ok(OWNER_RESOURCES.every((r) => r.split('.').length >= 2), 'each kind names its API group');
+});
+
+test('a pod container never gets an ssh terminal (its terminal is kubectl exec on this machine)', () => {
+  const hop = { alias: 'h', hostname: 'h', port: 22, user: 'u', identityFiles: [], identitiesOnly: false };
+  assert.throws(() => terminalSshArgs([], hop, podTarget(pod), '/workspace'), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'internal' && /its terminal is kubectl exec/.test(e.message));
+  assert.ok(terminalSshArgs([], hop, { kind: 'docker', id: 'x' }, '/w').includes('h'), 'control: a container on a host still gets one');
 });
