@@ -254,5 +254,7 @@ describe('HOSTS_JSON_SCHEMA', () => {
     const items = manifest.contributes.configuration.properties['remoteRuns.hosts'].items;
     assert.deepEqual(Object.keys(items.properties).sort(), Object.keys(schema.properties).sort());
     assert.deepEqual(items.required, schema.required);
+    // The whole of it, the if/then/else that tells an SSH host from a cluster included.
+    assert.deepEqual(items, JSON.parse(JSON.stringify(schema)));
   });
 });
