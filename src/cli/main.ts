@@ -23,7 +23,7 @@ import { HostDirectory } from '../core/hosts';
 import { RemoteRunsCore, type PickedCheckpoint } from '../core/service';
 import type { SkippedEntry } from '../core/transfer';
 import { parseAddress } from '../core/address';
-import { parseConfigFile } from '../core/config';
+import { parseConfigFileEntries } from '../core/config';
 import { RemoteRunsError, asRemoteRunsError, isRemoteRunsError, type HostConfig } from '../core/types';
 import { TerminalPrompter } from './prompter';
 import { lsCommand } from './ls';
@@ -217,6 +217,8 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     const second = verb === 'diff' ? parseAddress(positionals[2]!) : undefined;
     // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name.
     for (const a of second ? [addr, second] : [addr]) {
+      // A cluster is never tried as an SSH host of the same name.
+      if (config.clusters.includes(a.host)) throw new RemoteRunsError('bad-address', `${a.host} is a Kubernetes cluster ("kind": "kubernetes"): the command line does not reach clusters yet (docs/kubernetes.md)`);
       if (!hosts.configs().some((h) => h.name === a.host)) hostsFromFile.push({ name: a.host, host: a.host });
     }
     // What the ssh config holds that this host's connection does not follow: said on every run, never only in a
@@ -341,21 +343,22 @@ function loadConfig(
   configPath: string | undefined,
   env: NodeJS.ProcessEnv,
   home: string,
-): { hosts: HostConfig[]; knownHostsFiles?: string[]; evalProfiles(): EvalProfile[] } {
+): { hosts: HostConfig[]; clusters: string[]; knownHostsFiles?: string[]; evalProfiles(): EvalProfile[] } {
   const explicit = configPath ?? env.REMOTE_RUNS_CONFIG;
   const file = explicit ?? path.join(home, '.config', 'remote-runs', 'config.json');
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    if (!explicit && (e as NodeJS.ErrnoException).code === 'ENOENT') return { hosts: [], evalProfiles: () => [] };
+    if (!explicit && (e as NodeJS.ErrnoException).code === 'ENOENT') return { hosts: [], clusters: [], evalProfiles: () => [] };
     throw new RemoteRunsError('bad-config', `Cannot read config ${file}: ${(e as Error).message}`);
   }
-  const hosts = parseConfigFile(text, file);
+  const { hosts, clusters } = parseConfigFileEntries(text, file);
   // Checked by parseConfigFile; `~/` is the home folder, as in the setting, and a relative path is the config's.
   const known = (JSON.parse(text) as { knownHostsFiles?: string[] }).knownHostsFiles;
   return {
     hosts,
+    clusters: clusters.map((c) => c.name),
     knownHostsFiles: known?.map((f) => path.resolve(path.dirname(file), expandHome(f, home))),
     evalProfiles(): EvalProfile[] {
       const { profiles, problems } = parseEvalProfiles((JSON.parse(text) as Record<string, unknown>).evalProfiles, `${file}: evalProfiles`);

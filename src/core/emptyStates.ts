@@ -26,6 +26,11 @@ export const EMPTY_STATES: Readonly<Record<EmptyKind, EmptyStateText>> = {
   empty: { title: 'Empty directory', hint: 'The directory exists and holds nothing.', icon: 'folder' },
   'no-checkpoints': { title: 'No runs recognised', hint: 'The directory holds entries, but none looks like a run (checkpoints or a metrics log).', icon: 'search' },
   'command-failed': { title: 'Listing command failed', hint: 'The remote listing command failed. See the log for its output.', icon: 'error' },
+  'kube-config': { title: 'Kubeconfig problem', hint: 'kubectl found no usable kubeconfig or context for this cluster. Check the entry\'s context and kubeconfig (kubectl config get-contexts).', icon: 'gear' },
+  'credential-plugin': { title: 'Credential plugin failed', hint: 'The kubeconfig\'s exec credential plugin is missing or failed. Install it, or log in with your cloud\'s CLI, then retry.', icon: 'key' },
+  forbidden: { title: 'Forbidden by RBAC', hint: 'The cluster\'s RBAC denied the verb and resource named in the message. Ask for a Role that grants it.', icon: 'lock' },
+  'exec-refused': { title: 'Exec refused', hint: 'The cluster refused to open an exec stream into the container (a proxy or the kubelet). See the log for kubectl\'s words.', icon: 'error' },
+  'kubectl-missing': { title: 'kubectl not found', hint: 'Install kubectl, or set remoteRuns.kubectlPath (user settings) to it.', icon: 'tools' },
 };
 
 export function emptyStateText(kind: ErrorKind): EmptyStateText {

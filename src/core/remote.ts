@@ -66,6 +66,9 @@ export async function runCommand<T>(
     stdin: command.stdin,
     ...(skip ? { onStdout: skip } : {}),
   });
+  // kubectl that never ran the command (no FENCE) is named before it could be taken for a login shell's refusal.
+  const kubectl = target.kind === 'pod' ? classifyTargetFailure(target, raw) : undefined;
+  if (kubectl) throw kubectl;
   const refused = shellRefused(raw);
   if (refused) throw refused;
   const result = capped(unfence(raw), command.maxOutputBytes);

@@ -15,7 +15,7 @@ import type { EvalProfile } from './eval/types';
 import { formatTarget } from './types';
 
 /** Read from user/remote settings only; a workspace value is ignored (VS Code drops it) and reported. */
-export const MACHINE_SETTINGS = ['remoteRuns.sshPath', 'remoteRuns.knownHostsFiles', 'remoteRuns.sshConfigFile'] as const;
+export const MACHINE_SETTINGS = ['remoteRuns.sshPath', 'remoteRuns.kubectlPath', 'remoteRuns.knownHostsFiles', 'remoteRuns.sshConfigFile'] as const;
 
 /** Window-scoped settings whose workspace values VS Code does not apply in Restricted Mode (untrusted workspace). */
 export const RESTRICTED_SETTINGS = [...MACHINE_SETTINGS, 'remoteRuns.hosts', 'remoteRuns.evalProfiles', 'remoteRuns.downloadDirectory'] as const;
@@ -23,6 +23,7 @@ export const RESTRICTED_SETTINGS = [...MACHINE_SETTINGS, 'remoteRuns.hosts', 're
 /** Why each setting is kept from workspaces: docs/workspace-trust.md's table and the warnings say the same. */
 export const WHY_RESTRICTED: Record<(typeof RESTRICTED_SETTINGS)[number], string> = {
   'remoteRuns.sshPath': 'names a program that every download runs',
+  'remoteRuns.kubectlPath': 'names the program that every command in a Kubernetes cluster runs',
   'remoteRuns.knownHostsFiles': 'decides which host keys are trusted',
   'remoteRuns.sshConfigFile': 'an ssh config can run programs (ProxyCommand, Match exec) and choose keys and jump hosts',
   'remoteRuns.hosts': 'connects with your keys; in a trusted workspace its hosts are used without identityFile and proxyJump',
@@ -30,8 +31,18 @@ export const WHY_RESTRICTED: Record<(typeof RESTRICTED_SETTINGS)[number], string
   'remoteRuns.downloadDirectory': 'decides where files are written',
 };
 
-/** Fields of a `remoteRuns.hosts` entry that a workspace may not set: they pick keys and route connections. */
-export const HOST_FIELDS_USER_ONLY = ['identityFile', 'proxyJump'] as const;
+/**
+ * Fields of a `remoteRuns.hosts` entry that a workspace may not set: they pick keys and route connections, or (a
+ * cluster's `kubeconfig`) name a file whose `exec` credential plugins kubectl runs (client-go
+ * plugin/pkg/client/auth/exec/exec.go) and whose clusters and users decide where your credentials go.
+ */
+export const HOST_FIELDS_USER_ONLY = ['identityFile', 'proxyJump', 'kubeconfig'] as const;
+
+const WHY_USER_ONLY: Record<(typeof HOST_FIELDS_USER_ONLY)[number], string> = {
+  identityFile: 'picks the key offered',
+  proxyJump: 'routes the connection through other machines',
+  kubeconfig: 'names a kubeconfig, whose credential plugins kubectl runs',
+};
 
 /** What `WorkspaceConfiguration.inspect()` gives (the language-specific values are not used by these settings). */
 export interface Inspected<T> {
@@ -72,8 +83,8 @@ export function effectiveLevel<T>(inspected: Inspected<T> | undefined): { value:
 }
 
 /**
- * `remoteRuns.hosts` as VS Code would answer it, except that host entries from a workspace lose `identityFile` and
- * `proxyJump` (each reported): a repository may name hosts, but which of your keys is offered and through which
+ * `remoteRuns.hosts` as VS Code would answer it, except that host entries from a workspace lose `identityFile`,
+ * `proxyJump` and `kubeconfig` (each reported; a cluster entry then uses kubectl's own kubeconfig): a repository may name hosts, but which of your keys is offered and through which
  * machine the connection goes come from your user settings or `~/.ssh/config` (a `Host` alias the entry names).
  */
 export function hostsSetting(inspected: Inspected<unknown> | undefined): { value: unknown; origin: SettingOrigin; ignored: IgnoredSetting[] } {
@@ -90,7 +101,7 @@ export function hostsSetting(inspected: Inspected<unknown> | undefined): { value
       ignored.push({
         setting: `remoteRuns.hosts[${i}].${field}${name}`,
         where: 'workspace settings',
-        reason: `${field === 'identityFile' ? 'picks the key offered' : 'routes the connection through other machines'}: set it in your user settings or in ~/.ssh/config for that Host`,
+        reason: `${WHY_USER_ONLY[field]}: set it in your user settings${field === 'kubeconfig' ? '' : ' or in ~/.ssh/config for that Host'}`,
       });
     }
     return copy;

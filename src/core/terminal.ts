@@ -5,7 +5,7 @@
 import { shellJoin } from './shell/quote';
 import { portableCommandLine } from './shell/portable';
 import type { ResolvedHop } from './ssh/types';
-import type { TargetRef } from './types';
+import { RemoteRunsError, formatTarget, type TargetRef } from './types';
 
 /** `ssh` arguments for an interactive shell inside `target`, starting in `cwd` when it exists. */
 export function terminalSshArgs(
@@ -15,6 +15,8 @@ export function terminalSshArgs(
   cwd: string,
   options: { knownHostsFiles?: string[] } = {},
 ): string[] {
+  // A pod container's terminal is `kubectl exec -it` on this machine, never an ssh login (kube/kubectl.ts).
+  if (target.kind === 'pod') throw new RemoteRunsError('internal', `${formatTarget(target)} is a pod container: its terminal is kubectl exec on this machine, not ssh`);
   const args = ['-t', '-p', String(hop.port), '-l', hop.user];
   // The same known_hosts the extension checks, so the terminal trusts exactly what the tree trusts.
   if (options.knownHostsFiles?.length) args.push('-o', `UserKnownHostsFile=${options.knownHostsFiles.map((f) => f.replace(/ /g, '\\ ')).join(' ')}`);

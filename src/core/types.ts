@@ -5,12 +5,18 @@
  * This folder never imports `vscode`.
  */
 
-/** Where a run lives on a host: the machine itself, a Proxmox LXC, or a Docker container. */
-export type TargetKind = 'host' | 'pct' | 'docker';
+/**
+ * Where a run lives: on an SSH host, the machine itself, a Proxmox LXC, or a Docker container; on a Kubernetes
+ * cluster (ClusterConfig), a container of a pod.
+ */
+export type TargetKind = 'host' | 'pct' | 'docker' | 'pod';
 
 export interface TargetRef {
   kind: TargetKind;
-  /** '' for `host`, the vmid for `pct`, the container name for `docker`. */
+  /**
+   * '' for `host`, the vmid for `pct`, the container name for `docker`; for `pod`, `NAMESPACE/POD:CONTAINER`
+   * (kube/podTarget.ts: the three are Kubernetes names, which hold neither `/` nor `:`, so the split is unambiguous).
+   */
   id: string;
 }
 
@@ -37,6 +43,27 @@ export interface HostConfig {
   /** `auto` (default) discovers pct/docker; otherwise explicit target specs such as `host`, `pct:200`, `docker:trainer`. */
   targets?: 'auto' | string[];
   /** Directories searched for runs. Default: DEFAULT_RUN_ROOTS. */
+  runRoots?: string[];
+}
+
+/**
+ * A Kubernetes cluster as configured: an entry of `remoteRuns.hosts` (or the CLI config's `hosts`) with
+ * `"kind": "kubernetes"` (docs/kubernetes.md). Kept apart from HostConfig, so no SSH code can be handed one: its
+ * targets are pod containers reached through the user's own `kubectl` on this machine (kube/kubectl.ts).
+ */
+export interface ClusterConfig {
+  kind: 'kubernetes';
+  /** Display name and the key used in CLI addresses, unique among hosts and clusters. */
+  name: string;
+  /** The kubeconfig context (`kubectl --context`). */
+  context: string;
+  /** Only this namespace (`-n`); default: every namespace the user may list (`--all-namespaces`). */
+  namespace?: string;
+  /** A label selector for the pods shown (`-l`, kubectl's syntax), e.g. `training.kubeflow.org/job-name`. */
+  selector?: string;
+  /** The kubeconfig file (`--kubeconfig`; a leading `~` is the home folder); default: kubectl's own ($KUBECONFIG, ~/.kube/config). */
+  kubeconfig?: string;
+  /** Directories searched for runs inside each container. Default: DEFAULT_RUN_ROOTS. */
   runRoots?: string[];
 }
 
@@ -248,6 +275,12 @@ export const LIVE_WINDOW_MS = 2 * 60 * 1000;
 
 /**
  * Every way a listing can come back empty or fail. Never fold two of these into one message:
+ * (the Kubernetes ones, kube/errors.ts: `kube-config` no kubeconfig, a context that is not in it, or a kubeconfig
+ * kubectl cannot read; `credential-plugin` an exec credential plugin that is missing or failed; `forbidden` RBAC
+ * denied a verb on a resource; `exec-refused` the API server or kubelet refused the exec stream; `kubectl-missing`
+ * the kubectl program is not there. A cluster's Unauthorized is `auth-failed`, a pod or container not found
+ * `container-missing`, a pod not running (yet, or any more) `container-stopped`, an API server that does not
+ * answer `unreachable`.)
  * that is how a user concludes "no checkpoints" when they were there all along.
  */
 export type EmptyKind =
@@ -262,7 +295,12 @@ export type EmptyKind =
   | 'not-a-directory'
   | 'empty'
   | 'no-checkpoints'
-  | 'command-failed';
+  | 'command-failed'
+  | 'kube-config'
+  | 'credential-plugin'
+  | 'forbidden'
+  | 'exec-refused'
+  | 'kubectl-missing';
 
 /** The subset of EmptyKind that a single run root can end in (the rest concern host or target). */
 export type RootEmptyKind = 'path-missing' | 'permission-denied' | 'not-a-directory' | 'empty' | 'no-checkpoints';
@@ -382,7 +420,7 @@ export interface TargetListing {
   remoteNow: number;
 }
 
-/** Spell a target as in addresses and settings: `host`, `pct:200`, `docker:name`. */
+/** Spell a target as in addresses and settings: `host`, `pct:200`, `docker:name`, `pod:ns/pod:container`. */
 export function formatTarget(t: TargetRef): string {
   return t.kind === 'host' ? 'host' : `${t.kind}:${t.id}`;
 }

@@ -11,7 +11,7 @@ import {
   type Inspected,
   type SettingOrigin,
 } from '../core/settingsTrust';
-import type { HostConfig } from '../core/types';
+import type { ClusterConfig, HostConfig } from '../core/types';
 import { parseJsonc } from '../core/util/jsonc';
 import { CommandIds } from './commandIds';
 import type { Logger } from './log';
@@ -40,6 +40,7 @@ export type SettingKey =
   | 'downloadConcurrency'
   | 'downloadClient'
   | 'sshPath'
+  | 'kubectlPath'
   | 'languageServer.languages'
   | 'pathMappings'
   | 'evalProfiles'
@@ -80,7 +81,7 @@ export function downloadDirectory(): string {
 /**
  * Typed reads of the `remoteRuns.*` settings; invalid host entries are reported once and skipped.
  *
- * Trust (docs/workspace-trust.md): `sshPath`, `knownHostsFiles` and `sshConfigFile` are
+ * Trust (docs/workspace-trust.md): `sshPath`, `kubectlPath`, `knownHostsFiles` and `sshConfigFile` are
  * machine scoped and read through `inspect()` from the user level only; hosts from a workspace lose `identityFile`
  * and `proxyJump`; eval profiles carry where they came from. Every workspace value not honoured is logged and shown
  * once (a notification naming the setting) — never dropped in silence.
@@ -99,9 +100,19 @@ export class Settings {
   }
 
   hosts(): HostConfig[] {
+    return this.hostEntries().hosts;
+  }
+
+  /** The Kubernetes clusters of `remoteRuns.hosts` (entries with `"kind": "kubernetes"`), checked as the hosts are. */
+  clusters(): ClusterConfig[] {
+    const defaults = this.defaultRunRoots();
+    return this.hostEntries().clusters.map((c) => (c.runRoots?.length || !defaults ? c : { ...c, runRoots: defaults }));
+  }
+
+  private hostEntries(): { hosts: HostConfig[]; clusters: ClusterConfig[] } {
     const read = hostsSetting(this.cfg.inspect<unknown>('hosts') as Inspected<unknown> | undefined);
     this.noteIgnored('hosts', read.ignored);
-    const { hosts, problems } = parseHostsSetting(read.value, 'remoteRuns.hosts');
+    const { hosts, clusters, problems } = parseHostsSetting(read.value, 'remoteRuns.hosts');
     const text = problems.join('\n');
     if (text && text !== this.lastProblems) {
       this.log.warn(`remoteRuns.hosts: ${text}`);
@@ -111,7 +122,7 @@ export class Settings {
     }
     this.lastProblems = text;
     const defaults = this.defaultRunRoots();
-    return hosts.map((h) => (h.runRoots?.length || !defaults ? h : { ...h, runRoots: defaults }));
+    return { hosts: hosts.map((h) => (h.runRoots?.length || !defaults ? h : { ...h, runRoots: defaults })), clusters };
   }
 
   /** Valid eval profiles and where the list came from (`workspace`: each needs a yes before it runs). */
@@ -139,6 +150,12 @@ export class Settings {
   /** The OpenSSH binary downloads run; undefined: `ssh` from PATH. Never a workspace's value. */
   sshPath(): string | undefined {
     const v = this.userLevel<string>('sshPath');
+    return typeof v === 'string' && v.trim() ? v.trim() : undefined;
+  }
+
+  /** The kubectl program clusters are reached through; undefined: `kubectl` from PATH. Never a workspace's value. */
+  kubectlPath(): string | undefined {
+    const v = this.userLevel<string>('kubectlPath');
     return typeof v === 'string' && v.trim() ? v.trim() : undefined;
   }
 
@@ -189,7 +206,7 @@ export class Settings {
     this.report();
   }
 
-  private userLevel<T>(key: 'sshPath' | 'knownHostsFiles' | 'sshConfigFile'): T | undefined {
+  private userLevel<T>(key: 'sshPath' | 'kubectlPath' | 'knownHostsFiles' | 'sshConfigFile'): T | undefined {
     const { value, ignored } = userLevelValue<T>(`remoteRuns.${key}`, this.cfg.inspect<T>(key));
     this.noteIgnored(key, ignored);
     return value;

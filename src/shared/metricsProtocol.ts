@@ -17,7 +17,7 @@
  */
 import type { MetricDirection, PlateauDirection } from './metricDirection';
 
-export type TargetKindWire = 'host' | 'pct' | 'docker';
+export type TargetKindWire = 'host' | 'pct' | 'docker' | 'pod';
 
 /** Which run, stable across reloads (also what a restored panel keeps in its state). */
 export interface RunRefWire {

@@ -41,8 +41,8 @@ describe('parseHostsSetting', () => {
   });
 
   test('unset is an empty list without problems; a non-array is one problem', () => {
-    assert.deepEqual(parseHostsSetting(undefined, SRC), { hosts: [], problems: [] });
-    assert.deepEqual(parseHostsSetting(null, SRC), { hosts: [], problems: [] });
+    assert.deepEqual(parseHostsSetting(undefined, SRC), { hosts: [], clusters: [], problems: [] });
+    assert.deepEqual(parseHostsSetting(null, SRC), { hosts: [], clusters: [], problems: [] });
     const r = parseHostsSetting({ name: 'x', host: 'y' }, SRC);
     assert.deepEqual(r.hosts, []);
     assert.deepEqual(r.problems, ['remoteRuns.hosts: expected an array of hosts, got an object']);
@@ -211,10 +211,18 @@ describe('HOSTS_JSON_SCHEMA', () => {
     for (const [k, v] of Object.entries(schema.properties)) assert.ok(v.description.length > 10, k);
   });
 
-  test('lists exactly the fields the validator knows', () => {
+  test('lists exactly the fields the validator knows (an SSH host\'s and a cluster\'s together)', () => {
     const [p] = problemsOf({ name: 'a', host: 'b', zzz: 1 });
-    const known = /known: (.*)\)/.exec(p)?.[1].split(', ');
-    assert.deepEqual(known, Object.keys(schema.properties));
+    const ssh = /known: (.*)\)/.exec(p)?.[1].split(', ') ?? [];
+    const [q] = problemsOf({ name: 'a', kind: 'kubernetes', context: 'c', zzz: 1 });
+    const kube = /known: (.*)\)/.exec(q)?.[1].split(', ') ?? [];
+    assert.ok(ssh.includes('host') && !ssh.includes('context') && kube.includes('context') && !kube.includes('host'));
+    assert.deepEqual([...new Set([...ssh, ...kube])].sort(), Object.keys(schema.properties).sort());
+    // The schema's if/then/else forbids each kind's fields on the other, as the validator reports them.
+    const thenOff = Object.keys(schema.then.properties);
+    const elseOff = Object.keys(schema.else.properties);
+    assert.deepEqual(thenOff.sort(), ssh.filter((f) => !kube.includes(f)).sort());
+    assert.deepEqual(elseOff.sort(), kube.filter((f) => !ssh.includes(f)).sort());
   });
 
   test('its patterns accept and reject what the validator does', () => {
@@ -246,5 +254,7 @@ describe('HOSTS_JSON_SCHEMA', () => {
     const items = manifest.contributes.configuration.properties['remoteRuns.hosts'].items;
     assert.deepEqual(Object.keys(items.properties).sort(), Object.keys(schema.properties).sort());
     assert.deepEqual(items.required, schema.required);
+    // The whole of it, the if/then/else that tells an SSH host from a cluster included.
+    assert.deepEqual(items, JSON.parse(JSON.stringify(schema)));
   });
 });

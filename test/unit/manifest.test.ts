@@ -34,7 +34,10 @@ test('the hosts setting schema rejects a target spec that is not host, pct:<id> 
   assert.ok(pattern.test('host'));
   assert.ok(!pattern.test('pct:abc'));
   assert.ok(!pattern.test('lxc:200'));
-  assert.deepEqual(item.required, ['name', 'host']);
+  // An SSH entry needs its host, a cluster entry (kind: kubernetes) its context: the schema's if/then/else says which.
+  assert.deepEqual(item.required, ['name']);
+  assert.deepEqual(item.else.required, ['host']);
+  assert.deepEqual(item.then.required, ['context']);
 });
 
 test('every setting that names a program or a trust file is machine/application scoped and restricted in untrusted workspaces', () => {

@@ -136,3 +136,22 @@ test('the question shows where it runs and the command line exactly as written',
   assert.match(d, /env: CUDA_VISIBLE_DEVICES=0/);
   assert.match(consentDetail(profile({ where: 'gpu2/pct:300', command: 'x' })), /on gpu2\/pct:300, with your login/);
 });
+
+test('a workspace cluster entry loses its kubeconfig (kubectl runs its credential plugins), said once', () => {
+  const r = hostsSetting({ workspaceValue: [{ name: 'prod', kind: 'kubernetes', context: 'c', kubeconfig: '/tmp/evil-kubeconfig' }] });
+  assert.deepEqual(r.value, [{ name: 'prod', kind: 'kubernetes', context: 'c' }]);
+  assert.equal(r.ignored.length, 1);
+  assert.equal(r.ignored[0].setting, 'remoteRuns.hosts[0].kubeconfig (prod)');
+  assert.match(r.ignored[0].reason, /credential plugins kubectl runs: set it in your user settings$/);
+  // The user's own keeps it.
+  assert.deepEqual(hostsSetting({ globalValue: [{ name: 'prod', kind: 'kubernetes', context: 'c', kubeconfig: '~/k' }] }).ignored, []);
+});
+
+test('remoteRuns.kubectlPath is read from user settings only, and a workspace file naming it is reported', () => {
+  const r = userLevelValue('remoteRuns.kubectlPath', { defaultValue: '', globalValue: '/usr/local/bin/kubectl', workspaceValue: '/tmp/canary.sh' });
+  assert.equal(r.value, '/usr/local/bin/kubectl');
+  assert.equal(r.ignored[0].setting, 'remoteRuns.kubectlPath');
+  const found = ignoredInWorkspaceFile('.vscode/settings.json of repo', { 'remoteRuns.kubectlPath': '/tmp/canary.sh' }, true);
+  assert.deepEqual(found.map((i) => i.setting), ['remoteRuns.kubectlPath']);
+  assert.match(found[0].reason, /names the program that every command in a Kubernetes cluster runs: only your user settings can set it/);
+});

@@ -343,7 +343,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     item.id = node.id;
     item.description = t.kind === 'host' ? 'bare host' : [t.label !== t.id ? t.label : '', t.state].filter(Boolean).join(' · ');
     item.iconPath = new vscode.ThemeIcon(t.kind === 'host' ? 'server' : t.state === 'stopped' ? 'debug-stop' : 'package');
-    item.tooltip = `${t.kind === 'host' ? 'The host itself' : `${t.kind === 'pct' ? 'Proxmox container' : 'Docker container'} ${t.id}`} — ${t.state}`;
+    item.tooltip = `${t.kind === 'host' ? 'The host itself' : `${t.kind === 'pct' ? 'Proxmox container' : t.kind === 'pod' ? 'Pod container' : 'Docker container'} ${t.id}`} — ${t.state}`;
     item.contextValue = `target.${t.kind}.${t.state}`;
     return item;
   }

@@ -1,0 +1,43 @@
+/**
+ * The executor of a pod container: runs the line a remote command is (targets.ts wrapForTarget) as
+ * `kubectl … exec -i POD -c CONTAINER -- sh -c LINE` on this machine, so the one runner (remote.ts runCommand) and
+ * its parsers work in a pod as over SSH. kubectl's own failures are named by kube/errors.ts (through
+ * classifyTargetFailure); the command's own exit status is kubectl's exit status (kubectl pkg/cmd/util/helpers.go
+ * checkErr exits with a utilexec.ExitError's code); kubectl's closing `command terminated with exit code N` line is
+ * left on stderr, where kube/errors.ts podExecFailure reads it as "the command ran" (commandOwnStderr takes it off).
+ */
+import type { Executor, ExecOptions } from '../remote';
+import type { ExecResult } from '../types';
+import type { ProcessHolder } from '../util/processes';
+import { kubectlArgs, podExecVerb, runKubectl, type KubectlAccess } from './kubectl';
+import type { PodContainer } from './names';
+
+export class PodExecutor implements Executor {
+  constructor(
+    private readonly access: KubectlAccess,
+    private readonly pod: PodContainer,
+    private readonly holder?: ProcessHolder,
+  ) {}
+
+  /** The whole argv (without the program) that runs `line` in the container. */
+  argsFor(line: string): string[] {
+    return kubectlArgs(this.access, [...podExecVerb(this.pod), 'sh', '-c', line], { namespace: this.pod.namespace });
+  }
+
+  async exec(commandLine: string, options: ExecOptions = {}): Promise<ExecResult> {
+    const r = await runKubectl(this.access, this.argsFor(commandLine), {
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
+      ...(options.stdin !== undefined ? { input: Buffer.from(options.stdin) } : {}),
+      ...(options.onStdout ? { onStdout: options.onStdout } : {}),
+      ...(this.holder ? { holder: this.holder } : {}),
+    });
+    return {
+      stdout: r.stdout,
+      stderr: r.stderr,
+      code: r.code,
+      ...(r.signal ? { signal: r.signal } : {}),
+      truncated: r.truncated,
+    };
+  }
+}
