@@ -29,7 +29,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer as createNetServer, type Socket } from 'node:net';
+import { Socket as NetSocket, type Socket } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -128,6 +128,8 @@ export interface KubeApi {
   addIdentity(identity: KubeIdentity): void;
   /** The exec processes still alive, with their argv. */
   running(): KubeExecProcess[];
+  /** The exec processes that have ended, with how (`signal` is e.g. `SIGPIPE` for one whose reader went away). */
+  ended(): (KubeExecProcess & { code: number | null; signal: NodeJS.Signals | null })[];
   /** Request lines seen (method, path and query), for tests that ask what kubectl sent. */
   requests: string[];
   writeKubeconfig(spec: { contexts: KubeconfigContext[]; current?: string; file?: string }): string;
@@ -201,14 +203,24 @@ interface Watcher {
 
 interface ExecRecord extends KubeExecProcess {
   child: ChildProcess;
+  /** The read ends of the process's stdout and stderr pipes. */
+  stdout: NetSocket;
+  stderr: NetSocket;
+  exit?: { code: number | null; signal: NodeJS.Signals | null };
 }
 
 function status(code: number, reason: string, message: string, details?: Record<string, unknown>): Record<string, unknown> {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code };
 }
 
-/** Start the server. `dir` (default a new temp folder) holds the CA, the sandboxes and the logs. */
-export async function startKubeApi(options: { dir?: string } = {}): Promise<KubeApi> {
+/**
+ * Start the server. `dir` (default a new temp folder) holds the CA, the sandboxes and the logs. `onDisconnect` says
+ * what an exec process meets when kubectl's connection ends (it is never killed): `close-pipes` (default) its
+ * stdin ends and its stdout/stderr lose their reader, so its next write gets SIGPIPE; `stop-reading` its output
+ * is no longer read, so it blocks once the pipe buffer is full.
+ */
+export async function startKubeApi(options: { dir?: string; onDisconnect?: 'close-pipes' | 'stop-reading' } = {}): Promise<KubeApi> {
+  const onDisconnect = options.onDisconnect ?? 'close-pipes';
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'rr-kubeapi-'));
   fs.mkdirSync(dir, { recursive: true });
   const tls = makeTls(path.join(dir, 'pki'));
@@ -375,8 +387,8 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
     addIdentity(identity) {
       identities.set(identity.token, identity);
     },
-    running: () =>
-      [...execs].filter((e) => e.child.exitCode === null && e.child.signalCode === null).map(({ child: _child, ...rest }) => ({ ...rest })),
+    running: () => [...execs].filter((e) => !e.exit).map(({ child: _c, exit: _e, stdout: _o, stderr: _r, ...rest }) => ({ ...rest })),
+    ended: () => [...execs].filter((e) => e.exit).map(({ child: _c, exit, stdout: _o, stderr: _r, ...rest }) => ({ ...rest, ...exit! })),
     writeKubeconfig: (spec) => writeKubeconfig(api, spec),
     stop: async () => {
       for (const t of timers) clearInterval(t);
@@ -561,13 +573,17 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
     res.flushHeaders();
     let offset = 0;
     let pending = '';
+    let atLineStart = true;
     const render = (line: string): string | undefined => {
       // CRI format: TIMESTAMP STREAM TAG CONTENT (kubelet kuberuntime/logs/logs.go parseCRILog)
       const m = /^(\S+) (stdout|stderr) ([PF]) (.*)$/.exec(line);
       if (!m) return undefined;
       if (since !== undefined && Date.parse(m[1]) < since) return undefined;
       const text = m[3] === 'F' ? `${m[4]}\n` : m[4];
-      return timestamps ? `${m[1]} ${text}` : text;
+      // The timestamp goes only in front of a line's first part (kubelet logs.go ReadLogs: isNewLine).
+      const stamp = timestamps && atLineStart ? `${m[1]} ` : '';
+      atLineStart = m[3] === 'F';
+      return `${stamp}${text}`;
     };
     const readNew = (): string => {
       let size = 0;
@@ -669,8 +685,15 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
         // pipes lose their reader, so it lives on until it next writes (SIGPIPE) or ends by itself. The process is
         // not killed (containerd internal/cri/server/container_execsync.go, the comment on execInContainer).
         rec.child.stdin?.destroy();
-        rec.child.stdout?.destroy();
-        rec.child.stderr?.destroy();
+        if (onDisconnect === 'close-pipes') {
+          rec.stdout.destroy();
+          rec.stderr.destroy();
+        } else {
+          // The other reading of the runtime: its copy blocks on the dead stream, so the pipe fills and the process
+          // blocks in its next write once the pipe buffer is full, for ever.
+          rec.stdout.pause();
+          rec.stderr.pause();
+        }
       },
     });
     sockets.add(socket);
@@ -686,30 +709,42 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
       writeStatus(status(500, 'InternalError', `Internal error occurred: ${err}`, { causes: [{ message: err }] }));
       return;
     }
+    // stdout and stderr are real pipes, as the runtime's are (containerd's exec IO is FIFOs): Node's own stdio
+    // 'pipe' is a socketpair, where a write after the reader closed with unread data fails with ECONNRESET and no
+    // SIGPIPE, which no container process meets.
+    const out = realPipe(dir);
+    const err = realPipe(dir);
     const child = spawn('unshare', ['-rm', '/bin/sh', path.join(SHIMS_DIR, 'shim-enter.sh'), c.rootfs, mnt, ...argv], {
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', out.writeFd, err.writeFd],
       env: { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', HOSTNAME: name },
     });
-    rec = { namespace: ns, pod: name, container: cname, argv, pid: child.pid ?? -1, connected: true, child };
+    fs.closeSync(out.writeFd);
+    fs.closeSync(err.writeFd);
+    const stdout = new NetSocket({ fd: out.readFd, readable: true, writable: false });
+    const stderr = new NetSocket({ fd: err.readFd, readable: true, writable: false });
+    rec = { namespace: ns, pod: name, container: cname, argv, pid: child.pid ?? -1, connected: true, child, stdout, stderr };
     execs.add(rec);
-    child.stdin.on('error', () => undefined);
-    if (!wantStdin) child.stdin.end();
+    child.stdin!.on('error', () => undefined);
+    if (!wantStdin) child.stdin!.end();
     const pump = (stream: NodeJS.ReadableStream, channel: number): Promise<void> =>
       new Promise((resolve) => {
         stream.on('data', (d: Buffer) => {
-          for (let i = 0; i < d.length; i += 32 * 1024) {
-            if (rec!.connected && ws && !ws.send(channel, d.subarray(i, i + 32 * 1024))) {
-              stream.pause();
-              socket.once('drain', () => stream.resume());
-            }
+          if (!rec!.connected || !ws) return;
+          let full = false;
+          for (let i = 0; i < d.length; i += 32 * 1024) full = !ws.send(channel, d.subarray(i, i + 32 * 1024));
+          // Read no more than kubectl takes: the process blocks in write as it would behind a slow reader.
+          if (full) {
+            stream.pause();
+            socket.once('drain', () => rec!.connected && stream.resume());
           }
         });
         stream.on('end', resolve);
         stream.on('close', resolve);
         stream.on('error', () => resolve());
       });
-    const outs = Promise.all([pump(child.stdout, CHANNEL.stdout), pump(child.stderr, CHANNEL.stderr)]);
+    const outs = Promise.all([pump(stdout, CHANNEL.stdout), pump(stderr, CHANNEL.stderr)]);
     child.on('exit', (code, signal) => {
+      rec!.exit = { code, signal };
       void outs.then(() => {
         if (!rec!.connected) return;
         if (code === 0) writeStatus({ metadata: {}, status: 'Success' });
@@ -907,6 +942,16 @@ function userEntry(dir: string, name: string, u: KubeconfigUser): Record<string,
 
 function shQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** An anonymous-like pipe: a FIFO opened at both ends (the reader first, non-blocking) and unlinked at once. */
+function realPipe(dir: string): { readFd: number; writeFd: number } {
+  const fifo = path.join(dir, `.fifo-${randomBytes(6).toString('hex')}`);
+  execFileSync('mkfifo', ['-m', '600', fifo]);
+  const readFd = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  const writeFd = fs.openSync(fifo, fs.constants.O_WRONLY);
+  fs.unlinkSync(fifo);
+  return { readFd, writeFd };
 }
 
 /** A port on 127.0.0.1 that nobody listens on (bound, then closed at once). */
