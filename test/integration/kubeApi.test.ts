@@ -5,7 +5,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -28,7 +28,20 @@ function runningPod(name: string, labels: Record<string, string>, containers = [
   };
 }
 
+/** The kubectl on PATH, which must speak the WebSocket exec protocol (client-go's default from 1.30 on). */
+function checkKubectl(): void {
+  let version: { clientVersion?: { major: string; minor: string; gitVersion: string } };
+  try {
+    version = JSON.parse(execFileSync('kubectl', ['version', '--client', '-o', 'json'], { encoding: 'utf8' }));
+  } catch (e) {
+    assert.fail(`these tests drive the real kubectl, and there is none on PATH (${(e as Error).message}); install kubectl >= 1.30`);
+  }
+  const minor = parseInt(version.clientVersion?.minor ?? '0', 10);
+  assert.ok(minor >= 30, `kubectl ${version.clientVersion?.gitVersion} speaks only SPDY for exec; these tests need kubectl >= 1.30`);
+}
+
 before(async () => {
+  checkKubectl();
   api = await startKubeApi();
   api.setPods([
     runningPod('train-master-0', { 'training.kubeflow.org/job-name': 'train', 'training.kubeflow.org/replica-type': 'master', 'training.kubeflow.org/replica-index': '0' }),
@@ -127,23 +140,26 @@ test('get pods with a label selector, by name and as JSON; a field selector on s
   assert.equal(bad.stderr, 'Error from server (BadRequest): Unable to find "/v1, Resource=pods" that match label selector "", field selector "spec.gpu=a100": field label not supported: spec.gpu\n');
 });
 
-test('get -w receives a pod\'s update, and a pod that leaves the field selector is dropped from the watch', async () => {
-  const c = start(['get', 'pods', '-w', '--field-selector', 'status.phase=Running', '-l', 'training.kubeflow.org/job-name=train', '-o', 'jsonpath={.metadata.name} {.status.phase} {.status.containerStatuses[0].restartCount}{"\\n"}']);
+test('get -w receives a pod\'s update, and a pod that leaves or rejoins the field selector is DELETED or ADDED for the watch', async () => {
+  const c = start([
+    'get', 'pods', '-w', '--output-watch-events', '--field-selector', 'status.phase=Running', '-l', 'training.kubeflow.org/job-name=train',
+    '-o', 'jsonpath={.type} {.object.metadata.name} {.object.status.phase} {.object.status.containerStatuses[0].restartCount}{"\\n"}',
+  ]);
   const out = output(c);
   try {
-    await out.until(/train-worker-0 Running 0\n/);
+    await out.until(/ADDED train-master-0 Running 0\nADDED train-worker-0 Running 0\n/);
     const pod = structuredClone(api.pod(NS, 'train-worker-0')!);
     pod.status!.containerStatuses![0].restartCount = 1;
     api.updatePod(pod);
-    await out.until(/train-worker-0 Running 1\n/);
+    await out.until(/MODIFIED train-worker-0 Running 1\n/);
     const master = structuredClone(api.pod(NS, 'train-master-0')!);
     master.status!.phase = 'Failed';
     api.updatePod(master);
-    // The watch says DELETED for an object that no longer matches; kubectl prints the object it last saw, so the
-    // line names the Failed phase.
-    await out.until(/train-master-0 Failed 0\n/);
+    await out.until(/DELETED train-master-0 Failed 0\n/);
     master.status!.phase = 'Running';
     api.updatePod(master);
+    const all = await out.until(/ADDED train-master-0 Running 0\n$/);
+    assert.equal(all, 'ADDED train-master-0 Running 0\nADDED train-worker-0 Running 0\nMODIFIED train-worker-0 Running 1\nDELETED train-master-0 Failed 0\nADDED train-master-0 Running 0\n');
   } finally {
     c.kill();
   }
@@ -273,7 +289,9 @@ test('kill -9 of kubectl mid-cat: the remote cat is not killed, and ends by SIGP
   const c = start(['exec', 'train-master-0', '-c', 'pytorch', '--', 'cat', '/workspace/big.bin']);
   // Read the first MiB (the bytes are flowing), then stop reading: kubectl blocks, the socket fills, cat blocks.
   let got = 0;
-  await new Promise<void>((resolve) => {
+  let stderr = '';
+  c.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+  await new Promise<void>((resolve, reject) => {
     c.stdout.on('data', (b: Buffer) => {
       got += b.length;
       if (got >= 1024 * 1024) {
@@ -281,12 +299,15 @@ test('kill -9 of kubectl mid-cat: the remote cat is not killed, and ends by SIGP
         resolve();
       }
     });
+    c.once('exit', (code) => reject(new Error(`kubectl ended (${code}) after ${got} bytes: ${stderr}`)));
   });
   const cat = api.running().find((p) => p.argv[0] === 'cat');
   assert.ok(cat, 'the remote cat runs');
-  const closed = new Promise((resolve) => c.on('close', resolve));
+  // 'exit', not 'close': the paused stdout holds unread bytes, so it never ends by itself.
+  const exited = new Promise((resolve) => c.on('exit', resolve));
   c.kill('SIGKILL');
-  await closed;
+  await exited;
+  c.stdout.destroy();
   await eventually(() => api.ended().some((p) => p.pid === cat.pid), 'the remote cat ended');
   const end = api.ended().find((p) => p.pid === cat.pid)!;
   assert.deepEqual([end.code, end.signal, end.connected], [null, 'SIGPIPE', false], 'cat was not killed, nor did it finish: its next write found no reader');
