@@ -66,6 +66,8 @@ before(async () => {
       { name: 'plugin-fails', namespace: NS, user: { execFails: 'error: the refresh token has expired; run: login-tool auth' } },
       { name: 'plugin-missing', namespace: NS, user: { execMissing: true } },
       { name: 'down', namespace: NS, server: 'closed' },
+      { name: 'no-cluster', namespace: NS, missing: 'cluster' },
+      { name: 'no-user', namespace: NS, missing: 'user' },
     ],
   });
 });
@@ -254,6 +256,13 @@ test('an API server nobody listens on, and a context the kubeconfig does not hav
   assert.match(down.stderr, /\nThe connection to the server 127\.0\.0\.1:\d+ was refused - did you specify the right host or port\?\n$/);
   const missing = await kubectl(['--context', 'nowhere', 'get', 'pods']);
   assert.deepEqual([missing.code, missing.stderr], [1, 'Error in configuration: context was not found for specified context: nowhere\n']);
+  // A context whose cluster entry is missing: client-go falls back to its default server, http://localhost:8080.
+  const noCluster = await kubectl(['--context', 'no-cluster', 'get', 'pods']);
+  assert.equal(noCluster.code, 1);
+  assert.match(noCluster.stderr, /localhost:8080/);
+  // A context whose user entry is missing: no credentials at all, so kubectl asks for a user name on stdin (empty here).
+  const noUser = await kubectl(['--context', 'no-user', 'get', 'pods']);
+  assert.deepEqual([noUser.code, noUser.stdout.toString() + noUser.stderr], [1, 'Please enter Username: error: EOF\n']);
 });
 
 test('exec refused: no such pod, no node yet, container not started, no such container, a completed pod, an image without sh', async () => {
@@ -328,4 +337,27 @@ test('kill -9 of kubectl while the remote command is quiet: it runs on after the
   await eventually(() => api.ended().some((p) => p.pid === quiet.pid), 'the remote command ended once it wrote');
   const end = api.ended().find((p) => p.pid === quiet.pid)!;
   assert.deepEqual([end.code, end.signal], [null, 'SIGPIPE']);
+});
+
+test('with onDisconnect stop-reading, a remote command whose kubectl died writes into a pipe nobody reads and runs on', async () => {
+  const other = await startKubeApi({ onDisconnect: 'stop-reading' });
+  try {
+    other.setPods([runningPod('solo-0', { app: 'solo' })]);
+    const ws = other.container(NS, 'solo-0', 'pytorch').workspace;
+    const config = other.writeKubeconfig({ contexts: [{ name: 'admin', namespace: NS }] });
+    const c = spawn('kubectl', ['--kubeconfig', config, 'exec', 'solo-0', '--', 'sh', '-c', 'echo started; while [ ! -e /workspace/go ]; do sleep 0.05; done; echo written; touch /workspace/after; exec sleep 600'], {
+      env: { PATH: process.env.PATH, HOME: other.dir },
+    });
+    await output(c).until(/started\n/);
+    const exited = new Promise((resolve) => c.on('exit', resolve));
+    c.kill('SIGKILL');
+    await exited;
+    await eventually(() => other.running().some((p) => !p.connected), 'the server saw the connection end');
+    fs.writeFileSync(path.join(ws, 'go'), '');
+    await eventually(() => fs.existsSync(path.join(ws, 'after')), 'the write went into the pipe and the command went on');
+    assert.deepEqual(other.running().map((p) => [p.argv[0], p.connected]), [['sh', false]], 'still running, nobody connected');
+    assert.deepEqual(other.ended(), []);
+  } finally {
+    await other.stop();
+  }
 });
