@@ -34,7 +34,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { CHANNEL, PROTOCOL_V4, PROTOCOL_V5, acceptWebSocket, isWebSocketUpgrade, offeredProtocols, type WsConnection } from './kubeWebSocket';
-import { SHIMS_DIR } from '../shims/shimState';
+import { SHIMS_DIR, ensureWorkspaceMountPoint } from '../shims/shimState';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 /** A Pod object as the API serves it (only what the tests set is required). */
@@ -224,7 +224,7 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'rr-kubeapi-'));
   fs.mkdirSync(dir, { recursive: true });
   const tls = makeTls(path.join(dir, 'pki'));
-  if (!fs.existsSync('/workspace')) fs.mkdirSync('/workspace', { mode: 0o755 });
+  ensureWorkspaceMountPoint();
   const mnt = path.join(dir, '.mnt');
   fs.mkdirSync(mnt, { recursive: true });
 

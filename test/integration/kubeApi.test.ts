@@ -190,6 +190,8 @@ test('logs -f follows the container\'s log as it is written and ends when the co
   assert.equal((await kubectl(['logs', 'logger-0'])).stdout.toString(), 'resumed at step 3\n');
   assert.equal((await kubectl(['logs', 'logger-0', '--previous'])).stdout.toString(), 'step 1 loss 2.0\nstep 2 loss 1.5\nstep 3 loss 1.2\n');
 
+  assert.equal((await kubectl(['logs', 'logger-0', '--since-time', '2099-01-01T00:00:00Z'])).stdout.toString(), '', 'nothing was written after sinceTime');
+
   const waiting = await kubectl(['logs', 'creating-0']);
   assert.deepEqual([waiting.code, waiting.stderr], [1, 'Error from server (BadRequest): container "pytorch" in pod "creating-0" is waiting to start: ContainerCreating\n']);
   const noPrevious = await kubectl(['logs', 'other-0', '--previous']);
@@ -202,6 +204,9 @@ test('exec -i: stdin in, stdout and stderr apart, /workspace is the container\'s
   assert.equal(r.code, 7);
   assert.equal(r.stdout.toString(), 'in other-0\nFROM STDIN\n');
   assert.equal(r.stderr, 'to-stderr\ncommand terminated with exit code 7\n');
+
+  const exec = api.requests.filter((r) => r.includes('/pods/other-0/exec'));
+  assert.deepEqual(exec.map((r) => r.replace(/\?.*? \(/, ' (')), ['GET /api/v1/namespaces/ml/pods/other-0/exec (upgrade: websocket; protocols: v5.channel.k8s.io)'], 'kubectl 1.32 asks for WebSocket v5 first and needs no SPDY fallback');
 
   const other = await kubectl(['exec', 'train-master-0', '-c', 'pytorch', '--', 'sh', '-c', 'ls -A /workspace']);
   assert.deepEqual([other.code, other.stdout.toString()], [0, ''], 'another container does not see it');
