@@ -57,10 +57,12 @@ before(async () => {
   ]);
   api.container(NS, 'distroless-0', 'server').withoutShell();
   api.addIdentity({ name: 'viewer', token: 'viewer-token', rules: [{ verbs: ['get', 'list', 'watch'], resources: ['pods', 'pods/log'] }] });
+  api.addIdentity({ name: 'system:serviceaccount:ml:lister', token: 'lister-token', rules: [{ verbs: ['get', 'list'], resources: ['pods'], namespaces: [NS] }] });
   kubeconfig = api.writeKubeconfig({
     contexts: [
       { name: 'admin', namespace: NS },
       { name: 'viewer', namespace: NS, user: { token: 'viewer-token' } },
+      { name: 'lister', namespace: NS, user: { token: 'lister-token' } },
       { name: 'stranger', namespace: NS, user: { token: 'not-a-known-token' } },
       { name: 'plugin', namespace: NS, user: { execToken: 'viewer-token' } },
       { name: 'plugin-fails', namespace: NS, user: { execFails: 'error: the refresh token has expired; run: login-tool auth' } },
@@ -136,6 +138,9 @@ test('get pods with a label selector, by name and as JSON; a field selector on s
 
   const table = await kubectl(['get', 'pods', '-l', 'app=other']);
   assert.match(table.stdout.toString(), /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\ndistroless-0\s+1\/1\s+Running\s+0\s+\S+\nother-0\s+1\/1\s+Running\s+0\s+\S+\n$/);
+
+  const sets = await kubectl(['get', 'pods', '-l', '!app,training.kubeflow.org/replica-type notin (master)', '-o', 'name']);
+  assert.equal(sets.stdout.toString(), 'pod/creating-0\npod/train-worker-0\npod/unscheduled-0\n', 'a missing label is "notin" any set');
 
   const bad = await kubectl(['get', 'pods', '--field-selector', 'spec.gpu=a100']);
   assert.equal(bad.code, 1);
@@ -234,6 +239,15 @@ test('RBAC: a user without create on pods/exec gets the apiserver\'s Forbidden, 
   assert.equal(list.stderr, 'Error from server (Forbidden): namespaces is forbidden: User "viewer" cannot list resource "namespaces" in API group "" at the cluster scope\n');
   const get = await kubectl(['--context', 'viewer', 'get', 'pod', 'other-0', '-o', 'name']);
   assert.deepEqual([get.code, get.stdout.toString()], [0, 'pod/other-0\n']);
+
+  // A namespaced Role that reads pods and nothing else: not their logs.
+  const lists = await kubectl(['--context', 'lister', 'get', 'pods', '-l', 'app=other', '-o', 'name']);
+  assert.deepEqual([lists.code, lists.stdout.toString()], [0, 'pod/distroless-0\npod/other-0\n']);
+  const logs = await kubectl(['--context', 'lister', 'logs', 'other-0', '-c', 'pytorch']);
+  assert.equal(logs.code, 1);
+  assert.equal(logs.stderr, 'Error from server (Forbidden): pods "other-0" is forbidden: User "system:serviceaccount:ml:lister" cannot get resource "pods/log" in API group "" in the namespace "ml"\n');
+  const elsewhere = await kubectl(['--context', 'lister', 'get', 'pods', '-n', 'kube-system']);
+  assert.equal(elsewhere.stderr, 'Error from server (Forbidden): pods is forbidden: User "system:serviceaccount:ml:lister" cannot list resource "pods" in API group "" in the namespace "kube-system"\n');
 });
 
 test('an unknown token is 401 Unauthorized; an exec credential plugin\'s token is used; a failing or missing plugin is kubectl\'s own error', async () => {
