@@ -116,7 +116,7 @@ export interface KubeApi {
   dir: string;
   /** The admin's token (identity `admin`, every rule). */
   adminToken: string;
-  /** Replace every pod (namespaces follow from them, plus `default`). */
+  /** Replace every pod: pods not in `list` are deleted, the others added or modified (namespaces follow from them, plus `default`). */
   setPods(pods: KubePod[]): void;
   /** Change one pod (its whole object); watchers get MODIFIED (or ADDED/DELETED when a selector's answer changes). */
   updatePod(pod: KubePod): void;
@@ -326,11 +326,8 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
     adminToken,
     requests,
     setPods(list) {
-      for (const [k, old] of pods) {
-        pods.delete(k);
-        rv++;
-        notify({ rv, type: 'DELETED', pod: { ...old, metadata: { ...old.metadata, resourceVersion: String(rv) } } });
-      }
+      const keep = new Set(list.map((p) => key(p.metadata.namespace ?? 'default', p.metadata.name)));
+      for (const old of [...pods.values()]) if (!keep.has(key(old.metadata.namespace!, old.metadata.name))) api.deletePod(old.metadata.namespace!, old.metadata.name);
       for (const p of list) putPod(p);
     },
     updatePod: (p) => putPod(p),
