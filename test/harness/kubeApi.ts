@@ -196,7 +196,6 @@ interface PodEvent {
 }
 
 interface Watcher {
-  namespace?: string;
   matches(pod: KubePod): boolean;
   send(type: string, pod: KubePod): void;
 }
@@ -261,16 +260,8 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
   const notify = (ev: PodEvent): void => {
     history.push(ev);
     for (const w of watchers) {
-      if (w.namespace && w.namespace !== ev.pod.metadata.namespace) continue;
-      const was = ev.old ? w.matches(ev.old) : false;
-      const is = ev.type !== 'DELETED' && w.matches(ev.pod);
-      // As the apiserver's watch filter (apiserver pkg/storage/cacher/cache_watcher.go convertToWatchEvent): an
-      // object that starts or stops matching the selector is ADDED or DELETED for this watcher.
-      if (ev.type === 'DELETED') {
-        if (w.matches(ev.pod)) w.send('DELETED', ev.pod);
-      } else if (is && !was) w.send('ADDED', ev.pod);
-      else if (is && was) w.send('MODIFIED', ev.pod);
-      else if (!is && was) w.send('DELETED', ev.pod);
+      const type = eventFor(ev, w.matches);
+      if (type) w.send(type, ev.pod);
     }
   };
   const putPod = (p: KubePod): void => {
@@ -453,7 +444,8 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
     kind: 'Table',
     apiVersion: 'meta.k8s.io/v1',
     metadata: { resourceVersion: listRv },
-    // The apiserver's pod columns (pkg/printers/internalversion/printers.go AddHandlers, podColumnDefinitions).
+    // The apiserver's pod columns (pkg/printers/internalversion/printers.go AddHandlers, podColumnDefinitions); the
+    // cells a simplified printPod: reason, else a waiting or terminated container's reason, else the phase.
     columnDefinitions: [
       { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
       { name: 'Ready', type: 'string', format: '', description: 'The aggregate readiness state of this pod for accepting traffic.', priority: 0 },
@@ -506,7 +498,6 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
     res.flushHeaders();
     openResponses.add(res);
     const w: Watcher = {
-      namespace: ns,
       matches: nameMatch,
       send: (type, pod) => {
         res.write(`${JSON.stringify({ type, object: table ? podTable([pod], pod.metadata.resourceVersion) : pod })}\n`);
@@ -517,10 +508,8 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
       for (const p of pods.values()) if (nameMatch(p)) w.send('ADDED', p);
     } else {
       for (const ev of history) {
-        if (ev.rv <= Number(from)) continue;
-        const was = ev.old ? nameMatch(ev.old) : false;
-        const is = ev.type !== 'DELETED' && nameMatch(ev.pod);
-        if (ev.type === 'DELETED' ? nameMatch(ev.pod) : is || was) w.send(ev.type === 'DELETED' || !is ? 'DELETED' : was ? 'MODIFIED' : 'ADDED', ev.pod);
+        const type = ev.rv > Number(from) ? eventFor(ev, nameMatch) : undefined;
+        if (type) w.send(type, ev.pod);
       }
     }
     watchers.add(w);
@@ -896,6 +885,18 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
   api.port = (server.address() as { port: number }).port;
   api.server = `https://127.0.0.1:${api.port}`;
   return api;
+}
+
+/**
+ * What a watcher whose selector is `matches` sees of a change, as the apiserver's watch filter says it
+ * (apiserver pkg/storage/cacher/cache_watcher.go convertToWatchEvent): an object that starts matching is ADDED,
+ * one that stops matching is DELETED, one that matched before and after is MODIFIED, anything else nothing.
+ */
+function eventFor(ev: PodEvent, matches: (p: KubePod) => boolean): PodEvent['type'] | undefined {
+  if (ev.type === 'DELETED') return matches(ev.pod) ? 'DELETED' : undefined;
+  const was = ev.old ? matches(ev.old) : false;
+  const is = matches(ev.pod);
+  return is ? (was ? 'MODIFIED' : 'ADDED') : was ? 'DELETED' : undefined;
 }
 
 /** A kubeconfig file for `spec`: one cluster per context (this server with its CA, or a closed port), one user each. */
