@@ -661,7 +661,10 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
     ws = acceptWebSocket(req, socket, head, protocol, {
       onMessage: (channel, data) => {
         if (!rec) return;
-        if (channel === CHANNEL.stdin && wantStdin) rec.child.stdin?.write(data);
+        if (channel === CHANNEL.stdin && wantStdin) {
+          // Take no more from kubectl than the process reads (the socket's own backpressure then holds kubectl).
+          if (rec.child.stdin && !rec.child.stdin.write(data)) socket.pause();
+        }
         else if (channel === CHANNEL.close && data[0] === CHANNEL.stdin) rec.child.stdin?.end();
       },
       onEnd: () => {
@@ -711,6 +714,8 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
     rec = { namespace: ns, pod: name, container: cname, argv, pid: child.pid ?? -1, connected: true, child, stdout, stderr };
     execs.add(rec);
     child.stdin!.on('error', () => undefined);
+    // Reading from kubectl resumes once the process has taken what was written (see onMessage).
+    child.stdin!.on('drain', () => socket.resume()).on('close', () => socket.resume());
     if (!wantStdin) child.stdin!.end();
     const pump = (stream: NodeJS.ReadableStream, channel: number): Promise<void> =>
       new Promise((resolve) => {
