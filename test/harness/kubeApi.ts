@@ -5,8 +5,11 @@
  * and `pods/exec` over the WebSocket channel protocol kubectl 1.32 speaks, each container's commands run in a
  * sandbox folder seen as `/workspace` (the pct/docker shims' mechanism: test/shims/shim-enter.sh).
  *
- * What it is not: no SPDY (kubectl ≥ 1.31 tries WebSocket first and falls back to SPDY only when the upgrade is
- * refused, so an allowed exec never reaches it; a refused one gets the same refusal on its SPDY retry), no
+ * What kubectl 1.32 sends for `exec` (seen in `requests`): a GET upgrade to `websocket` offering only
+ * `v5.channel.k8s.io` (client-go `NewWebSocketExecutor`), and, only when that upgrade is refused, a POST upgrade to
+ * `SPDY/3.1` offering v5 down to `channel.k8s.io` (`NewFallbackExecutor`, `httpstream.IsUpgradeFailure`).
+ *
+ * What it is not: no SPDY (an allowed exec never reaches it; a refused one gets the same refusal on its SPDY retry), no
  * writes to objects (create/patch/delete answer 405), no OpenAPI (`/openapi/*` 404, which kubectl tolerates for
  * get/logs/exec), no TTY. Pods come from the test (`setPods`, `updatePod`) and change only when it says so.
  *
