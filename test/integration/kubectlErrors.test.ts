@@ -46,6 +46,8 @@ contexts:
   context: {cluster: closed, user: token, namespace: default}
 - name: dangling
   context: {cluster: not-in-this-file, user: token}
+- name: no-user
+  context: {cluster: closed}
 - name: plugin-fails
   context: {cluster: closed, user: fails}
 - name: plugin-missing
@@ -188,6 +190,33 @@ test('through the one command runner in a pod container: kubectl\'s failure is n
         `${JSON.stringify(over)} → ${kind}`,
       );
     }
+  } finally {
+    process.env.HOME = prior;
+  }
+});
+
+test('a context that names no user: kube-config, no-user, said before a command\'s input could be read by kubectl as a username and password', async () => {
+  // kubectl itself, asked to list: its own prompt on a closed input, named.
+  const listed = await failure(access({ context: 'no-user' }));
+  assert.equal(listed.kind, 'kube-config');
+  assert.equal(listed.detail.cause, 'no-user');
+  assert.match(listed.message, /names no user/);
+  // A command with input in a pod container: refused before kubectl runs the exec (it would read the first two lines
+  // of the input as a username and a password and send them to the server), the input never handed to kubectl.
+  const pod = { namespace: 'ml-team', pod: 'bert-master-0', container: 'pytorch' };
+  const prior = process.env.HOME;
+  process.env.HOME = home;
+  try {
+    const executor = new PodExecutor(access({ context: 'no-user' }), pod);
+    await assert.rejects(
+      runCommand(executor, podTarget(pod), { argv: ['cat'], describe: 'results', stdin: 'alice\nhunter2\n', parse: (r) => r.stdout.toString() }),
+      (e: unknown) => e instanceof RemoteRunsError && e.kind === 'kube-config' && e.detail.cause === 'no-user',
+    );
+    // A context with a user is let through to kubectl (which then fails on the closed port, as itself).
+    await assert.rejects(
+      runCommand(new PodExecutor(access(), pod), podTarget(pod), { argv: ['cat'], describe: 'results', stdin: 'x\n', parse: (r) => r.stdout.toString() }),
+      (e: unknown) => e instanceof RemoteRunsError && e.kind === 'unreachable',
+    );
   } finally {
     process.env.HOME = prior;
   }

@@ -123,3 +123,18 @@ test('a kubectl stopped by a signal, and one that said nothing, are command-fail
   assert.match(kubectlFailure({ stderr: Buffer.from(''), code: null, signal: 'SIGKILL' }).message, /^kubectl was stopped by SIGKILL, and said nothing$/);
   assert.match(kubectlFailure({ stderr: Buffer.from(''), code: 3 }).message, /^kubectl failed \(exit code 3\), and said nothing$/);
 });
+
+test('a context that names no user: kubectl 1.32 prompts on stdout and says only `error: EOF`; named kube-config no-user, in a listing and in a pod container', () => {
+  // Captured from the real kubectl 1.32 with a context of no user and stdin closed at once (as the runner closes it).
+  const out = { stdout: Buffer.from('Please enter Username: '), stderr: Buffer.from('error: EOF\n'), code: 1 };
+  const listed = kubectlFailure(out, { cluster: { name: 'lab', context: 'bare' } });
+  assert.equal(listed.kind, 'kube-config');
+  assert.equal(listed.detail.cause, 'no-user');
+  assert.match(listed.message, /context "bare" names no user/);
+  const inPod = podExecFailure({ namespace: 'ns', pod: 'p', container: 'c' }, { ...out, truncated: false });
+  assert.equal(inPod?.detail.cause, 'no-user');
+  // The same words printed by a command that ran (after FENCE) are the command's own.
+  assert.equal(podExecFailure({ namespace: 'ns', pod: 'p', container: 'c' }, { stdout: Buffer.concat([FENCE, Buffer.from('Please enter Username: ')]), stderr: Buffer.from('error: EOF\n'), code: 1, truncated: false }), undefined);
+  // Without the prompt, `error: EOF` alone is not taken for it.
+  assert.notEqual(kubectlFailure({ stderr: Buffer.from('error: EOF\n'), code: 1 }).detail.cause, 'no-user');
+});

@@ -19,6 +19,7 @@ export type KubeCause =
   | 'kubeconfig-missing'
   | 'kubeconfig-unreadable'
   | 'context-missing'
+  | 'no-user'
   | 'plugin-missing'
   | 'plugin-failed'
   | 'unauthorized'
@@ -105,6 +106,18 @@ const podName = (c: KubeFailureContext, fallback: string): string => (c.pod ? `$
 
 function contextMissing(context: string, c: KubeFailureContext): ReturnType<Rule['make']> {
   return { kind: 'kube-config', cause: 'context-missing', message: `The kubeconfig has no context ${JSON.stringify(context)}${c.cluster?.kubeconfig ? ` (${c.cluster.kubeconfig})` : ''}: kubectl config get-contexts lists those it has`, detail: { context } };
+}
+
+const NO_USER_PROMPT = 'Please enter Username: ';
+
+function noUser(c: KubeFailureContext): ReturnType<Rule['make']> {
+  return { kind: 'kube-config', cause: 'no-user', message: `The kubeconfig context${c.cluster ? ` ${JSON.stringify(c.cluster.context)}` : ''} names no user, so kubectl asks for a username and password on its input${where(c)}: add a user (a token, a client certificate or an exec plugin) to the context` };
+}
+
+/** The error of a context that names no user, found before kubectl was asked to run anything (kube/executor.ts). */
+export function noUserError(context: KubeFailureContext): RemoteRunsError {
+  const r = noUser(context);
+  return new RemoteRunsError(r.kind, r.message, { cause: r.cause });
 }
 
 /** In order: the first that matches kubectl's text names the failure. */
@@ -252,7 +265,11 @@ const RULES: Rule[] = [
  * kubectl's failure (exit status not 0) as the error that names its cause. Never undefined: a text no rule knows is
  * `command-failed` with kubectl's exit status and its own words.
  */
-export function kubectlFailure(result: Pick<ExecResult, 'stderr' | 'code'> & { signal?: string | null }, context: KubeFailureContext = {}): RemoteRunsError {
+export function kubectlFailure(result: Pick<ExecResult, 'stderr' | 'code'> & { stdout?: Buffer; signal?: string | null }, context: KubeFailureContext = {}): RemoteRunsError {
+  // A context that names no user: client-go's interactive client config (tools/clientcmd auth_loaders.go, its
+  // basic-auth prompt) writes `Please enter Username: ` to stdout and reads the answer from stdin, pipe or not; on a
+  // closed input kubectl 1.32 then says only `error: EOF` (with input, `error reading input for Password`).
+  if (result.stdout?.subarray(0, NO_USER_PROMPT.length).toString('latin1') === NO_USER_PROMPT) return noUserError(context);
   const text = kubectlText(result.stderr);
   const kept = text.length > 2000 ? `${text.slice(0, 2000)}…` : text;
   for (const rule of RULES) {

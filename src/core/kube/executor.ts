@@ -9,7 +9,8 @@
 import type { Executor, ExecOptions } from '../remote';
 import type { ExecResult } from '../types';
 import type { ProcessHolder } from '../util/processes';
-import { kubectlArgs, podExecVerb, runKubectl, type KubectlAccess } from './kubectl';
+import { kubectlArgs, kubectlOutput, podExecVerb, runKubectl, type KubectlAccess } from './kubectl';
+import { noUserError } from './errors';
 import type { PodContainer } from './names';
 
 export class PodExecutor implements Executor {
@@ -25,6 +26,9 @@ export class PodExecutor implements Executor {
   }
 
   async exec(commandLine: string, options: ExecOptions = {}): Promise<ExecResult> {
+    // kubectl reads a username and password from its stdin when the context names no user (kube/errors.ts, rule
+    // `no-user`): a command's input (an eval's results) would be sent to the API server as credentials. Asked first.
+    if (options.stdin !== undefined) await contextHasUser(this.access, options.signal);
     const r = await runKubectl(this.access, this.argsFor(commandLine), {
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.maxOutputBytes !== undefined ? { maxOutputBytes: options.maxOutputBytes } : {}),
@@ -40,4 +44,20 @@ export class PodExecutor implements Executor {
       truncated: r.truncated,
     };
   }
+}
+
+/** Contexts found to name a user (by kubeconfig and context): asked once per process, as a user is rarely taken away. */
+const withUser = new Set<string>();
+
+/**
+ * Resolve when the cluster's context names a user (`kubectl config view --minify`: the context as kubectl resolves it,
+ * from `--kubeconfig` or kubectl's own default files, no server asked); reject `kube-config` (`no-user`) when it names
+ * none, as kubectl's own prompt would be named.
+ */
+export async function contextHasUser(access: KubectlAccess, signal?: AbortSignal): Promise<void> {
+  const key = JSON.stringify([access.cluster.kubeconfig ?? '', access.cluster.context]);
+  if (withUser.has(key)) return;
+  const out = await kubectlOutput(access, ['config', 'view', '--minify', '-o', 'jsonpath={.contexts[0].context.user}'], { namespace: null, ...(signal ? { signal } : {}) });
+  if (out.toString('utf8').trim() === '') throw noUserError({ cluster: access.cluster });
+  withUser.add(key);
 }
