@@ -15,6 +15,7 @@ import { ConnectionPool, type PoolHost, type StateChange } from '../../src/core/
 import type { HostKeyInfo, Logger, Prompter, ResolvedHop } from '../../src/core/ssh/types';
 import { RemoteRunsError } from '../../src/core/types';
 import { rejectsWith } from '../harness/assertKind';
+import { startTcpProxy } from '../harness/tcpProxy';
 
 // Never the real ~/.ssh: every default that could reach it points into a temp folder.
 const home = mkdtempSync(path.join(tmpdir(), 'rr-home-'));
@@ -490,6 +491,47 @@ describe('dropped and frozen connections', () => {
       assert.deepEqual([states[0].state, states[3].state], [{ kind: 'connecting', attempt: 1 }, { kind: 'connecting', attempt: 1, reconnect: true }]);
     } finally {
       pool.dispose();
+    }
+  });
+
+  test('a host whose attempts gave up stays unreachable while a later round runs (gaveUp), until a connect succeeds', async () => {
+    // Through a proxy of the test's own: closed, the host refuses connections; opened again on its port, it is back.
+    let proxy = await startTcpProxy(s.port);
+    const port = proxy.port;
+    const kh = path.join(home, 'gaveup-known_hosts');
+    writeFileSync(kh, `${s.knownHostsLine.replace(/^\[127\.0\.0\.1\]:\d+ /, `[127.0.0.1]:${port} `)}\n`);
+    const pool = new ConnectionPool({ prompter: new ScriptedPrompter(), logger: new MemoryLogger(), knownHostsFiles: [kh], agent: null, backoffBaseMs: 20 });
+    const states = stateLog(pool);
+    const host: PoolHost = { name: 'gaveup', jumps: [], target: { ...hopFor(s, 'gaveup'), port } };
+    try {
+      assert.equal((await pool.exec(host, 'echo up')).stdout.toString(), 'up\n');
+      await proxy.close();
+      // The connection dropped; the pool's round of attempts gives up: unreachable.
+      await eventually(() => pool.getState('gaveup').kind === 'unreachable', 'the drop seen');
+      await rejectsWith(pool.exec(host, 'echo a'), 'unreachable');
+      assert.equal(pool.getState('gaveup').kind, 'unreachable');
+      const firstRound = states.length;
+      // Asked again (a poll): a new round, every attempt of it marked as following a give-up, with its reason.
+      await rejectsWith(pool.exec(host, 'echo b'), 'unreachable');
+      const round = states.slice(firstRound).map((x) => x.state);
+      const connecting = round.filter((x) => x.kind === 'connecting');
+      assert.ok(connecting.length >= 2, JSON.stringify(round));
+      for (const c of connecting) assert.match(String((c as { gaveUp?: string }).gaveUp), /refused|reach/i, JSON.stringify(c));
+      // Back: the round that connects carries gaveUp until it succeeds; after that, a drop is a plain reconnect again.
+      proxy = await startTcpProxy(s.port, { port });
+      assert.equal((await pool.exec(host, 'echo back')).stdout.toString(), 'back\n');
+      assert.equal(pool.getState('gaveup').kind, 'connected');
+      const before = states.length;
+      await proxy.close();
+      await eventually(() => pool.getState('gaveup').kind === 'unreachable', 'the second drop seen');
+      proxy = await startTcpProxy(s.port, { port });
+      assert.equal((await pool.exec(host, 'echo again')).stdout.toString(), 'again\n');
+      const after = states.slice(before).map((x) => x.state).filter((x) => x.kind === 'connecting');
+      assert.ok(after.length >= 1);
+      for (const c of after) assert.equal((c as { gaveUp?: string }).gaveUp, undefined, JSON.stringify(c));
+    } finally {
+      pool.dispose();
+      await proxy.close();
     }
   });
 

@@ -146,6 +146,8 @@ interface Entry {
   everConnected: boolean;
   /** Bumped by disconnect(): a connect that finishes after it belongs to nobody. */
   generation: number;
+  /** Why the last round of connect attempts gave up (unreachable), until a connect succeeds: ConnectionState gaveUp. */
+  gaveUp?: string;
   /** The host's OpenSSH session (openSsh), starting or up. */
   openssh?: SessionSlot;
   /**
@@ -360,6 +362,7 @@ export class ConnectionPool implements Disposable {
     this.clearIdle(entry);
     void this.endOpenSsh(entry);
     entry.generation++;
+    entry.gaveUp = undefined;
     entry.conn?.close();
     entry.conn = undefined;
     this.setState(entry, IDLE);
@@ -405,6 +408,7 @@ export class ConnectionPool implements Disposable {
       this.options.logger.info(`Settings of ${name} changed; reconnecting`);
       void this.endOpenSsh(entry);
       entry.opensshRefused.clear();
+      entry.gaveUp = undefined;
       entry.conn?.close();
       entry.conn = undefined;
       entry.key = key;
@@ -484,7 +488,7 @@ export class ConnectionPool implements Disposable {
     const attempts = entry.everConnected ? Math.max(1, o.reconnectAttempts ?? 4) : 1;
     for (let attempt = 1; ; attempt++) {
       if (this.disposed) throw new RemoteRunsError('cancelled', 'Connection pool closed');
-      this.setState(entry, { kind: 'connecting', attempt, ...(entry.everConnected ? { reconnect: true } : {}) });
+      this.setState(entry, { kind: 'connecting', attempt, ...(entry.everConnected ? { reconnect: true } : {}), ...(entry.gaveUp !== undefined ? { gaveUp: entry.gaveUp } : {}) });
       const host = entry.host;
       const generation = entry.generation;
       const choice = this.transportFor(host);
@@ -521,6 +525,7 @@ export class ConnectionPool implements Disposable {
           entry.conn = undefined;
           throw new RemoteRunsError('unreachable', `Connection to ${entry.name} lost right after connecting`);
         }
+        entry.gaveUp = undefined;
         this.setState(entry, { kind: 'connected' });
         this.scheduleIdle(entry);
         return conn;
@@ -528,6 +533,7 @@ export class ConnectionPool implements Disposable {
         const err = isRemoteRunsError(e) ? e : new RemoteRunsError('unreachable', e instanceof Error ? e.message : String(e));
         // Only a network failure is worth retrying; a refused key or password will be refused again.
         if (err.kind !== 'unreachable' || attempt >= attempts || this.disposed) {
+          entry.gaveUp = err.kind === 'unreachable' ? err.message : undefined;
           this.setState(entry, stateForError(err));
           throw err;
         }

@@ -106,7 +106,18 @@ export type ConnectionState =
    * `attempt` counts from 1 in each round of attempts; `reconnect`: the host was connected before (the attempts
    * follow a lost connection). The tree and the metrics panels both word it from these two (one count, not two).
    */
-  | { kind: 'connecting'; attempt: number; reconnect?: boolean }
+  | {
+      kind: 'connecting';
+      attempt: number;
+      reconnect?: boolean;
+      /**
+       * Set while the host's last round of attempts gave up (unreachable: why) and a new one runs because something
+       * asked again: the host is still unreachable until one succeeds, so it is shown as such, not as a fresh
+       * reconnect (a background poll starting a round every few seconds would otherwise show "reconnecting" nearly
+       * all the time and "unreachable" for a moment between rounds).
+       */
+      gaveUp?: string;
+    }
   | { kind: 'connected' }
   | { kind: 'unreachable'; message: string }
   | { kind: 'auth-failed'; message: string }

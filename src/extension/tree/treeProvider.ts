@@ -481,6 +481,8 @@ function stateLabel(s: ConnectionState): string {
       return '';
     case 'connecting':
       // The pool's own attempt number, as the metrics panel shows it (a reconnect's first attempt is attempt 1 in both).
+      // A host whose last attempts gave up stays "unreachable" while a new round runs (ConnectionState gaveUp).
+      if (s.gaveUp !== undefined) return `${emptyStateText('unreachable').title.toLowerCase()}, trying again (attempt ${s.attempt})…`;
       return s.reconnect || s.attempt > 1 ? `reconnecting (attempt ${s.attempt})…` : 'connecting…';
     case 'connected':
       return 'connected';
@@ -494,7 +496,7 @@ function stateIcon(s: ConnectionState): string {
     case 'connected':
       return 'vm-active';
     case 'connecting':
-      return 'loading~spin';
+      return s.gaveUp !== undefined ? emptyStateText('unreachable').icon : 'loading~spin';
     case 'idle':
       return 'vm';
     default:
