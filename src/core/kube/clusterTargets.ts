@@ -37,7 +37,10 @@ export async function listClusterTargets(access: KubectlAccess, options: Pick<Ru
   ]);
   const workloads = groupWorkloads(pods.pods, owners.owners);
   const targets = workloads.flatMap((w) => w.pods.flatMap((p) => p.pod.containers.map((c) => containerTarget(w, p.pod, p.label, c))));
-  return { targets, problems: [...pods.problems, ...owners.problems], workloads };
+  // listOwners' own problems are owner kinds the cluster does not serve (no JobSet or Training Operator CRD): what most
+  // clusters are, not a problem to show under every cluster. Pods left out, and owners not read, are.
+  const unread = owners.problems.filter((p) => !/not served by this cluster/.test(p));
+  return { targets, problems: [...pods.problems, ...unread], workloads };
 }
 
 /** A pod's container as a target: `running` only when the pod is Running and the container's state is running. */
