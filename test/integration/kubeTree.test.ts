@@ -17,6 +17,7 @@ import { RemoteRunsCore } from '../../src/core/service';
 import { RemoteRunsError, type ClusterConfig } from '../../src/core/types';
 import { RunsTreeModel, type HostEntry } from '../../src/core/tree/model';
 import type { CheckpointNode, HostNode, JobNode, NamespaceNode, PodNode, RunNode, StateNode, TargetNode, TreeNode } from '../../src/core/tree/nodes';
+import { listContexts } from '../../src/core/kube/contexts';
 import { startKubeApi, type KubeApi } from '../harness/kubeApi';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'kube');
@@ -286,4 +287,20 @@ test('the cluster cannot be reached or logged in to: 401, credential plugin fail
   } finally {
     m.dispose();
   }
+});
+
+test('"Use Contexts from ~/.kube/config" reads the contexts through the real kubectl; no contexts, a missing or broken kubeconfig each said', async () => {
+  const names = await listContexts({ kubeconfig });
+  // In kubectl's order (get_contexts.go sorts them by name).
+  assert.deepEqual(names, ['admin', 'closed', 'nobody', 'plugin-fails', 'plugin-missing', 'reader', 'stale-token']);
+  // kubectl's own resolution: $KUBECONFIG, as the clusters will use it.
+  assert.deepEqual(await listContexts({}, { env: { ...process.env, KUBECONFIG: kubeconfig } }), names);
+  const empty = path.join(api.dir, 'empty-kubeconfig');
+  fs.writeFileSync(empty, 'apiVersion: v1\nkind: Config\ncontexts: []\n');
+  await assert.rejects(listContexts({ kubeconfig: empty }), (e: RemoteRunsError) => e.kind === 'kube-config' && /has no contexts/.test(e.message));
+  await assert.rejects(listContexts({ kubeconfig: path.join(api.dir, 'not-there') }), (e: RemoteRunsError) => e.kind === 'kube-config' && /not-there does not exist/.test(e.message));
+  const broken = path.join(api.dir, 'broken-kubeconfig');
+  fs.writeFileSync(broken, 'contexts: [this is: not: yaml\n');
+  await assert.rejects(listContexts({ kubeconfig: broken }), (e: RemoteRunsError) => e.kind === 'kube-config' && /cannot read the kubeconfig/.test(e.message));
+  await assert.rejects(listContexts({ kubectl: path.join(api.dir, 'no-kubectl-here') }), (e: RemoteRunsError) => e.kind === 'kubectl-missing');
 });
