@@ -104,6 +104,8 @@ export class RemoteRunsCore {
 
   /** How a long read on `target` of a configured host runs as one stream, where it can (RunFeed's backlog). */
   stream(hostName: string, target: TargetRef): StreamRunner | undefined {
+    // A cluster's containers have no SSH session to stream over: their reads are kubectl exec commands.
+    if (this.cluster(hostName)) return undefined;
     return this.options.streamFor?.(this.host(hostName), target);
   }
 

@@ -70,6 +70,7 @@ before(async () => {
     entry('team', 'admin', { namespace: 'ml-team' }),
     entry('reader', 'reader', { namespace: 'ml-team' }),
     entry('nobody', 'nobody', { namespace: 'ml-team' }),
+    entry('nobody-everywhere', 'nobody'),
     entry('stale', 'stale-token', { namespace: 'ml-team' }),
     entry('plugin-fails', 'plugin-fails', { namespace: 'ml-team' }),
     entry('plugin-missing', 'plugin-missing', { namespace: 'ml-team' }),
@@ -258,6 +259,13 @@ test('RBAC: a user who may not list pods sees the verb and resource denied; one 
     const denied = await clusterState(m, 'nobody');
     assert.equal(denied.kind, 'forbidden');
     assert.match(denied.message, /RBAC denied nobody "list" on pods .*in the namespace ml-team/);
+    assert.equal(denied.hint, undefined, 'the kind\'s own hint: ask for a Role');
+    // Without a namespace in the entry, every namespace is listed: denied at the cluster scope, and the row says
+    // that naming a namespace is the way out.
+    const everywhere = await clusterState(m, 'nobody-everywhere');
+    assert.equal(everywhere.kind, 'forbidden');
+    assert.match(everywhere.message, /"list" on pods at the cluster scope/);
+    assert.match(everywhere.hint ?? '', /name the namespace you work in/);
     const noExec = await containerState(m, await container(m, 'reader', 'bert', 'master-0'));
     assert.equal(noExec.kind, 'forbidden');
     assert.match(noExec.message, /pods\/exec/);

@@ -5,6 +5,7 @@
  * run through `kubectl exec` (service.ts listTarget). Pure: no listing here; each row holds what it shows.
  */
 import type { HostTargets } from '../service';
+import type { RemoteRunsError } from '../types';
 import { containerTarget } from '../kube/clusterTargets';
 import type { Workload, WorkloadState } from '../kube/workloads';
 import { childId, targetId, type HostNode, type JobNode, type NamespaceNode, type PodNode, type StateNode, type TargetNode, type TreeNode } from './nodes';
@@ -41,6 +42,18 @@ export function clusterChildren(host: HostNode, listing: HostTargets): TreeNode[
   for (const w of workloads) namespaces.set(w.namespace, [...(namespaces.get(w.namespace) ?? []), w]);
   const rows = [...namespaces].map(([namespace, ws]): NamespaceNode => ({ type: 'namespace', id: childId(host, 'ns', namespace), parent: host, hostName: host.hostName, namespace, workloads: ws }));
   return [...rows, ...problems];
+}
+
+/**
+ * The row of a cluster whose pods could not be listed, with what to do where the cluster's own case says more than
+ * the kind: RBAC denying the list of pods in every namespace (an entry without a namespace lists with
+ * `--all-namespaces`, which needs `list` on pods at the cluster scope, which most users of a shared cluster lack).
+ */
+export function clusterErrorNode(host: HostNode, row: StateNode, error: RemoteRunsError): StateNode {
+  if (error.kind === 'forbidden' && !host.cluster?.namespace && error.detail.namespace === undefined && error.detail.resource === 'pods') {
+    return { ...row, hint: 'Listing every namespace needs "list" on pods at the cluster scope: name the namespace you work in (the entry\'s "namespace"), or ask for a ClusterRole that grants it.' };
+  }
+  return row;
 }
 
 export function namespaceChildren(node: NamespaceNode): TreeNode[] {

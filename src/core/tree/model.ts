@@ -13,7 +13,7 @@ import { DEFAULT_MAX_ENTRIES } from '../discovery/listScript';
 import { formatTarget, asRemoteRunsError, type RemoteRunsError, type TargetListing, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
 import { childId, hostId, isAtOrBelow, listingKey, runId, targetId, type CheckpointNode, type ClusterFacts, type ContentsNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from './nodes';
-import { clusterChildren, jobChildren, namespaceChildren, podChildren } from './clusterNodes';
+import { clusterChildren, clusterErrorNode, jobChildren, namespaceChildren, podChildren } from './clusterNodes';
 import type { Checkpoint } from '../types';
 import type { Inspection } from '../inspect/types';
 import { groupTensors, inspectCompleteness, stateParts, formatCount } from '../inspect/summary';
@@ -266,7 +266,7 @@ export class RunsTreeModel {
 
   private async hostChildren(node: HostNode): Promise<TreeNode[]> {
     const result = await this.loadTargets(node.hostName);
-    if (!result.ok) return [errorNode(node, result.error)];
+    if (!result.ok) return [node.cluster ? clusterErrorNode(node, errorNode(node, result.error), result.error) : errorNode(node, result.error)];
     if (node.cluster) return clusterChildren(node, result.value);
     const targets = result.value.targets.map((t): TargetNode => ({
       type: 'target',
