@@ -138,6 +138,11 @@ export class RemoteRunsCore {
     return { targets, problems: found.problems };
   }
 
+  /** The run roots searched on the host or cluster of this name (in each container of a cluster). */
+  runRootsOf(name: string): string[] {
+    return this.runRoots(this.cluster(name) ?? this.host(name));
+  }
+
   /** The run roots searched on a host (in each container of a cluster): per-host setting, else the defaults. */
   runRoots(host: Pick<HostConfig, 'runRoots'>): string[] {
     return host.runRoots && host.runRoots.length > 0 ? [...host.runRoots] : [...DEFAULT_RUN_ROOTS];

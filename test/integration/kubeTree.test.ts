@@ -18,6 +18,7 @@ import { RemoteRunsError, type ClusterConfig } from '../../src/core/types';
 import { RunsTreeModel, type HostEntry } from '../../src/core/tree/model';
 import type { CheckpointNode, HostNode, JobNode, NamespaceNode, PodNode, RunNode, StateNode, TargetNode, TreeNode } from '../../src/core/tree/nodes';
 import { listContexts } from '../../src/core/kube/contexts';
+import { windowListings } from '../../src/extension/lsp/answers';
 import { startKubeApi, type KubeApi } from '../harness/kubeApi';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'kube');
@@ -98,7 +99,9 @@ after(async () => {
 
 function model(): RunsTreeModel {
   const entries: HostEntry[] = clusters.map((c) => ({ name: c.name, source: 'settings', cluster: { context: c.context, ...(c.namespace ? { namespace: c.namespace } : {}) } }));
-  return new RunsTreeModel({ hosts: () => entries, listTargets: (h) => core.listTargets(h), listTarget: (h, t) => core.listTarget(h, t) }, 5);
+  // The window's one listing cache, as the extension builds it (extension.ts: windowListings, shared with the
+  // language server's answers), so its run roots are asked of a cluster as the extension asks them.
+  return new RunsTreeModel({ hosts: () => entries, listTargets: (h) => core.listTargets(h), listTarget: (h, t) => core.listTarget(h, t) }, 5, undefined, windowListings(core));
 }
 
 async function child<T extends TreeNode>(m: RunsTreeModel, parent: TreeNode | undefined, pick: (n: TreeNode) => boolean, what: string): Promise<T> {
