@@ -20,6 +20,7 @@ import type { CheckpointNode, HostNode, JobNode, NamespaceNode, PodNode, RunNode
 import { listContexts } from '../../src/core/kube/contexts';
 import { windowListings } from '../../src/extension/lsp/answers';
 import { startKubeApi, type KubeApi } from '../harness/kubeApi';
+import { writtenAgo } from '../harness/mtimes';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'kube');
 const HF_TRAINER = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'hf_trainer');
@@ -88,7 +89,10 @@ before(async () => {
   });
 
   // A Hugging Face Trainer run (written by the real transformers: test/fixtures/real/written) in the master's sandbox.
-  fs.cpSync(HF_TRAINER, path.join(api.container('ml-team', 'bert-master-0', 'pytorch').workspace, 'bert-run'), { recursive: true });
+  const run = path.join(api.container('ml-team', 'bert-master-0', 'pytorch').workspace, 'bert-run');
+  fs.cpSync(HF_TRAINER, run, { recursive: true });
+  // Written an hour ago, as a finished run's are (a copy made now would be taken for a save in progress).
+  writtenAgo(run, 3_600_000);
   api.container('ml-team', 'typo-image', 'main'); // a sandbox made, the container never started
   api.container('ml-team', 'llama-trainer-node-0-0-x7k2p', 'trainer').withoutShell();
 });
