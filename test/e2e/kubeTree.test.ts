@@ -12,6 +12,8 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, expectRow, rowLabels, rowText } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
+import { quickInputState, quickPickStep, settled } from './ui';
+import { userSettingsOf } from './settingsFile';
 import { startKubeApi, type KubeApi } from '../harness/kubeApi';
 import { writtenAgo } from '../harness/mtimes';
 
@@ -30,10 +32,12 @@ before(async () => {
   cpSync(path.join(FIXTURES, 'real', 'written', 'hf_trainer'), run, { recursive: true });
   // Written an hour ago, as a finished run's are (a copy made now would be taken for a save in progress).
   writtenAgo(run, 3_600_000);
-  const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'train-admin' }] });
+  const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'train-admin' }, { name: 'gke_my-proj_europe-west4_llama' }] });
   workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-kube-'));
   session = await startVSCode({
     workspaceFolder: workspace,
+    // kubectl's own kubeconfig lookup, for Use Contexts from ~/.kube/config.
+    env: { KUBECONFIG: kubeconfig },
     settings: {
       // In the user's settings: a kubeconfig is never taken from a workspace's (docs/workspace-trust.md).
       'remoteRuns.hosts': [{ name: 'prod', kind: 'kubernetes', context: 'train-admin', namespace: 'ml-team', kubeconfig, runRoots: ['/workspace'] }],
@@ -79,5 +83,29 @@ test('a crash-looping container says why, in kubectl\'s words, instead of an emp
     await expandTreeRow(session, 'pytorch', 'last');
     const row = await rowText(session, 'Container is stopped');
     assert.match(row, /not running/);
+  });
+});
+
+test('Use Contexts from ~/.kube/config: pick a context, give its namespace, and the cluster is in the user settings and the tree', async () => {
+  await withArtifactsOnFailure(session, 'kube-use-contexts', async () => {
+    await session.runCommand('Remote Runs: Use Contexts from ~/.kube/config');
+    const labels = await quickPickStep(session, /^Use Contexts from ~\/\.kube\/config$/, (l) => l.length === 2);
+    assert.deepEqual(labels, ['gke_my-proj_europe-west4_llama', 'train-admin']);
+    const { page } = session;
+    const row = page.locator('.quick-input-widget .quick-input-list .monaco-list-row').filter({ has: page.locator('.label-name', { hasText: /^gke_my-proj_europe-west4_llama$/ }) });
+    await row.click();
+    await settled(page, () => row.getAttribute('aria-checked'), (v) => v === 'true', 'the context picked');
+    await page.locator('.quick-input-widget .quick-input-box input').press('Enter');
+    await settled(page, () => quickInputState(page), (q) => q.visible && /^Namespace for gke_my-proj_europe-west4_llama$/.test(q.title), 'the namespace step');
+    const input = page.locator('.quick-input-widget .quick-input-box input');
+    await input.fill('ml-team');
+    await input.press('Enter');
+    // Named after the GKE cluster, in the user's settings beside the entry that was there.
+    await expectRow(session, 'llama', /gke_my-proj_europe-west4_llama · ns ml-team/);
+    const hosts = userSettingsOf(session.root)['remoteRuns.hosts'] as { name: string }[];
+    assert.deepEqual(hosts[hosts.length - 1], { name: 'llama', kind: 'kubernetes', context: 'gke_my-proj_europe-west4_llama', namespace: 'ml-team' });
+    await expandTreeRow(session, 'llama');
+    // Its own bert row, beside the one under prod: the same cluster, listed through the new entry.
+    await settled(page, () => rowLabels(session), (l) => l.filter((x) => x === 'bert').length === 2, 'a bert row under llama');
   });
 });
