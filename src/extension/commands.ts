@@ -181,6 +181,10 @@ function openTerminal(deps: CommandDeps, node: TreeNode | undefined): void {
   if (!node || (node.type !== 'target' && node.type !== 'run')) {
     throw new RemoteRunsError('not-found', 'Select a target or a run in the Remote Runs tree first');
   }
+  if (node.target.kind === 'pod') {
+    // A pod container has no SSH login: its terminal will be `kubectl exec -it` on this machine, not built yet.
+    throw new RemoteRunsError('bad-address', `Open Terminal Here does not reach pod containers yet (${node.target.id} of cluster ${node.hostName}): run kubectl exec -it in a terminal of your own`);
+  }
   const hostConfig = deps.hosts.configs().find((h) => h.name === node.hostName);
   if (!hostConfig) throw new RemoteRunsError('not-found', `Host ${node.hostName} is no longer configured`);
   const resolved = deps.hosts.resolve(hostConfig);
