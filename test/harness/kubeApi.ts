@@ -5,8 +5,11 @@
  * and `pods/exec` over the WebSocket channel protocol kubectl 1.32 speaks, each container's commands run in a
  * sandbox folder seen as `/workspace` (the pct/docker shims' mechanism: test/shims/shim-enter.sh).
  *
- * What it is not: no SPDY (kubectl ≥ 1.31 tries WebSocket first and falls back to SPDY only when the upgrade is
- * refused, so an allowed exec never reaches it; a refused one gets the same refusal on its SPDY retry), no
+ * What kubectl 1.32 sends for `exec` (seen in `requests`): a GET upgrade to `websocket` offering only
+ * `v5.channel.k8s.io` (client-go `NewWebSocketExecutor`), and, only when that upgrade is refused, a POST upgrade to
+ * `SPDY/3.1` offering v5 down to `channel.k8s.io` (`NewFallbackExecutor`, `httpstream.IsUpgradeFailure`).
+ *
+ * What it is not: no SPDY (an allowed exec never reaches it; a refused one gets the same refusal on its SPDY retry), no
  * writes to objects (create/patch/delete answer 405), no OpenAPI (`/openapi/*` 404, which kubectl tolerates for
  * get/logs/exec), no TTY. Pods come from the test (`setPods`, `updatePod`) and change only when it says so.
  *
@@ -29,12 +32,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { createServer as createHttpsServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createServer as createNetServer, type Socket } from 'node:net';
+import { Socket as NetSocket, type Socket } from 'node:net';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import type { Duplex } from 'node:stream';
 import { CHANNEL, PROTOCOL_V4, PROTOCOL_V5, acceptWebSocket, isWebSocketUpgrade, offeredProtocols, type WsConnection } from './kubeWebSocket';
-import { SHIMS_DIR } from '../shims/shimState';
+import { SHIMS_DIR, ensureWorkspaceMountPoint } from '../shims/shimState';
 
 /* eslint-disable @typescript-eslint/no-explicit-any */
 /** A Pod object as the API serves it (only what the tests set is required). */
@@ -116,7 +119,7 @@ export interface KubeApi {
   dir: string;
   /** The admin's token (identity `admin`, every rule). */
   adminToken: string;
-  /** Replace every pod (namespaces follow from them, plus `default`). */
+  /** Replace every pod: pods not in `list` are deleted, the others added or modified (namespaces follow from them, plus `default`). */
   setPods(pods: KubePod[]): void;
   /** Change one pod (its whole object); watchers get MODIFIED (or ADDED/DELETED when a selector's answer changes). */
   updatePod(pod: KubePod): void;
@@ -128,6 +131,8 @@ export interface KubeApi {
   addIdentity(identity: KubeIdentity): void;
   /** The exec processes still alive, with their argv. */
   running(): KubeExecProcess[];
+  /** The exec processes that have ended, with how (`signal` is e.g. `SIGPIPE` for one whose reader went away). */
+  ended(): (KubeExecProcess & { code: number | null; signal: NodeJS.Signals | null })[];
   /** Request lines seen (method, path and query), for tests that ask what kubectl sent. */
   requests: string[];
   writeKubeconfig(spec: { contexts: KubeconfigContext[]; current?: string; file?: string }): string;
@@ -194,25 +199,34 @@ interface PodEvent {
 }
 
 interface Watcher {
-  namespace?: string;
   matches(pod: KubePod): boolean;
   send(type: string, pod: KubePod): void;
 }
 
 interface ExecRecord extends KubeExecProcess {
   child: ChildProcess;
+  /** The read ends of the process's stdout and stderr pipes. */
+  stdout: NetSocket;
+  stderr: NetSocket;
+  exit?: { code: number | null; signal: NodeJS.Signals | null };
 }
 
 function status(code: number, reason: string, message: string, details?: Record<string, unknown>): Record<string, unknown> {
   return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code };
 }
 
-/** Start the server. `dir` (default a new temp folder) holds the CA, the sandboxes and the logs. */
-export async function startKubeApi(options: { dir?: string } = {}): Promise<KubeApi> {
+/**
+ * Start the server. `dir` (default a new temp folder) holds the CA, the sandboxes and the logs. `onDisconnect` says
+ * what an exec process meets when kubectl's connection ends (it is never killed): `close-pipes` (default) its
+ * stdin ends and its stdout/stderr lose their reader, so its next write gets SIGPIPE; `stop-reading` its output
+ * is no longer read, so it blocks once the pipe buffer is full.
+ */
+export async function startKubeApi(options: { dir?: string; onDisconnect?: 'close-pipes' | 'stop-reading' } = {}): Promise<KubeApi> {
+  const onDisconnect = options.onDisconnect ?? 'close-pipes';
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'rr-kubeapi-'));
   fs.mkdirSync(dir, { recursive: true });
   const tls = makeTls(path.join(dir, 'pki'));
-  if (!fs.existsSync('/workspace')) fs.mkdirSync('/workspace', { mode: 0o755 });
+  ensureWorkspaceMountPoint();
   const mnt = path.join(dir, '.mnt');
   fs.mkdirSync(mnt, { recursive: true });
 
@@ -249,16 +263,8 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
   const notify = (ev: PodEvent): void => {
     history.push(ev);
     for (const w of watchers) {
-      if (w.namespace && w.namespace !== ev.pod.metadata.namespace) continue;
-      const was = ev.old ? w.matches(ev.old) : false;
-      const is = ev.type !== 'DELETED' && w.matches(ev.pod);
-      // As the apiserver's watch filter (apiserver pkg/storage/cacher/cache_watcher.go convertToWatchEvent): an
-      // object that starts or stops matching the selector is ADDED or DELETED for this watcher.
-      if (ev.type === 'DELETED') {
-        if (w.matches(ev.pod)) w.send('DELETED', ev.pod);
-      } else if (is && !was) w.send('ADDED', ev.pod);
-      else if (is && was) w.send('MODIFIED', ev.pod);
-      else if (!is && was) w.send('DELETED', ev.pod);
+      const type = eventFor(ev, w.matches);
+      if (type) w.send(type, ev.pod);
     }
   };
   const putPod = (p: KubePod): void => {
@@ -314,11 +320,8 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
     adminToken,
     requests,
     setPods(list) {
-      for (const [k, old] of pods) {
-        pods.delete(k);
-        rv++;
-        notify({ rv, type: 'DELETED', pod: { ...old, metadata: { ...old.metadata, resourceVersion: String(rv) } } });
-      }
+      const keep = new Set(list.map((p) => key(p.metadata.namespace ?? 'default', p.metadata.name)));
+      for (const old of [...pods.values()]) if (!keep.has(key(old.metadata.namespace!, old.metadata.name))) api.deletePod(old.metadata.namespace!, old.metadata.name);
       for (const p of list) putPod(p);
     },
     updatePod: (p) => putPod(p),
@@ -375,8 +378,8 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
     addIdentity(identity) {
       identities.set(identity.token, identity);
     },
-    running: () =>
-      [...execs].filter((e) => e.child.exitCode === null && e.child.signalCode === null).map(({ child: _child, ...rest }) => ({ ...rest })),
+    running: () => [...execs].filter((e) => !e.exit).map(({ child: _c, exit: _e, stdout: _o, stderr: _r, ...rest }) => ({ ...rest })),
+    ended: () => [...execs].filter((e) => e.exit).map(({ child: _c, exit, stdout: _o, stderr: _r, ...rest }) => ({ ...rest, ...exit! })),
     writeKubeconfig: (spec) => writeKubeconfig(api, spec),
     stop: async () => {
       for (const t of timers) clearInterval(t);
@@ -444,7 +447,8 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
     kind: 'Table',
     apiVersion: 'meta.k8s.io/v1',
     metadata: { resourceVersion: listRv },
-    // The apiserver's pod columns (pkg/printers/internalversion/printers.go AddHandlers, podColumnDefinitions).
+    // The apiserver's pod columns (pkg/printers/internalversion/printers.go AddHandlers, podColumnDefinitions); the
+    // cells a simplified printPod: reason, else a waiting or terminated container's reason, else the phase.
     columnDefinitions: [
       { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
       { name: 'Ready', type: 'string', format: '', description: 'The aggregate readiness state of this pod for accepting traffic.', priority: 0 },
@@ -497,7 +501,6 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
     res.flushHeaders();
     openResponses.add(res);
     const w: Watcher = {
-      namespace: ns,
       matches: nameMatch,
       send: (type, pod) => {
         res.write(`${JSON.stringify({ type, object: table ? podTable([pod], pod.metadata.resourceVersion) : pod })}\n`);
@@ -508,10 +511,8 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
       for (const p of pods.values()) if (nameMatch(p)) w.send('ADDED', p);
     } else {
       for (const ev of history) {
-        if (ev.rv <= Number(from)) continue;
-        const was = ev.old ? nameMatch(ev.old) : false;
-        const is = ev.type !== 'DELETED' && nameMatch(ev.pod);
-        if (ev.type === 'DELETED' ? nameMatch(ev.pod) : is || was) w.send(ev.type === 'DELETED' || !is ? 'DELETED' : was ? 'MODIFIED' : 'ADDED', ev.pod);
+        const type = ev.rv > Number(from) ? eventFor(ev, nameMatch) : undefined;
+        if (type) w.send(type, ev.pod);
       }
     }
     watchers.add(w);
@@ -561,13 +562,17 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
     res.flushHeaders();
     let offset = 0;
     let pending = '';
+    let atLineStart = true;
     const render = (line: string): string | undefined => {
       // CRI format: TIMESTAMP STREAM TAG CONTENT (kubelet kuberuntime/logs/logs.go parseCRILog)
       const m = /^(\S+) (stdout|stderr) ([PF]) (.*)$/.exec(line);
       if (!m) return undefined;
       if (since !== undefined && Date.parse(m[1]) < since) return undefined;
       const text = m[3] === 'F' ? `${m[4]}\n` : m[4];
-      return timestamps ? `${m[1]} ${text}` : text;
+      // The timestamp goes only in front of a line's first part (kubelet logs.go ReadLogs: isNewLine).
+      const stamp = timestamps && atLineStart ? `${m[1]} ` : '';
+      atLineStart = m[3] === 'F';
+      return `${stamp}${text}`;
     };
     const readNew = (): string => {
       let size = 0;
@@ -659,7 +664,10 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
     ws = acceptWebSocket(req, socket, head, protocol, {
       onMessage: (channel, data) => {
         if (!rec) return;
-        if (channel === CHANNEL.stdin && wantStdin) rec.child.stdin?.write(data);
+        if (channel === CHANNEL.stdin && wantStdin) {
+          // Take no more from kubectl than the process reads (the socket's own backpressure then holds kubectl).
+          if (rec.child.stdin && !rec.child.stdin.write(data)) socket.pause();
+        }
         else if (channel === CHANNEL.close && data[0] === CHANNEL.stdin) rec.child.stdin?.end();
       },
       onEnd: () => {
@@ -669,8 +677,15 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
         // pipes lose their reader, so it lives on until it next writes (SIGPIPE) or ends by itself. The process is
         // not killed (containerd internal/cri/server/container_execsync.go, the comment on execInContainer).
         rec.child.stdin?.destroy();
-        rec.child.stdout?.destroy();
-        rec.child.stderr?.destroy();
+        if (onDisconnect === 'close-pipes') {
+          rec.stdout.destroy();
+          rec.stderr.destroy();
+        } else {
+          // The other reading of the runtime: its copy blocks on the dead stream, so the pipe fills and the process
+          // blocks in its next write once the pipe buffer is full, for ever.
+          rec.stdout.pause();
+          rec.stderr.pause();
+        }
       },
     });
     sockets.add(socket);
@@ -686,30 +701,44 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
       writeStatus(status(500, 'InternalError', `Internal error occurred: ${err}`, { causes: [{ message: err }] }));
       return;
     }
+    // stdout and stderr are real pipes, as the runtime's are (containerd's exec IO is FIFOs): Node's own stdio
+    // 'pipe' is a socketpair, where a write after the reader closed with unread data fails with ECONNRESET and no
+    // SIGPIPE, which no container process meets.
+    const out = realPipe(dir);
+    const err = realPipe(dir);
     const child = spawn('unshare', ['-rm', '/bin/sh', path.join(SHIMS_DIR, 'shim-enter.sh'), c.rootfs, mnt, ...argv], {
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: ['pipe', out.writeFd, err.writeFd],
       env: { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', HOSTNAME: name },
     });
-    rec = { namespace: ns, pod: name, container: cname, argv, pid: child.pid ?? -1, connected: true, child };
+    fs.closeSync(out.writeFd);
+    fs.closeSync(err.writeFd);
+    const stdout = new NetSocket({ fd: out.readFd, readable: true, writable: false });
+    const stderr = new NetSocket({ fd: err.readFd, readable: true, writable: false });
+    rec = { namespace: ns, pod: name, container: cname, argv, pid: child.pid ?? -1, connected: true, child, stdout, stderr };
     execs.add(rec);
-    child.stdin.on('error', () => undefined);
-    if (!wantStdin) child.stdin.end();
+    child.stdin!.on('error', () => undefined);
+    // Reading from kubectl resumes once the process has taken what was written (see onMessage).
+    child.stdin!.on('drain', () => socket.resume()).on('close', () => socket.resume());
+    if (!wantStdin) child.stdin!.end();
     const pump = (stream: NodeJS.ReadableStream, channel: number): Promise<void> =>
       new Promise((resolve) => {
         stream.on('data', (d: Buffer) => {
-          for (let i = 0; i < d.length; i += 32 * 1024) {
-            if (rec!.connected && ws && !ws.send(channel, d.subarray(i, i + 32 * 1024))) {
-              stream.pause();
-              socket.once('drain', () => stream.resume());
-            }
+          if (!rec!.connected || !ws) return;
+          let full = false;
+          for (let i = 0; i < d.length; i += 32 * 1024) full = !ws.send(channel, d.subarray(i, i + 32 * 1024));
+          // Read no more than kubectl takes: the process blocks in write as it would behind a slow reader.
+          if (full) {
+            stream.pause();
+            socket.once('drain', () => rec!.connected && stream.resume());
           }
         });
         stream.on('end', resolve);
         stream.on('close', resolve);
         stream.on('error', () => resolve());
       });
-    const outs = Promise.all([pump(child.stdout, CHANNEL.stdout), pump(child.stderr, CHANNEL.stderr)]);
+    const outs = Promise.all([pump(stdout, CHANNEL.stdout), pump(stderr, CHANNEL.stderr)]);
     child.on('exit', (code, signal) => {
+      rec!.exit = { code, signal };
       void outs.then(() => {
         if (!rec!.connected) return;
         if (code === 0) writeStatus({ metadata: {}, status: 'Success' });
@@ -870,6 +899,18 @@ export async function startKubeApi(options: { dir?: string } = {}): Promise<Kube
   return api;
 }
 
+/**
+ * What a watcher whose selector is `matches` sees of a change, as the apiserver's watch filter says it
+ * (apiserver pkg/storage/cacher/cache_watcher.go convertToWatchEvent): an object that starts matching is ADDED,
+ * one that stops matching is DELETED, one that matched before and after is MODIFIED, anything else nothing.
+ */
+function eventFor(ev: PodEvent, matches: (p: KubePod) => boolean): PodEvent['type'] | undefined {
+  if (ev.type === 'DELETED') return matches(ev.pod) ? 'DELETED' : undefined;
+  const was = ev.old ? matches(ev.old) : false;
+  const is = matches(ev.pod);
+  return is ? (was ? 'MODIFIED' : 'ADDED') : was ? 'DELETED' : undefined;
+}
+
 /** A kubeconfig file for `spec`: one cluster per context (this server with its CA, or a closed port), one user each. */
 function writeKubeconfig(api: KubeApi, spec: { contexts: KubeconfigContext[]; current?: string; file?: string }): string {
   const file = spec.file ?? path.join(api.dir, `kubeconfig-${randomBytes(4).toString('hex')}`);
@@ -911,6 +952,16 @@ function userEntry(dir: string, name: string, u: KubeconfigUser): Record<string,
 
 function shQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** An anonymous-like pipe: a FIFO opened at both ends (the reader first, non-blocking) and unlinked at once. */
+function realPipe(dir: string): { readFd: number; writeFd: number } {
+  const fifo = path.join(dir, `.fifo-${randomBytes(6).toString('hex')}`);
+  execFileSync('mkfifo', ['-m', '600', fifo]);
+  const readFd = fs.openSync(fifo, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+  const writeFd = fs.openSync(fifo, fs.constants.O_WRONLY);
+  fs.unlinkSync(fifo);
+  return { readFd, writeFd };
 }
 
 /** A port on 127.0.0.1 that nobody listens on (bound, then closed at once). */

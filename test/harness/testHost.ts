@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { startSshd, type SshdOptions, type TestSshd } from './sshd';
-import { addDockerContainer, addPctContainer, createShimRoot, installShims, type ShimContainer } from '../shims/shimState';
+import { addDockerContainer, addPctContainer, createShimRoot, ensureWorkspaceMountPoint, installShims, type ShimContainer } from '../shims/shimState';
 import {
   HOSTILE_NAMES,
   writeHfRun,
@@ -62,11 +62,6 @@ export interface TestHost {
 export interface ProxiedHost {
   proxy: TcpProxy;
   hostConfig(name?: string, extra?: Partial<HostConfig>): HostConfig;
-}
-
-/** The mount point the shims bind each container's /workspace onto (must exist on the test host). */
-function ensureWorkspaceMountPoint(): void {
-  if (!fs.existsSync('/workspace')) fs.mkdirSync('/workspace', { mode: 0o755 });
 }
 
 export async function startTestHost(options: SshdOptions = {}): Promise<TestHost> {

@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { kubectlOutput, type KubectlAccess } from '../../src/core/kube/kubectl';
 import { PodExecutor } from '../../src/core/kube/executor';
 import { listNamespaces, listOwners, listPods } from '../../src/core/kube/cluster';
@@ -50,7 +50,16 @@ contexts:
   context: {cluster: closed, user: fails}
 - name: plugin-missing
   context: {cluster: closed, user: missing}
+- name: plugin-hangs
+  context: {cluster: closed, user: hangs}
 users:
+- name: hangs
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: /bin/sh
+      args: ["-c", "exec sleep 4242"]
+      interactiveMode: Never
 - name: token
   user: {token: abc}
 - name: fails
@@ -189,4 +198,24 @@ test('the listings a tree asks for fail as themselves: an unreachable server is 
     await assert.rejects(list(access(), { env: env() }), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'unreachable' && e.detail.cause === 'refused', list.name);
   }
   await assert.rejects(listPods(access({ context: 'plugin-missing' }), { env: env() }), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'credential-plugin');
+});
+
+/** Processes of this user whose command line is exactly `sleep 4242` (the hanging plugin). */
+function hangingPlugins(): string[] {
+  const r = spawnSync('pgrep', ['-x', '-f', 'sleep 4242'], { encoding: 'utf8' });
+  return r.stdout.split('\n').filter(Boolean);
+}
+
+// A kubectl whose plugin outlives it keeps its pipes open, and the run would never end: the timeout makes that a failure.
+test('a cancel while a credential plugin hangs: cancelled, and neither kubectl nor its plugin is left running', { timeout: 20_000 }, async () => {
+  assert.deepEqual(hangingPlugins(), [], 'control: none before');
+  const stop = new AbortController();
+  const run = kubectlOutput(access({ context: 'plugin-hangs' }), ['get', 'pods'], { signal: stop.signal, env: env() });
+  // The plugin is running once pgrep sees it: the moment the cancel must strike.
+  for (let i = 0; i < 200 && hangingPlugins().length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(hangingPlugins().length, 1, 'the plugin runs');
+  stop.abort();
+  await assert.rejects(run, (e: unknown) => e instanceof RemoteRunsError && e.kind === 'cancelled');
+  for (let i = 0; i < 40 && hangingPlugins().length > 0; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(hangingPlugins(), [], 'the plugin went with kubectl');
 });

@@ -17,6 +17,11 @@ export interface ShimContainer {
   rootfs: string;
 }
 
+/** The mount point the shims bind each container's /workspace onto (must exist on the test host for shim-enter.sh's fast path). */
+export function ensureWorkspaceMountPoint(): void {
+  if (!fs.existsSync('/workspace')) fs.mkdirSync('/workspace', { mode: 0o755 });
+}
+
 /** Create an empty state root (pct/ and docker/ with no containers). */
 export function createShimRoot(root: string, options: { node?: string } = {}): string {
   fs.mkdirSync(path.join(root, 'pct'), { recursive: true });

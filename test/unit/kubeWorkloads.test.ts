@@ -172,3 +172,17 @@ test('a huge list: 20,000 pods of 200 jobs group in one pass', () => {
   assert.equal(all.length, 200);
   assert.ok(all.every((j) => j.pods.length === 100 && j.pods[99].index === 99 && j.state === 'running'));
 });
+
+test('a PyTorchJob suspended by Kueue (spec.runPolicy.suspend) and a suspended TrainJob are queued jobs without pods', () => {
+  const owners = ownerObjects([
+    { apiVersion: 'kubeflow.org/v1', kind: 'PyTorchJob', metadata: { namespace: 'ml', name: 'gpt', labels: { 'kueue.x-k8s.io/queue-name': 'a100' } }, spec: { runPolicy: { suspend: true } } },
+    { apiVersion: 'trainer.kubeflow.org/v1alpha1', kind: 'TrainJob', metadata: { namespace: 'ml', name: 'llm', labels: {} }, spec: { suspend: true } },
+    { kind: 'Job', metadata: { namespace: 'ml' } },
+    'junk',
+  ]);
+  assert.equal(owners.length, 2, 'items without a name are left out');
+  assert.deepEqual(groupWorkloads([], owners).map((j) => [j.name, j.kind, j.grouping, j.state, j.message, j.queue ?? null]), [
+    ['gpt', 'PyTorchJob', 'training-operator', 'queued', 'waiting for Kueue to admit it (queue a100)', 'a100'],
+    ['llm', 'TrainJob', 'jobset', 'queued', 'TrainJob llm is suspended (spec.suspend: true)', null],
+  ]);
+});

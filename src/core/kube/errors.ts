@@ -11,6 +11,7 @@
  */
 import { RemoteRunsError, type ClusterConfig, type ErrorKind, type ExecResult } from '../types';
 import type { PodContainer } from './names';
+import { fenceEnd } from '../shell/portable';
 
 /** Which case of its kind an error is: one per cause the issue names, never two folded into one. */
 export type KubeCause =
@@ -88,7 +89,7 @@ export function commandOwnStderr(stderr: Buffer): Buffer {
  */
 export function podExecFailure(pod: PodContainer, result: ExecResult, cluster?: KubeFailureContext['cluster']): RemoteRunsError | undefined {
   if (result.code === 0 || result.shellNoise !== undefined) return undefined;
-  if (result.stdout.includes(Buffer.from('\0rr-fence-1\0', 'latin1'))) return undefined;
+  if (fenceEnd(result.stdout) >= 0) return undefined;
   if (EXIT_LINE.test(result.stderr.toString('latin1'))) return undefined;
   return kubectlFailure(result, { pod, ...(cluster ? { cluster } : {}) });
 }

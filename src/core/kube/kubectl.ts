@@ -109,13 +109,15 @@ export function runKubectl(access: Pick<KubectlAccess, 'kubectl'>, args: readonl
       reject(new RemoteRunsError('cancelled', 'cancelled before kubectl started'));
       return;
     }
-    const child = startProcess(program, args, { stdio: ['pipe', 'pipe', 'pipe'], ...(options.env ? { env: options.env } : {}), ...(options.holder ? { holder: options.holder } : {}) });
+    // Its own process group: kubectl's children (an exec credential plugin still running) are not ended with kubectl
+    // itself, so a stop goes to the whole group (test/integration/kubectlErrors.test.ts leaves none behind).
+    const child = startProcess(program, args, { stdio: ['pipe', 'pipe', 'pipe'], detached: true, ...(options.env ? { env: options.env } : {}), ...(options.holder ? { holder: options.holder } : {}) });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let outBytes = 0;
     let truncated = false;
     let settled = false;
-    const onAbort = (): void => signalProcess(child, 'SIGTERM');
+    const onAbort = (): void => signalProcess(child, 'SIGTERM', { group: true });
     options.signal?.addEventListener('abort', onAbort, { once: true });
     const done = (f: () => void): void => {
       if (settled) return;
@@ -131,7 +133,7 @@ export function runKubectl(access: Pick<KubectlAccess, 'kubectl'>, args: readonl
         options.onStdout?.(part);
         outBytes = max;
         truncated = true;
-        signalProcess(child, 'SIGTERM');
+        signalProcess(child, 'SIGTERM', { group: true });
         return;
       }
       out.push(b);
