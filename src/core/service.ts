@@ -11,6 +11,7 @@ import {
   latestCheckpoint,
   checkpointOrder,
   parseTarget,
+  type ClusterConfig,
   type HostConfig,
   type Checkpoint,
   type Run,
@@ -25,11 +26,21 @@ import { DEFAULT_MAX_ENTRIES, listRunsCommand } from './discovery/listScript';
 import { cutShortText } from './discovery/listParse';
 import { discoverTargetsCommand } from './discovery/targetsDiscovery';
 import { displayName } from '../shared/display';
+import type { Workload } from './kube/workloads';
+import { listClusterTargets } from './kube/clusterTargets';
+import { PodExecutor } from './kube/executor';
+import { parsePodTargetId } from './kube/names';
+import type { KubectlAccess } from './kube/kubectl';
 
 export interface HostTargets {
   targets: Target[];
   /** Runtime problems that did not stop the listing (e.g. docker daemon refused the user). */
   problems: string[];
+  /**
+   * A Kubernetes cluster's pods grouped into jobs (kube/workloads.ts), whose containers are `targets`: the tree's
+   * namespace → job → pod rows. Absent for an SSH host.
+   */
+  workloads?: Workload[];
 }
 
 export interface CoreOptions {
@@ -41,6 +52,10 @@ export interface CoreOptions {
   streamFor?(host: HostConfig, target: TargetRef): StreamRunner | undefined;
   /** Bound on records per listing, so a huge directory cannot hang a view. */
   maxEntries?: number;
+  /** The configured Kubernetes clusters (entries with `"kind": "kubernetes"`), read each time; absent: none. */
+  clusters?(): ClusterConfig[];
+  /** The kubectl program (the machine-scoped remoteRuns.kubectlPath); undefined: `kubectl` from PATH. */
+  kubectlPath?(): string | undefined;
 }
 
 export class RemoteRunsCore {
@@ -65,8 +80,32 @@ export class RemoteRunsCore {
     return this.options.executorFor(this.host(hostName));
   }
 
+  /** The configured Kubernetes cluster of this name, if `name` is one (hosts and clusters share one set of names). */
+  cluster(name: string): ClusterConfig | undefined {
+    return this.options.clusters?.().find((c) => c.name === name);
+  }
+
+  /** How kubectl reaches a cluster: its entry and the configured kubectl program. */
+  kubectlAccess(cluster: ClusterConfig): KubectlAccess {
+    const kubectl = this.options.kubectlPath?.();
+    return { cluster, ...(kubectl ? { kubectl } : {}) };
+  }
+
+  /**
+   * The executor that runs commands in `target` of a host or cluster: the host's shared one, or for a pod container
+   * of a cluster, `kubectl exec` on this machine (kube/executor.ts).
+   */
+  targetExecutor(name: string, target: TargetRef): Executor {
+    const cluster = this.cluster(name);
+    if (!cluster) return this.executor(name);
+    if (target.kind !== 'pod') throw new RemoteRunsError('bad-address', `${name} is a Kubernetes cluster: its targets are pod containers (pod:NAMESPACE/POD:CONTAINER), not ${formatTarget(target)}`);
+    return new PodExecutor(this.kubectlAccess(cluster), parsePodTargetId(target.id));
+  }
+
   /** How a long read on `target` of a configured host runs as one stream, where it can (RunFeed's backlog). */
   stream(hostName: string, target: TargetRef): StreamRunner | undefined {
+    // A cluster's containers have no SSH session to stream over: their reads are kubectl exec commands.
+    if (this.cluster(hostName)) return undefined;
     return this.options.streamFor?.(this.host(hostName), target);
   }
 
@@ -82,6 +121,9 @@ export class RemoteRunsCore {
 
   /** Which targets a host has: the bare host plus discovered (or configured) containers, with their state. */
   async listTargets(hostName: string, signal?: AbortSignal): Promise<HostTargets> {
+    // A cluster's targets are its pods' containers, grouped into jobs (kube/clusterTargets.ts).
+    const cluster = this.cluster(hostName);
+    if (cluster) return listClusterTargets(this.kubectlAccess(cluster), signal ? { signal } : {});
     const host = this.host(hostName);
     const exec = this.options.executorFor(host);
     const configured = host.targets && host.targets !== 'auto' ? host.targets.map(parseTarget) : undefined;
@@ -96,8 +138,13 @@ export class RemoteRunsCore {
     return { targets, problems: found.problems };
   }
 
-  /** The run roots searched on a host: per-host setting, else the defaults. */
-  runRoots(host: HostConfig): string[] {
+  /** The run roots searched on the host or cluster of this name (in each container of a cluster). */
+  runRootsOf(name: string): string[] {
+    return this.runRoots(this.cluster(name) ?? this.host(name));
+  }
+
+  /** The run roots searched on a host (in each container of a cluster): per-host setting, else the defaults. */
+  runRoots(host: Pick<HostConfig, 'runRoots'>): string[] {
     return host.runRoots && host.runRoots.length > 0 ? [...host.runRoots] : [...DEFAULT_RUN_ROOTS];
   }
 
@@ -106,8 +153,8 @@ export class RemoteRunsCore {
    * listing cache, discovery/listings.ts, lists the roots it does not hold yet).
    */
   async listTarget(hostName: string, target: TargetRef, signal?: AbortSignal, only?: readonly string[]): Promise<TargetListing> {
-    const host = this.host(hostName);
-    const exec = this.options.executorFor(host);
+    const host: Pick<HostConfig, 'runRoots'> = this.cluster(hostName) ?? this.host(hostName);
+    const exec = this.targetExecutor(hostName, target);
     const roots = only ? [...only] : this.runRoots(host);
     const result = await runCommand(exec, target, listRunsCommand(roots, { maxEntries: this.options.maxEntries }), signal);
     // A root whose walk hit the budget is listed again with the budget shared among its folders (a second round trip,

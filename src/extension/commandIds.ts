@@ -3,6 +3,7 @@ export const CommandIds = {
   refresh: 'remoteRuns.refresh',
   addHost: 'remoteRuns.addHost',
   useSshConfigHosts: 'remoteRuns.useSshConfigHosts',
+  useKubeContexts: 'remoteRuns.useKubeContexts',
   openSettings: 'remoteRuns.openSettings',
   showLog: 'remoteRuns.showLog',
   copyRemotePath: 'remoteRuns.copyRemotePath',

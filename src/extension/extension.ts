@@ -94,6 +94,9 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
       return pool.executor(resolved, { idempotent: true });
     },
     streamFor: (host, target) => bulk.runner(hosts.resolve(host), target),
+    // Kubernetes clusters: reached through the user's own kubectl on this machine (never a workspace's program).
+    clusters: () => settings.clusters(),
+    kubectlPath: () => settings.kubectlPath(),
   });
 
   const runFacts = new RunFactsReader(core);
@@ -104,11 +107,14 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   const listings = store.register(windowListings(core));
   // A checkpoint's contents (tree rows, hover, compare): its headers over one remote command, cached per (path, size, mtime).
   const inspectCheckpoint = async (hostName: string, target: TargetRef, checkpoint: Checkpoint) =>
-    (await inspectRemote(core.executor(hostName), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection;
+    (await inspectRemote(core.targetExecutor(hostName, target), target, listedFilesOf(checkpoint), { cache: inspectCache, host: hostName })).inspection;
   const tree = store.register(
     new RunsTreeProvider({
       core,
-      hosts: () => hosts.all().map((h) => ({ name: h.config.name, source: h.source })),
+      hosts: () => [
+        ...hosts.all().map((h) => ({ name: h.config.name, source: h.source })),
+        ...settings.clusters().map((c) => ({ name: c.name, source: 'settings' as const, cluster: { context: c.context, ...(c.namespace ? { namespace: c.namespace } : {}), ...(c.selector ? { selector: c.selector } : {}) } })),
+      ],
       connectionState: (name) => pool.getState(name),
       onDidChangeConnectionState: pool.onDidChangeState,
       log,
@@ -164,7 +170,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   store.register(vscode.workspace.onDidGrantWorkspaceTrust(checkWorkspaceSettings));
 
   const updateNoHosts = (): void => {
-    void vscode.commands.executeCommand('setContext', 'remoteRuns.noHosts', hosts.all().length === 0);
+    void vscode.commands.executeCommand('setContext', 'remoteRuns.noHosts', hosts.all().length === 0 && settings.clusters().length === 0);
   };
   updateNoHosts();
   store.register(
@@ -189,7 +195,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   store.register({ dispose: () => timer && clearInterval(timer) });
   store.register(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('remoteRuns.refreshIntervalSeconds') && schedule()));
 
-  for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles })) store.register(d);
+  for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles, kubectlPath: () => settings.kubectlPath() })) store.register(d);
   // Eval listings → the charts' points and the eval table (the hub is shared, so metrics can register first).
   const evalResults = store.register(new EvalResultsHub());
   const { feeds } = registerMetrics({

@@ -879,7 +879,11 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
     return reply(200, { apiVersion: `${group}/${version}`, kind: `${kind}List`, metadata: { resourceVersion: String(rv) }, items: all.filter((o) => labelSel(o.metadata.labels ?? {})) });
   };
 
-  const server: Server = createHttpsServer({ key: fs.readFileSync(tls.keyFile), cert: fs.readFileSync(tls.certFile) }, (req, res) => handle(req, res));
+  // A request line and headers of up to 1 MiB, as the apiserver takes them (apiserver pkg/server/secure_serving.go
+  // and the kubelet's pkg/kubelet/server/server.go set MaxHeaderBytes: 1 << 20, Go's DefaultMaxHeaderBytes): an exec's
+  // command travels in its URL (`command=` per argument), and the listing script's is about 21 KB encoded, past
+  // Node's default of 16 KiB, which answers 431 and leaves kubectl saying only `Error from server:`.
+  const server: Server = createHttpsServer({ key: fs.readFileSync(tls.keyFile), cert: fs.readFileSync(tls.certFile), maxHeaderSize: 1 << 20 }, (req, res) => handle(req, res));
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => handle(req, undefined, { socket, head }));
   server.on('connection', (s: Socket) => {
     sockets.add(s);

@@ -159,6 +159,13 @@ const RULES: Rule[] = [
     make: (m, c) => ({ kind: 'credential-plugin', cause: 'plugin-missing', message: `The kubeconfig's credential plugin ${m[1]} is not installed${where(c)}`, detail: { plugin: m[1] } }),
   },
   {
+    // The same plugin named by a path that is not there: Go's os/exec finds no PATH lookup to fail, so the start
+    // itself fails (`fork/exec PATH: no such file or directory`, an *fs.PathError), which exec.go wraps as
+    // `exec: …` (real kubectl 1.32 against a kubeconfig whose `exec.command` is an absolute path that does not exist).
+    test: /getting credentials: exec: fork\/exec (\S+): no such file or directory/,
+    make: (m, c) => ({ kind: 'credential-plugin', cause: 'plugin-missing', message: `The kubeconfig's credential plugin ${m[1]} is not installed${where(c)}`, detail: { plugin: m[1] } }),
+  },
+  {
     // client-go plugin/pkg/client/auth/exec/exec.go: `exec: executable %s failed with exit code %d`; the plugin's own
     // stderr reaches kubectl's stderr before it (exec.go passes the plugin's stderr through), and is kept.
     test: /getting credentials: exec: executable (\S+) failed with exit code (\d+)/,

@@ -12,7 +12,8 @@ import { cutShortText, linksOutText } from '../discovery/listParse';
 import { DEFAULT_MAX_ENTRIES } from '../discovery/listScript';
 import { formatTarget, asRemoteRunsError, type RemoteRunsError, type TargetListing, type TargetRef } from '../types';
 import { Emitter, type Event } from '../util/event';
-import { childId, hostId, isAtOrBelow, listingKey, runId, targetId, type CheckpointNode, type ContentsNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from './nodes';
+import { childId, hostId, isAtOrBelow, listingKey, runId, targetId, type CheckpointNode, type ClusterFacts, type ContentsNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from './nodes';
+import { clusterChildren, clusterErrorNode, jobChildren, namespaceChildren, podChildren } from './clusterNodes';
 import type { Checkpoint } from '../types';
 import type { Inspection } from '../inspect/types';
 import { groupTensors, inspectCompleteness, stateParts, formatCount } from '../inspect/summary';
@@ -25,6 +26,8 @@ import { Listings, same, type ListingScope, type Settled } from '../discovery/li
 export interface HostEntry {
   name: string;
   source: 'settings' | 'ssh-config';
+  /** A Kubernetes cluster entry: its rows are namespaces, jobs, pods and containers (tree/clusterNodes.ts). */
+  cluster?: ClusterFacts;
 }
 
 /** Where the model's listings come from (the core service, in the extension). */
@@ -189,11 +192,17 @@ export class RunsTreeModel {
 
   private async computeChildren(node?: TreeNode): Promise<TreeNode[]> {
     if (!node) {
-      return this.source.hosts().map((h): HostNode => ({ type: 'host', id: hostId(h.name), hostName: h.name, source: h.source }));
+      return this.source.hosts().map((h): HostNode => ({ type: 'host', id: hostId(h.name), hostName: h.name, source: h.source, ...(h.cluster ? { cluster: h.cluster } : {}) }));
     }
     switch (node.type) {
       case 'host':
         return this.hostChildren(node);
+      case 'namespace':
+        return namespaceChildren(node);
+      case 'job':
+        return jobChildren(node, this.hostOf(node));
+      case 'pod':
+        return podChildren(node);
       case 'target':
         return this.targetChildren(node);
       case 'run':
@@ -247,9 +256,18 @@ export class RunsTreeModel {
     return inspectionNodes(node, r.value);
   }
 
+  /** The host row a row lies under. */
+  private hostOf(node: TreeNode): HostNode {
+    let n: TreeNode | undefined = node;
+    while (n && n.type !== 'host') n = n.parent;
+    if (!n) throw new Error('node without a host');
+    return n;
+  }
+
   private async hostChildren(node: HostNode): Promise<TreeNode[]> {
     const result = await this.loadTargets(node.hostName);
-    if (!result.ok) return [errorNode(node, result.error)];
+    if (!result.ok) return [node.cluster ? clusterErrorNode(node, errorNode(node, result.error), result.error) : errorNode(node, result.error)];
+    if (node.cluster) return clusterChildren(node, result.value);
     const targets = result.value.targets.map((t): TargetNode => ({
       type: 'target',
       id: targetId(node.hostName, t),
@@ -267,7 +285,9 @@ export class RunsTreeModel {
   }
 
   private async targetChildren(node: TargetNode): Promise<TreeNode[]> {
-    if (node.target.state === 'stopped') {
+    // A pod's container that does not run is still asked (one kubectl exec): kubectl's own words say why it cannot
+    // be entered (not scheduled, not started, completed), beside the pod's state on the row above.
+    if (node.target.state === 'stopped' && node.target.kind !== 'pod') {
       const text = emptyStateText('container-stopped');
       return [{ type: 'state', id: childId(node, 's', 'stopped'), parent: node, kind: 'container-stopped', label: text.title, message: `${formatTarget(node.target)} is stopped. ${text.hint}`, seen: [], scope: node }];
     }

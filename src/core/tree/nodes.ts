@@ -6,6 +6,8 @@
 import type { Checkpoint, CheckpointFile, ErrorKind, Run, Target, TargetRef } from '../types';
 import type { EntryInfo, TensorInfo } from '../inspect/types';
 import type { TensorGroup } from '../inspect/summary';
+import type { ContainerInfo } from '../kube/pods';
+import type { RankedPod, Workload } from '../kube/workloads';
 import { ID_SEP as SEP, targetId } from '../identity';
 export { hostId, runId, targetId } from '../identity';
 
@@ -20,12 +22,48 @@ export interface HostNode extends Base {
   hostName: string;
   /** Where the host came from, shown in the tooltip. */
   source: 'settings' | 'ssh-config';
+  /** A Kubernetes cluster (a `"kind": "kubernetes"` entry): its rows are namespaces, jobs and pods, not SSH targets. */
+  cluster?: ClusterFacts;
+}
+
+/** What the tree shows of a cluster entry. */
+export interface ClusterFacts {
+  context: string;
+  /** The entry's one namespace: its jobs sit right under the cluster, without a namespace row. */
+  namespace?: string;
+  selector?: string;
+}
+
+/** A namespace of a cluster whose entry names none: the jobs of its pods. */
+export interface NamespaceNode extends Base {
+  type: 'namespace';
+  hostName: string;
+  namespace: string;
+  workloads: Workload[];
+}
+
+/** A job of a cluster (kube/workloads.ts: a Training Operator job, a JobSet, a Job, another controller, a bare pod). */
+export interface JobNode extends Base {
+  type: 'job';
+  hostName: string;
+  workload: Workload;
+}
+
+/** A pod of a job, by replica type and rank: its containers below. */
+export interface PodNode extends Base {
+  type: 'pod';
+  hostName: string;
+  /** The job's name (the pod row's tooltip). */
+  job: string;
+  pod: RankedPod;
 }
 
 export interface TargetNode extends Base {
   type: 'target';
   hostName: string;
   target: Target;
+  /** A pod's container (target kind `pod`): its status as the cluster reports it. */
+  container?: ContainerInfo;
 }
 
 export interface RunNode extends Base {
@@ -63,6 +101,8 @@ export interface StateNode extends Base {
   seen: string[];
   /** The node whose listing this state belongs to; Retry refreshes it. */
   scope?: HostNode | TargetNode;
+  /** What to do about it, where the kind's own hint (emptyStates.ts) does not fit this case. */
+  hint?: string;
 }
 
 /**
@@ -102,7 +142,9 @@ export interface InspectNoteNode extends Base {
 
 export type InspectNode = ContentsNode | TensorGroupNode | TensorNode | InspectNoteNode;
 
-export type TreeNode = HostNode | TargetNode | RunNode | CheckpointNode | FileNode | StateNode | InspectNode;
+export type ClusterNode = NamespaceNode | JobNode | PodNode;
+
+export type TreeNode = HostNode | ClusterNode | TargetNode | RunNode | CheckpointNode | FileNode | StateNode | InspectNode;
 
 export function childId(parent: TreeNode, kind: string, key: string): string {
   return `${parent.id}${SEP}${kind}${SEP}${key}`;
@@ -116,4 +158,27 @@ export function isAtOrBelow(id: string, ancestor: string): boolean {
 /** Host/target key of the listing a node belongs to. */
 export function listingKey(hostName: string, target: TargetRef): string {
   return targetId(hostName, target);
+}
+
+/**
+ * Whether the row `id` is `node` or may lie below it. A cluster's namespace, job and pod rows hold container rows
+ * whose ids are their targets' (identity.ts targetId, the key of their listings and runs), not paths below them:
+ * a container `pod:NS/POD:C` lies below its pod, its pod's job and its namespace.
+ */
+export function mayHold(node: TreeNode, id: string): boolean {
+  if (isAtOrBelow(id, node.id)) return true;
+  switch (node.type) {
+    case 'namespace':
+      return id.startsWith(`${targetId(node.hostName, { kind: 'pod', id: `${node.namespace}/` })}`);
+    case 'job':
+      return node.workload.pods.some((p) => id.startsWith(podPrefix(node.hostName, p.pod.namespace, p.pod.name)));
+    case 'pod':
+      return id.startsWith(podPrefix(node.hostName, node.pod.pod.namespace, node.pod.pod.name));
+    default:
+      return false;
+  }
+}
+
+function podPrefix(hostName: string, namespace: string, pod: string): string {
+  return targetId(hostName, { kind: 'pod', id: `${namespace}/${pod}:` });
 }

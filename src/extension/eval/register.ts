@@ -117,6 +117,11 @@ function subjectOf(node: Pick<CheckpointNode, 'hostName' | 'target' | 'run' | 'c
   };
 }
 
+/** The run a tree checkpoint belongs to, as its evals are kept (by run; the step only picks a checkpoint's records). */
+function runSubjectOf(node: Pick<CheckpointNode, 'hostName' | 'target' | 'run'>): EvalRunRef {
+  return { host: node.hostName, target: node.target, run: { name: node.run.name, path: node.run.path } };
+}
+
 function sameTarget(a: TargetRef, b: TargetRef): boolean {
   return formatTarget(a) === formatTarget(b);
 }
@@ -413,7 +418,9 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
 
   return {
     checkpointDecoration(node: CheckpointNode): string | undefined {
-      const subject = subjectOf(node);
+      // The run's evals (a checkpoint without a step, such as final weights, has none of its own, and its row is
+      // drawn all the same: subjectOf would throw for it, and a throw here loses every row of the run).
+      const subject = runSubjectOf(node);
       const key = runKey(subject);
       const entry = runs.get(key);
       const live = entry?.entries.some((e) => e.record.state === 'running' || e.record.state === 'pending');
@@ -421,7 +428,7 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
       return entry ? checkpointEvalText(entry.entries.map((e) => e.record), node.checkpoint.path) : undefined;
     },
     checkpointEvalRunning(node: CheckpointNode): boolean {
-      const entry = runs.get(runKey(subjectOf(node)));
+      const entry = runs.get(runKey(runSubjectOf(node)));
       return entry?.entries.some((e) => (e.record.state === 'running' || e.record.state === 'pending') && e.record.checkpointPath === node.checkpoint.path) ?? false;
     },
   };

@@ -58,9 +58,9 @@ export function windowListings(core: RemoteRunsCore, clock?: () => number): List
     {
       listTargets: (host, signal) => core.listTargets(host, signal),
       listTarget: (host, target, signal, roots) => core.listTarget(host, target, signal, roots),
-      runRoots: (host) => core.runRoots(core.host(host)),
+      runRoots: (host) => core.runRootsOf(host),
       listPath: async (host, target, path, depth, signal) => {
-        const result = await runCommand(core.executor(host), target, listPathsCommand([path], depth), signal);
+        const result = await runCommand(core.targetExecutor(host, target), target, listPathsCommand([path], depth), signal);
         const [p] = result.paths;
         return { ok: true, resolved: p.resolved, state: p.state, entries: p.entries, truncated: p.truncated, remoteNow: result.remoteNow };
       },

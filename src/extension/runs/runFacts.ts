@@ -26,7 +26,7 @@ export class RunFactsReader {
     const key = `${hostName}\0${formatTarget(target)}\0${run.path}`;
     const hit = this.configs.get(key);
     if (hit && Date.now() - hit.at < CONFIG_TTL_MS) return hit.value;
-    const value = runCommand(this.core.executor(hostName), target, runConfigCommand(run.path));
+    const value = runCommand(this.core.targetExecutor(hostName, target), target, runConfigCommand(run.path));
     this.configs.set(key, { at: Date.now(), value });
     value.catch(() => this.configs.delete(key));
     return value;
@@ -47,7 +47,7 @@ export class RunFactsReader {
           f.configError = `config not read: ${message(e)}`;
         }
         if (run.metrics.length === 0) continue;
-        const feed = new RunFeed(toRunRef(hostName, target, run), { executor: () => this.core.executor(hostName), intervalMs: () => 60_000 });
+        const feed = new RunFeed(toRunRef(hostName, target, run), { executor: () => this.core.targetExecutor(hostName, target), intervalMs: () => 60_000 });
         try {
           await feed.pollNow();
           const last: Record<string, number> = {};

@@ -5,7 +5,7 @@ import type { ConnectionState } from '../../core/ssh/types';
 import { emptyStateText, stateReason } from '../../core/emptyStates';
 import { formatAge, formatBytes, formatCheckpointBytes } from '../../core/util/format';
 import type { Event } from '../../core/util/event';
-import { hostId, isAtOrBelow, type CheckpointNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from '../../core/tree/nodes';
+import { hostId, mayHold, type CheckpointNode, type JobNode, type NamespaceNode, type PodNode, type FileNode, type HostNode, type InspectNoteNode, type RunNode, type StateNode, type TargetNode, type TensorGroupNode, type TensorNode, type TreeNode } from '../../core/tree/nodes';
 import type { Listings } from '../../core/discovery/listings';
 import { RunsTreeModel, groupDescription, type HostEntry, type TreeViewState } from '../../core/tree/model';
 import type { Checkpoint, TargetRef } from '../../core/types';
@@ -14,6 +14,7 @@ import type { Logger } from '../log';
 import { partialPercent, type LocalCopy } from '../../core/transfer';
 import { configSummary, type RunConfig } from '../../core/runs/config';
 import { displayName, displayText } from '../../shared/display';
+import { jobDescription, podDescription, stateIcon as workloadIcon, stateText } from '../../core/tree/clusterNodes';
 
 export type { HostEntry };
 
@@ -173,6 +174,12 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     switch (node.type) {
       case 'host':
         return this.hostItem(node);
+      case 'namespace':
+        return namespaceItem(node);
+      case 'job':
+        return jobItem(node);
+      case 'pod':
+        return podItem(node);
       case 'target':
         return this.targetItem(node);
       case 'run':
@@ -262,11 +269,11 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
    */
   private followSelection(parent: TreeNode | undefined, children: TreeNode[]): void {
     const want = this.model.selectedId;
-    if (!want || !this.view || (parent && !isAtOrBelow(want, parent.id))) return;
+    if (!want || !this.view || (parent && !mayHold(parent, want))) return;
     const selected = children.find((c) => c.id === want);
     if (!selected) {
       // Listed without it, and without the rows it lies below: it is not in the tree any more.
-      if (!children.some((c) => isAtOrBelow(want, c.id))) this.selectionShown = false;
+      if (!children.some((c) => mayHold(c, want))) this.selectionShown = false;
       return;
     }
     if (this.selectionShown) return;
@@ -322,6 +329,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   // ---- Items ---------------------------------------------------------------------------------------
 
   private hostItem(node: HostNode): vscode.TreeItem {
+    if (node.cluster) return clusterItem(node, node.cluster);
     const item = new vscode.TreeItem(node.hostName, vscode.TreeItemCollapsibleState.Collapsed);
     item.id = node.id;
     const state = this.deps.connectionState(node.hostName);
@@ -337,6 +345,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   }
 
   private targetItem(node: TargetNode): vscode.TreeItem {
+    if (node.target.kind === 'pod') return containerItem(node);
     const t = node.target;
     const label = t.kind === 'host' ? 'host' : formatTarget(t);
     const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.Collapsed);
@@ -442,7 +451,7 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
     // The reason inline (what the user acts on); the error kind only in the tooltip.
     item.description = node.seen.length ? `saw: ${node.seen.join(', ')}` : stateReason(node.label, node.message);
     const tip = new vscode.MarkdownString();
-    tip.appendText(`${node.message}\n\n${text.hint}`);
+    tip.appendText(`${node.message}\n\n${node.hint ?? text.hint}`);
     if (node.seen.length) tip.appendText(`\n\nEntries there: ${node.seen.join(', ')}`);
     tip.appendText(`\n\n(${node.kind})`);
     item.tooltip = tip;
@@ -453,8 +462,69 @@ export class RunsTreeProvider implements vscode.TreeDataProvider<TreeNode>, vsco
   }
 }
 
+/** A cluster entry's row: its context (and namespace) beside the name; kubectl, not SSH, reaches it. */
+function clusterItem(node: HostNode, c: NonNullable<HostNode['cluster']>): vscode.TreeItem {
+  const item = new vscode.TreeItem(node.hostName, vscode.TreeItemCollapsibleState.Collapsed);
+  item.id = node.id;
+  item.description = [c.context, c.namespace ? `ns ${c.namespace}` : '', c.selector ? `-l ${c.selector}` : ''].filter(Boolean).join(' · ');
+  item.iconPath = new vscode.ThemeIcon('cloud');
+  item.tooltip = `${node.hostName}: Kubernetes cluster (from remoteRuns.hosts)\nContext: ${c.context}\nNamespace: ${c.namespace ?? 'every namespace you may list'}${c.selector ? `\nSelector: ${c.selector}` : ''}\nReached through kubectl on this machine (remoteRuns.kubectlPath)`;
+  item.contextValue = 'cluster';
+  return item;
+}
+
+function namespaceItem(node: NamespaceNode): vscode.TreeItem {
+  const item = new vscode.TreeItem(node.namespace, vscode.TreeItemCollapsibleState.Collapsed);
+  item.id = node.id;
+  const n = node.workloads.length;
+  const running = node.workloads.filter((w) => w.state === 'running').length;
+  item.description = `${n} job${n === 1 ? '' : 's'}${running ? ` · ${running} running` : ''}`;
+  item.iconPath = new vscode.ThemeIcon('symbol-namespace');
+  item.tooltip = `Namespace ${node.namespace}`;
+  item.contextValue = 'namespace';
+  return item;
+}
+
+function jobItem(node: JobNode): vscode.TreeItem {
+  const w = node.workload;
+  const item = new vscode.TreeItem(w.name, vscode.TreeItemCollapsibleState.Collapsed);
+  item.id = node.id;
+  item.description = jobDescription(w);
+  item.iconPath = new vscode.ThemeIcon(workloadIcon(w));
+  const counts = Object.entries(w.counts).map(([s, k]) => `${k} ${s}`).join(', ');
+  item.tooltip = `${w.kind} ${w.namespace}/${w.name}\nState: ${stateText(w)}${w.message ? `\n${w.message}` : ''}${counts ? `\nPods: ${counts}` : ''}${w.restarts ? `\nRestarts: ${w.restarts}` : ''}${w.queue ? `\nKueue queue: ${w.queue}` : ''}`;
+  item.contextValue = `job.${w.state}`;
+  return item;
+}
+
+function podItem(node: PodNode): vscode.TreeItem {
+  const p = node.pod;
+  const item = new vscode.TreeItem(p.label, vscode.TreeItemCollapsibleState.Collapsed);
+  item.id = node.id;
+  item.description = podDescription(p);
+  item.iconPath = new vscode.ThemeIcon(workloadIcon(p));
+  item.tooltip = `Pod ${p.pod.namespace}/${p.pod.name} of ${node.job}\nState: ${stateText(p)}${p.message ? `\n${p.message}` : ''}${p.pod.nodeName ? `\nNode: ${p.pod.nodeName}` : ''}${p.rank !== undefined ? `\nRank: ${p.rank}` : ''}${p.restarts ? `\nRestarts: ${p.restarts}` : ''}`;
+  item.contextValue = `pod.${p.state}`;
+  return item;
+}
+
+/** A pod's container: its runs below, listed through kubectl exec. */
+function containerItem(node: TargetNode): vscode.TreeItem {
+  const t = node.target;
+  const c = node.container;
+  const name = c?.name ?? t.id.slice(t.id.lastIndexOf(':') + 1);
+  const item = new vscode.TreeItem(name, vscode.TreeItemCollapsibleState.Collapsed);
+  item.id = node.id;
+  const status = c ? `${c.state}${c.reason ? ` (${c.reason})` : ''}` : t.state;
+  item.description = [status, c?.restarts ? `${c.restarts} restart${c.restarts === 1 ? '' : 's'}` : ''].filter(Boolean).join(' · ');
+  item.iconPath = new vscode.ThemeIcon(t.state === 'running' ? 'package' : 'debug-stop');
+  item.tooltip = `Container ${name} of pod ${t.id.slice(0, t.id.lastIndexOf(':'))}${c?.image ? `\nImage: ${c.image}` : ''}\nState: ${status}${c?.message ? `\n${c.message}` : ''}\nReached with kubectl exec on this machine`;
+  item.contextValue = `target.pod.${t.state}`;
+  return item;
+}
+
 /** State kinds where Retry can change the answer. */
-const RETRYABLE: ReadonlySet<string> = new Set(['unreachable', 'auth-failed', 'host-key-unknown', 'timeout', 'command-failed', 'permission-denied', 'protocol', 'cancelled', 'container-stopped']);
+const RETRYABLE: ReadonlySet<string> = new Set(['unreachable', 'auth-failed', 'host-key-unknown', 'timeout', 'command-failed', 'permission-denied', 'protocol', 'cancelled', 'container-stopped', 'container-missing', 'kube-config', 'credential-plugin', 'forbidden', 'exec-refused', 'kubectl-missing']);
 
 function runTooltip(run: RunNode['run']): string {
   return [
