@@ -36,13 +36,13 @@ function userSettings(): Record<string, unknown> {
   return userSettingsOf(session.root);
 }
 
-test('with no hosts, the welcome view offers exactly Add Host, Use hosts from ~/.ssh/config and Try the demo host', async () => {
+test('with no hosts, the welcome view offers exactly Add Host, Use hosts from ~/.ssh/config, Use contexts from ~/.kube/config and Try the demo host', async () => {
   await withArtifactsOnFailure(session, 'try-demo-welcome', async () => {
     await session.openViewContainer('Remote Runs');
     const hosts = session.view('Hosts');
     await hosts.getByText('No hosts are configured yet.').waitFor({ state: 'visible', timeout: 30_000 });
     const buttons = await hosts.locator('.welcome-view-content a.monaco-button, .welcome-view-content .monaco-button').allInnerTexts();
-    assert.deepEqual(buttons.map((b) => b.trim()), ['Add Host', 'Use hosts from ~/.ssh/config', 'Try the demo host']);
+    assert.deepEqual(buttons.map((b) => b.trim()), ['Add Host', 'Use hosts from ~/.ssh/config', 'Use contexts from ~/.kube/config', 'Try the demo host']);
   });
 });
 
