@@ -54,14 +54,16 @@ function procCpu(pid: number | 'self'): { own: number; reaped: number } {
 
 /**
  * CPU seconds of the OpenSSH masters of this process's downloads (found by their session folder's config path and
- * `owner` file, openssh/sessionFolder.ts), sampled every 100 ms: a master up before the sample and still up after
- * it (the warm rows' pool keeps one) counts what it spent in between; one that started in the sample and is still up
- * counts all it spent; one that exited counts nothing here, as it is this process's child and its time is in the
- * reaped figure once `settle` has waited for it to be reaped.
+ * `owner` file, openssh/sessionFolder.ts), sampled every 100 ms from when they are first seen: what each spent in the
+ * sample, except a master that is this process's own child and has exited, whose whole time is in the reaped figure
+ * once `settle` has waited for it. A master started by the spawner (util/spawner.ts: its child, reaped there) counts
+ * up to its last sample, at most 100 ms short.
  */
 class MasterCpu {
   private readonly base = new Map<number, number>();
   private readonly last = new Map<number, number>();
+  /** The masters that are this process's own children (their time is reaped into ours when they exit). */
+  private readonly ours = new Set<number>();
   private readonly timer: NodeJS.Timeout;
 
   constructor() {
@@ -91,6 +93,8 @@ class MasterCpu {
   private sample(first: boolean): void {
     for (const pid of MasterCpu.pids()) {
       try {
+        const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+        if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) this.ours.add(pid);
         const t = procCpu(pid).own;
         if (first) this.base.set(pid, t);
         this.last.set(pid, t);
@@ -105,14 +109,19 @@ class MasterCpu {
     const alive = new Set(MasterCpu.pids());
     this.sample(false);
     let total = 0;
-    for (const [pid, t] of this.last) if (alive.has(pid)) total += t - (this.base.get(pid) ?? 0);
+    for (const [pid, t] of this.last) if (alive.has(pid) || !this.ours.has(pid)) total += t - (this.base.get(pid) ?? 0);
     return total;
   }
 
-  /** Wait (up to 3 s) until every master not in `keep` has exited and been reaped, so its time is in `reaped`. */
-  static async settle(keep: ReadonlySet<number>): Promise<void> {
+  /**
+   * Wait (up to 3 s) until every master of this process's own that was seen and is not in `keep` is gone from /proc
+   * (not only exited: a zombie has no command line but is not yet reaped), so its time is in the reaped figure.
+   */
+  async settle(keep: ReadonlySet<number>): Promise<void> {
+    this.sample(false);
     const until = Date.now() + 3000;
-    while (MasterCpu.pids().some((p) => !keep.has(p)) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    const waiting = (): boolean => [...this.ours].some((p) => !keep.has(p) && fs.existsSync(`/proc/${p}`));
+    while (waiting() && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
   }
 }
 
@@ -394,7 +403,7 @@ async function main(): Promise<void> {
         await m.run();
         const s = Number(process.hrtime.bigint() - t0) / 1e9;
         // The run's own masters have exited (cold rows close their pool): reaped, so their time is counted.
-        await MasterCpu.settle(before);
+        await masters.settle(before);
         const ours = process.cpuUsage(ours0);
         const sample: Sample = {
           s,
