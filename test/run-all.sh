@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# `npm test`: typecheck, build, then the unit, integration (beside them the quick start) and end-to-end suites. Every step runs even when an
-# earlier one failed, so one run shows everything that is broken; the exit status is non-zero if anything failed.
+# `npm test`: typecheck, build, then the unit suite (beside it the quick start), then the integration suite (beside it
+# the end-to-end suite). Every step runs even when an earlier one failed, so one run shows everything that is broken;
+# the exit status is non-zero if anything failed.
 # The last line is the summary `N passed, N failed`, summed over the suites (counted from each suite's TAP).
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -51,18 +52,33 @@ step typecheck npx tsc --noEmit -p .
 step typecheck-webview npx tsc --noEmit -p tsconfig.webview.json
 step build node esbuild.mjs
 
-# The quick-start suite runs the README's `npm ci && npm run demo` in a fresh clone, installing code-server for real
-# (minutes, mostly npm and compilers): it runs beside unit and integration, with which it shares nothing (its own
-# temp folder and HOME, free ports), its output shown when it ends.
-bash test/run-suite.sh quickstart "$work/quickstart.tap" >"$work/quickstart.log" 2>&1 &
-quickstart=$!
-for name in unit integration; do suite "$name"; done
-wait "$quickstart"
-rc=$?
-echo "=== quickstart"
-cat "$work/quickstart.log"
-tally quickstart "$rc"
-suite e2e
+# Suites that share nothing (each its own temp folders, HOME, free ports and harness processes; no test looks at
+# another's processes: the /proc scans match their own temp folder, parent or host names) run side by side, each
+# background suite's output shown when it ends:
+# - the quick-start suite runs the README's `npm ci && npm run demo` in a fresh clone, installing code-server for real
+#   (minutes, mostly npm and compilers), beside the unit suite;
+# - the end-to-end suite (a real VS Code in a browser) beside the integration suite (the real sshd, kubectl and test
+#   API server): each mostly waits on its processes, and run one after the other they took 14 + 11 min.
+background() {
+  local name="$1"
+  bash test/run-suite.sh "$name" "$work/$name.tap" >"$work/$name.log" 2>&1 &
+  eval "pid_$name=$!"
+}
+collect() {
+  local name="$1" pid rc
+  eval "pid=\$pid_$name"
+  wait "$pid"
+  rc=$?
+  echo "=== $name"
+  cat "$work/$name.log"
+  tally "$name" "$rc"
+}
+background quickstart
+suite unit
+background e2e
+suite integration
+collect quickstart
+collect e2e
 
 if ((${#broken[@]})); then echo "failed steps: ${broken[*]}"; fi
 echo "$passed passed, $failed failed"
