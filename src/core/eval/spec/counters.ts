@@ -14,7 +14,9 @@
  *   (`increment_spec_decode_counters`: per request, +1 at positions 0 … accepted−1). SGLang has no counter of proposed
  *   or accepted tokens: accepted is the sum over positions, and the acceptance rate is not known from counters
  *   (its `sglang:spec_accept_rate` / `sglang:spec_accept_length` are gauges of the last logging interval, not of a run).
- *   One series per scheduler rank (tp/dp): summed.
+ *   One series per scheduler rank (tp/dp): summed. SGLang's own tests scrape its metrics with the `sglang:` prefix
+ *   (e.g. `sglang:spec_accept_length`); the collector of newer versions declares the names without it, so both
+ *   spellings are read.
  */
 import { RemoteRunsError } from '../../types';
 import { acceptanceRate, pkFromPerPosition, tauFromAccepted } from './definitions';
@@ -143,9 +145,10 @@ export function readSpecCounters(text: string): SpecCounters | undefined {
       acceptedPerPos: perPosition(samples, 'vllm:spec_decode_num_accepted_tokens_per_pos'),
     };
   }
-  const sDrafts = counterValue(samples, 'sglang:spec_decode_num_drafts');
-  if (sDrafts !== undefined) {
-    const perPos = perPosition(samples, 'sglang:spec_decode_num_accepted_tokens_per_pos');
+  for (const prefix of ['sglang:', '']) {
+    const sDrafts = counterValue(samples, `${prefix}spec_decode_num_drafts`);
+    if (sDrafts === undefined) continue;
+    const perPos = perPosition(samples, `${prefix}spec_decode_num_accepted_tokens_per_pos`);
     return { engine: 'sglang', drafts: sDrafts, acceptedPerPos: perPos, acceptedTokens: perPos?.reduce((a, b) => a + b, 0) };
   }
   return undefined;
