@@ -19,7 +19,7 @@
  */
 import { acceptanceRate, denseHistogram, pkFromHistogram, tauFromAccepted } from '../definitions';
 import type { SpecRead, SpecResult } from '../types';
-import { SettingsBuilder, isObject, result, splitJsonLines } from './common';
+import { SettingsBuilder, inLineOrder, isObject, result, splitJsonLines } from './common';
 
 const TOOL = 'aiperf' as const;
 
@@ -186,6 +186,7 @@ export function readAiperfRecords(text: string): SpecRead {
     requests++;
     h.forEach((c, j) => (pooled[j] = (pooled[j] ?? 0) + c));
   }
+  inLineOrder(problems);
   if (requests === 0) {
     if (lines.length > 0 && without > 0) problems.push({ message: `none of the ${without} profiling records has spec_decode_acceptance: the server sent no per-request spec-decode stats (for vLLM, start it with --per-request-spec-decode-metrics)` });
     return { tool: TOOL, results: [], problems, incomplete };

@@ -81,3 +81,8 @@ export function result(r: Omit<SpecResult, 'extra' | 'notes' | 'settings' | 'set
   const { settings, ...rest } = r;
   return { extra: {}, notes: [], ...rest, settings: settings.settings, settingSources: settings.sources };
 }
+
+/** Problems in file order (those of the whole file, without a line, first). */
+export function inLineOrder(problems: SpecProblem[]): SpecProblem[] {
+  return problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
+}

@@ -20,7 +20,7 @@
  * The draft tree (`--total-token`, `--depth`, `--top-k`) is a command-line option and not in the file.
  */
 import type { SpecProblem, SpecRead } from '../types';
-import { SettingsBuilder, isObject, result, splitJsonLines } from './common';
+import { SettingsBuilder, inLineOrder, isObject, result, splitJsonLines } from './common';
 
 export function looksLikeEagleAnswer(v: unknown): boolean {
   if (!isObject(v) || !Array.isArray(v.choices) || !('question_id' in v)) return false;
@@ -88,6 +88,7 @@ export function readEagleAnswers(text: string, name?: string): SpecRead {
       wall += p.wt.reduce((s, x) => s + x, 0);
     }
   }
+  inLineOrder(problems);
   if (turns === 0) return { tool, results: [], problems, incomplete };
   const speculative = !allNaive;
   const temp = name ? /temperature-(\d+(?:\.\d+)?)/.exec(name) : null;

@@ -17,7 +17,7 @@
  * command-line options and not in the file.
  */
 import type { SpecRead, SpecResult } from '../types';
-import { SettingsBuilder, firstError, isObject, num, optNum, result, splitJsonLines } from './common';
+import { SettingsBuilder, inLineOrder, firstError, isObject, num, optNum, result, splitJsonLines } from './common';
 
 /** The fields that make a line a bench_speculative row (detect.ts recognises the file by them). */
 export const SGLANG_ROW_KEYS = ['batch_size', 'steps', 'topk', 'num_draft_tokens', 'acc_length', 'step_time', 'speed'] as const;
@@ -81,6 +81,6 @@ export function readSglangBenchSpeculative(text: string): SpecRead {
     const base = results.find((o) => !o.speculative && o.settings.concurrency === r.settings.concurrency);
     if (base?.outputTokensPerSec && r.outputTokensPerSec !== undefined) r.speedup = r.outputTokensPerSec / base.outputTokensPerSec;
   }
-  return { tool: 'sglang-bench-speculative', results, problems, incomplete };
+  return { tool: 'sglang-bench-speculative', results, problems: inLineOrder(problems), incomplete };
 }
 
