@@ -32,7 +32,7 @@ test('SGLang bench_speculative rows: τ = acc_length (bonus counted), sweep sett
   assert.equal(r.results.length, 5);
   const row = byLabel(r, 'bs=1 steps=3 topk=1 draft=4');
   assert.equal(row.tau, 3.0);
-  assert.equal(row.tauDefinition, 'completion-per-verify');
+  assert.equal(row.tauDefinition, 'one-plus-accepted-per-draft', 'the server’s avg_spec_accept_length: 1 + accepted per request-step');
   assert.deepEqual(row.settings, { concurrency: 1, numSteps: 3, topk: 1, numDraftTokens: 4, temperature: 0, maxTokens: 512, ignoreEos: true });
   assert.deepEqual(row.settingSources, { concurrency: 'file', numSteps: 'file', topk: 'file', numDraftTokens: 'file', temperature: 'fixed', maxTokens: 'fixed', ignoreEos: 'fixed' });
   close(row.speedup, 212.388 / 81.001);

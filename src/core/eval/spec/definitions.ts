@@ -18,15 +18,19 @@
  * Which definition a τ was computed with. All of them count the bonus token (τ ≥ 1); they differ in what is divided
  * by what, so two τ of different definitions are close but not equal.
  *
- * - `completion-per-verify`: completion tokens / verify steps. SGLang's `accept_length`
- *   (`meta_info.completion_tokens / meta_info.spec_verify_ct`, python/sglang/bench_serving.py, used by
- *   scripts/playground/bench_speculative.py and SpecForge's benchmarks/benchmarker/utils.py `compute_metrics`).
- *   The completion counts the first token, sampled by the prefill and not by a verify step, so this is
- *   1 + accepted/steps + (requests/steps): a little above the next one on short answers.
- * - `one-plus-accepted-per-draft`: 1 + accepted draft tokens / verify steps. vLLM's "mean acceptance length"
- *   (vllm/v1/spec_decode/metrics.py `SpecDecodingLogging.log`, `compute_acceptance_len`;
- *   examples/offline_inference/spec_decode.py) and aiperf's `mean_acceptance_length`
- *   (src/aiperf/common/models/spec_decode_models.py `SpecDecodeAcceptanceRecord`).
+ * - `completion-per-verify`: completion tokens / verify steps, from the per-request `meta_info` of SGLang
+ *   (`completion_tokens / spec_verify_ct`): SpecForge's benchmarks/benchmarker/utils.py `compute_metrics`, SGLang's
+ *   own test_eagle_infer.py `_test_acc_length`. The completion counts the first token, sampled by the prefill and
+ *   not by a verify step, so this is 1 + accepted/steps + requests/steps: a little above the next one on short
+ *   answers.
+ * - `one-plus-accepted-per-draft`: 1 + accepted draft tokens / verify steps (a step of one request). vLLM's "mean
+ *   acceptance length" (vllm/v1/spec_decode/metrics.py `SpecDecodingLogging.log`, `compute_acceptance_len`;
+ *   examples/offline_inference/spec_decode.py), aiperf's `mean_acceptance_length`
+ *   (src/aiperf/common/models/spec_decode_models.py `SpecDecodeAcceptanceRecord`), and SGLang's server-side
+ *   `avg_spec_accept_length` (python/sglang/srt/managers/scheduler.py: per decode batch
+ *   `spec_num_total_accepted_tokens += num_accepted_tokens + bs`, `spec_num_total_forward_ct += bs`;
+ *   `get_internal_state` divides their running sums), which python/sglang/bench_serving.py reads from
+ *   `/get_server_info` as its `accept_length`.
  * - `eagle-new-tokens-per-verify`: Σ new_tokens / Σ (idx + 1) over an EAGLE answer file. EAGLE's `eagenerate`
  *   (eagle/model/ea_model.py) adds accept_length + 1 to `new_token` per loop pass (eagle/model/utils.py
  *   `update_inference_inputs`: `new_token += accept_length + 1`) and returns the loop index `idx` it stopped at,
@@ -45,8 +49,8 @@ export type TauDefinition =
 
 /** One line per definition, for the card and the docs. */
 export const TAU_DEFINITION_TEXT: Readonly<Record<TauDefinition, string>> = {
-  'completion-per-verify': 'completion tokens / verify steps (bonus token counted; SGLang accept_length)',
-  'one-plus-accepted-per-draft': '1 + accepted draft tokens / verify steps (bonus token counted; vLLM, aiperf)',
+  'completion-per-verify': 'completion tokens / verify steps (bonus token counted; SGLang meta_info, SpecForge accept_length)',
+  'one-plus-accepted-per-draft': '1 + accepted draft tokens / verify steps (bonus token counted; vLLM, aiperf, SGLang server accept length)',
   'eagle-new-tokens-per-verify': 'Σ new_tokens / Σ (idx + 1) (bonus token counted; EAGLE answer file)',
   'eagle-new-tokens-per-idx': 'Σ new_tokens / Σ idx (bonus token counted, one verify step per turn left out; EAGLE answer file)',
   'accepted-per-step-plus-one': '1 + accepted draft tokens per step (a tool that leaves the bonus token out)',
@@ -59,7 +63,7 @@ function ratio(num: number, den: number, what: string): number | undefined {
 
 /**
  * τ = completion tokens / verify steps (TauDefinition `completion-per-verify`). Undefined when no verify step ran
- * (speculation off: SGLang omits `spec_verify_ct`, and bench_speculative then writes 1.0 by its own rule).
+ * (speculation off: SGLang omits `spec_verify_ct`, and SpecForge then writes 1.0 by its own rule).
  */
 export function tauFromCompletion(completionTokens: number, verifySteps: number): number | undefined {
   return ratio(completionTokens, verifySteps, 'τ from completion tokens');

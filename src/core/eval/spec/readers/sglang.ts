@@ -3,9 +3,12 @@
  * (`main`: `fout.write(json.dumps(record) + "\n")`), with the fields
  * `batch_size, steps, topk, num_draft_tokens` (the sweep point) and
  * `acc_length, step_time, speed, completion_tokens` (from `send_one_batch`):
- * - `acc_length` = bench_serving's `accept_length` (python/sglang/bench_serving.py: Σ meta_info.completion_tokens /
- *   Σ meta_info.spec_verify_ct), the bonus token counted (TauDefinition `completion-per-verify`); `or 1.0` when the
- *   server reported no verify steps, rounded to 3 decimals;
+ * - `acc_length` = bench_serving's `accept_length` (python/sglang/bench_serving.py `benchmark`: the server's
+ *   `/get_server_info` `internal_states[0].avg_spec_accept_length`), which the scheduler keeps as
+ *   Σ (accepted draft tokens + 1) / Σ requests per decode step since the server started
+ *   (python/sglang/srt/managers/scheduler.py; TauDefinition `one-plus-accepted-per-draft`, the bonus token
+ *   counted). bench_speculative starts one server per configuration and sends a warmup batch first, so the value
+ *   covers the warmup too. `or 1.0` when the server has none (speculation off); rounded to 3 decimals;
  * - `step_time`: the 20th percentile of the server's `step_time_dict[batch_size]` (seconds per decode step);
  * - `speed` = acc_length / step_time: tokens/s of one request, not the server's throughput;
  * - `completion_tokens`: output tokens per request (mean).
@@ -67,10 +70,10 @@ export function readSglangBenchSpeculative(text: string): SpecRead {
         label: `bs=${b} steps=${s} topk=${t} draft=${d}`,
         speculative,
         tau: speculative ? a : 1,
-        tauDefinition: 'completion-per-verify',
+        tauDefinition: 'one-plus-accepted-per-draft',
         outputTokensPerSec: sp,
         extra: { step_time: st, ...(completion !== undefined ? { completion_tokens: completion } : {}) },
-        notes: ['speed = acc_length / step_time (20th percentile of the server step time): decode tokens/s of one request'],
+        notes: ['speed = acc_length / step_time (20th percentile of the server step time): decode tokens/s of one request', 'acc_length is the server-wide average since its launch, the warmup batch included'],
         settings,
       }),
     );
