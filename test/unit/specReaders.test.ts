@@ -213,3 +213,27 @@ test('no tool recognised: said with the first lines seen; empty file; a lone hal
   const otherDoc = readSpecOutput('{\n  "loss": 1\n}\n');
   assert.match('reason' in otherDoc ? otherDoc.reason : '', /JSON document of none of the known shapes/);
 });
+
+test('vLLM real outputs (vllm PR #30319): a run with no draft says speculation did not run; the fixed run reads as printed', () => {
+  const r = read(fixture('vllm_spec_decode.real-outputs.txt'));
+  assert.equal(r.results.length, 2);
+  const [before, after] = r.results;
+  assert.equal(before.speculative, false);
+  assert.equal(before.tau, undefined, 'the printed 1.00 is the script’s default, not a measured τ');
+  assert.deepEqual(r.problems.map((p) => p.line), [6], "the summary's first line");
+  assert.match(r.problems[0].message, /num_drafts is 0: .*speculative decoding did not run/);
+  close(after.tau, 1 + 124787 / 122887);
+  assert.equal(Math.round(after.tau! * 100) / 100, 2.02, 'the printed mean');
+  close(after.acceptanceRate, 124787 / 245774);
+  assert.deepEqual(after.pk, [0.69, 0.33]);
+  assert.equal(after.settings.numSpeculativeTokens, 2);
+});
+
+test('vLLM output of a modified script (vllm PR #24344): extra lines are ordinary output, the upstream ones read', () => {
+  const r = read(fixture('vllm_spec_decode.modified-script.txt'));
+  assert.deepEqual(r.problems, []);
+  assert.equal(r.results.length, 1);
+  close(r.results[0].tau, 1 + 3562 / 993);
+  assert.deepEqual(r.results[0].pk, [0.81, 0.74, 0.7, 0.68, 0.66]);
+  assert.equal(r.results[0].settings.numSpeculativeTokens, 5);
+});

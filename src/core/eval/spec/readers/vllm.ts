@@ -110,6 +110,10 @@ export function readVllmSpecDecode(text: string): SpecRead {
     }
     const tau = tauFromAccepted(accepted, drafts);
     const notes = ['per-position rates are printed rounded to 2 decimals'];
+    if (drafts === 0) {
+      // The script prints "mean acceptance length: 1.00" by its own rule when no draft was made: nothing was measured.
+      problems.push({ line: b.firstLine, message: 'num_drafts is 0: no step ran with a draft, so speculative decoding did not run (the printed mean 1.00 is the script’s default, not a measurement)' });
+    }
     if (tau !== undefined && Math.abs(tau - b.mean) > 0.0051) {
       problems.push({ line: b.firstLine, message: `printed mean acceptance length ${b.mean} does not match 1 + ${accepted}/${drafts} = ${tau.toFixed(4)}` });
     }
@@ -123,8 +127,8 @@ export function readVllmSpecDecode(text: string): SpecRead {
       result({
         tool: 'vllm-spec-decode',
         label: blocks.length > 1 ? `run ${bi + 1}` : 'spec_decode.py',
-        speculative: true,
-        tau: tau ?? 1,
+        speculative: drafts > 0,
+        tau,
         tauDefinition: 'one-plus-accepted-per-draft',
         acceptanceRate: acceptanceRate(accepted, draftTokens),
         pk: b.pos.length > 0 ? b.pos : undefined,
