@@ -237,3 +237,15 @@ test('vLLM output of a modified script (vllm PR #24344): extra lines are ordinar
   assert.deepEqual(r.results[0].pk, [0.81, 0.74, 0.7, 0.68, 0.66]);
   assert.equal(r.results[0].settings.numSpeculativeTokens, 5);
 });
+
+test('a speculative config whose accept length is the tools’ default 1.0 is named, not read as τ = 1', () => {
+  const sg = read('{"batch_size": 2, "steps": 3, "topk": 1, "num_draft_tokens": 4, "acc_length": 1.0, "step_time": 0.0131, "speed": 76.336, "completion_tokens": 512.0}\n');
+  assert.equal(sg.results[0].tau, undefined);
+  assert.match(sg.problems[0].message, /acc_length is 1.0 with steps=3: the server reported no accept length/);
+  assert.equal(sg.problems[0].line, 1);
+  const doc = JSON.parse(fixture('specforge_results_20261205_101500.jsonl')) as Record<string, { steps: number; metrics: { accept_length: number }[] }[]>;
+  doc.mtbench[1].metrics[0].accept_length = 1.0;
+  const sf = read(JSON.stringify(doc, null, 4));
+  assert.equal(byLabel(sf, 'mtbench bs=1 steps=3 topk=1 draft=4').tau, undefined);
+  assert.match(sf.problems[0].message, /"mtbench"\[1\]: accept_length is 1.0 with steps=3: the server sent no spec_verify_ct/);
+});

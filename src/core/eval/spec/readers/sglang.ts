@@ -55,6 +55,9 @@ export function readSglangBenchSpeculative(text: string): SpecRead {
       continue;
     }
     const speculative = !(s === 0 && t === 0 && d === 0);
+    // `results["accept_length"] or 1.0`: exactly 1.0 on a speculative config means the server reported no accept length.
+    const unmeasured = speculative && a === 1;
+    if (unmeasured) problems.push({ line, message: `acc_length is 1.0 with steps=${s}: the server reported no accept length (bench_speculative writes 1.0 then), so speculative decoding did not run or its stats were missing` });
     const settings = new SettingsBuilder()
       .set('concurrency', b, 'file')
       .set('numSteps', s, 'file')
@@ -69,7 +72,7 @@ export function readSglangBenchSpeculative(text: string): SpecRead {
         tool: 'sglang-bench-speculative',
         label: `bs=${b} steps=${s} topk=${t} draft=${d}`,
         speculative,
-        tau: speculative ? a : 1,
+        tau: unmeasured ? undefined : speculative ? a : 1,
         tauDefinition: 'one-plus-accepted-per-draft',
         outputTokensPerSec: sp,
         extra: { step_time: st, ...(completion !== undefined ? { completion_tokens: completion } : {}) },

@@ -92,6 +92,9 @@ export function readSpecforgeBench(text: string, parsed?: unknown): SpecRead {
       const topk = optNum(entry, 'topk');
       const ndt = optNum(entry, 'num_draft_tokens');
       const serverSet = entry.steps === null || entry.steps === undefined;
+      // compute_metrics writes 1.0 when the answers carry no spec_verify_ct: on a speculative config nothing was measured.
+      const unmeasured = !serverSet && !(steps === 0 && topk === 0 && ndt === 0) && taus.every((t) => t === 1);
+      if (unmeasured) problems.push({ message: `${where}: accept_length is 1.0 with steps=${steps}: the server sent no spec_verify_ct, so speculative decoding did not run or its stats were missing` });
       const speculative = serverSet ? taus.some((t) => t !== 1) : !(steps === 0 && topk === 0 && ndt === 0);
       const settings = new SettingsBuilder()
         .set('benchmark', bench, 'file')
@@ -111,7 +114,7 @@ export function readSpecforgeBench(text: string, parsed?: unknown): SpecRead {
           tool: 'specforge-bench',
           label: `${bench} bs=${bs ?? '?'}${serverSet ? '' : ` steps=${steps} topk=${topk} draft=${ndt}`}`,
           speculative,
-          tau: speculative ? mean(taus) : 1,
+          tau: unmeasured ? undefined : speculative ? mean(taus) : 1,
           tauDefinition: 'completion-per-verify',
           outputTokensPerSec: mean(tps),
           extra: acc.length > 0 ? { accuracy: mean(acc) } : {},
