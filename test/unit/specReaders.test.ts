@@ -249,3 +249,19 @@ test('a speculative config whose accept length is the tools’ default 1.0 is na
   assert.equal(byLabel(sf, 'mtbench bs=1 steps=3 topk=1 draft=4').tau, undefined);
   assert.match(sf.problems[0].message, /"mtbench"\[1\]: accept_length is 1.0 with steps=3: the server sent no spec_verify_ct/);
 });
+
+test('specforge benchmark --output-json: τ = Σ completion / Σ verify; a target-only server is the run without speculation', () => {
+  const doc = JSON.parse(fixture('specforge_benchmark_dflash_gsm8k.json')) as { output_tokens: number; spec_verify_count: number; average_acceptance_length: number };
+  const r = read(fixture('specforge_benchmark_dflash_gsm8k.json'));
+  assert.equal(r.tool, 'specforge-server-bench');
+  const [row] = r.results;
+  close(row.tau, doc.output_tokens / doc.spec_verify_count);
+  assert.equal(row.tauDefinition, 'completion-per-verify');
+  assert.equal(row.extra.average_acceptance_length, doc.average_acceptance_length);
+  assert.deepEqual(row.settings, { benchmark: 'gsm8k', numPrompts: 64, temperature: 0, maxTokens: 2048, concurrency: 1, thinking: false });
+  assert.equal(row.settingSources.temperature, 'default');
+  const base = read(fixture('specforge_benchmark_target_only_gsm8k.json')).results[0];
+  assert.equal(base.speculative, false);
+  assert.equal(base.tau, undefined);
+  assert.match(base.notes.join(' '), /target-only/);
+});

@@ -5,7 +5,8 @@
  *
  * Shapes (each reader's header cites the tool's source):
  * - vLLM spec_decode.py output: lines `num_drafts: N` and `num_accepted_tokens: N` (text, not JSON);
- * - one JSON document: SpecForge (`model` + lists of entries with `metrics`), aiperf summary
+ * - one JSON document: SpecForge bench_eagle3 (`model` + lists of entries with `metrics`), SpecForge
+ *   `specforge benchmark --output-json` (`backend`, `dataset`, `output_tokens`, `throughput_tokens_per_second`), aiperf summary
  *   (`pooled_spec_decode_acceptance_histogram`, `total_spec_decode_steps`, or `schema_version` + `aiperf_version`);
  * - JSON Lines, by the first line that parses: SGLang bench_speculative rows (batch_size, steps, topk,
  *   num_draft_tokens, acc_length, step_time, speed), EAGLE answers (question_id + choices[].idxs/new_tokens),
@@ -15,7 +16,7 @@ import { parseJsonLine } from '../../metrics/formats/jsonl';
 import type { SpecRead } from './types';
 import { excerpt, isObject } from './readers/common';
 import { looksLikeVllmSpecDecode, readVllmSpecDecode } from './readers/vllm';
-import { looksLikeSpecforge, readSpecforgeBench } from './readers/specforge';
+import { looksLikeSpecforge, looksLikeSpecforgeServerBench, readSpecforgeBench, readSpecforgeServerBench } from './readers/specforge';
 import { looksLikeAiperfRecord, looksLikeAiperfSummary, readAiperfRecords, readAiperfSummary } from './readers/aiperf';
 import { looksLikeSglangRow, readSglangBenchSpeculative } from './readers/sglang';
 import { looksLikeEagleAnswer, readEagleAnswers } from './readers/eagle';
@@ -33,7 +34,7 @@ export interface SpecUnrecognised {
 export type SpecReadOutcome = SpecRead | SpecUnrecognised;
 
 const SHAPES =
-  'SGLang bench_speculative JSONL, SpecForge bench_eagle3 JSON, vLLM spec_decode.py output, EAGLE answer JSONL, aiperf profile_export_aiperf.json or profile_export.jsonl';
+  'SGLang bench_speculative JSONL, SpecForge bench_eagle3 or `specforge benchmark` JSON, vLLM spec_decode.py output, EAGLE answer JSONL, aiperf profile_export_aiperf.json or profile_export.jsonl';
 
 /**
  * Read a file's text as the output of whichever tool wrote it. `name` (the file's name or path) is used only for
@@ -54,6 +55,7 @@ export function readSpecOutput(text: string, name?: string): SpecReadOutcome {
   if (isObject(whole)) {
     if (looksLikeSpecforge(whole)) return readSpecforgeBench(body, whole);
     if (looksLikeAiperfSummary(whole)) return readAiperfSummary(whole);
+    if (looksLikeSpecforgeServerBench(whole)) return readSpecforgeServerBench(whole);
     return { tool: undefined, reason: `a JSON document of none of the known shapes (${SHAPES})`, seen };
   }
   const firstLine = body.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
@@ -80,6 +82,7 @@ export function readSpecOutput(text: string, name?: string): SpecReadOutcome {
     if (looksLikeAiperfRecord(v)) return readAiperfRecords(body);
     if (isObject(v) && looksLikeAiperfSummary(v)) return readAiperfSummary(v);
     if (isObject(v) && looksLikeSpecforge(v)) return readSpecforgeBench(body, v);
+    if (isObject(v) && looksLikeSpecforgeServerBench(v)) return readSpecforgeServerBench(v);
     return { tool: undefined, reason: `line ${i + 1} is JSON of none of the known shapes (${SHAPES})`, seen };
   }
   return { tool: undefined, reason: `no line is JSON and the text is not vLLM spec_decode.py output (${SHAPES})`, seen };

@@ -8,7 +8,7 @@ export * from './definitions';
 export { parsePrometheusText, readSpecCounters, diffCounters, ratesFromCounters, type PromSample, type SpecCounters, type CounterRates } from './counters';
 export { readSpecOutput, type SpecReadOutcome, type SpecUnrecognised } from './detect';
 export { readSglangBenchSpeculative } from './readers/sglang';
-export { readSpecforgeBench } from './readers/specforge';
+export { readSpecforgeBench, readSpecforgeServerBench } from './readers/specforge';
 export { readVllmSpecDecode } from './readers/vllm';
 export { readEagleAnswers } from './readers/eagle';
 export { readAiperfSummary, readAiperfRecords } from './readers/aiperf';

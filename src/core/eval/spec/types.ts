@@ -7,12 +7,13 @@
 import type { TauDefinition } from './definitions';
 
 /** The tools whose output is read (one reader each, readers/*.ts). */
-export type SpecTool = 'sglang-bench-speculative' | 'specforge-bench' | 'vllm-spec-decode' | 'eagle-answers' | 'aiperf';
+export type SpecTool = 'sglang-bench-speculative' | 'specforge-bench' | 'specforge-server-bench' | 'vllm-spec-decode' | 'eagle-answers' | 'aiperf';
 
 /** Human names, for messages. */
 export const SPEC_TOOL_NAMES: Readonly<Record<SpecTool, string>> = {
   'sglang-bench-speculative': 'SGLang bench_speculative (JSONL rows)',
   'specforge-bench': 'SpecForge benchmark results (bench_eagle3.py JSON)',
+  'specforge-server-bench': 'SpecForge `specforge benchmark --output-json` result',
   'vllm-spec-decode': 'vLLM examples/offline_inference/spec_decode.py output',
   'eagle-answers': 'EAGLE answer file (eagle/evaluation/gen_ea_answer_*.py JSONL)',
   aiperf: 'aiperf profile_export_aiperf.json',

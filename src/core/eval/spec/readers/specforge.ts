@@ -131,3 +131,56 @@ export function readSpecforgeBench(text: string, parsed?: unknown): SpecRead {
   }
   return { tool, results, problems };
 }
+
+/**
+ * `specforge benchmark --output-json` (specforge/benchmarks/sglang.py `run`: `json.dump(asdict(result), indent=2,
+ * sort_keys=True)`), the algorithm-agnostic runner against an existing SGLang server (DFlash, EAGLE3, target-only):
+ * `BenchmarkResult` = `backend, dataset, samples, output_tokens, latency_seconds, throughput_tokens_per_second,
+ * average_acceptance_length, spec_verify_count`. `output_tokens` and `spec_verify_count` are the sums of every
+ * measured request's `meta_info.completion_tokens` and `meta_info.spec_verify_ct` (warmup excluded), so
+ * τ = output_tokens / spec_verify_count (TauDefinition `completion-per-verify`); `average_acceptance_length` is the
+ * mean of the per-request `meta_info.spec_accept_length`, kept as extra. `spec_verify_count` is null when SGLang sent
+ * no verify count (a target-only server): the row is read as the run without speculation.
+ *
+ * Settings are command-line options and not in the file: their defaults (specforge/cli.py `benchmark`: temperature
+ * 0, max new tokens 2048, concurrency 1, thinking off) are recorded as defaults.
+ */
+export function looksLikeSpecforgeServerBench(v: unknown): boolean {
+  return isObject(v) && 'throughput_tokens_per_second' in v && 'output_tokens' in v && 'dataset' in v && 'backend' in v;
+}
+
+export function readSpecforgeServerBench(doc: Record<string, unknown>): SpecRead {
+  const tool = 'specforge-server-bench' as const;
+  const out = num(doc, 'output_tokens');
+  const tps = num(doc, 'throughput_tokens_per_second');
+  if (typeof out === 'string' || typeof tps === 'string') return { tool, results: [], problems: [{ message: `not a specforge benchmark result: ${typeof out === 'string' ? out : tps}` }] };
+  const verify = optNum(doc, 'spec_verify_count');
+  const avg = optNum(doc, 'average_acceptance_length');
+  const dataset = typeof doc.dataset === 'string' ? doc.dataset : undefined;
+  const speculative = verify !== undefined && verify > 0;
+  const settings = new SettingsBuilder()
+    .set('benchmark', dataset, 'file')
+    .set('numPrompts', optNum(doc, 'samples'), 'file')
+    .set('temperature', 0, 'default')
+    .set('maxTokens', 2048, 'default')
+    .set('concurrency', 1, 'default')
+    .set('thinking', false, 'default');
+  return {
+    tool,
+    problems: [],
+    results: [
+      result({
+        tool,
+        label: `${dataset ?? 'specforge benchmark'}`,
+        speculative,
+        tau: speculative ? out / verify : undefined,
+        tauDefinition: 'completion-per-verify',
+        outputTokensPerSec: tps,
+        counts: { completionTokens: out, verifySteps: verify, requests: optNum(doc, 'samples') },
+        extra: avg !== undefined ? { average_acceptance_length: avg } : {},
+        notes: speculative ? [] : ['no spec_verify_count: a target-only server, or SGLang sent no speculative stats'],
+        settings,
+      }),
+    ],
+  };
+}
