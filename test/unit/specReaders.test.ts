@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readSpecOutput, type SpecReadOutcome } from '../../src/core/eval/spec/detect';
 import type { SpecRead, SpecResult } from '../../src/core/eval/spec/types';
+import { readSpecforgeBench as readSpecforgeBenchText } from '../../src/core/eval/spec/readers/specforge';
 
 const FIX = join(__dirname, '..', 'fixtures', 'spec');
 const fixture = (name: string) => readFileSync(join(FIX, name), 'utf8');
@@ -264,4 +265,18 @@ test('specforge benchmark --output-json: τ = Σ completion / Σ verify; a targe
   assert.equal(base.speculative, false);
   assert.equal(base.tau, undefined);
   assert.match(base.notes.join(' '), /target-only/);
+});
+
+test('a pretty-printed document cut right after a closing brace is still cut short; a closed broken one is not', () => {
+  const whole = fixture('specforge_results_20261205_101500.jsonl');
+  const afterBrace = whole.slice(0, whole.indexOf('}', whole.indexOf('"metrics"')) + 1);
+  assert.ok(afterBrace.endsWith('}'));
+  const r = read(afterBrace);
+  assert.match(r.incomplete ?? '', /cut short/);
+  assert.deepEqual(r.problems, []);
+  const inString = whole.slice(0, whole.indexOf('epoch_3') + 3);
+  assert.match(read(inString).incomplete ?? '', /cut short/);
+  const broken = readSpecforgeBenchText('{\n    "model": "x",\n    "mtbench": [ , ]\n}\n');
+  assert.equal(broken.incomplete, undefined);
+  assert.deepEqual(broken.problems, [{ message: 'not JSON' }]);
 });

@@ -14,7 +14,7 @@
  */
 import { parseJsonLine } from '../../metrics/formats/jsonl';
 import type { SpecRead } from './types';
-import { excerpt, isObject } from './readers/common';
+import { excerpt, isCutShortJson, isObject } from './readers/common';
 import { looksLikeVllmSpecDecode, readVllmSpecDecode } from './readers/vllm';
 import { looksLikeSpecforge, looksLikeSpecforgeServerBench, readSpecforgeBench, readSpecforgeServerBench } from './readers/specforge';
 import { looksLikeAiperfRecord, looksLikeAiperfSummary, readAiperfRecords, readAiperfSummary } from './readers/aiperf';
@@ -62,7 +62,8 @@ export function readSpecOutput(text: string, name?: string): SpecReadOutcome {
   if (firstLine === '{' || firstLine === '[') {
     // A pretty-printed document (json.dump(…, indent=4)) that does not parse: cut short while being written, or broken.
     if (/^\{\s*"model"\s*:/.test(body.trim())) return readSpecforgeBench(body);
-    return { tool: undefined, reason: 'a JSON document that does not parse (cut short while being written, or broken)', seen, incomplete: body.trim().endsWith('}') ? undefined : 'the document is cut short' };
+    const cut = isCutShortJson(body);
+    return { tool: undefined, reason: cut ? 'a JSON document cut short (still being written?) of no known shape so far' : 'a JSON document that does not parse', seen, incomplete: cut ? 'the document is cut short' : undefined };
   }
 
   // JSON Lines: the first line that parses decides.

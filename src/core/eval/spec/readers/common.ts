@@ -86,3 +86,28 @@ export function result(r: Omit<SpecResult, 'extra' | 'notes' | 'settings' | 'set
 export function inLineOrder(problems: SpecProblem[]): SpecProblem[] {
   return problems.sort((a, b) => (a.line ?? 0) - (b.line ?? 0));
 }
+
+/**
+ * True when a JSON document that does not parse is a prefix of one: its brackets are still open at the end (outside
+ * strings), or it stops inside a string. That is what a reader sees of `json.dump(…)` while Python still writes it
+ * (the document goes out in chunks); a closed document that does not parse is broken instead.
+ */
+export function isCutShortJson(text: string): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === '"') inString = true;
+    else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') {
+      depth--;
+      if (depth < 0) return false;
+    }
+  }
+  return inString || depth > 0;
+}

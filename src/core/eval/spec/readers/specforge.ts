@@ -19,7 +19,7 @@
  * (`num_threads=batch_size`). The target model is a command-line option and not in the file.
  */
 import type { SpecRead, SpecResult } from '../types';
-import { SettingsBuilder, isObject, num, optNum, result } from './common';
+import { SettingsBuilder, isCutShortJson, isObject, num, optNum, result } from './common';
 import { parseJsonLine } from '../../../metrics/formats/jsonl';
 
 /** benchmarks/benchmarker/*.py `get_max_new_tokens` overrides; the rest use base.py's 2048. */
@@ -40,8 +40,7 @@ export function readSpecforgeBench(text: string, parsed?: unknown): SpecRead {
   const value = parsed ?? parseJsonLine(text.trim());
   const tool = 'specforge-bench' as const;
   if (value === undefined) {
-    const t = text.trim();
-    if (t.startsWith('{') && !t.endsWith('}')) return { tool, results: [], problems: [], incomplete: 'the JSON document is cut short: still being written' };
+    if (isCutShortJson(text)) return { tool, results: [], problems: [], incomplete: 'the JSON document is cut short: still being written' };
     return { tool, results: [], problems: [{ message: 'not JSON' }] };
   }
   if (!isObject(value)) return { tool, results: [], problems: [{ message: 'not a SpecForge result file: not a JSON object' }] };
