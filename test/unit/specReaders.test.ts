@@ -4,6 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readSpecOutput, type SpecReadOutcome } from '../../src/core/eval/spec/detect';
@@ -279,4 +280,31 @@ test('a pretty-printed document cut right after a closing brace is still cut sho
   const broken = readSpecforgeBenchText('{\n    "model": "x",\n    "mtbench": [ , ]\n}\n');
   assert.equal(broken.incomplete, undefined);
   assert.deepEqual(broken.problems, [{ message: 'not JSON' }]);
+});
+
+test('property: any text or JSON gives a reading or a reason, never an exception, and every τ read is ≥ 1', () => {
+  const check = (text: string) => {
+    const r = readSpecOutput(text);
+    if (r.tool === undefined) assert.ok(r.reason.length > 0);
+    else for (const res of r.results) if (res.tau !== undefined) assert.ok(res.tau >= 1, `${res.tool} τ ${res.tau}`);
+  };
+  fc.assert(fc.property(fc.string(), check), { numRuns: 300 });
+  fc.assert(fc.property(fc.jsonValue(), (v) => check(JSON.stringify(v) + '\n')), { numRuns: 300 });
+  // Documents of each known shape with arbitrary values in their fields.
+  const field = fc.oneof(fc.integer({ min: -5, max: 50 }), fc.double({ noNaN: false }), fc.constant(null), fc.string(), fc.constant(1.0));
+  const aiperf = fc.record({ total_spec_decode_steps: fc.record({ unit: fc.constant('count'), avg: field }), total_accepted_draft_tokens: fc.record({ unit: fc.constant('count'), avg: field }), total_draft_tokens: fc.record({ unit: fc.constant('count'), avg: field }), pooled_spec_decode_acceptance_histogram: fc.dictionary(fc.oneof(fc.constantFrom('0', '1', '2', '3'), fc.string()), field) });
+  fc.assert(fc.property(aiperf, (doc) => check(JSON.stringify(doc, null, 2))), { numRuns: 300 });
+  const record = fc.record({ metadata: fc.record({ benchmark_phase: fc.constantFrom('profiling', 'warmup') }), metrics: fc.constant({}), spec_decode_acceptance: fc.record({ num_spec_steps: field, num_accepted_draft_tokens: field, num_draft_tokens: field, acceptance_histogram: fc.dictionary(fc.constantFrom('0', '1', '2'), field) }) });
+  fc.assert(fc.property(fc.array(record, { minLength: 1, maxLength: 4 }), (recs) => check(recs.map((x) => JSON.stringify(x)).join('\n') + '\n')), { numRuns: 300 });
+  const sglang = fc.record({ batch_size: field, steps: field, topk: field, num_draft_tokens: field, acc_length: field, step_time: field, speed: field });
+  fc.assert(fc.property(fc.array(sglang, { minLength: 1, maxLength: 4 }), (rows) => check(rows.map((x) => JSON.stringify(x)).join('\n') + '\n')), { numRuns: 300 });
+  const eagle = fc.record({ question_id: fc.nat(), choices: fc.array(fc.record({ idxs: fc.array(field, { maxLength: 3 }), new_tokens: fc.array(field, { maxLength: 3 }), wall_time: fc.array(field, { maxLength: 3 }) }), { maxLength: 2 }) });
+  fc.assert(fc.property(fc.array(eagle, { minLength: 1, maxLength: 3 }), (rows) => check(rows.map((x) => JSON.stringify(x)).join('\n') + '\n')), { numRuns: 300 });
+  const vllm = fc.tuple(field, field, field, field, fc.array(field, { maxLength: 3 }));
+  fc.assert(
+    fc.property(vllm, ([out, drafts, dt, acc, pos]) =>
+      check(['-'.repeat(50), `total_num_output_tokens: ${out}`, `num_drafts: ${drafts}`, `num_draft_tokens: ${dt}`, `num_accepted_tokens: ${acc}`, 'mean acceptance length: 2.00', '-'.repeat(50), ...pos.map((p, i) => `acceptance at token ${i}: ${p}`)].join('\n') + '\n'),
+    ),
+    { numRuns: 300 },
+  );
 });

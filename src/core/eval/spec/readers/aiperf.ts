@@ -92,11 +92,21 @@ function settingsOf(doc: Record<string, unknown>): SettingsBuilder {
 
 /** profile_export_aiperf.json (already parsed by detect.ts). */
 export function readAiperfSummary(doc: Record<string, unknown>): SpecRead {
-  const steps = blockValue(doc, 'total_spec_decode_steps');
-  const accepted = blockValue(doc, 'total_accepted_draft_tokens');
-  const drafts = blockValue(doc, 'total_draft_tokens');
-  const hist = doc.pooled_spec_decode_acceptance_histogram;
   const problems: SpecRead['problems'] = [];
+  const total = (tag: string): number | undefined => {
+    const v = blockValue(doc, tag);
+    if (v === undefined || v >= 0) return v;
+    problems.push({ message: `${tag} is ${v}, not a count` });
+    return undefined;
+  };
+  const steps = total('total_spec_decode_steps');
+  let accepted = total('total_accepted_draft_tokens');
+  let drafts = total('total_draft_tokens');
+  if (accepted !== undefined && drafts !== undefined && accepted > drafts) {
+    problems.push({ message: `total_accepted_draft_tokens (${accepted}) exceeds total_draft_tokens (${drafts})` });
+    accepted = drafts = undefined;
+  }
+  const hist = doc.pooled_spec_decode_acceptance_histogram;
   let pk: number[] | undefined;
   let histTau: number | undefined;
   if (isObject(hist)) {
@@ -110,7 +120,8 @@ export function readAiperfSummary(doc: Record<string, unknown>): SpecRead {
       problems.push({ message: `pooled_spec_decode_acceptance_histogram: ${(e as Error).message}` });
     }
   }
-  const tau = steps !== undefined && accepted !== undefined ? tauFromAccepted(accepted, steps) : (blockValue(doc, 'spec_decode_token_weighted_acceptance_length') ?? histTau);
+  const weighted = blockValue(doc, 'spec_decode_token_weighted_acceptance_length');
+  const tau = (steps !== undefined && accepted !== undefined ? tauFromAccepted(accepted, steps) : undefined) ?? (weighted !== undefined && weighted >= 1 ? weighted : undefined) ?? histTau;
   if (tau === undefined) {
     return {
       tool: TOOL,
@@ -120,7 +131,7 @@ export function readAiperfSummary(doc: Record<string, unknown>): SpecRead {
   }
   const rate = accepted !== undefined && drafts !== undefined ? acceptanceRate(accepted, drafts) : (() => {
     const p = blockValue(doc, 'spec_decode_overall_draft_acceptance_rate');
-    return p === undefined ? undefined : p / 100;
+    return p === undefined || p < 0 || p > 100 ? undefined : p / 100;
   })();
   const perRequest = blockValue(doc, 'spec_decode_acceptance_length');
   const r: SpecResult = result({
@@ -171,6 +182,10 @@ export function readAiperfRecords(text: string): SpecRead {
     const d = s.num_draft_tokens;
     if (![n, a, d].every((x) => typeof x === 'number' && Number.isInteger(x) && x >= 0)) {
       problems.push({ line, message: 'spec_decode_acceptance: num_spec_steps, num_accepted_draft_tokens and num_draft_tokens must be counts' });
+      continue;
+    }
+    if ((a as number) > (d as number)) {
+      problems.push({ line, message: `spec_decode_acceptance: ${a} accepted draft tokens of ${d} proposed` });
       continue;
     }
     let h: number[];

@@ -68,6 +68,18 @@ export function readEagleAnswers(text: string, name?: string): SpecRead {
         lineOk = false;
         break;
       }
+      if (c.wall_time !== undefined && !wt) {
+        bad(`choices[${ci}]: "wall_time" must be a list of seconds`);
+        lineOk = false;
+        break;
+      }
+      // Every pass of eagenerate's loop adds accept_length + 1 ≥ 1 token: fewer tokens than passes cannot come from it.
+      const short = nt.findIndex((n, t) => n < idxs[t] + 1);
+      if (short >= 0 && idxs.length === nt.length) {
+        bad(`choices[${ci}] turn ${short}: ${nt[short]} new_tokens in ${idxs[short] + 1} steps (idx ${idxs[short]}); each step adds at least one token`);
+        lineOk = false;
+        break;
+      }
       if (idxs.length !== nt.length || (wt && wt.length !== nt.length)) {
         bad(`choices[${ci}]: ${idxs.length} idxs, ${nt.length} new_tokens${wt ? `, ${wt.length} wall_time` : ''}: one per turn each`);
         lineOk = false;
