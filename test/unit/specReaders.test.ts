@@ -308,3 +308,15 @@ test('property: any text or JSON gives a reading or a reason, never an exception
     { numRuns: 300 },
   );
 });
+
+test('impossible counts are named: an EAGLE turn with fewer tokens than steps, aiperf totals with more accepted than drafted', () => {
+  const e = read('{"question_id": 1, "model_id": "m", "choices": [{"index": 0, "turns": ["a"], "idxs": [9], "new_tokens": [4], "wall_time": [0.1]}]}\n');
+  assert.deepEqual(e.results, []);
+  assert.deepEqual(e.problems, [{ line: 1, message: 'choices[0] turn 0: 4 new_tokens in 10 steps (idx 9); each step adds at least one token' }]);
+  const doc = JSON.parse(fixture('aiperf_profile_export_aiperf.json')) as Record<string, { avg: number }>;
+  doc.total_accepted_draft_tokens.avg = 80;
+  const a = read(JSON.stringify(doc, null, 2));
+  assert.match(a.problems.map((p) => p.message).join(' '), /total_accepted_draft_tokens \(80\) exceeds total_draft_tokens \(64\)/);
+  assert.equal(a.results[0].tau, 3.25, 'τ then comes from aiperf’s own token-weighted value');
+  assert.equal(a.results[0].acceptanceRate, 0.5625, 'and the rate from its overall draft acceptance rate');
+});
