@@ -111,8 +111,9 @@ test('vLLM spec_decode.py output: τ from the counts (bonus counted) agrees with
   close(row.acceptanceRate, counts.num_accepted_tokens / counts.num_draft_tokens);
   assert.deepEqual(row.pk, counts.per_pos.map((c) => Math.round((c / counts.num_drafts) * 100) / 100));
   assert.deepEqual(row.counts, { verifySteps: counts.num_drafts, draftTokens: counts.num_draft_tokens, acceptedDraftTokens: counts.num_accepted_tokens, completionTokens: counts.total_num_output_tokens });
-  assert.equal(row.settings.numSpeculativeTokens, 3);
+  assert.deepEqual(row.settings, { numSpeculativeTokens: 3, model: 'meta-llama/Llama-3.1-8B-Instruct', method: 'eagle3', draftModel: 'yuhuili/EAGLE3-LLaMA3.1-Instruct-8B', temperature: 0, maxTokens: 256 });
   assert.equal(row.settingSources.temperature, 'default');
+  assert.equal(row.settingSources.draftModel, 'file');
 });
 
 test('vLLM output caught before its mean is printed: incomplete; a mean that contradicts the counts is a problem', () => {
@@ -319,4 +320,14 @@ test('impossible counts are named: an EAGLE turn with fewer tokens than steps, a
   assert.match(a.problems.map((p) => p.message).join(' '), /total_accepted_draft_tokens \(80\) exceeds total_draft_tokens \(64\)/);
   assert.equal(a.results[0].tau, 3.25, 'τ then comes from aiperf’s own token-weighted value');
   assert.equal(a.results[0].acceptanceRate, 0.5625, 'and the rate from its overall draft acceptance rate');
+});
+
+test('vLLM: the engine startup line gives models, method and K; an ngram config has no draft model; a K that disagrees is named', () => {
+  const summary = fixture('vllm_spec_decode.modified-script.txt');
+  const ngram = "INFO 12-05 10:15:05 [core.py:77] Initializing a V1 LLM engine (v0.11.0) with config: model='Qwen/Qwen3-8B', speculative_config=SpeculativeConfig(method='ngram', model=None, num_spec_tokens=5), tokenizer='Qwen/Qwen3-8B'\n";
+  const r = read(ngram + summary);
+  assert.deepEqual(r.problems, []);
+  assert.deepEqual(r.results[0].settings, { numSpeculativeTokens: 5, model: 'Qwen/Qwen3-8B', method: 'ngram', temperature: 0, maxTokens: 256 });
+  const off = read(ngram.replace('num_spec_tokens=5', 'num_spec_tokens=7') + summary);
+  assert.match(off.problems[0].message, /started with num_spec_tokens=7 but 5 "acceptance at token" lines follow/);
 });

@@ -14,7 +14,10 @@
  * them (TauDefinition `one-plus-accepted-per-draft`, the bonus token counted, as the script's own "mean acceptance
  * length" and vLLM's "Conventionally, mean acceptance length includes the bonus token"), and checked against the
  * printed one. Per-position rates exist only as printed, rounded to 2 decimals. The script prints one
- * "acceptance at token" line per `--num-spec-tokens`, so their count is num_speculative_tokens. Temperature
+ * "acceptance at token" line per `--num-spec-tokens`, so their count is num_speculative_tokens. When the engine's
+ * startup line is in the output (vllm/v1/engine/core.py logs the VllmConfig, vllm/config/vllm.py `__str__`:
+ * `model='<target>', speculative_config=SpeculativeConfig(method='<m>', model='<draft>'|None, num_spec_tokens=<K>)`,
+ * the repr of vllm/config/speculative.py), the models, method and K are taken from it. Temperature
  * (`--temp`, default 0) and max tokens (`--output-len`, default 256) are not printed: their defaults are recorded
  * as such. Every other line (engine logs, `--print-output` text) is ordinary output.
  */
@@ -27,6 +30,15 @@ type CountKey = (typeof COUNT_KEYS)[number];
 const COUNT_RE = /^(total_num_output_tokens|num_drafts|num_draft_tokens|num_accepted_tokens): (.*)$/;
 const MEAN_RE = /^mean acceptance length: (.*)$/;
 const POS_RE = /^acceptance at token (\d+): (.*)$/;
+const CONFIG_RE = /\bmodel='((?:[^'\\]|\\.)*)', speculative_config=SpeculativeConfig\(method='([^']*)', model=(?:'((?:[^'\\]|\\.)*)'|None), num_spec_tokens=(\d+)\)/;
+
+/** The engine configuration a startup log line states. */
+interface EngineConfig {
+  model: string;
+  method: string;
+  draftModel?: string;
+  numSpecTokens: number;
+}
 
 /** True when the text holds the script's summary (detect.ts). */
 export function looksLikeVllmSpecDecode(text: string): boolean {
@@ -40,6 +52,7 @@ function number(text: string): number | undefined {
 }
 
 interface Block {
+  config?: EngineConfig;
   counts: Partial<Record<CountKey, number>>;
   mean?: number;
   pos: number[];
@@ -53,8 +66,11 @@ export function readVllmSpecDecode(text: string): SpecRead {
   const lines = text.split('\n');
   const unfinished = !text.endsWith('\n') && lines[lines.length - 1] !== '';
   let incomplete: string | undefined;
+  let config: EngineConfig | undefined;
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i].replace(/\r$/, '');
+    const c = CONFIG_RE.exec(line);
+    if (c) config = { model: c[1], method: c[2], draftModel: c[3], numSpecTokens: Number(c[4]) };
     if (unfinished && i === lines.length - 1) {
       if (COUNT_RE.test(line) || MEAN_RE.test(line) || POS_RE.test(line) || (cur && line.trim() !== '')) incomplete = `line ${i + 1} is not finished yet (no newline): still being written`;
       break;
@@ -63,7 +79,7 @@ export function readVllmSpecDecode(text: string): SpecRead {
     if (m) {
       const key = m[1] as CountKey;
       if (key === 'total_num_output_tokens' || !cur || cur.mean !== undefined) {
-        cur = { counts: {}, pos: [], firstLine: i + 1 };
+        cur = { counts: {}, pos: [], firstLine: i + 1, config };
         blocks.push(cur);
       }
       const v = number(m[2]);
@@ -119,8 +135,14 @@ export function readVllmSpecDecode(text: string): SpecRead {
     }
     // The script prints one line per position and num_spec_tokens ≥ 1: none yet means it is still printing.
     if (last && b.pos.length === 0) incomplete ??= 'no "acceptance at token" line yet: still being written';
+    if (b.config && b.pos.length > 0 && b.config.numSpecTokens !== b.pos.length) {
+      problems.push({ line: b.firstLine, message: `the engine was started with num_spec_tokens=${b.config.numSpecTokens} but ${b.pos.length} "acceptance at token" lines follow` });
+    }
     const settings = new SettingsBuilder()
-      .set('numSpeculativeTokens', b.pos.length > 0 ? b.pos.length : undefined, 'file')
+      .set('numSpeculativeTokens', b.config?.numSpecTokens ?? (b.pos.length > 0 ? b.pos.length : undefined), 'file')
+      .set('model', b.config?.model, 'file')
+      .set('method', b.config?.method, 'file')
+      .set('draftModel', b.config?.draftModel, 'file')
       .set('temperature', 0, 'default')
       .set('maxTokens', 256, 'default');
     results.push(
