@@ -51,7 +51,7 @@ export function readSpecOutput(text: string, name?: string): SpecReadOutcome {
   if (body.trim() === '') return { tool: undefined, reason: 'the file is empty', seen, incomplete: 'nothing written yet' };
   if (looksLikeVllmSpecDecode(body)) return readVllmSpecDecode(body);
 
-  const whole = body.includes('\n') && body.trim().includes('\n') ? parseJsonLine(body.trim()) : undefined;
+  const whole = body.trim().includes('\n') ? parseJsonLine(body.trim()) : undefined;
   if (isObject(whole)) {
     if (looksLikeSpecforge(whole)) return readSpecforgeBench(body, whole);
     if (looksLikeAiperfSummary(whole)) return readAiperfSummary(whole);
