@@ -8,6 +8,7 @@ import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readSpecOutput, type SpecReadOutcome } from '../../src/core/eval/spec/detect';
+import { specEvalResult } from '../../src/core/eval/spec/evalResult';
 import type { SpecRead, SpecResult } from '../../src/core/eval/spec/types';
 import { readSpecforgeBench as readSpecforgeBenchText } from '../../src/core/eval/spec/readers/specforge';
 
@@ -330,4 +331,13 @@ test('vLLM: the engine startup line gives models, method and K; an ngram config 
   assert.deepEqual(r.results[0].settings, { numSpeculativeTokens: 5, model: 'Qwen/Qwen3-8B', method: 'ngram', temperature: 0, maxTokens: 256 });
   const off = read(ngram.replace('num_spec_tokens=5', 'num_spec_tokens=7') + summary);
   assert.match(off.problems[0].message, /started with num_spec_tokens=7 but 5 "acceptance at token" lines follow/);
+});
+
+test('a result becomes an eval result line of its measured numbers only', () => {
+  const [row] = read(fixture('aiperf_profile_export_aiperf.json')).results;
+  assert.deepEqual(specEvalResult(row), { tau: 3.25, acceptance_rate: 0.5625, p_1: 14 / 16, p_2: 12 / 16, p_3: 8 / 16, p_4: 2 / 16, output_tokens_per_s: 431.25 });
+  const sg = byLabel(read(fixture('sglang_bench_speculative.jsonl')), 'bs=1 steps=3 topk=1 draft=4');
+  assert.deepEqual(Object.keys(specEvalResult(sg)), ['tau', 'output_tokens_per_s', 'speedup']);
+  const none = read(fixture('specforge_benchmark_target_only_gsm8k.json')).results[0];
+  assert.deepEqual(Object.keys(specEvalResult(none)), ['output_tokens_per_s'], 'no τ invented for a run without speculation stats');
 });

@@ -7,6 +7,7 @@ export * from './types';
 export * from './definitions';
 export { parsePrometheusText, readSpecCounters, diffCounters, ratesFromCounters, type PromSample, type SpecCounters, type CounterRates } from './counters';
 export { readSpecOutput, type SpecReadOutcome, type SpecUnrecognised } from './detect';
+export { specEvalResult } from './evalResult';
 export { readSglangBenchSpeculative } from './readers/sglang';
 export { readSpecforgeBench, readSpecforgeServerBench } from './readers/specforge';
 export { readVllmSpecDecode } from './readers/vllm';
