@@ -250,7 +250,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
   }
   const { result, declined, plan } = outcome;
   deps.onDidDownload?.();
-  const client = result.client === 'openssh' ? 'OpenSSH' : `ssh2${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
+  const client = result.client === 'openssh' ? 'OpenSSH' : result.client === 'kubectl' ? 'kubectl exec' : `ssh2${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
   deps.log.info(`download ${label}: ${result.bytesFetched} bytes fetched, ${outcome.resumedBytes} resumed, ${result.lanes} lane(s) over ${result.transport} by ${client}, ${result.retries} retries; ${outcome.summary}`);
   const summary = outcome.alreadyThere
     ? `Remote Runs: ${label} is ${outcome.summary}.`
