@@ -10,6 +10,8 @@
  * - **Fast on every link.** Over OpenSSH, a file gets as many streams (byte ranges on channels of one login) as the
  *   round trip needs: one over loopback or a LAN, written into the `.part` by ssh itself and read back here to be
  *   counted and hashed; several over a long link, piped into this process, which writes them at their place.
+ * - **The same from a pod container.** Its source (podSource.ts) runs the commands through kubectl exec and starts
+ *   each range as a kubectl exec of its own (4 per large file: they share no connection); everything else is this file.
  * - **Verified means compared.** Each stream carries the remote side's SHA-256 of its range, matched against the
  *   SHA-256 of the bytes written here; ranges not checked that way (resumed from an earlier run, read
  *   over SFTP, or streamed without the remote hash line arriving) are hashed on both sides before the rename. A range whose hashes differ is fetched again, once; then
