@@ -2,7 +2,7 @@ import * as readline from 'node:readline';
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpointWithNote, type PickedCheckpoint } from '../core/service';
 import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
-import { checkpointToPull, partialPercent, progressText, pullCheckpoint, skippedLines, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice, type SkippedEntry } from '../core/transfer';
+import { checkpointToPull, partialPercent, progressText, pullCheckpoint, skippedLines, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice, type SkippedEntry, type TransferSource } from '../core/transfer';
 import { RemoteRunsError, formatTarget } from '../core/types';
 import { formatBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
@@ -40,7 +40,8 @@ export async function pullCommand(
     options.onPicked?.(picked);
     return { run: { name: found.run.name }, checkpoint: checkpointToPull(picked.checkpoint) };
   })();
-  const source = { pool: deps.pool, host: deps.resolve(addr.host), target: addr.target };
+  // A cluster's pod container is read through kubectl exec (transfer/podSource.ts); a host's target through its pool.
+  const source: TransferSource = deps.core.podTransferSource(addr.host, addr.target) ?? { pool: deps.pool, host: deps.resolve(addr.host), target: addr.target };
   const where = `${addr.host}/${formatTarget(addr.target)}/${run.name}/${checkpoint.name}`;
   const progress = progressPrinter(deps.stderr, where);
   const outcome = await pullCheckpoint(source, checkpoint, { root: options.to, run: run.name }, {

@@ -29,6 +29,8 @@ import { displayName } from '../shared/display';
 import type { Workload } from './kube/workloads';
 import { listClusterTargets } from './kube/clusterTargets';
 import { PodExecutor } from './kube/executor';
+import { podTransferSource } from './transfer/podSource';
+import type { PodTransferSource } from './transfer/types';
 import { parsePodTargetId } from './kube/names';
 import type { KubectlAccess } from './kube/kubectl';
 
@@ -100,6 +102,18 @@ export class RemoteRunsCore {
     if (!cluster) return this.executor(name);
     if (target.kind !== 'pod') throw new RemoteRunsError('bad-address', `${name} is a Kubernetes cluster: its targets are pod containers (pod:NAMESPACE/POD:CONTAINER), not ${formatTarget(target)}`);
     return new PodExecutor(this.kubectlAccess(cluster), parsePodTargetId(target.id));
+  }
+
+  /**
+   * The source a checkpoint download of `target` reads from when `name` is a cluster (transfer/podSource.ts: its
+   * commands and byte streams through kubectl exec); undefined for a host, whose source is its pool entry (the
+   * faces build that one, holding the pool).
+   */
+  podTransferSource(name: string, target: TargetRef): PodTransferSource | undefined {
+    const cluster = this.cluster(name);
+    if (!cluster) return undefined;
+    if (target.kind !== 'pod') throw new RemoteRunsError('bad-address', `${name} is a Kubernetes cluster: its targets are pod containers (pod:NAMESPACE/POD:CONTAINER), not ${formatTarget(target)}`);
+    return podTransferSource(name, this.kubectlAccess(cluster), target.id);
   }
 
   /** How a long read on `target` of a configured host runs as one stream, where it can (RunFeed's backlog). */

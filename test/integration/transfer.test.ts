@@ -14,7 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsError, type Checkpoint, type ErrorKind, type TargetRef } from '../../src/core/types';
-import { download, filePaths, planDownload, type DownloadOptions, type TransferSource } from '../../src/core/transfer';
+import { download, filePaths, planDownload, type DownloadOptions, type SshTransferSource, type TransferSource } from '../../src/core/transfer';
 import { startTestHost, ScriptedPrompter, type ProxiedHost, type TestHost } from '../harness/testHost';
 import { strikeMidDownload } from '../harness/faults';
 import { eventually, rejectsWith } from '../harness/assertKind';
@@ -30,7 +30,7 @@ const PCT: TargetRef = { kind: 'pct', id: '200' };
 const DOCKER: TargetRef = { kind: 'docker', id: 'trainer' };
 
 /** A fresh pool's source for `target`, to the test sshd or (with `link`) through a link of the test's own. */
-function source(target: TargetRef, link?: ProxiedHost): TransferSource {
+function source(target: TargetRef, link?: ProxiedHost): SshTransferSource {
   const pool = new ConnectionPool({
     prompter: new ScriptedPrompter(),
     logger: silentLogger,

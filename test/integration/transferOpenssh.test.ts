@@ -16,7 +16,7 @@ import { ConnectionPool, type PoolHost } from '../../src/core/ssh/pool';
 import type { ResolvedHop } from '../../src/core/ssh/types';
 import { HostDirectory } from '../../src/core/hosts';
 import type { Checkpoint, TargetRef } from '../../src/core/types';
-import { download, planDownload, type TransferSource } from '../../src/core/transfer';
+import { download, planDownload, type SshTransferSource, type TransferSource } from '../../src/core/transfer';
 import { startJumpPair, startSshd, type TestSshd } from '../harness/sshd';
 import { startTestHost, ScriptedPrompter, type TestHost } from '../harness/testHost';
 import { changeHostKey, installGate, smallDisk, strikeMidDownload, type CommandGate } from '../harness/faults';
@@ -238,7 +238,7 @@ describe('host keys', () => {
 describe('faults on the OpenSSH stream', () => {
   let host: TestHost;
   let gate: CommandGate;
-  let src: TransferSource;
+  let src: SshTransferSource;
   before(async () => {
     host = await startTestHost();
     gate = installGate(path.join(host.dir, 'bin'), 'pct');

@@ -10,6 +10,8 @@
  * - **Fast on every link.** Over OpenSSH, a file gets as many streams (byte ranges on channels of one login) as the
  *   round trip needs: one over loopback or a LAN, written into the `.part` by ssh itself and read back here to be
  *   counted and hashed; several over a long link, piped into this process, which writes them at their place.
+ * - **The same from a pod container.** Its source (podSource.ts) runs the commands through kubectl exec and starts
+ *   each range as a kubectl exec of its own (4 per large file: they share no connection); everything else is this file.
  * - **Verified means compared.** Each stream carries the remote side's SHA-256 of its range, matched against the
  *   SHA-256 of the bytes written here; ranges not checked that way (resumed from an earlier run, read
  *   over SFTP, or streamed without the remote hash line arriving) are hashed on both sides before the rename. A range whose hashes differ is fetched again, once; then
@@ -41,7 +43,8 @@ import { checkpointLocalRoot, FolderPresence, linkState, localState, planDownloa
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
 import { lockPath, overwriteJsonInPlace, readPartRecord, removeStaleTemps, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type DownloadOrigin, type PartRecord } from './records';
 import { noHashTool, rangeSha256Command, sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
-import type { DownloadOptions, DownloadPlan, DownloadProgress, DownloadResult, FileOutcome, PlanFile, TransferSource, TransportKind, VerifyMode } from './types';
+import type { ClosableStreams, DownloadOptions, DownloadPlan, DownloadProgress, DownloadResult, FileOutcome, PlanFile, SshTransferSource, TransferSource, TransportKind, VerifyMode } from './types';
+import { sourceExecutor, sourceName } from './source';
 import { formatBytes } from '../util/format';
 
 /** One file being fetched, with its mutable transfer state. */
@@ -94,6 +97,12 @@ const THREADS_MIN_BYTES = 64 << 20;
 const THREADS_MIN_CORES = 4;
 /** The smallest range an OpenSSH stream is given (each costs a process on both sides, and a whole-file hash). */
 const OPENSSH_MIN_PIECE = 64 << 20;
+/**
+ * Streams per big file in a pod container (at least two pieces of OPENSSH_MIN_PIECE): each is a kubectl exec of its
+ * own, a WebSocket through the API server and the kubelet, so they share no window as SSH channels do, and each
+ * costs a kubectl here and a process in the container; four is `concurrency`'s default.
+ */
+const POD_STREAMS_PER_FILE = 4;
 /** A remote file that keeps changing under us is reported instead of fetched forever. */
 const MAX_CHANGED_RESTARTS = 2;
 /** A file whose hashes disagree is fetched again this many times, then the download fails. */
@@ -142,7 +151,8 @@ export async function downloadCheckpoint(
  * again and says why, the pool having kept a lasting reason).
  */
 async function warmLinks(source: TransferSource, options: DownloadOptions, signal: AbortSignal): Promise<OpenSshLease | undefined> {
-  if (options.client === 'ssh2') return undefined;
+  // A pod's streams are kubectl processes started per range: nothing to log in to beforehand.
+  if (options.client === 'ssh2' || source.kind === 'pod') return undefined;
   try {
     const lease = await source.pool.acquire(source.host, signal);
     try {
@@ -201,7 +211,7 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
   const links: number[] = [];
   const made = new Set<string>();
   // One origin for every file of the download (its records name it): a copy per file was 100,000 objects more.
-  const origin: DownloadOrigin = { host: plan.source.host.name, target: plan.source.target, run: plan.run, checkpoint: plan.checkpoint.name };
+  const origin: DownloadOrigin = { host: sourceName(plan.source), target: plan.source.target, run: plan.run, checkpoint: plan.checkpoint.name };
   const folders = new FolderPresence();
   for (const [i, planned] of plan.files.entries()) {
     if (planned.symlink !== undefined) {
@@ -464,7 +474,7 @@ async function placeLink(file: PlanFile, verify: VerifyMode, options: DownloadOp
 /** The client choice of one download, across its attempts. */
 interface ClientState {
   choice: 'auto' | 'openssh' | 'ssh2';
-  used: 'openssh' | 'ssh2';
+  used: 'openssh' | 'ssh2' | 'kubectl';
   /** Why auto fell back to ssh2. */
   note?: string;
   /** The download's lock, which names the OpenSSH session's lifeline while its streams may write. */
@@ -477,9 +487,9 @@ interface ClientState {
  * fails with the reason. The pool remembers a reason that will not change by itself (no binary, no key login, a
  * refused login), so later downloads go straight to ssh2 instead of trying again each time.
  */
-async function openSshFor(plan: DownloadPlan, options: DownloadOptions, state: ClientState, signal?: AbortSignal): Promise<OpenSshLease | undefined> {
+async function openSshFor(source: SshTransferSource, options: DownloadOptions, state: ClientState, signal?: AbortSignal): Promise<OpenSshLease | undefined> {
   if (state.choice === 'ssh2') return undefined;
-  const { pool, host } = plan.source;
+  const { pool, host } = source;
   try {
     return await pool.openSsh(host, { ...(options.sshPath !== undefined ? { sshPath: options.sshPath } : {}), ...(signal ? { signal } : {}) });
   } catch (e) {
@@ -644,7 +654,7 @@ async function restartFile(w: Work, st: RemoteFileStat): Promise<void> {
 
 async function statRemote(plan: DownloadPlan, signal?: AbortSignal): Promise<Map<string, RemoteFileStat>> {
   const { source, checkpoint } = plan;
-  const walk = await runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, statCheckpointCommand(checkpoint.path), signal);
+  const walk = await runCommand(sourceExecutor(source), source.target, statCheckpointCommand(checkpoint.path), signal);
   const map = new Map<string, RemoteFileStat>();
   for (const s of walk.files) map.set(checkpoint.isDir ? s.relative : checkpoint.name, s);
   return map;
@@ -669,27 +679,34 @@ async function runAttempt(
   const stop = new AbortController();
   const onOuterAbort = (): void => stop.abort();
   signal.addEventListener('abort', onOuterAbort, { once: true });
-  const lease = await source.pool.acquire(source.host, signal);
-  const conn = lease.connection;
-  /** The streams' OpenSSH connection: the host's session held from the pool (session) or its OpenSSH transport. */
+  // A pod container has no connection of ours: each stream is a kubectl process of the attempt's own (podSource.ts).
+  const lease = source.kind === 'pod' ? undefined : await source.pool.acquire(source.host, signal);
+  const conn = lease?.connection;
+  /**
+   * The streams: the host's OpenSSH session held from the pool (session), its OpenSSH transport, or a pod's kubectl
+   * exec streams (pod), which this attempt owns and closes.
+   */
   let openssh: OpenSshStreams | undefined;
   let session: OpenSshLease | undefined;
+  let pod: ClosableStreams | undefined;
   try {
-    if (conn instanceof SshConnection) openssh = (session = await openSshFor(plan, options, clientState, signal))?.session;
-    else openssh = streamsOfTransport(conn);
+    if (source.kind === 'pod') openssh = pod = source.openStreams();
+    else if (conn instanceof SshConnection) openssh = (session = await openSshFor(source, options, clientState, signal))?.session;
+    else if (conn) openssh = streamsOfTransport(conn);
   } catch (e) {
     signal.removeEventListener('abort', onOuterAbort);
-    lease.dispose();
+    lease?.dispose();
     throw e;
   }
-  clientState.used = openssh ? 'openssh' : 'ssh2';
+  clientState.used = pod ? 'kubectl' : openssh ? 'openssh' : 'ssh2';
   if (openssh) {
     try {
       await clientState.lock.writers(openssh.lifelinePid);
     } catch (e) {
       signal.removeEventListener('abort', onOuterAbort);
       session?.dispose();
-      lease.dispose();
+      await pod?.close();
+      lease?.dispose();
       throw e;
     }
   }
@@ -717,14 +734,17 @@ async function runAttempt(
     // follows from the link's round trip, which the pool's connection measured once (a request that starts no
     // process, ssh/roundTrip.ts) and keeps: the same pull on the same link takes the same path every time.
     const maxStreams = 2 * (options.concurrency ?? 4);
+    // The smallest range a stream is given: OPENSSH_MIN_PIECE, or the pieces asked for (segmentBytes).
+    const minPiece = options.segmentBytes ?? OPENSSH_MIN_PIECE;
     let why = '';
     let perFile = 0;
     if (openssh) {
       if (options.streamsPerFile !== undefined) why = 'as asked';
-      else if (remaining < 2 * OPENSSH_MIN_PIECE) why = `${formatBytes(remaining)} to fetch, under two pieces of ${formatBytes(OPENSSH_MIN_PIECE)}`;
+      else if (remaining < 2 * minPiece) why = `${formatBytes(remaining)} to fetch, under two pieces of ${formatBytes(minPiece)}`;
+      else if (pod) why = 'a pod container: each stream is its own kubectl exec, its own connection through the API server and the kubelet';
       // A link that cannot be measured (an OpenSSH master that refuses the probe's forward) gets one stream, and
       // the log says why; a lost link fails the attempt as any command would.
-      const rtt = why
+      const rtt = why || !conn
         ? undefined
         : await conn.roundTripMs(signal).catch((e: unknown) => {
             if (!isRemoteRunsError(e) || e.kind !== 'protocol') throw e;
@@ -732,18 +752,19 @@ async function runAttempt(
             return undefined;
           });
       if (rtt !== undefined) why = `round trip ${rtt.toFixed(1)} ms`;
-      perFile = Math.max(1, Math.min(maxStreams, options.streamsPerFile ?? (rtt !== undefined ? streamsForRoundTrip(rtt) : 1)));
+      const fallback = pod && remaining >= 2 * minPiece ? POD_STREAMS_PER_FILE : 1;
+      perFile = Math.max(1, Math.min(maxStreams, options.streamsPerFile ?? (rtt !== undefined ? streamsForRoundTrip(rtt) : fallback)));
       // The choice and its reason in the log: a pull that takes another path than the last one says why.
-      options.logger?.info(`download of ${plan.checkpoint.name}: ${perFile} OpenSSH stream${perFile === 1 ? '' : 's'} per file (${why}; at most ${maxStreams})`);
+      options.logger?.info(`download of ${plan.checkpoint.name}: ${perFile} ${pod ? 'kubectl exec' : 'OpenSSH'} stream${perFile === 1 ? '' : 's'} per file (${why}; at most ${maxStreams})`);
     }
     const wanted = openssh
-      ? Math.max(1, Math.min(maxStreams, Math.max(works.length, works.reduce((n, w) => n + Math.min(perFile, Math.ceil((w.bytes - w.done.total) / OPENSSH_MIN_PIECE)), 0))))
+      ? Math.max(1, Math.min(maxStreams, Math.max(works.length, works.reduce((n, w) => n + Math.min(perFile, Math.ceil((w.bytes - w.done.total) / minPiece)), 0))))
       : Math.max(1, Math.min(options.concurrency ?? 4, Math.ceil(remaining / (8 << 20)) || 1));
     // Siblings reuse the pool's secrets and never prompt; a host that would need a prompt gets fewer lanes. Each
     // runs in a worker thread of its own (decrypting and writing off this thread, on another core), or here when
     // threads are off or a worker cannot start.
     const threads = options.threads ?? (remaining >= THREADS_MIN_BYTES && os.availableParallelism() >= THREADS_MIN_CORES);
-    const init = wanted > 1 && threads && !openssh ? workerInit(source.pool, source.host, source.target, transport) : undefined;
+    const init = wanted > 1 && threads && !openssh && source.kind !== 'pod' ? workerInit(source.pool, source.host, source.target, transport) : undefined;
     const sibling = async (): Promise<Lane | undefined> => {
       if (openssh) return new OpenSshLane(openssh, source.target);
       if (init) {
@@ -754,13 +775,15 @@ async function runAttempt(
           options.logger?.warn(`Transfer worker unavailable, using this thread: ${e instanceof Error ? e.message : String(e)}`);
         }
       }
+      if (source.kind === 'pod') return undefined;
       const c = await source.pool.connectSibling(source.host, stop.signal).catch(() => undefined);
       return c ? createLane(transport, c, source.target, true) : undefined;
     };
 
     // ssh writes into the .part itself: one stream appending the rest of a file, or each of several ranges at its
     // place (opensshLane.ts placed); only this process then reads the bytes, back from the page cache, to hash them.
-    const directWrites = openssh?.directWrites === true && !options.segmentBytes && !(await shellPrints(plan, signal));
+    // (A pod's `sh -c` is no login shell: nothing of an rc file prints before the command.)
+    const directWrites = openssh?.directWrites === true && !options.segmentBytes && (source.kind === 'pod' || !(await shellPrints(source, signal)));
     const queue: { w: Work; range: ByteRange; direct?: boolean; at?: boolean }[] = [];
     for (const w of works) {
       const missing = w.done.missing(w.bytes);
@@ -863,9 +886,11 @@ async function runAttempt(
       // go: the session is ended (the next holder logs in again).
       if (session && wroteDirect && !succeeded) await session.retire();
       session?.dispose();
+      // A pod's streams are the attempt's own: every kubectl of them is gone before the lock says no writer is left.
+      await pod?.close();
       await clientState.lock.writers(undefined).catch(() => undefined);
     }
-    lease.dispose();
+    lease?.dispose();
     await saveRecords(active);
   }
 }
@@ -894,7 +919,7 @@ async function fetchSmallFiles(
   for (const i of fresh) if (small(i) && ++count >= SMALL_BATCH_MIN_FILES) break;
   if (count < SMALL_BATCH_MIN_FILES) return;
   const { source } = plan;
-  const exec = source.pool.executor(source.host, { idempotent: true });
+  const exec = sourceExecutor(source);
   // Remote paths are made as the batches are cut, and live only as long as their batch.
   const queue = batches((function* () {
     for (const i of fresh) if (small(i)) yield { remotePath: plan.files[i].remotePath, bytes: plan.files[i].bytes, i };
@@ -992,8 +1017,8 @@ function streamsOfTransport(conn: Transport): OpenSshStreams {
  * Does the login shell print before every command (an rc file's banner, a module system)? A stream that ssh writes
  * into the `.part` itself cannot drop that (shell/portable.ts): such a host gets piped streams, which do.
  */
-async function shellPrints(plan: DownloadPlan, signal: AbortSignal): Promise<boolean> {
-  const exec = plan.source.pool.executor(plan.source.host, { idempotent: true });
+async function shellPrints(source: SshTransferSource, signal: AbortSignal): Promise<boolean> {
+  const exec = source.pool.executor(source.host, { idempotent: true });
   const probe: RemoteCommand<boolean> = { argv: ['true'], describe: 'a look at what the login shell prints', parse: (r) => (r.shellNoise ?? 0) > 0 };
   return runCommand(exec, { kind: 'host', id: '' }, probe, signal);
 }
@@ -1048,7 +1073,7 @@ async function checkRanges(plan: DownloadPlan, w: Work, signal: AbortSignal, pro
   progress(done, total);
   await closeHandle(w);
   const { source } = plan;
-  const exec = source.pool.executor(source.host, { idempotent: true });
+  const exec = sourceExecutor(source);
   let ok = true;
   for (const [start, end] of holes) {
     const [remote, local] = await Promise.all([
@@ -1117,7 +1142,7 @@ const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b78
 async function compareWhole(plan: DownloadPlan, file: PlanFile, signal: AbortSignal): Promise<{ equal: boolean; local: string; remote: string }> {
   const { source } = plan;
   const [remote, local] = await Promise.all([
-    runCommand(source.pool.executor(source.host, { idempotent: true }), source.target, sha256Command(file.remotePath), signal),
+    runCommand(sourceExecutor(source), source.target, sha256Command(file.remotePath), signal),
     sha256File(file.localPath, signal),
   ]);
   return { equal: remote === local, local, remote };

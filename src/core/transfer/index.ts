@@ -23,6 +23,9 @@ export type {
   LocalState,
   PlanFile,
   TransferSource,
+  SshTransferSource,
+  PodTransferSource,
+  ClosableStreams,
   TransportKind,
   VerifyMode,
 } from './types';

@@ -11,6 +11,7 @@ import { RangeSet } from './ranges';
 import { statCheckpointCommand, type RemoteFileStat, type RemoteWalk } from './remoteCommands';
 import type { SkippedEntry } from './remoteCommands';
 import type { DownloadPlan, LocalState, PlanFile, TransferSource } from './types';
+import { sourceExecutor } from './source';
 import { displayName } from '../../shared/display';
 import { encodeName, hasLoneSurrogate } from '../util/nameBytes';
 
@@ -31,8 +32,7 @@ export async function planDownload(
   dest: PlanDestination,
   signal?: AbortSignal,
 ): Promise<DownloadPlan> {
-  const executor = source.pool.executor(source.host, { idempotent: true });
-  const walk = await runCommand(executor, source.target, statCheckpointCommand(checkpoint.path), signal);
+  const walk = await runCommand(sourceExecutor(source), source.target, statCheckpointCommand(checkpoint.path), signal);
   return buildPlan(source, checkpoint, dest, walk);
 }
 

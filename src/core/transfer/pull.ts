@@ -44,7 +44,7 @@ export async function pullCheckpoint(
   const resumedBytes = result.files.reduce((n, f) => n + f.resumedBytes, 0);
   const kept = result.files.filter((f) => f.outcome === 'already-complete' || f.outcome === 'identical');
   const alreadyThere = kept.length === result.files.length && result.files.length > 0;
-  const how = result.client === 'openssh' ? 'OpenSSH' : `the built-in client${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
+  const how = result.client === 'openssh' ? 'OpenSSH' : result.client === 'kubectl' ? 'kubectl exec' : `the built-in client${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
   const parts: string[] = [];
   if (alreadyThere) {
     const checks = new Set(kept.filter((f) => f.symlink === undefined).map((f) => f.verified ?? 'size'));

@@ -5,12 +5,44 @@
 import type { Logger } from '../ssh/types';
 import type { ConnectionPool, PoolHost } from '../ssh/pool';
 import type { Checkpoint, TargetRef } from '../types';
+import type { Executor } from '../remote';
+import type { OpenSshStreams } from '../ssh/openssh/session';
 
-/** Where the bytes come from: a host's pool entry and the target (bare host or container) holding the files. */
-export interface TransferSource {
+/**
+ * Where the bytes come from: a host reached over SSH (its pool entry and the target, bare host or container, holding
+ * the files), or a pod container of a Kubernetes cluster reached through `kubectl exec` (transfer/podSource.ts). How
+ * a command runs and how a byte stream starts differ between the two (transfer/source.ts); the plan, the lock, the
+ * records, resume, ranges and verification above them are the same code.
+ */
+export type TransferSource = SshTransferSource | PodTransferSource;
+
+/** A host's pool entry and the target (bare host or container) holding the files. */
+export interface SshTransferSource {
+  kind?: undefined;
   pool: ConnectionPool;
   host: PoolHost;
   target: TargetRef;
+}
+
+/**
+ * A pod container of a cluster: every command (listing, stats, hashes, small-file batches) runs through `executor`,
+ * and each byte range is one `kubectl … exec -i POD -c C -- sh -c LINE` stream started by `openStreams()`.
+ */
+export interface PodTransferSource {
+  kind: 'pod';
+  /** The cluster's name (the download's records name it as a host's). */
+  name: string;
+  /** A `pod` TargetRef (`NAMESPACE/POD:CONTAINER`). */
+  target: TargetRef;
+  /** Runs the remote commands of a download in the container (kube/executor.ts PodExecutor). */
+  executor: Executor;
+  /** The byte streams of one attempt; the attempt closes them (every kubectl of them gone) before it returns. */
+  openStreams(): ClosableStreams;
+}
+
+/** Streams an attempt owns and closes itself: `close` resolves once none of their processes can write any more. */
+export interface ClosableStreams extends OpenSshStreams {
+  close(): Promise<void>;
 }
 
 /** What is on the local side for one file, before downloading. */
@@ -184,8 +216,8 @@ export interface DownloadResult {
   /** Lanes actually used. */
   lanes: number;
   transport: TransportKind;
-  /** The client that moved the bytes (of the last attempt). */
-  client: 'openssh' | 'ssh2';
+  /** The client that moved the bytes (of the last attempt): `kubectl` for a pod container (kubectl exec streams). */
+  client: 'openssh' | 'ssh2' | 'kubectl';
   /** Why `auto` did not use OpenSSH, when it did not. */
   clientNote?: string;
 }

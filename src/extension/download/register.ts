@@ -11,7 +11,7 @@ import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
 import { pickCheckpointWithNote as checkpointOf, runListedInPart } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
-import { discardPartialDownload, findPartialDownloads, partialPercent, progressText, pullCheckpoint, skippedLines, verificationText, type PartialDownload, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice } from '../../core/transfer';
+import { discardPartialDownload, findPartialDownloads, partialPercent, progressText, pullCheckpoint, skippedLines, verificationText, type PartialDownload, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice, type TransferSource } from '../../core/transfer';
 import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
 import { formatBytes } from '../../core/util/format';
 import { hasLoneSurrogate } from '../../core/util/nameBytes';
@@ -204,8 +204,8 @@ async function destinationRoot(hostName: string): Promise<string | undefined> {
 export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef, fresh = false): Promise<DownloadResult | undefined> {
   const root = await destinationRoot(ref.hostName);
   if (!root) return undefined;
-  const hostConfig = deps.core.host(ref.hostName);
-  const source = { pool: deps.pool, host: deps.hosts.resolve(hostConfig), target: ref.target };
+  // A cluster's pod container is read through kubectl exec (transfer/podSource.ts); a host's target through its pool.
+  const source: TransferSource = deps.core.podTransferSource(ref.hostName, ref.target) ?? { pool: deps.pool, host: deps.hosts.resolve(deps.core.host(ref.hostName)), target: ref.target };
   const verify: VerifyMode = setting<string>('verifyDownloads', 'sha256') === 'size' ? 'size' : 'sha256';
   const label = `${ref.run.name}/${ref.checkpoint.name}`;
 
@@ -250,7 +250,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
   }
   const { result, declined, plan } = outcome;
   deps.onDidDownload?.();
-  const client = result.client === 'openssh' ? 'OpenSSH' : `ssh2${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
+  const client = result.client === 'openssh' ? 'OpenSSH' : result.client === 'kubectl' ? 'kubectl exec' : `ssh2${result.clientNote ? ` (not OpenSSH: ${result.clientNote})` : ''}`;
   deps.log.info(`download ${label}: ${result.bytesFetched} bytes fetched, ${outcome.resumedBytes} resumed, ${result.lanes} lane(s) over ${result.transport} by ${client}, ${result.retries} retries; ${outcome.summary}`);
   const summary = outcome.alreadyThere
     ? `Remote Runs: ${label} is ${outcome.summary}.`
