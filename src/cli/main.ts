@@ -22,9 +22,10 @@ import { describeTransport, problemsFor } from '../core/ssh/transport';
 import { HostDirectory } from '../core/hosts';
 import { RemoteRunsCore, type PickedCheckpoint } from '../core/service';
 import type { SkippedEntry } from '../core/transfer';
-import { parseAddress } from '../core/address';
+import { addressHost, parseAddress, type Address } from '../core/address';
 import { parseConfigFileEntries } from '../core/config';
-import { RemoteRunsError, asRemoteRunsError, isRemoteRunsError, type HostConfig } from '../core/types';
+import { RemoteRunsError, asRemoteRunsError, isRemoteRunsError, type ClusterConfig, type HostConfig, type TargetRef } from '../core/types';
+import { lsClusterPlace, needContainer, resolveClusterCliAddress, type ResolvedClusterAddress } from './cluster';
 import { TerminalPrompter } from './prompter';
 import { lsCommand } from './ls';
 import { pullCommand } from './pull';
@@ -211,27 +212,57 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       // Listings are idempotent: safe to retry once on a connection that dropped under them.
       executorFor: (host) => pool.executor(hosts.resolve(host), { idempotent: true }),
       streamFor: (host, target) => bulk.runner(hosts.resolve(host), target),
+      // Clusters (`"kind": "kubernetes"` entries) are reached through kubectl on PATH (kube/kubectl.ts).
+      clusters: () => config.clusters,
     });
-    const addr = parseAddress(address);
+    // A command's executor in a target: a cluster's pod container through kubectl exec, else the host's pooled link.
+    const executorIn = (name: string, target: TargetRef, idempotent: boolean) =>
+      core.cluster(name) ? core.targetExecutor(name, target) : pool.executor(hosts.resolve(core.host(name)), { idempotent });
+    // An address on a cluster names its namespace, job, rank and container (cli/cluster.ts); resolved against the
+    // cluster's listing here, so every command below takes it as a pod container target.
+    const clusterPlaces = new Map<string, ResolvedClusterAddress>();
+    const toAddress = async (text: string): Promise<Address> => {
+      const cluster = core.cluster(addressHost(text));
+      if (!cluster) return parseAddress(text);
+      const r = await resolveClusterCliAddress(core, cluster, text, signal);
+      clusterPlaces.set(text, r);
+      for (const p of r.problems) io.stderr.write(`remote-runs: ${cluster.name}: ${p}\n`);
+      if (verb === 'ls' && !r.address) return { host: cluster.name };
+      return needContainer(verb, cluster, r);
+    };
+    const addr = await toAddress(address);
     // diff's second address may name another host.
-    const second = verb === 'diff' ? parseAddress(positionals[2]!) : undefined;
-    // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name.
+    const second = verb === 'diff' ? await toAddress(positionals[2]!) : undefined;
+    // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name
+    // (a cluster never is).
     for (const a of second ? [addr, second] : [addr]) {
-      // A cluster is never tried as an SSH host of the same name.
-      if (config.clusters.includes(a.host)) throw new RemoteRunsError('bad-address', `${a.host} is a Kubernetes cluster ("kind": "kubernetes"): the command line does not reach clusters yet (docs/kubernetes.md)`);
-      if (!hosts.configs().some((h) => h.name === a.host)) hostsFromFile.push({ name: a.host, host: a.host });
+      if (!core.cluster(a.host) && !hosts.configs().some((h) => h.name === a.host)) hostsFromFile.push({ name: a.host, host: a.host });
+    }
+    const onCluster = core.cluster(addr.host);
+    const place = clusterPlaces.get(address);
+    if (verb === 'ls' && onCluster && place && !place.address) {
+      const out = lsClusterPlace(onCluster, place);
+      io.stdout.write(values.json ? `${JSON.stringify(out.json)}\n` : out.text);
+      return out.exitCode;
+    }
+    // PENDING (kubepull): a pull from a pod container. The kubepull branch builds the pod download source (kubectl
+    // exec: resume, ranges, SHA-256 on both sides); the lead wires it here at merge. Until then it is refused, named.
+    if (onCluster && verb === 'pull') {
+      throw new RemoteRunsError('bad-address', `pull from a pod container of ${onCluster.name} is not in this build yet (docs/kubernetes.md); ls, metrics, inspect and eval reach it`, { cause: 'pod-pull-pending' });
     }
     // What the ssh config holds that this host's connection does not follow: said on every run, never only in a
     // debug log (a config ssh itself would refuse throws bad-config here, before any connection).
-    const resolved = hosts.resolve(core.host(addr.host));
+    // A cluster has none of this: kubectl carries it.
+    const resolved = onCluster ? undefined : hosts.resolve(core.host(addr.host));
     // Which client carries this host, said when it is not the built-in one (and always in --json).
-    const transport = pool.transportFor(resolved);
+    const transport = resolved ? pool.transportFor(resolved) : { kind: 'kubectl' as const };
     if (transport.kind === 'openssh') io.stderr.write(`remote-runs: ${addr.host} uses ${describeTransport(transport)}\n`);
     const sshConfigProblems = [
       ...new Set(
         (second && second.host !== addr.host ? [addr.host, second.host] : [addr.host]).flatMap((h) => {
-          const r = h === addr.host ? resolved : hosts.resolve(core.host(h));
-          return problemsFor(r.configProblems ?? [], h === addr.host ? transport : pool.transportFor(r));
+          if (core.cluster(h)) return [];
+          const r = h === addr.host && resolved ? resolved : hosts.resolve(core.host(h));
+          return problemsFor(r.configProblems ?? [], h === addr.host && resolved ? transport as ReturnType<typeof pool.transportFor> : pool.transportFor(r));
         }),
       ),
     ];
@@ -240,7 +271,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       const deps = {
         core,
         // Header reads change nothing: safe to retry on a connection that dropped under them.
-        executor: (name: string) => pool.executor(hosts.resolve(core.host(name)), { idempotent: true }),
+        executor: (name: string, target: TargetRef) => executorIn(name, target, true),
         stdout: io.stdout,
         stderr: io.stderr,
         signal,
@@ -281,7 +312,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       return await metricsCommand(
         {
           core,
-          executor: (name) => pool.executor(hosts.resolve(core.host(name)), { idempotent: true }),
+          executor: (name, target) => executorIn(name, target, true),
           stdout: io.stdout,
           stderr: io.stderr,
           signal,
@@ -293,7 +324,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     if (verb === 'eval') {
       const evals = new EvalService({
         // Launches ask for idempotent: false so the pool never runs one twice.
-        executorFor: (name, { idempotent }) => pool.executor(hosts.resolve(core.host(name)), { idempotent }),
+        executorFor: (name, { idempotent }, target) => executorIn(name, target, idempotent),
         localStateDir: path.join(io.env.XDG_STATE_HOME || path.join(home, '.local', 'state'), 'remote-runs'),
       });
       return await evalCommand(
@@ -304,7 +335,14 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
           stdout: io.stdout,
           stderr: io.stderr,
           signal,
-          downloads: { root: path.resolve(values.to ?? '.'), source: (name, target) => ({ pool, host: hosts.resolve(core.host(name)), target }) },
+          downloads: {
+            root: path.resolve(values.to ?? '.'),
+            source: (name, target) => {
+              // PENDING (kubepull): the pod download source, as for pull above.
+              if (core.cluster(name)) throw new RemoteRunsError('bad-address', `a profile using \${localCheckpoint} needs a pull from a pod container of ${name}, which is not in this build yet`, { cause: 'pod-pull-pending' });
+              return { pool, host: hosts.resolve(core.host(name)), target };
+            },
+          },
         },
         positionals[1]!,
         addr,
@@ -343,7 +381,7 @@ function loadConfig(
   configPath: string | undefined,
   env: NodeJS.ProcessEnv,
   home: string,
-): { hosts: HostConfig[]; clusters: string[]; knownHostsFiles?: string[]; evalProfiles(): EvalProfile[] } {
+): { hosts: HostConfig[]; clusters: ClusterConfig[]; knownHostsFiles?: string[]; evalProfiles(): EvalProfile[] } {
   const explicit = configPath ?? env.REMOTE_RUNS_CONFIG;
   const file = explicit ?? path.join(home, '.config', 'remote-runs', 'config.json');
   let text: string;
@@ -358,7 +396,8 @@ function loadConfig(
   const known = (JSON.parse(text) as { knownHostsFiles?: string[] }).knownHostsFiles;
   return {
     hosts,
-    clusters: clusters.map((c) => c.name),
+    // A relative kubeconfig is the config file's neighbour, as knownHostsFiles are.
+    clusters: clusters.map((c) => (c.kubeconfig ? { ...c, kubeconfig: path.resolve(path.dirname(file), expandHome(c.kubeconfig, home)) } : c)),
     knownHostsFiles: known?.map((f) => path.resolve(path.dirname(file), expandHome(f, home))),
     evalProfiles(): EvalProfile[] {
       const { profiles, problems } = parseEvalProfiles((JSON.parse(text) as Record<string, unknown>).evalProfiles, `${file}: evalProfiles`);
