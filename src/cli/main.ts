@@ -371,8 +371,12 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
 function failed(e: unknown, json: boolean, io: CliIo): number {
   const err = asRemoteRunsError(e);
   if (!isRemoteRunsError(e) && io.env.REMOTE_RUNS_DEBUG && e instanceof Error) io.stderr.write(`${e.stack}\n`);
-  if (json) io.stdout.write(`${JSON.stringify({ error: { kind: err.kind, message: err.message } })}\n`);
+  // A kubectl failure keeps which case of its kind it is and kubectl's own words (kube/errors.ts detail.cause, .kubectl).
+  const cause = typeof err.detail.cause === 'string' ? err.detail.cause : undefined;
+  const kubectl = typeof err.detail.kubectl === 'string' ? err.detail.kubectl : undefined;
+  if (json) io.stdout.write(`${JSON.stringify({ error: { kind: err.kind, message: err.message, ...(cause ? { cause } : {}), ...(kubectl ? { kubectl } : {}) } })}\n`);
   io.stderr.write(`remote-runs: ${err.kind}: ${err.message}\n`);
+  if (kubectl && !err.message.includes(kubectl)) io.stderr.write(`remote-runs: kubectl said: ${kubectl}\n`);
   return 2;
 }
 

@@ -152,3 +152,87 @@ describe('remote-runs on a cluster: addresses', () => {
     assert.match(r.json.error.message, /pull from a pod container of team is not in this build yet/);
   });
 });
+
+/** A failed CLI run: exit status 2, the error's kind, cause and kubectl's words in --json, the same on stderr. */
+async function failure(...args: string[]): Promise<{ kind: string; message: string; cause?: string; kubectl?: string; stderr: string }> {
+  const r = await cli(...args, '--json');
+  assert.equal(r.code, 2, `${args.join(' ')}: exit ${r.code}\n${r.stdout}\n${r.stderr}`);
+  assert.ok(r.json?.error, r.stdout);
+  assert.match(r.stderr, new RegExp(`^remote-runs: ${r.json.error.kind}: `, 'm'));
+  if (r.json.error.kubectl && !r.json.error.message.includes(r.json.error.kubectl)) assert.ok(r.stderr.includes(`remote-runs: kubectl said: ${r.json.error.kubectl}`), r.stderr);
+  return { ...r.json.error, stderr: r.stderr };
+}
+
+describe('remote-runs on a cluster: every failure of issue 37 item 5, with kubectl\'s own words', () => {
+  test('no context, no kubeconfig: kube-config, each its own cause', async () => {
+    const context = await failure('ls', 'no-context');
+    assert.deepEqual([context.kind, context.cause], ['kube-config', 'context-missing']);
+    assert.match(context.message, /no context "not-in-the-kubeconfig"/);
+    assert.match(context.kubectl ?? '', /context "not-in-the-kubeconfig" does not exist/);
+    const file = await failure('ls', 'no-file/bert/master-0');
+    assert.deepEqual([file.kind, file.cause], ['kube-config', 'kubeconfig-missing']);
+    assert.match(file.message, /no-such-kubeconfig does not exist/);
+  });
+
+  test('a credential plugin that fails, one that is not installed: credential-plugin, the plugin\'s words kept', async () => {
+    const fails = await failure('ls', 'plugin-fails');
+    assert.deepEqual([fails.kind, fails.cause], ['credential-plugin', 'plugin-failed']);
+    assert.match(fails.message, /token expired, run: cloud auth login/);
+    const missing = await failure('metrics', 'plugin-missing/bert/master-0/seed1');
+    assert.deepEqual([missing.kind, missing.cause], ['credential-plugin', 'plugin-missing']);
+    assert.match(missing.message, /is not installed/);
+  });
+
+  test('a token the server does not know: auth-failed (401)', async () => {
+    const e = await failure('ls', 'stale');
+    assert.deepEqual([e.kind, e.cause], ['auth-failed', 'unauthorized']);
+    assert.match(e.kubectl ?? e.message, /Unauthorized|provide credentials/);
+  });
+
+  test('RBAC: list on pods denied; create on pods/exec denied, each naming the verb and resource', async () => {
+    const list = await failure('ls', 'nobody');
+    assert.deepEqual([list.kind, list.cause], ['forbidden', 'forbidden']);
+    assert.match(list.message, /RBAC denied nobody "list" on pods .*in the namespace ml-team/);
+    assert.match(list.kubectl ?? '', /pods is forbidden: User "nobody" cannot list resource "pods"/);
+    // The reader may list (the address resolves) but not exec into the pod.
+    const exec = await failure('ls', 'reader/bert/master-0');
+    assert.equal(exec.kind, 'forbidden');
+    assert.match(exec.message, /pods\/exec/);
+    assert.match(exec.kubectl ?? exec.message, /cannot (create|get) resource "pods\/exec"/);
+  });
+
+  test('a pod or a container that is not there: container-missing, as the API server says it', async () => {
+    const pod = await failure('ls', 'team/pod:ml-team/bert-master-9:pytorch');
+    assert.deepEqual([pod.kind, pod.cause], ['container-missing', 'pod-not-found']);
+    assert.match(pod.kubectl ?? pod.message, /pods "bert-master-9" not found/);
+    const container = await failure('ls', 'team/pod:ml-team/bert-master-0:trainer');
+    assert.deepEqual([container.kind, container.cause], ['container-missing', 'container-not-found']);
+    assert.match(container.kubectl ?? container.message, /container trainer is not valid for pod bert-master-0/);
+  });
+
+  test('a pod not running yet: container-stopped, not scheduled and not started each in kubectl\'s words', async () => {
+    const unscheduled = await failure('ls', 'team/gpu-hungry/gpu-hungry');
+    assert.deepEqual([unscheduled.kind, unscheduled.cause], ['container-stopped', 'pod-not-scheduled']);
+    assert.match(unscheduled.kubectl ?? unscheduled.message, /pod gpu-hungry does not have a host assigned/);
+    const notStarted = await failure('ls', 'team/typo-image/typo-image');
+    assert.deepEqual([notStarted.kind, notStarted.cause], ['container-stopped', 'container-not-running']);
+    assert.match(notStarted.kubectl ?? notStarted.message, /container not found \("main"\)/);
+  });
+
+  test('an API server that refuses the connection: unreachable', async () => {
+    const e = await failure('ls', 'closed/bert/master-0');
+    assert.deepEqual([e.kind, e.cause], ['unreachable', 'refused']);
+    assert.match(e.kubectl ?? '', /The connection to the server 127\.0\.0\.1:\d+ was refused - did you specify the right host or port\?/);
+  });
+
+  test('an exec stream refused (the API server cannot dial the node\'s kubelet): exec-refused, kubectl\'s words kept', async () => {
+    cluster.api.kubeletUnreachable('gpu-node-1');
+    try {
+      const e = await failure('inspect', 'team/bert/master-0/bert-run/latest');
+      assert.deepEqual([e.kind, e.cause], ['exec-refused', 'exec-refused']);
+      assert.match(e.message, /refused to open an exec stream.*error dialing backend: dial tcp 10\.0\.3\.7:10250: connect: connection refused/);
+    } finally {
+      cluster.api.kubeletUnreachable('gpu-node-1', false);
+    }
+  });
+});
