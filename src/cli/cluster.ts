@@ -12,6 +12,7 @@ import { jobDescription, podDescription, stateText } from '../core/tree/clusterN
 import type { RankedPod, Workload } from '../core/kube/workloads';
 import { displayName } from '../shared/display';
 import type { CommandOutput } from './ls';
+import { followJobLogs, formatLogLine } from '../core/kube/logs';
 
 /** A cluster address resolved: the place it names, and for a container the Address the run commands take. */
 export interface ResolvedClusterAddress {
@@ -132,4 +133,52 @@ export function lsClusterPlace(cluster: ClusterConfig, r: ResolvedClusterAddress
   } else throw new RemoteRunsError('internal', 'a container is listed by its runs (lsCommand)');
   for (const problem of r.problems) lines.push(`! ${displayName(problem)}`);
   return { json: { ...(json as object), problems: r.problems }, text: `${lines.join('\n')}\n`, exitCode: 0 };
+}
+
+/**
+ * `remote-runs logs CLUSTER/[NAMESPACE/]JOB[/RANK[:CONTAINER]] [--follow] [--all-containers] [--json]`: the job's
+ * logs (or one rank's) merged in time order with rank prefixes (kube/logs.ts), one line each on stdout (`--json`:
+ * one object per line), notes (restarted, replaced, not started) on stderr. With --follow, until Ctrl-C or every pod
+ * has ended.
+ */
+export async function logsCommand(
+  core: RemoteRunsCore,
+  cluster: ClusterConfig,
+  r: ResolvedClusterAddress,
+  io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream; signal: AbortSignal },
+  options: { follow: boolean; allContainers: boolean; json: boolean },
+): Promise<number> {
+  const p = r.place;
+  if (p.level === 'cluster' || p.level === 'namespace') throw new RemoteRunsError('bad-address', `logs needs a job (or one pod of it) on ${cluster.name}: add ${p.level === 'cluster' ? 'NAMESPACE/JOB' : 'JOB'} (remote-runs ls ${cluster.name} shows them)`);
+  if (p.level === 'container' && !p.job) throw new RemoteRunsError('bad-address', `logs names a pod by its job and rank (${cluster.name}/${cluster.namespace ? '' : 'NAMESPACE/'}JOB[/RANK[:CONTAINER]]), not by pod:…`);
+  const job = p.level === 'job' ? p.job : p.job!;
+  // One rank: only its slot, followed through restarts and replacement as in the whole job.
+  const only = p.level === 'job' ? undefined : { label: p.pod!.label, container: p.level === 'container' ? p.container : undefined };
+  const pick = (w: Workload): Workload =>
+    only
+      ? { ...w, pods: w.pods.filter((x) => x.label === only.label).map((x) => (only.container === undefined ? x : { ...x, pod: { ...x.pod, containers: x.pod.containers.filter((c) => c.name === only.container) } })) }
+      : w;
+  const several = options.allContainers && job.pods.some((x) => x.pod.containers.length > 1);
+  const access = core.kubectlAccess(cluster);
+  try {
+    await followJobLogs(access, pick(job), {
+      follow: options.follow,
+      containers: options.allContainers ? 'all' : 'default',
+      signal: io.signal,
+      onLine: (l) => {
+        io.stdout.write(options.json ? `${JSON.stringify({ rank: l.label, pod: l.pod, container: l.container, time: l.time, text: l.text })}\n` : `${formatLogLine(l, several)}\n`);
+      },
+      onNote: (label, text) => io.stderr.write(`remote-runs: [${label}] ${text}\n`),
+      relist: async (signal) => {
+        const listing = await core.listTargets(cluster.name, signal);
+        const now = (listing.workloads ?? []).find((w) => w.namespace === job.namespace && w.name === job.name && w.grouping === job.grouping);
+        return now ? pick(now) : undefined;
+      },
+    });
+  } catch (e) {
+    // Ctrl-C ends a follow, as it ends `metrics --follow`: what was read is shown (followJobLogs flushes it).
+    if (options.follow && io.signal.aborted && e instanceof RemoteRunsError && e.kind === 'cancelled') return 0;
+    throw e;
+  }
+  return 0;
 }

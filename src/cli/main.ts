@@ -7,6 +7,7 @@
  *   remote-runs metrics ADDRESS [--json|--csv] [--follow]
  *   remote-runs inspect ADDRESS [--json]
  *   remote-runs diff ADDRESS_A ADDRESS_B [--json]
+ *   remote-runs logs CLUSTER/[NAMESPACE/]JOB[/RANK[:CONTAINER]] [--follow] [--all-containers] [--json]
  *   common: [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
  *
  * Exit codes: 0 ok, 2 a typed failure (the kind is printed), 1 a usage error, 141 when the program reading the
@@ -25,7 +26,7 @@ import type { SkippedEntry } from '../core/transfer';
 import { addressHost, parseAddress, type Address } from '../core/address';
 import { parseConfigFileEntries } from '../core/config';
 import { RemoteRunsError, asRemoteRunsError, isRemoteRunsError, type ClusterConfig, type HostConfig, type TargetRef } from '../core/types';
-import { lsClusterPlace, needContainer, resolveClusterCliAddress, type ResolvedClusterAddress } from './cluster';
+import { logsCommand, lsClusterPlace, needContainer, resolveClusterCliAddress, type ResolvedClusterAddress } from './cluster';
 import { TerminalPrompter } from './prompter';
 import { lsCommand } from './ls';
 import { pullCommand } from './pull';
@@ -45,6 +46,7 @@ const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-con
        remote-runs metrics ADDRESS [--json|--csv] [--follow] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs inspect ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs diff ADDRESS_A ADDRESS_B [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs logs CLUSTER/[NAMESPACE/]JOB[/RANK[:CONTAINER]] [--follow] [--all-containers] [--json] [--config FILE]
 
 ADDRESS is host, host/target or host/target/run (ls), or host/target/run/CHECKPOINT (pull), where target is
 "host", "pct:<vmid>" or "docker:<name>" and CHECKPOINT a name (step_20000), a step (20000) or "latest".
@@ -68,6 +70,12 @@ inspect reads what the checkpoint at ADDRESS (as for pull) holds from its header
 downloading or loading it: tensors by module with dtype and shape, parameter counts, optimizer state, step, and
 whether it is complete. diff compares two checkpoints (on any hosts): tensors added, removed, changed in shape or
 dtype, and the totals side by side.
+On a Kubernetes cluster (a config entry with "kind": "kubernetes") an address is
+CLUSTER/[NAMESPACE/]JOB/RANK[:CONTAINER]/RUN/CHECKPOINT (NAMESPACE left out when the entry names one; RANK as ls
+shows it, master-0 or worker-3, rankN, or the pod's name; CONTAINER left out when the pod has one or a default), or
+CLUSTER/pod:NAMESPACE/POD:CONTAINER/RUN/CHECKPOINT; ls CLUSTER, CLUSTER/NAMESPACE or CLUSTER/.../JOB shows the jobs
+and pods with their states. logs prints the job's pods' logs (or one rank's) merged in time order, each line
+prefixed with its rank ([worker-1] …); --follow keeps following, a restarted or replaced pod in its rank's place.
 Hosts come from --config (JSON {"hosts": [...]}, same schema as the remoteRuns.hosts setting; default
 $REMOTE_RUNS_CONFIG or ~/.config/remote-runs/config.json) and from the Host entries of ~/.ssh/config. Host keys are
 checked against --known-hosts, else the config's "knownHostsFiles" (as the remoteRuns.knownHostsFiles setting),
@@ -149,6 +157,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
         force: { type: 'boolean', default: false },
         client: { type: 'string' },
         follow: { type: 'boolean', default: false },
+        'all-containers': { type: 'boolean', default: false },
         config: { type: 'string' },
         'ssh-config': { type: 'string' },
         'known-hosts': { type: 'string', multiple: true },
@@ -170,7 +179,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     (values.help ? io.stdout : io.stderr).write(`${USAGE}\n`);
     return values.help ? 0 : 1;
   }
-  const verbs = ['ls', 'pull', 'eval', 'metrics', 'inspect', 'diff'];
+  const verbs = ['ls', 'pull', 'eval', 'metrics', 'inspect', 'diff', 'logs'];
   const wanted = verb === 'eval' || verb === 'diff' ? 3 : 2;
   if (!verbs.includes(verb) || !address || positionals.length > wanted || (verb === 'diff' && positionals.length !== 3)) {
     io.stderr.write(`${USAGE}\n`);
@@ -227,7 +236,8 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       const r = await resolveClusterCliAddress(core, cluster, text, signal);
       clusterPlaces.set(text, r);
       for (const p of r.problems) io.stderr.write(`remote-runs: ${cluster.name}: ${p}\n`);
-      if (verb === 'ls' && !r.address) return { host: cluster.name };
+      if ((verb === 'ls' || verb === 'logs') && !r.address) return { host: cluster.name };
+      if (verb === 'logs') return r.address ?? { host: cluster.name };
       return needContainer(verb, cluster, r);
     };
     const addr = await toAddress(address);
@@ -240,6 +250,10 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     }
     const onCluster = core.cluster(addr.host);
     const place = clusterPlaces.get(address);
+    if (verb === 'logs') {
+      if (!onCluster || !place) throw new RemoteRunsError('bad-address', `logs reads the pods of a job on a Kubernetes cluster; ${addr.host} is not one (a run's own logs: remote-runs metrics)`);
+      return await logsCommand(core, onCluster, place, { stdout: io.stdout, stderr: io.stderr, signal }, { follow: values.follow, allContainers: values['all-containers'], json: values.json });
+    }
     if (verb === 'ls' && onCluster && place && !place.address) {
       const out = lsClusterPlace(onCluster, place);
       io.stdout.write(values.json ? `${JSON.stringify(out.json)}\n` : out.text);
