@@ -152,16 +152,13 @@ export async function logsCommand(
   if (p.level === 'cluster' || p.level === 'namespace') throw new RemoteRunsError('bad-address', `logs needs a job (or one pod of it) on ${cluster.name}: add ${p.level === 'cluster' ? 'NAMESPACE/JOB' : 'JOB'} (remote-runs ls ${cluster.name} shows them)`);
   if (p.level === 'container' && !p.job) throw new RemoteRunsError('bad-address', `logs names a pod by its job and rank (${cluster.name}/${cluster.namespace ? '' : 'NAMESPACE/'}JOB[/RANK[:CONTAINER]]), not by pod:…`);
   const job = p.level === 'job' ? p.job : p.job!;
-  // One rank: only its slot, followed through restarts and replacement as in the whole job.
-  const only = p.level === 'job' ? undefined : { label: p.pod!.label, container: p.level === 'container' ? p.container : undefined };
-  const pick = (w: Workload): Workload =>
-    only
-      ? { ...w, pods: w.pods.filter((x) => x.label === only.label).map((x) => (only.container === undefined ? x : { ...x, pod: { ...x.pod, containers: x.pod.containers.filter((c) => c.name === only.container) } })) }
-      : w;
+  // One rank: only its place, followed through restarts and replacement as in the whole job.
+  const only = p.level === 'job' ? undefined : { label: p.pod!.label, ...(p.level === 'container' ? { container: p.container } : {}) };
   const several = options.allContainers && job.pods.some((x) => x.pod.containers.length > 1);
   const access = core.kubectlAccess(cluster);
   try {
-    await followJobLogs(access, pick(job), {
+    await followJobLogs(access, job, {
+      ...(only ? { only } : {}),
       follow: options.follow,
       containers: options.allContainers ? 'all' : 'default',
       signal: io.signal,
@@ -169,11 +166,6 @@ export async function logsCommand(
         io.stdout.write(options.json ? `${JSON.stringify({ rank: l.label, pod: l.pod, container: l.container, time: l.time, text: l.text })}\n` : `${formatLogLine(l, several)}\n`);
       },
       onNote: (label, text) => io.stderr.write(`remote-runs: [${label}] ${text}\n`),
-      relist: async (signal) => {
-        const listing = await core.listTargets(cluster.name, signal);
-        const now = (listing.workloads ?? []).find((w) => w.namespace === job.namespace && w.name === job.name && w.grouping === job.grouping);
-        return now ? pick(now) : undefined;
-      },
     });
   } catch (e) {
     // Ctrl-C ends a follow, as it ends `metrics --follow`: what was read is shown (followJobLogs flushes it).

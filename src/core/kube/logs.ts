@@ -22,6 +22,7 @@ import { displayText } from '../../shared/display';
 import { kubectlArgs, runKubectl, type KubectlAccess, type RunKubectlOptions } from './kubectl';
 import { kubectlFailure } from './errors';
 import { defaultContainer } from './podAddress';
+import { listClusterTargets } from './clusterTargets';
 import type { RankedPod, Workload } from './workloads';
 
 /** One line of a job's logs. */
@@ -101,7 +102,9 @@ export interface JobLogsOptions {
   onLine(line: JobLogLine): void;
   /** What happened to a slot, said beside the lines: restarted, replaced, not started yet, kubectl's refusal. */
   onNote?(label: string, text: string): void;
-  /** The job listed again (its pods now); default: the cluster's pods grouped again (clusterTargets.ts). */
+  /** Only this rank (and this container of it): one pod's place of the job, followed as in the whole job. */
+  only?: { label: string; container?: string };
+  /** The job listed again (its pods now); default: the cluster's pods grouped again (clusterTargets.ts), the job found by its namespace, name and grouping. */
   relist?(signal?: AbortSignal): Promise<Workload | undefined>;
   /** Between listings while a slot waits for its pod; default 2000 ms. */
   pollMs?: number;
@@ -147,8 +150,14 @@ function readable(p: RankedPod, container: string): boolean {
  * Resolves when every slot is done (or, without follow, when every log was read); rejects with the RemoteRunsError of
  * a failure that concerns the whole cluster, or `cancelled`.
  */
-export async function followJobLogs(access: KubectlAccess, job: Workload, options: JobLogsOptions): Promise<void> {
+export async function followJobLogs(access: KubectlAccess, whole: Workload, options: JobLogsOptions): Promise<void> {
   const follow = options.follow ?? true;
+  const only = options.only;
+  const pick = (w: Workload): Workload =>
+    only
+      ? { ...w, pods: w.pods.filter((x) => x.label === only.label).map((x) => (only.container === undefined ? x : { ...x, pod: { ...x.pod, containers: x.pod.containers.filter((c) => c.name === only.container) } })) }
+      : w;
+  const job = pick(whole);
   const pollMs = options.pollMs ?? 2000;
   const slots: Slot[] = [];
   for (const p of job.pods) {
@@ -217,7 +226,12 @@ export async function followJobLogs(access: KubectlAccess, job: Workload, option
     }
   };
 
-  const relist = options.relist ?? (async () => undefined);
+  const relist = async (signal: AbortSignal): Promise<Workload | undefined> => {
+    if (options.relist) return options.relist(signal);
+    const { workloads } = await listClusterTargets(access, { signal, ...(options.env ? { env: options.env } : {}) });
+    const now = workloads.find((w) => w.namespace === whole.namespace && w.name === whole.name && w.grouping === whole.grouping);
+    return now ? pick(now) : undefined;
+  };
   const reads = new Set<Promise<void>>();
   const start = (s: Slot): void => {
     const p = read(s).finally(() => reads.delete(p));
