@@ -43,7 +43,13 @@ before(async () => {
     entry('no-file', 'admin', { namespace: 'ml-team', kubeconfig: path.join(api.dir, 'no-such-kubeconfig') }),
   ];
   config = path.join(api.dir, 'config.json');
-  fs.writeFileSync(config, JSON.stringify({ hosts: entries }));
+  fs.writeFileSync(
+    config,
+    JSON.stringify({
+      hosts: entries,
+      evalProfiles: [{ name: 'acceptance', where: 'target', command: 'echo eval of step ${step} at ${checkpoint}; echo \'{"acceptance_length": 6.4}\'' }],
+    }),
+  );
 
   // A Hugging Face Trainer run (written by the real transformers: test/fixtures/real/written) in the master's sandbox,
   // beside a run with a JSON-lines metrics log.
@@ -143,6 +149,13 @@ describe('remote-runs on a cluster: addresses', () => {
     const again = await cli('inspect', r.json.address, '--json');
     assert.equal(again.code, 0, again.stderr);
     assert.equal(again.json.address, r.json.address);
+  });
+
+  test('eval of a checkpoint in a pod: started in the container through kubectl exec, its log followed to its end', async () => {
+    const r = await cli('eval', 'acceptance', 'team/bert/master-0/bert-run/latest', '--follow');
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /eval of step 30 at \/workspace\/bert-run\/checkpoint-30/);
+    assert.match(r.stderr, /of team\/pod:ml-team\/bert-master-0:pytorch\/bert-run\/checkpoint-30/);
   });
 
   test('pull from a pod is refused, named, until the pod download source is wired', async () => {
