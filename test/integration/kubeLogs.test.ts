@@ -6,7 +6,7 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { startFixtureCluster, type FixtureCluster } from '../builders/kubeCluster';
@@ -113,6 +113,29 @@ test('a job\'s logs followed: merged in the order written with rank prefixes; a 
     child.kill('SIGINT');
   }
   assert.equal(await exited, 0, err);
+  // Ctrl-C ended every kubectl the follow started (each in its own process group, kube/kubectl.ts).
+  assert.deepEqual(kubectlsOf(cluster.kubeconfig), [], 'no kubectl left running');
+});
+
+/** kubectl processes still running with this kubeconfig (unique to this suite's server). */
+function kubectlsOf(kubeconfig: string): string[] {
+  const r = spawnSync('pgrep', ['-a', '-f', `--kubeconfig=${kubeconfig}`], { encoding: 'utf8' });
+  return r.stdout.split('\n').filter((l) => l && !l.includes('pgrep'));
+}
+
+test('RBAC that lets a user list pods but not read their logs: forbidden, naming get on pods/log, and the command ends', async () => {
+  const { api } = cluster;
+  api.addIdentity({ name: 'lister', token: 'lister-token', rules: [{ verbs: ['get', 'list', 'watch'], resources: ['pods'] }] });
+  const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'lister', user: { token: 'lister-token' } }] });
+  const cfg = path.join(api.dir, 'config-lister.json');
+  fs.writeFileSync(cfg, JSON.stringify({ hosts: [{ kind: 'kubernetes', name: 'lister', context: 'lister', namespace: 'ml-team', kubeconfig }] }));
+  const r = spawnSync(process.execPath, [CLI, 'logs', 'lister/bert', '--follow', '--json', '--config', cfg], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: api.dir }, timeout: 60_000 });
+  assert.equal(r.status, 2, `${r.stdout}\n${r.stderr}`);
+  const e = JSON.parse(r.stdout.trim().split('\n').pop()!).error;
+  assert.equal(e.kind, 'forbidden');
+  assert.match(`${e.message} ${e.kubectl ?? ''}`, /pods\/log/);
+  assert.match(e.kubectl ?? e.message, /cannot get resource "pods\/log"/);
+  assert.deepEqual(kubectlsOf(kubeconfig), [], 'no kubectl left running');
 });
 
 test('without --follow: what the pods hold now, merged, and the command ends', async () => {
