@@ -10,7 +10,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { startFixtureCluster, type FixtureCluster } from '../builders/kubeCluster';
-import { CLI, ensureBuiltCli } from '../harness/builtCli';
+import { CLI, ensureBuiltCli, runBuiltCliAsync } from '../harness/builtCli';
 
 let cluster: FixtureCluster;
 let config = '';
@@ -129,10 +129,11 @@ test('RBAC that lets a user list pods but not read their logs: forbidden, naming
   const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'lister', user: { token: 'lister-token' } }] });
   const cfg = path.join(api.dir, 'config-lister.json');
   fs.writeFileSync(cfg, JSON.stringify({ hosts: [{ kind: 'kubernetes', name: 'lister', context: 'lister', namespace: 'ml-team', kubeconfig }] }));
-  const r = spawnSync(process.execPath, [CLI, 'logs', 'lister/bert', '--follow', '--json', '--config', cfg], { encoding: 'utf8', env: { PATH: process.env.PATH, HOME: api.dir }, timeout: 60_000 });
-  assert.equal(r.status, 2, `${r.stdout}\n${r.stderr}`);
+  // Asynchronously: the API server answers from this process.
+  const r = await runBuiltCliAsync(['logs', 'lister/bert', '--follow', '--json', '--config', cfg], api.dir);
+  assert.equal(r.code, 2, `${r.stdout}\n${r.stderr}`);
   const e = JSON.parse(r.stdout.trim().split('\n').pop()!).error;
-  assert.equal(e.kind, 'forbidden');
+  assert.equal(e.kind, 'forbidden', JSON.stringify(e));
   assert.match(`${e.message} ${e.kubectl ?? ''}`, /pods\/log/);
   assert.match(e.kubectl ?? e.message, /cannot get resource "pods\/log"/);
   assert.deepEqual(kubectlsOf(kubeconfig), [], 'no kubectl left running');
