@@ -268,15 +268,16 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     // debug log (a config ssh itself would refuse throws bad-config here, before any connection).
     // A cluster has none of this: kubectl carries it.
     const resolved = onCluster ? undefined : hosts.resolve(core.host(addr.host));
-    // Which client carries this host, said when it is not the built-in one (and always in --json).
-    const transport = resolved ? pool.transportFor(resolved) : { kind: 'kubectl' as const };
-    if (transport.kind === 'openssh') io.stderr.write(`remote-runs: ${addr.host} uses ${describeTransport(transport)}\n`);
+    // Which client carries this host, said when it is not the built-in one (and always in --json); a cluster's is kubectl.
+    const sshTransport = resolved ? pool.transportFor(resolved) : undefined;
+    const transport = sshTransport ?? { kind: 'kubectl' as const };
+    if (sshTransport?.kind === 'openssh') io.stderr.write(`remote-runs: ${addr.host} uses ${describeTransport(sshTransport)}\n`);
     const sshConfigProblems = [
       ...new Set(
         (second && second.host !== addr.host ? [addr.host, second.host] : [addr.host]).flatMap((h) => {
           if (core.cluster(h)) return [];
           const r = h === addr.host && resolved ? resolved : hosts.resolve(core.host(h));
-          return problemsFor(r.configProblems ?? [], h === addr.host && resolved ? transport as ReturnType<typeof pool.transportFor> : pool.transportFor(r));
+          return problemsFor(r.configProblems ?? [], h === addr.host && sshTransport ? sshTransport : pool.transportFor(r));
         }),
       ),
     ];

@@ -29,7 +29,8 @@ export function showJobLogs(core: RemoteRunsCore, node: TreeNode | undefined): v
       followJobLogs(core.kubectlAccess(cluster), job, {
         signal: stop.signal,
         onLine: (l) => say(formatLogLine(l, false)),
-        onNote: (label, text) => say(`\x1b[2m[${displayText(label)}] ${displayText(text)}\x1b[0m`),
+        // Said as the CLI says it on stderr, so a note is never read as a line of the pod's log.
+        onNote: (label, text) => say(`\x1b[2mremote-runs: [${displayText(label)}] ${displayText(text)}\x1b[0m`),
       }).then(
         () => say('\x1b[2m(every pod of the job has ended)\x1b[0m'),
         (e: unknown) => {
