@@ -267,6 +267,8 @@ export async function followJobLogs(access: KubectlAccess, whole: Workload, opti
       } catch (e) {
         if (stop.signal.aborted) break;
         if (e instanceof RemoteRunsError && FATAL.has(e.kind)) throw e;
+        // Tried again at the next poll; said meanwhile (once per message) for each rank that waits on it.
+        for (const s of waiting) note(s, `the job's pods could not be listed again: ${e instanceof Error ? e.message : String(e)}`);
         continue;
       }
       for (const s of waiting) {
