@@ -22,7 +22,7 @@ import { ConnectionPool } from '../core/ssh/pool';
 import { describeTransport, problemsFor } from '../core/ssh/transport';
 import { HostDirectory } from '../core/hosts';
 import { RemoteRunsCore, type PickedCheckpoint } from '../core/service';
-import type { SkippedEntry } from '../core/transfer';
+import type { SkippedEntry, TransferSource } from '../core/transfer';
 import { addressHost, parseAddress, type Address } from '../core/address';
 import { parseConfigFileEntries } from '../core/config';
 import { RemoteRunsError, asRemoteRunsError, isRemoteRunsError, type ClusterConfig, type HostConfig, type TargetRef } from '../core/types';
@@ -227,6 +227,13 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     // A command's executor in a target: a cluster's pod container through kubectl exec, else the host's pooled link.
     const executorIn = (name: string, target: TargetRef, idempotent: boolean) =>
       core.cluster(name) ? core.targetExecutor(name, target) : pool.executor(hosts.resolve(core.host(name)), { idempotent });
+    // The one place a download's source is made: pull, and an eval profile's ${localCheckpoint}.
+    const downloadSource = (name: string, target: TargetRef): TransferSource => {
+      // PENDING (kubepull): the download source of a pod container (kubectl exec: resume, parallel ranges, SHA-256 on
+      // both sides) is the kubepull branch's; the lead wires it here at merge. Until then a pod is refused, named.
+      if (core.cluster(name)) throw new RemoteRunsError('bad-address', `a download from a pod container of ${name} (pull, or an eval profile using \${localCheckpoint}) is not in this build yet (docs/kubernetes.md); ls, metrics, inspect and eval reach it`, { cause: 'pod-pull-pending' });
+      return { pool, host: hosts.resolve(core.host(name)), target };
+    };
     // An address on a cluster names its namespace, job, rank and container (cli/cluster.ts); resolved against the
     // cluster's listing here, so every command below takes it as a pod container target.
     const clusterPlaces = new Map<string, ResolvedClusterAddress>();
@@ -258,11 +265,6 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       const out = lsClusterPlace(onCluster, place);
       io.stdout.write(values.json ? `${JSON.stringify(out.json)}\n` : out.text);
       return out.exitCode;
-    }
-    // PENDING (kubepull): a pull from a pod container. The kubepull branch builds the pod download source (kubectl
-    // exec: resume, ranges, SHA-256 on both sides); the lead wires it here at merge. Until then it is refused, named.
-    if (onCluster && verb === 'pull') {
-      throw new RemoteRunsError('bad-address', `pull from a pod container of ${onCluster.name} is not in this build yet (docs/kubernetes.md); ls, metrics, inspect and eval reach it`, { cause: 'pod-pull-pending' });
     }
     // What the ssh config holds that this host's connection does not follow: said on every run, never only in a
     // debug log (a config ssh itself would refuse throws bad-config here, before any connection).
@@ -302,7 +304,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       let picked: PickedCheckpoint | undefined;
       let leftOut: SkippedEntry[] = [];
       const local = await pullCommand(
-        { core, pool, resolve: (name) => hosts.resolve(core.host(name)), stderr: io.stderr, stdin: io.stdin, signal },
+        { core, source: downloadSource, stderr: io.stderr, stdin: io.stdin, signal },
         addr,
         {
           to: path.resolve(values.to ?? '.'),
@@ -350,14 +352,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
           stdout: io.stdout,
           stderr: io.stderr,
           signal,
-          downloads: {
-            root: path.resolve(values.to ?? '.'),
-            source: (name, target) => {
-              // PENDING (kubepull): the pod download source, as for pull above.
-              if (core.cluster(name)) throw new RemoteRunsError('bad-address', `a profile using \${localCheckpoint} needs a pull from a pod container of ${name}, which is not in this build yet`, { cause: 'pod-pull-pending' });
-              return { pool, host: hosts.resolve(core.host(name)), target };
-            },
-          },
+          downloads: { root: path.resolve(values.to ?? '.'), source: downloadSource },
         },
         positionals[1]!,
         addr,

@@ -162,7 +162,8 @@ describe('remote-runs on a cluster: addresses', () => {
     const r = await cli('pull', 'team/bert/master-0/bert-run/latest', '--to', path.join(cluster.api.dir, 'dl'), '--json');
     assert.equal(r.code, 2);
     assert.equal(r.json.error.kind, 'bad-address');
-    assert.match(r.json.error.message, /pull from a pod container of team is not in this build yet/);
+    assert.match(r.json.error.message, /a download from a pod container of team \(pull, or an eval profile using \$\{localCheckpoint\}\) is not in this build yet/);
+    assert.equal(r.json.error.cause, 'pod-pull-pending');
   });
 });
 
