@@ -153,7 +153,8 @@ export async function logsCommand(
   if (p.level === 'container' && !p.job) throw new RemoteRunsError('bad-address', `logs names a pod by its job and rank (${cluster.name}/${cluster.namespace ? '' : 'NAMESPACE/'}JOB[/RANK[:CONTAINER]]), not by pod:…`);
   const job = p.level === 'job' ? p.job : p.job!;
   // One rank: only its place, followed through restarts and replacement as in the whole job.
-  const only = p.level === 'job' ? undefined : { label: p.pod!.label, ...(p.level === 'container' ? { container: p.container } : {}) };
+  // A container the address named is the only one shown; one it took by default gives way to --all-containers.
+  const only = p.level === 'job' ? undefined : { label: p.pod!.label, ...(p.level === 'container' && (p.containerNamed || !options.allContainers) ? { container: p.container } : {}) };
   const several = options.allContainers && job.pods.some((x) => x.pod.containers.length > 1);
   const access = core.kubectlAccess(cluster);
   try {

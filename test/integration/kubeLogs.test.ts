@@ -153,3 +153,26 @@ test('without --follow: what the pods hold now, merged, and the command ends', a
   assert.ok(lines.length > 0 && lines.every((l) => l.startsWith('[worker-0] ')), r.stdout);
   assert.ok(lines.includes('[worker-0] worker after restart'), r.stdout);
 });
+
+test('--all-containers: every container of the rank, each line named by its container; without it, the job\'s own (pytorch)', async () => {
+  const { api } = cluster;
+  const before = api.pod('ml-team', 'bert-worker-0')!;
+  const pod = JSON.parse(JSON.stringify(before));
+  pod.spec.containers.push({ name: 'sidecar', image: 'busybox' });
+  pod.status.containerStatuses.push({ name: 'sidecar', ready: true, restartCount: 0, state: { running: { startedAt: new Date().toISOString() } } });
+  api.updatePod(pod);
+  try {
+    api.container('ml-team', 'bert-worker-0', 'pytorch').log('trainer line\n');
+    await pause(5);
+    api.container('ml-team', 'bert-worker-0', 'sidecar').log('sidecar line\n');
+    const all = await runBuiltCliAsync(['logs', 'team/bert/worker-0', '--all-containers', '--config', config], api.dir);
+    assert.equal(all.code, 0, all.stderr);
+    const tail = all.stdout.trim().split('\n').slice(-2);
+    assert.deepEqual(tail, ['[worker-0:pytorch] trainer line', '[worker-0:sidecar] sidecar line'], all.stderr);
+    const own = await runBuiltCliAsync(['logs', 'team/bert/worker-0', '--config', config], api.dir);
+    assert.equal(own.code, 0, own.stderr);
+    assert.ok(own.stdout.includes('[worker-0] trainer line\n') && !own.stdout.includes('sidecar line'), own.stdout);
+  } finally {
+    api.updatePod(before);
+  }
+});

@@ -31,7 +31,8 @@ export type ClusterPlace =
   | { level: 'job'; job: Workload }
   /** A pod whose container the address did not say and that has no default: `ls` lists its containers. */
   | { level: 'pod'; job: Workload; pod: RankedPod }
-  | { level: 'container'; target: TargetRef; job?: Workload; pod?: RankedPod; container: string; segments: string[] };
+  /** `containerNamed`: the address said the container (`:CONTAINER` or a pod target), rather than taking the default. */
+  | { level: 'container'; target: TargetRef; job?: Workload; pod?: RankedPod; container: string; containerNamed: boolean; segments: string[] };
 
 /** How many pods a few names are shown up to, in a not-found or ambiguous message. */
 const SHOWN = 20;
@@ -45,7 +46,7 @@ function listed(names: readonly string[]): string {
  * the pod or container is not there). Throws `not-found` or `ambiguous`, naming what exists.
  */
 export function resolveClusterAddress(cluster: Pick<ClusterConfig, 'name' | 'namespace'>, workloads: readonly Workload[], addr: ClusterAddress): ClusterPlace {
-  if (addr.target) return { level: 'container', target: addr.target, container: addr.target.id.slice(addr.target.id.indexOf(':') + 1), segments: addr.segments ?? [] };
+  if (addr.target) return { level: 'container', target: addr.target, container: addr.target.id.slice(addr.target.id.indexOf(':') + 1), containerNamed: true, segments: addr.segments ?? [] };
   const namespace = cluster.namespace ?? addr.namespace;
   if (namespace === undefined) return { level: 'cluster', workloads: [...workloads] };
   const inNamespace = workloads.filter((w) => w.namespace === namespace);
@@ -80,7 +81,7 @@ export function resolveClusterAddress(cluster: Pick<ClusterConfig, 'name' | 'nam
   if (!names.includes(container)) {
     throw new RemoteRunsError('not-found', `Pod ${pod.pod.name} (${pod.label} of ${where}${job.name}) has no container ${JSON.stringify(container)} (containers: ${listed(names)})`, { seen: names });
   }
-  return { level: 'container', target: podTarget({ namespace, pod: pod.pod.name, container }), job, pod, container, segments: addr.segments ?? [] };
+  return { level: 'container', target: podTarget({ namespace, pod: pod.pod.name, container }), job, pod, container, containerNamed: addr.container !== undefined, segments: addr.segments ?? [] };
 }
 
 /** The pod a rank part names: its label, `rankN`, or its own name; one, or `not-found`/`ambiguous` listing the pods. */
