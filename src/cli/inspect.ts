@@ -7,7 +7,7 @@ import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpointWithNote } from '../core/service';
 import { skippedLines } from '../core/transfer';
 import type { Executor } from '../core/remote';
-import { RemoteRunsError, type Checkpoint } from '../core/types';
+import { RemoteRunsError, type Checkpoint, type TargetRef } from '../core/types';
 import { formatAddress, type Address } from '../core/address';
 import { formatBytes } from '../core/util/format';
 import {
@@ -28,7 +28,7 @@ import { inspectRemote, listedFilesOf, type InspectCache, type RemoteInspection 
 
 export interface InspectCliDeps {
   core: RemoteRunsCore;
-  executor(host: string): Executor;
+  executor(host: string, target: TargetRef): Executor;
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
   signal: AbortSignal;
@@ -54,7 +54,7 @@ export async function inspectAddress(deps: InspectCliDeps, addr: Address): Promi
   // listing left out is said.
   if (checkpoint.partialSize) deps.stderr.write(`remote-runs: ${displayName(checkpoint.name)} reaches the listing's depth: files below it were not listed, so not inspected\n`);
   for (const line of skippedLines({ skipped: checkpoint.skipped ?? [] })) deps.stderr.write(`remote-runs: ${displayName(checkpoint.name)}: ${line.replace(/^skipped /, 'not inspected: ')}\n`);
-  const result = await inspectRemote(deps.executor(addr.host), addr.target, listedFilesOf(checkpoint), { cache: deps.cache, host: addr.host, signal: deps.signal });
+  const result = await inspectRemote(deps.executor(addr.host, addr.target), addr.target, listedFilesOf(checkpoint), { cache: deps.cache, host: addr.host, signal: deps.signal });
   // The address as it is typed (names as ls shows them, display.ts), so `--json`'s address can be passed back as is.
   const address = formatAddress({ host: addr.host, target: addr.target, run: found.run.name, checkpoint: checkpoint.name });
   return { address, checkpoint, result };

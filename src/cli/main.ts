@@ -7,6 +7,7 @@
  *   remote-runs metrics ADDRESS [--json|--csv] [--follow]
  *   remote-runs inspect ADDRESS [--json]
  *   remote-runs diff ADDRESS_A ADDRESS_B [--json]
+ *   remote-runs logs CLUSTER/[NAMESPACE/]JOB[/RANK[:CONTAINER]] [--follow] [--all-containers] [--json]
  *   common: [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
  *
  * Exit codes: 0 ok, 2 a typed failure (the kind is printed), 1 a usage error, 141 when the program reading the
@@ -21,10 +22,11 @@ import { ConnectionPool } from '../core/ssh/pool';
 import { describeTransport, problemsFor } from '../core/ssh/transport';
 import { HostDirectory } from '../core/hosts';
 import { RemoteRunsCore, type PickedCheckpoint } from '../core/service';
-import type { SkippedEntry } from '../core/transfer';
-import { parseAddress } from '../core/address';
+import type { SkippedEntry, TransferSource } from '../core/transfer';
+import { addressHost, parseAddress, type Address } from '../core/address';
 import { parseConfigFileEntries } from '../core/config';
-import { RemoteRunsError, asRemoteRunsError, isRemoteRunsError, type HostConfig } from '../core/types';
+import { RemoteRunsError, asRemoteRunsError, isRemoteRunsError, type ClusterConfig, type HostConfig, type TargetRef } from '../core/types';
+import { logsCommand, lsClusterPlace, needContainer, resolveClusterCliAddress, type ResolvedClusterAddress } from './cluster';
 import { TerminalPrompter } from './prompter';
 import { lsCommand } from './ls';
 import { pullCommand } from './pull';
@@ -44,6 +46,7 @@ const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-con
        remote-runs metrics ADDRESS [--json|--csv] [--follow] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs inspect ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs diff ADDRESS_A ADDRESS_B [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs logs CLUSTER/[NAMESPACE/]JOB[/RANK[:CONTAINER]] [--follow] [--all-containers] [--json] [--config FILE]
 
 ADDRESS is host, host/target or host/target/run (ls), or host/target/run/CHECKPOINT (pull), where target is
 "host", "pct:<vmid>" or "docker:<name>" and CHECKPOINT a name (step_20000), a step (20000) or "latest".
@@ -67,6 +70,12 @@ inspect reads what the checkpoint at ADDRESS (as for pull) holds from its header
 downloading or loading it: tensors by module with dtype and shape, parameter counts, optimizer state, step, and
 whether it is complete. diff compares two checkpoints (on any hosts): tensors added, removed, changed in shape or
 dtype, and the totals side by side.
+On a Kubernetes cluster (a config entry with "kind": "kubernetes") an address is
+CLUSTER/[NAMESPACE/]JOB/RANK[:CONTAINER]/RUN/CHECKPOINT (NAMESPACE left out when the entry names one; RANK as ls
+shows it, master-0 or worker-3, rankN, or the pod's name; CONTAINER left out when the pod has one or a default), or
+CLUSTER/pod:NAMESPACE/POD:CONTAINER/RUN/CHECKPOINT; ls CLUSTER, CLUSTER/NAMESPACE or CLUSTER/.../JOB shows the jobs
+and pods with their states. logs prints the job's pods' logs (or one rank's) merged in time order, each line
+prefixed with its rank ([worker-1] …); --follow keeps following, a restarted or replaced pod in its rank's place.
 Hosts come from --config (JSON {"hosts": [...]}, same schema as the remoteRuns.hosts setting; default
 $REMOTE_RUNS_CONFIG or ~/.config/remote-runs/config.json) and from the Host entries of ~/.ssh/config. Host keys are
 checked against --known-hosts, else the config's "knownHostsFiles" (as the remoteRuns.knownHostsFiles setting),
@@ -148,6 +157,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
         force: { type: 'boolean', default: false },
         client: { type: 'string' },
         follow: { type: 'boolean', default: false },
+        'all-containers': { type: 'boolean', default: false },
         config: { type: 'string' },
         'ssh-config': { type: 'string' },
         'known-hosts': { type: 'string', multiple: true },
@@ -169,7 +179,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     (values.help ? io.stdout : io.stderr).write(`${USAGE}\n`);
     return values.help ? 0 : 1;
   }
-  const verbs = ['ls', 'pull', 'eval', 'metrics', 'inspect', 'diff'];
+  const verbs = ['ls', 'pull', 'eval', 'metrics', 'inspect', 'diff', 'logs'];
   const wanted = verb === 'eval' || verb === 'diff' ? 3 : 2;
   if (!verbs.includes(verb) || !address || positionals.length > wanted || (verb === 'diff' && positionals.length !== 3)) {
     io.stderr.write(`${USAGE}\n`);
@@ -211,27 +221,62 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       // Listings are idempotent: safe to retry once on a connection that dropped under them.
       executorFor: (host) => pool.executor(hosts.resolve(host), { idempotent: true }),
       streamFor: (host, target) => bulk.runner(hosts.resolve(host), target),
+      // Clusters (`"kind": "kubernetes"` entries) are reached through kubectl on PATH (kube/kubectl.ts).
+      clusters: () => config.clusters,
     });
-    const addr = parseAddress(address);
+    // A command's executor in a target: a cluster's pod container through kubectl exec, else the host's pooled link.
+    const executorIn = (name: string, target: TargetRef, idempotent: boolean) =>
+      core.cluster(name) ? core.targetExecutor(name, target) : pool.executor(hosts.resolve(core.host(name)), { idempotent });
+    // The one place a download's source is made: pull, and an eval profile's ${localCheckpoint}.
+    const downloadSource = (name: string, target: TargetRef): TransferSource =>
+      // A cluster's pod container is read through kubectl exec (transfer/podSource.ts); a host's target through its pool.
+      core.podTransferSource(name, target) ?? { pool, host: hosts.resolve(core.host(name)), target };
+    // An address on a cluster names its namespace, job, rank and container (cli/cluster.ts); resolved against the
+    // cluster's listing here, so every command below takes it as a pod container target.
+    const clusterPlaces = new Map<string, ResolvedClusterAddress>();
+    const toAddress = async (text: string): Promise<Address> => {
+      const cluster = core.cluster(addressHost(text));
+      if (!cluster) return parseAddress(text);
+      const r = await resolveClusterCliAddress(core, cluster, text, signal);
+      clusterPlaces.set(text, r);
+      for (const p of r.problems) io.stderr.write(`remote-runs: ${cluster.name}: ${p}\n`);
+      if ((verb === 'ls' || verb === 'logs') && !r.address) return { host: cluster.name };
+      if (verb === 'logs') return r.address ?? { host: cluster.name };
+      return needContainer(verb, cluster, r);
+    };
+    const addr = await toAddress(address);
     // diff's second address may name another host.
-    const second = verb === 'diff' ? parseAddress(positionals[2]!) : undefined;
-    // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name.
+    const second = verb === 'diff' ? await toAddress(positionals[2]!) : undefined;
+    // An address naming a host that is neither configured nor in ssh config is still tried as a plain host name
+    // (a cluster never is).
     for (const a of second ? [addr, second] : [addr]) {
-      // A cluster is never tried as an SSH host of the same name.
-      if (config.clusters.includes(a.host)) throw new RemoteRunsError('bad-address', `${a.host} is a Kubernetes cluster ("kind": "kubernetes"): the command line does not reach clusters yet (docs/kubernetes.md)`);
-      if (!hosts.configs().some((h) => h.name === a.host)) hostsFromFile.push({ name: a.host, host: a.host });
+      if (!core.cluster(a.host) && !hosts.configs().some((h) => h.name === a.host)) hostsFromFile.push({ name: a.host, host: a.host });
+    }
+    const onCluster = core.cluster(addr.host);
+    const place = clusterPlaces.get(address);
+    if (verb === 'logs') {
+      if (!onCluster || !place) throw new RemoteRunsError('bad-address', `logs reads the pods of a job on a Kubernetes cluster; ${addr.host} is not one (a run's own logs: remote-runs metrics)`);
+      return await logsCommand(core, onCluster, place, { stdout: io.stdout, stderr: io.stderr, signal }, { follow: values.follow, allContainers: values['all-containers'], json: values.json });
+    }
+    if (verb === 'ls' && onCluster && place && !place.address) {
+      const out = lsClusterPlace(onCluster, place);
+      io.stdout.write(values.json ? `${JSON.stringify(out.json)}\n` : out.text);
+      return out.exitCode;
     }
     // What the ssh config holds that this host's connection does not follow: said on every run, never only in a
     // debug log (a config ssh itself would refuse throws bad-config here, before any connection).
-    const resolved = hosts.resolve(core.host(addr.host));
-    // Which client carries this host, said when it is not the built-in one (and always in --json).
-    const transport = pool.transportFor(resolved);
-    if (transport.kind === 'openssh') io.stderr.write(`remote-runs: ${addr.host} uses ${describeTransport(transport)}\n`);
+    // A cluster has none of this: kubectl carries it.
+    const resolved = onCluster ? undefined : hosts.resolve(core.host(addr.host));
+    // Which client carries this host, said when it is not the built-in one (and always in --json); a cluster's is kubectl.
+    const sshTransport = resolved ? pool.transportFor(resolved) : undefined;
+    const transport = sshTransport ?? { kind: 'kubectl' as const };
+    if (sshTransport?.kind === 'openssh') io.stderr.write(`remote-runs: ${addr.host} uses ${describeTransport(sshTransport)}\n`);
     const sshConfigProblems = [
       ...new Set(
         (second && second.host !== addr.host ? [addr.host, second.host] : [addr.host]).flatMap((h) => {
-          const r = h === addr.host ? resolved : hosts.resolve(core.host(h));
-          return problemsFor(r.configProblems ?? [], h === addr.host ? transport : pool.transportFor(r));
+          if (core.cluster(h)) return [];
+          const r = h === addr.host && resolved ? resolved : hosts.resolve(core.host(h));
+          return problemsFor(r.configProblems ?? [], h === addr.host && sshTransport ? sshTransport : pool.transportFor(r));
         }),
       ),
     ];
@@ -240,7 +285,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       const deps = {
         core,
         // Header reads change nothing: safe to retry on a connection that dropped under them.
-        executor: (name: string) => pool.executor(hosts.resolve(core.host(name)), { idempotent: true }),
+        executor: (name: string, target: TargetRef) => executorIn(name, target, true),
         stdout: io.stdout,
         stderr: io.stderr,
         signal,
@@ -256,7 +301,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       let picked: PickedCheckpoint | undefined;
       let leftOut: SkippedEntry[] = [];
       const local = await pullCommand(
-        { core, pool, resolve: (name) => hosts.resolve(core.host(name)), stderr: io.stderr, stdin: io.stdin, signal },
+        { core, source: downloadSource, stderr: io.stderr, stdin: io.stdin, signal },
         addr,
         {
           to: path.resolve(values.to ?? '.'),
@@ -281,7 +326,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
       return await metricsCommand(
         {
           core,
-          executor: (name) => pool.executor(hosts.resolve(core.host(name)), { idempotent: true }),
+          executor: (name, target) => executorIn(name, target, true),
           stdout: io.stdout,
           stderr: io.stderr,
           signal,
@@ -293,7 +338,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     if (verb === 'eval') {
       const evals = new EvalService({
         // Launches ask for idempotent: false so the pool never runs one twice.
-        executorFor: (name, { idempotent }) => pool.executor(hosts.resolve(core.host(name)), { idempotent }),
+        executorFor: (name, { idempotent }, target) => executorIn(name, target, idempotent),
         localStateDir: path.join(io.env.XDG_STATE_HOME || path.join(home, '.local', 'state'), 'remote-runs'),
       });
       return await evalCommand(
@@ -304,7 +349,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
           stdout: io.stdout,
           stderr: io.stderr,
           signal,
-          downloads: { root: path.resolve(values.to ?? '.'), source: (name, target) => ({ pool, host: hosts.resolve(core.host(name)), target }) },
+          downloads: { root: path.resolve(values.to ?? '.'), source: downloadSource },
         },
         positionals[1]!,
         addr,
@@ -333,8 +378,12 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
 function failed(e: unknown, json: boolean, io: CliIo): number {
   const err = asRemoteRunsError(e);
   if (!isRemoteRunsError(e) && io.env.REMOTE_RUNS_DEBUG && e instanceof Error) io.stderr.write(`${e.stack}\n`);
-  if (json) io.stdout.write(`${JSON.stringify({ error: { kind: err.kind, message: err.message } })}\n`);
+  // A kubectl failure keeps which case of its kind it is and kubectl's own words (kube/errors.ts detail.cause, .kubectl).
+  const cause = typeof err.detail.cause === 'string' ? err.detail.cause : undefined;
+  const kubectl = typeof err.detail.kubectl === 'string' ? err.detail.kubectl : undefined;
+  if (json) io.stdout.write(`${JSON.stringify({ error: { kind: err.kind, message: err.message, ...(cause ? { cause } : {}), ...(kubectl ? { kubectl } : {}) } })}\n`);
   io.stderr.write(`remote-runs: ${err.kind}: ${err.message}\n`);
+  if (kubectl && !err.message.includes(kubectl)) io.stderr.write(`remote-runs: kubectl said: ${kubectl}\n`);
   return 2;
 }
 
@@ -343,7 +392,7 @@ function loadConfig(
   configPath: string | undefined,
   env: NodeJS.ProcessEnv,
   home: string,
-): { hosts: HostConfig[]; clusters: string[]; knownHostsFiles?: string[]; evalProfiles(): EvalProfile[] } {
+): { hosts: HostConfig[]; clusters: ClusterConfig[]; knownHostsFiles?: string[]; evalProfiles(): EvalProfile[] } {
   const explicit = configPath ?? env.REMOTE_RUNS_CONFIG;
   const file = explicit ?? path.join(home, '.config', 'remote-runs', 'config.json');
   let text: string;
@@ -358,7 +407,8 @@ function loadConfig(
   const known = (JSON.parse(text) as { knownHostsFiles?: string[] }).knownHostsFiles;
   return {
     hosts,
-    clusters: clusters.map((c) => c.name),
+    // A relative kubeconfig is the config file's neighbour, as knownHostsFiles are.
+    clusters: clusters.map((c) => (c.kubeconfig ? { ...c, kubeconfig: path.resolve(path.dirname(file), expandHome(c.kubeconfig, home)) } : c)),
     knownHostsFiles: known?.map((f) => path.resolve(path.dirname(file), expandHome(f, home))),
     evalProfiles(): EvalProfile[] {
       const { profiles, problems } = parseEvalProfiles((JSON.parse(text) as Record<string, unknown>).evalProfiles, `${file}: evalProfiles`);

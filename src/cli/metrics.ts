@@ -25,7 +25,7 @@ import { writeInSteps } from './output';
 
 export interface MetricsCliDeps {
   core: RemoteRunsCore;
-  executor(host: string): Executor;
+  executor(host: string, target: TargetRef): Executor;
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
   signal: AbortSignal;
@@ -57,7 +57,7 @@ export async function metricsCommand(
     metrics: run.metrics,
     checkpoints: [],
   };
-  const feed = new RunFeed(ref, { executor: () => deps.executor(addr.host), stream: (t) => deps.core.stream(addr.host, t), intervalMs: () => deps.pollMs ?? 2000 });
+  const feed = new RunFeed(ref, { executor: () => deps.executor(addr.host, target), stream: (t) => deps.core.stream(addr.host, t), intervalMs: () => deps.pollMs ?? 2000 });
   const onAbort = (): void => feed.stop();
   deps.signal.addEventListener('abort', onAbort, { once: true });
   try {

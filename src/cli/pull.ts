@@ -1,9 +1,8 @@
 import * as readline from 'node:readline';
 import type { RemoteRunsCore } from '../core/service';
 import { pickCheckpointWithNote, type PickedCheckpoint } from '../core/service';
-import type { ConnectionPool, PoolHost } from '../core/ssh/pool';
-import { checkpointToPull, partialPercent, progressText, pullCheckpoint, skippedLines, type DownloadProgress, type PlanFile, type VerifyMode, type ClientChoice, type SkippedEntry, type TransferSource } from '../core/transfer';
-import { RemoteRunsError, formatTarget } from '../core/types';
+import { checkpointToPull, partialPercent, progressText, pullCheckpoint, skippedLines, type DownloadProgress, type PlanFile, type TransferSource, type VerifyMode, type ClientChoice, type SkippedEntry } from '../core/transfer';
+import { RemoteRunsError, formatTarget, type TargetRef } from '../core/types';
 import { formatBytes } from '../core/util/format';
 import type { parseAddress } from '../core/address';
 import { displayText } from '../shared/display';
@@ -11,8 +10,8 @@ import { rawStream } from './output';
 
 export interface PullDeps {
   core: RemoteRunsCore;
-  pool: ConnectionPool;
-  resolve(hostName: string): PoolHost;
+  /** Where the checkpoint's bytes come from (main.ts downloadSource: a host's pooled links; a pod's: kubepull). */
+  source(hostName: string, target: TargetRef): TransferSource;
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
   stdin: NodeJS.ReadStream;
   signal: AbortSignal;
@@ -40,8 +39,7 @@ export async function pullCommand(
     options.onPicked?.(picked);
     return { run: { name: found.run.name }, checkpoint: checkpointToPull(picked.checkpoint) };
   })();
-  // A cluster's pod container is read through kubectl exec (transfer/podSource.ts); a host's target through its pool.
-  const source: TransferSource = deps.core.podTransferSource(addr.host, addr.target) ?? { pool: deps.pool, host: deps.resolve(addr.host), target: addr.target };
+  const source = deps.source(addr.host, addr.target);
   const where = `${addr.host}/${formatTarget(addr.target)}/${run.name}/${checkpoint.name}`;
   const progress = progressPrinter(deps.stderr, where);
   const outcome = await pullCheckpoint(source, checkpoint, { root: options.to, run: run.name }, {

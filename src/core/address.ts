@@ -14,6 +14,7 @@
 import { RemoteRunsError, formatTarget, parseTarget, type TargetRef } from './types';
 import { displayName, parseShownName } from '../shared/display';
 import { hasLoneSurrogate } from './util/nameBytes';
+import { parsePodTargetId, podTarget } from './kube/names';
 
 export interface Address {
   host: string;
@@ -39,11 +40,33 @@ export function parseAddress(s: string): Address {
   const text = s.endsWith('/') ? s.slice(0, -1) : s;
   if (text === '') throw bad('it is empty');
   const parts = text.split('/');
-  const labels = ['host', 'target'];
+  decodeParts(parts, ['host', 'target'], bad);
+  const [host, targetSpec, run, checkpoint] = parts;
+  const address: Address = { host };
+  if (targetSpec !== undefined) {
+    try {
+      address.target = parseTarget(targetSpec);
+    } catch (e) {
+      const hint = /^\d+$/.test(targetSpec) ? ` (did you mean pct:${targetSpec}?)` : '';
+      throw bad(`${(e as Error).message}${hint}`);
+    }
+  }
+  if (run !== undefined) address.run = run;
+  if (checkpoint !== undefined) address.checkpoint = checkpoint;
+  if (parts.length > 2) address.segments = parts.slice(2);
+  return address;
+}
+
+/**
+ * Check every part of a split address and read the run and checkpoint parts (those after `labels`) back from how
+ * `ls` shows names (display.ts parseShownName), in place. The parts named by `labels` are configured or Kubernetes
+ * names, taken as typed.
+ */
+function decodeParts(parts: string[], labels: readonly string[], bad: (why: string) => RemoteRunsError): void {
   parts.forEach((p, i) => {
     const label = labels[i] ?? 'run or checkpoint';
     if (p === '') throw bad(`the ${label} part is empty`);
-    if (i < 2) return;
+    if (i < labels.length) return;
     // Names are typed as they are shown (displayName): read the escapes back into the name's own characters and bytes.
     let name: string;
     try {
@@ -58,19 +81,83 @@ export function parseAddress(s: string): Address {
     if (name === '.' || name === '..') throw bad(`"${p}" is not a ${label} name`);
     parts[i] = name;
   });
-  const [host, targetSpec, run, checkpoint] = parts;
-  const address: Address = { host };
-  if (targetSpec !== undefined) {
+}
+
+/** The first part of an address: the host or cluster it names (to choose the parser before parsing). */
+export function addressHost(s: string): string {
+  return s.split('/')[0];
+}
+
+/**
+ * A CLI address on a Kubernetes cluster (docs/kubernetes.md "Targets and addresses"):
+ * `CLUSTER/NAMESPACE/JOB/RANK[:CONTAINER]/RUN/CHECKPOINT`, NAMESPACE left out when the cluster's entry names one, any
+ * tail left out to name less (`ls` of a cluster, a namespace, a job, a pod). A container may also be named exactly
+ * by its target, `CLUSTER/pod:NAMESPACE/POD:CONTAINER/RUN/CHECKPOINT` (how the CLI prints a place it found, and a
+ * way to reach a pod by its own name whatever its job). Which pod and container the parts mean is decided against
+ * the cluster's listing (kube/podAddress.ts resolveClusterAddress).
+ */
+export interface ClusterAddress {
+  host: string;
+  /** The `pod:NAMESPACE/POD:CONTAINER` form: the container named exactly. */
+  target?: TargetRef;
+  namespace?: string;
+  job?: string;
+  /** `master-0`, `workers-0-2`, `3`, `rank3`, or a pod's own name. */
+  rank?: string;
+  /** After `:` in the rank part. */
+  container?: string;
+  /** Every part after the container: the run (its name or path) and the checkpoint. */
+  segments?: string[];
+}
+
+const CLUSTER_FORMS = 'CLUSTER[/NAMESPACE[/JOB[/RANK[:CONTAINER][/RUN[/CHECKPOINT]]]]] (NAMESPACE left out when the cluster\'s entry names one), e.g. prod/ml-team/bert/worker-0:pytorch/bert-run/latest, or CLUSTER/pod:NAMESPACE/POD:CONTAINER/RUN/CHECKPOINT';
+
+/**
+ * Parse a CLI address on a cluster whose entry names a namespace (`namespaced`: the address has no namespace part)
+ * or not. Throws RemoteRunsError('bad-address') saying what is wrong and the forms expected.
+ */
+export function parseClusterAddress(s: string, namespaced: boolean): ClusterAddress {
+  const bad = (why: string): RemoteRunsError =>
+    new RemoteRunsError('bad-address', `Bad address ${JSON.stringify(s)}: ${why}. Expected ${CLUSTER_FORMS}`, { address: s });
+  if (s.includes('\0')) throw bad('it contains a NUL byte');
+  const text = s.endsWith('/') ? s.slice(0, -1) : s;
+  if (text === '') throw bad('it is empty');
+  const raw = text.split('/');
+  if (raw.length > 1 && raw[1].startsWith('pod:')) {
+    // pod:NAMESPACE/POD:CONTAINER spans two parts: a Kubernetes name holds no `/` (kube/names.ts).
+    if (raw.length < 3) throw bad('a pod target is pod:NAMESPACE/POD:CONTAINER');
+    const parts = [raw[0], `${raw[1]}/${raw[2]}`, ...raw.slice(3)];
+    decodeParts(parts, ['cluster', 'target'], bad);
+    let target: TargetRef;
     try {
-      address.target = parseTarget(targetSpec);
+      target = podTarget(parsePodTargetId(parts[1].slice('pod:'.length)));
     } catch (e) {
-      const hint = /^\d+$/.test(targetSpec) ? ` (did you mean pct:${targetSpec}?)` : '';
-      throw bad(`${(e as Error).message}${hint}`);
+      throw bad((e as Error).message);
     }
+    return { host: parts[0], target, ...(parts.length > 2 ? { segments: parts.slice(2) } : {}) };
   }
-  if (run !== undefined) address.run = run;
-  if (checkpoint !== undefined) address.checkpoint = checkpoint;
-  if (parts.length > 2) address.segments = parts.slice(2);
+  const labels = namespaced ? ['cluster', 'job', 'rank'] : ['cluster', 'namespace', 'job', 'rank'];
+  decodeParts(raw, labels, bad);
+  const at = (label: string): string | undefined => {
+    const i = labels.indexOf(label);
+    return i >= 0 ? raw[i] : undefined;
+  };
+  const address: ClusterAddress = { host: raw[0] };
+  const namespace = at('namespace');
+  if (namespace !== undefined) address.namespace = namespace;
+  const job = at('job');
+  if (job !== undefined) address.job = job;
+  const rank = at('rank');
+  if (rank !== undefined) {
+    const colon = rank.indexOf(':');
+    if (colon === 0) throw bad('the rank part is empty before ":"');
+    if (colon > 0) {
+      if (colon === rank.length - 1) throw bad('the container after ":" is empty');
+      address.container = rank.slice(colon + 1);
+      address.rank = rank.slice(0, colon);
+    } else address.rank = rank;
+  }
+  if (raw.length > labels.length) address.segments = raw.slice(labels.length);
   return address;
 }
 

@@ -8,6 +8,7 @@ export const CommandIds = {
   showLog: 'remoteRuns.showLog',
   copyRemotePath: 'remoteRuns.copyRemotePath',
   openTerminal: 'remoteRuns.openTerminal',
+  showJobLogs: 'remoteRuns.showJobLogs',
   retry: 'remoteRuns.retry',
   downloadCheckpoint: 'remoteRuns.downloadCheckpoint',
   downloadLatestCheckpoint: 'remoteRuns.downloadLatestCheckpoint',

@@ -11,6 +11,8 @@ import type { Logger } from './log';
 import { inspectSetting, setUserSetting, setting, userSetting } from './settings';
 import { clusterEntriesFor, listContexts } from '../core/kube/contexts';
 import { isDns1123Label } from '../core/kube/names';
+import type { RemoteRunsCore } from '../core/service';
+import { showJobLogs } from './jobLogs';
 
 export interface CommandDeps {
   tree: RunsTreeProvider;
@@ -20,6 +22,8 @@ export interface CommandDeps {
   knownHostsFiles(): string[];
   /** The kubectl program (remoteRuns.kubectlPath, user settings only); undefined: `kubectl` from PATH. */
   kubectlPath(): string | undefined;
+  /** The core (a job's logs are followed through its cluster's kubectl access). */
+  core: RemoteRunsCore;
 }
 
 /** Commands as values: id → handler, registered through the one wrapper. */
@@ -35,6 +39,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     [CommandIds.useKubeContexts, () => useKubeContexts(deps)],
     [CommandIds.copyRemotePath, (node?: TreeNode) => copyRemotePath(node)],
     [CommandIds.openTerminal, (node?: TreeNode) => openTerminal(deps, node)],
+    [CommandIds.showJobLogs, (node?: TreeNode) => showJobLogs(deps.core, node)],
   ];
   return handlers.map(([id, h]) => registerCommand(id as never, h, log));
 }

@@ -31,17 +31,13 @@ export function runBuiltCli(args: string[], home: string, timeoutMs = 120_000): 
 }
 
 /**
- * The built CLI against a demo host started in this process, asynchronously (the demo server lives here and must
- * keep answering while the CLI runs), with `--json` and the demo's own config and known_hosts. `json` is the parsed
- * stdout, or undefined when it is not JSON.
+ * The built CLI run asynchronously (for servers that live in this process and must keep answering while it runs:
+ * the demo host, the test Kubernetes API server), with only PATH and HOME of this machine's environment (and `env`).
+ * `json` is the parsed stdout, or undefined when it is not JSON.
  */
-export async function runDemoCli(
-  paths: { cliConfig: string; knownHosts: string },
-  home: string,
-  args: string[],
-): Promise<CliResult & { json: any }> {
-  const child = spawn(process.execPath, [CLI, ...args, '--json', '--config', paths.cliConfig, '--known-hosts', paths.knownHosts], {
-    env: { PATH: process.env.PATH, HOME: home },
+export async function runBuiltCliAsync(args: string[], home: string, env: NodeJS.ProcessEnv = {}): Promise<CliResult & { json: any }> {
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { PATH: process.env.PATH, HOME: home, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stdout = '';
@@ -56,4 +52,17 @@ export async function runDemoCli(
     json = undefined;
   }
   return { code, stdout, stderr, json };
+}
+
+/**
+ * The built CLI against a demo host started in this process, asynchronously (the demo server lives here and must
+ * keep answering while the CLI runs), with `--json` and the demo's own config and known_hosts. `json` is the parsed
+ * stdout, or undefined when it is not JSON.
+ */
+export async function runDemoCli(
+  paths: { cliConfig: string; knownHosts: string },
+  home: string,
+  args: string[],
+): Promise<CliResult & { json: any }> {
+  return runBuiltCliAsync([...args, '--json', '--config', paths.cliConfig, '--known-hosts', paths.knownHosts], home);
 }

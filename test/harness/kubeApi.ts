@@ -129,6 +129,12 @@ export interface KubeApi {
   /** Objects of other kinds for list/get (batch/v1 jobs, kubeflow.org/v1 pytorchjobs…), keyed `group/version/resource`. */
   setObjects(groupVersionResource: string, items: any[]): void;
   addIdentity(identity: KubeIdentity): void;
+  /**
+   * The API server can no longer reach the kubelet of `nodeName` (`true`) or can again: an exec into a pod on it is
+   * answered as the apiserver's proxy answers a failed dial (apimachinery `pkg/util/proxy/upgradeaware.go` tryUpgrade:
+   * `error dialing backend: …`, sent by the responder as a 500 Status, apiserver responsewriters ErrorNegotiated).
+   */
+  kubeletUnreachable(nodeName: string, unreachable?: boolean): void;
   /** The exec processes still alive, with their argv. */
   running(): KubeExecProcess[];
   /** The exec processes that have ended, with how (`signal` is e.g. `SIGPIPE` for one whose reader went away). */
@@ -288,6 +294,8 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
     }
     return c;
   };
+  /** Nodes whose kubelet the apiserver cannot dial (kubeletUnreachable). */
+  const deadKubelets = new Set<string>();
   const logPath = (c: ContainerState, restarts = c.restarts): string => path.join(c.dir, `${restarts}.log`);
 
   /** The container's status entry in its pod, made if the test gave none. */
@@ -377,6 +385,10 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
     },
     addIdentity(identity) {
       identities.set(identity.token, identity);
+    },
+    kubeletUnreachable(nodeName, unreachable = true) {
+      if (unreachable) deadKubelets.add(nodeName);
+      else deadKubelets.delete(nodeName);
     },
     running: () => [...execs].filter((e) => !e.exit).map(({ child: _c, exit: _e, stdout: _o, stderr: _r, ...rest }) => ({ ...rest })),
     ended: () => [...execs].filter((e) => e.exit).map(({ child: _c, exit, stdout: _o, stderr: _r, ...rest }) => ({ ...rest, ...exit! })),
@@ -639,6 +651,9 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
       return { code: 400, body: badRequest(`container ${cname} is not valid for pod ${name}`) };
     }
     if (!pod.spec.nodeName) return { code: 400, body: badRequest(`pod ${name} does not have a host assigned`) };
+    // The apiserver dials the kubelet (port 10250) before any stream: a dial that fails is a 500 Status, reason
+    // Unknown (apimachinery errors.go ErrorToAPIStatus of a plain error).
+    if (deadKubelets.has(pod.spec.nodeName)) return { code: 500, body: status(500, '', `error dialing backend: dial tcp 10.0.3.7:10250: connect: connection refused`) };
     // kubelet GetExec: only a running container is found; streaming.WriteError sends the text with a 500.
     if (!containerRunning(pod, cname || names[0])) return { code: 500, body: `container not found ("${cname || names[0]}")` };
     return undefined;

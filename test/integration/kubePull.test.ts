@@ -5,9 +5,9 @@
  * a `kubectl exec` of its own).
  * - bytes equal, the big file in several ranges streamed side by side, every byte proven by SHA-256 on both sides;
  * - a cancelled download keeps its `.part`, and the next one resumes from it with equal bytes;
- * - `kill -9` of the downloading process mid-transfer leaves no kubectl on this machine (its lifeline kills them)
- *   and no remote `cat`/`dd` of the checkpoint in the container (the test server's own list of exec processes), and
- *   the next download resumes with equal bytes.
+ * - `kill -9` of the CLI (`remote-runs pull`) mid-transfer leaves no kubectl on this machine (its lifeline kills
+ *   them) and no remote `cat`/`dd` of the checkpoint in the container (the test server's own list of exec processes),
+ *   and the next pull resumes with equal bytes.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,9 +23,9 @@ import type { Checkpoint, ClusterConfig } from '../../src/core/types';
 import { startKubeApi, type KubeApi } from '../harness/kubeApi';
 import { eventually, rejectsWith } from '../harness/assertKind';
 import { writtenAgo } from '../harness/mtimes';
+import { CLI, ensureBuiltCli, runBuiltCliAsync } from '../harness/builtCli';
 
 const FIXTURES = path.join(__dirname, '..', 'fixtures', 'kube');
-const DRIVER = path.join(__dirname, '..', 'harness', 'podPull.ts');
 const MiB = 1024 * 1024;
 const NS = 'ml-team';
 const POD = 'bert-master-0';
@@ -36,6 +36,23 @@ let api: KubeApi;
 let kubeconfig = '';
 let cluster: ClusterConfig;
 let local = '';
+let cliHome = '';
+
+/** The CLI's config: the cluster entry the core tests use. */
+function cliConfig(): string {
+  const file = path.join(local, 'cli-config.json');
+  if (!fs.existsSync(file)) fs.writeFileSync(file, JSON.stringify({ hosts: [cluster] }));
+  return file;
+}
+
+/** Bytes written to a file (its allocated blocks: ranges are written side by side, so its size runs ahead). */
+function allocated(file: string): number {
+  try {
+    return fs.statSync(file).blocks * 512;
+  } catch {
+    return 0;
+  }
+}
 
 const sha = (b: Buffer | string): string => createHash('sha256').update(typeof b === 'string' ? fs.readFileSync(b) : b).digest('hex');
 
@@ -50,6 +67,9 @@ before(async () => {
   kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'admin' }] });
   cluster = { kind: 'kubernetes', name: 'prod', context: 'admin', kubeconfig, runRoots: ['/workspace'] };
   local = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-kubepull-'));
+  cliHome = path.join(local, 'home');
+  fs.mkdirSync(cliHome);
+  ensureBuiltCli();
 });
 
 after(async () => {
@@ -162,29 +182,28 @@ describe('a checkpoint in a pod container', () => {
     assert.equal(sha(path.join(plan.localRoot, 'model.bin')), sha(big));
   });
 
-  test('kill -9 of the downloading process: no kubectl and no remote read left within seconds, and the next download resumes with equal bytes', async () => {
+  test('kill -9 of the CLI mid-pull (remote-runs pull CLUSTER/pod:…): no kubectl and no remote read left within seconds, and the next pull resumes with equal bytes', async () => {
     const big = randomBytes(160 * MiB);
-    const { checkpoint } = writeCheckpoint('run-kill', { 'model.bin': big });
-    const spec = { kubeconfig, context: 'admin', target: TARGET, checkpoint, root: local, run: 'run-kill', options: {} };
-    const child = spawn(process.execPath, ['--import', 'tsx', DRIVER, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'], cwd: path.join(__dirname, '..', '..') });
-    let stderr = '';
-    child.stderr.on('data', (b: Buffer) => (stderr += b));
+    writeCheckpoint('run-kill', { 'model.bin': big });
+    const to = fs.mkdtempSync(path.join(local, 'cli-'));
+    const part = path.join(to, '.remote-runs', 'partial', 'run-kill', 'step_100', 'model.bin.part');
+    const address = `${cluster.name}/pod:${TARGET}/run-kill/step_100`;
+    const child = spawn(process.execPath, [CLI, 'pull', address, '--to', to, '--config', cliConfig()], { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH, HOME: cliHome } });
+    let output = '';
+    child.stdout.on('data', (b: Buffer) => (output += b));
+    child.stderr.on('data', (b: Buffer) => (output += b));
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    let ended = false;
+    void exited.then(() => (ended = true));
     // Killed once a good part has arrived (so there is something to resume) and well before the end.
-    const at = await new Promise<number>((resolve, reject) => {
-      let buf = '';
-      child.stdout.on('data', (b: Buffer) => {
-        buf += b;
-        const m = [...buf.matchAll(/bytes (\d+)\n/g)].pop();
-        if (m && Number(m[1]) >= 40 * MiB) resolve(Number(m[1]));
-      });
-      child.once('exit', (code) => reject(new Error(`the pull ended by itself (${code}) before the kill: ${stderr}${buf.slice(-300)}`)));
-    });
+    await eventually(() => ended || allocated(part) >= 40 * MiB, 'the pull wrote 40 MiB of the .part', 60_000);
+    assert.ok(!ended, `the pull ended by itself before the kill: ${output}`);
     assert.ok(ourKubectls().length > 0, 'kubectl streams were running at the kill');
     const inFlight = remoteReadersOf('run-kill').map((p) => p.pid);
     assert.ok(inFlight.length > 0, 'range reads were running in the container at the kill');
     child.kill('SIGKILL');
     await exited;
+    const at = allocated(part);
     assert.ok(at < big.length, `killed mid-transfer, at ${at} of ${big.length} bytes`);
     const t0 = Date.now();
     await eventually(() => ourKubectls().length === 0, 'no kubectl of the killed pull left on this machine', 5000);
@@ -195,12 +214,13 @@ describe('a checkpoint in a pod container', () => {
     assert.equal(ends.length, inFlight.length, 'every range read of the kill has ended');
     assert.ok(ends.filter((p) => p.code !== 0).length >= Math.max(1, ends.length - 1), `the reads in flight were cut off, not finished: ${JSON.stringify(ends.map((p) => ({ code: p.code, signal: p.signal })))}`);
     assert.ok(Date.now() - t0 < 5000, `gone within ${Date.now() - t0} ms`);
-    const { plan, result } = await downloadCheckpoint(source(), checkpoint, { root: local, run: 'run-kill' });
-    const file = result.files[0];
-    assert.equal(file.outcome, 'resumed');
-    assert.ok(file.resumedBytes > 0, `resumed ${file.resumedBytes} bytes`);
-    assert.ok(result.bytesFetched <= big.length - file.resumedBytes + file.refetchedBytes, JSON.stringify(file));
-    assert.equal(sha(path.join(plan.localRoot, 'model.bin')), sha(big));
+    assert.ok(!fs.existsSync(path.join(to, 'run-kill', 'step_100', 'model.bin')), 'no file that looks complete');
+    const last = await runBuiltCliAsync(['pull', address, '--to', to, '--config', cliConfig()], cliHome);
+    assert.equal(last.code, 0, last.stderr);
+    assert.equal(last.stdout.trim(), path.join(to, 'run-kill', 'step_100'));
+    assert.match(last.stderr, /resumed .*verified by SHA-256 on both sides/);
+    assert.equal(sha(path.join(to, 'run-kill', 'step_100', 'model.bin')), sha(big));
+    assert.ok(!fs.existsSync(part), 'no partial state left once complete');
   });
 });
 

@@ -12,17 +12,16 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { RemoteRunsCore } from '../../src/core/service';
 import { RemoteRunsError, type ClusterConfig } from '../../src/core/types';
 import { RunsTreeModel, type HostEntry } from '../../src/core/tree/model';
 import type { CheckpointNode, HostNode, JobNode, NamespaceNode, PodNode, RunNode, StateNode, TargetNode, TreeNode } from '../../src/core/tree/nodes';
 import { listContexts } from '../../src/core/kube/contexts';
 import { windowListings } from '../../src/extension/lsp/answers';
-import { startKubeApi, type KubeApi } from '../harness/kubeApi';
+import type { KubeApi } from '../harness/kubeApi';
+import { startFixtureCluster, type FixtureCluster } from '../builders/kubeCluster';
 import { writtenAgo } from '../harness/mtimes';
 
-const FIXTURES = path.join(__dirname, '..', 'fixtures', 'kube');
 const HF_TRAINER = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'hf_trainer');
 
 let api: KubeApi;
@@ -30,43 +29,9 @@ let kubeconfig = '';
 let clusters: ClusterConfig[] = [];
 let core: RemoteRunsCore;
 
-function items(file: string): any[] {
-  return JSON.parse(fs.readFileSync(path.join(FIXTURES, file), 'utf8')).items;
-}
-
 before(async () => {
-  try {
-    execFileSync('kubectl', ['version', '--client', '-o', 'json'], { encoding: 'utf8' });
-  } catch (e) {
-    assert.fail(`these tests need the real kubectl (1.32) on PATH: ${(e as Error).message}`);
-  }
-  api = await startKubeApi();
-  api.setPods([...items('pytorchjob.json'), ...items('pending.json'), ...items('kueue-queued.json'), ...items('jobset-trainjob.json')]);
-  // The owner objects: the PyTorchJob with its queue, and a Job and a JobSet Kueue holds suspended (no pods yet).
-  const owners = [...items('pytorchjob-owner.json'), ...items('kueue-queued-owners.json'), ...items('jobset-trainjob-owners.json')];
-  const byResource: Record<string, any[]> = {};
-  const gvr = (o: any): string => {
-    const [group, version] = String(o.apiVersion).includes('/') ? String(o.apiVersion).split('/') : ['', o.apiVersion];
-    return `${group}/${version}/${({ Job: 'jobs', JobSet: 'jobsets', PyTorchJob: 'pytorchjobs', TrainJob: 'trainjobs' } as Record<string, string>)[o.kind] ?? 'unknown'}`;
-  };
-  for (const o of owners) (byResource[gvr(o)] ??= []).push(o);
-  for (const [k, v] of Object.entries(byResource)) api.setObjects(k, v);
-
-  // A user who may read pods and jobs but not exec into them; one who may do nothing.
-  api.addIdentity({ name: 'reader', token: 'reader-token', rules: [{ verbs: ['get', 'list', 'watch'], resources: ['pods', 'pods/log', 'jobs', 'pytorchjobs', 'jobsets', 'trainjobs'], apiGroups: ['', 'batch', 'kubeflow.org', 'jobset.x-k8s.io', 'trainer.kubeflow.org'] }] });
-  api.addIdentity({ name: 'nobody', token: 'nobody-token', rules: [] });
-  kubeconfig = api.writeKubeconfig({
-    contexts: [
-      { name: 'admin' },
-      { name: 'reader', user: { token: 'reader-token' } },
-      { name: 'nobody', user: { token: 'nobody-token' } },
-      { name: 'stale-token', user: { token: 'a-token-the-server-does-not-know' } },
-      { name: 'plugin-fails', user: { execFails: 'error: token expired, run: cloud auth login' } },
-      { name: 'plugin-missing', user: { execMissing: true } },
-      { name: 'closed', server: 'closed' },
-    ],
-  });
-  const entry = (name: string, context: string, more: Partial<ClusterConfig> = {}): ClusterConfig => ({ kind: 'kubernetes', name, context, kubeconfig, runRoots: ['/workspace'], ...more });
+  let entry: FixtureCluster['entry'];
+  ({ api, kubeconfig, entry } = await startFixtureCluster());
   clusters = [
     entry('prod', 'admin'),
     entry('team', 'admin', { namespace: 'ml-team' }),

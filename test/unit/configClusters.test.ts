@@ -3,11 +3,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HOSTS_JSON_SCHEMA, parseConfigFile, parseConfigFileEntries, parseHostsSetting } from '../../src/core/config';
 import { RemoteRunsError } from '../../src/core/types';
-import { main } from '../../src/cli/main';
-import { PassThrough } from 'node:stream';
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
 
 const SRC = 'remoteRuns.hosts';
 
@@ -88,24 +83,5 @@ test('the schema\'s namespace and context patterns accept and reject what the va
   const ctx = new RegExp(HOSTS_JSON_SCHEMA.properties.context.pattern);
   for (const v of ['kind-kind', 'arn:aws:eks:r:1:cluster/x', 'with space', 'a\tb', 'a\u007fb']) {
     assert.equal(ctx.test(v), problemsOf(cluster({ context: v })).length === 0, `context ${JSON.stringify(v)}`);
-  }
-});
-
-test('the CLI says a cluster is not reached from the command line yet, never trying it as an SSH host of that name', async () => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-cluster-cli-'));
-  try {
-    const file = path.join(dir, 'config.json');
-    fs.writeFileSync(file, JSON.stringify({ hosts: [cluster()] }));
-    const out = new PassThrough();
-    const err = new PassThrough();
-    let text = '';
-    out.on('data', (b: Buffer) => (text += b.toString()));
-    err.on('data', (b: Buffer) => (text += b.toString()));
-    const code = await main(['ls', 'prod', '--config', file, '--json'], { stdout: out, stderr: err, stdin: process.stdin, env: { HOME: dir } });
-    assert.notEqual(code, 0);
-    assert.match(text, /"kind":\s*"bad-address"/);
-    assert.match(text, /prod is a Kubernetes cluster \(\\"kind\\": \\"kubernetes\\"\): the command line does not reach clusters yet/);
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -34,7 +34,7 @@ export interface EvalServiceOptions {
    * The shared executor of a configured host. Launches ask for `idempotent: false` (a launch must never run twice);
    * reads for `idempotent: true`.
    */
-  executorFor(host: string, options: { idempotent: boolean }): Executor;
+  executorFor(host: string, options: { idempotent: boolean }, target: TargetRef): Executor;
   /** Folder for local evals (`<localStateDir>/evals/<runKey>/<id>`), e.g. the extension's globalStorage. */
   localStateDir: string;
   /** Runs local evals; default a LocalExecutor (/bin/sh). */
@@ -243,6 +243,6 @@ export class EvalService {
   /** The executor and target that reach a place. */
   reach(place: EvalPlace, idempotent: boolean): { executor: Executor; target: TargetRef } {
     if (place.kind === 'local') return { executor: this.local, target: HOST };
-    return { executor: this.options.executorFor(place.host, { idempotent }), target: place.target };
+    return { executor: this.options.executorFor(place.host, { idempotent }, place.target), target: place.target };
   }
 }

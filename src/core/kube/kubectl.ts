@@ -92,6 +92,11 @@ export interface RunKubectlOptions {
   env?: NodeJS.ProcessEnv;
   /** Each stdout chunk as it arrives (the bytes that end up in the result's stdout). */
   onStdout?: (chunk: Buffer) => void;
+  /**
+   * `false`: stdout goes to onStdout only and the result's stdout is empty, without a bound (`logs -f`, which runs
+   * as long as the container writes); default true.
+   */
+  keepStdout?: boolean;
 }
 
 const DEFAULT_MAX_OUTPUT = 256 * 1024 * 1024;
@@ -126,6 +131,10 @@ export function runKubectl(access: Pick<KubectlAccess, 'kubectl'>, args: readonl
       f();
     };
     child.stdout?.on('data', (b: Buffer) => {
+      if (options.keepStdout === false) {
+        options.onStdout?.(b);
+        return;
+      }
       if (truncated) return;
       if (outBytes + b.length > max) {
         const part = b.subarray(0, max - outBytes);
