@@ -291,9 +291,10 @@ export class ConnectionPool implements Disposable {
    * used (OpenSshUnsupported, or a RemoteRunsError: `auth-failed`, `host-key-mismatch`, `unreachable`, `cancelled`);
    * a lasting reason is remembered for the host and given again at once. `signal` stops this caller's wait only, not
    * a login others may wait for. Not for a host on the OpenSSH transport (`protocol`): its own master carries streams.
-   * `sshPath` names the binary where a new session starts (default the pool's).
+   * `sshPath` names the binary where a new session starts (default the pool's; undefined: the pool's, so a caller
+   * passes its own optional setting through as it is).
    */
-  async openSsh(host: PoolHost, options: { sshPath?: string; signal?: AbortSignal } = {}): Promise<OpenSshLease> {
+  async openSsh(host: PoolHost, options: { sshPath?: string | undefined; signal?: AbortSignal | undefined } = {}): Promise<OpenSshLease> {
     const entry = this.entryFor(host);
     const sshPath = options.sshPath ?? this.sshPath();
     const refused = entry.opensshRefused.get(sshPath ?? '');

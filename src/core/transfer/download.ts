@@ -159,7 +159,7 @@ async function warmLinks(source: TransferSource, options: DownloadOptions, signa
       const conn = lease.connection;
       if (!(conn instanceof SshConnection)) return undefined;
       void conn.roundTripMs(signal).catch(() => undefined);
-      return await source.pool.openSsh(source.host, { ...(options.sshPath !== undefined ? { sshPath: options.sshPath } : {}), signal });
+      return await source.pool.openSsh(source.host, { sshPath: options.sshPath, signal });
     } finally {
       lease.dispose();
     }
@@ -491,7 +491,7 @@ async function openSshFor(source: SshTransferSource, options: DownloadOptions, s
   if (state.choice === 'ssh2') return undefined;
   const { pool, host } = source;
   try {
-    return await pool.openSsh(host, { ...(options.sshPath !== undefined ? { sshPath: options.sshPath } : {}), ...(signal ? { signal } : {}) });
+    return await pool.openSsh(host, { sshPath: options.sshPath, signal });
   } catch (e) {
     if (isRemoteRunsError(e) && e.kind === 'cancelled') throw e;
     // The host showed OpenSSH another key than the one the pool's connection trusted: a new connection would not be

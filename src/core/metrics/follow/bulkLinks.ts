@@ -168,7 +168,7 @@ export class BulkLinks {
     const sshPath = this.options.sshPath?.();
     const had = this.pool.openSshState(host.name) !== undefined;
     try {
-      const lease = await this.pool.openSsh(host, { ...(sshPath !== undefined ? { sshPath } : {}), signal });
+      const lease = await this.pool.openSsh(host, { sshPath, signal });
       if (this.disposed) {
         lease.dispose();
         return undefined;
