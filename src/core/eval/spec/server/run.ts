@@ -178,7 +178,8 @@ function chooseModel(wanted: string | undefined, served: string[], url: string, 
 
 /**
  * SGLang answers `/get_server_info` with its server args flattened in (python/sglang/srt/entrypoints/http_server.py
- * `get_server_info`: `**dataclasses.asdict(server_args)`, `internal_states`, `version`); vLLM has no such route (404).
+ * `get_server_info`: `**dataclasses.asdict(server_args)`, `**scheduler_info`, `internal_states` (one per DP rank, from
+ * `tokenizer_manager.get_internal_state()`), `version`); vLLM has no such route (FastAPI's 404).
  */
 async function serverInfo(link: ServerLink, address: ServerAddress, signal?: AbortSignal): Promise<{ engine: ServerEngine; draft: DraftSettings }> {
   const { reply, json } = await getJson(link, address, '/get_server_info', signal);

@@ -8,7 +8,10 @@
  *   `ObservabilityConfig.per_request_spec_decode_metrics`; the object is vllm/v1/metrics/stats.py
  *   `RequestSpecDecodeMetrics.to_dict`: `mean_acceptance_length` (1 + accepted / steps), `draft_acceptance_rate`,
  *   `acceptance_histogram` (index = accepted draft tokens of a step, 0 … num_spec_tokens), `num_spec_steps`,
- *   `num_accepted_draft_tokens`, `num_draft_tokens`, `num_spec_tokens`. Only for requests with n == 1 (we send n = 1).
+ *   `num_accepted_draft_tokens`, `num_draft_tokens`, `num_spec_tokens`. It sits at the reply's root
+ *   (vllm/outputs.py `CompletionOutput.spec_decode_metrics`: "surfaced in the response as
+ *   `metrics.speculative_decoding` for single-sequence (n == 1) requests"; aiperf reads it there too,
+ *   `extract_spec_decode_stats`), null for n > 1: we send n = 1.
  * - SGLang's `sglext.spec_tokens_details` of a completion reply, present when the request asks
  *   `"return_spec_tokens_details": true`: python/sglang/srt/entrypoints/openai/utils.py
  *   `spec_tokens_details_from_meta_info` copies the request's `meta_info` fields `spec_verify_ct`,
