@@ -18,7 +18,8 @@
  * - SGLang only: `GET /get_server_info` (server args flattened, `internal_states[0].avg_spec_accept_length`,
  *   `version`; python/sglang/srt/entrypoints/http_server.py `get_server_info`) and `POST /generate`
  *   (`{"text", "meta_info": {id, finish_reason, prompt_tokens, completion_tokens, cached_tokens, spec_verify_ct, …}}`).
- *   vLLM answers `/get_server_info` with FastAPI's 404 `{"detail": "Not Found"}`.
+ *   vLLM answers `/get_server_info` with FastAPI's 404 `{"detail": "Not Found"}`; with `devMode` it serves
+ *   `/server_info` (VLLM_SERVER_DEV_MODE=1: `{"vllm_config": str(VllmConfig), "vllm_env", "system_env"}`).
  * - `GET /metrics`: Prometheus text with each engine's counters (counters.ts names them with their sources) and the
  *   generated-token counter (`vllm:generation_tokens_total`, `sglang:generation_tokens_total`).
  *
@@ -50,6 +51,8 @@ export interface SpecServerOptions {
   perRequest?: boolean;
   /** Omit the generated-token counter from /metrics (an engine build without it). */
   noGenerationCounter?: boolean;
+  /** vLLM: serve `/server_info` as with VLLM_SERVER_DEV_MODE=1. */
+  devMode?: boolean;
 }
 
 /** The toy's counts (of our requests only; `busy` traffic is in `other`). */
@@ -285,6 +288,12 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
           internal_states: [{ ...(speculative ? { avg_spec_accept_length: all ? (mine.completionTokens + others.completionTokens) / all : 0 } : {}), last_gen_throughput: 42.0 }],
           version: '0.5.4',
         });
+      }
+      if (req.method === 'GET' && path === '/server_info' && engine === 'vllm' && o.devMode) {
+        // vLLM's show_server_info, config_format=text: str(vllm_config), whose start is the engine's startup line
+        // (vllm/config/vllm.py VllmConfig.__str__; the line in test/fixtures/spec/vllm_spec_decode.txt).
+        const spec = speculative ? `SpeculativeConfig(method='eagle3', model='/ckpt/drafter/step_2000', num_spec_tokens=${k})` : 'None';
+        return send(res, 200, { vllm_config: `model='${models[0]}', speculative_config=${spec}, tokenizer='${models[0]}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, seed=0`, vllm_env: {}, system_env: {} });
       }
       if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
         received.push({ path, body });

@@ -145,6 +145,17 @@ describe('stats from each source, checked against the toy engine', () => {
     assert.equal(out.result.settingSources.method, 'server');
   });
 
+  test("vLLM's /server_info (development mode): method, draft model and K recorded as the server reports them", async () => {
+    const s = await server({ mode: 'vllm', k: 5, seed: 13, devMode: true });
+    const out = await runSpecServerEval({ pool, host, profile: profile(s.url), prompts: PROMPTS });
+    assert.equal(out.result.settings.method, 'eagle3');
+    assert.equal(out.result.settings.draftModel, '/ckpt/drafter/step_2000');
+    assert.equal(out.result.settings.numSpeculativeTokens, 5);
+    assert.equal(out.result.settingSources.method, 'server');
+    assert.equal(out.result.pk?.length, 5);
+    close(out.result.tau, 1 + s.totals().accepted / s.totals().verifySteps, 'τ');
+  });
+
   test('vLLM without per-request metrics: the /metrics counters before and after, checked against the generated-token counter', async () => {
     const s = await server({ mode: 'vllm', k: 3, seed: 23, perRequest: false });
     const out = await runSpecServerEval({ pool, host, profile: profile(s.url), prompts: PROMPTS });

@@ -5,7 +5,7 @@
  * its EvalResult line (evalResult.ts).
  *
  * Steps: `/v1/models` (the model must be served: a mismatch lists what is), SGLang's `/get_server_info` (the draft
- * settings; `speculative_algorithm` null means speculation is off), `/metrics` before, the prompts, `/metrics`
+ * settings; `speculative_algorithm` null means speculation is off) or vLLM's `/server_info` where it is served, `/metrics` before, the prompts, `/metrics`
  * after; then the baseline (a second server with speculation off, same prompts and settings) when the profile names
  * one.
  */
@@ -17,6 +17,7 @@ import { readSpecCounters } from '../counters';
 import { specEvalResult } from '../evalResult';
 import type { SpecResult } from '../types';
 import { SettingsBuilder, isObject, optNum } from '../readers/common';
+import { vllmEngineConfig } from '../readers/vllm';
 import { httpRequest, linkToServer, parseServerUrl, type HttpReply, type ServerAddress, type ServerLink } from './http';
 import { readPromptSet, type PromptSet, type SpecPrompt, type SpecServerProfile } from './profile';
 import { STATS_SOURCE_TEXT, numbersFromCounters, numbersFromReplies, readReply, readScrape, type ReplyStats, type Scrape, type SpecNumbers } from './stats';
@@ -183,7 +184,13 @@ function chooseModel(wanted: string | undefined, served: string[], url: string, 
  */
 async function serverInfo(link: ServerLink, address: ServerAddress, signal?: AbortSignal): Promise<{ engine: ServerEngine; draft: DraftSettings }> {
   const { reply, json } = await getJson(link, address, '/get_server_info', signal);
-  if (reply.status !== 200 || !isObject(json)) return { engine: 'vllm', draft: {} };
+  if (reply.status !== 200 || !isObject(json)) {
+    // vLLM tells its speculative config only on /server_info, a development route (VLLM_SERVER_DEV_MODE=1) whose
+    // text form is str(VllmConfig), read as the startup line is (readers/vllm.ts); elsewhere K comes with the replies.
+    const dev = await getJson(link, address, '/server_info', signal);
+    const config = dev.reply.status === 200 && isObject(dev.json) && typeof dev.json.vllm_config === 'string' ? vllmEngineConfig(dev.json.vllm_config) : undefined;
+    return { engine: 'vllm', draft: config ? { method: config.method, draftModel: config.draftModel, numSpeculativeTokens: config.numSpecTokens } : {} };
+  }
   const method = typeof json.speculative_algorithm === 'string' ? json.speculative_algorithm : undefined;
   const states = Array.isArray(json.internal_states) ? json.internal_states.filter(isObject) : [];
   return {
