@@ -53,6 +53,8 @@ export interface SpecServerOptions {
   noGenerationCounter?: boolean;
   /** vLLM: serve `/server_info` as with VLLM_SERVER_DEV_MODE=1. */
   devMode?: boolean;
+  /** Called as each completion request arrives, before it is answered (a test strikes mid-eval here). */
+  onCompletion?: (n: number) => void;
 }
 
 /** The toy's counts (of our requests only; `busy` traffic is in `other`). */
@@ -297,6 +299,7 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
       }
       if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
         received.push({ path, body });
+        o.onCompletion?.(received.length);
         return complete(path, body, res);
       }
       if (req.method === 'POST' && path === '/generate' && engine === 'sglang') {

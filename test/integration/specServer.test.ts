@@ -272,6 +272,15 @@ describe('errors that say what to do', () => {
     assert.equal(s.received.length, 0);
   });
 
+  test('cancelled mid-eval: the eval stops with cancelled, sends no more prompts, and the link stays usable', async () => {
+    const ac = new AbortController();
+    const s = await server({ mode: 'vllm', onCompletion: (n) => n === 2 && ac.abort() });
+    await rejectsWith(runSpecServerEval({ pool, host, profile: profile(s.url, { concurrency: 1 }), prompts: PROMPTS, signal: ac.signal }), 'cancelled');
+    assert.equal(s.received.length, 2, 'nothing sent after the abort');
+    const again = await runSpecServerEval({ pool, host, profile: profile(s.url), prompts: PROMPTS });
+    assert.ok((again.result.tau ?? 0) >= 1);
+  });
+
   test('the built-in prompt set is used when the profile names none', async () => {
     const s = await server({ mode: 'vllm', seed: 8 });
     const out = await runSpecServerEval({ pool, host, profile: profile(s.url) });
