@@ -161,6 +161,7 @@ describe('stats from each source, checked against the toy engine', () => {
     const out = await runSpecServerEval({ pool, host, profile: profile(s.url), prompts: PROMPTS });
     const t = s.totals();
     assert.equal(out.source, 'metrics-counters');
+    assert.equal(out.result.settings.numSpeculativeTokens, 3, 'K from the per-position series vLLM creates at start');
     close(out.result.tau, 1 + t.accepted / t.verifySteps, 'τ');
     close(out.result.acceptanceRate, t.accepted / t.drafted, 'acceptance rate');
     out.result.pk?.forEach((p, i) => close(p, t.perPos[i] / t.verifySteps, `p_${i + 1}`));

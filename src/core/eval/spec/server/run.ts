@@ -110,7 +110,7 @@ export async function runSpecServerEval(o: RunSpecServerOptions): Promise<SpecSe
     .set('numSteps', run.draft.numSteps, 'server')
     .set('topk', run.draft.topk, 'server')
     .set('numDraftTokens', run.draft.numDraftTokens, 'server')
-    .set('numSpeculativeTokens', run.draft.numSpeculativeTokens ?? run.replies.find((r) => r.spec?.numSpecTokens !== undefined)?.spec?.numSpecTokens, 'server');
+    .set('numSpeculativeTokens', run.draft.numSpeculativeTokens ?? run.replies.find((r) => r.spec?.numSpecTokens !== undefined)?.spec?.numSpecTokens ?? countersK(run), 'server');
   const tps = run.tokensPerSec;
   const result: SpecResult = {
     tool: 'speculative-server',
@@ -129,6 +129,16 @@ export async function runSpecServerEval(o: RunSpecServerOptions): Promise<SpecSe
     notes,
   };
   return { result, evalResult: specEvalResult(result), engine: run.engine, model: run.model, source: numbers.source };
+}
+
+/**
+ * vLLM's K from its /metrics: `SpecDecodingProm` (vllm/v1/spec_decode/metrics.py) creates one
+ * `vllm:spec_decode_num_accepted_tokens_per_pos` series per draft position, `for pos in range(num_spec_tokens)`, at
+ * start, so the positions are K even where none was accepted (SGLang's are not read so).
+ */
+function countersK(run: MeasuredRun): number | undefined {
+  const c = run.after?.spec;
+  return c?.engine === 'vllm' && c.acceptedPerPos && c.acceptedPerPos.length > 0 ? c.acceptedPerPos.length : undefined;
 }
 
 function round(x: number | undefined): string {
