@@ -227,6 +227,28 @@ describe('errors that say what to do', () => {
     assert.equal(e.detail.link, 'up');
   });
 
+  test('sshd refuses forwarding (AllowTcpForwarding no): unreachable, naming the sshd setting, not the server', async () => {
+    const strict = await startSshd({ allowTcpForwarding: false });
+    try {
+      const known = path.join(dir, 'known_hosts_strict');
+      fs.writeFileSync(known, `${strict.knownHostsLine}\n`);
+      const p = testPool({ knownHostsFile: known }, { agent: null });
+      const s = await server({ mode: 'vllm' });
+      const h: PoolHost = { name: 'locked', jumps: [], target: { alias: 'locked', hostname: strict.host, port: strict.port, user: strict.user, identityFiles: [strict.clientKeyPath], identitiesOnly: true } };
+      try {
+        const e = await rejectsWith(runSpecServerEval({ pool: p, host: h, profile: profile(s.url), prompts: PROMPTS }), 'unreachable');
+        assert.match(e.message, new RegExp(`the SSH link to locked is up, but its sshd refuses to forward to 127\\.0\\.0\\.1:${s.port}`));
+        assert.match(e.message, /AllowTcpForwarding no/);
+        assert.equal(e.detail.forwarding, 'refused');
+        assert.equal(s.received.length, 0);
+      } finally {
+        p.dispose();
+      }
+    } finally {
+      await strict.stop();
+    }
+  });
+
   test('the SSH link itself is down: unreachable, saying it is the link', async () => {
     const sshPort = await closedPort();
     const down: PoolHost = { name: 'gone', jumps: [], target: { ...host.target, alias: 'gone', port: sshPort } };

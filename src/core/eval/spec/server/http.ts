@@ -139,6 +139,16 @@ export async function linkToServer(pool: ConnectionPool, host: PoolHost, address
       } catch (e) {
         const why = e instanceof Error ? e.message.replace(/^.*could not connect to [^:]+:\d+: /, '') : String(e);
         const up = !connection.isClosed;
+        if (e instanceof RemoteRunsError && e.detail.openFailure === 1) {
+          // SSH_OPEN_ADMINISTRATIVELY_PROHIBITED: OpenSSH's sshd refuses direct-tcpip channels under AllowTcpForwarding
+          // no (or local), DisableForwarding, or a PermitOpen that does not list the address (serverloop.c
+          // server_request_direct_tcpip), answering "open failed".
+          throw new RemoteRunsError(
+            'unreachable',
+            `the eval server ${address.url} cannot be reached through ${host.name}: the SSH link to ${host.name} is up, but its sshd refuses to forward to ${address.host}:${address.port} (${why}: AllowTcpForwarding no, DisableForwarding yes, or a PermitOpen that does not list it). Ask for forwarding to that address on ${host.name}, or run the eval through another host that can reach the server`,
+            { host: host.name, server: address.url, link: 'up', forwarding: 'refused' },
+          );
+        }
         throw new RemoteRunsError(
           'unreachable',
           up
