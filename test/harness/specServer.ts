@@ -53,6 +53,8 @@ export interface SpecServerOptions {
   noGenerationCounter?: boolean;
   /** vLLM: serve `/server_info` as with VLLM_SERVER_DEV_MODE=1. */
   devMode?: boolean;
+  /** Answer the n-th completion request (1-based) with a 500 as vLLM's ErrorResponse. */
+  failAt?: number;
   /** Called as each completion request arrives, before it is answered (a test strikes mid-eval here). */
   onCompletion?: (n: number) => void;
 }
@@ -300,6 +302,7 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
       if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
         received.push({ path, body });
         o.onCompletion?.(received.length);
+        if (received.length === o.failAt) return send(res, 500, { error: { message: 'CUDA error: an illegal memory access was encountered', type: 'InternalServerError', param: null, code: 500 } });
         return complete(path, body, res);
       }
       if (req.method === 'POST' && path === '/generate' && engine === 'sglang') {

@@ -304,6 +304,13 @@ describe('errors that say what to do', () => {
     assert.ok((again.result.tau ?? 0) >= 1);
   });
 
+  test('a request the server fails: the route, the prompt and the server\'s message; no further prompt is sent', async () => {
+    const s = await server({ mode: 'vllm', failAt: 3 });
+    const e = await rejectsWith(runSpecServerEval({ pool, host, profile: profile(s.url, { concurrency: 2 }), prompts: PROMPTS }), 'protocol');
+    assert.match(e.message, new RegExp(`${s.url}/v1/(chat/)?completions \\(prompt \\d of test prompts\\) answered 500: .*illegal memory access`));
+    assert.ok(s.received.length <= 4, `at most the one request in flight beside the failed one went out (${s.received.length})`);
+  });
+
   test('the built-in prompt set is used when the profile names none', async () => {
     const s = await server({ mode: 'vllm', seed: 8 });
     const out = await runSpecServerEval({ pool, host, profile: profile(s.url) });

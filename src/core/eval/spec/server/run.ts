@@ -242,9 +242,10 @@ async function measure(link: ServerLink, address: ServerAddress, profile: SpecSe
   const before = speculative ? await scrape(link, address, signal) : undefined;
   const replies: ReplyStats[] = new Array(prompts.prompts.length);
   let next = 0;
+  let failed = false;
   const t0 = performance.now();
   const worker = async (): Promise<void> => {
-    while (next < prompts.prompts.length) {
+    while (!failed && next < prompts.prompts.length) {
       const i = next++;
       const { path, body } = requestFor(prompts.prompts[i], model, profile, engine);
       const reply = await httpRequest(link.open, address, 'POST', path, body, signal);
@@ -259,7 +260,19 @@ async function measure(link: ServerLink, address: ServerAddress, profile: SpecSe
       replies[i] = readReply(json, where);
     }
   };
-  await Promise.all(Array.from({ length: Math.min(profile.concurrency, prompts.prompts.length) }, worker));
+  // The first failure stops every worker from taking another prompt: the eval is over, the server is not loaded further.
+  const guarded = async (): Promise<void> => {
+    try {
+      await worker();
+    } catch (e) {
+      failed = true;
+      throw e;
+    }
+  };
+  const workers = Array.from({ length: Math.min(profile.concurrency, prompts.prompts.length) }, guarded);
+  const settled = await Promise.allSettled(workers);
+  const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
   const seconds = (performance.now() - t0) / 1000;
   const after = speculative ? await scrape(link, address, signal) : undefined;
   const completionTokens = replies.reduce((a, r) => a + r.completionTokens, 0);
