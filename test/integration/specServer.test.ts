@@ -136,7 +136,10 @@ describe('stats from each source, checked against the toy engine', () => {
     close(out.result.acceptanceRate, t.accepted / t.drafted, 'acceptance rate');
     assert.equal(out.result.pk?.length, 4);
     out.result.pk?.forEach((p, i) => close(p, expectedPk(t)[i], `p_${i + 1}`));
-    for (const r of s.received) assert.equal(r.body.return_spec_tokens_details, true);
+    // Chat prompts to the OpenAI route asking for the details; plain prompts to SGLang's /generate, whose meta_info has them.
+    assert.deepEqual(s.received.map((r) => r.path).sort(), ['/generate', '/generate', ...Array<string>(5).fill('/v1/chat/completions')]);
+    for (const r of s.received.filter((x) => x.path === '/v1/chat/completions')) assert.equal(r.body.return_spec_tokens_details, true);
+    for (const r of s.received.filter((x) => x.path === '/generate')) assert.deepEqual(r.body.sampling_params, { temperature: 0, max_new_tokens: 40 });
     assert.equal(out.result.settings.method, 'EAGLE3');
     assert.equal(out.result.settings.numSteps, 4);
     assert.equal(out.result.settings.topk, 1);

@@ -226,7 +226,13 @@ function requestFor(p: SpecPrompt, model: string, profile: SpecServerProfile, en
   const body: Record<string, unknown> = { model, temperature: profile.temperature, max_tokens: profile.maxTokens, n: 1, stream: false };
   // SGLang: ChatCompletionRequest/CompletionRequest.return_spec_tokens_details (python/sglang/srt/entrypoints/openai/protocol.py).
   if (engine === 'sglang') body.return_spec_tokens_details = true;
-  if ('prompt' in p) return { path: '/v1/completions', body: { ...body, prompt: p.prompt } };
+  if ('prompt' in p) {
+    // SGLang's native route answers every version with meta_info (spec_verify_ct, spec_num_correct_drafts, the
+    // histogram…: python/sglang/srt/managers/tokenizer_manager.py builds it), so a plain prompt goes there; its
+    // sampling params are SamplingParams' own names (python/sglang/srt/sampling/sampling_params.py).
+    if (engine === 'sglang') return { path: '/generate', body: { text: p.prompt, sampling_params: { temperature: profile.temperature, max_new_tokens: profile.maxTokens } } };
+    return { path: '/v1/completions', body: { ...body, prompt: p.prompt } };
+  }
   if (profile.thinking !== undefined) body.chat_template_kwargs = { enable_thinking: profile.thinking };
   if (profile.chatTemplate !== undefined) body.chat_template = profile.chatTemplate;
   return { path: '/v1/chat/completions', body: { ...body, messages: p.messages } };

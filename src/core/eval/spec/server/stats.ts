@@ -34,7 +34,7 @@ export type StatsSource = 'vllm-per-request' | 'sglang-spec-details' | 'metrics-
 
 export const STATS_SOURCE_TEXT: Readonly<Record<StatsSource, string>> = {
   'vllm-per-request': "vLLM per-request metrics (metrics.speculative_decoding of each reply, --per-request-spec-decode-metrics)",
-  'sglang-spec-details': 'SGLang per-request details (sglext.spec_tokens_details of each reply, return_spec_tokens_details)',
+  'sglang-spec-details': 'SGLang per-request details (sglext.spec_tokens_details of each chat reply, return_spec_tokens_details; meta_info of /generate for plain prompts)',
   'metrics-counters': "the server's /metrics counters before and after the eval (valid only when nobody else used the server meanwhile)",
 };
 
