@@ -53,6 +53,8 @@ export interface SpecServerOptions {
   noGenerationCounter?: boolean;
   /** vLLM: serve `/server_info` as with VLLM_SERVER_DEV_MODE=1. */
   devMode?: boolean;
+  /** SGLang: a version before return_spec_tokens_details (chat replies without sglext; /generate's meta_info as ever). */
+  noSglext?: boolean;
   /** Answer the n-th completion request (1-based) with a 500 as vLLM's ErrorResponse. */
   failAt?: number;
   /** Called as each completion request arrives, before it is answered (a test strikes mid-eval here). */
@@ -253,7 +255,7 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
       if (speculative && perRequest) reply.metrics = { speculative_decoding: vllmSpec(t) };
     } else {
       reply.metadata = { weight_version: 'default' };
-      if (speculative && body.return_spec_tokens_details === true) reply.sglext = { spec_tokens_details: sglangMeta(t) };
+      if (speculative && body.return_spec_tokens_details === true && !o.noSglext) reply.sglext = { spec_tokens_details: sglangMeta(t) };
     }
     send(res, 200, reply);
   };

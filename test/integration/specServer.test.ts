@@ -148,6 +148,18 @@ describe('stats from each source, checked against the toy engine', () => {
     assert.equal(out.result.settingSources.method, 'server');
   });
 
+  test('an SGLang without return_spec_tokens_details: plain prompts are measured through /generate; chat prompts get an error that says why', async () => {
+    const s = await server({ mode: 'sglang', k: 3, seed: 17, noSglext: true });
+    const plain: PromptSet = { source: 'plain', prompts: ['a', 'b', 'c', 'd'].map((prompt) => ({ prompt })) };
+    const out = await runSpecServerEval({ pool, host, profile: profile(s.url), prompts: plain });
+    const t = s.totals();
+    assert.equal(out.source, 'sglang-spec-details');
+    close(out.result.tau, t.completionTokens / t.verifySteps, 'τ');
+    const e = await rejectsWith(runSpecServerEval({ pool, host, profile: profile(s.url), prompts: PROMPTS }), 'protocol');
+    assert.match(e.message, /gave per-request speculative stats for 2 of 7 requests/);
+    assert.match(e.message, /upgrade SGLang, or give plain \{"prompt"\} prompts/);
+  });
+
   test("vLLM's /server_info (development mode): method, draft model and K recorded as the server reports them", async () => {
     const s = await server({ mode: 'vllm', k: 5, seed: 13, devMode: true });
     const out = await runSpecServerEval({ pool, host, profile: profile(s.url), prompts: PROMPTS });

@@ -290,7 +290,11 @@ function chooseNumbers(run: MeasuredRun, address: ServerAddress): SpecNumbers {
   const withSpec = run.replies.filter((r) => r.spec !== undefined).length;
   if (withSpec === run.replies.length && withSpec > 0) return numbersFromReplies(run.replies);
   if (withSpec > 0) {
-    throw new RemoteRunsError('protocol', `the server ${address.url} gave per-request speculative stats for ${withSpec} of ${run.replies.length} requests; a τ over some of them would not be the eval's. Is it behind a load balancer with servers of different settings?`, { server: address.url });
+    const why =
+      run.engine === 'sglang'
+        ? "An SGLang version whose chat replies carry no sglext.spec_tokens_details (return_spec_tokens_details) while /generate's meta_info has the counts: upgrade SGLang, or give plain {\"prompt\"} prompts, which go to /generate"
+        : 'Is it behind a load balancer with servers of different settings?';
+    throw new RemoteRunsError('protocol', `the server ${address.url} gave per-request speculative stats for ${withSpec} of ${run.replies.length} requests; a τ over some of them would not be the eval's. ${why}`, { server: address.url });
   }
   if (run.before?.spec && run.after?.spec) {
     const { numbers, checked } = numbersFromCounters(run.before, run.after, run.completionTokens, address.url);
