@@ -144,6 +144,16 @@ test('an SGLang reply: sglext.spec_tokens_details, and the same fields in /gener
   assert.deepEqual(n.pk, [1]);
   // Speculation off: no details, no spec.
   assert.equal(readReply({ usage: { completion_tokens: 4 } }, 'r').spec, undefined);
+  // A version without the proposed count or the histogram sends 0 and [] (`or 0`, `or []`): unknown, not "none";
+  // a request that ran no verify step (one token) really proposed none, and does not hide the others' numbers.
+  const old = readReply({ usage: { completion_tokens: 5 }, sglext: { spec_tokens_details: { ...details, spec_verify_ct: 2, spec_num_correct_drafts: 2, spec_num_proposed_drafts: 0, spec_correct_drafts_histogram: [] } } }, 'r');
+  assert.equal(old.spec?.draftTokens, undefined);
+  assert.equal(old.spec?.histogram, undefined);
+  const oneToken = readReply({ usage: { completion_tokens: 1 }, sglext: { spec_tokens_details: { ...details, spec_verify_ct: 0, spec_num_correct_drafts: 0, spec_num_proposed_drafts: 0, spec_correct_drafts_histogram: [] } } }, 'r');
+  const both = numbersFromReplies([chat, oneToken]);
+  assert.equal(both.acceptanceRate, 0.5);
+  assert.deepEqual(both.pk, [1]);
+  assert.equal(both.tau, 3, '(2 + 1) completion tokens / 1 verify step');
 });
 
 test('a reply whose stats are not counts is a protocol error naming the field', () => {

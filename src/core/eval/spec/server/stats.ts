@@ -104,13 +104,17 @@ export function readReply(body: unknown, where: string): ReplyStats {
   const details = sglext && isObject(sglext.spec_tokens_details) ? sglext.spec_tokens_details : meta && meta.spec_verify_ct !== undefined ? meta : undefined;
   if (details) {
     const w = `${where} ${sglext ? 'sglext.spec_tokens_details' : 'meta_info'}`;
-    const proposed = details.spec_num_proposed_drafts;
+    const verifySteps = count(details, 'spec_verify_ct', w);
+    // spec_tokens_details_from_meta_info writes `meta.get(key) or 0` / `or []`: a version without the proposed count
+    // or the histogram sends 0 / [] for them, which only means "none" when no verify step ran.
+    const proposed = details.spec_num_proposed_drafts === undefined ? undefined : count(details, 'spec_num_proposed_drafts', w);
+    const hist = histogram(details.spec_correct_drafts_histogram, w);
     out.spec = {
       source: 'sglang-spec-details',
-      verifySteps: count(details, 'spec_verify_ct', w),
+      verifySteps,
       acceptedDraftTokens: count(details, 'spec_num_correct_drafts', w),
-      draftTokens: typeof proposed === 'number' && proposed > 0 ? count(details, 'spec_num_proposed_drafts', w) : undefined,
-      histogram: histogram(details.spec_correct_drafts_histogram, w),
+      draftTokens: proposed !== undefined && (proposed > 0 || verifySteps === 0) ? proposed : undefined,
+      histogram: hist !== undefined && (hist.length > 0 || verifySteps === 0) ? hist : undefined,
       engineTau: optNum(details, 'spec_accept_length'),
     };
   }
