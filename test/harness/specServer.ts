@@ -55,6 +55,8 @@ export interface SpecServerOptions {
   devMode?: boolean;
   /** SGLang: a version before return_spec_tokens_details (chat replies without sglext; /generate's meta_info as ever). */
   noSglext?: boolean;
+  /** Prompts containing this text are answered with one token (the model stops at once: no verify step runs). */
+  oneTokenFor?: string;
   /** Answer the n-th completion request (1-based) with a 500 as vLLM's ErrorResponse. */
   failAt?: number;
   /** Called as each completion request arrives, before it is answered (a test strikes mid-eval here). */
@@ -231,7 +233,7 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
     }
     const maxTokens = typeof body.max_tokens === 'number' ? body.max_tokens : 16;
     const key = path === '/v1/chat/completions' ? JSON.stringify(body.messages) : String(body.prompt);
-    const t = generate(key, maxTokens, k, seed, speculative);
+    const t = generate(key, o.oneTokenFor !== undefined && key.includes(o.oneTokenFor) ? 1 : maxTokens, k, seed, speculative);
     add(mine, t);
     if (o.mode === 'busy') add(others, generate(`other ${others.requests}`, 64, k, seed + 7, true));
     const text = Array.from({ length: t.completionTokens }, (_, i) => `tok${i}`).join(' ');
@@ -252,7 +254,8 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
     if (engine === 'vllm') {
       reply.prompt_logprobs = null;
       reply.kv_transfer_params = null;
-      if (speculative && perRequest) reply.metrics = { speculative_decoding: vllmSpec(t) };
+      // vllm/outputs.py CompletionOutput.spec_decode_metrics: "populated on finish when speculative decoding ran".
+      if (speculative && perRequest && t.steps > 0) reply.metrics = { speculative_decoding: vllmSpec(t) };
     } else {
       reply.metadata = { weight_version: 'default' };
       if (speculative && body.return_spec_tokens_details === true && !o.noSglext) reply.sglext = { spec_tokens_details: sglangMeta(t) };

@@ -160,6 +160,17 @@ describe('stats from each source, checked against the toy engine', () => {
     assert.match(e.message, /upgrade SGLang, or give plain \{"prompt"\} prompts/);
   });
 
+  test('vLLM one-token replies (no verify step, so no metrics.speculative_decoding) count as zero steps, not as a server without stats', async () => {
+    const s = await server({ mode: 'vllm', k: 3, seed: 21, oneTokenFor: 'two' });
+    const out = await runSpecServerEval({ pool, host, profile: profile(s.url), prompts: PROMPTS });
+    const t = s.totals();
+    assert.equal(out.source, 'vllm-per-request');
+    assert.equal(out.result.counts?.requests, 7);
+    close(out.result.tau, 1 + t.accepted / t.verifySteps, 'τ');
+    close(out.result.acceptanceRate, t.accepted / t.drafted, 'acceptance rate');
+    out.result.pk?.forEach((p, i) => close(p, expectedPk(t)[i], `p_${i + 1}`));
+  });
+
   test("vLLM's /server_info (development mode): method, draft model and K recorded as the server reports them", async () => {
     const s = await server({ mode: 'vllm', k: 5, seed: 13, devMode: true });
     const out = await runSpecServerEval({ pool, host, profile: profile(s.url), prompts: PROMPTS });

@@ -289,6 +289,12 @@ async function measure(link: ServerLink, address: ServerAddress, profile: SpecSe
 function chooseNumbers(run: MeasuredRun, address: ServerAddress): SpecNumbers {
   const withSpec = run.replies.filter((r) => r.spec !== undefined).length;
   if (withSpec === run.replies.length && withSpec > 0) return numbersFromReplies(run.replies);
+  // vLLM fills a request's spec_decode_metrics "on finish when speculative decoding ran" (vllm/outputs.py
+  // CompletionOutput): a one-token reply ran no verify step and comes without it. It counts as zero steps.
+  const first = run.replies.find((r) => r.spec !== undefined)?.spec;
+  if (first && run.replies.every((r) => r.spec !== undefined || r.completionTokens <= 1)) {
+    return numbersFromReplies(run.replies.map((r) => r.spec ? r : { ...r, spec: { source: first.source, verifySteps: 0, acceptedDraftTokens: 0, draftTokens: first.draftTokens === undefined ? undefined : 0, histogram: first.histogram === undefined ? undefined : [] } }));
+  }
   if (withSpec > 0) {
     const why =
       run.engine === 'sglang'
