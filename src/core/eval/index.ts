@@ -24,3 +24,17 @@ export { LocalExecutor } from './localExecutor';
 export { usesLocalCheckpoint, downloadRootFor, localCheckpointState, requireLocalCheckpoint, type LocalCheckpointState } from './localCheckpoint';
 export { buildEvalTable, evalTableCsv, evalTableMarkdown, latestValues, tableCells, type EvalTable, type EvalTableRow } from './table';
 export { EvalService, type EvalServiceOptions, type StartedEval, type StopOptions, type EvalFollowOptions, type EvalFollowEnd } from './service';
+export { runSpecServerEval, ENABLE_HINT, type RunSpecServerOptions, type SpecServerOutcome, type ServerEngine, type DraftSettings } from './spec/server/run';
+export {
+  SPEC_SERVER_KIND,
+  SPEC_SERVER_DEFAULTS,
+  SPEC_SERVER_PROFILE_JSON_SCHEMA,
+  parseSpecServerProfile,
+  parsePromptSet,
+  readPromptSet,
+  builtinPrompts,
+  type SpecServerProfile,
+  type SpecBaseline,
+  type SpecPrompt,
+  type PromptSet,
+} from './spec/server/profile';

@@ -9,6 +9,7 @@ import { checkTemplate } from './template';
 import { compileResultPattern } from './results';
 import type { EvalProfile, EvalWhere } from './types';
 import { put } from '../util/dict';
+import { SPEC_SERVER_KIND, SpecProfileError, parseSpecServerProfile, type SpecServerProfile } from './spec/server/profile';
 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const WHERE_PATTERN = '^(target|local|[^/\\s]+/(host|pct:\\d+|docker:.+))$';
@@ -77,17 +78,41 @@ class FieldError extends Error {
  * Validate `remoteRuns.evalProfiles`. Undefined/null is an empty list. Invalid entries and duplicate names are
  * skipped with a problem naming `source[i].field`; unknown fields are reported and ignored.
  */
-export function parseEvalProfiles(value: unknown, source = 'remoteRuns.evalProfiles'): { profiles: EvalProfile[]; problems: string[] } {
+export function parseEvalProfiles(value: unknown, source = 'remoteRuns.evalProfiles'): { profiles: EvalProfile[]; problems: string[]; serverProfiles: SpecServerProfile[] } {
   const profiles: EvalProfile[] = [];
   const problems: string[] = [];
-  if (value === undefined || value === null) return { profiles, problems };
+  const serverProfiles: SpecServerProfile[] = [];
+  if (value === undefined || value === null) return { profiles, problems, serverProfiles };
   if (!Array.isArray(value)) {
     problems.push(`${source}: expected an array of eval profiles, got ${describe(value)}`);
-    return { profiles, problems };
+    return { profiles, problems, serverProfiles };
   }
   const names = new Map<string, number>();
   value.forEach((entry: unknown, i) => {
     const at = `${source}[${i}]`;
+    // An entry with "kind" is not a command: spec/server/profile.ts validates the speculative-server kind.
+    if (typeof entry === 'object' && entry !== null && !Array.isArray(entry) && 'kind' in entry) {
+      const kind = (entry as { kind: unknown }).kind;
+      if (kind !== SPEC_SERVER_KIND) {
+        problems.push(`${at}.kind: unknown kind ${describe(kind)} (known: ${JSON.stringify(SPEC_SERVER_KIND)}; leave "kind" out for a command eval); entry skipped`);
+        return;
+      }
+      try {
+        const { profile, unknown } = parseSpecServerProfile(entry as Record<string, unknown>);
+        for (const key of unknown) problems.push(`${at}.${key}: unknown field of a ${SPEC_SERVER_KIND} profile, ignored`);
+        const first = names.get(profile.name);
+        if (first !== undefined) {
+          problems.push(`${at}.name: duplicate name ${JSON.stringify(profile.name)} (also ${source}[${first}]); entry skipped`);
+          return;
+        }
+        names.set(profile.name, i);
+        serverProfiles.push(profile);
+      } catch (e) {
+        if (e instanceof SpecProfileError) problems.push(`${at}${e.field ? '.' + e.field : ''}: ${e.message}; entry skipped`);
+        else throw e;
+      }
+      return;
+    }
     try {
       const { profile, unknown } = parseProfile(entry);
       for (const key of unknown) problems.push(`${at}.${key}: unknown field, ignored (known: ${FIELDS.join(', ')})`);
@@ -104,12 +129,13 @@ export function parseEvalProfiles(value: unknown, source = 'remoteRuns.evalProfi
       else throw e;
     }
   });
-  return { profiles, problems };
+  return { profiles, problems, serverProfiles };
 }
 
 /** Validate one profile; throws RemoteRunsError('bad-config') with every problem of it. */
 export function parseEvalProfile(entry: unknown): EvalProfile {
-  const { profiles, problems } = parseEvalProfiles([entry], 'profile');
+  const { profiles, problems, serverProfiles } = parseEvalProfiles([entry], 'profile');
+  if (serverProfiles.length > 0) throw new RemoteRunsError('bad-config', `profile: a ${SPEC_SERVER_KIND} profile runs no command; it is run by the speculative-server eval (spec/server/run.ts)`, { field: 'kind' });
   if (profiles.length === 0 || problems.length > 0) {
     throw new RemoteRunsError('bad-config', problems.join('\n'), { problems });
   }

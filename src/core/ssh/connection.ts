@@ -338,7 +338,9 @@ export class SshConnection implements Executor, Transport {
     return new Promise((resolve, reject) => {
       try {
         this.target.forwardOut('127.0.0.1', 0, host, port, (err, ch) => {
-          if (err) return reject(new RemoteRunsError('unreachable', `${this.host.target.alias} could not connect to ${host}:${port}: ${err.message}`));
+          // `openFailure`: the reason code of the refusal (RFC 4254 5.1: 1 administratively prohibited, 2 connect failed),
+          // which ssh2 puts on the error as `reason`.
+          if (err) return reject(new RemoteRunsError('unreachable', `${this.host.target.alias} could not connect to ${host}:${port}: ${err.message}`, { openFailure: (err as { reason?: number | string }).reason ?? '' }));
           this.track(ch);
           resolve(ch);
         });

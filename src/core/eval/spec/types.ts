@@ -7,7 +7,7 @@
 import type { TauDefinition } from './definitions';
 
 /** The tools whose output is read (one reader each, readers/*.ts). */
-export type SpecTool = 'sglang-bench-speculative' | 'specforge-bench' | 'specforge-server-bench' | 'vllm-spec-decode' | 'eagle-answers' | 'aiperf';
+export type SpecTool = 'sglang-bench-speculative' | 'specforge-bench' | 'specforge-server-bench' | 'vllm-spec-decode' | 'eagle-answers' | 'aiperf' | 'speculative-server';
 
 /** Human names, for messages. */
 export const SPEC_TOOL_NAMES: Readonly<Record<SpecTool, string>> = {
@@ -17,6 +17,7 @@ export const SPEC_TOOL_NAMES: Readonly<Record<SpecTool, string>> = {
   'vllm-spec-decode': 'vLLM examples/offline_inference/spec_decode.py output',
   'eagle-answers': 'EAGLE answer file (eagle/evaluation/gen_ea_answer_*.py JSONL)',
   aiperf: 'aiperf profile_export_aiperf.json',
+  'speculative-server': 'Remote Runs speculative-server eval (requests to a running SGLang or vLLM server)',
 };
 
 /**
@@ -60,9 +61,11 @@ export type SpecSettingKey = keyof SpecSettings;
 /**
  * Where a setting's value came from: `file` (written in the file read), `fixed` (the tool's code sets it and no option
  * changes it, e.g. SpecForge's temperature 0), `default` (the tool's default, which a command-line option may have
- * changed: the file does not say).
+ * changed: the file does not say). For the speculative-server eval: `pinned` (sent by the eval with every request:
+ * temperature, max tokens, thinking, chat template, concurrency), `server` (as the server reports it: draft method,
+ * steps, top-k, draft tokens, K).
  */
-export type SettingSource = 'file' | 'fixed' | 'default';
+export type SettingSource = 'file' | 'fixed' | 'default' | 'pinned' | 'server';
 
 /** One row of results: one configuration (and benchmark) of one run of a tool. */
 export interface SpecResult {

@@ -32,12 +32,21 @@ const MEAN_RE = /^mean acceptance length: (.*)$/;
 const POS_RE = /^acceptance at token (\d+): (.*)$/;
 const CONFIG_RE = /\bmodel='((?:[^'\\]|\\.)*)', speculative_config=SpeculativeConfig\(method='([^']*)', model=(?:'((?:[^'\\]|\\.)*)'|None), num_spec_tokens=(\d+)\)/;
 
-/** The engine configuration a startup log line states. */
-interface EngineConfig {
+/** The engine configuration a startup log line (or vLLM's `/server_info` text) states. */
+export interface EngineConfig {
   model: string;
   method: string;
   draftModel?: string;
   numSpecTokens: number;
+}
+
+/**
+ * The target model and speculative config in a `str(VllmConfig)` text: the engine's startup line, or the `vllm_config`
+ * of vLLM's `/server_info` (route `show_server_info`, served with VLLM_SERVER_DEV_MODE=1; `config_format=text` gives `str(vllm_config)`).
+ */
+export function vllmEngineConfig(text: string): EngineConfig | undefined {
+  const c = CONFIG_RE.exec(text);
+  return c ? { model: c[1], method: c[2], draftModel: c[3], numSpecTokens: Number(c[4]) } : undefined;
 }
 
 /** True when the text holds the script's summary (detect.ts). */
@@ -69,8 +78,7 @@ export function readVllmSpecDecode(text: string): SpecRead {
   let config: EngineConfig | undefined;
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i].replace(/\r$/, '');
-    const c = CONFIG_RE.exec(line);
-    if (c) config = { model: c[1], method: c[2], draftModel: c[3], numSpecTokens: Number(c[4]) };
+    config = vllmEngineConfig(line) ?? config;
     if (unfinished && i === lines.length - 1) {
       if (COUNT_RE.test(line) || MEAN_RE.test(line) || POS_RE.test(line) || (cur && line.trim() !== '')) incomplete = `line ${i + 1} is not finished yet (no newline): still being written`;
       break;
