@@ -7,6 +7,9 @@ import type { EvalPlace, EvalProfile, EvalSubject } from '../core/eval/types';
 import { localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint } from '../core/eval/localCheckpoint';
 import { planDownload } from '../core/transfer';
 import type { TransferSource } from '../core/transfer/types';
+import type { SpecServerOutcome } from '../core/eval/spec/server/run';
+import type { SpecServerProfile } from '../core/eval/spec/server/profile';
+import { TAU_DEFINITION_TEXT } from '../core/eval/spec/definitions';
 import { StringDecoder } from 'node:string_decoder';
 import { LogLineEnds } from '../shared/display';
 
@@ -15,6 +18,9 @@ export interface EvalCliDeps {
   evals: EvalService;
   /** Validated profiles from the config file's `evalProfiles`. */
   profiles: readonly EvalProfile[];
+  /** Its `"kind": "speculative-server"` profiles, and how one runs through the link of a configured host. */
+  serverProfiles?: readonly SpecServerProfile[];
+  runServer?: (profile: SpecServerProfile, hostName: string, signal: AbortSignal) => Promise<SpecServerOutcome>;
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
   signal: AbortSignal;
@@ -37,13 +43,15 @@ export function describePlace(place: EvalPlace, dir: string): string {
  * With follow: streams the log to stdout from its start and returns the eval's exit status (lost: 2). Ctrl-C stops
  * following only; the eval keeps running, and the message says how to find it again.
  */
-export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: ReturnType<typeof parseAddress>, options: { follow: boolean }): Promise<number> {
+export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: ReturnType<typeof parseAddress>, options: { follow: boolean; json?: boolean }): Promise<number> {
   if (!addr.target || addr.run === undefined || addr.checkpoint === undefined) {
     throw new RemoteRunsError('bad-address', 'eval needs host/target/run/checkpoint (a checkpoint name such as step_20000, a step, or "latest")');
   }
+  const server = deps.serverProfiles?.find((p) => p.name === profileName);
+  if (server) return serverEval(deps, server, addr, options);
   const profile = deps.profiles.find((p) => p.name === profileName);
   if (!profile) {
-    const known = deps.profiles.map((p) => p.name);
+    const known = [...deps.profiles, ...(deps.serverProfiles ?? [])].map((p) => p.name);
     throw new RemoteRunsError(
       'bad-config',
       `No eval profile ${JSON.stringify(profileName)} in the config's "evalProfiles" (${known.length ? `known: ${known.join(', ')}` : 'none are configured'})`,
@@ -96,4 +104,42 @@ export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: 
     }
     throw e;
   }
+}
+
+/**
+ * A `speculative-server` profile (core/eval/spec/server): the running SGLang or vLLM server the profile names is
+ * measured through the SSH link of its `host` (default the checkpoint's host), here and now, for the checkpoint the
+ * address names (the drafter the server serves: the server cannot say which checkpoint it loaded, so the address is
+ * the user's word for it). stdout: the result line (`{"tau": …, "acceptance_rate": …, "p_1": …}`, as a command eval
+ * prints one), or with --json the whole result with its τ definition, settings and notes; stderr: what was measured.
+ */
+async function serverEval(deps: EvalCliDeps, profile: SpecServerProfile, addr: ReturnType<typeof parseAddress>, options: { json?: boolean }): Promise<number> {
+  if (!deps.runServer) throw new RemoteRunsError('internal', 'speculative-server evals are not wired in this command');
+  const found = await deps.core.resolveRun(addr.host, addr.target!, addr.segments ?? [addr.run!, addr.checkpoint!], 'required', deps.signal);
+  const { checkpoint, note } = pickCheckpointWithNote(found.run, found.checkpoint ?? addr.checkpoint!, found.listedInPart);
+  if (note) deps.stderr.write(`${note}\n`);
+  const hostName = profile.host ?? addr.host;
+  if (deps.core.cluster(hostName)) {
+    throw new RemoteRunsError('bad-config', `${profile.name}: ${hostName} is a Kubernetes cluster, and a speculative-server eval reaches its server through an SSH host's link: name one in the profile's "host"`, { field: 'host' });
+  }
+  const what = `${addr.host}/${formatTarget(addr.target!)}/${found.run.name}/${checkpoint.name}`;
+  deps.stderr.write(`eval ${profile.name} of ${what}: ${profile.server} through ${hostName}'s link\n`);
+  const out = await deps.runServer(profile, hostName, deps.signal);
+  const r = out.result;
+  if (options.json) {
+    deps.stdout.write(`${JSON.stringify({ address: what, step: evalStep(checkpoint), profile: profile.name, engine: out.engine, model: out.model, source: out.source, tauDefinition: TAU_DEFINITION_TEXT[r.tauDefinition], result: out.evalResult, settings: r.settings, settingSources: r.settingSources, counts: r.counts, notes: r.notes })}\n`);
+  } else {
+    deps.stdout.write(`${JSON.stringify(out.evalResult)}\n`);
+  }
+  const num = (v: number | undefined, digits = 3): string => (v === undefined ? '?' : String(Number(v.toFixed(digits))));
+  const parts = [
+    `τ ${num(r.tau)} (${TAU_DEFINITION_TEXT[r.tauDefinition]})`,
+    `acceptance ${num(r.acceptanceRate)}`,
+    ...(r.pk && r.pk.length > 0 ? [`p_1…p_${r.pk.length} ${r.pk.map((p) => num(p)).join(' ')}`] : []),
+    `${num(r.outputTokensPerSec, 1)} output tokens/s`,
+    ...(r.speedup !== undefined ? [`speedup ${num(r.speedup, 2)}x`] : []),
+  ];
+  deps.stderr.write(`eval ${profile.name} of ${what} (${out.engine}, ${out.model}): ${parts.join(' · ')}\n`);
+  for (const n of r.notes) deps.stderr.write(`  ${n}\n`);
+  return 0;
 }

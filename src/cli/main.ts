@@ -35,6 +35,8 @@ import { metricsCommand } from './metrics';
 import { inspectCommand, diffCommand } from './inspect';
 import { EvalService } from '../core/eval/service';
 import { parseEvalProfiles } from '../core/eval/profiles';
+import { runSpecServerEval } from '../core/eval/spec/server/run';
+import type { SpecServerProfile } from '../core/eval/spec/server/profile';
 import type { EvalProfile } from '../core/eval/types';
 import { BulkLinks } from '../core/metrics/follow/bulkLinks';
 import { displayStream } from './output';
@@ -62,7 +64,8 @@ where it can, else through the built-in client; --client chooses ($REMOTE_RUNS_S
 eval starts the config's eval profile PROFILE on ADDRESS (as for pull), detached, and prints its id and log; with
 --follow it streams the log to stdout and exits with the eval's exit status. Profiles come from the config's
 "evalProfiles" array (same schema as the remoteRuns.evalProfiles setting); a profile using \${localCheckpoint}
-gets the checkpoint as pull --to DIR downloaded it (pull it first).
+gets the checkpoint as pull --to DIR downloaded it (pull it first). A "speculative-server" profile measures its running
+SGLang or vLLM server through the host's SSH link, here, and prints the result line (--json: with its settings).
 metrics prints each series of the run at host/target/run: its name, point count, first and last (step, value);
 --csv prints every point (series,step,value,time), --json a summary object; --follow then prints new points as
 they arrive (text and CSV rows, or one JSON object per point with --json) until Ctrl-C.
@@ -341,11 +344,14 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
         executorFor: (name, { idempotent }, target) => executorIn(name, target, idempotent),
         localStateDir: path.join(io.env.XDG_STATE_HOME || path.join(home, '.local', 'state'), 'remote-runs'),
       });
+      const { profiles, serverProfiles } = config.evalProfiles();
       return await evalCommand(
         {
           core,
           evals,
-          profiles: config.evalProfiles(),
+          profiles,
+          serverProfiles,
+          runServer: (profile, hostName, signal) => runSpecServerEval({ pool, host: hosts.resolve(core.host(hostName)), profile, signal }),
           stdout: io.stdout,
           stderr: io.stderr,
           signal,
@@ -353,7 +359,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
         },
         positionals[1]!,
         addr,
-        { follow: values.follow },
+        { follow: values.follow, json: values.json },
       );
     }
     const out = await lsCommand(core, addr, path.resolve(values.to ?? '.'));
@@ -392,14 +398,14 @@ function loadConfig(
   configPath: string | undefined,
   env: NodeJS.ProcessEnv,
   home: string,
-): { hosts: HostConfig[]; clusters: ClusterConfig[]; knownHostsFiles?: string[]; evalProfiles(): EvalProfile[] } {
+): { hosts: HostConfig[]; clusters: ClusterConfig[]; knownHostsFiles?: string[]; evalProfiles(): { profiles: EvalProfile[]; serverProfiles: SpecServerProfile[] } } {
   const explicit = configPath ?? env.REMOTE_RUNS_CONFIG;
   const file = explicit ?? path.join(home, '.config', 'remote-runs', 'config.json');
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8');
   } catch (e) {
-    if (!explicit && (e as NodeJS.ErrnoException).code === 'ENOENT') return { hosts: [], clusters: [], evalProfiles: () => [] };
+    if (!explicit && (e as NodeJS.ErrnoException).code === 'ENOENT') return { hosts: [], clusters: [], evalProfiles: () => ({ profiles: [], serverProfiles: [] }) };
     throw new RemoteRunsError('bad-config', `Cannot read config ${file}: ${(e as Error).message}`);
   }
   const { hosts, clusters } = parseConfigFileEntries(text, file);
@@ -410,10 +416,10 @@ function loadConfig(
     // A relative kubeconfig is the config file's neighbour, as knownHostsFiles are.
     clusters: clusters.map((c) => (c.kubeconfig ? { ...c, kubeconfig: path.resolve(path.dirname(file), expandHome(c.kubeconfig, home)) } : c)),
     knownHostsFiles: known?.map((f) => path.resolve(path.dirname(file), expandHome(f, home))),
-    evalProfiles(): EvalProfile[] {
-      const { profiles, problems } = parseEvalProfiles((JSON.parse(text) as Record<string, unknown>).evalProfiles, `${file}: evalProfiles`);
+    evalProfiles(): { profiles: EvalProfile[]; serverProfiles: SpecServerProfile[] } {
+      const { profiles, problems, serverProfiles } = parseEvalProfiles((JSON.parse(text) as Record<string, unknown>).evalProfiles, `${file}: evalProfiles`);
       if (problems.length > 0) throw new RemoteRunsError('bad-config', problems.join('\n'), { path: file, problems });
-      return profiles;
+      return { profiles, serverProfiles };
     },
   };
 }

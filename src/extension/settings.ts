@@ -130,7 +130,9 @@ export class Settings {
     const inspected = this.cfg.inspect<unknown>('evalProfiles');
     const origin: SettingOrigin =
       inspected?.workspaceFolderValue !== undefined || inspected?.workspaceValue !== undefined ? 'workspace' : inspected?.globalValue !== undefined ? 'user' : 'default';
-    const { profiles, problems } = parseEvalProfiles(this.cfg.get('evalProfiles'));
+    const { profiles, problems, serverProfiles } = parseEvalProfiles(this.cfg.get('evalProfiles'));
+    // Measured from the command line (cli/eval.ts): the editor's Evaluate Checkpoint runs command profiles only.
+    for (const p of serverProfiles) problems.push(`remoteRuns.evalProfiles: "${p.name}" is a speculative-server profile: run it with \`remote-runs eval ${p.name} ADDRESS\` (docs/cli.md); Evaluate Checkpoint runs command profiles`);
     return { profiles, origin, problems };
   }
 

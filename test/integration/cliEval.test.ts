@@ -3,15 +3,31 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { spawnSync, execFileSync } from 'node:child_process';
+import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
+import { startSpecServer, type SpecServer } from '../harness/specServer';
 
 const ROOT = path.join(__dirname, '..', '..');
 const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
 let host: TestHost;
 let config: string;
 let evalsDir: string;
+let spec: SpecServer;
+
+/** The CLI run asynchronously: the stand-in engine server lives in this process and must answer while it runs. */
+function cliAsync(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args, '--config', config, '--known-hosts', host.knownHostsFile], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH, HOME: host.clientHome },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (b: Buffer) => (stdout += b));
+  child.stderr.on('data', (b: Buffer) => (stderr += b));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr })));
+}
 
 function cli(args: string[]): { code: number; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, ['--import', 'tsx', MAIN, ...args, '--config', config, '--known-hosts', host.knownHostsFile], {
@@ -26,6 +42,8 @@ function cli(args: string[]): { code: number; stdout: string; stderr: string } {
 
 before(async () => {
   host = await startTestHost();
+  // A vLLM-like server with speculative decoding on 127.0.0.1 (test/harness/specServer.ts), reached through sshd.
+  spec = await startSpecServer({ mode: 'vllm', k: 3, seed: 5 });
   // The trainer (the test user) owns the run's .remote-runs folder, where evals live.
   const own = path.join(host.paths.runs, 'story', '.remote-runs');
   fs.mkdirSync(own, { recursive: true });
@@ -44,11 +62,13 @@ before(async () => {
         },
         { name: 'failing', where: 'target', command: 'echo loading ${run}; echo "CUDA out of memory" >&2; exit 7' },
         { name: 'local-copy', where: 'local', command: 'b=$(basename ${localCheckpoint}); echo "evaluating $b"; ls ${localCheckpoint}' },
+        { kind: 'speculative-server', name: 'drafter', server: spec.url, maxTokens: 32, concurrency: 2 },
       ],
     }),
   );
 });
 after(async () => {
+  await spec?.stop();
   await host?.stop();
 });
 
@@ -116,5 +136,47 @@ describe('remote-runs eval', () => {
     assert.equal(after.code, 0, after.stderr);
     assert.match(after.stdout, new RegExp(`evaluating step_${step}\n`));
     assert.deepEqual(after.stdout.split('\n').slice(1).filter(Boolean).sort(), fs.readdirSync(local).filter((n) => !n.startsWith('.')).sort());
+  });
+
+  test('a speculative-server profile measures the running server through the host\'s link: the result line on stdout, τ defined on stderr; --json holds the settings', async () => {
+    const r = await cliAsync(['eval', 'drafter', 'ev/host/story/latest']);
+    assert.equal(r.code, 0, r.stderr);
+    const t = spec.totals();
+    assert.equal(t.requests, 12, 'the 12 built-in prompts were sent');
+    const line = JSON.parse(r.stdout);
+    assert.deepEqual(Object.keys(line).sort(), ['acceptance_rate', 'output_tokens_per_s', 'p_1', 'p_2', 'p_3', 'tau']);
+    assert.ok(Math.abs(line.tau - (1 + t.accepted / t.verifySteps)) < 1e-12, `τ ${line.tau} is the toy's 1 + accepted / steps`);
+    assert.ok(Math.abs(line.acceptance_rate - t.accepted / t.drafted) < 1e-12);
+    assert.match(r.stderr, /^eval drafter of ev\/host\/story\/step_\d+: http:\/\/127\.0\.0\.1:\d+ through ev's link$/m);
+    assert.match(r.stderr, /τ [\d.]+ \(1 \+ accepted draft tokens \/ verify steps \(bonus token counted/);
+    assert.match(r.stderr, /stats from /);
+    const j = await cliAsync(['eval', 'drafter', 'ev/host/story/latest', '--json']);
+    assert.equal(j.code, 0, j.stderr);
+    const out = JSON.parse(j.stdout);
+    assert.equal(out.profile, 'drafter');
+    assert.equal(out.engine, 'vllm');
+    assert.equal(out.settings.temperature, 0);
+    assert.equal(out.settings.maxTokens, 32);
+    assert.equal(out.settingSources.maxTokens, 'pinned');
+    assert.equal(out.settings.numSpeculativeTokens, 3);
+    assert.match(out.address, /^ev\/host\/story\/step_\d+$/);
+  });
+
+  test('a speculative-server profile whose server does not answer: unreachable, naming the host and the address', async () => {
+    const cfg = JSON.parse(fs.readFileSync(config, 'utf8'));
+    const closed = path.join(host.dir, 'config-eval-closed.json');
+    cfg.evalProfiles = [{ kind: 'speculative-server', name: 'gone', server: 'http://127.0.0.1:9' }];
+    fs.writeFileSync(closed, JSON.stringify(cfg));
+    const saved = config;
+    config = closed;
+    try {
+      const r = await cliAsync(['eval', 'gone', 'ev/host/story/latest', '--json']);
+      assert.equal(r.code, 2, r.stderr);
+      const e = JSON.parse(r.stdout).error;
+      assert.equal(e.kind, 'unreachable');
+      assert.match(e.message, /127\.0\.0\.1:9/);
+    } finally {
+      config = saved;
+    }
   });
 });

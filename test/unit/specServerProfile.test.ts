@@ -5,7 +5,9 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseEvalProfile, parseEvalProfiles } from '../../src/core/eval/profiles';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { EVAL_PROFILE_JSON_SCHEMA, parseEvalProfile, parseEvalProfiles } from '../../src/core/eval/profiles';
 import { builtinPrompts, parsePromptSet, SPEC_SERVER_PROFILE_JSON_SCHEMA } from '../../src/core/eval/spec/server/profile';
 import { readReply, numbersFromReplies } from '../../src/core/eval/spec/server/stats';
 import { parseServerUrl } from '../../src/core/eval/spec/server/http';
@@ -163,4 +165,13 @@ test('a reply whose stats are not counts is a protocol error naming the field', 
     (e: unknown) => e instanceof RemoteRunsError && e.kind === 'protocol' && /"num_spec_steps" is 1\.5, not a count/.test(e.message),
   );
   assert.throws(() => readReply({ usage: { completion_tokens: 3 }, sglext: { spec_tokens_details: { spec_verify_ct: 1, spec_num_correct_drafts: 1, spec_correct_drafts_histogram: [0, -1] } } }, 'r'), /histogram bucket 1 holds -1/);
+});
+
+test('package.json: remoteRuns.evalProfiles takes a command profile or a speculative-server profile, each schema the one its validator checks', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8'));
+  const items = pkg.contributes.configuration.properties['remoteRuns.evalProfiles'].items;
+  assert.equal(items.anyOf.length, 2);
+  assert.deepEqual(Object.keys(items.anyOf[0].properties).sort(), Object.keys(EVAL_PROFILE_JSON_SCHEMA.properties).sort());
+  assert.deepEqual(items.anyOf[0].required, ['name', 'command']);
+  assert.deepEqual(items.anyOf[1], JSON.parse(JSON.stringify(SPEC_SERVER_PROFILE_JSON_SCHEMA)));
 });
