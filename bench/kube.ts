@@ -9,10 +9,14 @@
  *   writeManyRuns), by the core's list script (core.listTarget, one kubectl exec) against `kubectl exec … find`.
  * Methods run interleaved, round after round, and the median is reported with its ratio to the anchor.
  *
- *   node --import tsx bench/kube.ts [--size-mb 1024] [--rounds 3] [--list-rounds 5]
+ *   node --import tsx bench/kube.ts [--size-mb 1024] [--rounds 3] [--list-rounds 5] [--delay-ms 0]
  *
- * The API server here is a Node process on the same machine, carrying every byte twice (kubectl ↔ server, server ↔
- * the sandboxed command): the ratios compare methods through the same server, not a cluster's absolute speed.
+ * `--delay-ms N` puts the delaying proxy (bench/proxyProcess.ts, its own process) between kubectl and the API server,
+ * N ms each way: an API server across a region or a continent, as a managed cluster's endpoint often is.
+ *
+ * The API server here is a Node process of its own on the same machine (bench/kubeApiProcess.ts), carrying every
+ * byte twice (kubectl ↔ server, server ↔ the sandboxed command): the ratios compare methods through the same server,
+ * not a cluster's absolute speed.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -20,7 +24,8 @@ import * as path from 'node:path';
 import { createHash } from 'node:crypto';
 import { execFileSync, spawn } from 'node:child_process';
 import { stats, timed } from './util';
-import { startKubeApi } from '../test/harness/kubeApi';
+import { startKubeApiProcess } from './kubeApiProcess';
+import { startProxyProcess } from './proxyProcess';
 import { writeManyRuns } from '../test/fixtures/generate';
 import { RemoteRunsCore } from '../src/core/service';
 import { pullCheckpoint } from '../src/core/transfer';
@@ -63,13 +68,19 @@ async function main(): Promise<void> {
   const rounds = arg('--rounds', 3);
   const listRounds = arg('--list-rounds', 5);
   const kubectlVersion = JSON.parse(execFileSync('kubectl', ['version', '--client', '-o', 'json'], { encoding: 'utf8' })).clientVersion.gitVersion;
-  const api = await startKubeApi();
+  // In a process of its own (bench/kubeApiProcess.ts), so that our pull's work on this thread does not hold it up.
+  const api = await startKubeApiProcess(NS, POD, CONTAINER);
   const local = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-bench-kube-'));
   try {
-    const fixtures = path.join(__dirname, '..', 'test', 'fixtures', 'kube');
-    api.setPods(JSON.parse(fs.readFileSync(path.join(fixtures, 'pytorchjob.json'), 'utf8')).items);
-    const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'admin' }] });
-    const workspace = api.container(NS, POD, CONTAINER).workspace;
+    const { workspace } = api;
+    let kubeconfig = api.kubeconfig;
+    const delayMs = arg('--delay-ms', 0);
+    // The kubeconfig is JSON (test/harness/kubeApi.ts writeKubeconfig): its server URL pointed at the proxy instead.
+    const proxy = delayMs > 0 ? await startProxyProcess(Number(/"server": "https:\/\/127\.0\.0\.1:(\d+)"/.exec(fs.readFileSync(kubeconfig, 'utf8'))![1]), delayMs, 64 * MiB) : undefined;
+    if (proxy) {
+      kubeconfig = path.join(local, 'kubeconfig-delayed');
+      fs.writeFileSync(kubeconfig, fs.readFileSync(api.kubeconfig, 'utf8').replace(/("server": "https:\/\/127\.0\.0\.1:)\d+/g, `$1${proxy.port}`));
+    }
     const cluster: ClusterConfig = { kind: 'kubernetes', name: 'prod', context: 'admin', kubeconfig, runRoots: ['/workspace/many'] };
     const core = new RemoteRunsCore({ hosts: () => [], executorFor: () => { throw new Error('no SSH here'); }, clusters: () => [cluster] });
     const target = { kind: 'pod' as const, id: `${NS}/${POD}:${CONTAINER}` };
@@ -98,6 +109,13 @@ async function main(): Promise<void> {
       'remote-runs pull': async (dir) => {
         const src = core.podTransferSource('prod', target)!;
         const out = await pullCheckpoint(src, checkpoint, { root: dir, run: 'big' });
+        return path.join(out.plan.localRoot, 'model.bin');
+      },
+      // One stream per file instead of the pod default (POD_STREAMS_PER_FILE in transfer/download.ts): what the side-by-side
+      // kubectl execs buy or cost here, where every stream's bytes cross the same two cores twice.
+      'remote-runs pull, 1 stream': async (dir) => {
+        const src = core.podTransferSource('prod', target)!;
+        const out = await pullCheckpoint(src, checkpoint, { root: dir, run: 'big' }, { streamsPerFile: 1 });
         return path.join(out.plan.localRoot, 'model.bin');
       },
       // The same pull checked by size only: what the SHA-256 on both sides costs (both sides are this machine here).
@@ -133,7 +151,8 @@ async function main(): Promise<void> {
 
     const size = sizeMb * MiB;
     const anchor = stats(times['kubectl cp']).median;
-    console.log(`kubectl ${kubectlVersion}, test API server on 127.0.0.1, ${os.availableParallelism()} cores, load ${os.loadavg()[0].toFixed(1)}`);
+    console.log(`kubectl ${kubectlVersion}, test API server on 127.0.0.1${proxy ? `, ${delayMs} ms each way through the delaying proxy` : ''}, ${os.availableParallelism()} cores, load ${os.loadavg()[0].toFixed(1)}`);
+    await proxy?.stop();
     console.log(`\ndownload of ${sizeMb} MiB from a pod container (median of ${rounds}, bytes checked after each):`);
     for (const [name, t] of Object.entries(times)) {
       const s = stats(t);
