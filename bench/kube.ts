@@ -111,11 +111,11 @@ async function main(): Promise<void> {
         const out = await pullCheckpoint(src, checkpoint, { root: dir, run: 'big' });
         return path.join(out.plan.localRoot, 'model.bin');
       },
-      // One stream per file instead of the pod default (POD_STREAMS_PER_FILE in transfer/download.ts): what the side-by-side
-      // kubectl execs buy or cost here, where every stream's bytes cross the same two cores twice.
-      'remote-runs pull, 1 stream': async (dir) => {
+      // Four streams per file instead of the pod default of one (POD_STREAMS_PER_FILE in transfer/download.ts): what
+      // side-by-side kubectl execs buy or cost here, where every stream's bytes cross the same two cores twice.
+      'remote-runs pull, 4 streams': async (dir) => {
         const src = core.podTransferSource('prod', target)!;
-        const out = await pullCheckpoint(src, checkpoint, { root: dir, run: 'big' }, { streamsPerFile: 1 });
+        const out = await pullCheckpoint(src, checkpoint, { root: dir, run: 'big' }, { streamsPerFile: 4 });
         return path.join(out.plan.localRoot, 'model.bin');
       },
       // The same pull checked by size only: what the SHA-256 on both sides costs (both sides are this machine here).
