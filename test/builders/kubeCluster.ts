@@ -9,6 +9,7 @@ import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { startKubeApi, type KubeApi } from '../harness/kubeApi';
+import { writtenAgo } from '../harness/mtimes';
 import type { ClusterConfig } from '../../src/core/types';
 
 export const KUBE_FIXTURES = path.join(__dirname, '..', 'fixtures', 'kube');
@@ -74,4 +75,31 @@ export async function startFixtureCluster(options: Parameters<typeof startKubeAp
   });
   const entry = (name: string, context: string, more: Partial<ClusterConfig> = {}): ClusterConfig => ({ kind: 'kubernetes', name, context, kubeconfig, runRoots: ['/workspace'], ...more });
   return { api, kubeconfig, entry };
+}
+
+/**
+ * The cluster the end-to-end tests click through: the test API server with the PyTorchJob `bert` (its pods and its
+ * owner object) and, in the master's container, the Hugging Face Trainer run the real transformers wrote
+ * (test/fixtures/real/written/hf_trainer) as `/workspace/bert-run`, written an hour ago as a finished run's files are
+ * (a copy made now would be taken for a save in progress). `run` is that folder on this machine.
+ */
+export async function startBertCluster(): Promise<{ api: KubeApi; run: string }> {
+  requireKubectl();
+  const api = await startKubeApi();
+  api.setPods(kubeFixtureItems('pytorchjob.json'));
+  api.setObjects('kubeflow.org/v1/pytorchjobs', kubeFixtureItems('pytorchjob-owner.json'));
+  const run = path.join(api.container('ml-team', 'bert-master-0', 'pytorch').workspace, 'bert-run');
+  fs.cpSync(path.join(__dirname, '..', 'fixtures', 'real', 'written', 'hf_trainer'), run, { recursive: true });
+  writtenAgo(run, 3_600_000);
+  return { api, run };
+}
+
+/** The window's user settings for a cluster entry `prod` on `context` of `kubeconfig`, namespace ml-team, no SSH hosts. */
+export function clusterSettings(kubeconfig: string, context = 'train-admin'): Record<string, unknown> {
+  return {
+    // In the user's settings: a kubeconfig is never taken from a workspace's (docs/workspace-trust.md).
+    'remoteRuns.hosts': [{ name: 'prod', kind: 'kubernetes', context, namespace: 'ml-team', kubeconfig, runRoots: ['/workspace'] }],
+    'remoteRuns.useSshConfigHosts': false,
+    'remoteRuns.refreshIntervalSeconds': 0,
+  };
 }

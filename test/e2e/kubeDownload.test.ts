@@ -7,7 +7,7 @@
  * come as a stream rather than in one small batch.
  */
 import assert from 'node:assert/strict';
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
@@ -15,10 +15,9 @@ import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, expectRow, treeContextMenu } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
-import { startKubeApi, type KubeApi } from '../harness/kubeApi';
+import type { KubeApi } from '../harness/kubeApi';
+import { clusterSettings, startBertCluster } from '../builders/kubeCluster';
 import { writtenAgo } from '../harness/mtimes';
-
-const FIXTURES = path.join(__dirname, '..', 'fixtures');
 
 let api: KubeApi;
 let session: VSCodeSession;
@@ -27,26 +26,16 @@ let downloads: string;
 let run: string;
 
 before(async () => {
-  api = await startKubeApi();
-  const items = (f: string): any[] => JSON.parse(readFileSync(path.join(FIXTURES, 'kube', f), 'utf8')).items;
-  api.setPods(items('pytorchjob.json'));
-  api.setObjects('kubeflow.org/v1/pytorchjobs', items('pytorchjob-owner.json'));
-  run = path.join(api.container('ml-team', 'bert-master-0', 'pytorch').workspace, 'bert-run');
-  cpSync(path.join(FIXTURES, 'real', 'written', 'hf_trainer'), run, { recursive: true });
+  ({ api, run } = await startBertCluster());
   writeFileSync(path.join(run, 'checkpoint-20', 'shard-extra.bin'), randomBytes(32 * 1024 * 1024));
-  // Written an hour ago, as a finished run's are (a copy made now would be taken for a save in progress).
+  // Written an hour ago, as the run's other files (a file written now would be taken for a save in progress).
   writtenAgo(run, 3_600_000);
   const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'train-admin' }] });
   workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-kubedl-'));
   downloads = mkdtempSync(path.join(tmpdir(), 'rr-e2e-kubedl-to-'));
   session = await startVSCode({
     workspaceFolder: workspace,
-    settings: {
-      'remoteRuns.hosts': [{ name: 'prod', kind: 'kubernetes', context: 'train-admin', namespace: 'ml-team', kubeconfig, runRoots: ['/workspace'] }],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
-      'remoteRuns.downloadDirectory': downloads,
-    },
+    settings: { ...clusterSettings(kubeconfig), 'remoteRuns.downloadDirectory': downloads },
   });
 });
 

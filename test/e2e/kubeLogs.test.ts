@@ -5,26 +5,22 @@
  * test/fixtures/kube/); a terminal control in a log line is shown escaped, never run.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
 import { expandTreeRow, expectRow, treeContextMenu } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { until as untilRead } from './ui';
-import { startKubeApi, type KubeApi } from '../harness/kubeApi';
-
-const FIXTURES = path.join(__dirname, '..', 'fixtures');
+import type { KubeApi } from '../harness/kubeApi';
+import { clusterSettings, startBertCluster } from '../builders/kubeCluster';
 
 let api: KubeApi;
 let session: VSCodeSession;
 let workspace: string;
 
 before(async () => {
-  api = await startKubeApi();
-  const items = (f: string): any[] => JSON.parse(readFileSync(path.join(FIXTURES, 'kube', f), 'utf8')).items;
-  api.setPods(items('pytorchjob.json'));
-  api.setObjects('kubeflow.org/v1/pytorchjobs', items('pytorchjob-owner.json'));
+  ({ api } = await startBertCluster());
   api.container('ml-team', 'bert-master-0', 'pytorch').log('master: loading data\n');
   await new Promise((r) => setTimeout(r, 5));
   api.container('ml-team', 'bert-worker-0', 'pytorch').log('worker: joined \u001b[2Jrendezvous\n');
@@ -33,9 +29,7 @@ before(async () => {
   session = await startVSCode({
     workspaceFolder: workspace,
     settings: {
-      'remoteRuns.hosts': [{ name: 'prod', kind: 'kubernetes', context: 'train-admin', namespace: 'ml-team', kubeconfig, runRoots: ['/workspace'] }],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
+      ...clusterSettings(kubeconfig),
       // The DOM renderer: the terminal's text is then in .xterm-rows, readable by the test.
       'terminal.integrated.gpuAcceleration': 'off',
     },

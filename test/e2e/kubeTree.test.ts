@@ -6,7 +6,7 @@
  * sources); the run is a Hugging Face Trainer run written by the real transformers (test/fixtures/real/written).
  */
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -14,36 +14,22 @@ import { expandTreeRow, expectRow, rowLabels, rowText } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { quickInputState, quickPickStep, settled } from './ui';
 import { userSettingsOf } from './settingsFile';
-import { startKubeApi, type KubeApi } from '../harness/kubeApi';
-import { writtenAgo } from '../harness/mtimes';
-
-const FIXTURES = path.join(__dirname, '..', 'fixtures');
+import type { KubeApi } from '../harness/kubeApi';
+import { clusterSettings, startBertCluster } from '../builders/kubeCluster';
 
 let api: KubeApi;
 let session: VSCodeSession;
 let workspace: string;
 
 before(async () => {
-  api = await startKubeApi();
-  const items = (f: string): any[] => JSON.parse(readFileSync(path.join(FIXTURES, 'kube', f), 'utf8')).items;
-  api.setPods(items('pytorchjob.json'));
-  api.setObjects('kubeflow.org/v1/pytorchjobs', items('pytorchjob-owner.json'));
-  const run = path.join(api.container('ml-team', 'bert-master-0', 'pytorch').workspace, 'bert-run');
-  cpSync(path.join(FIXTURES, 'real', 'written', 'hf_trainer'), run, { recursive: true });
-  // Written an hour ago, as a finished run's are (a copy made now would be taken for a save in progress).
-  writtenAgo(run, 3_600_000);
+  ({ api } = await startBertCluster());
   const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'train-admin' }, { name: 'gke_my-proj_europe-west4_llama' }] });
   workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-kube-'));
   session = await startVSCode({
     workspaceFolder: workspace,
     // kubectl's own kubeconfig lookup, for Use Contexts from ~/.kube/config.
     env: { KUBECONFIG: kubeconfig },
-    settings: {
-      // In the user's settings: a kubeconfig is never taken from a workspace's (docs/workspace-trust.md).
-      'remoteRuns.hosts': [{ name: 'prod', kind: 'kubernetes', context: 'train-admin', namespace: 'ml-team', kubeconfig, runRoots: ['/workspace'] }],
-      'remoteRuns.useSshConfigHosts': false,
-      'remoteRuns.refreshIntervalSeconds': 0,
-    },
+    settings: clusterSettings(kubeconfig),
   });
 });
 

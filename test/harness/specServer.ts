@@ -34,6 +34,7 @@
  * client's, which moves the counters but is not in our replies).
  */
 import * as http from 'node:http';
+import { rng } from '../fixtures/generate';
 import type { AddressInfo } from 'node:net';
 
 export type SpecServerMode = 'vllm' | 'sglang' | 'no-spec' | 'busy';
@@ -90,18 +91,6 @@ export interface SpecServer {
 
 function emptyCounts(k: number): ToyCounts {
   return { requests: 0, completionTokens: 0, verifySteps: 0, accepted: 0, drafted: 0, histogram: new Array<number>(k + 1).fill(0), perPos: new Array<number>(k).fill(0) };
-}
-
-/** mulberry32 over a 32-bit seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function hash(text: string): number {
