@@ -5,9 +5,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { kubectlArgs, podCommandArgs, type KubectlAccess } from '../../src/core/kube/kubectl';
 import { PodExecutor } from '../../src/core/kube/executor';
+import { LIFELINE_SCRIPT } from '../../src/core/kube/lifeline';
 import { OWNER_RESOURCES, ownersVerb, podsVerb } from '../../src/core/kube/cluster';
 import { parsePodTargetId, podTarget } from '../../src/core/kube/names';
 import { classifyTargetFailure, targetPrefix, wrapForTarget } from '../../src/core/targets';
@@ -67,10 +71,17 @@ test('the line a container\'s sh -c runs gives back the argv exactly (run by a r
   const line = wrapForTarget(podTarget(pod), ['printf', '[%s]\\n', ...HOSTILE]);
   assert.equal(line, portableCommandLine(shellJoin(['printf', '[%s]\\n', ...HOSTILE])), 'the same portable line as over SSH, without a prefix');
   const args = new PodExecutor(access, pod).argsFor(line);
-  assert.deepEqual(args.slice(-3), ['sh', '-c', line]);
+  assert.deepEqual(args.slice(-5), ['sh', '-c', LIFELINE_SCRIPT, 'sh', line], 'the line is the lifeline\'s $1, never pasted into its script');
   assert.deepEqual(podCommandArgs(access, pod, ['printf', '[%s]\\n', ...HOSTILE]), args);
-  // What kubectl hands the container: `sh -c LINE`. Run it here.
-  const r = spawnSync('sh', ['-c', line], { encoding: 'buffer' });
+  assert.deepEqual(new PodExecutor(access, pod).argsFor(line, { input: true }).slice(-3), ['sh', '-c', line], 'a command that reads its input: plain sh -c');
+  // What kubectl hands the container: `sh -c LIFELINE sh LINE`, its stdin held open and never written (here a FIFO
+  // this process holds open for writing, as kubectl holds the exec's stdin). Run it here.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-lifeline-'));
+  execFileSync('mkfifo', [path.join(dir, 'stdin')]);
+  const held = fs.openSync(path.join(dir, 'stdin'), 'r+');
+  const r = spawnSync(args[args.length - 5], args.slice(-4), { encoding: 'buffer', stdio: [held, 'pipe', 'pipe'] });
+  fs.closeSync(held);
+  fs.rmSync(dir, { recursive: true, force: true });
   assert.equal(r.status, 0, r.stderr.toString());
   const out = r.stdout.subarray(r.stdout.indexOf(FENCE) + FENCE.length).toString('utf8');
   assert.equal(out, HOSTILE.map((h) => `[${h}]\n`).join(''));
