@@ -18,7 +18,7 @@ import { classifyTargetFailure, targetPrefix, wrapForTarget } from '../../src/co
 import { terminalSshArgs } from '../../src/core/terminal';
 import { FENCE, portableCommandLine } from '../../src/core/shell/portable';
 import { shellJoin } from '../../src/core/shell/quote';
-import { RemoteRunsError, formatTarget } from '../../src/core/types';
+import { RemoteRunsError, formatTarget, parseTarget } from '../../src/core/types';
 
 const access: KubectlAccess = { cluster: { kind: 'kubernetes', name: 'prod', context: 'arn:aws:eks:us-west-2:1:cluster/train', namespace: 'ml-team', kubeconfig: '~/.kube/eks.yaml' }, kubectl: '/opt/bin/kubectl', home: '/home/ann' };
 const pod = { namespace: 'ml-team', pod: 'bert-master-0', container: 'pytorch' };
@@ -106,4 +106,10 @@ test('a pod container never gets an ssh terminal (its terminal is kubectl exec o
   const hop = { alias: 'h', hostname: 'h', port: 22, user: 'u', identityFiles: [], identitiesOnly: false };
   assert.throws(() => terminalSshArgs([], hop, podTarget(pod), '/workspace'), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'internal' && /its terminal is kubectl exec/.test(e.message));
   assert.ok(terminalSshArgs([], hop, { kind: 'docker', id: 'x' }, '/w').includes('h'), 'control: a container on a host still gets one');
+});
+
+test('a pod target as formatTarget spells it is read back by parseTarget (the language server\'s places carry it so)', () => {
+  const t = podTarget({ namespace: 'ml-team', pod: 'bert-master-0', container: 'pytorch' });
+  assert.deepEqual(parseTarget(formatTarget(t)), t);
+  assert.throws(() => parseTarget('pod:'), /Not a target: "pod:" \(expected host, pct:<vmid>, docker:<name> or pod:<namespace>\/<pod>:<container>\)/);
 });

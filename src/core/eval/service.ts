@@ -31,10 +31,11 @@ const HOST: TargetRef = { kind: 'host', id: '' };
 
 export interface EvalServiceOptions {
   /**
-   * The shared executor of a configured host. Launches ask for `idempotent: false` (a launch must never run twice);
-   * reads for `idempotent: true`.
+   * The executor that reaches `target` of a configured host or cluster: a host's shared one (launches ask for
+   * `idempotent: false`, as a launch must never run twice; reads for `idempotent: true`), or for a cluster's pod
+   * container `kubectl exec` (service.ts podExecutor, which never retries a command).
    */
-  executorFor(host: string, options: { idempotent: boolean }): Executor;
+  executorFor(host: string, options: { idempotent: boolean; target: TargetRef }): Executor;
   /** Folder for local evals (`<localStateDir>/evals/<runKey>/<id>`), e.g. the extension's globalStorage. */
   localStateDir: string;
   /** Runs local evals; default a LocalExecutor (/bin/sh). */
@@ -243,6 +244,6 @@ export class EvalService {
   /** The executor and target that reach a place. */
   reach(place: EvalPlace, idempotent: boolean): { executor: Executor; target: TargetRef } {
     if (place.kind === 'local') return { executor: this.local, target: HOST };
-    return { executor: this.options.executorFor(place.host, { idempotent }), target: place.target };
+    return { executor: this.options.executorFor(place.host, { idempotent, target: place.target }), target: place.target };
   }
 }

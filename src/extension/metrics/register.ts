@@ -57,7 +57,9 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
     new FeedRegistry(
       (ref) =>
         new RunFeed(ref, {
-          executor: () => core.executor(ref.hostName),
+          // The host's executor, or kubectl exec for a cluster's pod container (service.ts targetExecutor); a
+          // cluster has no stream (core.stream is undefined for it), so its runs are followed by polling alone.
+          executor: () => core.targetExecutor(ref.hostName, ref.target),
           stream: (target) => core.stream(ref.hostName, target),
           intervalMs: () => Math.max(0.25, setting<number>('metrics.pollIntervalSeconds', 5)) * 1000,
           log: (m) => log.warn(m),
