@@ -7,13 +7,15 @@
  * - the language server's answers (latest metrics of a JSONL log, a checkpoint's one-line summary);
  * - inspect's ranged reads of a checkpoint (3000 tensors: a second command reads the ranges the first did not);
  * - an eval started on a pod's checkpoint, followed, its result read and recorded (eval/service.ts through the
- *   extension's wiring, eval/register.ts).
+ *   extension's wiring, eval/register.ts);
+ * - Open Terminal Here's kubectl command line (core/terminal.ts terminalKubectlArgs) lands in the container, in the
+ *   run's folder (a hostile name too); without a terminal here kubectl says so and goes on without a TTY.
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { RemoteRunsCore, pickCheckpoint, runsOf } from '../../src/core/service';
 import { RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { toRunRef } from '../../src/core/runRef';
@@ -26,6 +28,7 @@ import { podTarget } from '../../src/core/kube/names';
 import { formatTarget, type ClusterConfig } from '../../src/core/types';
 import type { Executor } from '../../src/core/remote';
 import { RemoteAnswers } from '../../src/extension/lsp/answers';
+import { terminalKubectlArgs } from '../../src/core/terminal';
 import { startKubeApi, type KubeApi, type KubePod } from '../harness/kubeApi';
 import { eventually } from '../harness/assertKind';
 import { writtenAgo } from '../harness/mtimes';
@@ -191,5 +194,36 @@ test('an eval of a pod\'s checkpoint: started through kubectl exec, followed, it
   assert.equal(record?.state, 'passed');
   assert.deepEqual(record?.results, [{ acceptance_length: 3.41, tokens_per_s: 812 }]);
   // The launch's own exec ended (the eval lives on in its own session, not under the lifeline), and nothing is left.
+  await eventually(() => api.running().length === 0, 'no exec left running in the pod');
+});
+
+/** Run the terminal's kubectl with `script` as its input (no TTY here: kubectl falls back to -i, as it says). */
+function terminal(cwd: string, script: string): Promise<{ code: number | null; out: string; err: string }> {
+  const { program, args } = terminalKubectlArgs(core.kubectlAccess(cluster), TARGET, cwd);
+  const c = spawn(program, args, { env: { PATH: process.env.PATH, HOME: api.dir } });
+  let out = '';
+  let err = '';
+  c.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  c.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  c.stdin.end(script);
+  return new Promise((resolve) => c.on('close', (code) => resolve({ code, out, err })));
+}
+
+test('Open Terminal Here on a pod container: the user\'s kubectl lands in the container, in the run\'s folder', async () => {
+  const r = await terminal('/workspace/gpt-run', 'pwd; ls; echo "shell: $0"; exit 3\n');
+  assert.equal(r.code, 3, r.err);
+  const lines = r.out.trim().split('\n');
+  assert.equal(lines[0], '/workspace/gpt-run');
+  assert.ok(lines.includes('checkpoints') && lines.includes('logs'), 'the container\'s own /workspace: ' + r.out);
+  assert.match(r.out, /shell: -?bash/, 'bash, as a login shell, where the image has it');
+  assert.match(r.err, /Unable to use a TTY - input is not a terminal/, 'kubectl\'s own words for a terminal-less start');
+  const hostile = "it's $(touch rr-pwned) `touch rr-pwned`";
+  fs.mkdirSync(path.join(workspace, hostile));
+  const h = await terminal(`/workspace/${hostile}`, 'pwd; exit 0\n');
+  assert.equal(h.code, 0, h.err);
+  assert.equal(h.out.trim(), `/workspace/${hostile}`);
+  assert.ok(!fs.existsSync(path.join(workspace, 'rr-pwned')) && !fs.existsSync(path.join(workspace, hostile, 'rr-pwned')), 'the folder name was never run');
+  const missing = await terminal('/workspace/not-there', 'pwd; exit 0\n');
+  assert.equal(missing.out.trim(), '/', 'a folder that is gone: the shell starts where the container starts');
   await eventually(() => api.running().length === 0, 'no exec left running in the pod');
 });

@@ -15,7 +15,7 @@ import { LIFELINE_SCRIPT } from '../../src/core/kube/lifeline';
 import { OWNER_RESOURCES, ownersVerb, podsVerb } from '../../src/core/kube/cluster';
 import { parsePodTargetId, podTarget } from '../../src/core/kube/names';
 import { classifyTargetFailure, targetPrefix, wrapForTarget } from '../../src/core/targets';
-import { terminalSshArgs } from '../../src/core/terminal';
+import { terminalKubectlArgs, terminalSshArgs } from '../../src/core/terminal';
 import { FENCE, portableCommandLine } from '../../src/core/shell/portable';
 import { shellJoin } from '../../src/core/shell/quote';
 import { RemoteRunsError, formatTarget, parseTarget } from '../../src/core/types';
@@ -106,6 +106,23 @@ test('a pod container never gets an ssh terminal (its terminal is kubectl exec o
   const hop = { alias: 'h', hostname: 'h', port: 22, user: 'u', identityFiles: [], identitiesOnly: false };
   assert.throws(() => terminalSshArgs([], hop, podTarget(pod), '/workspace'), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'internal' && /its terminal is kubectl exec/.test(e.message));
   assert.ok(terminalSshArgs([], hop, { kind: 'docker', id: 'x' }, '/w').includes('h'), 'control: a container on a host still gets one');
+});
+
+test('a pod container\'s terminal: the user\'s kubectl with the cluster\'s kubeconfig, context and namespace, exec -it into the container, the run folder as $1', () => {
+  const folder = "/workspace/it's $(here)\nnow";
+  const { program, args } = terminalKubectlArgs(access, podTarget(pod), folder);
+  assert.equal(program, '/opt/bin/kubectl', 'remoteRuns.kubectlPath');
+  assert.deepEqual(args, [
+    '--kubeconfig=/home/ann/.kube/eks.yaml',
+    '--context=arn:aws:eks:us-west-2:1:cluster/train',
+    '--namespace=ml-team',
+    'exec', '-it', 'bert-master-0', '-c', 'pytorch', '--',
+    'sh', '-c', 'cd -- "$1" 2>/dev/null; if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi', 'sh', folder,
+  ]);
+  // The same global flags as every kubectl the extension runs (the runner's own function).
+  assert.deepEqual(args.slice(0, 3), kubectlArgs(access, [], { namespace: pod.namespace }));
+  assert.equal(terminalKubectlArgs({ cluster: access.cluster }, podTarget(pod), '').program, 'kubectl', 'no setting: kubectl from PATH');
+  assert.throws(() => terminalKubectlArgs(access, { kind: 'docker', id: 'x' }, '/w'), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'internal');
 });
 
 test('a pod target as formatTarget spells it is read back by parseTarget (the language server\'s places carry it so)', () => {
