@@ -47,7 +47,7 @@ before(async () => {
   for (const mode of ['close-pipes', 'stop-reading'] as const) {
     const api = await startKubeApi({ onDisconnect: mode });
     api.setPods([runningPod('train-master-0')]);
-    const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'admin', namespace: NS }] });
+    const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'admin', namespace: NS }, { name: 'no-user', namespace: NS, missing: 'user' }] });
     fs.writeFileSync(path.join(api.container(NS, POD.pod, POD.container).workspace, 'metrics.jsonl'), '{"step": 1, "loss": 2.5}\n');
     servers[mode] = { api, access: { cluster: { kind: 'kubernetes', name: 'lab', context: 'admin', kubeconfig, runRoots: ['/workspace'] }, home: api.dir } };
   }
@@ -200,4 +200,36 @@ test('without the lifeline (a command that reads its input: plain sh -c), the sa
   assert.ok(groupAlive(pgid), 'the quiet command outlived its kubectl');
   process.kill(-pgid, 'SIGKILL');
   await eventually(() => s.api.running().length === 0, 'cleaned up');
+});
+
+test('a context that names no user: refused before kubectl runs, never left waiting at its username prompt on the held stdin', async () => {
+  const s = servers['close-pipes'];
+  const access: KubectlAccess = { ...s.access, cluster: { ...s.access.cluster, context: 'no-user' } };
+  const t0 = Date.now();
+  await assert.rejects(
+    runCommand(new PodExecutor(access, POD), podTarget(POD), { argv: ['tail', '-f', '/workspace/metrics.jsonl'], describe: 'follow', parse: (r) => r.stdout.toString() }),
+    (e: unknown) => e instanceof RemoteRunsError && e.kind === 'kube-config' && e.detail.cause === 'no-user',
+  );
+  assert.ok(Date.now() - t0 < 10_000, 'said at once');
+  assert.deepEqual(processesMentioning('--context=no-user'), [], 'no kubectl left');
+});
+
+test('a user entry that identifies no one (kubectl prompts for a username): the held stdin answers EOF, so it fails as no-user at once', async () => {
+  const s = servers['close-pipes'];
+  const file = path.join(s.api.dir, 'empty-user.json');
+  fs.writeFileSync(file, JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'lab', cluster: { server: s.api.server, 'certificate-authority': s.api.caFile } }],
+    users: [{ name: 'nobody', user: {} }],
+    contexts: [{ name: 'empty-user', context: { cluster: 'lab', user: 'nobody', namespace: NS } }],
+  }));
+  const access: KubectlAccess = { ...s.access, cluster: { ...s.access.cluster, context: 'empty-user', kubeconfig: file } };
+  const t0 = Date.now();
+  await assert.rejects(
+    runCommand(new PodExecutor(access, POD), podTarget(POD), { argv: ['tail', '-f', '/workspace/metrics.jsonl'], describe: 'follow', parse: (r) => r.stdout.toString() }),
+    (e: unknown) => e instanceof RemoteRunsError && e.kind === 'kube-config' && e.detail.cause === 'no-user',
+  );
+  assert.ok(Date.now() - t0 < 10_000, 'said at once');
+  assert.deepEqual(processesMentioning('--context=empty-user'), [], 'no kubectl left');
 });

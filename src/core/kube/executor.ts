@@ -68,9 +68,14 @@ export async function contextHasUser(access: KubectlAccess, signal?: AbortSignal
   const key = JSON.stringify([access.cluster.kubeconfig ?? '', access.cluster.context]);
   if (withUser.has(key)) return;
   const r = await runKubectl(access, kubectlArgs(access, ['config', 'view', '--minify', '-o', 'jsonpath={.contexts[0].context.user}'], { namespace: null }), signal ? { signal } : {});
-  // A context or kubeconfig kubectl cannot read (`config view` says only "cannot locate context"): the command's own
-  // kubectl fails on it before any prompt, in its fuller words (kube/errors.ts), so it is left to say it.
-  if (r.code !== 0) return;
+  if (r.code !== 0) {
+    // A context naming a user the kubeconfig does not have: `error: cannot locate user U` (client-go clientcmd
+    // validation); kubectl exec would then prompt for a username and password as for no user at all.
+    if (/cannot locate user/.test(r.stderr.toString('utf8'))) throw noUserError({ cluster: access.cluster });
+    // A context or kubeconfig kubectl cannot read at all (`cannot locate context`, a file that is not there): the
+    // command's own kubectl fails on it before any prompt, in its fuller words (kube/errors.ts), so it is left to say it.
+    return;
+  }
   if (r.stdout.toString('utf8').trim() === '') throw noUserError({ cluster: access.cluster });
   withUser.add(key);
 }

@@ -14,7 +14,7 @@ import { shellJoin } from '../shell/quote';
 import { portableCommandLine } from '../shell/portable';
 import { RemoteRunsError, type ClusterConfig } from '../types';
 import type { PodContainer } from './names';
-import { kubectlFailure } from './errors';
+import { NO_USER_PROMPT, kubectlFailure } from './errors';
 import { podShellArgv, type PodShellOptions } from './lifeline';
 
 /** How to reach a cluster: its config, and the kubectl program (the machine-scoped `remoteRuns.kubectlPath`). */
@@ -144,6 +144,9 @@ export function runKubectl(access: Pick<KubectlAccess, 'kubectl'>, args: readonl
     };
     child.stdout?.on('data', (b: Buffer) => {
       if (truncated) return;
+      // A held stdin is never an answer: kubectl asking for a username (a user entry that cannot identify anyone) gets
+      // EOF at once and fails as itself (kube/errors.ts names it `no-user`), instead of waiting for ever.
+      if (options.holdStdin && outBytes < NO_USER_PROMPT.length && Buffer.concat([...out, b]).subarray(0, NO_USER_PROMPT.length).toString('latin1') === NO_USER_PROMPT) child.stdin?.end();
       if (outBytes + b.length > max) {
         const part = b.subarray(0, max - outBytes);
         out.push(part);
