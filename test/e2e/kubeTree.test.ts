@@ -2,15 +2,15 @@
  * A Kubernetes cluster in the sidebar of a real VS Code (code-server + Chromium), reached through the real kubectl
  * on PATH against the test API server (test/harness/kubeApi.ts): cluster → job → pod by rank → container → run →
  * checkpoints, clicked open row by row, each job and pod with its state, and a container that does not run saying
- * why in kubectl's words. The pods are the PyTorchJob fixture of test/fixtures/kube/ (from the Training Operator's
+ * why in kubectl's words, and Open Terminal Here on a run in a pod. The pods are the PyTorchJob fixture of test/fixtures/kube/ (from the Training Operator's
  * sources); the run is a Hugging Face Trainer run written by the real transformers (test/fixtures/real/written).
  */
 import assert from 'node:assert/strict';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
-import { expandTreeRow, expectRow, rowLabels, rowText } from './treeRows';
+import { expandTreeRow, expectRow, rowLabels, rowText, treeContextMenu } from './treeRows';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { quickInputState, quickPickStep, settled } from './ui';
 import { userSettingsOf } from './settingsFile';
@@ -73,6 +73,26 @@ test('cluster → job → pod → container → run → checkpoint, clicked open
     const checkpoints = (await rowLabels(session)).filter((l) => /^(checkpoint-\d+|final)$/.test(l));
     assert.deepEqual(checkpoints, ['final', 'checkpoint-30', 'checkpoint-20'], 'newest first, as over SSH');
     assert.ok(api.requests.some((r) => /\/pods\/bert-master-0\/exec\?.*container=pytorch/.test(r)), 'listed with kubectl exec into the master');
+  });
+});
+
+test('Open Terminal Here on a run in a pod: a terminal running kubectl exec -it, its shell in the container\'s run folder', async () => {
+  await withArtifactsOnFailure(session, 'kube-terminal', async () => {
+    await session.openViewContainer('Remote Runs');
+    await expectRow(session, 'bert-run', /3 checkpoints/);
+    const before = new Set(api.running().map((p) => p.pid));
+    await treeContextMenu(session, 'bert-run', /^Open Terminal Here$/);
+    // The server's side: an exec into the master's container with a TTY (kubectl in the terminal's pty asks for one),
+    // running the terminal's script with the run's folder as $1 (core/terminal.ts terminalKubectlArgs).
+    await settled(session.page, async () => api.running().filter((p) => !before.has(p.pid)), (l) => l.length === 1, 'the terminal\'s exec in the pod');
+    const exec = api.running().find((p) => !before.has(p.pid))!;
+    assert.deepEqual([exec.pod, exec.container, exec.argv[0], exec.argv[1], exec.argv[3], exec.argv[4]], ['bert-master-0', 'pytorch', 'sh', '-c', 'sh', '/workspace/bert-run']);
+    assert.ok(api.requests.some((r) => /\/pods\/bert-master-0\/exec\?.*tty=true/.test(r)), 'kubectl asked for a TTY');
+    // The shell it became: bash, as a login shell, in the run's folder inside the container.
+    await settled(session.page, async () => { try { return readFileSync(`/proc/${exec.pid}/cmdline`, 'latin1'); } catch { return ''; } }, (c) => c.startsWith('bash\0-l'), 'bash -l in the pod');
+    assert.equal(readlinkSync(`/proc/${exec.pid}/cwd`), '/workspace/bert-run');
+    await session.runCommand('Terminal: Kill All Terminals');
+    await settled(session.page, async () => api.running().some((p) => p.pid === exec.pid), (alive) => !alive, 'the shell ended with its terminal');
   });
 });
 
