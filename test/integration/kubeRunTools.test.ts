@@ -140,6 +140,10 @@ test('the language server\'s answers in a pod: the latest metrics of a JSONL log
   const answers = new RemoteAnswers({ core, hosts: () => [], isConnected: () => false, knownPlaces: () => [], mappings: () => [] });
   try {
     const place = { host: 'lab', target: formatTarget(TARGET) };
+    // A run root of the pod, as the editor's completions ask it (the cluster's run roots, not an SSH host's).
+    const listed = await answers.list({ place, path: '/workspace', depth: 2 });
+    assert.ok(listed.ok, JSON.stringify(listed));
+    assert.match(JSON.stringify(listed), /gpt-run/);
     fs.appendFileSync(path.join(workspace, 'gpt-run', 'logs', 'train.jsonl'), `${JSON.stringify({ step: 9999, loss: 0.125 })}\n`);
     const latest = await answers.latestMetrics({ place, path: '/workspace/gpt-run/logs/train.jsonl' });
     assert.deepEqual(latest, { ok: true, step: 9999, values: { loss: 0.125 } });

@@ -124,7 +124,7 @@ export class RemoteAnswers {
       const host = params.place.host;
       const target = parseTarget(params.place.target);
       const opts = { maxAgeMs: this.deps.ttlMs ?? ANSWER_MAX_AGE_MS, ...(signal ? { signal } : {}) };
-      const root = params.depth <= DEFAULT_MAX_DEPTH ? this.deps.core.runRoots(this.deps.core.host(host)).find((r) => stripSlash(r) === stripSlash(params.path)) : undefined;
+      const root = params.depth <= DEFAULT_MAX_DEPTH ? this.deps.core.runRootsOf(host).find((r) => stripSlash(r) === stripSlash(params.path)) : undefined;
       if (root !== undefined) {
         const r = await this.listings.root(host, target, root, opts);
         return r.ok ? rootResult(r.value) : failure(r.error, signal);

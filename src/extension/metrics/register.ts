@@ -108,6 +108,7 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
   // Pinned run: kept per workspace, followed by the status bar and (before the selection) the inline view.
   let pinned = parseRestoreState({ version: 1, primary: context.workspaceState.get(PINNED_KEY), others: [] })?.primary;
   const configured = (hostName: string): boolean => {
+    if (core.cluster(hostName)) return true; // a Kubernetes cluster's name is a host's name too
     try {
       core.host(hostName);
       return true;
