@@ -63,10 +63,14 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
           stream: (target) => core.stream(ref.hostName, target),
           intervalMs: () => Math.max(0.25, setting<number>('metrics.pollIntervalSeconds', 5)) * 1000,
           log: (m) => log.warn(m),
-          connection: {
-            state: () => deps.connectionState(ref.hostName),
-            onDidChange: (listener) => deps.onDidChangeConnectionState((e) => e.host === ref.hostName && listener(e.state)),
-          },
+          // A cluster holds no connection of its own (each read is one kubectl exec, whose failure the feed's status
+          // says): its link is shown as up, never as "connecting…" to a pool entry that never exists.
+          connection: core.cluster(ref.hostName)
+            ? { state: () => ({ kind: 'connected' }), onDidChange: () => ({ dispose: () => undefined }) }
+            : {
+                state: () => deps.connectionState(ref.hostName),
+                onDidChange: (listener) => deps.onDidChangeConnectionState((e) => e.host === ref.hostName && listener(e.state)),
+              },
         }),
     ),
   );
