@@ -339,11 +339,14 @@ function parseEntry(entry: unknown): { host: HostConfig; unknown: string[] } {
     else if (Array.isArray(v)) {
       host.targets = v.map((t, j) => {
         if (typeof t !== 'string') throw new FieldError(`targets[${j}]`, `must be a string like "pct:200", got ${describe(t)}`);
+        let kind: string;
         try {
-          parseTarget(t);
+          kind = parseTarget(t).kind;
         } catch (err) {
           throw new FieldError(`targets[${j}]`, (err as Error).message);
         }
+        // A pod container is reached through a cluster entry's kubectl, never through an SSH host.
+        if (kind === 'pod') throw new FieldError(`targets[${j}]`, `${JSON.stringify(t)} is a pod container: it belongs to a Kubernetes cluster entry (kind "kubernetes"), not to an SSH host's targets`);
         return t;
       });
     } else {

@@ -98,8 +98,17 @@ export class RemoteRunsCore {
    * of a cluster, `kubectl exec` on this machine (kube/executor.ts).
    */
   targetExecutor(name: string, target: TargetRef): Executor {
+    return this.podExecutor(name, target) ?? this.executor(name);
+  }
+
+  /**
+   * For a cluster, the executor of its pod container `target` (`kubectl exec` on this machine, kube/executor.ts; a
+   * target that is not a pod is `bad-address`); undefined for a host, whose executor is its caller's to choose (an
+   * eval's launch asks the pool for one that never retries, eval/service.ts executorFor).
+   */
+  podExecutor(name: string, target: TargetRef): Executor | undefined {
     const cluster = this.cluster(name);
-    if (!cluster) return this.executor(name);
+    if (!cluster) return undefined;
     if (target.kind !== 'pod') throw new RemoteRunsError('bad-address', `${name} is a Kubernetes cluster: its targets are pod containers (pod:NAMESPACE/POD:CONTAINER), not ${formatTarget(target)}`);
     return new PodExecutor(this.kubectlAccess(cluster), parsePodTargetId(target.id));
   }

@@ -428,8 +428,11 @@ export function formatTarget(t: TargetRef): string {
 /** Parse `host`, `pct:200`, `docker:name`. Throws RemoteRunsError('bad-address'). */
 export function parseTarget(spec: string): TargetRef {
   if (spec === 'host') return { kind: 'host', id: '' };
+  // A pod container as formatTarget spells it (the language server's places, the tree's ids): its three names are
+  // checked where it is reached (kube/names.ts parsePodTargetId, `bad-address` for anything else).
+  if (spec.startsWith('pod:') && spec.length > 4) return { kind: 'pod', id: spec.slice(4) };
   const m = /^(pct|docker):(.+)$/s.exec(spec);
-  if (!m) throw new RemoteRunsError('bad-address', `Not a target: ${JSON.stringify(spec)} (expected host, pct:<vmid> or docker:<name>)`);
+  if (!m) throw new RemoteRunsError('bad-address', `Not a target: ${JSON.stringify(spec)} (expected host, pct:<vmid>, docker:<name> or pod:<namespace>/<pod>:<container>)`);
   const kind = m[1] as 'pct' | 'docker';
   const id = m[2];
   if (kind === 'pct' && !/^\d+$/.test(id)) {

@@ -2,7 +2,8 @@ import * as vscode from 'vscode';
 import type { HostConfig, TargetRef } from '../core/types';
 import { RemoteRunsError } from '../core/types';
 import type { HostDirectory } from '../core/hosts';
-import { terminalSshArgs } from '../core/terminal';
+import { terminalKubectlArgs, terminalSshArgs } from '../core/terminal';
+import type { KubectlAccess } from '../core/kube/kubectl';
 import type { TreeNode } from '../core/tree/nodes';
 import type { RunsTreeProvider } from './tree/treeProvider';
 import { CommandIds } from './commandIds';
@@ -24,6 +25,8 @@ export interface CommandDeps {
   kubectlPath(): string | undefined;
   /** The core (a job's logs are followed through its cluster's kubectl access). */
   core: RemoteRunsCore;
+  /** How kubectl reaches the cluster of this name (service.ts kubectlAccess); undefined when it is not a cluster. */
+  kubectlAccess(name: string): KubectlAccess | undefined;
 }
 
 /** Commands as values: id → handler, registered through the one wrapper. */
@@ -187,8 +190,13 @@ function openTerminal(deps: CommandDeps, node: TreeNode | undefined): void {
     throw new RemoteRunsError('not-found', 'Select a target or a run in the Remote Runs tree first');
   }
   if (node.target.kind === 'pod') {
-    // A pod container has no SSH login: its terminal will be `kubectl exec -it` on this machine, not built yet.
-    throw new RemoteRunsError('bad-address', `Open Terminal Here does not reach pod containers yet (${node.target.id} of cluster ${node.hostName}): run kubectl exec -it in a terminal of your own`);
+    // A pod container has no SSH login: its terminal is the user's kubectl, `exec -it`, on this machine.
+    const access = deps.kubectlAccess(node.hostName);
+    if (!access) throw new RemoteRunsError('not-found', `Cluster ${node.hostName} is no longer configured`);
+    const { program, args } = terminalKubectlArgs(access, node.target, node.type === 'run' ? node.run.path : '');
+    const term = vscode.window.createTerminal({ name: `Remote Runs: ${node.hostName} ${node.target.id}`, shellPath: program, shellArgs: args });
+    term.show();
+    return;
   }
   const hostConfig = deps.hosts.configs().find((h) => h.name === node.hostName);
   if (!hostConfig) throw new RemoteRunsError('not-found', `Host ${node.hostName} is no longer configured`);

@@ -195,7 +195,10 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   store.register({ dispose: () => timer && clearInterval(timer) });
   store.register(vscode.workspace.onDidChangeConfiguration((e) => e.affectsConfiguration('remoteRuns.refreshIntervalSeconds') && schedule()));
 
-  for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles, kubectlPath: () => settings.kubectlPath(), core })) store.register(d);
+  for (const d of registerCommands({ tree, hosts, log, showLog: () => channel.show(), knownHostsFiles, kubectlPath: () => settings.kubectlPath(), core, kubectlAccess: (name) => {
+    const cluster = core.cluster(name);
+    return cluster && core.kubectlAccess(cluster);
+  } })) store.register(d);
   // Eval listings → the charts' points and the eval table (the hub is shared, so metrics can register first).
   const evalResults = store.register(new EvalResultsHub());
   const { feeds } = registerMetrics({

@@ -397,7 +397,8 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
       for (const t of timers) clearInterval(t);
       for (const e of execs) {
         try {
-          e.child.kill('SIGKILL');
+          // The whole session's group (it leads one, see startExec), so a command's children go with it.
+          if (e.child.pid) process.kill(-e.child.pid, 'SIGKILL');
         } catch {
           // already gone
         }
@@ -721,7 +722,10 @@ export async function startKubeApi(options: { dir?: string; onDisconnect?: 'clos
     // SIGPIPE, which no container process meets.
     const out = realPipe(dir);
     const err = realPipe(dir);
+    // `detached`: the process leads a new session, as every process runc starts does (runc
+    // libcontainer/nsenter/nsexec.c, stage-2 `runc:[2:INIT]` calls setsid() before it execs the command).
     const child = spawn('unshare', ['-rm', '/bin/sh', path.join(SHIMS_DIR, 'shim-enter.sh'), c.rootfs, mnt, ...argv], {
+      detached: true,
       stdio: ['pipe', out.writeFd, err.writeFd],
       env: { PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', HOME: '/root', HOSTNAME: name },
     });

@@ -89,6 +89,7 @@ describe('parseHostsSetting', () => {
     ['proxyJump empty hop', { proxyJump: 'a,,b' }, /\.proxyJump: .*empty hop/],
     ['targets string', { targets: 'all' }, /\.targets: must be "auto" or a list/],
     ['targets bad kind', { targets: ['lxc:200'] }, /\.targets\[0\]: Not a target: "lxc:200"/],
+    ['targets a pod on an SSH host', { targets: ['pod:ml/train-0:pytorch'] }, /\.targets\[0\]: "pod:ml\/train-0:pytorch" is a pod container: it belongs to a Kubernetes cluster entry/],
     ['targets non-string', { targets: [200] }, /\.targets\[0\]: must be a string like "pct:200", got number 200/],
     ['runRoots string', { runRoots: '/workspace' }, /\.runRoots: must be a list of directories/],
     ['runRoots relative', { runRoots: ['/ok', 'runs'] }, /\.runRoots\[1\]: "runs" must be absolute or start with "~"/],

@@ -5,16 +5,20 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
 import { kubectlArgs, podCommandArgs, type KubectlAccess } from '../../src/core/kube/kubectl';
 import { PodExecutor } from '../../src/core/kube/executor';
+import { LIFELINE_SCRIPT } from '../../src/core/kube/lifeline';
 import { OWNER_RESOURCES, ownersVerb, podsVerb } from '../../src/core/kube/cluster';
 import { parsePodTargetId, podTarget } from '../../src/core/kube/names';
 import { classifyTargetFailure, targetPrefix, wrapForTarget } from '../../src/core/targets';
-import { terminalSshArgs } from '../../src/core/terminal';
+import { terminalKubectlArgs, terminalSshArgs } from '../../src/core/terminal';
 import { FENCE, portableCommandLine } from '../../src/core/shell/portable';
 import { shellJoin } from '../../src/core/shell/quote';
-import { RemoteRunsError, formatTarget } from '../../src/core/types';
+import { RemoteRunsError, formatTarget, parseTarget } from '../../src/core/types';
 
 const access: KubectlAccess = { cluster: { kind: 'kubernetes', name: 'prod', context: 'arn:aws:eks:us-west-2:1:cluster/train', namespace: 'ml-team', kubeconfig: '~/.kube/eks.yaml' }, kubectl: '/opt/bin/kubectl', home: '/home/ann' };
 const pod = { namespace: 'ml-team', pod: 'bert-master-0', container: 'pytorch' };
@@ -67,10 +71,17 @@ test('the line a container\'s sh -c runs gives back the argv exactly (run by a r
   const line = wrapForTarget(podTarget(pod), ['printf', '[%s]\\n', ...HOSTILE]);
   assert.equal(line, portableCommandLine(shellJoin(['printf', '[%s]\\n', ...HOSTILE])), 'the same portable line as over SSH, without a prefix');
   const args = new PodExecutor(access, pod).argsFor(line);
-  assert.deepEqual(args.slice(-3), ['sh', '-c', line]);
+  assert.deepEqual(args.slice(-5), ['sh', '-c', LIFELINE_SCRIPT, 'sh', line], 'the line is the lifeline\'s $1, never pasted into its script');
   assert.deepEqual(podCommandArgs(access, pod, ['printf', '[%s]\\n', ...HOSTILE]), args);
-  // What kubectl hands the container: `sh -c LINE`. Run it here.
-  const r = spawnSync('sh', ['-c', line], { encoding: 'buffer' });
+  assert.deepEqual(new PodExecutor(access, pod).argsFor(line, { input: true }).slice(-3), ['sh', '-c', line], 'a command that reads its input: plain sh -c');
+  // What kubectl hands the container: `sh -c LIFELINE sh LINE`, its stdin held open and never written (here a FIFO
+  // this process holds open for writing, as kubectl holds the exec's stdin). Run it here.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-lifeline-'));
+  execFileSync('mkfifo', [path.join(dir, 'stdin')]);
+  const held = fs.openSync(path.join(dir, 'stdin'), 'r+');
+  const r = spawnSync(args[args.length - 5], args.slice(-4), { encoding: 'buffer', stdio: [held, 'pipe', 'pipe'] });
+  fs.closeSync(held);
+  fs.rmSync(dir, { recursive: true, force: true });
   assert.equal(r.status, 0, r.stderr.toString());
   const out = r.stdout.subarray(r.stdout.indexOf(FENCE) + FENCE.length).toString('utf8');
   assert.equal(out, HOSTILE.map((h) => `[${h}]\n`).join(''));
@@ -95,4 +106,27 @@ test('a pod container never gets an ssh terminal (its terminal is kubectl exec o
   const hop = { alias: 'h', hostname: 'h', port: 22, user: 'u', identityFiles: [], identitiesOnly: false };
   assert.throws(() => terminalSshArgs([], hop, podTarget(pod), '/workspace'), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'internal' && /its terminal is kubectl exec/.test(e.message));
   assert.ok(terminalSshArgs([], hop, { kind: 'docker', id: 'x' }, '/w').includes('h'), 'control: a container on a host still gets one');
+});
+
+test('a pod container\'s terminal: the user\'s kubectl with the cluster\'s kubeconfig, context and namespace, exec -it into the container, the run folder as $1', () => {
+  const folder = "/workspace/it's $(here)\nnow";
+  const { program, args } = terminalKubectlArgs(access, podTarget(pod), folder);
+  assert.equal(program, '/opt/bin/kubectl', 'remoteRuns.kubectlPath');
+  assert.deepEqual(args, [
+    '--kubeconfig=/home/ann/.kube/eks.yaml',
+    '--context=arn:aws:eks:us-west-2:1:cluster/train',
+    '--namespace=ml-team',
+    'exec', '-it', 'bert-master-0', '-c', 'pytorch', '--',
+    'sh', '-c', 'cd -- "$1" 2>/dev/null; if command -v bash >/dev/null 2>&1; then exec bash -l; else exec sh -l; fi', 'sh', folder,
+  ]);
+  // The same global flags as every kubectl the extension runs (the runner's own function).
+  assert.deepEqual(args.slice(0, 3), kubectlArgs(access, [], { namespace: pod.namespace }));
+  assert.equal(terminalKubectlArgs({ cluster: access.cluster }, podTarget(pod), '').program, 'kubectl', 'no setting: kubectl from PATH');
+  assert.throws(() => terminalKubectlArgs(access, { kind: 'docker', id: 'x' }, '/w'), (e: unknown) => e instanceof RemoteRunsError && e.kind === 'internal');
+});
+
+test('a pod target as formatTarget spells it is read back by parseTarget (the language server\'s places carry it so)', () => {
+  const t = podTarget({ namespace: 'ml-team', pod: 'bert-master-0', container: 'pytorch' });
+  assert.deepEqual(parseTarget(formatTarget(t)), t);
+  assert.throws(() => parseTarget('pod:'), /Not a target: "pod:" \(expected host, pct:<vmid>, docker:<name> or pod:<namespace>\/<pod>:<container>\)/);
 });

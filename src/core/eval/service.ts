@@ -31,8 +31,9 @@ const HOST: TargetRef = { kind: 'host', id: '' };
 
 export interface EvalServiceOptions {
   /**
-   * The shared executor of a configured host. Launches ask for `idempotent: false` (a launch must never run twice);
-   * reads for `idempotent: true`.
+   * The executor that reaches `target` of a configured host or cluster: a host's shared one (launches ask for
+   * `idempotent: false`, as a launch must never run twice; reads for `idempotent: true`), or for a cluster's pod
+   * container `kubectl exec` (service.ts podExecutor, which never retries a command).
    */
   executorFor(host: string, options: { idempotent: boolean }, target: TargetRef): Executor;
   /** Folder for local evals (`<localStateDir>/evals/<runKey>/<id>`), e.g. the extension's globalStorage. */

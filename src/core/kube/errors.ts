@@ -108,7 +108,8 @@ function contextMissing(context: string, c: KubeFailureContext): ReturnType<Rule
   return { kind: 'kube-config', cause: 'context-missing', message: `The kubeconfig has no context ${JSON.stringify(context)}${c.cluster?.kubeconfig ? ` (${c.cluster.kubeconfig})` : ''}: kubectl config get-contexts lists those it has`, detail: { context } };
 }
 
-const NO_USER_PROMPT = 'Please enter Username: ';
+/** What kubectl writes first on stdout when it asks for a username (client-go's basic-auth prompt). */
+export const NO_USER_PROMPT = 'Please enter Username: ';
 
 function noUser(c: KubeFailureContext): ReturnType<Rule['make']> {
   return { kind: 'kube-config', cause: 'no-user', message: `The kubeconfig context${c.cluster ? ` ${JSON.stringify(c.cluster.context)}` : ''} names no user, so kubectl asks for a username and password on its input${where(c)}: add a user (a token, a client certificate or an exec plugin) to the context` };

@@ -14,7 +14,8 @@ import { shellJoin } from '../shell/quote';
 import { portableCommandLine } from '../shell/portable';
 import { RemoteRunsError, type ClusterConfig } from '../types';
 import type { PodContainer } from './names';
-import { kubectlFailure } from './errors';
+import { NO_USER_PROMPT, kubectlFailure } from './errors';
+import { podShellArgv, type PodShellOptions } from './lifeline';
 
 /** How to reach a cluster: its config, and the kubectl program (the machine-scoped `remoteRuns.kubectlPath`). */
 export interface KubectlAccess {
@@ -62,13 +63,20 @@ export function podExecVerb(p: PodContainer): string[] {
 }
 
 /**
- * kubectl's argv that runs `argv` inside the pod container under /bin/sh: `… exec -i POD -c CONTAINER -- sh -c LINE`,
- * LINE the portable command line (shell/portable.ts, the same as over SSH: FENCE first on stdout and stderr when
- * `fence`, so the command's output is told from kubectl's own messages, kube/errors.ts). `sh` is looked up on the
- * container's PATH: an image without it fails with the runtime's own words (classified by kubectlFailure).
+ * kubectl's argv that runs `argv` inside the pod container under /bin/sh: `… exec -i POD -c CONTAINER -- sh -c
+ * LIFELINE sh LINE` (kube/lifeline.ts: the command ends when kubectl's stdin does, so hold it open with `holdStdin`),
+ * or `… -- sh -c LINE` with `input` (a command that reads its stdin). LINE is the portable command line
+ * (shell/portable.ts, the same as over SSH: FENCE first on stdout and stderr when `fence`, so the command's output is
+ * told from kubectl's own messages, kube/errors.ts). `sh` is looked up on the container's PATH: an image without it
+ * fails with the runtime's own words (classified by kubectlFailure).
  */
-export function podCommandArgs(access: KubectlAccess, p: PodContainer, argv: readonly string[], fence = true): string[] {
-  return kubectlArgs(access, [...podExecVerb(p), 'sh', '-c', portableCommandLine(shellJoin(argv), fence)], { namespace: p.namespace });
+export function podCommandArgs(access: KubectlAccess, p: PodContainer, argv: readonly string[], fence = true, options: PodShellOptions = {}): string[] {
+  return podLineArgs(access, p, portableCommandLine(shellJoin(argv), fence), options);
+}
+
+/** kubectl's argv that runs the command line `line` (shell/portable.ts) in the pod container, as podCommandArgs. */
+export function podLineArgs(access: KubectlAccess, p: PodContainer, line: string, options: PodShellOptions = {}): string[] {
+  return kubectlArgs(access, [...podExecVerb(p), ...podShellArgv(line, options)], { namespace: p.namespace });
 }
 
 /** What a kubectl run gave back. */
@@ -89,6 +97,11 @@ export interface RunKubectlOptions {
   holder?: ProcessHolder;
   /** Written to stdin, then closed; default: stdin closed at once. */
   input?: Buffer;
+  /**
+   * Keep kubectl's stdin open, unwritten, until kubectl ends (or the run is cancelled, which closes it first): the
+   * lifeline of a command run by podCommandArgs without `input` (kube/lifeline.ts). Not with `input`.
+   */
+  holdStdin?: boolean;
   env?: NodeJS.ProcessEnv;
   /** Each stdout chunk as it arrives (the bytes that end up in the result's stdout). */
   onStdout?: (chunk: Buffer) => void;
@@ -109,6 +122,7 @@ const DEFAULT_MAX_OUTPUT = 256 * 1024 * 1024;
 export function runKubectl(access: Pick<KubectlAccess, 'kubectl'>, args: readonly string[], options: RunKubectlOptions = {}): Promise<KubectlResult> {
   const program = kubectlProgram(access);
   const max = options.maxOutputBytes ?? DEFAULT_MAX_OUTPUT;
+  if (options.holdStdin && options.input !== undefined) return Promise.reject(new RemoteRunsError('internal', 'kubectl\'s stdin is either an input or a lifeline, not both'));
   return new Promise((resolve, reject) => {
     if (options.signal?.aborted) {
       reject(new RemoteRunsError('cancelled', 'cancelled before kubectl started'));
@@ -122,7 +136,10 @@ export function runKubectl(access: Pick<KubectlAccess, 'kubectl'>, args: readonl
     let outBytes = 0;
     let truncated = false;
     let settled = false;
-    const onAbort = (): void => signalProcess(child, 'SIGTERM', { group: true });
+    const onAbort = (): void => {
+      child.stdin?.end(); // the remote command's lifeline (kube/lifeline.ts), whatever kubectl does with SIGTERM
+      signalProcess(child, 'SIGTERM', { group: true });
+    };
     options.signal?.addEventListener('abort', onAbort, { once: true });
     const done = (f: () => void): void => {
       if (settled) return;
@@ -136,12 +153,16 @@ export function runKubectl(access: Pick<KubectlAccess, 'kubectl'>, args: readonl
         return;
       }
       if (truncated) return;
+      // A held stdin is never an answer: kubectl asking for a username (a user entry that cannot identify anyone) gets
+      // EOF at once and fails as itself (kube/errors.ts names it `no-user`), instead of waiting for ever.
+      if (options.holdStdin && outBytes < NO_USER_PROMPT.length && Buffer.concat([...out, b]).subarray(0, NO_USER_PROMPT.length).toString('latin1') === NO_USER_PROMPT) child.stdin?.end();
       if (outBytes + b.length > max) {
         const part = b.subarray(0, max - outBytes);
         out.push(part);
         options.onStdout?.(part);
         outBytes = max;
         truncated = true;
+        child.stdin?.end();
         signalProcess(child, 'SIGTERM', { group: true });
         return;
       }
@@ -151,12 +172,13 @@ export function runKubectl(access: Pick<KubectlAccess, 'kubectl'>, args: readonl
     });
     child.stderr?.on('data', (b: Buffer) => err.push(b));
     child.stdin?.on('error', () => undefined); // kubectl that ended before reading its input: its exit says why
-    child.stdin?.end(options.input ?? undefined);
+    if (!options.holdStdin) child.stdin?.end(options.input ?? undefined);
     child.on('error', (e: NodeJS.ErrnoException) =>
       done(() => reject(kubectlStartError(program, e))),
     );
     child.on('close', (code, signal) =>
       done(() => {
+        child.stdin?.destroy();
         if (options.signal?.aborted) reject(new RemoteRunsError('cancelled', 'cancelled; kubectl was stopped'));
         else resolve({ stdout: Buffer.concat(out), stderr: Buffer.concat(err), code, signal, truncated });
       }),

@@ -61,15 +61,19 @@ export class PodStreams implements ClosableStreams {
 
   run(line: string, stdout?: number, stdoutAt?: number): ChildProcess {
     if (this.closed) throw new RemoteRunsError('cancelled', 'Transfer closed');
-    // stdin: /dev/null (a range read reads none; kubectl's `-i` then sends its end at once, as `exec -i … < /dev/null`).
-    // Its own process group, as every kubectl (kube/kubectl.ts runKubectl): a stop reaches a credential plugin too.
-    return startProcess(this.program, this.argsFor(line), {
-      stdio: ['ignore', stdout ?? 'pipe', 'pipe'],
+    // stdin: a pipe held open and never written, the remote command's lifeline (kube/lifeline.ts: the range read ends
+    // when kubectl's stdin does, so a kubectl killed with this process leaves no `cat` in the container); it closes
+    // when kubectl exits. Its own process group, as every kubectl (kube/kubectl.ts runKubectl): a stop reaches a
+    // credential plugin too.
+    const child = startProcess(this.program, this.argsFor(line), {
+      stdio: ['pipe', stdout ?? 'pipe', 'pipe'],
       detached: true,
       holder: this.lifeline,
       running: this.children,
       ...(stdout !== undefined && stdoutAt !== undefined ? { stdoutAt } : {}),
     });
+    child.stdin?.on('error', () => undefined);
+    return child;
   }
 
   /** Kill every stream still running, wait until each has exited, and let the lifeline go. */

@@ -135,7 +135,8 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
   };
   const evals = new EvalService({
     // Launches ask for idempotent: false, so the pool never runs one twice after a drop.
-    executorFor: (name, { idempotent }) => pool.executor(hosts.resolve(core.host(name)), { idempotent }),
+    // A cluster's pod container through kubectl exec (service.ts podExecutor), else the host's pooled executor.
+    executorFor: (name, { idempotent }, target) => core.podExecutor(name, target) ?? pool.executor(hosts.resolve(core.host(name)), { idempotent }),
     localStateDir: context.globalStorageUri.fsPath,
   });
   const runs = new Map<string, RunEvals>();

@@ -124,7 +124,7 @@ export class RemoteAnswers {
       const host = params.place.host;
       const target = parseTarget(params.place.target);
       const opts = { maxAgeMs: this.deps.ttlMs ?? ANSWER_MAX_AGE_MS, ...(signal ? { signal } : {}) };
-      const root = params.depth <= DEFAULT_MAX_DEPTH ? this.deps.core.runRoots(this.deps.core.host(host)).find((r) => stripSlash(r) === stripSlash(params.path)) : undefined;
+      const root = params.depth <= DEFAULT_MAX_DEPTH ? this.deps.core.runRootsOf(host).find((r) => stripSlash(r) === stripSlash(params.path)) : undefined;
       if (root !== undefined) {
         const r = await this.listings.root(host, target, root, opts);
         return r.ok ? rootResult(r.value) : failure(r.error, signal);
@@ -142,7 +142,9 @@ export class RemoteAnswers {
     const cached = this.latest.get(key);
     if (cached && this.now() - cached.at < (this.deps.ttlMs ?? 15_000)) return cached.value;
     try {
-      const r = await runCommand(this.deps.core.executor(params.place.host), parseTarget(params.place.target), latestMetricsCommand(params.path), signal);
+      const target = parseTarget(params.place.target);
+      // A host's executor, or kubectl exec for a cluster's pod container (service.ts targetExecutor).
+      const r = await runCommand(this.deps.core.targetExecutor(params.place.host, target), target, latestMetricsCommand(params.path), signal);
       const value: LatestMetricsResult = { ok: true, ...r };
       this.latest.set(key, { at: this.now(), value });
       return value;
@@ -154,7 +156,8 @@ export class RemoteAnswers {
   /** A checkpoint's one-line summary from its headers (one remote command; the files are cached while unchanged). */
   async inspectSummary(params: InspectSummaryParams, signal?: AbortSignal): Promise<InspectSummaryResult> {
     try {
-      const r = await inspectRemote(this.deps.core.executor(params.place.host), parseTarget(params.place.target), listedFilesOf(params.checkpoint), { cache: this.inspected, host: params.place.host, signal });
+      const target = parseTarget(params.place.target);
+      const r = await inspectRemote(this.deps.core.targetExecutor(params.place.host, target), target, listedFilesOf(params.checkpoint), { cache: this.inspected, host: params.place.host, signal });
       return { ok: true, summary: summaryLine(r.inspection) };
     } catch (e) {
       return { ok: false, kind: isRemoteRunsError(e) ? e.kind : 'command-failed', message: e instanceof Error ? e.message : String(e) };

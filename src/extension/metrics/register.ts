@@ -57,14 +57,20 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
     new FeedRegistry(
       (ref) =>
         new RunFeed(ref, {
-          executor: () => core.executor(ref.hostName),
+          // The host's executor, or kubectl exec for a cluster's pod container (service.ts targetExecutor); a
+          // cluster has no stream (core.stream is undefined for it), so its runs are followed by polling alone.
+          executor: () => core.targetExecutor(ref.hostName, ref.target),
           stream: (target) => core.stream(ref.hostName, target),
           intervalMs: () => Math.max(0.25, setting<number>('metrics.pollIntervalSeconds', 5)) * 1000,
           log: (m) => log.warn(m),
-          connection: {
-            state: () => deps.connectionState(ref.hostName),
-            onDidChange: (listener) => deps.onDidChangeConnectionState((e) => e.host === ref.hostName && listener(e.state)),
-          },
+          // A cluster holds no connection of its own (each read is one kubectl exec, whose failure the feed's status
+          // says): its link is shown as up, never as "connecting…" to a pool entry that never exists.
+          connection: core.cluster(ref.hostName)
+            ? { state: () => ({ kind: 'connected' }), onDidChange: () => ({ dispose: () => undefined }) }
+            : {
+                state: () => deps.connectionState(ref.hostName),
+                onDidChange: (listener) => deps.onDidChangeConnectionState((e) => e.host === ref.hostName && listener(e.state)),
+              },
         }),
     ),
   );
@@ -106,6 +112,7 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
   // Pinned run: kept per workspace, followed by the status bar and (before the selection) the inline view.
   let pinned = parseRestoreState({ version: 1, primary: context.workspaceState.get(PINNED_KEY), others: [] })?.primary;
   const configured = (hostName: string): boolean => {
+    if (core.cluster(hostName)) return true; // a Kubernetes cluster's name is a host's name too
     try {
       core.host(hostName);
       return true;
