@@ -41,7 +41,7 @@ let cliHome = '';
 /** The CLI's config: the cluster entry the core tests use. */
 function cliConfig(): string {
   const file = path.join(local, 'cli-config.json');
-  if (!fs.existsSync(file)) fs.writeFileSync(file, JSON.stringify({ hosts: [cluster] }));
+  fs.writeFileSync(file, JSON.stringify({ hosts: [cluster] }));
   return file;
 }
 
@@ -182,46 +182,26 @@ describe('a checkpoint in a pod container', () => {
     assert.equal(sha(path.join(plan.localRoot, 'model.bin')), sha(big));
   });
 
-  test('kill -9 of the CLI mid-pull (remote-runs pull CLUSTER/pod:…): no kubectl and no remote read left within seconds, and the next pull resumes with equal bytes', async () => {
-    const big = randomBytes(160 * MiB);
-    writeCheckpoint('run-kill', { 'model.bin': big });
-    const to = fs.mkdtempSync(path.join(local, 'cli-'));
-    const part = path.join(to, '.remote-runs', 'partial', 'run-kill', 'step_100', 'model.bin.part');
-    const address = `${cluster.name}/pod:${TARGET}/run-kill/step_100`;
-    const child = spawn(process.execPath, [CLI, 'pull', address, '--to', to, '--config', cliConfig()], { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH, HOME: cliHome } });
-    let output = '';
-    child.stdout.on('data', (b: Buffer) => (output += b));
-    child.stderr.on('data', (b: Buffer) => (output += b));
-    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-    let ended = false;
-    void exited.then(() => (ended = true));
-    // Killed once a good part has arrived (so there is something to resume) and well before the end.
-    await eventually(() => ended || allocated(part) >= 40 * MiB, 'the pull wrote 40 MiB of the .part', 60_000);
-    assert.ok(!ended, `the pull ended by itself before the kill: ${output}`);
-    assert.ok(ourKubectls().length > 0, 'kubectl streams were running at the kill');
-    const inFlight = remoteReadersOf('run-kill').map((p) => p.pid);
-    assert.ok(inFlight.length > 0, 'range reads were running in the container at the kill');
-    child.kill('SIGKILL');
-    await exited;
-    const at = allocated(part);
-    assert.ok(at < big.length, `killed mid-transfer, at ${at} of ${big.length} bytes`);
-    const t0 = Date.now();
-    await eventually(() => ourKubectls().length === 0, 'no kubectl of the killed pull left on this machine', 5000);
-    await eventually(() => remoteReadersOf('run-kill').length === 0, `no remote read of the checkpoint left in the container: ${JSON.stringify(remoteReadersOf('run-kill').map((p) => p.argv))}`, 5000);
-    // Stopped, not run to their end: kubectl was killed under them (a read that finished its range exits 0; one may
-    // have been finishing as the kill came, so not every one need be cut off, but the kill cut them short).
-    const ends = api.ended().filter((p) => inFlight.includes(p.pid));
-    assert.equal(ends.length, inFlight.length, 'every range read of the kill has ended');
-    assert.ok(ends.filter((p) => p.code !== 0).length >= Math.max(1, ends.length - 1), `the reads in flight were cut off, not finished: ${JSON.stringify(ends.map((p) => ({ code: p.code, signal: p.signal })))}`);
-    assert.ok(Date.now() - t0 < 5000, `gone within ${Date.now() - t0} ms`);
-    assert.ok(!fs.existsSync(path.join(to, 'run-kill', 'step_100', 'model.bin')), 'no file that looks complete');
-    const last = await runBuiltCliAsync(['pull', address, '--to', to, '--config', cliConfig()], cliHome);
-    assert.equal(last.code, 0, last.stderr);
-    assert.equal(last.stdout.trim(), path.join(to, 'run-kill', 'step_100'));
-    assert.match(last.stderr, /resumed .*verified by SHA-256 on both sides/);
-    assert.equal(sha(path.join(to, 'run-kill', 'step_100', 'model.bin')), sha(big));
-    assert.ok(!fs.existsSync(part), 'no partial state left once complete');
+  test('kill -9 of the CLI mid-pull (remote-runs pull CLUSTER/pod:…): no kubectl and no remote read left within seconds, and the next pull resumes with equal bytes', () => killMidPull('run-kill'));
+});
+
+describe('a kubelet that stops reading the output of a dead exec (its copy blocks; the process is never killed)', () => {
+  // The other reading of the runtime (test/harness/kubeApi.ts onDisconnect): the range read's writes block once the
+  // pipe is full instead of failing, so only its lifeline (kube/lifeline.ts: kubectl's stdin) can end it.
+  const saved: { api?: KubeApi; kubeconfig?: string; cluster?: ClusterConfig } = {};
+  before(async () => {
+    Object.assign(saved, { api, kubeconfig, cluster });
+    api = await startKubeApi({ onDisconnect: 'stop-reading' });
+    api.setPods(JSON.parse(fs.readFileSync(path.join(FIXTURES, 'pytorchjob.json'), 'utf8')).items);
+    kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'admin' }] });
+    cluster = { kind: 'kubernetes', name: 'prod', context: 'admin', kubeconfig, runRoots: ['/workspace'] };
   });
+  after(async () => {
+    await api?.stop();
+    ({ api, kubeconfig, cluster } = saved as { api: KubeApi; kubeconfig: string; cluster: ClusterConfig });
+  });
+
+  test('kill -9 of the CLI mid-pull: no kubectl and no blocked remote read left within seconds, and the next pull resumes with equal bytes', () => killMidPull('run-kill-blocked'));
 });
 
 describe('what a pod gives back instead of bytes', () => {
@@ -267,3 +247,48 @@ describe('through the core the faces use', () => {
     assert.equal(sha(path.join(out.plan.localRoot, 'a.bin')), sha(path.join(api.container(NS, POD, CONTAINER).workspace, 'run-core', 'checkpoints', 'step_100', 'a.bin')));
   });
 });
+
+/**
+ * `kill -9` of the CLI (`remote-runs pull CLUSTER/pod:…`) mid-transfer, then the next pull: no kubectl and no remote
+ * read left within seconds, nothing that looks complete, and the next pull resumes with equal bytes.
+ */
+async function killMidPull(run: string): Promise<void> {
+  const big = randomBytes(160 * MiB);
+  writeCheckpoint(run, { 'model.bin': big });
+  const to = fs.mkdtempSync(path.join(local, 'cli-'));
+  const part = path.join(to, '.remote-runs', 'partial', run, 'step_100', 'model.bin.part');
+  const address = `${cluster.name}/pod:${TARGET}/${run}/step_100`;
+  const child = spawn(process.execPath, [CLI, 'pull', address, '--to', to, '--config', cliConfig()], { stdio: ['ignore', 'pipe', 'pipe'], env: { PATH: process.env.PATH, HOME: cliHome } });
+  let output = '';
+  child.stdout.on('data', (b: Buffer) => (output += b));
+  child.stderr.on('data', (b: Buffer) => (output += b));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let ended = false;
+  void exited.then(() => (ended = true));
+  // Killed once a good part has arrived (so there is something to resume) and well before the end.
+  await eventually(() => ended || allocated(part) >= 40 * MiB, 'the pull wrote 40 MiB of the .part', 60_000);
+  assert.ok(!ended, `the pull ended by itself before the kill: ${output}`);
+  assert.ok(ourKubectls().length > 0, 'kubectl streams were running at the kill');
+  const inFlight = remoteReadersOf(run).map((p) => p.pid);
+  assert.ok(inFlight.length > 0, 'range reads were running in the container at the kill');
+  child.kill('SIGKILL');
+  await exited;
+  const at = allocated(part);
+  assert.ok(at < big.length, `killed mid-transfer, at ${at} of ${big.length} bytes`);
+  const t0 = Date.now();
+  await eventually(() => ourKubectls().length === 0, 'no kubectl of the killed pull left on this machine', 5000);
+  await eventually(() => remoteReadersOf(run).length === 0, `no remote read of the checkpoint left in the container: ${JSON.stringify(remoteReadersOf(run).map((p) => p.argv))}`, 5000);
+  // Stopped, not run to their end: kubectl was killed under them (a read that finished its range exits 0; one may
+  // have been finishing as the kill came, so not every one need be cut off, but the kill cut them short).
+  const ends = api.ended().filter((p) => inFlight.includes(p.pid));
+  assert.equal(ends.length, inFlight.length, 'every range read of the kill has ended');
+  assert.ok(ends.filter((p) => p.code !== 0).length >= Math.max(1, ends.length - 1), `the reads in flight were cut off, not finished: ${JSON.stringify(ends.map((p) => ({ code: p.code, signal: p.signal })))}`);
+  assert.ok(Date.now() - t0 < 5000, `gone within ${Date.now() - t0} ms`);
+  assert.ok(!fs.existsSync(path.join(to, run, 'step_100', 'model.bin')), 'no file that looks complete');
+  const last = await runBuiltCliAsync(['pull', address, '--to', to, '--config', cliConfig()], cliHome);
+  assert.equal(last.code, 0, last.stderr);
+  assert.equal(last.stdout.trim(), path.join(to, run, 'step_100'));
+  assert.match(last.stderr, /resumed .*verified by SHA-256 on both sides/);
+  assert.equal(sha(path.join(to, run, 'step_100', 'model.bin')), sha(big));
+  assert.ok(!fs.existsSync(part), 'no partial state left once complete');
+}
