@@ -22,7 +22,7 @@ import { ConnectionPool } from '../core/ssh/pool';
 import { describeTransport, problemsFor } from '../core/ssh/transport';
 import { HostDirectory } from '../core/hosts';
 import { RemoteRunsCore, type PickedCheckpoint } from '../core/service';
-import type { SkippedEntry, TransferSource } from '../core/transfer';
+import { transferSourceFor, type SkippedEntry, type TransferSource } from '../core/transfer';
 import { addressHost, parseAddress, type Address } from '../core/address';
 import { parseConfigFileEntries } from '../core/config';
 import { RemoteRunsError, asRemoteRunsError, isRemoteRunsError, type ClusterConfig, type HostConfig, type TargetRef } from '../core/types';
@@ -231,9 +231,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     const executorIn = (name: string, target: TargetRef, idempotent: boolean) =>
       core.cluster(name) ? core.targetExecutor(name, target) : pool.executor(hosts.resolve(core.host(name)), { idempotent });
     // The one place a download's source is made: pull, and an eval profile's ${localCheckpoint}.
-    const downloadSource = (name: string, target: TargetRef): TransferSource =>
-      // A cluster's pod container is read through kubectl exec (transfer/podSource.ts); a host's target through its pool.
-      core.podTransferSource(name, target) ?? { pool, host: hosts.resolve(core.host(name)), target };
+    const downloadSource = (name: string, target: TargetRef): TransferSource => transferSourceFor(core, pool, (h) => hosts.resolve(h), name, target);
     // An address on a cluster names its namespace, job, rank and container (cli/cluster.ts); resolved against the
     // cluster's listing here, so every command below takes it as a pod container target.
     const clusterPlaces = new Map<string, ResolvedClusterAddress>();

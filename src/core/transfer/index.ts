@@ -13,6 +13,7 @@ export { pullCheckpoint, skippedLines, verificationText, type PullOutcome } from
 export { progressText } from './progress';
 export { discardPartialDownload, findPartialDownloads, partialPercent, type PartialDownload } from './partials';
 export { localCopyOf, type LocalCopy } from './localCopy';
+export { transferSourceFor } from './source';
 export type {
   ClientChoice,
   DownloadOptions,

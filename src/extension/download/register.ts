@@ -11,7 +11,7 @@ import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
 import { pickCheckpointWithNote as checkpointOf, runListedInPart } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
-import { discardPartialDownload, findPartialDownloads, partialPercent, progressText, pullCheckpoint, skippedLines, verificationText, type PartialDownload, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice, type TransferSource } from '../../core/transfer';
+import { discardPartialDownload, findPartialDownloads, transferSourceFor, partialPercent, progressText, pullCheckpoint, skippedLines, verificationText, type PartialDownload, type DownloadResult, type PlanFile, type PullOutcome, type VerifyMode, type ClientChoice, type TransferSource } from '../../core/transfer';
 import { isRemoteRunsError, type Checkpoint, type Run, type TargetRef } from '../../core/types';
 import { formatBytes } from '../../core/util/format';
 import { hasLoneSurrogate } from '../../core/util/nameBytes';
@@ -205,7 +205,7 @@ export async function downloadCheckpoint(deps: DownloadDeps, ref: CheckpointRef,
   const root = await destinationRoot(ref.hostName);
   if (!root) return undefined;
   // A cluster's pod container is read through kubectl exec (transfer/podSource.ts); a host's target through its pool.
-  const source: TransferSource = deps.core.podTransferSource(ref.hostName, ref.target) ?? { pool: deps.pool, host: deps.hosts.resolve(deps.core.host(ref.hostName)), target: ref.target };
+  const source: TransferSource = transferSourceFor(deps.core, deps.pool, (h) => deps.hosts.resolve(h), ref.hostName, ref.target);
   const verify: VerifyMode = setting<string>('verifyDownloads', 'sha256') === 'size' ? 'size' : 'sha256';
   const label = `${ref.run.name}/${ref.checkpoint.name}`;
 

@@ -23,7 +23,7 @@ import { consentDetail, needsConsent, profileFingerprint, withApproval, type Set
 import { runKey } from '../../core/eval/place';
 import type { EvalPlace, EvalProfile, EvalRecord, EvalRunRef, EvalSubject } from '../../core/eval/types';
 import { downloadRootFor, localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint, type LocalCheckpointState } from '../../core/eval/localCheckpoint';
-import { planDownload } from '../../core/transfer';
+import { planDownload, transferSourceFor } from '../../core/transfer';
 import { isRemoteRunsError } from '../../core/types';
 import { pickRun, runRefOfArg } from '../metrics/treeGlue';
 import { EvalTablePanels } from './evalTableView';
@@ -204,7 +204,7 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
   const localCheckpointOf = async (ref: PickedRef): Promise<LocalCheckpointState> => {
     const dir = downloadDirectory();
     if (!dir) return { kind: 'absent', path: `<remoteRuns.downloadDirectory>/${ref.hostName}/${ref.run.name}/${ref.checkpoint.name}` };
-    const source = { pool, host: hosts.resolve(core.host(ref.hostName)), target: ref.target };
+    const source = transferSourceFor(core, pool, (h) => hosts.resolve(h), ref.hostName, ref.target);
     const plan = await planDownload(source, ref.checkpoint, { root: downloadRootFor(dir, ref.hostName), run: ref.run.name });
     return localCheckpointState(plan);
   };
