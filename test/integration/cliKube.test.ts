@@ -47,7 +47,10 @@ before(async () => {
     config,
     JSON.stringify({
       hosts: entries,
-      evalProfiles: [{ name: 'acceptance', where: 'target', command: 'echo eval of step ${step} at ${checkpoint}; echo \'{"acceptance_length": 6.4}\'' }],
+      evalProfiles: [
+        { name: 'acceptance', where: 'target', command: 'echo eval of step ${step} at ${checkpoint}; echo \'{"acceptance_length": 6.4}\'' },
+        { name: 'local-copy', where: 'local', command: 'b=$(basename ${localCheckpoint}); echo "evaluating $b"; ls ${localCheckpoint}' },
+      ],
     }),
   );
 
@@ -172,6 +175,11 @@ describe('remote-runs on a cluster: addresses', () => {
       if (!fs.statSync(path.join(remote, n)).isFile()) continue;
       assert.ok(fs.readFileSync(path.join(local, n)).equals(fs.readFileSync(path.join(remote, n))), `${n}: the local bytes are the container's`);
     }
+    // An eval profile using ${localCheckpoint} gets that copy, checked against the pod through kubectl exec.
+    const e = await cli('eval', 'local-copy', 'team/bert/master-0/bert-run/latest', '--to', to, '--follow');
+    assert.equal(e.code, 0, e.stderr);
+    assert.match(e.stdout, /^evaluating checkpoint-30$/m);
+    assert.match(e.stdout, /^trainer_state\.json$/m);
   });
 });
 
