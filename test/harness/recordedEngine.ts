@@ -42,6 +42,10 @@ export interface EngineCount {
   steps: { proposed: number; accepted: number }[];
   /** h[j]: verify steps that accepted exactly j draft tokens, j = 0 … K. */
   histogram: number[];
+  /** The target alone (greedy, no drafter) gave exactly the same tokens. */
+  greedy_equal: boolean;
+  /** Target forwards the same request took without the drafter (one per token). */
+  plain_target_forwards: number;
 }
 
 export interface EngineRecording {
@@ -130,7 +134,7 @@ export async function startRecordedEngine(recording: EngineRecording = loadRecor
         same.length === 0
           ? `no ${method} ${where} left in the recording (recorded, not yet answered: ${recording.exchanges.filter((_, i) => !used.has(i)).map((e) => `${e.method} ${e.path}`).join(', ') || 'nothing'})`
           : `${jsonDifferences(same[0].e.body, body).join('; ')} (against the first recorded ${method} ${where} not yet answered; none matches)`;
-      const message = `not recorded: ${method} ${where}: ${why}. If the eval's requests changed on purpose, record again (test/fixtures/spec/engine/record.py)`;
+      const message = `not recorded: ${method} ${where}: ${why}. If the eval's requests changed on purpose, record again (test/fixtures/spec/engine/record.ts)`;
       unexpected.push(message);
       res.writeHead(400, { 'Content-Type': 'application/json', Connection: 'close' });
       res.end(JSON.stringify({ object: 'error', message, type: 'BadRequestError', code: 400 }));

@@ -71,6 +71,8 @@ describe('the eval against a real speculative engine (transformers assisted gene
     assert.equal(rec.engineCounts.length, rec.prompts.length);
     assert.equal(allSteps.length, forwards, 'one verify step per target forward');
     assert.equal(completion, accepted + forwards, 'each step emits its accepted drafts and the bonus token');
+    for (const c of rec.engineCounts) assert.equal(c.greedy_equal, true, 'assisted greedy output is the target\'s own greedy output');
+    assert.ok(forwards < sum((c) => c.plain_target_forwards), 'speculation saved target forwards against plain greedy');
     for (let j = 0; j <= K; j++) assert.ok(allSteps.some((s) => s.accepted === j), `some step accepted exactly ${j}`);
     // The replies carry the engine's counts, not numbers of their own (serve.py's meta_info of each request).
     const replies = rec.exchanges.filter((e) => e.method === 'POST').map((e) => JSON.parse(e.response) as Record<string, any>);
