@@ -1,6 +1,6 @@
 /**
- * A real speculative-decoding engine, replayed: test/fixtures/spec/engine/recorded.json holds what serve.py
- * (Hugging Face transformers' assisted generation behind SGLang's HTTP shape) answered to exactly the requests the
+ * A real speculative-decoding engine, replayed: test/fixtures/spec/engine/recorded-{sglang,vllm}.json hold what
+ * serve.py (Hugging Face transformers' assisted generation behind SGLang's, or vLLM's, HTTP shape) answered to exactly the requests the
  * speculative-server eval sends, and the engine's own counts of each request (target forwards, accepted draft tokens,
  * the histogram). This server on 127.0.0.1 answers those requests with the recorded bodies, so the end-to-end test
  * (test/integration/specEngine.test.ts) needs no Python.
@@ -17,7 +17,12 @@ import * as path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { SpecPrompt } from '../../src/core/eval/spec/server/profile';
 
-export const RECORDING_FILE = path.join(__dirname, '..', 'fixtures', 'spec', 'engine', 'recorded.json');
+/** The engine's HTTP shapes recorded: SGLang's (/generate meta_info, sglext) and vLLM's (metrics.speculative_decoding). */
+export type EngineShape = 'sglang' | 'vllm';
+
+export function recordingFile(shape: EngineShape): string {
+  return path.join(__dirname, '..', 'fixtures', 'spec', 'engine', `recorded-${shape}.json`);
+}
 
 export interface RecordedExchange {
   method: 'GET' | 'POST';
@@ -49,14 +54,14 @@ export interface EngineCount {
 }
 
 export interface EngineRecording {
-  manifest: { python: string; torch: string; transformers: string; seed: number; k: number; temperature: number; maxTokens: number };
+  manifest: { python: string; torch: string; transformers: string; shape: EngineShape; seed: number; k: number; temperature: number; maxTokens: number };
   prompts: SpecPrompt[];
   exchanges: RecordedExchange[];
   engineCounts: EngineCount[];
 }
 
-export function loadRecording(file = RECORDING_FILE): EngineRecording {
-  return JSON.parse(fs.readFileSync(file, 'utf8')) as EngineRecording;
+export function loadRecording(shape: EngineShape): EngineRecording {
+  return JSON.parse(fs.readFileSync(recordingFile(shape), 'utf8')) as EngineRecording;
 }
 
 export interface RecordedEngine {
@@ -101,7 +106,7 @@ export function jsonDifferences(recorded: unknown, received: unknown, max = 5, a
 }
 
 /** Serve `recording` on 127.0.0.1 (an ephemeral port). */
-export async function startRecordedEngine(recording: EngineRecording = loadRecording()): Promise<RecordedEngine> {
+export async function startRecordedEngine(recording: EngineRecording): Promise<RecordedEngine> {
   const answered: number[] = [];
   const unexpected: string[] = [];
   const used = new Set<number>();

@@ -23,7 +23,8 @@ import { TAU_DEFINITION_TEXT, acceptanceRate, pkFromHistogram, tauFromAccepted, 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-specengine-'));
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const rec: EngineRecording = loadRecording();
+const rec: EngineRecording = loadRecording('sglang');
+const vrec: EngineRecording = loadRecording('vllm');
 const K = rec.manifest.k;
 const prompts: PromptSet = { source: 'recorded engine prompts', prompts: rec.prompts };
 
@@ -45,8 +46,8 @@ after(async () => {
   await sshd?.stop();
 });
 
-async function engine(): Promise<RecordedEngine> {
-  const e = await startRecordedEngine(rec);
+async function engine(r: EngineRecording = rec): Promise<RecordedEngine> {
+  const e = await startRecordedEngine(r);
   engines.push(e);
   return e;
 }
@@ -60,7 +61,7 @@ function close(actual: number | undefined, expected: number | undefined, what: s
 }
 
 /** The engine's own totals over the recorded requests. */
-const sum = (f: (c: EngineRecording['engineCounts'][number]) => number): number => rec.engineCounts.reduce((a, c) => a + f(c), 0);
+const sum = (f: (c: EngineRecording['engineCounts'][number]) => number, r: EngineRecording = rec): number => r.engineCounts.reduce((a, c) => a + f(c), 0);
 const forwards = sum((c) => c.target_forwards);
 const completion = sum((c) => c.completion_tokens);
 const accepted = sum((c) => c.accepted_draft_tokens);
@@ -143,3 +144,37 @@ describe('the eval against a real speculative engine (transformers assisted gene
     assert.equal(e.unexpected.length, 1, 'the eval stopped at the first refused request');
   });
 });
+
+describe("the same engine in vLLM's shape (--per-request-spec-decode-metrics summary), replayed", () => {
+  test('the two recordings are one engine run: the same tokens, steps and matches for every prompt', () => {
+    assert.equal(vrec.manifest.shape, 'vllm');
+    assert.deepEqual(vrec.prompts, rec.prompts);
+    assert.deepEqual(vrec.engineCounts, rec.engineCounts, 'the engine is deterministic: seeded weights, greedy');
+  });
+
+  test("τ = 1 + accepted / steps, acceptance over the drafts actually proposed, p_k: what the engine's own counts give, under vLLM's definitions", async () => {
+    const e = await engine(vrec);
+    const out = await runSpecServerEval({ pool, host, profile: profile(e.url), prompts });
+    assert.deepEqual(e.unexpected, []);
+    assert.deepEqual(e.unanswered(), []);
+    assert.equal(out.engine, 'vllm');
+    assert.equal(out.source, 'vllm-per-request');
+    assert.equal(out.result.tauDefinition, 'one-plus-accepted-per-draft');
+    assert.ok(out.result.notes.includes(`τ: ${TAU_DEFINITION_TEXT['one-plus-accepted-per-draft']}`), out.result.notes.join('\n'));
+    close(out.result.tau, tauFromAccepted(accepted, forwards), 'τ');
+    // vLLM's RequestSpecDecodeMetrics.observe adds each step's own draft tokens: the drafter's actual proposals.
+    const drafted = sum((c) => c.drafter_proposed_tokens, vrec);
+    close(out.result.acceptanceRate, acceptanceRate(accepted, drafted), 'acceptance rate');
+    assert.ok(Math.abs((out.result.acceptanceRate ?? 0) - accepted / (forwards * K)) > 0.01, "unlike SGLang's steps × K, so the two engines' rates differ on one run");
+    const pk = Array.from({ length: K }, (_, i) => allSteps.filter((s) => s.accepted >= i + 1).length / allSteps.length);
+    assert.equal(out.result.pk?.length, K);
+    out.result.pk?.forEach((p, i) => close(p, pk[i], `p_${i + 1}`));
+    assert.deepEqual(out.result.counts, { verifySteps: forwards, completionTokens: completion, acceptedDraftTokens: accepted, draftTokens: drafted, requests: rec.prompts.length });
+    assert.equal(out.result.settings.numSpeculativeTokens, K, "K from the replies' num_spec_tokens");
+    // Plain prompts went to /v1/completions, and nothing SGLang-only was sent.
+    const posts = vrec.exchanges.filter((x) => x.method === 'POST');
+    assert.deepEqual(posts.map((x) => x.path), ['/v1/completions', '/v1/completions', '/v1/chat/completions', '/v1/completions', '/v1/chat/completions']);
+    for (const x of posts) assert.equal('return_spec_tokens_details' in (x.body as object), false);
+  });
+});
+
