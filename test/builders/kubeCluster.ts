@@ -8,7 +8,7 @@
 import { execFileSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { startKubeApi, type KubeApi } from '../harness/kubeApi';
+import { startKubeApi, type KubeApi, type KubePod } from '../harness/kubeApi';
 import { writtenAgo } from '../harness/mtimes';
 import type { ClusterConfig } from '../../src/core/types';
 
@@ -101,5 +101,14 @@ export function clusterSettings(kubeconfig: string, context = 'train-admin'): Re
     'remoteRuns.hosts': [{ name: 'prod', kind: 'kubernetes', context, namespace: 'ml-team', kubeconfig, runRoots: ['/workspace'] }],
     'remoteRuns.useSshConfigHosts': false,
     'remoteRuns.refreshIntervalSeconds': 0,
+  };
+}
+
+/** A running pod `name` in namespace `ns`: the master (rank 0) of the PyTorchJob `job`, one container `pytorch`. */
+export function runningPod(name: string, job: string, ns = 'ml-team'): KubePod {
+  return {
+    metadata: { name, namespace: ns, labels: { 'training.kubeflow.org/job-name': job, 'training.kubeflow.org/replica-type': 'master', 'training.kubeflow.org/replica-index': '0' } },
+    spec: { nodeName: 'gpu-node-1', containers: [{ name: 'pytorch', image: 'pytorch/pytorch:2.4.0' }] },
+    status: { phase: 'Running', podIP: '10.0.0.7', containerStatuses: [{ name: 'pytorch', ready: true, restartCount: 0, state: { running: { startedAt: '2026-01-01T00:00:00Z' } } }] },
   };
 }

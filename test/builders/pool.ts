@@ -6,7 +6,8 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { ConnectionPool, type PoolOptions } from '../../src/core/ssh/pool';
+import { ConnectionPool, type PoolHost, type PoolOptions } from '../../src/core/ssh/pool';
+import { startSshd, type TestSshd } from '../harness/sshd';
 import type { Checkpoint } from '../../src/core/types';
 import type { Logger } from '../../src/core/ssh/types';
 import { ScriptedPrompter } from '../harness/testHost';
@@ -33,4 +34,18 @@ export function knownHostsWithProxies(s: { knownHostsLine: string }, dir: string
 /** A checkpoint that is one file at `file` (step `step`), as a listing would give it. */
 export function flatCheckpoint(file: string, step: number): Checkpoint {
   return { name: path.basename(file), kind: 'step', step, layout: 'flat', path: file, isDir: false, bytes: 0, mtime: 0, files: [], newest: true };
+}
+
+/**
+ * The real test sshd logging at DEBUG1 (each direct-tcpip request with its target, so a test can see traffic crossed
+ * it), a pool that trusts exactly its key (known_hosts in `dir`) and retries little, and the PoolHost `trainer` for it:
+ * what a test of a server reached through a host's SSH link needs.
+ */
+export async function forwardingHost(dir: string): Promise<{ sshd: TestSshd; pool: ConnectionPool; host: PoolHost }> {
+  const sshd = await startSshd({ logLevel: 'DEBUG1' });
+  const known = path.join(dir, 'known_hosts');
+  fs.writeFileSync(known, `${sshd.knownHostsLine}\n`);
+  const pool = testPool({ knownHostsFile: known }, { agent: null, backoffBaseMs: 50, reconnectAttempts: 1, connectTimeoutMs: 5000 });
+  const host: PoolHost = { name: 'trainer', jumps: [], target: { alias: 'trainer', hostname: sshd.host, port: sshd.port, user: sshd.user, identityFiles: [sshd.clientKeyPath], identitiesOnly: true } };
+  return { sshd, pool, host };
 }

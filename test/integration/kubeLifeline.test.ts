@@ -7,10 +7,11 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { startKubeApi, type KubeApi, type KubePod } from '../harness/kubeApi';
+import { startKubeApi, type KubeApi } from '../harness/kubeApi';
+import { requireKubectl, runningPod } from '../builders/kubeCluster';
 import { eventually } from '../harness/assertKind';
 import { alive, processesMentioning } from '../harness/processes';
 import { PodExecutor } from '../../src/core/kube/executor';
@@ -30,23 +31,12 @@ interface Server {
 }
 const servers: Record<'close-pipes' | 'stop-reading', Server> = {} as never;
 
-function runningPod(name: string): KubePod {
-  return {
-    metadata: { name, namespace: NS, labels: { 'training.kubeflow.org/job-name': 'train', 'training.kubeflow.org/replica-type': 'master', 'training.kubeflow.org/replica-index': '0' } },
-    spec: { nodeName: 'gpu-node-1', containers: [{ name: 'pytorch', image: 'pytorch/pytorch:2.4.0' }] },
-    status: { phase: 'Running', podIP: '10.0.0.7', containerStatuses: [{ name: 'pytorch', ready: true, restartCount: 0, state: { running: { startedAt: '2026-01-01T00:00:00Z' } } }] },
-  };
-}
 
 before(async () => {
-  try {
-    execFileSync('kubectl', ['version', '--client', '-o', 'json'], { encoding: 'utf8' });
-  } catch (e) {
-    assert.fail(`these tests need the real kubectl (1.32) on PATH: ${(e as Error).message}`);
-  }
+  requireKubectl();
   for (const mode of ['close-pipes', 'stop-reading'] as const) {
     const api = await startKubeApi({ onDisconnect: mode });
-    api.setPods([runningPod('train-master-0')]);
+    api.setPods([runningPod('train-master-0', 'train', NS)]);
     const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'admin', namespace: NS }, { name: 'no-user', namespace: NS, missing: 'user' }] });
     fs.writeFileSync(path.join(api.container(NS, POD.pod, POD.container).workspace, 'metrics.jsonl'), '{"step": 1, "loss": 2.5}\n');
     servers[mode] = { api, access: { cluster: { kind: 'kubernetes', name: 'lab', context: 'admin', kubeconfig, runRoots: ['/workspace'] }, home: api.dir } };

@@ -15,12 +15,13 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { downloadCheckpoint, pullCheckpoint } from '../../src/core/transfer';
 import { podTransferSource } from '../../src/core/transfer/podSource';
 import { RemoteRunsCore } from '../../src/core/service';
 import type { Checkpoint, ClusterConfig } from '../../src/core/types';
 import { startKubeApi, type KubeApi } from '../harness/kubeApi';
+import { requireKubectl } from '../builders/kubeCluster';
 import { eventually, rejectsWith } from '../harness/assertKind';
 import { writtenAgo } from '../harness/mtimes';
 import { CLI, ensureBuiltCli, runBuiltCliAsync } from '../harness/builtCli';
@@ -57,11 +58,7 @@ function allocated(file: string): number {
 const sha = (b: Buffer | string): string => createHash('sha256').update(typeof b === 'string' ? fs.readFileSync(b) : b).digest('hex');
 
 before(async () => {
-  try {
-    execFileSync('kubectl', ['version', '--client', '-o', 'json'], { encoding: 'utf8' });
-  } catch (e) {
-    assert.fail(`these tests need the real kubectl (1.32) on PATH: ${(e as Error).message}`);
-  }
+  requireKubectl();
   api = await startKubeApi();
   api.setPods(JSON.parse(fs.readFileSync(path.join(FIXTURES, 'pytorchjob.json'), 'utf8')).items);
   kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'admin' }] });

@@ -15,7 +15,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { RemoteRunsCore, pickCheckpoint, runsOf } from '../../src/core/service';
 import { RunFeed } from '../../src/core/metrics/follow/runFeed';
 import { toRunRef } from '../../src/core/runRef';
@@ -29,7 +29,8 @@ import { formatTarget, type ClusterConfig } from '../../src/core/types';
 import type { Executor } from '../../src/core/remote';
 import { RemoteAnswers } from '../../src/extension/lsp/answers';
 import { terminalKubectlArgs } from '../../src/core/terminal';
-import { startKubeApi, type KubeApi, type KubePod } from '../harness/kubeApi';
+import { startKubeApi, type KubeApi } from '../harness/kubeApi';
+import { requireKubectl, runningPod } from '../builders/kubeCluster';
 import { eventually } from '../harness/assertKind';
 import { writtenAgo } from '../harness/mtimes';
 import { processesMentioning } from '../harness/processes';
@@ -46,22 +47,11 @@ let workspace = '';
 let cluster: ClusterConfig;
 let execs = 0;
 
-function runningPod(name: string): KubePod {
-  return {
-    metadata: { name, namespace: NS, labels: { 'training.kubeflow.org/job-name': 'gpt', 'training.kubeflow.org/replica-type': 'master', 'training.kubeflow.org/replica-index': '0' } },
-    spec: { nodeName: 'gpu-node-1', containers: [{ name: 'pytorch', image: 'pytorch/pytorch:2.4.0' }] },
-    status: { phase: 'Running', podIP: '10.0.0.7', containerStatuses: [{ name: 'pytorch', ready: true, restartCount: 0, state: { running: { startedAt: '2026-01-01T00:00:00Z' } } }] },
-  };
-}
 
 before(async () => {
-  try {
-    execFileSync('kubectl', ['version', '--client', '-o', 'json'], { encoding: 'utf8' });
-  } catch (e) {
-    assert.fail(`these tests need the real kubectl (1.32) on PATH: ${(e as Error).message}`);
-  }
+  requireKubectl();
   api = await startKubeApi();
-  api.setPods([runningPod(POD.pod)]);
+  api.setPods([runningPod(POD.pod, 'gpt', NS)]);
   const kubeconfig = api.writeKubeconfig({ contexts: [{ name: 'admin', namespace: NS }] });
   cluster = { kind: 'kubernetes', name: 'lab', context: 'admin', kubeconfig, namespace: NS, runRoots: ['/workspace'] };
   core = new RemoteRunsCore({

@@ -11,10 +11,10 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { startSshd, type TestSshd } from '../harness/sshd';
+import type { TestSshd } from '../harness/sshd';
 import { loadRecording, startRecordedEngine, type EngineRecording, type RecordedEngine } from '../harness/recordedEngine';
 import { rejectsWith } from '../harness/assertKind';
-import { testPool } from '../builders/pool';
+import { forwardingHost } from '../builders/pool';
 import type { ConnectionPool, PoolHost } from '../../src/core/ssh/pool';
 import { runSpecServerEval } from '../../src/core/eval/spec/server/run';
 import type { PromptSet, SpecServerProfile } from '../../src/core/eval/spec/server/profile';
@@ -34,11 +34,7 @@ let host: PoolHost;
 const engines: RecordedEngine[] = [];
 
 before(async () => {
-  sshd = await startSshd({ logLevel: 'DEBUG1' });
-  const known = path.join(dir, 'known_hosts');
-  fs.writeFileSync(known, `${sshd.knownHostsLine}\n`);
-  pool = testPool({ knownHostsFile: known }, { agent: null, backoffBaseMs: 50, reconnectAttempts: 1, connectTimeoutMs: 5000 });
-  host = { name: 'trainer', jumps: [], target: { alias: 'trainer', hostname: sshd.host, port: sshd.port, user: sshd.user, identityFiles: [sshd.clientKeyPath], identitiesOnly: true } };
+  ({ sshd, pool, host } = await forwardingHost(dir));
 });
 after(async () => {
   pool?.dispose();

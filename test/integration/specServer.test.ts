@@ -14,7 +14,7 @@ import { createServer } from 'node:net';
 import { startSshd, type TestSshd } from '../harness/sshd';
 import { startSpecServer, type SpecServer, type SpecServerOptions, type ToyCounts } from '../harness/specServer';
 import { rejectsWith } from '../harness/assertKind';
-import { testPool } from '../builders/pool';
+import { forwardingHost, testPool } from '../builders/pool';
 import type { ConnectionPool, PoolHost } from '../../src/core/ssh/pool';
 import { runSpecServerEval } from '../../src/core/eval/spec/server/run';
 import { readPromptSet, type PromptSet, type SpecServerProfile } from '../../src/core/eval/spec/server/profile';
@@ -28,12 +28,7 @@ let host: PoolHost;
 const servers: SpecServer[] = [];
 
 before(async () => {
-  // DEBUG1: sshd logs each direct-tcpip request with its target, so a test can see the eval's traffic crossed it.
-  sshd = await startSshd({ logLevel: 'DEBUG1' });
-  const known = path.join(dir, 'known_hosts');
-  fs.writeFileSync(known, `${sshd.knownHostsLine}\n`);
-  pool = testPool({ knownHostsFile: known }, { agent: null, backoffBaseMs: 50, reconnectAttempts: 1, connectTimeoutMs: 5000 });
-  host = { name: 'trainer', jumps: [], target: { alias: 'trainer', hostname: sshd.host, port: sshd.port, user: sshd.user, identityFiles: [sshd.clientKeyPath], identitiesOnly: true } };
+  ({ sshd, pool, host } = await forwardingHost(dir));
 });
 after(async () => {
   pool?.dispose();
