@@ -77,8 +77,9 @@ export function formatCard(card: SpecCard): string {
     const label = r.kind === 'checkpoint' ? `${r.label}${r.profile ? ` (${r.profile})` : ''}` : `${r.kind}: ${r.label}`;
     let vs = '';
     if (c) {
-      const flagged = [...c.settingsDiffer, ...c.settingsUnknown];
-      const mark = flagged.length > 0 ? ` ! ${c.settingsDiffer.map((k) => `${SPEC_SETTINGS[k].label} differs`).concat(c.settingsUnknown.map((k) => `${SPEC_SETTINGS[k].label} unknown`)).join(', ')}` : '';
+      // The settings that differ by name; those one side does not say, counted (the checklist names them).
+      const said = [...c.settingsDiffer.map((k) => `${SPEC_SETTINGS[k].label} differs`), ...(c.settingsUnknown.length > 0 ? [`${c.settingsUnknown.length} unknown`] : [])];
+      const mark = said.length > 0 ? ` ! ${said.join(', ')}` : '';
       vs = c.tau.kind === 'compared' ? `${signed(c.tau.abs)}${c.tau.rel !== undefined ? ` (${signed(c.tau.rel * 100, 1)}%)` : ''}${c.tau.converted ? ' *' : ''}${mark}` : `not comparable${mark}`;
     } else if (i === card.paper) vs = '(paper)';
     const pk = Array.from({ length: K }, (_, k) => {
