@@ -1,5 +1,5 @@
 /**
- * `remote-runs eval --card host/target/run [--json] [--references FILE]`: the speculative-decoding card of a run
+ * `remote-runs eval --card host/target/run [--json] [--references FILE] [--results STEP=FILE…]`: the speculative-decoding card of a run
  * (core/eval/spec/card.ts): one row per checkpoint the run's speculative-server evals measured, the paper's row and
  * the reference drafter's row entered for the run in the references file, the differences against the paper row,
  * and the settings checklist.
@@ -10,7 +10,8 @@ import type { RemoteRunsCore } from '../core/service';
 import type { parseAddress } from '../core/address';
 import { RemoteRunsError, formatTarget } from '../core/types';
 import type { EvalService } from '../core/eval/service';
-import { buildSpecCard, checkpointRowsFromRecords, type SpecCard } from '../core/eval/spec/card';
+import { buildSpecCard, checkpointRowsFromFile, checkpointRowsFromRecords, type CardRow, type SpecCard } from '../core/eval/spec/card';
+import { readSpecOutput } from '../core/eval/spec/detect';
 import { TAU_DEFINITION_TEXT } from '../core/eval/spec/definitions';
 import { SPEC_SETTINGS } from '../core/eval/spec/settings';
 import { parseReferences, REFERENCES_FILE } from '../core/metrics/references';
@@ -43,15 +44,46 @@ export function readCardReferences(file: string | undefined, cwd: string): { fil
   return { file: p, rows: parsed.specRows };
 }
 
-export async function cardCommand(deps: CardCliDeps, addr: ReturnType<typeof parseAddress>, options: { json: boolean; references?: string }): Promise<number> {
+/**
+ * `--results STEP=FILE`: a tool's output file (SGLang bench_speculative, SpecForge, vLLM spec_decode.py, EAGLE
+ * answers, aiperf) on this machine, read with readSpecOutput as the results of the checkpoint at STEP.
+ */
+export function readResultFiles(specs: readonly string[]): { rows: CardRow[]; notes: string[] } {
+  const rows: CardRow[] = [];
+  const notes: string[] = [];
+  for (const spec of specs) {
+    const m = /^(\d+)=(.+)$/s.exec(spec);
+    if (!m) throw new RemoteRunsError('bad-config', `--results ${JSON.stringify(spec)}: give STEP=FILE, the checkpoint's step and a tool's output file (e.g. 20000=bench.jsonl)`, { field: 'results' });
+    const file = m[2];
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      throw new RemoteRunsError(code === 'ENOENT' ? 'not-found' : 'bad-config', `--results: ${file} cannot be read (${code ?? (e as Error).message})`, { file });
+    }
+    try {
+      const got = checkpointRowsFromFile(readSpecOutput(text, file), { step: Number(m[1]), file });
+      rows.push(...got.rows);
+      notes.push(...got.notes);
+    } catch (e) {
+      throw new RemoteRunsError('bad-config', `--results: ${(e as Error).message}`, { file });
+    }
+  }
+  return { rows, notes };
+}
+
+export async function cardCommand(deps: CardCliDeps, addr: ReturnType<typeof parseAddress>, options: { json: boolean; references?: string; results?: readonly string[] }): Promise<number> {
   if (!addr.target || addr.run === undefined) throw new RemoteRunsError('bad-address', 'eval --card needs a run: host/target/run');
   const refs = readCardReferences(options.references, deps.cwd);
+  const files = readResultFiles(options.results ?? []);
   const segments = addr.segments ?? [addr.run, ...(addr.checkpoint !== undefined ? [addr.checkpoint] : [])];
   const { run } = await deps.core.resolveRun(addr.host, addr.target, segments, 'none', deps.signal);
   const runAddress = `${addr.host}/${formatTarget(addr.target)}/${run.name}`;
   const place = deps.evals.place({ where: { kind: 'target' } }, { host: addr.host, target: addr.target, run: { name: run.name, path: run.path } });
   const records = await deps.evals.list(place, { signal: deps.signal });
-  const card = buildSpecCard({ run: runAddress, checkpoints: checkpointRowsFromRecords(records), references: refs.rows });
+  const card = buildSpecCard({ run: runAddress, checkpoints: [...checkpointRowsFromRecords(records), ...files.rows], references: refs.rows });
+  card.notes.push(...files.notes);
   for (const r of records) if (r.specProblems) card.notes.push(`eval ${r.id}: its spec.json is left out: ${r.specProblems.join('; ')}`);
   if (refs.file === undefined) card.notes.push(`no references file (${REFERENCES_FILE} here, or --references FILE): no paper or reference row`);
   deps.stdout.write(options.json ? `${JSON.stringify(card)}\n` : formatCard(card));

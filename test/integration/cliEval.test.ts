@@ -254,6 +254,17 @@ describe('remote-runs eval', () => {
     assert.match(t.stdout, /! temperature differs/);
     assert.match(t.stdout, /1: 1 \+ accepted draft tokens \/ verify steps/);
     assert.doesNotMatch(t.stdout, /another run/);
+    // A tool's output file on this machine as another checkpoint's rows (readSpecOutput), beside the recorded evals.
+    const bench = path.join(ROOT, 'test', 'fixtures', 'spec', 'sglang_bench_speculative.jsonl');
+    const f = await cliAsync(['eval', '--card', 'ev/host/story', '--references', refs, '--results', `${first + 2000}=${bench}`, '--json']);
+    assert.equal(f.code, 0, f.stderr);
+    const withFile = JSON.parse(f.stdout) as SpecCard;
+    const fileRows = withFile.rows.filter((r) => r.source === bench);
+    assert.ok(fileRows.length > 0 && fileRows.every((r) => r.step === first + 2000 && r.label.startsWith('sglang_bench_speculative.jsonl: ')));
+    assert.ok(withFile.rows.some((r) => r.evalId === ea.id) && withFile.rows.some((r) => r.evalId === eb.id));
+    const noStep = await cliAsync(['eval', '--card', 'ev/host/story', '--results', bench, '--json']);
+    assert.equal(noStep.code, 2);
+    assert.match(JSON.parse(noStep.stdout).error.message, /give STEP=FILE/);
     // A bad row is a clear error, never a card without it.
     fs.writeFileSync(refs, JSON.stringify({ version: 2, lines: [], specRows: [{ run: 'ev/host/story', kind: 'paper', label: 'x', tau: 2, tauDefinition: 'acceptance length', settings: {} }] }));
     const bad = await cliAsync(['eval', '--card', 'ev/host/story', '--references', refs, '--json']);

@@ -2,10 +2,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import {
   CHECKLIST_KEYS,
   buildSpecCard,
   checkpointRow,
+  checkpointRowsFromFile,
   checkpointRowsFromRecords,
   compareRows,
   referenceRow,
@@ -18,6 +21,7 @@ import type { SpecResult, SpecSettings } from '../../src/core/eval/spec/types';
 import { toEvalRecords, type RawEval } from '../../src/core/eval/records';
 import { parseReferences, serializeReferences } from '../../src/core/metrics/references';
 import { formatCard } from '../../src/cli/card';
+import { readSpecOutput } from '../../src/core/eval/spec/detect';
 
 const RUN = 'gpu1/host/dflash';
 
@@ -228,4 +232,21 @@ test('references file: each bad card row is left out and every reason is named',
 
 test('every checklist setting has a label and a type', () => {
   for (const k of CHECKLIST_KEYS) assert.ok(SPEC_SETTINGS[k].label.length > 0);
+});
+
+test('rows from a tool\'s output file (readSpecOutput): one per speculative result at the given step; the baseline and bad lines are notes; an unknown file throws with the reader\'s reason', () => {
+  const file = path.join(__dirname, '..', 'fixtures', 'spec', 'sglang_bench_speculative.jsonl');
+  const read = readSpecOutput(fs.readFileSync(file, 'utf8'), file);
+  assert.equal(read.tool, 'sglang-bench-speculative');
+  const spec = read.tool !== undefined ? read.results.filter((r) => r.speculative) : [];
+  const { rows } = checkpointRowsFromFile(read, { step: 20000, file });
+  assert.equal(rows.length, spec.length);
+  assert.ok(rows.length > 0);
+  assert.ok(rows.every((r) => r.step === 20000 && r.kind === 'checkpoint' && r.label.startsWith('sglang_bench_speculative.jsonl: ')));
+  assert.deepEqual(rows.map((r) => r.tau), spec.map((r) => r.tau));
+  assert.deepEqual(rows.map((r) => r.settings), spec.map((r) => r.settings));
+  const partial = path.join(__dirname, '..', 'fixtures', 'spec', 'sglang_bench_speculative.partial.jsonl');
+  const cut = checkpointRowsFromFile(readSpecOutput(fs.readFileSync(partial, 'utf8'), partial), { step: 1, file: partial });
+  assert.match(cut.notes.join('\n'), /not finished yet|still being written/);
+  assert.throws(() => checkpointRowsFromFile(readSpecOutput('hello\nworld\n'), { step: 1, file: 'notes.txt' }), /notes\.txt: not a result file of a known tool: .*first lines: hello \| world/);
 });

@@ -20,6 +20,7 @@ import { TAU_DEFINITION_TEXT, tauFromAccepted, tauFromCompletion, type TauDefini
 import { SPEC_SETTINGS } from './settings';
 import type { SpecResult, SpecSettingKey, SpecSettings } from './types';
 import type { EvalRecord } from '../types';
+import type { SpecReadOutcome } from './detect';
 
 /** A row the user entered for a run: the paper's reported numbers, or a reference drafter's. */
 export interface SpecReferenceRow {
@@ -167,6 +168,27 @@ export function checkpointRowsFromRecords(records: readonly EvalRecord[]): CardR
   return rows.sort((a, b) => (a.step ?? 0) - (b.step ?? 0) || (a.profile ?? '').localeCompare(b.profile ?? ''));
 }
 
+/**
+ * The checkpoint rows of a tool's output file (readSpecOutput's outcome) for the checkpoint at `step`: one per
+ * speculative result (a sweep's row with speculation off is the baseline, not a drafter's row, and is said in a note),
+ * labelled with the file's name and the result's own label. A file no reader recognises throws with the reader's
+ * reason; lines that do not parse and a file still being written are notes, never dropped silently.
+ */
+export function checkpointRowsFromFile(outcome: SpecReadOutcome, o: { step: number; file: string }): { rows: CardRow[]; notes: string[] } {
+  const name = o.file.split('/').pop() || o.file;
+  if (outcome.tool === undefined) {
+    throw new RangeError(`${o.file}: not a result file of a known tool: ${outcome.reason}${outcome.seen.length ? ` (first lines: ${outcome.seen.join(' | ')})` : ''}`);
+  }
+  const notes: string[] = [];
+  for (const p of outcome.problems) notes.push(`${name}${p.line !== undefined ? `:${p.line}` : ''}: ${p.message}`);
+  if (outcome.incomplete) notes.push(`${name}: ${outcome.incomplete}`);
+  const off = outcome.results.filter((r) => !r.speculative).length;
+  if (off > 0) notes.push(`${name}: ${off} row(s) with speculation off (the baseline) are not drafter rows and are left off the card`);
+  const rows = outcome.results.filter((r) => r.speculative).map((r) => checkpointRow(r, { step: o.step, label: `${name}: ${r.label}`, source: o.file }));
+  if (rows.length === 0) notes.push(`${name}: no speculative result in the file`);
+  return { rows, notes };
+}
+
 /** A paper or reference row as a card row. */
 export function referenceRow(r: SpecReferenceRow): CardRow {
   return {
@@ -253,15 +275,16 @@ export function settingsChecklist(rows: readonly Pick<CardRow, 'settings'>[], ke
  * runs are left out), the comparisons against the (first) paper row, and the settings checklist over every row.
  */
 export function buildSpecCard(input: { run: string; checkpoints: readonly CardRow[]; references: readonly SpecReferenceRow[] }): SpecCard {
+  const checkpoints = [...input.checkpoints].sort((a, b) => (a.step ?? 0) - (b.step ?? 0));
   const refs = input.references.filter((r) => r.run === input.run);
   const papers = refs.filter((r) => r.kind === 'paper').map(referenceRow);
   const others = refs.filter((r) => r.kind === 'reference').map(referenceRow);
-  const rows = [...input.checkpoints, ...papers, ...others];
+  const rows = [...checkpoints, ...papers, ...others];
   const notes: string[] = [];
-  const paper = papers.length > 0 ? input.checkpoints.length : undefined;
+  const paper = papers.length > 0 ? checkpoints.length : undefined;
   if (paper === undefined) notes.push(`no paper row is entered for ${input.run}: nothing to compare against`);
   if (papers.length > 1) notes.push(`${papers.length} paper rows are entered for ${input.run}: differences are against the first, "${papers[0].label}"`);
-  if (input.checkpoints.length === 0) notes.push(`no checkpoint of ${input.run} has a speculative-server eval yet`);
+  if (checkpoints.length === 0) notes.push(`no checkpoint of ${input.run} has a speculative-server eval yet`);
   const comparisons = rows.map((r, i) => (paper === undefined || i === paper ? undefined : compareRows(r, rows[paper])));
   return { run: input.run, rows, ...(paper !== undefined ? { paper } : {}), comparisons, checklist: settingsChecklist(rows), notes };
 }
