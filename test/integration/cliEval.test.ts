@@ -273,6 +273,21 @@ describe('remote-runs eval', () => {
     assert.match(JSON.parse(bad.stdout).error.message, /specRows\[0\]: "tauDefinition" must say how τ was computed/);
   });
 
+  test('a speculative-server eval whose run folder cannot be written: permission-denied, and the measured numbers are on stderr already', async () => {
+    fs.chmodSync(evalsDir, 0o555);
+    try {
+      const r = await cliAsync(['eval', 'drafter', 'ev/host/story/latest', '--json']);
+      assert.equal(r.code, 2, r.stderr);
+      const e = JSON.parse(r.stdout).error;
+      assert.equal(e.kind, 'permission-denied');
+      assert.match(e.message, /^Recording eval \S+: mkdir: cannot create directory .*\/story\/\.remote-runs\/evals\/.*Permission denied/);
+      assert.match(r.stderr, /^eval drafter of ev\/host\/story\/step_\d+ \(vllm, target-model\): τ [\d.]+ \(1 \+ accepted/m);
+    } finally {
+      fs.chmodSync(evalsDir, 0o755);
+    }
+    assert.deepEqual(fs.readdirSync(evalsDir).filter((n) => n.startsWith('.')), [], 'no half-written folder is left');
+  });
+
   test('a speculative-server profile whose server does not answer: unreachable, naming the host and the address', async () => {
     const cfg = JSON.parse(fs.readFileSync(config, 'utf8'));
     const closed = path.join(host.dir, 'config-eval-closed.json');
