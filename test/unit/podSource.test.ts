@@ -26,7 +26,8 @@ function exited(child: import('node:child_process').ChildProcess): Promise<{ out
 }
 
 test('a stream runs the configured kubectl with exactly PodExecutor.argsFor(line)', async () => {
-  const kubectl = fakeKubectl(`for a in "$@"; do printf '%s\\n' "$a"; done`);
+  // NUL after each argument: the lifeline's script (kube/lifeline.ts) holds newlines.
+  const kubectl = fakeKubectl(`for a in "$@"; do printf '%s\\0' "$a"; done`);
   const access: KubectlAccess = { cluster: { kind: 'kubernetes', name: 'prod', context: 'ctx', kubeconfig: '/k/config' }, kubectl };
   const pod = { namespace: 'ml-team', pod: 'bert-master-0', container: 'pytorch' };
   const src = podTransferSource('prod', access, pod);
@@ -35,7 +36,7 @@ test('a stream runs the configured kubectl with exactly PodExecutor.argsFor(line
   const line = "dd if='/workspace/a b' bs=1M skip=2 count=1";
   const { out, code } = await exited(streams.run(line));
   assert.equal(code, 0);
-  assert.deepEqual(out.split('\n').slice(0, -1), new PodExecutor(access, pod).argsFor(line));
+  assert.deepEqual(out.split('\0').slice(0, -1), new PodExecutor(access, pod).argsFor(line));
   await streams.close();
   assert.throws(() => streams.run('true'), /closed/);
 });
