@@ -70,8 +70,3 @@ export function parseSettingSources(v: unknown, where: string): { sources: Parti
   }
   return { sources, problems };
 }
-
-/** Two values of one setting are the same (numbers by value: 0 and 0.0 are one temperature). */
-export function sameSetting(a: SpecSettings[SpecSettingKey], b: SpecSettings[SpecSettingKey]): boolean {
-  return a === b;
-}
