@@ -8,7 +8,8 @@ import { localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint } fro
 import { planDownload } from '../core/transfer';
 import type { TransferSource } from '../core/transfer/types';
 import type { SpecServerOutcome } from '../core/eval/spec/server/run';
-import type { SpecServerProfile } from '../core/eval/spec/server/profile';
+import { SPEC_SERVER_KIND, type SpecServerProfile } from '../core/eval/spec/server/profile';
+import { formatSpecRecord } from '../core/eval/spec/record';
 import { TAU_DEFINITION_TEXT } from '../core/eval/spec/definitions';
 import { StringDecoder } from 'node:string_decoder';
 import { LogLineEnds } from '../shared/display';
@@ -111,7 +112,9 @@ export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: 
  * measured through the SSH link of its `host` (default the checkpoint's host), here and now, for the checkpoint the
  * address names (the drafter the server serves: the server cannot say which checkpoint it loaded, so the address is
  * the user's word for it). stdout: the result line (`{"tau": …, "acceptance_rate": …, "p_1": …}`, as a command eval
- * prints one), or with --json the whole result with its τ definition, settings and notes; stderr: what was measured.
+ * prints one), or with --json the whole result with its τ definition, settings, notes and the eval's id; stderr: what
+ * was measured, and the id of the eval it is recorded as (EvalService.recordMeasured: an ended eval of the checkpoint
+ * in the run's folder, its whole result in spec.json).
  */
 async function serverEval(deps: EvalCliDeps, profile: SpecServerProfile, addr: ReturnType<typeof parseAddress>, options: { json?: boolean }): Promise<number> {
   if (!deps.runServer) throw new RemoteRunsError('internal', 'speculative-server evals are not wired in this command');
@@ -126,11 +129,6 @@ async function serverEval(deps: EvalCliDeps, profile: SpecServerProfile, addr: R
   deps.stderr.write(`eval ${profile.name} of ${what}: ${profile.server} through ${hostName}'s link\n`);
   const out = await deps.runServer(profile, hostName, deps.signal);
   const r = out.result;
-  if (options.json) {
-    deps.stdout.write(`${JSON.stringify({ address: what, step: evalStep(checkpoint), profile: profile.name, engine: out.engine, model: out.model, source: out.source, tauDefinition: TAU_DEFINITION_TEXT[r.tauDefinition], result: out.evalResult, settings: r.settings, settingSources: r.settingSources, counts: r.counts, notes: r.notes })}\n`);
-  } else {
-    deps.stdout.write(`${JSON.stringify(out.evalResult)}\n`);
-  }
   const num = (v: number | undefined, digits = 3): string => (v === undefined ? '?' : String(Number(v.toFixed(digits))));
   const parts = [
     `τ ${num(r.tau)} (${TAU_DEFINITION_TEXT[r.tauDefinition]})`,
@@ -139,7 +137,29 @@ async function serverEval(deps: EvalCliDeps, profile: SpecServerProfile, addr: R
     `${num(r.outputTokensPerSec, 1)} output tokens/s`,
     ...(r.speedup !== undefined ? [`speedup ${num(r.speedup, 2)}x`] : []),
   ];
-  deps.stderr.write(`eval ${profile.name} of ${what} (${out.engine}, ${out.model}): ${parts.join(' · ')}\n`);
-  for (const n of r.notes) deps.stderr.write(`  ${n}\n`);
+  const summary = [`eval ${profile.name} of ${what} (${out.engine}, ${out.model}): ${parts.join(' · ')}`, ...r.notes.map((n) => `  ${n}`)];
+  // Said before recording, so a recording that fails (a run folder not writable) loses no measurement.
+  for (const line of summary) deps.stderr.write(`${line}\n`);
+  // Recorded as an ended eval of the checkpoint in the run's folder, as a command eval is: the tree, the eval table
+  // and the metrics panel show its result at the checkpoint's step, and the card reads its spec.json.
+  const subject: EvalSubject = { host: addr.host, target: addr.target!, run: { name: found.run.name, path: found.run.path }, checkpoint: { path: checkpoint.path, step: evalStep(checkpoint) } };
+  const recorded = await deps.evals.recordMeasured(
+    subject,
+    {
+      profile: profile.name,
+      kind: 'speculative-server',
+      command: `${SPEC_SERVER_KIND} ${profile.server} (${out.engine}, ${out.model}) through ${hostName}'s link`,
+      log: [...summary, JSON.stringify(out.evalResult)].join('\n'),
+      results: [out.evalResult],
+      spec: formatSpecRecord({ version: 1, engine: out.engine, model: out.model, server: profile.server, source: out.source, result: r }),
+    },
+    deps.signal,
+  );
+  if (options.json) {
+    deps.stdout.write(`${JSON.stringify({ id: recorded.id, address: what, step: evalStep(checkpoint), profile: profile.name, engine: out.engine, model: out.model, source: out.source, tauDefinition: TAU_DEFINITION_TEXT[r.tauDefinition], result: out.evalResult, settings: r.settings, settingSources: r.settingSources, counts: r.counts, notes: r.notes })}\n`);
+  } else {
+    deps.stdout.write(`${JSON.stringify(out.evalResult)}\n`);
+  }
+  deps.stderr.write(`eval ${recorded.id} recorded in ${describePlace(recorded.place, recorded.dir)}\n`);
   return 0;
 }

@@ -4,6 +4,7 @@
  *   remote-runs ls ADDRESS [--json]
  *   remote-runs pull ADDRESS [--to DIR] [--verify] [--size-only] [--force]
  *   remote-runs eval PROFILE ADDRESS [--follow]
+ *   remote-runs eval --card RUN_ADDRESS [--json] [--references FILE] [--results STEP=FILE…]
  *   remote-runs metrics ADDRESS [--json|--csv] [--follow]
  *   remote-runs inspect ADDRESS [--json]
  *   remote-runs diff ADDRESS_A ADDRESS_B [--json]
@@ -31,6 +32,7 @@ import { TerminalPrompter } from './prompter';
 import { lsCommand } from './ls';
 import { pullCommand } from './pull';
 import { evalCommand } from './eval';
+import { cardCommand } from './card';
 import { metricsCommand } from './metrics';
 import { inspectCommand, diffCommand } from './inspect';
 import { EvalService } from '../core/eval/service';
@@ -45,6 +47,7 @@ import { expandHome } from '../core/util/home';
 const USAGE = `usage: remote-runs ls ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs pull ADDRESS [--to DIR] [--json] [--verify] [--size-only] [--force] [--client auto|openssh|ssh2] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs eval PROFILE ADDRESS [--follow] [--to DIR] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
+       remote-runs eval --card host/target/run [--json] [--references FILE] [--results STEP=FILE…] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs metrics ADDRESS [--json|--csv] [--follow] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs inspect ADDRESS [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
        remote-runs diff ADDRESS_A ADDRESS_B [--json] [--config FILE] [--ssh-config FILE] [--known-hosts FILE]
@@ -65,7 +68,11 @@ eval starts the config's eval profile PROFILE on ADDRESS (as for pull), detached
 --follow it streams the log to stdout and exits with the eval's exit status. Profiles come from the config's
 "evalProfiles" array (same schema as the remoteRuns.evalProfiles setting); a profile using \${localCheckpoint}
 gets the checkpoint as pull --to DIR downloaded it (pull it first). A "speculative-server" profile measures its running
-SGLang or vLLM server through the host's SSH link, here, and prints the result line (--json: with its settings).
+SGLang or vLLM server through the host's SSH link, here, prints the result line (--json: with its settings) and
+records it as an eval of the checkpoint in the run's folder. eval --card prints the run's speculative-decoding card:
+τ and p_k of each checkpoint so measured beside the paper's and a reference drafter's rows entered for the run in
+FILE (default .vscode/remote-runs.references.json here), the differences and the settings that differ (--json: the card);
+--results STEP=FILE adds a tool's output file (bench_speculative, SpecForge, spec_decode.py, EAGLE, aiperf) as STEP's row.
 metrics prints each series of the run at host/target/run: its name, point count, first and last (step, value);
 --csv prints every point (series,step,value,time), --json a summary object; --follow then prints new points as
 they arrive (text and CSV rows, or one JSON object per point with --json) until Ctrl-C.
@@ -160,6 +167,9 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
         force: { type: 'boolean', default: false },
         client: { type: 'string' },
         follow: { type: 'boolean', default: false },
+        card: { type: 'boolean', default: false },
+        references: { type: 'string' },
+        results: { type: 'string', multiple: true },
         'all-containers': { type: 'boolean', default: false },
         config: { type: 'string' },
         'ssh-config': { type: 'string' },
@@ -176,14 +186,19 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
   // (shared/display.ts). --json and --csv stdout stay exact: they are data for programs, with escapes of their own.
   io = { ...io, stdout: values.json || values.csv ? io.stdout : displayStream(io.stdout), stderr: displayStream(io.stderr) };
   const [verb] = positionals;
-  // eval takes its profile before the address.
-  const address = verb === 'eval' ? positionals[2] : positionals[1];
+  // eval takes its profile before the address (eval --card takes none).
+  const card = verb === 'eval' && values.card;
+  const address = verb === 'eval' && !card ? positionals[2] : positionals[1];
   if (values.help || !verb) {
     (values.help ? io.stdout : io.stderr).write(`${USAGE}\n`);
     return values.help ? 0 : 1;
   }
   const verbs = ['ls', 'pull', 'eval', 'metrics', 'inspect', 'diff', 'logs'];
-  const wanted = verb === 'eval' || verb === 'diff' ? 3 : 2;
+  const wanted = (verb === 'eval' && !card) || verb === 'diff' ? 3 : 2;
+  if ((values.card || values.references !== undefined || values.results !== undefined) && !(verb === 'eval' && card)) {
+    io.stderr.write(`--card, --references and --results go with eval --card host/target/run\n${USAGE}\n`);
+    return 1;
+  }
   if (!verbs.includes(verb) || !address || positionals.length > wanted || (verb === 'diff' && positionals.length !== 3)) {
     io.stderr.write(`${USAGE}\n`);
     return 1;
@@ -342,6 +357,10 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
         executorFor: (name, { idempotent }, target) => executorIn(name, target, idempotent),
         localStateDir: path.join(io.env.XDG_STATE_HOME || path.join(home, '.local', 'state'), 'remote-runs'),
       });
+      if (card) {
+        const options = { json: values.json, results: values.results ?? [], ...(values.references !== undefined ? { references: values.references } : {}) };
+        return await cardCommand({ core, evals, stdout: io.stdout, stderr: io.stderr, signal, cwd: process.cwd() }, addr, options);
+      }
       const { profiles, serverProfiles } = config.evalProfiles();
       return await evalCommand(
         {

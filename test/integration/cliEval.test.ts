@@ -7,6 +7,12 @@ import { spawn, spawnSync, execFileSync } from 'node:child_process';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
 import { startSpecServer, type SpecServer } from '../harness/specServer';
+import { testPool } from '../builders/pool';
+import { HostDirectory } from '../../src/core/hosts';
+import { EvalService } from '../../src/core/eval/service';
+import type { ConnectionPool } from '../../src/core/ssh/pool';
+import type { HostConfig } from '../../src/core/types';
+import type { SpecCard } from '../../src/core/eval/spec/card';
 
 const ROOT = path.join(__dirname, '..', '..');
 const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
@@ -14,6 +20,12 @@ let host: TestHost;
 let config: string;
 let evalsDir: string;
 let spec: SpecServer;
+/** A second stand-in drafter: another seed and K, so its row differs from the first's. */
+let spec2: SpecServer;
+/** The eval listing of the story run, as the tree, the eval table and the metrics panel read it (EvalService.list). */
+let pool: ConnectionPool;
+let listing: EvalService;
+let storyPath: string;
 
 /** The CLI run asynchronously: the stand-in engine server lives in this process and must answer while it runs. */
 function cliAsync(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -44,16 +56,22 @@ before(async () => {
   host = await startTestHost();
   // A vLLM-like server with speculative decoding on 127.0.0.1 (test/harness/specServer.ts), reached through sshd.
   spec = await startSpecServer({ mode: 'vllm', k: 3, seed: 5 });
+  spec2 = await startSpecServer({ mode: 'vllm', k: 4, seed: 9 });
   // The trainer (the test user) owns the run's .remote-runs folder, where evals live.
   const own = path.join(host.paths.runs, 'story', '.remote-runs');
   fs.mkdirSync(own, { recursive: true });
   execFileSync('chown', ['-R', `${TEST_USER}:${TEST_USER}`, own]);
   evalsDir = path.join(own, 'evals');
+  storyPath = path.join(host.paths.runs, 'story');
   config = path.join(host.dir, 'config-eval.json');
+  const ev: HostConfig = host.hostConfig('ev', { runRoots: [host.paths.runs], targets: ['host'] });
+  pool = testPool(host);
+  const directory = new HostDirectory({ hosts: () => [ev], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' });
+  listing = new EvalService({ executorFor: (_name, { idempotent }) => pool.executor(directory.resolve(ev), { idempotent }), localStateDir: path.join(host.dir, 'eval-local') });
   fs.writeFileSync(
     config,
     JSON.stringify({
-      hosts: [host.hostConfig('ev', { runRoots: [host.paths.runs], targets: ['host'] })],
+      hosts: [ev],
       evalProfiles: [
         {
           name: 'acceptance',
@@ -63,12 +81,15 @@ before(async () => {
         { name: 'failing', where: 'target', command: 'echo loading ${run}; echo "CUDA out of memory" >&2; exit 7' },
         { name: 'local-copy', where: 'local', command: 'b=$(basename ${localCheckpoint}); echo "evaluating $b"; ls ${localCheckpoint}' },
         { kind: 'speculative-server', name: 'drafter', server: spec.url, maxTokens: 32, concurrency: 2 },
+        { kind: 'speculative-server', name: 'drafter-b', server: spec2.url, maxTokens: 32, concurrency: 2 },
       ],
     }),
   );
 });
 after(async () => {
+  pool?.dispose();
   await spec?.stop();
+  await spec2?.stop();
   await host?.stop();
 });
 
@@ -160,6 +181,111 @@ describe('remote-runs eval', () => {
     assert.equal(out.settingSources.maxTokens, 'pinned');
     assert.equal(out.settings.numSpeculativeTokens, 3);
     assert.match(out.address, /^ev\/host\/story\/step_\d+$/);
+    // Recorded as an eval of the checkpoint: the run's eval listing (what the tree, the eval table and the metrics
+    // panel read) shows the result at the checkpoint's step, with the whole result in spec.json beside it.
+    assert.match(r.stderr, /^eval (\S+) recorded in ev\/host:\S+\/story\/\.remote-runs\/evals\/\1$/m);
+    const place = listing.place({ where: { kind: 'target' } }, { host: 'ev', target: { kind: 'host', id: '' }, run: { name: 'story', path: storyPath } });
+    const records = await listing.list(place);
+    const rec = records.find((x) => x.id === out.id);
+    assert.ok(rec, `eval ${out.id} is listed (${records.map((x) => x.id).join(', ')})`);
+    assert.equal(rec.step, out.step);
+    assert.equal(rec.checkpointPath, path.join(storyPath, 'checkpoints', `step_${out.step}`));
+    assert.equal(rec.state, 'passed');
+    assert.equal(rec.meta.kind, 'speculative-server');
+    assert.deepEqual(rec.results, [out.result]);
+    assert.equal(rec.spec?.result.tauDefinition, 'one-plus-accepted-per-draft');
+    assert.equal(rec.spec?.result.settings.maxTokens, 32);
+    assert.equal(rec.spec?.result.settingSources.maxTokens, 'pinned');
+    assert.equal(rec.spec?.engine, 'vllm');
+    // The log ends with the result line, as a command eval's does: the log stays the source of truth.
+    const log = fs.readFileSync(path.join(evalsDir, out.id, 'log'), 'utf8');
+    assert.deepEqual(JSON.parse(log.trimEnd().split('\n').pop()!), out.result);
+    const plainId = /^eval (\S+) recorded in /m.exec(r.stderr)![1];
+    assert.deepEqual(records.find((x) => x.id === plainId)?.results, [line]);
+  });
+
+  test('eval --card: two checkpoints measured against two drafters beside the paper row at another temperature; temperature is flagged', async () => {
+    const [first] = host.storySteps;
+    const a = await cliAsync(['eval', 'drafter', `ev/host/story/${first}`, '--json']);
+    assert.equal(a.code, 0, a.stderr);
+    const b = await cliAsync(['eval', 'drafter-b', 'ev/host/story/latest', '--json']);
+    assert.equal(b.code, 0, b.stderr);
+    const ea = JSON.parse(a.stdout);
+    const eb = JSON.parse(b.stdout);
+    assert.notEqual(ea.result.tau, eb.result.tau, 'the two drafters differ');
+    const refs = path.join(host.dir, 'references.json');
+    fs.writeFileSync(refs, JSON.stringify({
+      version: 2,
+      lines: [{ metric: 'tau', value: 3.1, label: 'paper', source: 'Table 2' }],
+      specRows: [
+        { run: 'ev/host/story', kind: 'paper', label: 'DFlash Table 2', tau: 3.1, tauDefinition: 'one-plus-accepted-per-draft', pk: [0.8, 0.6, 0.4], settings: { temperature: 1, maxTokens: 32, numSpeculativeTokens: 3 }, source: 'arXiv Table 2' },
+        { run: 'ev/host/story', kind: 'reference', label: 'EAGLE3 drafter', tau: 2.4, tauDefinition: 'one-plus-accepted-per-draft', settings: { temperature: 0, maxTokens: 32 } },
+        { run: 'ev/host/other', kind: 'paper', label: 'another run', tau: 9, tauDefinition: 'one-plus-accepted-per-draft', settings: {} },
+      ],
+    }));
+    const j = await cliAsync(['eval', '--card', 'ev/host/story', '--references', refs, '--json']);
+    assert.equal(j.code, 0, j.stderr);
+    const card = JSON.parse(j.stdout) as SpecCard;
+    const rowA = card.rows.find((r) => r.evalId === ea.id);
+    const rowB = card.rows.find((r) => r.evalId === eb.id);
+    assert.ok(rowA && rowB, 'both checkpoint rows');
+    assert.equal(rowA.step, ea.step);
+    assert.equal(rowB.step, eb.step);
+    assert.equal(rowA.tau, ea.result.tau);
+    assert.equal(rowB.tau, eb.result.tau);
+    assert.equal(rowB.pk.length, 4, 'K = 4 for the second drafter');
+    assert.deepEqual(card.rows.filter((r) => r.kind !== 'checkpoint').map((r) => [r.kind, r.label]), [['paper', 'DFlash Table 2'], ['reference', 'EAGLE3 drafter']]);
+    const temperature = card.checklist.find((c) => c.key === 'temperature')!;
+    assert.equal(temperature.status, 'differs');
+    assert.equal(temperature.flagged, true);
+    const k = card.checklist.find((c) => c.key === 'numSpeculativeTokens')!;
+    assert.equal(k.flagged, true, 'K 3 against K 4');
+    const cmpA = card.comparisons[card.rows.indexOf(rowA)]!;
+    assert.equal(cmpA.tau.kind, 'compared');
+    assert.ok(cmpA.tau.kind === 'compared' && Math.abs(cmpA.tau.abs - (ea.result.tau - 3.1)) < 1e-12);
+    assert.ok(cmpA.settingsDiffer.includes('temperature'));
+    const t = await cliAsync(['eval', '--card', 'ev/host/story', '--references', refs]);
+    assert.equal(t.code, 0, t.stderr);
+    assert.match(t.stdout, /^speculative-decoding card of ev\/host\/story$/m);
+    assert.match(t.stdout, new RegExp(`^step_${first} \\(drafter\\)\\s+${first}\\s`, 'm'));
+    assert.match(t.stdout, /^paper: DFlash Table 2\s/m);
+    assert.match(t.stdout, /^reference: EAGLE3 drafter\s/m);
+    assert.match(t.stdout, /^!\s+temperature\s+(0\s+)+1\s+0$/m);
+    assert.match(t.stdout, /! temperature differs/);
+    assert.match(t.stdout, /1: 1 \+ accepted draft tokens \/ verify steps/);
+    assert.doesNotMatch(t.stdout, /another run/);
+    // A tool's output file on this machine as another checkpoint's rows (readSpecOutput), beside the recorded evals.
+    const bench = path.join(ROOT, 'test', 'fixtures', 'spec', 'sglang_bench_speculative.jsonl');
+    const f = await cliAsync(['eval', '--card', 'ev/host/story', '--references', refs, '--results', `${first + 2000}=${bench}`, '--json']);
+    assert.equal(f.code, 0, f.stderr);
+    const withFile = JSON.parse(f.stdout) as SpecCard;
+    const fileRows = withFile.rows.filter((r) => r.source === bench);
+    assert.ok(fileRows.length > 0 && fileRows.every((r) => r.step === first + 2000 && r.label.startsWith('sglang_bench_speculative.jsonl: ')));
+    assert.ok(withFile.rows.some((r) => r.evalId === ea.id) && withFile.rows.some((r) => r.evalId === eb.id));
+    const noStep = await cliAsync(['eval', '--card', 'ev/host/story', '--results', bench, '--json']);
+    assert.equal(noStep.code, 2);
+    assert.match(JSON.parse(noStep.stdout).error.message, /give STEP=FILE/);
+    // A bad row is a clear error, never a card without it.
+    fs.writeFileSync(refs, JSON.stringify({ version: 2, lines: [], specRows: [{ run: 'ev/host/story', kind: 'paper', label: 'x', tau: 2, tauDefinition: 'acceptance length', settings: {} }] }));
+    const bad = await cliAsync(['eval', '--card', 'ev/host/story', '--references', refs, '--json']);
+    assert.equal(bad.code, 2);
+    assert.equal(JSON.parse(bad.stdout).error.kind, 'bad-config');
+    assert.match(JSON.parse(bad.stdout).error.message, /specRows\[0\]: "tauDefinition" must say how τ was computed/);
+  });
+
+  test('a speculative-server eval whose run folder cannot be written: permission-denied, and the measured numbers are on stderr already', async () => {
+    fs.chmodSync(evalsDir, 0o555);
+    try {
+      const r = await cliAsync(['eval', 'drafter', 'ev/host/story/latest', '--json']);
+      assert.equal(r.code, 2, r.stderr);
+      const e = JSON.parse(r.stdout).error;
+      assert.equal(e.kind, 'permission-denied');
+      assert.match(e.message, /^Recording eval \S+: mkdir: cannot create directory .*\/story\/\.remote-runs\/evals\/.*Permission denied/);
+      assert.match(r.stderr, /^eval drafter of ev\/host\/story\/step_\d+ \(vllm, target-model\): τ [\d.]+ \(1 \+ accepted/m);
+    } finally {
+      fs.chmodSync(evalsDir, 0o755);
+    }
+    assert.deepEqual(fs.readdirSync(evalsDir).filter((n) => n.startsWith('.')), [], 'no half-written folder is left');
   });
 
   test('a speculative-server profile whose server does not answer: unreachable, naming the host and the address', async () => {

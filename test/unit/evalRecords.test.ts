@@ -9,7 +9,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { spawn } from 'node:child_process';
 import { evalState, parseEvalListing, parseReadOutput, parseStopOutput, toEvalRecords } from '../../src/core/eval/records';
-import { listEvalsCommand } from '../../src/core/eval/commands';
+import { listEvalsCommand, recordMeasuredCommand } from '../../src/core/eval/commands';
+import { formatSpecRecord } from '../../src/core/eval/spec/record';
 import { LocalExecutor } from '../../src/core/eval/localExecutor';
 import { runCommand } from '../../src/core/remote';
 import { RemoteRunsError } from '../../src/core/types';
@@ -165,4 +166,24 @@ test('LIST_SCRIPT in the real sh: running (live process group), passed, failed w
 test('LIST_SCRIPT on a missing folder: no evals, no error', async () => {
   const raw = await runCommand(new LocalExecutor(), { kind: 'host', id: '' }, listEvalsCommand(path.join(root, 'nothing-here')));
   assert.deepEqual(raw, []);
+});
+
+test('MEASURED_SCRIPT in the real sh: a measured eval appears whole (passed, results, spec.json, a log with hostile text); an id is written once; a hidden leftover is never listed', async () => {
+  const evals = path.join(root, 'measured');
+  const local = new LocalExecutor();
+  const HOST = { kind: 'host', id: '' } as const;
+  const spec = formatSpecRecord({ version: 1, engine: 'vllm', result: { tool: 'speculative-server', label: "it's $(x)", speculative: true, tau: 2.5, tauDefinition: 'one-plus-accepted-per-draft', extra: {}, settings: { temperature: 0 }, settingSources: { temperature: 'pinned' }, notes: ['a\nb'] } });
+  const log = "eval of 'step' $(rm -rf /) `x`\n{\"tau\": 2.5}\n";
+  const cmd = recordMeasuredCommand({ evalsDir: evals, id: 'm-1', meta: meta('m-1', { cwd: '' }), log, results: '{"tau":2.5}\n', spec });
+  const { dir } = await runCommand(local, HOST, cmd);
+  assert.equal(dir, path.join(evals, 'm-1'));
+  assert.equal(fs.readFileSync(path.join(dir, 'log'), 'utf8'), log);
+  fs.mkdirSync(path.join(evals, '.m-2.tmp.123'));
+  fs.writeFileSync(path.join(evals, '.m-2.tmp.123', 'meta.json'), JSON.stringify(meta('m-2')));
+  const records = toEvalRecords(await runCommand(local, HOST, listEvalsCommand(evals)), (id) => id);
+  assert.deepEqual(records.map((r) => [r.id, r.state, r.results]), [['m-1', 'passed', [{ tau: 2.5 }]]]);
+  assert.equal(records[0].spec?.result.label, "it's $(x)");
+  assert.deepEqual(records[0].spec?.result.notes, ['a\nb']);
+  await assert.rejects(runCommand(local, HOST, cmd), /m-1 exists already/);
+  assert.deepEqual(fs.readdirSync(evals).sort(), ['.m-2.tmp.123', 'm-1'], 'the refused write left nothing behind');
 });

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseFromWebview, parseRestoreState } from '../../src/extension/metrics/validate';
-import { parseReferences, serializeReferences, withLineAdded, withLineRemoved } from '../../src/extension/metrics/references';
+import { parseReferences, serializeReferences, withLineAdded, withLineRemoved } from '../../src/core/metrics/references';
 import { contentSecurityPolicy, metricsHtml } from '../../src/extension/metrics/html';
 import { panelTitles, pickStatusMetric, statusAriaLabel, statusText, xLabel } from '../../src/extension/metrics/statusText';
 
@@ -61,8 +61,8 @@ test('restore state: accepted as written (bare or inside the webview state), rej
 });
 
 test('references file: parse, add, remove, and ids that do not shift when another line goes', () => {
-  assert.deepEqual(parseReferences(undefined), { lines: [], problems: [] });
-  assert.deepEqual(parseReferences('  '), { lines: [], problems: [] });
+  assert.deepEqual(parseReferences(undefined), { lines: [], specRows: [], problems: [] });
+  assert.deepEqual(parseReferences('  '), { lines: [], specRows: [], problems: [] });
   assert.match(parseReferences('{oops').problems[0], /not valid JSON/);
   const text = JSON.stringify({ version: 1, lines: [
     { metric: 'loss', value: 1.2, label: 'paper', source: 'Table 2' },

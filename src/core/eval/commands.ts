@@ -8,6 +8,7 @@ import { shellJoin } from '../shell/quote';
 import {
   LAUNCH_SCRIPT,
   LIST_SCRIPT,
+  MEASURED_SCRIPT,
   READ_SCRIPT,
   RECORD_SCRIPT,
   SLURM_LAUNCH_SCRIPT,
@@ -145,6 +146,33 @@ export function recordResultsCommand(dir: string, text: string): RemoteCommand<'
       const out = result.stdout.toString('utf8').trim();
       if (result.code !== 0 || (out !== 'written' && out !== 'exists')) throw commandFailed(describe, result);
       return out;
+    },
+  };
+}
+
+/** What an eval measured by this client leaves in its folder (MEASURED_SCRIPT). */
+export interface MeasuredSpec {
+  evalsDir: string;
+  id: string;
+  meta: EvalMeta;
+  /** The log's text: what was measured, ending with the result line (so the log stays the source of truth). */
+  log: string;
+  /** results.jsonl text. */
+  results: string;
+  /** spec.json text (one JSON document). */
+  spec: string;
+}
+
+/** Write an ended, measured eval's folder whole (one rename). NOT idempotent: an existing id fails. */
+export function recordMeasuredCommand(spec: MeasuredSpec): RemoteCommand<{ dir: string }> {
+  const describe = `Recording eval ${spec.id}`;
+  return {
+    argv: ['sh', '-c', MEASURED_SCRIPT, 'remote-runs-measured', spec.evalsDir, spec.id, JSON.stringify(spec.meta), spec.log, spec.results, spec.spec],
+    describe,
+    parse(result) {
+      const m = /^recorded (.*)$/m.exec(result.stdout.toString('utf8'));
+      if (result.code !== 0 || !m) throw launchFailure(describe, result);
+      return { dir: m[1] };
     },
   };
 }

@@ -5,6 +5,7 @@
 import { RemoteRunsError } from '../types';
 import { parseResultsFile } from './results';
 import { isEvalId } from './place';
+import { parseSpecRecord } from './spec/record';
 import type { EvalMeta, EvalRecord, EvalState } from './types';
 
 /** One eval folder as the listing framed it, before interpretation. */
@@ -120,6 +121,11 @@ export function toEvalRecords(raw: readonly RawEval[], dirOf: (id: string) => st
       meta,
     };
     if (status !== undefined) record.exitCode = status;
+    if (r.files.spec) {
+      const spec = parseSpecRecord(r.files.spec.toString('utf8'));
+      if ('record' in spec) record.spec = spec.record;
+      else record.specProblems = spec.problems;
+    }
     if (jobId) record.slurm = { jobId, ...(r.slurmState ? { state: r.slurmState } : {}) };
     if ((state === 'failed' || state === 'lost') && r.files.tail) record.logTail = r.files.tail.toString('utf8');
     records.push(record);

@@ -13,6 +13,10 @@
  *   status      exit status, written (tmp + rename) by the wrapper once the eval's main process ended
  *   stopped     time a stop was asked for
  *   results.jsonl  written once (hard link: the first writer wins) when the results are recorded
+ *   spec.json   a measured eval's whole result (a speculative-server eval: core/eval/spec/record.ts), for the card
+ *
+ * An eval measured here rather than run there (a speculative-server eval) is written whole by MEASURED_SCRIPT:
+ * meta.json, log, results.jsonl, spec.json and status 0, in one rename, so a listing never sees it half written.
  */
 
 /** String.raw, except that `\${` (needed to write a shell `${…}` in a template literal) becomes `${`. */
@@ -203,6 +207,7 @@ for d in "$root"/*/; do
   emit status "$d/status"
   emit stopped "$d/stopped"
   emit results "$d/results.jsonl"
+  emit spec "$d/spec.json"
   size=0
   [ -f "$d/log" ] && size=$(($(wc -c < "$d/log")))
   printf 'L %s\nA %s\n' "$size" "$alive"
@@ -302,6 +307,33 @@ elif [ -e "$dir/results.jsonl" ]; then echo exists
 else rm -f -- "$tmp"; echo "remote-runs: cannot write $dir/results.jsonl" >&2; exit 98
 fi
 rm -f -- "$tmp"
+`;
+
+/**
+ * Write an eval that already ended (measured by this client: a speculative-server eval) as a whole folder. Args:
+ * EVALS_DIR ID META_JSON LOG RESULTS_JSONL SPEC_JSON. The files are written in a hidden folder beside the others
+ * (the listing's `*` glob never matches a leading dot) and renamed to the eval's id at once, so every client sees
+ * either nothing or the eval with its status, results and spec.json: never an eval without status (which a listing
+ * would take as lost and record results for from a half-written log). An existing id fails, as a launch does.
+ * Prints `recorded DIR`.
+ */
+export const MEASURED_SCRIPT = sh`
+set -u
+${COMMON}
+root=$(expand "$1") id=$2
+mkdir -p -- "$root" || exit 98
+dir=$root/$id
+[ -e "$dir" ] && { echo "remote-runs: the eval folder $dir exists already" >&2; exit 98; }
+tmp=$root/.$id.tmp.$$
+mkdir -- "$tmp" || { echo "remote-runs: cannot create the eval folder $tmp" >&2; exit 98; }
+if printf '%s\n' "$3" > "$tmp/meta.json" && printf '%s' "$4" > "$tmp/log" && printf '%s' "$5" > "$tmp/results.jsonl" \
+  && printf '%s\n' "$6" > "$tmp/spec.json" && printf '0\n' > "$tmp/status" && mv -- "$tmp" "$dir"; then
+  printf 'recorded %s\n' "$dir"
+else
+  rm -rf -- "$tmp"
+  echo "remote-runs: cannot write the eval folder $dir" >&2
+  exit 98
+fi
 `;
 
 /** The Slurm batch script: the job's shell runs the eval and records its status. Args: DIR CWD. */

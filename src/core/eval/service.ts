@@ -13,6 +13,7 @@ import {
   launchEvalCommand,
   launchSlurmCommand,
   listEvalsCommand,
+  recordMeasuredCommand,
   recordResultsCommand,
   readEvalLogCommand,
   stopEvalCommand,
@@ -147,6 +148,38 @@ export class EvalService {
       ...(launched.pgid !== undefined ? { pgid: launched.pgid } : {}),
       ...(launched.jobId !== undefined ? { jobId: launched.jobId } : {}),
     };
+  }
+
+  /**
+   * Record an eval this client measured itself (a speculative-server eval: the measuring is done, nothing runs in
+   * the target) as an ended eval of the subject's checkpoint, in the run's own place, in the layout of every eval:
+   * meta.json, a log (what was measured, ending with the result line), results.jsonl, status 0, and `spec.json`
+   * beside them. The folder appears whole (scripts.ts MEASURED_SCRIPT), so the tree, the eval table and the metrics
+   * panel list it as they list a command eval that passed. Not retried: an id is written once.
+   */
+  async recordMeasured(
+    subject: EvalSubject,
+    m: { profile: string; kind: 'speculative-server'; command: string; log: string; results: readonly EvalResult[]; spec: string },
+    signal?: AbortSignal,
+  ): Promise<StartedEval> {
+    const place = this.place({ where: { kind: 'target' } }, subject);
+    const now = this.options.now?.() ?? new Date();
+    const id = newEvalId(m.profile, subject.checkpoint.step, now);
+    const meta: EvalMeta = {
+      id,
+      profile: m.profile,
+      checkpoint: subject.checkpoint.path,
+      step: subject.checkpoint.step,
+      startedAt: now.toISOString(),
+      command: m.command,
+      cwd: '',
+      run: { host: subject.host, target: formatTarget(subject.target), name: subject.run.name, path: subject.run.path },
+      kind: m.kind,
+    };
+    const log = m.log.endsWith('\n') || m.log === '' ? m.log : `${m.log}\n`;
+    const { executor, target } = this.reach(place, false);
+    await runCommand(executor, target, recordMeasuredCommand({ evalsDir: place.evalsDir, id, meta, log, results: formatResultsFile(m.results), spec: m.spec }), signal);
+    return { id, place, dir: evalDir(place, id), meta };
   }
 
   /**

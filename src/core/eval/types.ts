@@ -6,6 +6,7 @@
  * This folder never imports `vscode`.
  */
 import type { TargetRef } from '../types';
+import type { SpecRecord } from './spec/record';
 
 /** Where a profile runs: the run's own target, another configured host's target, or this machine. */
 export type EvalWhere = { kind: 'target' } | { kind: 'remote'; host: string; target: TargetRef } | { kind: 'local' };
@@ -85,6 +86,11 @@ export interface EvalMeta {
   /** Kept so whoever records the results later parses them as the launcher's profile said. */
   resultPattern?: string;
   scheduler?: 'slurm';
+  /**
+   * `speculative-server`: measured by the client that recorded it (no process ran in the folder's target; `command`
+   * says what was measured), with its whole result in spec.json.
+   */
+  kind?: 'speculative-server';
 }
 
 /** One eval of a run, as its folder says. */
@@ -113,4 +119,8 @@ export interface EvalRecord {
   /** The eval folder (inside the place's target). */
   dir: string;
   meta: EvalMeta;
+  /** A speculative-server eval's spec.json (spec/record.ts), when it has one that reads. */
+  spec?: SpecRecord;
+  /** Why its spec.json does not read (the record is listed all the same, with its results). */
+  specProblems?: string[];
 }

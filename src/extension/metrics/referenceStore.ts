@@ -5,11 +5,14 @@
  */
 import * as vscode from 'vscode';
 import type { ReferenceLine } from '../../shared/metricsProtocol';
+import type { SpecReferenceRow } from '../../core/eval/spec/card';
 import type { Logger } from '../log';
-import { parseReferences, REFERENCES_FILE, serializeReferences, withLineAdded, withLineRemoved } from './references';
+import { parseReferences, REFERENCES_FILE, serializeReferences, withLineAdded, withLineRemoved } from '../../core/metrics/references';
 
 export class ReferenceStore implements vscode.Disposable {
   private current: ReferenceLine[] = [];
+  /** The file's card rows (version 2), written back untouched when a line is added or removed. */
+  private specRows: SpecReferenceRow[] = [];
   private readonly changed = new vscode.EventEmitter<ReferenceLine[]>();
   readonly onDidChange = this.changed.event;
   private readonly disposables: vscode.Disposable[] = [this.changed];
@@ -56,6 +59,7 @@ export class ReferenceStore implements vscode.Disposable {
     const problems = parsed.problems.join('\n');
     if (problems && problems !== this.lastProblems) this.log.warn(`reference lines: ${problems}`);
     this.lastProblems = problems;
+    this.specRows = parsed.specRows;
     this.set(parsed.lines);
   }
 
@@ -64,7 +68,7 @@ export class ReferenceStore implements vscode.Disposable {
     if (uri) {
       // The file first: what the views show is always what a commit of the workspace would hold.
       await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
-      await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(serializeReferences(lines)));
+      await vscode.workspace.fs.writeFile(uri, new TextEncoder().encode(serializeReferences(lines, this.specRows)));
     }
     this.set(lines);
   }
