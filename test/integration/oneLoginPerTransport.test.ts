@@ -143,9 +143,23 @@ function poolHost(name: string): PoolHost {
 }
 
 /** Our `ssh` masters (ControlMaster=yes) still running. */
+/**
+ * OpenSSH masters of this process: a master runs from its session folder (`-F FOLDER/config`), whose `owner` file names
+ * the process the folder belongs to (ssh/openssh/sessionFolder.ts). Others' masters (the end-to-end suite's, run beside
+ * this one) are not counted.
+ */
 function masters(): number {
   const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
-  return out.split('\n').filter((l) => /(^|\/)ssh .*ControlMaster=yes/.test(l.trim().split(/\s+/).slice(1).join(' '))).length;
+  return out.split('\n').filter((l) => {
+    const args = l.trim().split(/\s+/).slice(1);
+    if (!/(^|\/)ssh$/.test(args[0] ?? '') || !args.includes('ControlMaster=yes')) return false;
+    const config = args[args.indexOf('-F') + 1];
+    try {
+      return args.includes('-F') && fs.readFileSync(path.join(path.dirname(config), 'owner'), 'utf8').trim() === String(process.pid);
+    } catch {
+      return false; // its folder is gone: the master is on its way out
+    }
+  }).length;
 }
 
 test("the pool's session rules: shared by two holders, kept while held, ended opensshIdleMs after the last lets go", async () => {
