@@ -83,6 +83,33 @@ test('a reference line is written to the workspace file and shown in the legend 
   });
 });
 
+test('a references file that could not be read whole is not rewritten by the panel: the error says why, the file keeps every byte', async () => {
+  await withArtifactsOnFailure(session, 'metrics-reference-blocked', async () => {
+    const frame = await metricsFrame('panel');
+    const file = path.join(workspace, '.vscode', 'remote-runs.references.json');
+    const saved = fs.readFileSync(file, 'utf8');
+    // A hand edit with one entry this version cannot read (its value is not a number): the good one is still shown.
+    const edited = `${JSON.stringify({ lines: [{ metric: 'loss', value: 1.5, label: 'kept', source: '' }, { metric: 'acc', value: 'high', label: 'typo' }] }, null, 2)}\n`;
+    fs.writeFileSync(file, edited);
+    await frame.waitForFunction(() => Array.from(document.querySelectorAll('.legend .reference-line')).some((e) => (e.textContent ?? '').includes('kept')), undefined, { timeout: 15_000 });
+    await frame.locator('.ref-form select').selectOption('loss');
+    await frame.locator('.ref-form input[name=value]').fill('0.75');
+    await frame.locator('.ref-form input[name=label]').fill('new');
+    await frame.locator('.ref-form button[type=submit]').click();
+    const deadline = Date.now() + 15_000;
+    let said = false;
+    while (!said && Date.now() < deadline) {
+      said = (await session.notifications()).some((n) => /could not be read.*nothing was written/.test(n.message));
+      if (!said) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.ok(said, 'the refusal is shown');
+    assert.equal(fs.readFileSync(file, 'utf8'), edited, 'the file keeps every byte');
+    // The file as the tests after this one expect it (the line added above), back in the legend.
+    fs.writeFileSync(file, saved);
+    await frame.waitForFunction(() => Array.from(document.querySelectorAll('.legend .reference-line')).some((e) => (e.textContent ?? '').includes('Table 2')), undefined, { timeout: 15_000 });
+  });
+});
+
 test('Add run… adds a run from another container to the legend, in its own colour', async () => {
   await withArtifactsOnFailure(session, 'metrics-compare', async () => {
     const frame = await metricsFrame('panel');

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parseFromWebview, parseRestoreState } from '../../src/extension/metrics/validate';
-import { parseReferences, serializeReferences, withLineAdded, withLineRemoved } from '../../src/core/metrics/references';
+import { parseReferences, rewriteBlocked, serializeReferences, withLineAdded, withLineRemoved } from '../../src/core/metrics/references';
 import { contentSecurityPolicy, metricsHtml } from '../../src/extension/metrics/html';
 import { panelTitles, pickStatusMetric, statusAriaLabel, statusText, xLabel } from '../../src/extension/metrics/statusText';
 
@@ -153,4 +153,17 @@ test('status bar, its accessibility label and panel titles show remote names esc
   assert.equal(statusAriaLabel(name, 'box/docker:\u202ex', 5, 'l\u0085', 1), `Pinned run ${shown} on box/docker:\\u202ex, step 5, l\\u0085 1. Click to open its metrics.`);
   const titles = panelTitles([{ key: 'a', runName: name, where: 'h1/\u001bx' }, { key: 'b', runName: name, where: 'h2' }]);
   assert.deepEqual([...titles.values()], [`Metrics: ${shown} · h1/\\x1bx`, `Metrics: ${shown} · h2`]);
+});
+
+test('a references file read only in part is never written back from what was read: a bad entry, a file that is not JSON, a shape not known', () => {
+  const good = serializeReferences([{ id: '', metric: 'loss', value: 0.5, label: 'paper', source: '' }]);
+  assert.equal(rewriteBlocked(parseReferences(good)), undefined, 'a file read whole may be rewritten');
+  assert.equal(rewriteBlocked(parseReferences(undefined)), undefined, 'no file yet: nothing to lose');
+  const partly = JSON.stringify({ lines: [{ metric: 'loss', value: 0.5 }, { metric: 'acc', value: 'high' }] });
+  assert.equal(parseReferences(partly).lines.length, 1, 'the readable line is still shown');
+  for (const text of [partly, '{"lines": [', '{"other": 1}']) {
+    const why = rewriteBlocked(parseReferences(text));
+    assert.match(why ?? '', /nothing was written/, text);
+  }
+  assert.match(rewriteBlocked(parseReferences(partly)) ?? '', /lines\[1\]: "value" must be a finite number/);
 });

@@ -130,6 +130,16 @@ export function serializeReferences(lines: readonly ReferenceLine[], specRows: r
   return `${JSON.stringify(out, null, 2)}\n`;
 }
 
+/**
+ * Why the file cannot be written back from what was read without losing part of it (an entry left out as unreadable,
+ * a file that is not JSON, a shape this version does not know); undefined when everything in it was read. A panel
+ * that adds or removes a line then writes nothing: a hand-edited file is never replaced by what survived its parse.
+ */
+export function rewriteBlocked(parsed: Pick<ParsedReferences, 'problems'>): string | undefined {
+  if (parsed.problems.length === 0) return undefined;
+  return `${REFERENCES_FILE} holds what could not be read (${parsed.problems.join('; ')}): fix or remove that first; nothing was written`;
+}
+
 /** Lines with one added (after the others) — the text to write back. */
 export function withLineAdded(current: readonly ReferenceLine[], line: Omit<ReferenceLine, 'id'>): ReferenceLine[] {
   return parseReferences(serializeReferences([...current, { id: '', ...line }])).lines;

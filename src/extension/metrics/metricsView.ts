@@ -212,10 +212,14 @@ export class MetricsView implements vscode.Disposable {
           if (this.presenter.setReferenceRun(msg.runKey)) this.sendSnapshot();
           break;
         case 'addReferenceLine':
-          await this.deps.references.add({ metric: msg.metric, value: msg.value, label: msg.label, source: msg.source });
-          break;
         case 'removeReferenceLine':
-          await this.deps.references.remove(msg.id);
+          // A file that could not be read whole is never rewritten from what was read: said, nothing written.
+          try {
+            if (msg.type === 'addReferenceLine') await this.deps.references.add({ metric: msg.metric, value: msg.value, label: msg.label, source: msg.source });
+            else await this.deps.references.remove(msg.id);
+          } catch (e) {
+            this.refuse(e instanceof Error ? e.message : String(e));
+          }
           break;
         case 'openPanel': {
           const p = this.presenter.primary;

@@ -7,12 +7,15 @@ import * as vscode from 'vscode';
 import type { ReferenceLine } from '../../shared/metricsProtocol';
 import type { SpecReferenceRow } from '../../core/eval/spec/card';
 import type { Logger } from '../log';
-import { parseReferences, REFERENCES_FILE, serializeReferences, withLineAdded, withLineRemoved } from '../../core/metrics/references';
+import { parseReferences, REFERENCES_FILE, rewriteBlocked, serializeReferences, withLineAdded, withLineRemoved } from '../../core/metrics/references';
+import { RemoteRunsError } from '../../core/types';
 
 export class ReferenceStore implements vscode.Disposable {
   private current: ReferenceLine[] = [];
   /** The file's card rows (version 2), written back untouched when a line is added or removed. */
   private specRows: SpecReferenceRow[] = [];
+  /** Why the file as read cannot be written back whole (core/metrics/references.ts rewriteBlocked). */
+  private blocked: string | undefined;
   private readonly changed = new vscode.EventEmitter<ReferenceLine[]>();
   readonly onDidChange = this.changed.event;
   private readonly disposables: vscode.Disposable[] = [this.changed];
@@ -60,11 +63,13 @@ export class ReferenceStore implements vscode.Disposable {
     if (problems && problems !== this.lastProblems) this.log.warn(`reference lines: ${problems}`);
     this.lastProblems = problems;
     this.specRows = parsed.specRows;
+    this.blocked = rewriteBlocked(parsed);
     this.set(parsed.lines);
   }
 
   private async write(lines: ReferenceLine[]): Promise<void> {
     const uri = this.uri;
+    if (uri && this.blocked) throw new RemoteRunsError('bad-config', this.blocked);
     if (uri) {
       // The file first: what the views show is always what a commit of the workspace would hold.
       await vscode.workspace.fs.createDirectory(vscode.Uri.joinPath(uri, '..'));
