@@ -7,9 +7,8 @@ import type { EvalPlace, EvalProfile, EvalSubject } from '../core/eval/types';
 import { localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint } from '../core/eval/localCheckpoint';
 import { planDownload } from '../core/transfer';
 import type { TransferSource } from '../core/transfer/types';
-import type { SpecServerOutcome } from '../core/eval/spec/server/run';
-import { SPEC_SERVER_KIND, type SpecServerProfile } from '../core/eval/spec/server/profile';
-import { formatSpecRecord } from '../core/eval/spec/record';
+import type { SpecServerProfile } from '../core/eval/spec/server/profile';
+import { evaluateCheckpointWithServer, type SpecServerMeasure } from '../core/eval/spec/server/checkpointEval';
 import { TAU_DEFINITION_TEXT } from '../core/eval/spec/definitions';
 import { StringDecoder } from 'node:string_decoder';
 import { LogLineEnds } from '../shared/display';
@@ -21,7 +20,7 @@ export interface EvalCliDeps {
   profiles: readonly EvalProfile[];
   /** Its `"kind": "speculative-server"` profiles, and how one runs through the link of a configured host. */
   serverProfiles?: readonly SpecServerProfile[];
-  runServer?: (profile: SpecServerProfile, hostName: string, signal: AbortSignal) => Promise<SpecServerOutcome>;
+  measureServer?: SpecServerMeasure;
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
   signal: AbortSignal;
@@ -117,44 +116,24 @@ export async function evalCommand(deps: EvalCliDeps, profileName: string, addr: 
  * in the run's folder, its whole result in spec.json).
  */
 async function serverEval(deps: EvalCliDeps, profile: SpecServerProfile, addr: ReturnType<typeof parseAddress>, options: { json?: boolean }): Promise<number> {
-  if (!deps.runServer) throw new RemoteRunsError('internal', 'speculative-server evals are not wired in this command');
+  if (!deps.measureServer) throw new RemoteRunsError('internal', 'speculative-server evals are not wired in this command');
   const found = await deps.core.resolveRun(addr.host, addr.target!, addr.segments ?? [addr.run!, addr.checkpoint!], 'required', deps.signal);
   const { checkpoint, note } = pickCheckpointWithNote(found.run, found.checkpoint ?? addr.checkpoint!, found.listedInPart);
   if (note) deps.stderr.write(`${note}\n`);
-  const hostName = profile.host ?? addr.host;
-  if (deps.core.cluster(hostName)) {
-    throw new RemoteRunsError('bad-config', `${profile.name}: ${hostName} is a Kubernetes cluster, and a speculative-server eval reaches its server through an SSH host's link: name one in the profile's "host"`, { field: 'host' });
-  }
-  const what = `${addr.host}/${formatTarget(addr.target!)}/${found.run.name}/${checkpoint.name}`;
-  deps.stderr.write(`eval ${profile.name} of ${what}: ${profile.server} through ${hostName}'s link\n`);
-  const out = await deps.runServer(profile, hostName, deps.signal);
-  const r = out.result;
-  const num = (v: number | undefined, digits = 3): string => (v === undefined ? '?' : String(Number(v.toFixed(digits))));
-  const parts = [
-    `τ ${num(r.tau)} (${TAU_DEFINITION_TEXT[r.tauDefinition]})`,
-    `acceptance ${num(r.acceptanceRate)}`,
-    ...(r.pk && r.pk.length > 0 ? [`p_1…p_${r.pk.length} ${r.pk.map((p) => num(p)).join(' ')}`] : []),
-    `${num(r.outputTokensPerSec, 1)} output tokens/s`,
-    ...(r.speedup !== undefined ? [`speedup ${num(r.speedup, 2)}x`] : []),
-  ];
-  const summary = [`eval ${profile.name} of ${what} (${out.engine}, ${out.model}): ${parts.join(' · ')}`, ...r.notes.map((n) => `  ${n}`)];
-  // Said before recording, so a recording that fails (a run folder not writable) loses no measurement.
-  for (const line of summary) deps.stderr.write(`${line}\n`);
-  // Recorded as an ended eval of the checkpoint in the run's folder, as a command eval is: the tree, the eval table
-  // and the metrics panel show its result at the checkpoint's step, and the card reads its spec.json.
-  const subject: EvalSubject = { host: addr.host, target: addr.target!, run: { name: found.run.name, path: found.run.path }, checkpoint: { path: checkpoint.path, step: evalStep(checkpoint) } };
-  const recorded = await deps.evals.recordMeasured(
-    subject,
+  // The path the editor takes too (core/eval/spec/server/checkpointEval.ts): measured, said, then recorded.
+  const done = await evaluateCheckpointWithServer(
+    { evals: deps.evals, measure: deps.measureServer, isCluster: (name) => deps.core.cluster(name) !== undefined },
+    profile,
+    { host: addr.host, target: addr.target!, run: found.run, checkpoint },
     {
-      profile: profile.name,
-      kind: 'speculative-server',
-      command: `${SPEC_SERVER_KIND} ${profile.server} (${out.engine}, ${out.model}) through ${hostName}'s link`,
-      log: [...summary, JSON.stringify(out.evalResult)].join('\n'),
-      results: [out.evalResult],
-      spec: formatSpecRecord({ version: 1, engine: out.engine, model: out.model, server: profile.server, source: out.source, result: r }),
+      signal: deps.signal,
+      onStart: (line) => deps.stderr.write(`${line}\n`),
+      // Said before recording, so a recording that fails (a run folder not writable) loses no measurement.
+      onSummary: (lines) => lines.forEach((line) => deps.stderr.write(`${line}\n`)),
     },
-    deps.signal,
   );
+  const { outcome: out, recorded, what } = done;
+  const r = out.result;
   if (options.json) {
     deps.stdout.write(`${JSON.stringify({ id: recorded.id, address: what, step: evalStep(checkpoint), profile: profile.name, engine: out.engine, model: out.model, source: out.source, tauDefinition: TAU_DEFINITION_TEXT[r.tauDefinition], result: out.evalResult, settings: r.settings, settingSources: r.settingSources, counts: r.counts, notes: r.notes })}\n`);
   } else {

@@ -37,7 +37,7 @@ import { metricsCommand } from './metrics';
 import { inspectCommand, diffCommand } from './inspect';
 import { EvalService } from '../core/eval/service';
 import { parseEvalProfiles } from '../core/eval/profiles';
-import { runSpecServerEval } from '../core/eval/spec/server/run';
+import { poolMeasure } from '../core/eval/spec/server/checkpointEval';
 import type { SpecServerProfile } from '../core/eval/spec/server/profile';
 import type { EvalProfile } from '../core/eval/types';
 import { BulkLinks } from '../core/metrics/follow/bulkLinks';
@@ -368,7 +368,7 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
           evals,
           profiles,
           serverProfiles,
-          runServer: (profile, hostName, signal) => runSpecServerEval({ pool, host: hosts.resolve(core.host(hostName)), profile, signal }),
+          measureServer: poolMeasure(pool, (name) => hosts.resolve(core.host(name))),
           stdout: io.stdout,
           stderr: io.stderr,
           signal,

@@ -52,6 +52,11 @@ export interface RunSpecServerOptions {
   /** The prompt set; default: the profile's (readPromptSet). */
   prompts?: PromptSet;
   signal?: AbortSignal;
+  /**
+   * Called with the requests answered so far of the eval's total (the speculative server's, then a baseline server's
+   * when the profile names one: `total` counts both), once with 0 before the first request.
+   */
+  onProgress?: (done: number, total: number) => void;
 }
 
 /** The flags that turn on speculation and its per-request stats, named in errors. */
@@ -66,9 +71,13 @@ export async function runSpecServerEval(o: RunSpecServerOptions): Promise<SpecSe
   const prompts = o.prompts ?? readPromptSet(profile.prompts);
   const address = parseServerUrl(profile.server);
   const link = await linkToServer(o.pool, o.host, address, signal);
+  const total = prompts.prompts.length * (profile.baseline?.kind === 'server' ? 2 : 1);
+  let done = 0;
+  const answered = (): void => o.onProgress?.(++done, total);
+  o.onProgress?.(0, total);
   let run: MeasuredRun;
   try {
-    run = await measure(link, address, profile, prompts, true, signal);
+    run = await measure(link, address, profile, prompts, true, signal, answered);
   } finally {
     link.dispose();
   }
@@ -86,7 +95,7 @@ export async function runSpecServerEval(o: RunSpecServerOptions): Promise<SpecSe
     const bAddress = parseServerUrl(profile.baseline.url);
     const bLink = await linkToServer(o.pool, o.host, bAddress, signal);
     try {
-      const b = await measure(bLink, bAddress, { ...profile, model: run.model }, prompts, false, signal);
+      const b = await measure(bLink, bAddress, { ...profile, model: run.model }, prompts, false, signal, answered);
       if (b.replies.some((r) => r.spec && r.spec.verifySteps > 0) || (b.draft.method !== undefined && b.engine === 'sglang')) {
         throw new RemoteRunsError('bad-config', `baseline: ${bAddress.url} runs with speculative decoding (${b.draft.method ?? 'its replies carry speculative stats'}); the baseline is the same model served with speculation off`, { field: 'baseline', server: bAddress.url });
       }
@@ -238,7 +247,7 @@ function requestFor(p: SpecPrompt, model: string, profile: SpecServerProfile, en
   return { path: '/v1/chat/completions', body: { ...body, messages: p.messages } };
 }
 
-async function measure(link: ServerLink, address: ServerAddress, profile: SpecServerProfile, prompts: PromptSet, speculative: boolean, signal?: AbortSignal): Promise<MeasuredRun> {
+async function measure(link: ServerLink, address: ServerAddress, profile: SpecServerProfile, prompts: PromptSet, speculative: boolean, signal?: AbortSignal, answered?: () => void): Promise<MeasuredRun> {
   const served = await servedModels(link, address, signal);
   const model = chooseModel(profile.model, served, address.url, speculative ? 'model' : 'baseline');
   const { engine, draft } = await serverInfo(link, address, signal);
@@ -264,6 +273,7 @@ async function measure(link: ServerLink, address: ServerAddress, profile: SpecSe
         throw new RemoteRunsError('protocol', `${where}: the reply is not JSON: ${excerpt(reply.body)}`, { server: address.url });
       }
       replies[i] = readReply(json, where);
+      answered?.();
     }
   };
   // The first failure stops every worker from taking another prompt: the eval is over, the server is not loaded further.
