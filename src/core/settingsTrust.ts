@@ -12,6 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { EvalProfile } from './eval/types';
+import type { SpecServerProfile } from './eval/spec/server/profile';
 import { formatTarget } from './types';
 
 /** Read from user/remote settings only; a workspace value is ignored (VS Code drops it) and reported. */
@@ -138,11 +139,20 @@ export function describeIgnored(items: readonly IgnoredSetting[]): string[] {
 
 // ---- eval profiles from a workspace: a yes per command ---------------------------------------------------------
 
+/** A command profile, or a speculative-server one (which runs no command, but sends a prompt file to a server). */
+export type ConsentProfile = EvalProfile | SpecServerProfile;
+
+function isServerProfile(p: ConsentProfile): p is SpecServerProfile {
+  return (p as SpecServerProfile).kind === 'speculative-server';
+}
+
 /**
  * A fingerprint of everything in a profile that decides what runs (name, where, command, cwd, env, scheduler and
- * sbatch options; not the result pattern, which only reads output). A changed command is a new fingerprint.
+ * sbatch options; not the result pattern, which only reads output). A changed command is a new fingerprint. A
+ * speculative-server profile's is all of it: which server is sent what, through which host's link, from which file.
  */
-export function profileFingerprint(profile: EvalProfile): string {
+export function profileFingerprint(profile: ConsentProfile): string {
+  if (isServerProfile(profile)) return createHash('sha256').update(canonicalJson(profile)).digest('hex');
   const what = {
     name: profile.name,
     where: profile.where,
@@ -165,18 +175,30 @@ function canonicalJson(v: unknown): string {
 }
 
 /** A profile from a workspace runs only after a yes to exactly this content; user and default profiles need none. */
-export function needsConsent(profile: EvalProfile, origin: SettingOrigin, approved: readonly string[]): boolean {
+export function needsConsent(profile: ConsentProfile, origin: SettingOrigin, approved: readonly string[]): boolean {
   return origin === 'workspace' && !approved.includes(profileFingerprint(profile));
 }
 
 /** The list of approved fingerprints after a yes (no duplicates; the newest last, at most `keep`). */
-export function withApproval(approved: readonly string[], profile: EvalProfile, keep = 200): string[] {
+export function withApproval(approved: readonly string[], profile: ConsentProfile, keep = 200): string[] {
   const fp = profileFingerprint(profile);
   return [...approved.filter((a) => a !== fp), fp].slice(-keep);
 }
 
-/** What the consent question shows: where it runs, and the command line exactly as written. */
-export function consentDetail(profile: EvalProfile): string {
+/**
+ * What the consent question shows: where it runs, and the command line exactly as written. For a speculative-server
+ * profile: the server it sends prompts to, the host whose link opens the channel, and the prompt file read on this
+ * machine (a workspace could otherwise have a file of yours sent to a server of its choosing).
+ */
+export function consentDetail(profile: ConsentProfile): string {
+  if (isServerProfile(profile)) {
+    const through = profile.host ? `${profile.host}'s SSH link` : "the SSH link of the run's host";
+    const lines = [`The eval profile "${profile.name}" comes from this workspace's settings and sends prompts to ${profile.server} through ${through}, with your login:`, ''];
+    lines.push(profile.prompts ? `prompts: the file ${profile.prompts} on this machine (its lines are sent to the server)` : 'prompts: the built-in set');
+    if (profile.baseline?.kind === 'server') lines.push(`baseline: the same prompts to ${profile.baseline.url}`);
+    lines.push('', 'Run it? You are asked again if the profile changes.');
+    return lines.join('\n');
+  }
   const where =
     profile.where.kind === 'local'
       ? 'on this machine, as you'

@@ -2,6 +2,7 @@ import * as vscode from 'vscode';
 import { parseHostsSetting } from '../core/config';
 import { parseEvalProfiles } from '../core/eval/profiles';
 import type { EvalProfile } from '../core/eval/types';
+import type { SpecServerProfile } from '../core/eval/spec/server/profile';
 import {
   describeIgnored,
   hostsSetting,
@@ -125,15 +126,16 @@ export class Settings {
     return { hosts: hosts.map((h) => (h.runRoots?.length || !defaults ? h : { ...h, runRoots: defaults })), clusters };
   }
 
-  /** Valid eval profiles and where the list came from (`workspace`: each needs a yes before it runs). */
-  evalProfiles(): { profiles: EvalProfile[]; origin: SettingOrigin; problems: string[] } {
+  /**
+   * Valid eval profiles and where the list came from (`workspace`: each needs a yes before it runs): command
+   * profiles, and `"kind": "speculative-server"` ones (core/eval/spec/server), which Evaluate Checkpoint runs too.
+   */
+  evalProfiles(): { profiles: EvalProfile[]; serverProfiles: SpecServerProfile[]; origin: SettingOrigin; problems: string[] } {
     const inspected = this.cfg.inspect<unknown>('evalProfiles');
     const origin: SettingOrigin =
       inspected?.workspaceFolderValue !== undefined || inspected?.workspaceValue !== undefined ? 'workspace' : inspected?.globalValue !== undefined ? 'user' : 'default';
     const { profiles, problems, serverProfiles } = parseEvalProfiles(this.cfg.get('evalProfiles'));
-    // Measured from the command line (cli/eval.ts): the editor's Evaluate Checkpoint runs command profiles only.
-    for (const p of serverProfiles) problems.push(`remoteRuns.evalProfiles: "${p.name}" is a speculative-server profile: run it with \`remote-runs eval ${p.name} ADDRESS\` (docs/cli.md); Evaluate Checkpoint runs command profiles`);
-    return { profiles, origin, problems };
+    return { profiles, serverProfiles, origin, problems };
   }
 
   useSshConfigHosts(): boolean {

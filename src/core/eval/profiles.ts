@@ -3,7 +3,7 @@
  * reported with its index and field and skipped; the good ones stay usable. The JSON schema for package.json sits
  * beside the validator so the two are read together.
  */
-import { RemoteRunsError } from '../types';
+import { RemoteRunsError, formatTarget } from '../types';
 import { parseAddress } from '../address';
 import { checkTemplate } from './template';
 import { compileResultPattern } from './results';
@@ -225,4 +225,29 @@ function describe(v: unknown): string {
   if (Array.isArray(v)) return 'an array';
   if (typeof v === 'string') return JSON.stringify(v);
   return typeof v === 'object' ? 'an object' : `${typeof v} ${String(v)}`;
+}
+
+/** A profile the editor's Evaluate Checkpoint may run: a command profile or a speculative-server one. */
+export type RunnableProfile = { kind: 'command'; profile: EvalProfile } | { kind: 'server'; profile: SpecServerProfile };
+
+/**
+ * The rows of the profile picker: command profiles (where they run, their command) and speculative-server ones (the
+ * server, through whose link, the pinned sampling settings) in one list: the command profiles first, as the setting
+ * lists them, then the server ones.
+ */
+export function profileChoices(profiles: readonly EvalProfile[], serverProfiles: readonly SpecServerProfile[]): { label: string; description: string; detail: string; value: RunnableProfile }[] {
+  return [
+    ...profiles.map((p) => ({
+      label: p.name,
+      description: p.where.kind === 'remote' ? `${p.where.host}/${formatTarget(p.where.target)}` : p.where.kind,
+      detail: p.command,
+      value: { kind: 'command', profile: p } as RunnableProfile,
+    })),
+    ...serverProfiles.map((p) => ({
+      label: p.name,
+      description: SPEC_SERVER_KIND,
+      detail: `${p.server} through ${p.host === undefined ? "the run's host" : p.host}'s SSH link · temperature ${p.temperature} · max tokens ${p.maxTokens} · concurrency ${p.concurrency}${p.prompts ? ` · prompts ${p.prompts}` : ''}`,
+      value: { kind: 'server', profile: p } as RunnableProfile,
+    })),
+  ];
 }

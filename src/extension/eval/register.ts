@@ -19,7 +19,10 @@ import type { HostDirectory } from '../../core/hosts';
 import type { RemoteRunsCore } from '../../core/service';
 import type { ConnectionPool } from '../../core/ssh/pool';
 import { EvalService } from '../../core/eval/service';
-import { consentDetail, needsConsent, profileFingerprint, withApproval, type SettingOrigin } from '../../core/settingsTrust';
+import { consentDetail, needsConsent, profileFingerprint, withApproval, type ConsentProfile, type SettingOrigin } from '../../core/settingsTrust';
+import { profileChoices, type RunnableProfile } from '../../core/eval/profiles';
+import { evaluateCheckpointWithServer, poolMeasure, type SpecCheckpointEval } from '../../core/eval/spec/server/checkpointEval';
+import type { SpecServerProfile } from '../../core/eval/spec/server/profile';
 import { runKey } from '../../core/eval/place';
 import type { EvalPlace, EvalProfile, EvalRecord, EvalRunRef, EvalSubject } from '../../core/eval/types';
 import { downloadRootFor, localCheckpointState, requireLocalCheckpoint, usesLocalCheckpoint, type LocalCheckpointState } from '../../core/eval/localCheckpoint';
@@ -87,7 +90,7 @@ export const APPROVED_PROFILES_KEY = 'remoteRuns.approvedEvalProfiles';
  * A profile from a workspace's settings (a cloned repository's `.vscode/settings.json`) runs a command the user
  * has not written: its command line is shown and it runs only after "Run", remembered for exactly this content.
  */
-async function confirmWorkspaceProfile(context: vscode.ExtensionContext, profile: EvalProfile, origin: SettingOrigin, log: Logger): Promise<boolean> {
+async function confirmWorkspaceProfile(context: vscode.ExtensionContext, profile: ConsentProfile, origin: SettingOrigin, log: Logger): Promise<boolean> {
   const approved = context.globalState.get<string[]>(APPROVED_PROFILES_KEY, []);
   if (!needsConsent(profile, origin, approved)) return true;
   const run = 'Run';
@@ -269,23 +272,45 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
     return terminal;
   };
 
-  /** The profile to run (asked when there are several) once the user said yes to a workspace's; undefined: not now. */
-  const chooseProfile = async (title: string): Promise<EvalProfile | undefined> => {
-    const { profiles, origin, problems } = settings.evalProfiles();
+  /**
+   * The profile to run, a command one or a speculative-server one (asked when there are several), once the user said
+   * yes to a workspace's; undefined: not now.
+   */
+  const chooseProfile = async (title: string): Promise<RunnableProfile | undefined> => {
+    const { profiles, serverProfiles, origin, problems } = settings.evalProfiles();
     for (const p of problems) log.warn(p);
-    if (profiles.length === 0) {
+    const choices = profileChoices(profiles, serverProfiles);
+    if (choices.length === 0) {
       throw new RemoteRunsError('bad-config', 'No eval profiles: add one to the remoteRuns.evalProfiles setting (problems, if any, are in the log)');
     }
-    const profile =
-      profiles.length === 1
-        ? profiles[0]
-        : await quickPick(
-            `${title}: profile`,
-            profiles.map((p) => ({ label: p.name, description: p.where.kind === 'remote' ? `${p.where.host}/${formatTarget(p.where.target)}` : p.where.kind, detail: p.command, value: p })),
-            'Pick an eval profile',
-          );
-    if (!profile) return undefined;
-    return (await confirmWorkspaceProfile(context, profile, origin, log)) ? profile : undefined;
+    const chosen = choices.length === 1 ? choices[0].value : await quickPick(`${title}: profile`, choices, 'Pick an eval profile');
+    if (!chosen) return undefined;
+    return (await confirmWorkspaceProfile(context, chosen.profile, origin, log)) ? chosen : undefined;
+  };
+
+  /**
+   * Measure a speculative-server profile's server for one checkpoint and record it, through the core path the CLI
+   * takes (checkpointEval.ts); the run is listed again, so the tree, the eval table and the metrics panel show it.
+   */
+  const measureWithServer = async (ref: PickedRef, profile: SpecServerProfile, signal: AbortSignal, onProgress: (done: number, total: number) => void): Promise<SpecCheckpointEval> => {
+    const done = await evaluateCheckpointWithServer(
+      { evals, measure: poolMeasure(pool, (name) => hosts.resolve(core.host(name))), isCluster: (name) => core.cluster(name) !== undefined },
+      profile,
+      { host: ref.hostName, target: ref.target, run: ref.run, checkpoint: ref.checkpoint },
+      { signal, onProgress, onStart: (line) => log.info(line), onSummary: (lines) => lines.forEach((line) => log.info(line)) },
+    );
+    log.info(`eval ${done.recorded.id} recorded in ${done.recorded.dir}`);
+    const subject = subjectOf(ref);
+    await load(runKey(subject), subject);
+    return done;
+  };
+
+  /** The result line of a server eval, for its notification. */
+  const serverResultText = (done: SpecCheckpointEval): string => {
+    const r = done.outcome.result;
+    const tau = r.tau === undefined ? '?' : String(Number(r.tau.toFixed(3)));
+    const acc = r.acceptanceRate === undefined ? '' : `, acceptance ${Number(r.acceptanceRate.toFixed(3))}`;
+    return `τ ${tau}${acc} (${done.outcome.engine}, ${done.outcome.model}, ${r.counts?.requests ?? '?'} requests)`;
   };
 
   /** Start one eval (its terminal shown, its run listed again); undefined when a download it needs was declined. */
@@ -320,26 +345,37 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
    */
   const evaluateMany = async (refs: PickedRef[], title: string): Promise<void> => {
     const items = queueOrder(refs);
-    const profile = await chooseProfile(title);
-    if (!profile) return;
+    const chosen = await chooseProfile(title);
+    if (!chosen) return;
+    const server = chosen.kind === 'server';
+    const profile = chosen.profile;
     const report = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: `Evaluating ${items.length} checkpoints with ${profile.name}`, cancellable: true },
       (progress, token) =>
-        withCancellation(token, (signal) =>
-          runEvalQueue(items, {
-            start: (ref, signal) => startEval(ref, profile, signal, false),
-            ended: (started, signal) => evalEnded(started, signal),
-            onItem: (ref, i, n) => progress.report({ message: `${ref.checkpoint.name} (${i + 1} of ${n})`, increment: i === 0 ? 0 : 100 / n }),
+        withCancellation(token, (signal) => {
+          let at = '';
+          return runEvalQueue<PickedRef, { place: EvalPlace; id: string }>(items, {
+            // A server eval is measured here and now (nothing runs on after it): it has ended when it is recorded.
+            start: async (ref, signal) => {
+              if (chosen.kind === 'command') return startEval(ref, chosen.profile, signal, false);
+              const done = await measureWithServer(ref, chosen.profile, signal, (d, t) => progress.report({ message: `${at}: requests ${d} of ${t}` }));
+              return { place: done.recorded.place, id: done.recorded.id };
+            },
+            ended: (started, signal) => (server ? Promise.resolve() : evalEnded(started, signal)),
+            onItem: (ref, i, n) => {
+              at = `${ref.checkpoint.name} (${i + 1} of ${n})`;
+              progress.report({ message: at, increment: i === 0 ? 0 : 100 / n });
+            },
             onDone: (ref, { error }) => {
               if (error) void vscode.window.showErrorMessage(`Remote Runs: eval of ${ref.checkpoint.name}: ${error instanceof Error ? error.message : String(error)}`);
               const r = [...runs.values()].find((e) => e.subject.host === ref.hostName && sameTarget(e.subject.target, ref.target) && e.subject.run.path === ref.run.path);
               if (r) void load(runKey(r.subject), r.subject);
             },
-          }, signal),
-        ),
+          }, signal);
+        }),
     );
     log.info(`eval queue of ${items.length} with ${profile.name}: ${report.started} ran, ${report.skipped} skipped, ${report.failed} failed, ${report.notReached} not reached`);
-    const parts = [`${report.started} of ${items.length} evaluated with ${profile.name}`, report.skipped ? `${report.skipped} skipped` : '', report.failed ? `${report.failed} could not start` : '', report.notReached ? `${report.notReached} not started (cancelled; the running eval goes on)` : ''];
+    const parts = [`${report.started} of ${items.length} evaluated with ${profile.name}`, report.skipped ? `${report.skipped} skipped` : '', report.failed ? `${report.failed} could not start` : '', report.notReached ? `${report.notReached} not started (cancelled${server ? '' : '; the running eval goes on'})` : ''];
     void vscode.window.showInformationMessage(`Remote Runs: ${parts.filter(Boolean).join(', ')}.`);
   };
 
@@ -353,12 +389,37 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
       }
       const ref = node?.type === 'checkpoint' ? node : await pickCheckpoint(core, hosts, 'Evaluate Checkpoint');
       if (!ref) return;
-      const profile = await chooseProfile(`Evaluate ${ref.run.name}/${ref.checkpoint.name}`);
-      if (!profile) return;
-      await vscode.window.withProgress(
-        { location: vscode.ProgressLocation.Notification, title: `Starting eval ${profile.name} of ${ref.checkpoint.name}`, cancellable: true },
-        (_progress, token) => withCancellation(token, (signal) => startEval(ref, profile, signal, true)),
+      const chosen = await chooseProfile(`Evaluate ${ref.run.name}/${ref.checkpoint.name}`);
+      if (!chosen) return;
+      if (chosen.kind === 'command') {
+        const profile = chosen.profile;
+        await vscode.window.withProgress(
+          { location: vscode.ProgressLocation.Notification, title: `Starting eval ${profile.name} of ${ref.checkpoint.name}`, cancellable: true },
+          (_progress, token) => withCancellation(token, (signal) => startEval(ref, profile, signal, true)),
+        );
+        return;
+      }
+      // A server eval runs here, request after request: its progress and Cancel are the notification's; an error
+      // (unreachable, no speculative stats, model mismatch, bad prompt set) says what to do, through the command wrapper.
+      const profile = chosen.profile;
+      const done = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: `Evaluating ${ref.checkpoint.name} with ${profile.name}`, cancellable: true },
+        (progress, token) => {
+          let last = 0;
+          return withCancellation(token, (signal) =>
+            measureWithServer(ref, profile, signal, (d, t) => {
+              progress.report({ message: `requests ${d} of ${t}`, increment: t > 0 ? ((d - last) * 100) / t : 0 });
+              last = d;
+            }),
+          );
+        },
       );
+      const results = 'Show Eval Results';
+      void vscode.window.showInformationMessage(`Remote Runs: ${profile.name} of ${ref.checkpoint.name}: ${serverResultText(done)}; recorded as eval ${done.recorded.id}.`, results).then((c) => {
+        if (c !== results) return;
+        const shown: TreeNode = { type: 'checkpoint', id: '', hostName: ref.hostName, target: ref.target, run: ref.run, checkpoint: ref.checkpoint };
+        void vscode.commands.executeCommand(CommandIds.showEvalResults, shown);
+      });
     }, log),
   );
 
