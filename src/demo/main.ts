@@ -12,7 +12,7 @@ import { runProcessSync } from '../core/util/processes';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
-import { demoEvalProfile, startDemoHost, DEMO_HOST_NAME, type DemoHost } from './demoHost';
+import { demoEvalProfiles, startDemoHost, DEMO_HOST_NAME, type DemoHost } from './demoHost';
 import { demoChildEnv, ensureEditor, findRepoRoot, stopDemoGroups, openCodeServer, openDesktop, type OpenedEditor } from './launch';
 import { demoBaseDir, demoPaths } from './paths';
 import { demoSettings, writeDemoProfile } from './profile';
@@ -96,10 +96,11 @@ export async function main(argv: string[]): Promise<number> {
   say(`  CLI: npm link (once, in ${repo}), then`);
   say(`    export REMOTE_RUNS_CONFIG=${host.paths.cliConfig}`);
   say(`    remote-runs ls ${DEMO_HOST_NAME}/pct:200`);
+  say(`    remote-runs eval "demo drafter τ (SGLang)" ${DEMO_HOST_NAME}/pct:200/workspace/latest   (the drafter server, through the link)`);
   say(`  or:  ssh -i ${host.keys.clientKeyPath} -p ${host.port} -o UserKnownHostsFile=${host.paths.knownHosts} root@127.0.0.1`);
 
   if (!values.headless) {
-    writeDemoProfile(paths, demoSettings(paths, host.hostConfig, demoEvalProfile()), repo);
+    writeDemoProfile(paths, demoSettings(paths, host.hostConfig, demoEvalProfiles()), repo);
     try {
       const opened = await openEditor(repo, paths, say, { install: !values['no-install'], editorPort });
       if (stopping) {

@@ -42,13 +42,13 @@ export const QUIET_VSCODE_SETTINGS: Readonly<Record<string, unknown>> = {
   'workbench.secondarySideBar.defaultVisibility': 'hidden',
 };
 
-/** The Remote Runs settings of the demo profile. */
-export function demoSettings(paths: DemoPaths, host: HostConfig, evalProfile: Record<string, unknown>): Record<string, unknown> {
+/** The Remote Runs settings of the demo profile (`evalProfiles`: the demo's, evalProfile.ts demoEvalProfiles). */
+export function demoSettings(paths: DemoPaths, host: HostConfig, evalProfiles: readonly Record<string, unknown>[]): Record<string, unknown> {
   return {
     'remoteRuns.hosts': [host],
     'remoteRuns.useSshConfigHosts': false,
     'remoteRuns.knownHostsFiles': [paths.knownHosts],
-    'remoteRuns.evalProfiles': [evalProfile],
+    'remoteRuns.evalProfiles': [...evalProfiles],
     'remoteRuns.refreshIntervalSeconds': 15,
     'remoteRuns.metrics.pollIntervalSeconds': 2,
   };
@@ -79,6 +79,9 @@ export function writeDemoProfile(paths: DemoPaths, settings: Record<string, unkn
       '- `pct:200` → `workspace`: a run that is training right now. Open its metrics; a new checkpoint appears about',
       '  every two minutes. Its checkpoints are real torch.save files: expand or hover one to see its tensors, and',
       '  Compare Checkpoints `step_10000` with `step_12000`, where the model gained a layer.',
+      '- Evaluate Checkpoint on the newest checkpoint of `pct:200` → `workspace` with **demo drafter τ (SGLang)**: the',
+      '  demo host\'s drafter server (at its 127.0.0.1:30000, reached through the SSH link) serves the newest checkpoint;',
+      '  evaluate again after the next save to see τ move. Show Eval Results lists both.',
       '- `host` → `baseline-ref`: a finished run whose checkpoints are Hugging Face sharded safetensors saves.',
       '- `host` → `checkpoints`: the folder from the story, where `ls checkpoints/*.pt` finds nothing although 12',
       '  checkpoints are there, one level down.',

@@ -3,10 +3,14 @@
  * (public-key authentication only; passwords, keyboard-interactive, `none` and every other key are refused). Exec
  * requests run as sshd runs them (`/bin/sh -c LINE`, exit code or signal passed back, `signal` requests sent to the
  * command's process group), but inside the demo machine (sandbox.ts). Shell requests get a login shell on a
- * pseudo-terminal; the SFTP subsystem serves the machine's files read-only (sftp.ts).
+ * pseudo-terminal; the SFTP subsystem serves the machine's files read-only (sftp.ts). Direct-tcpip channels (a client's
+ * port forwarding, `ssh -L`, or the eval's channels to a server) are opened only to the addresses of `forwards`, the
+ * demo host's own services (the drafter server, specServer.ts), as sshd under `PermitOpen` would; any other address
+ * fails to connect (SSH_OPEN_CONNECT_FAILED, what sshd answers when nothing listens there).
  */
 import { timingSafeEqual } from 'node:crypto';
 import { signalProcess, type ChildProcess } from '../core/util/processes';
+import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Server, utils, type Connection, type ServerChannel, type Session } from 'ssh2';
 import type { DemoMachine } from './sandbox';
@@ -26,6 +30,25 @@ export interface DemoServerOptions {
   port?: number;
   /** Log lines (logins, refusals); default none. */
   log?: (line: string) => void;
+  /**
+   * The demo host's services a direct-tcpip channel may reach: `127.0.0.1:PORT` as the demo host sees it, to the real
+   * loopback port its server listens on. Default none.
+   */
+  forwards?: readonly DemoForward[];
+}
+
+/** One service of the demo host: its address there, and where it really listens (on the real 127.0.0.1). */
+export interface DemoForward {
+  host: string;
+  port: number;
+  /** The real loopback port. */
+  to: number;
+}
+
+/** The real port a channel to `host:port` of the demo host goes to, or undefined (refused). `localhost` is 127.0.0.1. */
+export function forwardTarget(forwards: readonly DemoForward[] | undefined, host: string, port: number): number | undefined {
+  const h = host === 'localhost' ? DEMO_BIND_ADDRESS : host;
+  return forwards?.find((f) => f.host === h && f.port === port)?.to;
 }
 
 export interface DemoServer {
@@ -79,6 +102,7 @@ export async function startDemoServer(options: DemoServerOptions): Promise<DemoS
       if (!accepted) return client.end();
       log('client logged in');
       client.on('session', (accept) => handleSession(accept(), options.machine));
+      client.on('tcpip', (accept, reject, info) => forward(accept, reject, info, options.forwards, log));
     });
     client.on('error', () => undefined); // a client that vanished; nothing to do
     client.on('close', () => clients.delete(client));
@@ -102,6 +126,28 @@ export async function startDemoServer(options: DemoServerOptions): Promise<DemoS
         server.close(() => resolve());
       }),
   };
+}
+
+/**
+ * A direct-tcpip channel: connected to the service's real port, bytes both ways, each side's end ending the other;
+ * refused (connect failed) for an address that is not one of the demo host's services, or when its server is down.
+ */
+function forward(accept: () => ServerChannel, reject: () => void, info: { destIP: string; destPort: number }, forwards: readonly DemoForward[] | undefined, log: (line: string) => void): void {
+  const to = forwardTarget(forwards, info.destIP, info.destPort);
+  if (to === undefined) {
+    log(`refused a channel to ${info.destIP}:${info.destPort}: nothing of the demo host listens there`);
+    return reject();
+  }
+  const socket = net.connect(to, DEMO_BIND_ADDRESS);
+  socket.once('error', () => reject());
+  socket.once('connect', () => {
+    const channel = accept();
+    socket.on('error', () => channel.destroy());
+    channel.on('error', () => socket.destroy());
+    socket.pipe(channel);
+    channel.pipe(socket);
+    channel.on('close', () => socket.destroy());
+  });
 }
 
 /** One session channel: env, pty, exec, shell, sftp, signal, as sshd handles them. */

@@ -34,7 +34,7 @@ before(async () => {
     workspaceFolder: workspace,
     // The demo profile as `npm run demo` writes it, into this session's user-data-dir.
     beforeStart: (userData) =>
-      writeDemoProfile({ ...demoPaths(base), vscodeUserData: userData }, demoSettings(demo.paths, demo.hostConfig, demoEvalProfile()), REPO_ROOT),
+      writeDemoProfile({ ...demoPaths(base), vscodeUserData: userData }, demoSettings(demo.paths, demo.hostConfig, [demoEvalProfile()]), REPO_ROOT),
   });
 });
 

@@ -38,7 +38,7 @@ before(async () => {
   // A folder name that reads well in the window title of the picture.
   const folder = path.join(workspace, 'experiments');
   mkdirSync(folder);
-  session = await startVSCode({ workspaceFolder: folder, settings: { ...demoSettings(demo.paths, demo.hostConfig, demoEvalProfile()), 'workbench.colorTheme': 'Dark Modern' } });
+  session = await startVSCode({ workspaceFolder: folder, settings: { ...demoSettings(demo.paths, demo.hostConfig, [demoEvalProfile()]), 'workbench.colorTheme': 'Dark Modern' } });
 });
 
 after(async () => {

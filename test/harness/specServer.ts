@@ -2,26 +2,12 @@
  * A stand-in for an SGLang or vLLM server with speculative decoding, on 127.0.0.1, for the speculative-server eval's
  * integration tests (test/integration/specServer.test.ts reaches it through the real test sshd's forwarding).
  *
- * It answers what the eval asks, with the bodies the engines send:
- * - `GET /v1/models`: `{"object": "list", "data": [{"id", "object": "model", "created", "owned_by", "root", …}]}`
- *   (vLLM vllm/entrypoints/openai/protocol.py `ModelList`/`ModelCard`, owned_by "vllm"; SGLang
- *   python/sglang/srt/entrypoints/openai/protocol.py `ModelList`/`ModelCard`, owned_by "sglang").
- * - `POST /v1/chat/completions` and `/v1/completions`: `ChatCompletionResponse` / `CompletionResponse` of either
- *   engine (choices, `usage` with prompt/completion/total tokens), plus
- *   - vLLM, when started "with" `--per-request-spec-decode-metrics summary` (option `perRequest`, default on):
- *     `metrics.speculative_decoding` as vllm/v1/metrics/stats.py `RequestSpecDecodeMetrics.to_dict` writes it
- *     (mean_acceptance_length, draft_acceptance_rate, acceptance_histogram, num_spec_steps,
- *     num_accepted_draft_tokens, num_draft_tokens, num_spec_tokens);
- *   - SGLang, when the request asks `return_spec_tokens_details`: `sglext.spec_tokens_details` as
- *     python/sglang/srt/entrypoints/openai/utils.py `spec_tokens_details_from_meta_info` builds it from meta_info
- *     (the fields of SGLang's own test_serving_completions.py `_spec_result`).
- * - SGLang only: `GET /get_server_info` (server args flattened, `internal_states[0].avg_spec_accept_length`,
- *   `version`; python/sglang/srt/entrypoints/http_server.py `get_server_info`) and `POST /generate`
- *   (`{"text", "meta_info": {id, finish_reason, prompt_tokens, completion_tokens, cached_tokens, spec_verify_ct, …}}`).
- *   vLLM answers `/get_server_info` with FastAPI's 404 `{"detail": "Not Found"}`; with `devMode` it serves
- *   `/server_info` (VLLM_SERVER_DEV_MODE=1: `{"vllm_config": str(VllmConfig), "vllm_env", "system_env"}`).
- * - `GET /metrics`: Prometheus text with each engine's counters (counters.ts names them with their sources) and the
- *   generated-token counter (`vllm:generation_tokens_total`, `sglang:generation_tokens_total`).
+ * It answers what the eval asks, with the bodies the engines send (src/demo/specReplies.ts, their one home, cites
+ * each engine's source): `/v1/models`, `/v1/chat/completions` and `/v1/completions` (vLLM's per-request metrics when
+ * started "with" `--per-request-spec-decode-metrics summary`, option `perRequest`, default on; SGLang's sglext when the
+ * request asks `return_spec_tokens_details`), SGLang's `/get_server_info` and `/generate`, and `/metrics`. vLLM
+ * answers `/get_server_info` with FastAPI's 404 `{"detail": "Not Found"}`; with `devMode` it serves `/server_info`
+ * (VLLM_SERVER_DEV_MODE=1: `{"vllm_config": str(VllmConfig), "vllm_env", "system_env"}`).
  *
  * The toy "speculation" is deterministic: a request's accept lengths come from a PRNG seeded by the server's seed and
  * the request's prompt text (not its arrival order, so concurrency changes nothing), each verify step accepting
@@ -36,6 +22,19 @@
 import * as http from 'node:http';
 import { rng } from '../fixtures/generate';
 import type { AddressInfo } from 'node:net';
+import {
+  NOT_FOUND_BODY,
+  addToTotals,
+  completionBody,
+  emptyTotals,
+  generateBody,
+  metricsText as engineMetricsText,
+  modelListBody,
+  modelNotFoundBody,
+  sglangServerInfoBody,
+  type SpecRequestCounts,
+  type SpecTotals,
+} from '../../src/demo/specReplies';
 
 export type SpecServerMode = 'vllm' | 'sglang' | 'no-spec' | 'busy';
 
@@ -65,17 +64,7 @@ export interface SpecServerOptions {
 }
 
 /** The toy's counts (of our requests only; `busy` traffic is in `other`). */
-export interface ToyCounts {
-  requests: number;
-  completionTokens: number;
-  verifySteps: number;
-  accepted: number;
-  drafted: number;
-  /** h[j]: steps that accepted exactly j draft tokens. */
-  histogram: number[];
-  /** Steps whose draft token at position i was accepted. */
-  perPos: number[];
-}
+export type ToyCounts = SpecTotals;
 
 export interface SpecServer {
   readonly url: string;
@@ -89,25 +78,13 @@ export interface SpecServer {
   stop(): Promise<void>;
 }
 
-function emptyCounts(k: number): ToyCounts {
-  return { requests: 0, completionTokens: 0, verifySteps: 0, accepted: 0, drafted: 0, histogram: new Array<number>(k + 1).fill(0), perPos: new Array<number>(k).fill(0) };
-}
-
 function hash(text: string): number {
   let h = 2166136261;
   for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 16777619);
   return h >>> 0;
 }
 
-interface ToyRequest {
-  completionTokens: number;
-  steps: number;
-  accepted: number;
-  drafted: number;
-  histogram: number[];
-  perPos: number[];
-  finish: 'stop' | 'length';
-}
+type ToyRequest = SpecRequestCounts;
 
 /** One request's toy generation: n tokens (≤ maxTokens), a first token from the prefill, then verify steps. */
 function generate(key: string, maxTokens: number, k: number, seed: number, speculative: boolean): ToyRequest {
@@ -129,15 +106,8 @@ function generate(key: string, maxTokens: number, k: number, seed: number, specu
   return out;
 }
 
-function add(into: ToyCounts, t: ToyRequest): void {
-  into.requests++;
-  into.completionTokens += t.completionTokens;
-  into.verifySteps += t.steps;
-  into.accepted += t.accepted;
-  into.drafted += t.drafted;
-  t.histogram.forEach((c, j) => (into.histogram[j] += c));
-  t.perPos.forEach((c, i) => (into.perPos[i] += c));
-}
+const add = addToTotals;
+const emptyCounts = emptyTotals;
 
 export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer> {
   const engine: 'vllm' | 'sglang' = o.mode === 'sglang' ? 'sglang' : o.mode === 'no-spec' ? (o.engine ?? 'vllm') : 'vllm';
@@ -167,88 +137,19 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
       all.drafted += c.drafted;
       c.perPos.forEach((v, i) => (all.perPos[i] += v));
     }
-    const m = models[0];
-    const lines: string[] = [];
-    if (engine === 'vllm') {
-      const l = `engine="0",model_name="${m}"`;
-      lines.push('# HELP vllm:num_requests_running Number of requests in model execution batches.', '# TYPE vllm:num_requests_running gauge', `vllm:num_requests_running{${l}} 0.0`);
-      if (!o.noGenerationCounter) lines.push('# HELP vllm:generation_tokens_total Number of generation tokens processed.', '# TYPE vllm:generation_tokens_total counter', `vllm:generation_tokens_total{${l}} ${all.completionTokens}.0`);
-      if (speculative) {
-        lines.push('# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.', '# TYPE vllm:spec_decode_num_drafts_total counter', `vllm:spec_decode_num_drafts_total{${l}} ${all.verifySteps}.0`);
-        lines.push('# HELP vllm:spec_decode_num_draft_tokens_total Number of draft tokens.', '# TYPE vllm:spec_decode_num_draft_tokens_total counter', `vllm:spec_decode_num_draft_tokens_total{${l}} ${all.drafted}.0`);
-        lines.push('# HELP vllm:spec_decode_num_accepted_tokens_total Number of accepted tokens.', '# TYPE vllm:spec_decode_num_accepted_tokens_total counter', `vllm:spec_decode_num_accepted_tokens_total{${l}} ${all.accepted}.0`);
-        lines.push('# HELP vllm:spec_decode_num_accepted_tokens_per_pos_total Accepted tokens per draft position.', '# TYPE vllm:spec_decode_num_accepted_tokens_per_pos_total counter');
-        all.perPos.forEach((v, i) => lines.push(`vllm:spec_decode_num_accepted_tokens_per_pos_total{${l},position="${i}"} ${v}.0`));
-      }
-    } else {
-      const l = `model_name="${m}"`;
-      if (!o.noGenerationCounter) lines.push('# HELP sglang:generation_tokens_total Number of generation tokens processed.', '# TYPE sglang:generation_tokens_total counter', `sglang:generation_tokens_total{${l}} ${all.completionTokens}.0`);
-      if (speculative) {
-        lines.push('# HELP sglang:spec_decode_num_drafts_total Number of draft attempts.', '# TYPE sglang:spec_decode_num_drafts_total counter', `sglang:spec_decode_num_drafts_total{${l}} ${all.verifySteps}.0`);
-        lines.push('# TYPE sglang:spec_decode_num_accepted_tokens_per_pos_total counter');
-        all.perPos.forEach((v, i) => lines.push(`sglang:spec_decode_num_accepted_tokens_per_pos_total{${l},position="${i}"} ${v}.0`));
-        lines.push('# TYPE sglang:spec_accept_length gauge', `sglang:spec_accept_length{${l}} 2.5`);
-      }
-    }
-    return `${lines.join('\n')}\n`;
+    return engineMetricsText(engine, models[0], all, { speculative, generationCounter: !o.noGenerationCounter });
   };
-
-  const vllmSpec = (t: ToyRequest): Record<string, unknown> => ({
-    mean_acceptance_length: t.steps ? 1 + t.accepted / t.steps : 1.0,
-    draft_acceptance_rate: t.drafted ? t.accepted / t.drafted : 0.0,
-    acceptance_histogram: [...t.histogram],
-    num_spec_steps: t.steps,
-    num_accepted_draft_tokens: t.accepted,
-    num_draft_tokens: t.drafted,
-    num_spec_tokens: k,
-  });
-  const sglangMeta = (t: ToyRequest): Record<string, unknown> => ({
-    spec_accept_rate: t.drafted ? t.accepted / t.drafted : 0.0,
-    spec_accept_length: t.steps ? t.completionTokens / t.steps : 0.0,
-    spec_cap_length: 0.0,
-    spec_block_accept_length: 0.0,
-    spec_num_correct_drafts: t.accepted,
-    spec_num_proposed_drafts: t.drafted,
-    spec_verify_ct: t.steps,
-    spec_correct_drafts_histogram: [...t.histogram],
-    spec_cap_lens_histogram: [],
-  });
 
   const complete = (path: string, body: Record<string, unknown>, res: http.ServerResponse): void => {
     const model = body.model;
-    if (typeof model !== 'string' || !models.includes(model)) {
-      // vLLM's OpenAIServing._check_model: ErrorResponse(message=f"The model `{model}` does not exist.", type="NotFoundError", code=404)
-      return send(res, 404, { error: { message: `The model \`${String(model)}\` does not exist.`, type: 'NotFoundError', param: 'model', code: 404 } });
-    }
+    if (typeof model !== 'string' || !models.includes(model)) return send(res, 404, modelNotFoundBody(model));
     const maxTokens = typeof body.max_tokens === 'number' ? body.max_tokens : 16;
     const key = path === '/v1/chat/completions' ? JSON.stringify(body.messages) : String(body.prompt);
     const t = generate(key, o.oneTokenFor !== undefined && key.includes(o.oneTokenFor) ? 1 : maxTokens, k, seed, speculative);
     add(mine, t);
     if (o.mode === 'busy') add(others, generate(`other ${others.requests}`, 64, k, seed + 7, true));
-    const text = Array.from({ length: t.completionTokens }, (_, i) => `tok${i}`).join(' ');
-    const usage = { prompt_tokens: 11, total_tokens: 11 + t.completionTokens, completion_tokens: t.completionTokens, prompt_tokens_details: null };
-    const id = ++ids;
-    const chat = path === '/v1/chat/completions';
-    const choice = chat
-      ? { index: 0, message: { role: 'assistant', content: text, reasoning_content: null, tool_calls: engine === 'vllm' ? [] : null }, logprobs: null, finish_reason: t.finish, ...(engine === 'vllm' ? { stop_reason: null } : { matched_stop: null }) }
-      : { index: 0, text, logprobs: null, finish_reason: t.finish, ...(engine === 'vllm' ? { stop_reason: null, prompt_logprobs: null } : { matched_stop: null }) };
-    const reply: Record<string, unknown> = {
-      id: `${chat ? 'chatcmpl' : 'cmpl'}-${id.toString(16).padStart(32, '0')}`,
-      object: chat ? 'chat.completion' : 'text_completion',
-      created,
-      model,
-      choices: [choice],
-      usage,
-    };
-    if (engine === 'vllm') {
-      reply.prompt_logprobs = null;
-      reply.kv_transfer_params = null;
-      // vllm/outputs.py CompletionOutput.spec_decode_metrics: "populated on finish when speculative decoding ran".
-      if (speculative && perRequest && t.steps > 0) reply.metrics = { speculative_decoding: vllmSpec(t) };
-    } else {
-      reply.metadata = { weight_version: 'default' };
-      if (speculative && body.return_spec_tokens_details === true && !o.noSglext) reply.sglext = { spec_tokens_details: sglangMeta(t) };
-    }
+    const spec = !speculative ? 'none' : engine === 'vllm' ? (perRequest ? 'vllm-metrics' : 'none') : body.return_spec_tokens_details === true && !o.noSglext ? 'sglext' : 'none';
+    const reply = completionBody(engine, path as '/v1/chat/completions' | '/v1/completions', model, t, { id: ++ids, created, k, spec });
     send(res, 200, reply);
   };
 
@@ -265,27 +166,11 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
           return send(res, 400, { error: { message: 'invalid JSON', type: 'BadRequestError', code: 400 } });
         }
       }
-      if (req.method === 'GET' && path === '/v1/models') {
-        return send(res, 200, {
-          object: 'list',
-          data: models.map((id) => ({ id, object: 'model', created, owned_by: engine, root: `/models/${id}`, ...(engine === 'vllm' ? { parent: null, max_model_len: 4096, permission: [] } : { max_model_len: 4096 }) })),
-        });
-      }
+      if (req.method === 'GET' && path === '/v1/models') return send(res, 200, modelListBody(engine, models, created));
       if (req.method === 'GET' && path === '/metrics') return send(res, 200, metricsText(), 'text/plain; version=0.0.4; charset=utf-8');
       if (req.method === 'GET' && path === '/get_server_info' && engine === 'sglang') {
-        const all = mine.verifySteps + others.verifySteps;
-        return send(res, 200, {
-          model_path: `/models/${models[0]}`,
-          served_model_name: models[0],
-          tp_size: 1,
-          speculative_algorithm: speculative ? 'EAGLE3' : null,
-          speculative_draft_model_path: speculative ? '/ckpt/drafter/step_2000' : null,
-          speculative_num_steps: speculative ? k : null,
-          speculative_eagle_topk: speculative ? 1 : null,
-          speculative_num_draft_tokens: speculative ? k + 1 : null,
-          internal_states: [{ ...(speculative ? { avg_spec_accept_length: all ? (mine.completionTokens + others.completionTokens) / all : 0 } : {}), last_gen_throughput: 42.0 }],
-          version: '0.5.4',
-        });
+        const draft = speculative ? { algorithm: 'EAGLE3', draftModelPath: '/ckpt/drafter/step_2000', numSteps: k, topk: 1, numDraftTokens: k + 1 } : undefined;
+        return send(res, 200, sglangServerInfoBody(models[0], draft, { completionTokens: mine.completionTokens + others.completionTokens, verifySteps: mine.verifySteps + others.verifySteps }));
       }
       if (req.method === 'GET' && path === '/server_info' && engine === 'vllm' && o.devMode) {
         // vLLM's show_server_info, config_format=text: str(vllm_config), whose start is the engine's startup line
@@ -305,21 +190,9 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
         const maxTokens = typeof sp.max_new_tokens === 'number' ? sp.max_new_tokens : 128;
         const t = generate(String(body.text), maxTokens, k, seed, speculative);
         add(mine, t);
-        return send(res, 200, {
-          text: Array.from({ length: t.completionTokens }, (_, i) => `tok${i}`).join(' '),
-          meta_info: {
-            id: `gen-${++ids}`,
-            finish_reason: t.finish === 'length' ? { type: 'length', length: t.completionTokens } : { type: 'stop', matched: 2 },
-            prompt_tokens: 11,
-            weight_version: 'default',
-            completion_tokens: t.completionTokens,
-            cached_tokens: 0,
-            e2e_latency: 0.01,
-            ...(speculative ? sglangMeta(t) : {}),
-          },
-        });
+        return send(res, 200, generateBody(t, ++ids, speculative));
       }
-      send(res, 404, { detail: 'Not Found' });
+      send(res, 404, NOT_FOUND_BODY);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

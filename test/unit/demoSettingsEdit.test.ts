@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
   addsDemoEvalProfile,
+  isDemoEvalProfile,
   parseDemoAdditions,
   DEFAULT_KNOWN_HOSTS,
   evalProfilesWithDemo,
@@ -18,7 +19,9 @@ import {
   knownHostsWithoutDemo,
 } from '../../src/extension/demo/demoSettingsEdit';
 import type { HostConfig } from '../../src/core/types';
-import { demoEvalProfile } from '../../src/demo/evalProfile';
+import { demoEvalProfile, demoEvalProfiles } from '../../src/demo/evalProfile';
+import { DEMO_SPEC_URL } from '../../src/demo/specServer';
+import { parseEvalProfiles } from '../../src/core/eval/profiles';
 
 const KEY = '/home/u/.config/Code/User/globalStorage/remote-runs.remote-runs/demo/keys/client_ed25519';
 const KH = '/home/u/.config/Code/User/globalStorage/remote-runs.remote-runs/demo/known_hosts';
@@ -88,6 +91,25 @@ test('the demo eval profile is claimed only when this start adds it: not when an
   // Written earlier by `npm run demo` (issue 17: Stop the Demo Host removed it though it had not added it).
   assert.equal(addsDemoEvalProfile([{ ...demo }], demo), false);
   assert.equal(addsDemoEvalProfile([{ name: demo.name, command: 'my own' }], demo), false);
-  assert.deepEqual(parseDemoAdditions(JSON.stringify({ evalProfile: true })), { evalProfile: true });
-  for (const bad of [undefined, '', '{', 'null', '[]', JSON.stringify({ evalProfile: 'yes' })]) assert.deepEqual(parseDemoAdditions(bad), { evalProfile: false });
+  assert.deepEqual(parseDemoAdditions(JSON.stringify({ evalProfile: true })), { evalProfile: true, serverProfile: false });
+  assert.deepEqual(parseDemoAdditions(JSON.stringify({ evalProfile: false, serverProfile: true })), { evalProfile: false, serverProfile: true });
+  for (const bad of [undefined, '', '{', 'null', '[]', JSON.stringify({ evalProfile: 'yes', serverProfile: 1 })]) assert.deepEqual(parseDemoAdditions(bad), { evalProfile: false, serverProfile: false });
+});
+
+test("the demo's speculative-server profile is recognised by its name, kind and server (it has no command), beside the command one", () => {
+  const [command, server] = demoEvalProfiles();
+  assert.equal(server.kind, 'speculative-server');
+  assert.equal(server.server, DEMO_SPEC_URL, 'the profile names the address the demo host forwards to its drafter server');
+  assert.equal(isDemoEvalProfile({ ...server }, server), true);
+  assert.equal(isDemoEvalProfile({ ...server }, command), false, 'the server profile is not the command one');
+  assert.equal(isDemoEvalProfile({ ...server, server: 'http://10.0.0.5:30000' }, server), false, "a user's copy pointed at their own server is theirs");
+  const mine = { kind: 'speculative-server', name: 'mine', server: 'http://10.0.0.5:30000' };
+  let profiles: unknown[] | undefined = [mine];
+  for (const p of demoEvalProfiles()) profiles = evalProfilesWithDemo(profiles, p);
+  assert.deepEqual(profiles, [mine, command, server]);
+  assert.equal(addsDemoEvalProfile(profiles, server), false);
+  assert.deepEqual(evalProfilesWithoutDemo(profiles, server), [mine, command], 'taking the server profile out leaves the command one');
+  // Both validate as the extension reads them: one command profile, one server profile, no problem.
+  const parsed = parseEvalProfiles(demoEvalProfiles());
+  assert.deepEqual([parsed.profiles.length, parsed.serverProfiles.length, parsed.problems], [1, 1, []]);
 });

@@ -7,10 +7,11 @@
  * Why user (global) settings, not workspace ones: the welcome view also shows with no folder open, where a workspace
  * setting cannot be written; the demo's key and known_hosts live in the extension's per-user storage, not in a
  * project; and Add Host writes there too. What is written is only the host entry and the known_hosts file (both
- * recognised by paths under that storage) and the demo's eval profile (by its exact name and command), and removed when the demo stops (or, if VS Code went away before that
+ * recognised by paths under that storage) and the demo's two eval profiles (each by its exact name and what it runs: the
+ * command, or the drafter server's URL), and removed when the demo stops (or, if VS Code went away before that
  * could finish, at the next activation when no window runs the demo any more).
  *
- * The eval profile is the one thing a user may have too (an identical one written earlier by `npm run demo`, or
+ * The eval profiles are the one thing a user may have too (an identical one written earlier by `npm run demo`, or
  * copied): it is removed only when this demo added it. What a start adds is recorded in `added.json` in the demo's
  * folder *before* the settings are written (synchronously), so a crash between the two leaves a record of an
  * addition that may not have happened (removing a profile that is not there does nothing), never an addition
@@ -21,7 +22,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import type { DemoHost } from '../../demo/demoHost';
-import { demoEvalProfile } from '../../demo/evalProfile';
+import { demoEvalProfile, demoServerEvalProfile } from '../../demo/evalProfile';
 import { demoPaths, type DemoPaths } from '../../demo/paths';
 import type { HostConfig } from '../../core/types';
 import type { Logger } from '../log';
@@ -40,8 +41,11 @@ import {
 } from './demoSettingsEdit';
 import { setUserSetting, userSetting } from '../settings';
 
-/** The demo's eval profile: added with the host, removed with it. */
-const DEMO_EVAL_PROFILE: Readonly<Record<string, unknown>> = demoEvalProfile();
+/** The demo's eval profiles (the command one, the drafter server's), each under its key of the additions record. */
+const DEMO_PROFILES: readonly { key: keyof DemoAdditions; profile: Readonly<Record<string, unknown>> }[] = [
+  { key: 'evalProfile', profile: demoEvalProfile() },
+  { key: 'serverProfile', profile: demoServerEvalProfile() },
+];
 /** The running demo as the command reports it. */
 export interface RunningDemo {
   /** The name the host got in `remoteRuns.hosts` (`demo`, unless the user already has a host of that name). */
@@ -150,8 +154,12 @@ export class DemoHostController implements vscode.Disposable {
     await setUserSetting('knownHostsFiles', knownHostsWithDemo(files, knownHosts));
     const current = userSetting<unknown[]>('evalProfiles');
     // Recorded before it is written (see the file's comment); an earlier start's claim is kept.
-    this.writeAdditions({ evalProfile: this.readAdditions().evalProfile || addsDemoEvalProfile(current, DEMO_EVAL_PROFILE) });
-    const profiles = evalProfilesWithDemo(current, DEMO_EVAL_PROFILE);
+    const before = this.readAdditions();
+    const added = { ...before };
+    for (const { key, profile } of DEMO_PROFILES) added[key] = before[key] || addsDemoEvalProfile(current, profile);
+    this.writeAdditions(added);
+    let profiles: unknown[] | undefined = current;
+    for (const { profile } of DEMO_PROFILES) profiles = evalProfilesWithDemo(profiles, profile);
     await setUserSetting('evalProfiles', profiles);
     const hosts = hostsWithDemo(userSetting<unknown[]>('hosts'), hostConfig);
     await setUserSetting('hosts', hosts);
@@ -163,14 +171,15 @@ export class DemoHostController implements vscode.Disposable {
     if (hosts?.some((h) => isDemoHostEntry(h, this.paths.clientKey))) {
       await setUserSetting('hosts', hostsWithoutDemo(hosts, this.paths.clientKey));
     }
-    const profiles = userSetting<unknown[]>('evalProfiles');
+    const before = userSetting<unknown[]>('evalProfiles');
     const added = this.readAdditions();
-    if (!added.evalProfile && profiles?.some((p) => isDemoEvalProfile(p, DEMO_EVAL_PROFILE))) {
-      this.log.info('demo host: the eval profile "Demo: acceptance length" was there before the demo started; it stays');
+    let profiles = before;
+    for (const { key, profile } of DEMO_PROFILES) {
+      if (!profiles?.some((p) => isDemoEvalProfile(p, profile))) continue;
+      if (added[key]) profiles = evalProfilesWithoutDemo(profiles, profile);
+      else this.log.info(`demo host: the eval profile ${JSON.stringify(profile.name)} was there before the demo started; it stays`);
     }
-    if (added.evalProfile && profiles?.some((p) => isDemoEvalProfile(p, DEMO_EVAL_PROFILE))) {
-      await setUserSetting('evalProfiles', evalProfilesWithoutDemo(profiles, DEMO_EVAL_PROFILE));
-    }
+    if (profiles !== before) await setUserSetting('evalProfiles', profiles);
     const files = userSetting<string[]>('knownHostsFiles');
     if (files?.includes(this.paths.knownHosts)) {
       await setUserSetting('knownHostsFiles', knownHostsWithoutDemo(files, this.paths.knownHosts));

@@ -51,11 +51,14 @@ export function knownHostsWithoutDemo(current: readonly string[] | undefined, de
   return left;
 }
 
-/** True when `entry` is exactly the demo's eval profile (same name and command), not a user's copy of it. */
+/**
+ * True when `entry` is exactly one of the demo's eval profiles (same name and what it runs: the command, or a
+ * speculative-server profile's kind and server), not a user's edited copy of it.
+ */
 export function isDemoEvalProfile(entry: unknown, demo: Readonly<Record<string, unknown>>): boolean {
   if (!entry || typeof entry !== 'object') return false;
   const e = entry as Record<string, unknown>;
-  return e.name === demo.name && e.command === demo.command;
+  return e.name === demo.name && e.command === demo.command && e.kind === demo.kind && e.server === demo.server;
 }
 
 /** `remoteRuns.evalProfiles` with the demo's profile (once), after the user's own; a user profile of the same name wins. */
@@ -80,17 +83,22 @@ export function addsDemoEvalProfile(current: readonly unknown[] | undefined, dem
   return !(current ?? []).some((p) => isDemoEvalProfile(p, demo) || (p && typeof p === 'object' && (p as { name?: unknown }).name === demo.name));
 }
 
-/** What a start of the demo added to the user's settings, beyond what is recognisably its own (host entry, known_hosts file). */
+/**
+ * What a start of the demo added to the user's settings, beyond what is recognisably its own (host entry, known_hosts
+ * file): its command eval profile, and its speculative-server profile (the drafter server's).
+ */
 export interface DemoAdditions {
   evalProfile: boolean;
+  serverProfile: boolean;
 }
 
 /** The additions record as read from its file: anything malformed means nothing was added. Total. */
 export function parseDemoAdditions(text: string | undefined): DemoAdditions {
   try {
     const v = text === undefined ? undefined : (JSON.parse(text) as unknown);
-    return { evalProfile: typeof v === 'object' && v !== null && (v as { evalProfile?: unknown }).evalProfile === true };
+    const o = typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+    return { evalProfile: o.evalProfile === true, serverProfile: o.serverProfile === true };
   } catch {
-    return { evalProfile: false };
+    return { evalProfile: false, serverProfile: false };
   }
 }

@@ -310,7 +310,7 @@ export function registerEvals(deps: EvalDeps): EvalsHandle {
     const r = done.outcome.result;
     const tau = r.tau === undefined ? '?' : String(Number(r.tau.toFixed(3)));
     const acc = r.acceptanceRate === undefined ? '' : `, acceptance ${Number(r.acceptanceRate.toFixed(3))}`;
-    return `τ ${tau}${acc} (${done.outcome.engine}, ${done.outcome.model}, ${r.counts?.requests ?? '?'} requests)`;
+    return `τ ${tau}${acc} (${done.outcome.engine}, ${done.outcome.model}, ${r.counts?.requests ?? '?'} requests)${done.otherDrafter ? `. Note: ${done.otherDrafter}` : ''}`;
   };
 
   /** Start one eval (its terminal shown, its run listed again); undefined when a download it needs was declined. */

@@ -49,6 +49,8 @@ export interface SpecCheckpointEval {
   /** What was measured, a line and then the result's notes (said before recording: a failed recording loses none). */
   summary: string[];
   recorded: StartedEval;
+  /** The server reports a draft model that does not name the checkpoint (otherDrafterNote; also among the notes). */
+  otherDrafter?: string;
 }
 
 /**
@@ -61,6 +63,20 @@ export function specServerLinkHost(profile: SpecServerProfile, checkpointHost: s
     throw new RemoteRunsError('bad-config', `${profile.name}: ${hostName} is a Kubernetes cluster, and a speculative-server eval reaches its server through an SSH host's link: name one in the profile's "host"`, { field: 'host' });
   }
   return hostName;
+}
+
+/**
+ * A note when the draft model the server reports (SGLang's `speculative_draft_model_path`, vLLM's speculative config
+ * on `/server_info`) does not name the checkpoint evaluated: the result is then that drafter's, recorded at the
+ * checkpoint named. Undefined when it names it (the same path, or a path ending in the checkpoint's name, or holding
+ * it as a folder) or the server says nothing. A path the server sees under another mount may not name it and still
+ * be it: hence a note, not an error.
+ */
+export function otherDrafterNote(draftModel: string | undefined, checkpoint: Pick<Checkpoint, 'name' | 'path'>): string | undefined {
+  if (!draftModel) return undefined;
+  const d = draftModel.replace(/\/+$/, '');
+  if (d === checkpoint.path || d === checkpoint.name || d.endsWith(`/${checkpoint.name}`) || d.includes(`/${checkpoint.name}/`)) return undefined;
+  return `the server reports its draft model as ${draftModel}, which does not name ${checkpoint.name}: if it serves another checkpoint, this result is that checkpoint's (restart the server with the draft model path set to ${checkpoint.path} as the server sees it, or evaluate the checkpoint it serves)`;
 }
 
 /** One line of what a measurement gave: τ with its definition, acceptance, p_k, output tokens/s, speedup. */
@@ -95,6 +111,8 @@ export async function evaluateCheckpointWithServer(
   const what = `${ref.host}/${formatTarget(ref.target)}/${ref.run.name}/${ref.checkpoint.name}`;
   o.onStart?.(`eval ${profile.name} of ${what}: ${profile.server} through ${hostName}'s link`);
   const outcome = await deps.measure(profile, hostName, { signal: o.signal, onProgress: o.onProgress });
+  const other = otherDrafterNote(outcome.result.settings.draftModel, ref.checkpoint);
+  if (other) outcome.result.notes.push(other);
   const summary = [specSummaryLine(profile.name, what, outcome), ...outcome.result.notes.map((n) => `  ${n}`)];
   o.onSummary?.(summary);
   const subject: EvalSubject = { host: ref.host, target: ref.target, run: { name: ref.run.name, path: ref.run.path }, checkpoint: { path: ref.checkpoint.path, step } };
@@ -110,5 +128,5 @@ export async function evaluateCheckpointWithServer(
     },
     o.signal,
   );
-  return { what, hostName, outcome, summary, recorded };
+  return { what, hostName, outcome, summary, recorded, ...(other ? { otherDrafter: other } : {}) };
 }
