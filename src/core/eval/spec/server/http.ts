@@ -60,7 +60,9 @@ export function httpRequest(open: OpenChannel, address: ServerAddress, method: '
           path,
           host: address.host,
           port: address.port,
-          agent: false,
+          // No `agent`: Node uses `createConnection` only when no agent is given (node:_http_client ClientRequest:
+          // `agent: false` makes a fresh Agent, whose own net.createConnection then dials host:port directly from this
+          // machine, past the SSH link; a server on this machine's loopback answered that way unnoticed).
           createConnection: () => channel as unknown as import('node:net').Socket,
           headers: {
             Host: `${address.host}:${address.port}`,
@@ -69,8 +71,10 @@ export function httpRequest(open: OpenChannel, address: ServerAddress, method: '
             ...(payload ? { 'Content-Type': 'application/json', 'Content-Length': String(payload.length) } : {}),
           },
         });
+        const cancelled = new RemoteRunsError('cancelled', `cancelled during ${method} ${path}`);
+        // Destroying the request closes the channel; the error it then reports ("socket hang up") is the cancel's.
         const onAbort = (): void => {
-          req.destroy(new RemoteRunsError('cancelled', `cancelled during ${method} ${path}`));
+          req.destroy(cancelled);
         };
         signal?.addEventListener('abort', onAbort, { once: true });
         req.on('response', (res) => {
@@ -84,13 +88,13 @@ export function httpRequest(open: OpenChannel, address: ServerAddress, method: '
           res.on('error', (e) => {
             signal?.removeEventListener('abort', onAbort);
             channel.destroy();
-            reject(asProtocol(e, address, method, path));
+            reject(signal?.aborted ? cancelled : asProtocol(e, address, method, path));
           });
         });
         req.on('error', (e) => {
           signal?.removeEventListener('abort', onAbort);
           channel.destroy();
-          reject(asProtocol(e, address, method, path));
+          reject(signal?.aborted ? cancelled : asProtocol(e, address, method, path));
         });
         req.end(payload);
       },
