@@ -55,7 +55,10 @@ export function httpRequest(open: OpenChannel, address: ServerAddress, method: '
     open().then(
       (channel) => {
         const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body), 'utf8');
-        const req = http.request({
+        // `new ClientRequest`, not `http.request`: VS Code's extension host replaces the `http` module's `request`
+        // and `get` for its proxy support (src/vs/workbench/api/node/proxyResolver.ts, @vscode/proxy-agent), giving
+        // the request an agent of its own, and an agent dials host:port itself, past the channel.
+        const req = new http.ClientRequest({
           method,
           path,
           host: address.host,
