@@ -6,12 +6,13 @@
  * evals do: the tree's decoration, the eval table's rows with τ, and τ at each checkpoint's step on the metrics panel,
  * each τ the drafter server's own count for that checkpoint and the built-in prompts.
  *
- * The second test is the card (branch cardview's webview, merged with this one): the run's card shows both checkpoint
+ * The next test is the card (branch cardview's webview, merged with this one): the run's card shows both checkpoint
  * rows; a paper row entered at temperature 0.6, where the evals ran at 0, joins them and the checklist flags the
- * temperature.
+ * temperature. The last one: a profile whose model the server does not serve says what to do, and Cancel on the
+ * progress notification stops an eval with nothing recorded.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -28,6 +29,7 @@ import { act, pickQuickItem, quickPickStep, until as untilRead } from './ui';
 import { startVSCode, withArtifactsOnFailure, type VSCodeSession } from './vscode';
 
 const PROFILE = String(demoServerEvalProfile().name);
+const WRONG_MODEL = { ...demoServerEvalProfile(), name: 'drafter τ, wrong model', model: 'Qwen3-8B' };
 const MAX_TOKENS = Number(demoServerEvalProfile().maxTokens);
 /** The newest checkpoint when the demo starts, and the one the trainer saves next. */
 const FIRST = Math.floor(LIVE_START_STEP / LIVE_CHECKPOINT_EVERY) * LIVE_CHECKPOINT_EVERY;
@@ -43,7 +45,8 @@ before(async () => {
   // The trainer saves only when the test ticks it (so which checkpoint the server serves is the test's to say).
   demo = await startDemoHost({ base: demoBase, lineIntervalMs: 3_600_000 });
   workspace = mkdtempSync(path.join(tmpdir(), 'rr-e2e-spec-ws-'));
-  session = await startVSCode({ workspaceFolder: workspace, settings: demoSettings(demo.paths, demo.hostConfig, demoEvalProfiles()) });
+  // The demo's settings, and a copy of its server profile naming a model the server does not serve (the error test).
+  session = await startVSCode({ workspaceFolder: workspace, settings: demoSettings(demo.paths, demo.hostConfig, [...demoEvalProfiles(), WRONG_MODEL]) });
 });
 
 after(async () => {
@@ -73,7 +76,7 @@ async function evaluateWithServer(step: number): Promise<void> {
   const ckpt = `step_${step}`;
   await treeContextMenu(session, ckpt, /^Evaluate Checkpoint…$/);
   const profiles = await quickPickStep(session, new RegExp(`^Evaluate workspace/${ckpt}: profile$`));
-  assert.deepEqual(profiles, ['Demo: acceptance length', PROFILE], 'command and server profiles side by side');
+  assert.deepEqual(profiles, ['Demo: acceptance length', PROFILE, WRONG_MODEL.name], 'command and server profiles side by side');
   await pickQuickItem(session, PROFILE);
   // Requests answered of the built-in prompts' 12, in the notification that also offers Cancel.
   const toasts = (): Promise<string> =>
@@ -203,5 +206,43 @@ test('the card of the drafter run: both checkpoint rows, a paper row entered at 
     assert.equal(await card.locator('table.spec-card tr[data-kind="checkpoint"]').count(), 2);
     assert.equal(await card.locator('table.spec-card tr[data-kind="paper"]').count(), 1);
     await card.locator('li[data-setting="temperature"].differs').waitFor({ timeout: 30_000 });
+  });
+});
+
+test('errors say what to do, and Cancel stops a server eval with nothing recorded', async () => {
+  await withArtifactsOnFailure(session, 'spec-errors', async () => {
+    const evalsDir = path.join(demo.tree.live.dir, '.remote-runs', 'evals');
+    const recorded = (): string[] => (existsSync(evalsDir) ? readdirSync(evalsDir).filter((n) => !n.startsWith('.')) : []);
+    const before = recorded();
+    const ckpt = `step_${FIRST - LIVE_CHECKPOINT_EVERY}`;
+
+    // A model the server does not serve: the error names what it serves and the field to set, with Open Settings.
+    await treeContextMenu(session, ckpt, /^Evaluate Checkpoint…$/);
+    await quickPickStep(session, new RegExp(`^Evaluate workspace/${ckpt}: profile$`));
+    await pickQuickItem(session, WRONG_MODEL.name);
+    const error = await session.waitForNotification(/does not serve "Qwen3-8B"/, 90_000);
+    assert.equal(error.severity, 'error');
+    assert.match(error.message, /the server http:\/\/127\.0\.0\.1:30000 does not serve "Qwen3-8B"; its \/v1\/models lists "Qwen3-27B"\. Set "model" to one of those/);
+    const item = session.page.locator('.notifications-toasts .notification-list-item', { hasText: 'does not serve "Qwen3-8B"' });
+    assert.ok((await item.locator('.monaco-button', { hasText: /^Open Settings$/ }).count()) > 0, 'the error offers Open Settings');
+
+    // Cancel on the progress notification: the eval stops, nothing is recorded.
+    const runsBefore = (session.vscodeLogs().match(/command remoteRuns\.evaluateCheckpoint failed \[cancelled\]/g) ?? []).length;
+    await treeContextMenu(session, ckpt, /^Evaluate Checkpoint…$/);
+    await quickPickStep(session, new RegExp(`^Evaluate workspace/${ckpt}: profile$`));
+    await pickQuickItem(session, PROFILE);
+    const progress = session.page.locator('.notifications-toasts .notification-list-item', { hasText: `Evaluating ${ckpt}` });
+    await progress.locator('.monaco-button', { hasText: /^Cancel$/ }).waitFor({ state: 'visible', timeout: 60_000 });
+    await act(session.page, {
+      what: `the eval of ${ckpt} cancelled`,
+      action: async () => {
+        const cancel = progress.locator('.monaco-button', { hasText: /^Cancel$/ });
+        if (await cancel.isVisible()) await cancel.click();
+      },
+      effect: async () => (session.vscodeLogs().match(/command remoteRuns\.evaluateCheckpoint failed \[cancelled\]/g) ?? []).length > runsBefore,
+      retryAfterMs: 5_000,
+    });
+    assert.deepEqual(recorded(), before, 'nothing recorded by the failed or the cancelled eval');
+    assert.doesNotMatch((await session.notifications()).map((n) => n.message).join('\n'), new RegExp(`of ${ckpt}: τ`));
   });
 });

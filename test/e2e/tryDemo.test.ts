@@ -75,7 +75,7 @@ test('"Try the demo host" starts the demo host: the tree shows it, its container
     // remote extension host, as it would in a Remote-SSH window (docs/settings.md, "Remote-SSH windows").
     assert.equal(settings['remoteRuns.knownHostsFiles'], undefined);
     assert.deepEqual(machineSettingsOf(session.root)['remoteRuns.knownHostsFiles'], ['~/.ssh/known_hosts', path.join(demoDir, 'known_hosts')]);
-    assert.deepEqual((settings['remoteRuns.evalProfiles'] as { name: string }[]).map((p) => p.name), ['Demo: acceptance length']);
+    assert.deepEqual((settings['remoteRuns.evalProfiles'] as { name: string }[]).map((p) => p.name), ['Demo: acceptance length', 'demo drafter τ (SGLang)']);
     assert.match(readFileSync(path.join(demoDir, 'known_hosts'), 'utf8'), new RegExp(`^\\[127\\.0\\.0\\.1\\]:${entry.port} ssh-ed25519 `));
     // No "trust this host key?" question was needed, and nothing failed.
     const notes = await session.notifications();
