@@ -191,10 +191,19 @@ test('the card of the drafter run: both checkpoint rows, a paper row entered at 
   await withArtifactsOnFailure(session, 'spec-card', async () => {
     const card = await cardFrame();
     await card.waitForFunction(() => document.querySelectorAll('table.spec-card tr[data-kind="checkpoint"]').length === 2, undefined, { timeout: 60_000 });
-    await card.locator('button#add-paper').click();
-    await card.locator('input[name="label"]').fill('DFlash paper, Qwen3 (T=0.6)');
-    await card.locator('input[name="tau"]').fill('3.9');
-    await card.locator('input[name="setting.temperature"]').fill('0.6');
+    // The paper row states τ the way the checkpoints' was computed (the card's form requires a definition).
+    const definition = await card.locator('table.spec-card tr[data-kind="checkpoint"] td.tau').first().getAttribute('data-definition');
+    assert.ok(definition, 'the checkpoint rows say how their τ is defined');
+    await act(session.page, {
+      what: 'the paper row form open',
+      action: () => card.locator('button#add-paper').click(),
+      effect: () => card.locator('[name="label"]').isVisible(),
+      retryAfterMs: 10_000,
+    });
+    await card.locator('[name="label"]').fill('DFlash paper, Qwen3 (T=0.6)');
+    await card.locator('[name="tau"]').fill('3.9');
+    await card.locator('[name="tauDefinition"]').selectOption(definition);
+    await card.locator('[name="setting.temperature"]').fill('0.6');
     await act(session.page, {
       what: 'the paper row saved',
       action: async () => {
