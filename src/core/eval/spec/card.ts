@@ -309,7 +309,7 @@ export function cardEmptyReason(run: string, records: readonly EvalRecord[]): st
   if (records.length === 0) return `No eval of ${run} yet: ${how}.`;
   const spec = records.filter((r) => r.meta.kind === 'speculative-server' || r.spec !== undefined || r.specProblems !== undefined);
   if (spec.length === 0) {
-    const profiles = [...new Set(records.map((r) => r.profile))];
+    const profiles = [...new Set(records.map((r) => r.profile))].sort();
     return `${records.length} eval(s) of ${run} (profile ${profiles.join(', ')}), none of them speculative-server: the card's rows come from those; ${how}.`;
   }
   const counts = new Map<string, number>();
