@@ -16,7 +16,7 @@ import type { Frame } from 'playwright-core';
 import { expandTreeRow, treeContextMenu } from './treeRows';
 import { withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { closeSuite, openSuite, testHostSettings } from './suite';
-import { act, until } from './ui';
+import { act, pickQuickItem, quickInputState, until } from './ui';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
 import { startSpecServer, type SpecServer } from '../harness/specServer';
@@ -241,5 +241,24 @@ test('a references file that cannot be read whole is not rewritten: the card say
     });
     const file = JSON.parse(readFileSync(referencesFile(), 'utf8'));
     assert.deepEqual(file.specRows.map((r: { kind: string; label: string }) => [r.kind, r.label]), [['paper', 'DFlash Table 2']]);
+  });
+});
+
+test('from the command palette: the run picked from those the tree listed; the card already open is revealed, not opened twice', async () => {
+  await withArtifactsOnFailure(session, 'speccard-palette', async () => {
+    const tabs = session.page.locator('.tabs-container .tab', { hasText: 'Card: story' });
+    assert.equal(await tabs.count(), 1);
+    // Another editor in front of the card first, so its reveal shows.
+    await session.runCommand('Remote Runs: Show Eval Results');
+    await pickQuickItem(session, 'story');
+    await until(session.page, async () => String(await session.page.locator('.tabs-container .tab.active').innerText().catch(() => '')), /Evals: story/, 'the eval table in front');
+    // The run's pick gone for good (not fading out, when F1 would find it still there and type into it).
+    await until(session.page, async () => String((await quickInputState(session.page)).visible), 'false', 'the quick pick closed');
+    await session.runCommand('Remote Runs: Open Speculative-Decoding Card');
+    await pickQuickItem(session, 'story');
+    await until(session.page, async () => String(await session.page.locator('.tabs-container .tab.active').innerText().catch(() => '')), /Card: story/, 'the card in front again');
+    assert.equal(await tabs.count(), 1, 'one card per run');
+    const frame = await cardFrame();
+    assert.equal(await frame.locator('tr[data-kind="checkpoint"]').count(), 3);
   });
 });
