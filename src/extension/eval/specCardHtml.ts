@@ -88,11 +88,13 @@ function rowHtml(card: SpecCard, i: number, K: number, defs: TauDefinition[], id
     return `<td class="num pk">${escapeHtml(num(r.pk[k]))}${diff}</td>`;
   }).join('');
   const label = r.kind === 'checkpoint' ? escapeHtml(r.label) : `<span class="kind">${r.kind}</span> ${escapeHtml(r.label)}`;
-  const source = r.source ? `<span class="source">${escapeHtml(r.source)}</span>` : '';
+  // An entered row's source is part of what it says (a paper's table); a checkpoint row's (its eval's id) is a hover.
+  const source = r.source && r.kind !== 'checkpoint' ? `<span class="source">${escapeHtml(r.source)}</span>` : '';
+  const titled = r.source && r.kind === 'checkpoint' ? ` title="${escapeHtml(r.source)}"` : '';
   const remove = id !== undefined ? `<button type="button" class="remove-row" data-id="${escapeHtml(id)}" title="Remove this row from the references file"${blocked ? ' disabled' : ''}>Remove</button>` : '';
   return (
     `<tr data-kind="${r.kind}" data-label="${escapeHtml(r.label)}"${id !== undefined ? ` data-id="${escapeHtml(id)}"` : ''}>` +
-    `<th scope="row">${label}${source}</th>` +
+    `<th scope="row"${titled}>${label}${source}</th>` +
     `<td class="num step">${r.step !== undefined ? String(r.step) : ''}</td>` +
     `<td class="num tau" data-definition="${escapeHtml(r.tauDefinition)}" title="τ: ${escapeHtml(def)}">${escapeHtml(num(r.tau) || '?')}</td>` +
     `<td class="tau-def" title="${escapeHtml(def)}">${defs.indexOf(r.tauDefinition) + 1}</td>` +
