@@ -16,7 +16,7 @@ import type { Frame } from 'playwright-core';
 import { expandTreeRow, treeContextMenu } from './treeRows';
 import { withArtifactsOnFailure, type VSCodeSession } from './vscode';
 import { closeSuite, openSuite, testHostSettings } from './suite';
-import { act, pickQuickItem, quickInputState, until } from './ui';
+import { act, pickQuickItem, quickInputState, quickPickStep, until } from './ui';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { TEST_USER } from '../harness/sshd';
 import { startSpecServer, type SpecServer } from '../harness/specServer';
@@ -250,11 +250,14 @@ test('from the command palette: the run picked from those the tree listed; the c
     assert.equal(await tabs.count(), 1);
     // Another editor in front of the card first, so its reveal shows.
     await session.runCommand('Remote Runs: Show Eval Results');
+    // The run's pick shown, its rows settled, before picking (the palette closing is not the pick).
+    await quickPickStep(session, /^Show the eval results of a run$/, (labels) => labels.includes('story'));
     await pickQuickItem(session, 'story');
     await until(session.page, async () => String(await session.page.locator('.tabs-container .tab.active').innerText().catch(() => '')), /Evals: story/, 'the eval table in front');
     // The run's pick gone for good (not fading out, when F1 would find it still there and type into it).
     await until(session.page, async () => String((await quickInputState(session.page)).visible), 'false', 'the quick pick closed');
     await session.runCommand('Remote Runs: Open Speculative-Decoding Card');
+    await quickPickStep(session, /^Open the speculative-decoding card of a run$/, (labels) => labels.includes('story'));
     await pickQuickItem(session, 'story');
     await until(session.page, async () => String(await session.page.locator('.tabs-container .tab.active').innerText().catch(() => '')), /Card: story/, 'the card in front again');
     assert.equal(await tabs.count(), 1, 'one card per run');
