@@ -26,6 +26,7 @@ export const CommandIds = {
   stopDemoHost: 'remoteRuns.stopDemoHost',
   evaluateCheckpointsSince: 'remoteRuns.evaluateCheckpointsSince',
   showRunTable: 'remoteRuns.showRunTable',
+  openSpecCard: 'remoteRuns.openSpecCard',
 } as const;
 
 export type CommandId = (typeof CommandIds)[keyof typeof CommandIds];

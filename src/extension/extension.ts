@@ -27,6 +27,7 @@ import { Notifier } from './notifications';
 import { configSummary } from '../core/runs/config';
 import { registerEvals, type EvalsHandle } from './eval/register';
 import { EvalResultsHub } from './eval/resultsHub';
+import { registerSpecCard } from './eval/specCardView';
 import { registerDemo } from './demo/register';
 import { registerCompare } from './inspect/register';
 import type { Checkpoint, TargetRef } from '../core/types';
@@ -201,7 +202,7 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   } })) store.register(d);
   // Eval listings → the charts' points and the eval table (the hub is shared, so metrics can register first).
   const evalResults = store.register(new EvalResultsHub());
-  const { feeds } = registerMetrics({
+  const { feeds, references } = registerMetrics({
     store, core, tree, view, log, context, evals: evalResults,
     connectionState: (name) => pool.getState(name),
     onDidChangeConnectionState: pool.onDidChangeState,
@@ -212,6 +213,8 @@ export function activate(context: vscode.ExtensionContext): RemoteRunsApi {
   registerDownloads({ store, core, pool, hosts, tree, view, log, context, settings, onDidDownload: () => downloadMarks?.recheckAll() });
   const notifier = store.register(new Notifier({ core, context, log, feeds, listings }));
   evalsHandle = registerEvals({ store, core, pool, hosts, tree, log, context, settings, results: evalResults, onEvalsListed: (subject, before, after) => notifier.evalsListed(subject, before, after) });
+  // The speculative-decoding card of a run: its evals from the hub, its paper and reference rows from the references file's one owner.
+  registerSpecCard({ store, tree, log, context, results: evalResults, references });
   registerCompare({ store, core, hosts, log, context, inspect: inspectCheckpoint });
   registerRuns({ store, core, hosts, reader: runFacts, log, context });
   registerDemo({ store, context, log });

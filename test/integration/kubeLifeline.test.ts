@@ -96,6 +96,23 @@ function groupPrograms(pgid: number): string[] {
   return out;
 }
 
+/**
+ * Start the owner process (OWNER: a PodExecutor running `sleep 600` in the pod) and wait until the command runs under
+ * its lifeline; resolves with the owner, its kubectl's pid and the exec's process group.
+ */
+async function startOwner(s: Server): Promise<{ owner: ReturnType<typeof spawn>; kubectl: number; pgid: number }> {
+  const earlier = new Set(s.api.running().map((p) => p.pid));
+  const owner = spawn(process.execPath, ['--import', 'tsx', OWNER, JSON.stringify({ access: s.access, pod: POD, argv: ['sleep', '600'] })], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let said = '';
+  owner.stdout!.on('data', (b: Buffer) => (said += b.toString()));
+  await eventually(() => /kubectl \d+\n/.test(said), 'the owner started kubectl');
+  const kubectl = Number(/kubectl (\d+)\n/.exec(said)![1]);
+  await eventually(() => s.api.running().some((p) => !earlier.has(p.pid)), 'the server runs the command');
+  const pgid = s.api.running().find((p) => !earlier.has(p.pid))!.pid;
+  await eventually(() => groupPrograms(pgid).includes('sleep'), 'sleep runs under the lifeline');
+  return { owner, kubectl, pgid };
+}
+
 for (const mode of ['close-pipes', 'stop-reading'] as const) {
   test(`${mode}: kill -9 of kubectl mid tail -f of a quiet metrics log ends the remote tail and everything it started`, async () => {
     const s = servers[mode];
@@ -111,15 +128,7 @@ for (const mode of ['close-pipes', 'stop-reading'] as const) {
 
   test(`${mode}: kill -9 of the owning process and its kubectl mid quiet command: nothing is left, here or in the pod`, async () => {
     const s = servers[mode];
-    const earlier = new Set(s.api.running().map((p) => p.pid));
-  const owner = spawn(process.execPath, ['--import', 'tsx', OWNER, JSON.stringify({ access: s.access, pod: POD, argv: ['sleep', '600'] })], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let said = '';
-    owner.stdout.on('data', (b: Buffer) => (said += b.toString()));
-    await eventually(() => /kubectl \d+\n/.test(said), 'the owner started kubectl');
-    const kubectl = Number(/kubectl (\d+)\n/.exec(said)![1]);
-    await eventually(() => s.api.running().some((p) => !earlier.has(p.pid)), 'the server runs the command');
-    const pgid = s.api.running().find((p) => !earlier.has(p.pid))!.pid;
-    await eventually(() => groupPrograms(pgid).includes('sleep'), 'sleep runs under the lifeline');
+    const { owner, kubectl, pgid } = await startOwner(s);
     const gone = new Promise((resolve) => owner.on('exit', resolve));
     owner.kill('SIGKILL');
     process.kill(kubectl, 'SIGKILL');
@@ -132,15 +141,7 @@ for (const mode of ['close-pipes', 'stop-reading'] as const) {
 
 test('the owner alone killed (kubectl left to itself): kubectl\'s stdin closes with the owner, so the command and kubectl end', async () => {
   const s = servers['close-pipes'];
-  const earlier = new Set(s.api.running().map((p) => p.pid));
-  const owner = spawn(process.execPath, ['--import', 'tsx', OWNER, JSON.stringify({ access: s.access, pod: POD, argv: ['sleep', '600'] })], { stdio: ['ignore', 'pipe', 'inherit'] });
-  let said = '';
-  owner.stdout.on('data', (b: Buffer) => (said += b.toString()));
-  await eventually(() => /kubectl \d+\n/.test(said), 'the owner started kubectl');
-  const kubectl = Number(/kubectl (\d+)\n/.exec(said)![1]);
-  await eventually(() => s.api.running().some((p) => !earlier.has(p.pid)), 'the server runs the command');
-  const pgid = s.api.running().find((p) => !earlier.has(p.pid))!.pid;
-  await eventually(() => groupPrograms(pgid).includes('sleep'), 'sleep runs under the lifeline');
+  const { owner, kubectl, pgid } = await startOwner(s);
   // kubectl leads its own process group (kube/kubectl.ts runKubectl): the owner's death does not end it, but its
   // stdin (the owner's pipe) closes, which is the remote command's lifeline.
   const gone = new Promise((resolve) => owner.on('exit', resolve));

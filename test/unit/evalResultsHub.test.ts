@@ -51,3 +51,16 @@ test('a run already listed is handed over at once, without another listing', () 
   assert.equal(got?.length, 1);
   assert.deepEqual(asked, []);
 });
+
+test('relist asks for a listing of a run already known (the card\'s Refresh), and its watchers get the new one', () => {
+  const hub = new EvalResultsHub();
+  hub.publish(evalRun, [record(1, [{ x: 1 }])]);
+  const asked: EvalRunRef[] = [];
+  hub.onDidRequest((r) => asked.push(r));
+  const got: number[] = [];
+  hub.watchRecords(evalRun, (r) => got.push(r.length));
+  hub.relist(evalRun);
+  assert.deepEqual(asked, [evalRun]);
+  hub.publish(evalRun, [record(1, [{ x: 1 }]), record(2, [{ x: 2 }])]);
+  assert.deepEqual(got, [1, 2]);
+});

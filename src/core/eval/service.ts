@@ -119,20 +119,13 @@ export class EvalService {
     if (profile.resultPattern) compileResultPattern(profile.resultPattern);
 
     const place = this.place(profile, subject);
-    const now = this.options.now?.() ?? new Date();
-    const id = newEvalId(profile.name, subject.checkpoint.step, now);
-    const meta: EvalMeta = {
-      id,
-      profile: profile.name,
-      checkpoint: subject.checkpoint.path,
-      step: subject.checkpoint.step,
-      startedAt: now.toISOString(),
+    const meta = this.newMeta(profile.name, subject, {
       command,
       cwd,
-      run: { host: subject.host, target: formatTarget(subject.target), name: subject.run.name, path: subject.run.path },
       ...(profile.resultPattern ? { resultPattern: profile.resultPattern } : {}),
       ...(profile.scheduler ? { scheduler: profile.scheduler } : {}),
-    };
+    });
+    const id = meta.id;
     const spec = { evalsDir: place.evalsDir, id, meta, command, cwd, env };
     const cmd = profile.scheduler === 'slurm' ? launchSlurmCommand({ ...spec, sbatch }) : launchEvalCommand(spec);
     const { executor, target } = this.reach(place, false);
@@ -163,23 +156,29 @@ export class EvalService {
     signal?: AbortSignal,
   ): Promise<StartedEval> {
     const place = this.place({ where: { kind: 'target' } }, subject);
-    const now = this.options.now?.() ?? new Date();
-    const id = newEvalId(m.profile, subject.checkpoint.step, now);
-    const meta: EvalMeta = {
-      id,
-      profile: m.profile,
-      checkpoint: subject.checkpoint.path,
-      step: subject.checkpoint.step,
-      startedAt: now.toISOString(),
-      command: m.command,
-      cwd: '',
-      run: { host: subject.host, target: formatTarget(subject.target), name: subject.run.name, path: subject.run.path },
-      kind: m.kind,
-    };
+    const meta = this.newMeta(m.profile, subject, { command: m.command, cwd: '', kind: m.kind });
+    const id = meta.id;
     const log = m.log.endsWith('\n') || m.log === '' ? m.log : `${m.log}\n`;
     const { executor, target } = this.reach(place, false);
     await runCommand(executor, target, recordMeasuredCommand({ evalsDir: place.evalsDir, id, meta, log, results: formatResultsFile(m.results), spec: m.spec }), signal);
     return { id, place, dir: evalDir(place, id), meta };
+  }
+
+  /** A new eval's meta.json: a fresh id, started now, of the subject's checkpoint and run, with what the kind adds. */
+  private newMeta(profile: string, subject: EvalSubject, what: Pick<EvalMeta, 'command' | 'cwd' | 'resultPattern' | 'scheduler' | 'kind'>): EvalMeta {
+    const { command, cwd, ...rest } = what;
+    const now = this.options.now?.() ?? new Date();
+    return {
+      id: newEvalId(profile, subject.checkpoint.step, now),
+      profile,
+      checkpoint: subject.checkpoint.path,
+      step: subject.checkpoint.step,
+      startedAt: now.toISOString(),
+      command,
+      cwd,
+      run: { host: subject.host, target: formatTarget(subject.target), name: subject.run.name, path: subject.run.path },
+      ...rest,
+    };
   }
 
   /**

@@ -45,7 +45,7 @@ export class EvalResultsHub implements EvalSource, Disposable {
   private readonly known = new Map<string, readonly EvalRecord[]>();
   private readonly watched = new Map<string, Watched>();
   private readonly requested = new Emitter<EvalRunRef>();
-  /** Someone watches a run whose evals are not known yet: list them. */
+  /** Someone watches a run whose evals are not known yet, or asks for them again (relist): list them. */
   readonly onDidRequest: Event<EvalRunRef> = this.requested.event;
 
   /** The run's records as last published, or undefined when never listed. */
@@ -79,6 +79,11 @@ export class EvalResultsHub implements EvalSource, Disposable {
         if (entry.listeners.size === 0 && this.watched.get(id) === entry) this.watched.delete(id);
       },
     };
+  }
+
+  /** List a run's evals again (a card's Refresh: an eval recorded by the command line or another machine). */
+  relist(run: EvalRunRef): void {
+    this.requested.fire(run);
   }
 
   /** EvalSource for the metrics views: the run's evals as chart points. */

@@ -50,7 +50,7 @@ export interface MetricsDeps {
 const PINNED_KEY = 'remoteRuns.pinnedRun';
 
 /** Register everything of the metrics feature on `store`. */
-export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
+export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry; references: ReferenceStore } {
   const { store, core, tree, view, log, context } = deps;
 
   const feeds = store.register(
@@ -196,5 +196,5 @@ export function registerMetrics(deps: MetricsDeps): { feeds: FeedRegistry } {
     [CommandIds.showInlineMetrics, () => vscode.commands.executeCommand(`${METRICS_INLINE_VIEW}.focus`)],
   ];
   for (const [id, handler] of commands) store.register(registerCommand(id, handler, log));
-  return { feeds };
+  return { feeds, references };
 }

@@ -271,20 +271,73 @@ export function settingsChecklist(rows: readonly Pick<CardRow, 'settings'>[], ke
 }
 
 /**
+ * Where the run's entered rows stand on its card: indexes into `references` of the rows of `run`, its paper rows
+ * first, then its reference rows, each in the file's order. The card's rows after its checkpoint rows are these, in
+ * this order (buildSpecCard), so a face can tell which entered row a card row is (to remove it).
+ */
+export function enteredRowOrder(run: string, references: readonly SpecReferenceRow[]): number[] {
+  const of = (kind: SpecReferenceRow['kind']) => references.flatMap((r, i) => (r.run === run && r.kind === kind ? [i] : []));
+  return [...of('paper'), ...of('reference')];
+}
+
+/**
  * The card of a run: its checkpoint rows, then the paper row(s) and the reference row(s) entered for it (rows of other
  * runs are left out), the comparisons against the (first) paper row, and the settings checklist over every row.
  */
 export function buildSpecCard(input: { run: string; checkpoints: readonly CardRow[]; references: readonly SpecReferenceRow[] }): SpecCard {
   const checkpoints = [...input.checkpoints].sort((a, b) => (a.step ?? 0) - (b.step ?? 0));
-  const refs = input.references.filter((r) => r.run === input.run);
-  const papers = refs.filter((r) => r.kind === 'paper').map(referenceRow);
-  const others = refs.filter((r) => r.kind === 'reference').map(referenceRow);
-  const rows = [...checkpoints, ...papers, ...others];
+  const entered = enteredRowOrder(input.run, input.references).map((i) => referenceRow(input.references[i]));
+  const papers = entered.filter((r) => r.kind === 'paper');
+  const rows = [...checkpoints, ...entered];
   const notes: string[] = [];
   const paper = papers.length > 0 ? checkpoints.length : undefined;
   if (paper === undefined) notes.push(`no paper row is entered for ${input.run}: nothing to compare against`);
   if (papers.length > 1) notes.push(`${papers.length} paper rows are entered for ${input.run}: differences are against the first, "${papers[0].label}"`);
-  if (checkpoints.length === 0) notes.push(`no checkpoint of ${input.run} has a speculative-server eval yet`);
+  if (checkpoints.length === 0) notes.push(noCheckpointNote(input.run));
   const comparisons = rows.map((r, i) => (paper === undefined || i === paper ? undefined : compareRows(r, rows[paper])));
   return { run: input.run, rows, ...(paper !== undefined ? { paper } : {}), comparisons, checklist: settingsChecklist(rows), notes };
+}
+
+/**
+ * Why a run's card has no checkpoint row, in the one case it is (docs/HOUSE_STYLE 5: never fold two into one):
+ * no eval of the run at all; evals, none of them speculative-server; speculative-server evals, none passed with a
+ * spec.json that reads (running, failed, or their spec.json unreadable). Undefined when some checkpoint row exists.
+ */
+export function cardEmptyReason(run: string, records: readonly EvalRecord[]): string | undefined {
+  if (checkpointRowsFromRecords(records).length > 0) return undefined;
+  const how = `measure a checkpoint with a speculative-server eval profile (docs/evals.md): Evaluate Checkpoint… on it in the tree, or \`remote-runs eval PROFILE ${run}/STEP\``;
+  if (records.length === 0) return `No eval of ${run} yet: ${how}.`;
+  const spec = records.filter((r) => r.meta.kind === 'speculative-server' || r.spec !== undefined || r.specProblems !== undefined);
+  if (spec.length === 0) {
+    const profiles = [...new Set(records.map((r) => r.profile))].sort();
+    return `${records.length} eval(s) of ${run} (profile ${profiles.join(', ')}), none of them speculative-server: the card's rows come from those; ${how}.`;
+  }
+  const counts = new Map<string, number>();
+  for (const r of spec) {
+    const what = r.specProblems ? 'spec.json unreadable' : r.state === 'passed' ? 'no spec.json' : r.state;
+    counts.set(what, (counts.get(what) ?? 0) + 1);
+  }
+  return `${spec.length} speculative-server eval(s) of ${run}, none passed with its result: ${[...counts].map(([k, n]) => `${n} ${k}`).join(', ')}.`;
+}
+
+/**
+ * A run's card from its listed eval records (EvalService.list, newest first; the extension's EvalResultsHub holds
+ * the same) and the references file's rows: the one collection of the CLI (`remote-runs eval --card`) and the
+ * editor's card. `files` are checkpoint rows of tools' output files (checkpointRowsFromFile) with their notes. The
+ * notes say each eval whose spec.json is left out, and why there is no checkpoint row (cardEmptyReason).
+ */
+export function specCardOf(input: { run: string; records: readonly EvalRecord[]; references: readonly SpecReferenceRow[]; files?: { rows: readonly CardRow[]; notes: readonly string[] } }): SpecCard {
+  const checkpoints = [...checkpointRowsFromRecords(input.records), ...(input.files?.rows ?? [])];
+  const card = buildSpecCard({ run: input.run, checkpoints, references: input.references });
+  if (checkpoints.length === 0) {
+    const why = cardEmptyReason(input.run, input.records);
+    card.notes = card.notes.map((n) => (n === noCheckpointNote(input.run) && why ? why : n));
+  }
+  card.notes.push(...(input.files?.notes ?? []));
+  for (const r of input.records) if (r.specProblems) card.notes.push(`eval ${r.id}: its spec.json is left out: ${r.specProblems.join('; ')}`);
+  return card;
+}
+
+function noCheckpointNote(run: string): string {
+  return `no checkpoint of ${run} has a speculative-server eval yet`;
 }
