@@ -6,7 +6,7 @@
  * evals do: the tree's decoration, the eval table's rows with τ, and τ at each checkpoint's step on the metrics panel,
  * each τ the drafter server's own count for that checkpoint and the built-in prompts.
  *
- * The next test is the card (branch cardview's webview, merged with this one): the run's card shows both checkpoint
+ * The next test is the card (src/extension/eval/specCardView.ts): the run's card shows both checkpoint
  * rows; a paper row entered at temperature 0.6, where the evals ran at 0, joins them and the checklist flags the
  * temperature. The last one: a profile whose model the server does not serve says what to do, and Cancel on the
  * progress notification stops an eval with nothing recorded.
@@ -187,7 +187,7 @@ async function cardFrame(): Promise<Frame> {
   return found!;
 }
 
-test('the card of the drafter run: both checkpoint rows, a paper row entered at temperature 0.6, and the temperature flagged (needs the cardview branch)', async () => {
+test('the card of the drafter run: both checkpoint rows, a paper row entered at temperature 0.6, and the temperature flagged', async () => {
   await withArtifactsOnFailure(session, 'spec-card', async () => {
     const card = await cardFrame();
     await card.waitForFunction(() => document.querySelectorAll('table.spec-card tr[data-kind="checkpoint"]').length === 2, undefined, { timeout: 60_000 });
