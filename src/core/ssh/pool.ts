@@ -537,7 +537,8 @@ export class ConnectionPool implements Disposable {
       const conn = entry.conn && !entry.conn.isClosed ? entry.conn : undefined;
       if (conn && !(builtIn && entry.firstLink)) return conn;
       if (conn) this.letGoOpenSshFirst(entry, 'a user of the host needs the built-in client');
-      entry.connecting ??= this.connectWithBackoff(entry).finally(() => {
+      // A connect this user starts is the built-in client's at once (no OpenSSH login only to let it go).
+      entry.connecting ??= this.connectWithBackoff(entry, builtIn).finally(() => {
         entry.connecting = undefined;
       });
       const connected = await raceAbort(entry.connecting, signal);
@@ -576,11 +577,12 @@ export class ConnectionPool implements Disposable {
    * OpenSSH login failed (the built-in client then meets the same checks as without the option, with its own
    * messages). A cancel, and a host that did not answer in time, are thrown: trying again would only wait again.
    */
-  private async openSshFirst(entry: Entry, host: ResolvedHost): Promise<OpenSshConnection | undefined> {
+  private async openSshFirst(entry: Entry, host: ResolvedHost, builtIn: boolean): Promise<OpenSshConnection | undefined> {
     const o = this.options;
     if (!o.opensshFirst) return undefined;
-    if (entry.opensshFirstOff !== undefined) {
-      o.logger.info(`Transport for ${entry.name}: built-in client (ssh2), not OpenSSH first: ${entry.opensshFirstOff}`);
+    const off = builtIn ? 'the user that connects needs the built-in client' : entry.opensshFirstOff;
+    if (off !== undefined) {
+      o.logger.info(`Transport for ${entry.name}: built-in client (ssh2), not OpenSSH first: ${off}`);
       return undefined;
     }
     const why = await whyNotOpenSshFirst(host, { knownHostsFiles: o.knownHostsFiles ?? defaultKnownHostsFiles(), knownHostsPinned: o.knownHostsPinned ?? false, agent: o.agent });
@@ -602,7 +604,8 @@ export class ConnectionPool implements Disposable {
     }
   }
 
-  private async connectWithBackoff(entry: Entry): Promise<Transport> {
+  /** `builtIn`: the user that asked needs the built-in client (no OpenSSH first). */
+  private async connectWithBackoff(entry: Entry, builtIn = false): Promise<Transport> {
     const o = this.options;
     const attempts = entry.everConnected ? Math.max(1, o.reconnectAttempts ?? 4) : 1;
     for (let attempt = 1; ; attempt++) {
@@ -618,7 +621,7 @@ export class ConnectionPool implements Disposable {
         for (const p of problemsFor(host.configProblems ?? [], choice)) o.logger.warn(`ssh config: ${p}`);
       }
       try {
-        const first = choice.kind === 'ssh2' ? await this.openSshFirst(entry, host) : undefined;
+        const first = choice.kind === 'ssh2' ? await this.openSshFirst(entry, host, builtIn) : undefined;
         const conn: Transport =
           choice.kind === 'openssh'
             ? await OpenSshConnection.connect(host, { ...this.connectOptions(o.prompter), sshPath: this.sshPath(), runtime: o.runtime, answers: this.answersFor(entry.name) })
