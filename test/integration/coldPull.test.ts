@@ -74,8 +74,8 @@ test('a cold CLI pull logs in once, over OpenSSH, and its bytes are equal (verif
     const before = host.sshd.acceptedLoginsByClient();
     const r = await runBuiltCliAsync(['pull', 'cold/host/r/step_1', '--to', to, ...how, '--config', config, '--known-hosts', host.knownHostsFile], host.clientHome, { REMOTE_RUNS_DEBUG: '1' });
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, /Transport for cold: OpenSSH first/, 'control: the log says which client and why');
     assert.deepEqual(loginsSince(before), { OpenSSH: 1 }, `one login, OpenSSH's, for the listing, the plan, the hashes and the bytes (${how.join(' ') || 'verified'}): ${r.stderr}`);
+    assert.match(r.stderr, /Transport for cold: OpenSSH first/, 'the log says which client and why');
     const file = path.join(to, 'r', 'step_1', 'model.bin');
     assert.equal(sha256(file), createHash('sha256').update(data).digest('hex'), 'the bytes are the remote file\'s');
     assert.match(r.stderr, how.length ? /checked by size/ : /verified by SHA-256 on both sides/);
