@@ -99,6 +99,28 @@ test('an unknown host key: the built-in client connects as before (its refusal w
   assert.equal(fs.readFileSync(empty, 'utf8'), '', 'nothing was added to known_hosts without a terminal');
 });
 
+test('a changed host key: refused as the built-in client refuses it (word for word), OpenSSH first never carrying on; no login', async () => {
+  // known_hosts holds another key of the server's own type for its name: a changed key.
+  const type = host.sshd.hostKeyType;
+  const k = path.join(host.dir, 'cold-other-key');
+  execFileSync('ssh-keygen', ['-q', '-t', type === 'ssh-ed25519' ? 'ed25519' : type.startsWith('ecdsa') ? 'ecdsa' : 'rsa', '-N', '', '-f', k]);
+  const other = fs.readFileSync(`${k}.pub`, 'utf8').trim().split(/\s+/).slice(0, 2).join(' ');
+  const changed = path.join(host.dir, 'kh-cold-changed');
+  fs.writeFileSync(changed, `[127.0.0.1]:${host.sshd.port} ${other}\n`);
+  const args = (client: string[]) => ['pull', 'cold/host/r/step_1', '--to', fs.mkdtempSync(path.join(local, 'changed-')), '--json', ...client, '--config', config, '--known-hosts', changed];
+  const before = host.sshd.acceptedLoginsByClient();
+  const r = await runBuiltCliAsync(args([]), host.clientHome, { REMOTE_RUNS_DEBUG: '1' });
+  assert.equal(r.code, 2, r.stderr);
+  assert.equal(r.json?.error?.kind, 'host-key-mismatch', r.stdout);
+  // OpenSSH was shown the changed key and refused it; the built-in client then refused it with today's message.
+  assert.match(r.stderr, /OpenSSH first failed \(host-key-mismatch: /);
+  const ssh2 = await runBuiltCliAsync(args(['--client', 'ssh2']), host.clientHome);
+  assert.equal(ssh2.code, 2, ssh2.stderr);
+  assert.deepEqual(r.json, ssh2.json, 'the same refusal as the built-in client gives');
+  assert.deepEqual(loginsSince(before), {}, 'nobody logged in');
+  assert.equal(fs.readFileSync(changed, 'utf8'), `[127.0.0.1]:${host.sshd.port} ${other}\n`, 'known_hosts untouched');
+});
+
 test('a host whose built-in link is up keeps it: the pull streams through the OpenSSH session beside it, no OpenSSH transport', async () => {
   const p = testPool(host, { connectTimeoutMs: 30_000, opensshFirst: true });
   try {
