@@ -92,3 +92,8 @@ test('every hop counts: a jump host whose key is unknown keeps the built-in clie
   assert.equal(await whyNotOpenSshFirst(host(hop(), [bastion]), ctx), undefined);
   assert.match((await whyNotOpenSshFirst(host(hop(), [{ ...bastion, hostname: 'bastion2' }]), ctx)) ?? '', /^no host key of bastion is known yet/);
 });
+
+test('a ProxyCommand on the way keeps the built-in client, which runs it and ends it with its link', async () => {
+  const proxied = hop({ proxyCommand: { command: 'nc 10.0.0.5 2222', where: '/home/me/.ssh/config:4' } });
+  assert.equal(await whyNotOpenSshFirst(host(proxied), ctx), 'gpu is reached through a ProxyCommand (/home/me/.ssh/config:4), which the built-in client runs and ends with its link');
+});

@@ -17,6 +17,10 @@
  *   identity file that exists and needs no passphrase. Passwords, one-time codes and encrypted keys are asked for by
  *   the built-in client as today.
  *
+ * - **No ProxyCommand on the way**: the built-in client runs it as its own child, held by a lifeline
+ *   (util/lifeline.ts) so that it ends with the link; the transport's master runs it as ssh's, and a master killed on
+ *   close does not get to end it.
+ *
  * Anything else (a key the server refuses, an agent without the right key, another host key than known_hosts
  * holds, no `ssh` binary) fails the OpenSSH login, and the pool connects with the built-in client after it, as it
  * would have without the option: the same checks and messages as today (ConnectionPool.connectWithBackoff).
@@ -45,6 +49,9 @@ export async function whyNotOpenSshFirst(host: ResolvedHost, ctx: OpenSshFirstCo
   // The transport's askpass is a Unix socket (openssh/connection.ts).
   if (process.platform === 'win32') return 'the OpenSSH transport is not used on Windows';
   for (const hop of [...host.jumps, host.target]) {
+    // The built-in client runs a ProxyCommand itself, held on this process's lifeline so that it ends with the link;
+    // under the transport it is ssh's child, which a master killed on close leaves running.
+    if (hop.proxyCommand) return `${hop.alias} is reached through a ProxyCommand (${hop.proxyCommand.where}), which the built-in client runs and ends with its link`;
     const known = knownHostsFor(hop, { knownHostsFiles: ctx.knownHostsFiles, knownHostsPinned: ctx.knownHostsPinned, logger: SILENT });
     const files = await readKnownHostsFiles(known.files);
     const name = hop.hostKeyAlias ?? knownHostsName(hop.hostname, hop.port);
