@@ -265,12 +265,14 @@ async function main(): Promise<void> {
       }
     };
 
-    const newPool = (): InstanceType<typeof ConnectionPool> =>
+    /** A fresh pool; `opensshFirst`: the CLI's pull's (its first link to a host the OpenSSH transport: one login). */
+    const newPool = (opensshFirst = false): InstanceType<typeof ConnectionPool> =>
       new ConnectionPool({
         prompter: new ScriptedPrompter(),
         logger: { info() {}, warn() {}, error() {} },
         knownHostsFiles: [host.knownHostsFile],
         backoffBaseMs: 50,
+        opensshFirst,
       });
     /** One download through the core; returns the bytes that crossed the network and the lanes used. */
     const core = async (
@@ -284,7 +286,9 @@ async function main(): Promise<void> {
       streamsPerFile?: number,
       shared?: InstanceType<typeof ConnectionPool>,
     ): Promise<{ fetched: number; lanes: number; client: string }> => {
-      const pool = shared ?? newPool();
+      // A cold pull with the default streams is the CLI's: its pool logs in once, through OpenSSH (ConnectionPool
+      // opensshFirst). Rows that force a stream count keep the built-in client's link and the session beside it.
+      const pool = shared ?? newPool(client === 'openssh' && streamsPerFile === undefined);
       try {
         const remote = target.kind === 'host' ? bare : '/workspace/bench/big.bin';
         const ck = { name: 'big.bin', kind: 'step' as const, step: 1, layout: 'flat' as const, path: remote, isDir: false, bytes: size, mtime: 0, files: [], newest: true };

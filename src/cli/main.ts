@@ -222,6 +222,9 @@ async function command(argv: string[], io: CliIo, signal: AbortSignal): Promise<
     knownHostsPinned: Boolean(values['known-hosts']?.length),
     // The ssh of hosts on the OpenSSH transport (certificates, security keys, …), as for pull's OpenSSH streams.
     sshPath: io.env.REMOTE_RUNS_SSH || undefined,
+    // A pull's commands and byte streams share one OpenSSH login where it asks nothing (ssh/opensshFirst.ts), instead
+    // of the built-in client's login followed by an OpenSSH session's; `--client ssh2` keeps the built-in client.
+    opensshFirst: verb === 'pull' && values.client !== 'ssh2',
   });
   // A long metrics backlog as one OpenSSH stream; this process opens one log, so it waits for that login.
   const bulk = new BulkLinks(pool, { sshPath: () => io.env.REMOTE_RUNS_SSH || undefined, startInBackground: false, logger: { info: debug, warn: debug, error: debug } });

@@ -1,5 +1,7 @@
 /** Processes as the tests see them. */
 import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { execFileSync } from 'node:child_process';
 
 /** Whether a process with this pid exists (a zombie counts until it is reaped). */
 export function alive(pid: number): boolean {
@@ -50,4 +52,23 @@ export function peakKb(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * OpenSSH masters of this process: a master runs from its session folder (`-F FOLDER/config`), whose `owner` file names
+ * the process the folder belongs to (ssh/openssh/sessionFolder.ts). Others' masters (the end-to-end suite's, run beside
+ * this one) are not counted.
+ */
+export function opensshMasters(): number {
+  const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
+  return out.split('\n').filter((l) => {
+    const args = l.trim().split(/\s+/).slice(1);
+    if (!/(^|\/)ssh$/.test(args[0] ?? '') || !args.includes('ControlMaster=yes')) return false;
+    const config = args[args.indexOf('-F') + 1];
+    try {
+      return args.includes('-F') && fs.readFileSync(path.join(path.dirname(config), 'owner'), 'utf8').trim() === String(process.pid);
+    } catch {
+      return false; // its folder is gone: the master is on its way out
+    }
+  }).length;
 }

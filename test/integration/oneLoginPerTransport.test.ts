@@ -28,6 +28,7 @@ import type { Checkpoint, HostConfig, TargetRef } from '../../src/core/types';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { silentLogger, testPool } from '../builders/pool';
 import { eventually } from '../harness/assertKind';
+import { opensshMasters } from '../harness/processes';
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'hf_trainer');
 const LINES = 60_000;
@@ -142,25 +143,8 @@ function poolHost(name: string): PoolHost {
   return new HostDirectory({ hosts: () => [config], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' }).resolve(config);
 }
 
-/** Our `ssh` masters (ControlMaster=yes) still running. */
-/**
- * OpenSSH masters of this process: a master runs from its session folder (`-F FOLDER/config`), whose `owner` file names
- * the process the folder belongs to (ssh/openssh/sessionFolder.ts). Others' masters (the end-to-end suite's, run beside
- * this one) are not counted.
- */
-function masters(): number {
-  const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
-  return out.split('\n').filter((l) => {
-    const args = l.trim().split(/\s+/).slice(1);
-    if (!/(^|\/)ssh$/.test(args[0] ?? '') || !args.includes('ControlMaster=yes')) return false;
-    const config = args[args.indexOf('-F') + 1];
-    try {
-      return args.includes('-F') && fs.readFileSync(path.join(path.dirname(config), 'owner'), 'utf8').trim() === String(process.pid);
-    } catch {
-      return false; // its folder is gone: the master is on its way out
-    }
-  }).length;
-}
+/** Our `ssh` masters (ControlMaster=yes) still running (harness/processes.ts). */
+const masters = opensshMasters;
 
 test("the pool's session rules: shared by two holders, kept while held, ended opensshIdleMs after the last lets go", async () => {
   const p = testPool(host, { connectTimeoutMs: 30_000, opensshIdleMs: 300 });

@@ -12,7 +12,10 @@
  *
  * Host resolution (~/.ssh/config) happens before: callers pass a ResolvedHost with a name. Each host's connection is
  * a Transport: the built-in ssh2 client (SshConnection), or the system OpenSSH (OpenSshConnection) for a host whose
- * ssh config asks for what ssh2 cannot do (transportFor / chooseTransport says which and why).
+ * ssh config asks for what ssh2 cannot do (transportFor / chooseTransport says which and why). A pool made with
+ * `opensshFirst` (the CLI's pull) gives a host with no link up the OpenSSH transport as its first link where that
+ * login asks nothing (opensshFirst.ts), so a pull's commands and streams share one login; a user that needs the
+ * built-in client (`acquire(…, { builtIn: true })`) gets it, the OpenSSH link let go once nothing runs on it.
  *
  * This folder never imports `vscode`.
  */
@@ -22,8 +25,9 @@ import { Emitter, type Disposable, type Event } from '../util/event';
 import { SecretStore } from './auth';
 import { SshConnection, type ConnectOptions, type SiblingLogin } from './connection';
 import { OpenSshConnection } from './openssh/connection';
-import { lastingRefusal, startBeside, type OpenSshSession } from './openssh/session';
+import { CIPHERS, lastingRefusal, startBeside, type OpenSshSession } from './openssh/session';
 import { defaultKnownHostsFiles } from './hostKeyPolicy';
+import { whyNotOpenSshFirst } from './opensshFirst';
 import { chooseTransport, describeTransport, problemsFor, type Transport, type TransportChoice } from './transport';
 import type { ConnectionState, Logger, Prompter, ResolvedHost } from './types';
 import { backoffMs, delay } from '../util/delay';
@@ -73,6 +77,14 @@ export interface PoolOptions {
    * Default OPENSSH_IDLE_MS.
    */
   opensshIdleMs?: number;
+  /**
+   * A host with no link up connects first through the system's OpenSSH (the transport) where that login needs no
+   * prompt: its host key known, a key to log in with (opensshFirst.ts). Otherwise, or when that login fails, the
+   * built-in client connects as without this option, and the log says why. For a process whose work is a pull (the
+   * CLI's): its commands and byte streams then share one login instead of the built-in client's and an OpenSSH
+   * session's beside it. Default false (a window, whose tree, metrics and evals want the built-in client's link).
+   */
+  opensshFirst?: boolean;
 }
 
 /**
@@ -156,6 +168,12 @@ interface Entry {
    * settings change, the binary named changes, or a reload.
    */
   opensshRefused: Map<string, Error>;
+  /** `conn` is an OpenSSH transport opened only because of `opensshFirst` (a preference, not the ssh config's need). */
+  firstLink?: boolean;
+  /** Why OpenSSH first is not tried again for this host (its login failed, or a user needed the built-in client). */
+  opensshFirstOff?: string;
+  /** An OpenSSH-first link let go for the built-in client while something still ran on it: closed once nothing does. */
+  retired?: Transport;
 }
 
 const IDLE: ConnectionState = { kind: 'idle' };
@@ -234,8 +252,12 @@ export class ConnectionPool implements Disposable {
     return { exec: (line, opts) => this.exec(host, line, { ...defaults, ...opts }) };
   }
 
-  /** Hold the host's connection (for SFTP, forwards, shells); release the lease when done. */
-  async acquire(host: PoolHost, signal?: AbortSignal): Promise<Lease> {
+  /**
+   * Hold the host's connection (for SFTP, forwards, shells); release the lease when done. `builtIn`: the caller needs
+   * the built-in client (channel forwarding): a link the pool opened through OpenSSH only by preference
+   * (`opensshFirst`) is let go for it; a host whose ssh config needs OpenSSH keeps its transport.
+   */
+  async acquire(host: PoolHost, signal?: AbortSignal, options: { builtIn?: boolean } = {}): Promise<Lease> {
     const entry = this.entryFor(host);
     entry.leases++;
     this.clearIdle(entry);
@@ -244,10 +266,11 @@ export class ConnectionPool implements Disposable {
       if (released) return;
       released = true;
       entry.leases--;
+      this.closeRetired(entry, false);
       this.scheduleIdle(entry);
     };
     try {
-      const connection = await this.connection(entry, signal);
+      const connection = await this.connection(entry, signal, options.builtIn === true);
       return { connection, dispose: release };
     } catch (e) {
       release();
@@ -337,6 +360,27 @@ export class ConnectionPool implements Disposable {
     }
   }
 
+  /**
+   * Whether `conn` is the host's link that the pool opened through OpenSSH by preference (`opensshFirst`): a pull's
+   * process's link, which its download may end after a failed attempt (retireLink) as it retires a session, so its
+   * streams may have ssh write into the files themselves. A host whose ssh config needs OpenSSH shares its transport
+   * with everything else of a window: its streams stay piped.
+   */
+  isOpenSshFirst(host: PoolHost, conn: Transport): boolean {
+    const entry = this.entries.get(host.name);
+    return entry?.firstLink === true && entry.conn === conn;
+  }
+
+  /**
+   * End the host's OpenSSH link `conn` now, for every user (a stream of a failed download may still have ssh write into
+   * a file: only the master's exit makes sure it does not); resolves once its master has exited. The next user of the
+   * host connects again.
+   */
+  async retireLink(conn: Transport): Promise<void> {
+    if (conn instanceof OpenSshConnection) await conn.end();
+    else conn.close();
+  }
+
   /** The host's OpenSSH session as it stands (starting or up), without starting one; undefined if none. */
   openSshState(name: string): OpenSshState | undefined {
     const slot = this.entries.get(name)?.openssh;
@@ -362,10 +406,12 @@ export class ConnectionPool implements Disposable {
     if (!entry) return;
     this.clearIdle(entry);
     void this.endOpenSsh(entry);
+    this.closeRetired(entry, true);
     entry.generation++;
     entry.gaveUp = undefined;
     entry.conn?.close();
     entry.conn = undefined;
+    entry.firstLink = undefined;
     this.setState(entry, IDLE);
   }
 
@@ -386,6 +432,7 @@ export class ConnectionPool implements Disposable {
       ending.push(this.endOpenSsh(entry));
       this.clearIdle(entry);
       for (const w of entry.waiters.splice(0)) w.reject(new RemoteRunsError('cancelled', 'Connection pool closed'));
+      this.closeRetired(entry, true);
       entry.conn?.close();
       entry.conn = undefined;
     }
@@ -409,9 +456,12 @@ export class ConnectionPool implements Disposable {
       this.options.logger.info(`Settings of ${name} changed; reconnecting`);
       void this.endOpenSsh(entry);
       entry.opensshRefused.clear();
+      entry.opensshFirstOff = undefined;
+      this.closeRetired(entry, true);
       entry.gaveUp = undefined;
       entry.conn?.close();
       entry.conn = undefined;
+      entry.firstLink = undefined;
       entry.key = key;
       entry.host = resolved;
       entry.everConnected = false;
@@ -453,6 +503,7 @@ export class ConnectionPool implements Disposable {
     const next = entry.waiters.shift();
     if (next) return next.grant();
     entry.active--;
+    this.closeRetired(entry, false);
     this.scheduleIdle(entry);
   }
 
@@ -463,8 +514,10 @@ export class ConnectionPool implements Disposable {
       entry.idleTimer = undefined;
       if (entry.active > 0 || entry.leases > 0 || !entry.conn) return;
       this.options.logger.info(`Closing idle connection to ${entry.name}`);
+      this.closeRetired(entry, true);
       entry.conn.close();
       entry.conn = undefined;
+      entry.firstLink = undefined;
       this.setState(entry, IDLE);
     }, this.options.idleTimeoutMs ?? 300_000);
     entry.idleTimer.unref();
@@ -475,16 +528,84 @@ export class ConnectionPool implements Disposable {
     entry.idleTimer = undefined;
   }
 
-  /** The open connection, a connect already under way, or a new one; a caller's abort only stops its own wait. */
-  private connection(entry: Entry, signal?: AbortSignal): Promise<Transport> {
-    if (entry.conn && !entry.conn.isClosed) return Promise.resolve(entry.conn);
-    entry.connecting ??= this.connectWithBackoff(entry).finally(() => {
-      entry.connecting = undefined;
-    });
-    return raceAbort(entry.connecting, signal);
+  /**
+   * The open connection, a connect already under way, or a new one; a caller's abort only stops its own wait.
+   * `builtIn`: not a link opened through OpenSSH by preference (letGoOpenSshFirst).
+   */
+  private async connection(entry: Entry, signal?: AbortSignal, builtIn = false): Promise<Transport> {
+    for (;;) {
+      const conn = entry.conn && !entry.conn.isClosed ? entry.conn : undefined;
+      if (conn && !(builtIn && entry.firstLink)) return conn;
+      if (conn) this.letGoOpenSshFirst(entry, 'a user of the host needs the built-in client');
+      // A connect this user starts is the built-in client's at once (no OpenSSH login only to let it go).
+      entry.connecting ??= this.connectWithBackoff(entry, builtIn).finally(() => {
+        entry.connecting = undefined;
+      });
+      const connected = await raceAbort(entry.connecting, signal);
+      if (!(builtIn && entry.firstLink && entry.conn === connected)) return connected;
+    }
   }
 
-  private async connectWithBackoff(entry: Entry): Promise<Transport> {
+  /**
+   * Stop using the host's OpenSSH-first link (`why` goes in the log; OpenSSH first is not tried again for the host):
+   * the next connect is the built-in client's. Commands and streams running on it finish there; it is closed once
+   * none is left (closeRetired), at the latest when the host idles out or the pool closes.
+   */
+  private letGoOpenSshFirst(entry: Entry, why: string): void {
+    const old = entry.conn;
+    if (!old || !entry.firstLink) return;
+    this.options.logger.info(`${entry.name}: its OpenSSH link is let go (${why}); connecting with the built-in client`);
+    entry.opensshFirstOff = why;
+    entry.firstLink = undefined;
+    entry.conn = undefined;
+    this.closeRetired(entry, true);
+    entry.retired = old;
+    this.closeRetired(entry, false);
+  }
+
+  /** Close the host's let-go OpenSSH link: now (`force`), or once no command or stream runs on it. */
+  private closeRetired(entry: Entry, force: boolean): void {
+    const old = entry.retired;
+    if (!old || (!force && old.openChannels > 0 && !old.isClosed)) return;
+    entry.retired = undefined;
+    old.close();
+  }
+
+  /**
+   * The host's first link through OpenSSH (opensshFirst), or undefined, said in the log, where the built-in client
+   * must connect instead: the pool was not asked to, the host cannot log in without a prompt (opensshFirst.ts), or the
+   * OpenSSH login failed (the built-in client then meets the same checks as without the option, with its own
+   * messages). A cancel, and a host that did not answer in time, are thrown: trying again would only wait again.
+   */
+  private async openSshFirst(entry: Entry, host: ResolvedHost, builtIn: boolean): Promise<OpenSshConnection | undefined> {
+    const o = this.options;
+    if (!o.opensshFirst) return undefined;
+    const off = builtIn ? 'the user that connects needs the built-in client' : entry.opensshFirstOff;
+    if (off !== undefined) {
+      o.logger.info(`Transport for ${entry.name}: built-in client (ssh2), not OpenSSH first: ${off}`);
+      return undefined;
+    }
+    const why = await whyNotOpenSshFirst(host, { knownHostsFiles: o.knownHostsFiles ?? defaultKnownHostsFiles(), knownHostsPinned: o.knownHostsPinned ?? false, agent: o.agent });
+    if (why !== undefined) {
+      o.logger.info(`Transport for ${entry.name}: built-in client (ssh2), not OpenSSH first: ${why}`);
+      return undefined;
+    }
+    o.logger.info(`Transport for ${entry.name}: OpenSSH first (no link up, its host key known, a key without a prompt): one login for the commands and the streams`);
+    try {
+      // Never asks: a question ssh would put (a passphrase, a password, a host key) is refused and the login fails.
+      // Its streams get the cipher the session it replaces asks for (AES-GCM first), unless the user's config sets one.
+      return await OpenSshConnection.connect(host, { ...this.connectOptions(NEVER_PROMPT), sshPath: this.sshPath(), runtime: o.runtime, ciphers: CIPHERS });
+    } catch (e) {
+      const err = isRemoteRunsError(e) ? e : new RemoteRunsError('unreachable', e instanceof Error ? e.message : String(e));
+      if (err.kind === 'cancelled' || (err.kind === 'unreachable' && err.detail.code === 'timeout')) throw err;
+      entry.opensshFirstOff = `its OpenSSH login failed (${err.kind}: ${err.message})`;
+      o.logger.warn(`Transport for ${entry.name}: OpenSSH first failed (${err.kind}: ${err.message}); connecting with the built-in client (ssh2)`);
+      return undefined;
+    }
+  }
+
+  /** `builtIn`: the user that asked needs the built-in client (no OpenSSH first). */
+  private async connectWithBackoff(entry: Entry, builtIn = false): Promise<Transport> {
     const o = this.options;
     const attempts = entry.everConnected ? Math.max(1, o.reconnectAttempts ?? 4) : 1;
     for (let attempt = 1; ; attempt++) {
@@ -494,15 +615,17 @@ export class ConnectionPool implements Disposable {
       const generation = entry.generation;
       const choice = this.transportFor(host);
       if (attempt === 1) {
-        o.logger.info(`Transport for ${entry.name}: ${describeTransport(choice)}`);
+        // (With opensshFirst, openSshFirst says which client it is and why.)
+        if (!(choice.kind === 'ssh2' && o.opensshFirst)) o.logger.info(`Transport for ${entry.name}: ${describeTransport(choice)}`);
         // Lines of the ssh config this connection does not follow: in the log of every connect, never dropped.
         for (const p of problemsFor(host.configProblems ?? [], choice)) o.logger.warn(`ssh config: ${p}`);
       }
       try {
+        const first = choice.kind === 'ssh2' ? await this.openSshFirst(entry, host, builtIn) : undefined;
         const conn: Transport =
           choice.kind === 'openssh'
             ? await OpenSshConnection.connect(host, { ...this.connectOptions(o.prompter), sshPath: this.sshPath(), runtime: o.runtime, answers: this.answersFor(entry.name) })
-            : await SshConnection.connect(host, this.connectOptions(o.prompter));
+            : (first ?? (await SshConnection.connect(host, this.connectOptions(o.prompter))));
         if (this.disposed || entry.generation !== generation) {
           // Disposed or disconnected while we connected: this connection is for nobody.
           conn.close();
@@ -514,6 +637,7 @@ export class ConnectionPool implements Disposable {
           continue;
         }
         entry.conn = conn;
+        entry.firstLink = first !== undefined;
         entry.everConnected = true;
         conn.onDidClose((ev) => {
           if (entry.conn !== conn) return;

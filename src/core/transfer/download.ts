@@ -160,8 +160,9 @@ async function warmLinks(source: TransferSource, options: DownloadOptions, signa
     const lease = await source.pool.acquire(source.host, signal);
     try {
       const conn = lease.connection;
-      if (!(conn instanceof SshConnection)) return undefined;
       void conn.roundTripMs(signal).catch(() => undefined);
+      // A host on the OpenSSH transport (or given it first: ConnectionPool opensshFirst) streams through its master.
+      if (!(conn instanceof SshConnection)) return undefined;
       return await source.pool.openSsh(source.host, { sshPath: options.sshPath, signal });
     } finally {
       lease.dispose();
@@ -692,10 +693,15 @@ async function runAttempt(
   let openssh: OpenSshStreams | undefined;
   let session: OpenSshLease | undefined;
   let pod: ClosableStreams | undefined;
+  /** The host's OpenSSH-first link (ConnectionPool opensshFirst), which this download may end as it retires a session. */
+  let firstLink: Transport | undefined;
   try {
     if (source.kind === 'pod') openssh = pod = source.openStreams();
     else if (conn instanceof SshConnection) openssh = (session = await openSshFor(source, options, clientState, signal))?.session;
-    else if (conn) openssh = streamsOfTransport(conn);
+    else if (conn) {
+      firstLink = source.pool.isOpenSshFirst(source.host, conn) ? conn : undefined;
+      openssh = streamsOfTransport(conn, firstLink !== undefined);
+    }
   } catch (e) {
     signal.removeEventListener('abort', onOuterAbort);
     lease?.dispose();
@@ -888,6 +894,7 @@ async function runAttempt(
       // still be in flight, and only the master's exit makes sure nothing writes into a `.part` once the lock is let
       // go: the session is ended (the next holder logs in again).
       if (session && wroteDirect && !succeeded) await session.retire();
+      if (firstLink && wroteDirect && !succeeded && source.kind !== 'pod') await source.pool.retireLink(firstLink);
       session?.dispose();
       // A pod's streams are the attempt's own: every kubectl of them is gone before the lock says no writer is left.
       await pod?.close();
@@ -1008,12 +1015,14 @@ async function saveRecords(works: Iterable<Work>): Promise<void> {
 }
 
 /**
- * The streams of a host on the OpenSSH transport: its one master carries them (no second login, no prompt). They
- * write through pipes only: the master outlives the download, so it must not hold a `.part` open.
+ * The streams of a host on the OpenSSH transport: its one master carries them (no second login, no prompt). On a
+ * transport the host's ssh config needs, they write through pipes only: the master outlives the download and is
+ * shared with everything else, so it must not hold a `.part` open. On the host's OpenSSH-first link (`retirable`: a
+ * pull's link, which the download ends after a failed attempt as it retires a session) ssh writes into the file itself.
  */
-function streamsOfTransport(conn: Transport): OpenSshStreams {
+function streamsOfTransport(conn: Transport, retirable: boolean): OpenSshStreams {
   if (!(conn instanceof OpenSshConnection)) throw new RemoteRunsError('protocol', `Downloads over a ${conn.kind} transport are not supported`);
-  return { lifelinePid: conn.lifelinePid, directWrites: false, run: (line, stdout) => conn.run(line, stdout) };
+  return { lifelinePid: conn.lifelinePid, directWrites: retirable, run: (line, stdout, stdoutAt) => conn.run(line, stdout, 'ignore', stdoutAt) };
 }
 
 /**

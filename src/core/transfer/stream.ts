@@ -322,8 +322,9 @@ export function fileSource(
               data(size - pos);
               pos = size;
               // Only the count is wanted (progress, the record): asking the kernel again at once would spin this
-              // thread against the writer for two shared cores.
-              if (!finished) await nap(SIZE_POLL_MS);
+              // thread against the writer for two shared cores. A writer that exited while the size was read woke
+              // nobody (no nap was waiting): its last size is read at once, not a whole nap later.
+              if (!finished && !exit) await nap(SIZE_POLL_MS);
               continue;
             }
             if (size > pos) {
@@ -342,7 +343,7 @@ export function fileSource(
               end(finished);
               return;
             }
-            await nap(FOLLOW_POLL_MS);
+            if (!exit) await nap(FOLLOW_POLL_MS);
           }
         } catch (e) {
           const name = typeof file === 'string' ? file : 'the stream\'s file';

@@ -61,6 +61,12 @@ export interface OpenSshConnectOptions {
   dir?: string;
   /** Answers given before (by prompt), kept by the pool for a reconnect. Never written anywhere. */
   answers?: Map<string, string>;
+  /**
+   * `Ciphers` where the user's ssh config sets none (written after it: its own value wins). The pool's OpenSSH-first
+   * link asks for what the built-in client and the session it replaces negotiate (session.ts CIPHERS); a host whose
+   * config needs OpenSSH keeps ssh's own default.
+   */
+  ciphers?: string;
   signal?: AbortSignal;
 }
 
@@ -81,7 +87,7 @@ function configPath(p: string): string {
  */
 export function buildTransportConfig(
   host: ResolvedHost,
-  o: { knownHostsFiles: string[]; knownHostsPinned: boolean; connectTimeoutS: number; keepaliveIntervalS: number; keepaliveCountMax: number },
+  o: { knownHostsFiles: string[]; knownHostsPinned: boolean; connectTimeoutS: number; keepaliveIntervalS: number; keepaliveCountMax: number; ciphers?: string },
 ): string {
   const lines = [
     '# Written by Remote Runs: the OpenSSH transport of one host, removed when its connection closes.',
@@ -120,6 +126,7 @@ export function buildTransportConfig(
     `  ConnectTimeout ${o.connectTimeoutS}`,
     `  ServerAliveInterval ${o.keepaliveIntervalS}`,
     `  ServerAliveCountMax ${o.keepaliveCountMax}`,
+    ...(o.ciphers !== undefined ? [`  Ciphers ${o.ciphers}`] : []),
   );
   return lines.join('\n') + '\n';
 }
@@ -212,6 +219,7 @@ export class OpenSshConnection implements Transport {
           connectTimeoutS: Math.max(1, Math.ceil((options.connectTimeoutMs ?? 15_000) / 1000)),
           keepaliveIntervalS: Math.ceil((options.keepaliveIntervalMs ?? 15_000) / 1000),
           keepaliveCountMax: options.keepaliveCountMax ?? 3,
+          ...(options.ciphers !== undefined ? { ciphers: options.ciphers } : {}),
         }),
         { mode: 0o600 },
       );
@@ -298,14 +306,41 @@ export class OpenSshConnection implements Transport {
 
   /**
    * Start a remote command line on the master: a mux client whose stdout is a pipe, or the descriptor `stdout` (a
-   * file). The caller reads its exit and output; it is held by the lifeline until it exits.
+   * file the master then writes: the mux client hands it over), placed at `stdoutAt` first when given
+   * (util/processes.ts stdoutAt). The caller reads its exit and output; it is held by the lifeline until it exits.
    */
-  run(line: string, stdout?: number, stdin: 'ignore' | 'pipe' = 'ignore'): ChildProcess {
+  run(line: string, stdout?: number, stdin: 'ignore' | 'pipe' = 'ignore', stdoutAt?: number): ChildProcess {
     if (this.closedWith) throw this.dropError(this.closedWith, 'before-open');
     return this.master.run(
       ['-F', '/dev/null', '-S', this.master.control, '-o', 'ControlMaster=no', '-o', 'ProxyCommand=false', '-o', 'BatchMode=yes', '-T', '--', MUX_ALIAS, line],
       [stdin, stdout ?? 'pipe', 'pipe'],
+      undefined,
+      stdout !== undefined ? stdoutAt : undefined,
     );
+  }
+
+  /**
+   * Close (as close()) and resolve once the master has exited, so that nothing it carried still writes into a file
+   * a stream handed it (a download's `.part`: ConnectionPool.retireLink).
+   */
+  async end(): Promise<void> {
+    const master = this.master.process;
+    this.close();
+    if (!master || master.exitCode !== null || master.signalCode !== null) return;
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(() => {
+        master.kill('SIGKILL');
+        resolve();
+      }, 5000);
+      master.once('close', () => {
+        clearTimeout(t);
+        resolve();
+      });
+      if (master.exitCode !== null || master.signalCode !== null) {
+        clearTimeout(t);
+        resolve();
+      }
+    });
   }
 
   /**

@@ -87,7 +87,7 @@ export function lastingRefusal(e: unknown): boolean {
 }
 
 /** OpenSSH's names for the cipher ssh2 and scp use on AES-NI machines first, then its usual ones. */
-const CIPHERS = 'aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr';
+export const CIPHERS = 'aes128-gcm@openssh.com,aes256-gcm@openssh.com,chacha20-poly1305@openssh.com,aes128-ctr,aes192-ctr,aes256-ctr';
 /** Time for the master to connect and log in through every hop (a loaded machine, a far jump host). */
 const MASTER_TIMEOUT_MS = 60_000;
 /** How often the master's control socket is looked for while it logs in. */
@@ -186,8 +186,8 @@ export interface OpenSshStreams {
   readonly lifelinePid: number | undefined;
   /**
    * True when a stream may write into the `.part` itself (its stdout a file the master writes): only a master the
-   * download can end (a session it holds from the pool and retires after a failed attempt: OpenSshLease.retire), so
-   * that nothing writes into the file once the transfer is over.
+   * download can end (a session it holds from the pool and retires after a failed attempt: OpenSshLease.retire; or the
+   * host's OpenSSH-first link: ConnectionPool.retireLink), so that nothing writes into the file once the transfer is over.
    */
   readonly directWrites: boolean;
   /** See OpenSshSession.run. */

@@ -127,7 +127,8 @@ export interface ServerLink {
 export async function linkToServer(pool: ConnectionPool, host: PoolHost, address: ServerAddress, signal?: AbortSignal): Promise<ServerLink> {
   let lease;
   try {
-    lease = await pool.acquire(host, signal);
+    // Channel forwarding is the built-in client's: a link opened through OpenSSH by preference is let go for it.
+    lease = await pool.acquire(host, signal, { builtIn: true });
   } catch (e) {
     if (e instanceof RemoteRunsError && e.kind === 'cancelled') throw e;
     const why = e instanceof Error ? e.message : String(e);
