@@ -22,6 +22,7 @@ import { ensureBuiltCli, runBuiltCliAsync } from '../harness/builtCli';
 import { testPool } from '../builders/pool';
 import { eventually } from '../harness/assertKind';
 import { opensshMasters } from '../harness/processes';
+import { assertPartStill, stopPullQuarterIn } from '../builders/stoppedPull';
 
 const TARGET: TargetRef = { kind: 'host', id: '' };
 /** Big enough for a stream of its own (not a small-file batch), small enough to pull in a moment. */
@@ -196,47 +197,24 @@ test('OpenSSH first that fails to log in (no such ssh) falls back to the built-i
 });
 
 test("a pull stopped while ssh writes into its .part over the OpenSSH-first link ends that link (only the master's exit stops its writes); the next pull logs in again and completes", async () => {
-  // 48 MiB at 12 MB/s: one stream for the file (under two pieces), written by ssh into the .part itself.
-  const link = await host.throughProxy({ rateBytesPerSec: 12 * 1024 * 1024 });
-  const p = testPool(host, { connectTimeoutMs: 30_000, opensshFirst: true });
+  const before = host.sshd.acceptedLoginsByClient();
+  const { pool: p, stopped: s } = await stopPullQuarterIn(host, {
+    folder: 'cold-direct',
+    root: fs.mkdtempSync(path.join(local, 'direct-')),
+    target: TARGET,
+    makePool: () => testPool(host, { connectTimeoutMs: 30_000, opensshFirst: true }),
+  });
   try {
-    const big = randomBytes(48 * 1024 * 1024);
-    const run = path.join(host.dir, 'cold-direct', 'd');
-    fs.mkdirSync(path.join(run, 'step_1'), { recursive: true });
-    fs.writeFileSync(path.join(run, 'step_1', 'model.bin'), big);
-    execFileSync('chmod', ['-R', 'a+rX', path.join(host.dir, 'cold-direct')]);
-    const c = link.hostConfig('direct');
-    const h = new HostDirectory({ hosts: () => [c], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' }).resolve(c);
-    const checkpoint: Checkpoint = { name: 'step_1', kind: 'step', step: 1, layout: 'step_N', path: path.join(run, 'step_1'), isDir: true, bytes: big.length, mtime: 0, files: [], newest: true };
-    const dest = { root: fs.mkdtempSync(path.join(local, 'direct-')), run: 'direct' };
-    const before = host.sshd.acceptedLoginsByClient();
-    const plan = await planDownload({ pool: p, host: h, target: TARGET }, checkpoint, dest);
-    const ac = new AbortController();
-    const lines: string[] = [];
-    await assert.rejects(
-      download(plan, {
-        signal: ac.signal,
-        logger: { info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) },
-        onProgress: (pr) => {
-          if (pr.bytesDone > big.length / 4) ac.abort();
-        },
-      }),
-      /cancel/i,
-    );
     assert.deepEqual(loginsSince(before), { OpenSSH: 1 }, 'control: the plan and the stream on the one OpenSSH-first link');
-    assert.match(lines.join('\n'), /1 OpenSSH stream per file/, 'control: one stream for the file, written by ssh into the .part');
+    assert.match(s.lines.join('\n'), /1 OpenSSH stream per file/, 'control: one stream for the file, written by ssh into the .part');
     assert.equal(p.getState('direct').kind, 'idle', "the host's link was ended with the stopped pull");
-    const part = plan.files[0].paths.part;
-    const size = fs.statSync(part).size;
-    await new Promise((r) => setTimeout(r, 500));
-    assert.equal(fs.statSync(part).size, size, 'nothing writes into the .part after the pull stopped');
-    assert.ok(size < big.length, `stopped mid-file (${size} of ${big.length})`);
+    await assertPartStill(s);
 
     const logins = host.sshd.acceptedLoginsByClient();
-    const again = await download(await planDownload({ pool: p, host: h, target: TARGET }, checkpoint, dest), {});
+    const again = await download(await planDownload({ pool: p, host: s.host, target: TARGET }, s.checkpoint, s.dest), {});
     assert.equal(again.client, 'openssh');
     assert.deepEqual(loginsSince(logins), { OpenSSH: 1 }, 'a new OpenSSH login for the next pull');
-    assert.deepEqual(fs.readFileSync(plan.files[0].localPath), big);
+    assert.deepEqual(fs.readFileSync(s.plan.files[0].localPath), s.data);
   } finally {
     await p.close();
   }

@@ -23,12 +23,12 @@ import { closeIdleParseWorkers } from '../../src/core/metrics/formats/parseOfflo
 import { BulkLinks } from '../../src/core/metrics/follow/bulkLinks';
 import { inspectRemote, listedFilesOf, InspectCache } from '../../src/core/inspect/remoteRead';
 import { download, planDownload, pullCheckpoint } from '../../src/core/transfer';
-import { randomBytes } from 'node:crypto';
-import type { Checkpoint, HostConfig, TargetRef } from '../../src/core/types';
+import type { HostConfig, TargetRef } from '../../src/core/types';
 import { startTestHost, type TestHost } from '../harness/testHost';
 import { silentLogger, testPool } from '../builders/pool';
 import { eventually } from '../harness/assertKind';
 import { opensshMasters } from '../harness/processes';
+import { assertPartStill, stopPullQuarterIn } from '../builders/stoppedPull';
 
 const FIXTURE = path.join(__dirname, '..', 'fixtures', 'real', 'written', 'hf_trainer');
 const LINES = 60_000;
@@ -227,46 +227,23 @@ test('another ssh program asked for (the sshPath setting changed): the next hold
 });
 
 test("a pull stopped while ssh writes into its .part ends the host's session (only the master's exit stops its writes), and the next pull logs in again and completes", async () => {
-  // 48 MiB at 12 MB/s: one stream for the file (under two pieces), written by ssh into the .part itself.
-  const link = await host.throughProxy({ rateBytesPerSec: 12 * 1024 * 1024 });
-  const p = testPool(host, { connectTimeoutMs: 30_000 });
+  const { pool: p, stopped: s } = await stopPullQuarterIn(host, {
+    folder: 'direct-runs',
+    root: local,
+    target: TARGET,
+    makePool: () => testPool(host, { connectTimeoutMs: 30_000 }),
+    options: { client: 'openssh' },
+  });
   try {
-    const data = randomBytes(48 * 1024 * 1024);
-    const remoteRun = path.join(host.dir, 'direct-runs', 'd');
-    fs.mkdirSync(path.join(remoteRun, 'step_1'), { recursive: true });
-    fs.writeFileSync(path.join(remoteRun, 'step_1', 'model.bin'), data);
-    execFileSync('chmod', ['-R', 'a+rX', path.join(host.dir, 'direct-runs')]);
-    const config = link.hostConfig('direct');
-    const h = new HostDirectory({ hosts: () => [config], includeSshConfigHosts: () => false, home: host.clientHome, localUser: 'nobody' }).resolve(config);
-    const checkpoint: Checkpoint = { name: 'step_1', kind: 'step', step: 1, layout: 'step_N', path: path.join(remoteRun, 'step_1'), isDir: true, bytes: data.length, mtime: 0, files: [], newest: true };
-    const dest = { root: local, run: 'direct' };
-    const plan = await planDownload({ pool: p, host: h, target: TARGET }, checkpoint, dest);
-    const ac = new AbortController();
-    const lines: string[] = [];
-    await assert.rejects(
-      download(plan, {
-        signal: ac.signal,
-        client: 'openssh',
-        logger: { info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) },
-        onProgress: (pr) => {
-          if (pr.bytesDone > data.length / 4) ac.abort();
-        },
-      }),
-      /cancel/i,
-    );
-    assert.match(lines.join('\n'), /1 OpenSSH stream per file/, 'control: one stream for the file, written by ssh into the .part');
+    assert.match(s.lines.join('\n'), /1 OpenSSH stream per file/, 'control: one stream for the file, written by ssh into the .part');
     assert.equal(p.openSshState('direct'), undefined, "the host's session was ended with the stopped pull");
-    const part = plan.files[0].paths.part;
-    const size = fs.statSync(part).size;
-    await new Promise((r) => setTimeout(r, 500));
-    assert.equal(fs.statSync(part).size, size, 'nothing writes into the .part after the pull stopped');
-    assert.ok(size < data.length, `stopped mid-file (${size} of ${data.length})`);
+    await assertPartStill(s);
 
     const logins = host.sshd.acceptedLogins();
-    const again = await download(await planDownload({ pool: p, host: h, target: TARGET }, checkpoint, dest), { client: 'openssh' });
+    const again = await download(await planDownload({ pool: p, host: s.host, target: TARGET }, s.checkpoint, s.dest), { client: 'openssh' });
     assert.equal(again.client, 'openssh');
     assert.equal(host.sshd.acceptedLogins() - logins, 1, 'a new OpenSSH login for the next pull');
-    assert.deepEqual(fs.readFileSync(plan.files[0].localPath), data);
+    assert.deepEqual(fs.readFileSync(s.plan.files[0].localPath), s.data);
   } finally {
     await p.close();
   }
