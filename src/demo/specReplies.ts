@@ -20,6 +20,7 @@
  * - `GET /metrics`: Prometheus text with each engine's speculative counters (core/eval/spec/counters.ts names them
  *   with their sources) and the generated-token counter.
  */
+import * as http from 'node:http';
 
 export type SpecEngine = 'vllm' | 'sglang';
 
@@ -214,4 +215,33 @@ export const NOT_FOUND_BODY = { detail: 'Not Found' } as const;
 /** vLLM's OpenAIServing._check_model: ErrorResponse(message=f"The model `{model}` does not exist.", type="NotFoundError", code=404). */
 export function modelNotFoundBody(model: unknown): Record<string, unknown> {
   return { error: { message: `The model \`${String(model)}\` does not exist.`, type: 'NotFoundError', param: 'model', code: 404 } };
+}
+
+/** Write a reply: a body (JSON unless it is text already) with its type and length. */
+export function sendBody(res: http.ServerResponse, status: number, body: unknown, type = 'application/json'): void {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/**
+ * An HTTP server whose handler gets each request's route (the path without its query) and its JSON body read whole
+ * (`{}` without one); a body that is not JSON is answered 400 with `badJson`, the engine's own error shape.
+ */
+export function jsonRequestServer(badJson: Record<string, unknown>, handle: (req: http.IncomingMessage, res: http.ServerResponse, route: string, body: Record<string, unknown>) => void): http.Server {
+  return http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      let body: Record<string, unknown> = {};
+      if (chunks.length > 0) {
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
+        } catch {
+          return sendBody(res, 400, badJson);
+        }
+      }
+      handle(req, res, (req.url ?? '/').split('?')[0], body);
+    });
+  });
 }

@@ -33,9 +33,11 @@ import {
   completionBody,
   emptyTotals,
   generateBody,
+  jsonRequestServer,
   metricsText,
   modelListBody,
   modelNotFoundBody,
+  sendBody,
   sglangServerInfoBody,
   type SglangDraftArgs,
   type SpecRequestCounts,
@@ -171,11 +173,7 @@ export async function startDemoSpecServer(o: DemoSpecServerOptions): Promise<Dem
   let arrivals = 0;
   const timers = new Set<NodeJS.Timeout>();
 
-  const send = (res: http.ServerResponse, status: number, body: unknown, type = 'application/json'): void => {
-    const text = typeof body === 'string' ? body : JSON.stringify(body);
-    res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
-    res.end(text);
-  };
+  const send = sendBody;
   const later = (ms: number, f: () => void): void => {
     if (ms <= 0) return f();
     const t = setTimeout(() => {
@@ -197,43 +195,30 @@ export async function startDemoSpecServer(o: DemoSpecServerOptions): Promise<Dem
     later(t.steps * msPerStep, () => send(res, 200, answer(t, d)));
   };
 
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const route = (req.url ?? '/').split('?')[0];
-      let body: Record<string, unknown> = {};
-      if (chunks.length > 0) {
-        try {
-          body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-        } catch {
-          return send(res, 400, { object: 'error', message: 'invalid JSON body', type: 'BadRequestError', param: null, code: 400 });
-        }
-      }
-      if (req.method === 'GET' && route === '/v1/models') return send(res, 200, modelListBody('sglang', [DEMO_SPEC_MODEL], created));
-      if (req.method === 'GET' && route === '/metrics') return send(res, 200, metricsText('sglang', DEMO_SPEC_MODEL, totals, { speculative: true, generationCounter: true }), 'text/plain; version=0.0.4; charset=utf-8');
-      if (req.method === 'GET' && (route === '/get_server_info' || route === '/server_info')) {
-        const d = o.drafter();
-        // Loading (no checkpoint yet): the draft settings are there, the path not yet.
-        return send(res, 200, sglangServerInfoBody(DEMO_SPEC_MODEL, { ...draftArgs(d ?? { path: '', step: 0 }) }, totals));
-      }
-      if (req.method === 'POST' && (route === '/v1/chat/completions' || route === '/v1/completions')) {
-        if (body.model !== DEMO_SPEC_MODEL) return send(res, 404, modelNotFoundBody(body.model));
-        const maxTokens = typeof body.max_tokens === 'number' && body.max_tokens > 0 ? body.max_tokens : 128;
-        const temperature = typeof body.temperature === 'number' ? body.temperature : 1;
-        const key = route === '/v1/chat/completions' ? JSON.stringify(body.messages) : String(body.prompt);
-        return generateFor(res, key, maxTokens, temperature, (t) =>
-          completionBody('sglang', route, DEMO_SPEC_MODEL, t, { id: ++ids, created, k, spec: body.return_spec_tokens_details === true ? 'sglext' : 'none' }),
-        );
-      }
-      if (req.method === 'POST' && route === '/generate') {
-        const sp = (body.sampling_params ?? {}) as Record<string, unknown>;
-        const maxTokens = typeof sp.max_new_tokens === 'number' && sp.max_new_tokens > 0 ? sp.max_new_tokens : 128;
-        const temperature = typeof sp.temperature === 'number' ? sp.temperature : 1;
-        return generateFor(res, String(body.text), maxTokens, temperature, (t) => generateBody(t, ++ids, true));
-      }
-      send(res, 404, NOT_FOUND_BODY);
-    });
+  const server = jsonRequestServer({ object: 'error', message: 'invalid JSON body', type: 'BadRequestError', param: null, code: 400 }, (req, res, route, body) => {
+    if (req.method === 'GET' && route === '/v1/models') return send(res, 200, modelListBody('sglang', [DEMO_SPEC_MODEL], created));
+    if (req.method === 'GET' && route === '/metrics') return send(res, 200, metricsText('sglang', DEMO_SPEC_MODEL, totals, { speculative: true, generationCounter: true }), 'text/plain; version=0.0.4; charset=utf-8');
+    if (req.method === 'GET' && (route === '/get_server_info' || route === '/server_info')) {
+      const d = o.drafter();
+      // Loading (no checkpoint yet): the draft settings are there, the path not yet.
+      return send(res, 200, sglangServerInfoBody(DEMO_SPEC_MODEL, { ...draftArgs(d ?? { path: '', step: 0 }) }, totals));
+    }
+    if (req.method === 'POST' && (route === '/v1/chat/completions' || route === '/v1/completions')) {
+      if (body.model !== DEMO_SPEC_MODEL) return send(res, 404, modelNotFoundBody(body.model));
+      const maxTokens = typeof body.max_tokens === 'number' && body.max_tokens > 0 ? body.max_tokens : 128;
+      const temperature = typeof body.temperature === 'number' ? body.temperature : 1;
+      const key = route === '/v1/chat/completions' ? JSON.stringify(body.messages) : String(body.prompt);
+      return generateFor(res, key, maxTokens, temperature, (t) =>
+        completionBody('sglang', route, DEMO_SPEC_MODEL, t, { id: ++ids, created, k, spec: body.return_spec_tokens_details === true ? 'sglext' : 'none' }),
+      );
+    }
+    if (req.method === 'POST' && route === '/generate') {
+      const sp = (body.sampling_params ?? {}) as Record<string, unknown>;
+      const maxTokens = typeof sp.max_new_tokens === 'number' && sp.max_new_tokens > 0 ? sp.max_new_tokens : 128;
+      const temperature = typeof sp.temperature === 'number' ? sp.temperature : 1;
+      return generateFor(res, String(body.text), maxTokens, temperature, (t) => generateBody(t, ++ids, true));
+    }
+    send(res, 404, NOT_FOUND_BODY);
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

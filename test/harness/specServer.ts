@@ -28,9 +28,11 @@ import {
   completionBody,
   emptyTotals,
   generateBody,
+  jsonRequestServer,
   metricsText as engineMetricsText,
   modelListBody,
   modelNotFoundBody,
+  sendBody,
   sglangServerInfoBody,
   type SpecRequestCounts,
   type SpecTotals,
@@ -122,11 +124,7 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
   let ids = 0;
   const created = 1_760_000_000;
 
-  const send = (res: http.ServerResponse, status: number, body: unknown, type = 'application/json'): void => {
-    const text = typeof body === 'string' ? body : JSON.stringify(body);
-    res.writeHead(status, { 'content-type': type, 'content-length': Buffer.byteLength(text) });
-    res.end(text);
-  };
+  const send = sendBody;
 
   const metricsText = (): string => {
     const all = emptyCounts(k);
@@ -153,47 +151,34 @@ export async function startSpecServer(o: SpecServerOptions): Promise<SpecServer>
     send(res, 200, reply);
   };
 
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const path = (req.url ?? '/').split('?')[0];
-      let body: Record<string, unknown> = {};
-      if (chunks.length > 0) {
-        try {
-          body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
-        } catch {
-          return send(res, 400, { error: { message: 'invalid JSON', type: 'BadRequestError', code: 400 } });
-        }
-      }
-      if (req.method === 'GET' && path === '/v1/models') return send(res, 200, modelListBody(engine, models, created));
-      if (req.method === 'GET' && path === '/metrics') return send(res, 200, metricsText(), 'text/plain; version=0.0.4; charset=utf-8');
-      if (req.method === 'GET' && path === '/get_server_info' && engine === 'sglang') {
-        const draft = speculative ? { algorithm: 'EAGLE3', draftModelPath: '/ckpt/drafter/step_2000', numSteps: k, topk: 1, numDraftTokens: k + 1 } : undefined;
-        return send(res, 200, sglangServerInfoBody(models[0], draft, { completionTokens: mine.completionTokens + others.completionTokens, verifySteps: mine.verifySteps + others.verifySteps }));
-      }
-      if (req.method === 'GET' && path === '/server_info' && engine === 'vllm' && o.devMode) {
-        // vLLM's show_server_info, config_format=text: str(vllm_config), whose start is the engine's startup line
-        // (vllm/config/vllm.py VllmConfig.__str__; the line in test/fixtures/spec/vllm_spec_decode.txt).
-        const spec = speculative ? `SpeculativeConfig(method='eagle3', model='/ckpt/drafter/step_2000', num_spec_tokens=${k})` : 'None';
-        return send(res, 200, { vllm_config: `model='${models[0]}', speculative_config=${spec}, tokenizer='${models[0]}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, seed=0`, vllm_env: {}, system_env: {} });
-      }
-      if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
-        received.push({ path, body });
-        o.onCompletion?.(received.length);
-        if (received.length === o.failAt) return send(res, 500, { error: { message: 'CUDA error: an illegal memory access was encountered', type: 'InternalServerError', param: null, code: 500 } });
-        return complete(path, body, res);
-      }
-      if (req.method === 'POST' && path === '/generate' && engine === 'sglang') {
-        received.push({ path, body });
-        const sp = (body.sampling_params ?? {}) as Record<string, unknown>;
-        const maxTokens = typeof sp.max_new_tokens === 'number' ? sp.max_new_tokens : 128;
-        const t = generate(String(body.text), maxTokens, k, seed, speculative);
-        add(mine, t);
-        return send(res, 200, generateBody(t, ++ids, speculative));
-      }
-      send(res, 404, NOT_FOUND_BODY);
-    });
+  const server = jsonRequestServer({ error: { message: 'invalid JSON', type: 'BadRequestError', code: 400 } }, (req, res, path, body) => {
+    if (req.method === 'GET' && path === '/v1/models') return send(res, 200, modelListBody(engine, models, created));
+    if (req.method === 'GET' && path === '/metrics') return send(res, 200, metricsText(), 'text/plain; version=0.0.4; charset=utf-8');
+    if (req.method === 'GET' && path === '/get_server_info' && engine === 'sglang') {
+      const draft = speculative ? { algorithm: 'EAGLE3', draftModelPath: '/ckpt/drafter/step_2000', numSteps: k, topk: 1, numDraftTokens: k + 1 } : undefined;
+      return send(res, 200, sglangServerInfoBody(models[0], draft, { completionTokens: mine.completionTokens + others.completionTokens, verifySteps: mine.verifySteps + others.verifySteps }));
+    }
+    if (req.method === 'GET' && path === '/server_info' && engine === 'vllm' && o.devMode) {
+      // vLLM's show_server_info, config_format=text: str(vllm_config), whose start is the engine's startup line
+      // (vllm/config/vllm.py VllmConfig.__str__; the line in test/fixtures/spec/vllm_spec_decode.txt).
+      const spec = speculative ? `SpeculativeConfig(method='eagle3', model='/ckpt/drafter/step_2000', num_spec_tokens=${k})` : 'None';
+      return send(res, 200, { vllm_config: `model='${models[0]}', speculative_config=${spec}, tokenizer='${models[0]}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, seed=0`, vllm_env: {}, system_env: {} });
+    }
+    if (req.method === 'POST' && (path === '/v1/chat/completions' || path === '/v1/completions')) {
+      received.push({ path, body });
+      o.onCompletion?.(received.length);
+      if (received.length === o.failAt) return send(res, 500, { error: { message: 'CUDA error: an illegal memory access was encountered', type: 'InternalServerError', param: null, code: 500 } });
+      return complete(path, body, res);
+    }
+    if (req.method === 'POST' && path === '/generate' && engine === 'sglang') {
+      received.push({ path, body });
+      const sp = (body.sampling_params ?? {}) as Record<string, unknown>;
+      const maxTokens = typeof sp.max_new_tokens === 'number' ? sp.max_new_tokens : 128;
+      const t = generate(String(body.text), maxTokens, k, seed, speculative);
+      add(mine, t);
+      return send(res, 200, generateBody(t, ++ids, speculative));
+    }
+    send(res, 404, NOT_FOUND_BODY);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
