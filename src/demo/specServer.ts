@@ -42,6 +42,7 @@ import {
   type SglangDraftArgs,
   type SpecRequestCounts,
 } from './specReplies';
+import { rng } from './rng';
 
 /** The address the drafter server has on the demo host (its loopback), as a profile names it. */
 export const DEMO_SPEC_HOST = '127.0.0.1';
@@ -110,17 +111,6 @@ function hash(text: string): number {
   return h >>> 0;
 }
 
-/** mulberry32, the demo's seeded generator (as test/fixtures/generate.ts `rng`). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /**
  * One request's generation by the drafter of `step`: a natural length of 40–200 tokens (cut at max tokens), the
