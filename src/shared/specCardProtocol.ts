@@ -3,7 +3,7 @@
  * extension and written by the page's one nonce script.
  */
 
-/** Card page → extension. Untrusted: validated on arrival (extension/eval/specCardMessages.ts parseSpecCardMessage). */
+/** Card page → extension. Untrusted: validated on arrival (extension/eval/specCardMessages.ts parseSpecCardFromWebview). */
 export type SpecCardFromWebview =
   /** The page is loaded (again, after it was hidden): send the card as it is now. */
   | { type: 'ready' }

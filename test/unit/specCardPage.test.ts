@@ -13,7 +13,7 @@ import type { SpecResult } from '../../src/core/eval/spec/types';
 import { toEvalRecords, type RawEval } from '../../src/core/eval/records';
 import { parseReferences, serializeReferences, specRowFromForm, specRowIds, withSpecRowRemoved } from '../../src/core/metrics/references';
 import { specCardHtml, specCardSectionHtml, type SpecCardState } from '../../src/extension/eval/specCardHtml';
-import { parseSpecCardMessage, SPEC_CARD_FORM_INPUTS } from '../../src/extension/eval/specCardMessages';
+import { parseSpecCardFromWebview, SPEC_CARD_FORM_INPUTS } from '../../src/extension/eval/specCardMessages';
 
 const RUN = 'gpu1/host/dflash';
 const parts = { cspSource: 'vscode-webview://src', styleUri: 'vscode-webview://src/media/specCard.css' };
@@ -160,22 +160,22 @@ test('the form: buttons, every input by the name specRowFromForm reads (one per 
 });
 
 test('messages from the page: known shapes only; unknown inputs dropped; an oversized or non-text input drops the message', () => {
-  assert.deepEqual(parseSpecCardMessage({ type: 'ready' }), { type: 'ready' });
-  assert.deepEqual(parseSpecCardMessage({ type: 'refresh', x: 1 }), { type: 'refresh' });
-  assert.deepEqual(parseSpecCardMessage({ type: 'removeRow', id: 'r1abc-2' }), { type: 'removeRow', id: 'r1abc-2' });
-  assert.equal(parseSpecCardMessage({ type: 'removeRow', id: '../x' }), undefined);
-  assert.equal(parseSpecCardMessage({ type: 'removeRow' }), undefined);
-  assert.deepEqual(parseSpecCardMessage({ type: 'saveRow', kind: 'paper', fields: { label: 'p', tau: '3', 'setting.temperature': '1', __proto__x: 'y', run: 'other/host/run' } }), {
+  assert.deepEqual(parseSpecCardFromWebview({ type: 'ready' }), { type: 'ready' });
+  assert.deepEqual(parseSpecCardFromWebview({ type: 'refresh', x: 1 }), { type: 'refresh' });
+  assert.deepEqual(parseSpecCardFromWebview({ type: 'removeRow', id: 'r1abc-2' }), { type: 'removeRow', id: 'r1abc-2' });
+  assert.equal(parseSpecCardFromWebview({ type: 'removeRow', id: '../x' }), undefined);
+  assert.equal(parseSpecCardFromWebview({ type: 'removeRow' }), undefined);
+  assert.deepEqual(parseSpecCardFromWebview({ type: 'saveRow', kind: 'paper', fields: { label: 'p', tau: '3', 'setting.temperature': '1', __proto__x: 'y', run: 'other/host/run' } }), {
     type: 'saveRow',
     kind: 'paper',
     fields: { label: 'p', tau: '3', 'setting.temperature': '1' },
   });
-  assert.equal(parseSpecCardMessage({ type: 'saveRow', kind: 'baseline', fields: {} }), undefined);
-  assert.equal(parseSpecCardMessage({ type: 'saveRow', kind: 'paper', fields: { tau: 3 } }), undefined);
-  assert.equal(parseSpecCardMessage({ type: 'saveRow', kind: 'paper', fields: { label: 'x'.repeat(2001) } }), undefined);
-  assert.equal(parseSpecCardMessage({ type: 'saveRow', kind: 'paper', fields: [] }), undefined);
-  assert.equal(parseSpecCardMessage({ type: 'addReferenceLine' }), undefined);
-  assert.equal(parseSpecCardMessage(null), undefined);
+  assert.equal(parseSpecCardFromWebview({ type: 'saveRow', kind: 'baseline', fields: {} }), undefined);
+  assert.equal(parseSpecCardFromWebview({ type: 'saveRow', kind: 'paper', fields: { tau: 3 } }), undefined);
+  assert.equal(parseSpecCardFromWebview({ type: 'saveRow', kind: 'paper', fields: { label: 'x'.repeat(2001) } }), undefined);
+  assert.equal(parseSpecCardFromWebview({ type: 'saveRow', kind: 'paper', fields: [] }), undefined);
+  assert.equal(parseSpecCardFromWebview({ type: 'addReferenceLine' }), undefined);
+  assert.equal(parseSpecCardFromWebview(null), undefined);
 });
 
 test('a row from the form: text becomes numbers, p_k a list, yes/no a boolean; empty inputs left out; the run is the card\'s, not the page\'s', () => {

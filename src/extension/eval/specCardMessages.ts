@@ -15,7 +15,7 @@ const MAX_FIELD = 2000;
 export const SPEC_CARD_FORM_INPUTS: readonly string[] = [...SPEC_ROW_FORM_FIELDS, ...SPEC_SETTING_KEYS.map((k) => `setting.${k}`)];
 
 /** The message as a typed value, or undefined when it is not one the card understands. Unknown inputs are dropped. */
-export function parseSpecCardMessage(msg: unknown): SpecCardFromWebview | undefined {
+export function parseSpecCardFromWebview(msg: unknown): SpecCardFromWebview | undefined {
   if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) return undefined;
   const m = msg as Record<string, unknown>;
   switch (m.type) {

@@ -22,7 +22,7 @@ import { KeyedPanels, setupWebviewPage } from '../metrics/webviewSetup';
 import type { RunsTreeProvider } from '../tree/treeProvider';
 import { evalRunOf, runIdentity, type EvalResultsHub } from './resultsHub';
 import { specCardHtml, specCardSectionHtml, type SpecCardState } from './specCardHtml';
-import { parseSpecCardMessage } from './specCardMessages';
+import { parseSpecCardFromWebview } from './specCardMessages';
 
 export const SPEC_CARD_PANEL_TYPE = 'remoteRuns.specCard';
 
@@ -97,7 +97,7 @@ class SpecCardView implements vscode.Disposable {
   }
 
   private async onMessage(raw: unknown): Promise<void> {
-    const msg = parseSpecCardMessage(raw);
+    const msg = parseSpecCardFromWebview(raw);
     if (!msg) {
       this.deps.log.warn(`speculative-decoding card: ignored a malformed message from the webview: ${JSON.stringify(raw)?.slice(0, 200)}`);
       return;
