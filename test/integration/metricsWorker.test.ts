@@ -17,7 +17,7 @@ import { ConnectionPool } from '../../src/core/ssh/pool';
 import { HostDirectory } from '../../src/core/hosts';
 import { RemoteRunsCore } from '../../src/core/service';
 import { RunFeed } from '../../src/core/metrics/follow/runFeed';
-import { busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers, parseWorkersStarted, PARSE_WORKER_IDLE_MS, setParseWorkerIdleMs } from '../../src/core/metrics/formats/parseOffload';
+import { busyParseWorkers, closeIdleParseWorkers, liveParseWorkers, noParseWorkers, parseWorkersStarted, parsingParseWorkers, PARSE_WORKER_IDLE_MS, setParseWorkerIdleMs } from '../../src/core/metrics/formats/parseOffload';
 import type { RunRefWire } from '../../src/shared/metricsProtocol';
 import type { Series } from '../../src/core/metrics';
 import { startTestHost, type TestHost } from '../harness/testHost';
@@ -187,8 +187,10 @@ test('a feed disposed while its worker parses ends the thread at once (it is not
   setParseWorkerIdleMs(10 * 60_000);
   const feed = feedOf(4 * READ);
   let disposedWithWorker = false;
+  // Disposed while the thread holds reads it has not parsed back (a thread with a backlog but nothing outstanding at
+  // that moment is clean, and is rightly given back to wait idle).
   const sub = feed.onDidChange(() => {
-    if (busyParseWorkers() > 0 && !disposedWithWorker) {
+    if (parsingParseWorkers() > 0 && !disposedWithWorker) {
       disposedWithWorker = true;
       feed.dispose();
     }

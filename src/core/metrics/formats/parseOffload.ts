@@ -80,6 +80,8 @@ let started = 0;
 let ending = 0;
 let idleMs = PARSE_WORKER_IDLE_MS;
 const idleThreads: ParseThread[] = [];
+/** Every live thread (started, not yet exited). */
+const liveThreads = new Set<ParseThread>();
 const gone: (() => void)[] = [];
 
 /** Parse threads in this process (started and not yet exited, busy or idle): for tests and the benchmark. */
@@ -90,6 +92,16 @@ export function liveParseWorkers(): number {
 /** Parse threads running a backlog now (live ones neither idle nor told to end). */
 export function busyParseWorkers(): number {
   return live - idleThreads.length - ending;
+}
+
+/**
+ * Parse threads holding reads of a backlog now (sent and not yet parsed back): a backlog closed at such a moment ends
+ * its thread, where one closed with nothing outstanding gives it back to wait idle (ParseOffload.close). For tests.
+ */
+export function parsingParseWorkers(): number {
+  let n = 0;
+  for (const t of liveThreads) if (!t.ending && t.job && t.job.pending > 0) n++;
+  return n;
 }
 
 /** Parse threads started in this process so far (a warm one reused is not counted again). */
@@ -150,10 +162,12 @@ function takeThread(script: string | undefined): ParseThread {
   const t: ParseThread = { worker, script: key, job: undefined, idleTimer: undefined, exited: false, spares: [] };
   live++;
   started++;
+  liveThreads.add(t);
   worker.on('message', (m: FromParseWorker) => t.job?.onMessage(m));
   worker.on('error', (e: Error) => t.job?.fail(`failed: ${e.message}`));
   worker.once('exit', (code: number) => {
     t.exited = true;
+    liveThreads.delete(t);
     if (t.ending) ending--;
     const idle = idleThreads.indexOf(t);
     if (idle >= 0) idleThreads.splice(idle, 1);
