@@ -224,7 +224,17 @@ function makeSession(base: SessionBase): VSCodeSession {
           const q = await quickInputState(page);
           if (!q.visible || !q.value.startsWith('>')) {
             await page.keyboard.press('F1');
-            await input.waitFor({ state: 'visible', timeout: 30_000 });
+            // F1 with a webview focused (an eval table, a card just revealed) can be lost before the page forwards
+            // keys to the workbench: then focus the workbench's status bar and press it again.
+            const shown = await input.waitFor({ state: 'visible', timeout: 10_000 }).then(() => true, () => false);
+            if (!shown) {
+              // The status bar's middle holds no item (its items sit at either end): a click there only moves focus.
+              const bar = page.locator('.part.statusbar');
+              const box = await bar.boundingBox();
+              if (box) await page.mouse.click(box.x + box.width / 2, box.y + box.height / 2);
+              await page.keyboard.press('F1');
+              await input.waitFor({ state: 'visible', timeout: 30_000 });
+            }
           }
           await input.fill(`>${title}`);
           await row.waitFor({ state: 'visible', timeout: 30_000 });
