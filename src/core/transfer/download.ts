@@ -792,7 +792,7 @@ async function runAttempt(
     // ssh writes into the .part itself: one stream appending the rest of a file, or each of several ranges at its
     // place (opensshLane.ts placed); only this process then reads the bytes, back from the page cache, to hash them.
     // (A pod's `sh -c` is no login shell: nothing of an rc file prints before the command.)
-    const directWrites = openssh?.directWrites === true && !options.segmentBytes && (source.kind === 'pod' || !(await shellPrints(source, signal)));
+    const directWrites = openssh?.directWrites === true && !options.segmentBytes && (source.kind === 'pod' || !(plan.shellNoise !== undefined ? plan.shellNoise > 0 : await shellPrints(source, signal)));
     const queue: { w: Work; range: ByteRange; direct?: boolean; at?: boolean }[] = [];
     for (const w of works) {
       const missing = w.done.missing(w.bytes);

@@ -32,8 +32,18 @@ export async function planDownload(
   dest: PlanDestination,
   signal?: AbortSignal,
 ): Promise<DownloadPlan> {
-  const walk = await runCommand(sourceExecutor(source), source.target, statCheckpointCommand(checkpoint.path), signal);
-  return buildPlan(source, checkpoint, dest, walk);
+  const stat = statCheckpointCommand(checkpoint.path);
+  // What the login shell printed before the walk ran: the download decides its direct streams from it (no probe).
+  let shellNoise: number | undefined;
+  const walk = await runCommand(sourceExecutor(source), source.target, {
+    ...stat,
+    parse: (result) => {
+      shellNoise = result.shellNoise;
+      return stat.parse(result);
+    },
+  }, signal);
+  const plan = await buildPlan(source, checkpoint, dest, walk);
+  return shellNoise !== undefined && source.kind !== 'pod' ? { ...plan, shellNoise } : plan;
 }
 
 /**

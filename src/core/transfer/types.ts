@@ -93,6 +93,12 @@ export interface DownloadPlan {
    * its reason: the faces name them, and a pull that skipped any never says only "verified".
    */
   skipped: SkippedEntry[];
+  /**
+   * Bytes the host's login shell printed before the plan's own command ran (its rc files), where the plan listed the
+   * checkpoint over SSH: a stream ssh writes into the `.part` itself could not drop them, so the download decides
+   * from this whether its streams may be direct, without a probe of its own.
+   */
+  shellNoise?: number;
 }
 
 export type VerifyMode = 'size' | 'sha256';
