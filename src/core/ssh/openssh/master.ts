@@ -85,6 +85,7 @@ export class OpenSshMaster {
         if (settled) return;
         settled = true;
         clearInterval(poll);
+        watcher?.close();
         o.signal?.removeEventListener('abort', onAbort);
         if (e) {
           child.kill('SIGKILL');
@@ -93,6 +94,18 @@ export class OpenSshMaster {
       };
       const onAbort = (): void => done(o.cancelled());
       o.signal?.addEventListener('abort', onAbort, { once: true });
+      // The socket is seen as ssh creates it (inotify, where there is one); the poll below stays for the time
+      // limit and for a folder that cannot be watched. Polling alone found it 10 ms late on average (half a poll) on
+      // every cold login (bench/transfer.ts `ossize`).
+      let watcher: fs.FSWatcher | undefined;
+      try {
+        watcher = fs.watch(this.folder, (_event, name) => {
+          if (name === 'cm' && fs.existsSync(this.control)) done();
+        });
+        watcher.on('error', () => watcher?.close());
+      } catch {
+        watcher = undefined;
+      }
       const poll = setInterval(() => {
         if (fs.existsSync(this.control)) return done();
         if (!o.paused?.() && (waited += o.pollMs) > o.timeoutMs) done(o.timedOut());
