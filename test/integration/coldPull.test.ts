@@ -141,6 +141,24 @@ test('a host whose built-in link is up keeps it: the pull streams through the Op
   }
 });
 
+test("a pull of a one-file checkpoint runs two remote commands, the plan's walk and the stream (which looks at the file after its last byte itself), cold or warm, verified or size-only", async () => {
+  const p = testPool(host, { connectTimeoutMs: 30_000, opensshFirst: true });
+  // sshd (VERBOSE and up) logs each session's start: one per remote command.
+  const sessions = (): number => (host.sshd.log().match(/^Starting session: command for /gm) ?? []).length;
+  try {
+    const h = poolHost('commands');
+    for (const verify of ['size', 'sha256', 'size'] as const) {
+      const before = sessions();
+      const pulled = await pullCheckpoint({ pool: p, host: h, target: TARGET }, CHECKPOINT(), { root: fs.mkdtempSync(path.join(local, 'commands-')), run: 'r' }, { verify });
+      assert.deepEqual(fs.readFileSync(pulled.result.files[0].localPath), data);
+      assert.equal(pulled.result.client, 'openssh', pulled.summary);
+      assert.equal(sessions() - before, 2, `${verify}: the walk and the stream, no probe of the login shell and no stat after the stream:\n${host.sshd.log().split('\n').filter((l) => /Starting session/.test(l)).slice(-5).join('\n')}`);
+    }
+  } finally {
+    await p.close();
+  }
+});
+
 test("the OpenSSH-first link is the pool's: a later user needing the built-in client gets it and the master goes; the idle rule and close() end it", async () => {
   const before = opensshMasters();
   const lines: string[] = [];

@@ -5,14 +5,14 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { childSource, fileSource, OFFSETS_VISIBLE, openOffset, runStream, type StreamEnd } from '../../src/core/transfer/stream';
 import { startProcess } from '../../src/core/util/processes';
-import { hashedRangeArgv } from '../../src/core/transfer/remoteCommands';
+import { hashedRangeArgv, rangeArgv, statAfterOf, statCheckpointCommand, withStatAfter } from '../../src/core/transfer/remoteCommands';
 import { wrapForTarget } from '../../src/core/targets';
 import { RemoteRunsError, isRemoteRunsError } from '../../src/core/types';
 import type { RangeJob } from '../../src/core/transfer/lanes';
@@ -148,4 +148,26 @@ test('a followed download stream is pushed to disk as it lands, one flush at a t
   const unflushed = await followedWrites(0);
   assert.equal(unflushed.counted, 4 * 262144);
   assert.equal(unflushed.syncs, 0, 'a follower not asked to flush (a metrics spool) never syncs');
+});
+
+test("a stream's look at its file after the last byte is the plan's own stat of it, and only a stream that ended well gives one", async () => {
+  const run = (argv: string[]) => spawnSync(argv[0], argv.slice(1), { maxBuffer: 64 << 20 });
+  const stat = statCheckpointCommand(file);
+  const planned = stat.parse({ ...run(stat.argv), code: 0, truncated: false } as never).files[0];
+  for (const argv of [rangeArgv(file, 0, data.length, data.length), hashedRangeArgv(file, 0, data.length, data.length)]) {
+    const r = run(withStatAfter(argv, file));
+    assert.equal(r.status, 0);
+    assert.ok(r.stdout.equals(data), 'stdout is the file, nothing more');
+    const stderr = r.stderr.toString('utf8');
+    assert.deepEqual(statAfterOf(stderr), planned);
+    if (argv[0] === 'sh' && argv.includes('all')) assert.match(stderr, new RegExp(`^rr-sha256 ${sha(data)}\\b`, 'm'));
+  }
+  // A stream that fails exits with its own status and says nothing of the file.
+  const gone = run(withStatAfter(rangeArgv(path.join(dir, 'absent.bin'), 0, 10, 10), path.join(dir, 'absent.bin')));
+  assert.notEqual(gone.status, 0);
+  assert.equal(statAfterOf(gone.stderr.toString('utf8')), undefined);
+  // Cut short (the end record missing), or naming something else than the file: not a look at it.
+  const whole = run(withStatAfter(['true'], file)).stderr.toString('utf8');
+  assert.equal(statAfterOf(whole.slice(0, whole.lastIndexOf('Z'))), undefined);
+  assert.equal(statAfterOf(run(withStatAfter(['true'], dir)).stderr.toString('utf8')), undefined);
 });

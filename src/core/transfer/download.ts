@@ -44,7 +44,7 @@ import { checkpointLocalRoot, FolderPresence, linkState, localState, planDownloa
 import { RangeSet, splitRanges, type ByteRange } from './ranges';
 import { lockPath, overwriteJsonInPlace, readPartRecord, removeStaleTemps, writeDoneRecord, writeJsonAtomic, type CheckedRange, type DoneRecord, type DownloadOrigin, type PartRecord } from './records';
 import { noHashTool, rangeSha256Command, sha256Command, statCheckpointCommand, type RemoteFileStat } from './remoteCommands';
-import type { ClosableStreams, DownloadOptions, DownloadPlan, DownloadProgress, DownloadResult, FileOutcome, PlanFile, SshTransferSource, TransferSource, TransportKind, VerifyMode } from './types';
+import type { ClosableStreams, RangeJob, DownloadOptions, DownloadPlan, DownloadProgress, DownloadResult, FileOutcome, PlanFile, SshTransferSource, TransferSource, TransportKind, VerifyMode } from './types';
 import { sourceExecutor, sourceName } from './source';
 import { formatBytes } from '../util/format';
 
@@ -77,6 +77,8 @@ interface Work {
   sha256?: string;
   finished: boolean;
   origin?: DownloadOrigin;
+  /** Its size and mtime as its one stream of this attempt saw them after the last byte (RangeJob.after). */
+  after?: { bytes: number; mtime: number };
 }
 
 const RECORD_INTERVAL_MS = 1000;
@@ -378,7 +380,11 @@ async function downloadLocked(plan: DownloadPlan, options: DownloadOptions, sign
         // (The listing is let go once compared, before the files are put in place: 100,000 names and stats.)
         let again = false;
         const toFinish: Work[] = [];
-        let after: Map<string, RemoteFileStat> | undefined = pendingWork.length > 0 ? await statRemote(plan, signal) : new Map();
+        // Each file's stream looked at it after its last byte where it could (withStatAfter): asked again only when
+        // one did not (ranged, piped or ssh2 streams, a stat cut short), one command for the whole checkpoint.
+        const seen = pendingWork.every((w) => w.after !== undefined);
+        let after: Map<string, { bytes: number; mtime: number }> | undefined =
+          pendingWork.length === 0 ? new Map() : seen ? new Map(pendingWork.map((w) => [w.file.relative, w.after!])) : await statRemote(plan, signal);
         for (const w of pendingWork) {
           const st = after.get(w.file.relative);
           if (!st || st.bytes !== w.bytes || st.mtime !== w.mtime) {
@@ -641,7 +647,7 @@ async function throwIfGone(plan: DownloadPlan, works: Work[], signal: AbortSigna
 }
 
 /** The remote file changed: throw away what we have of it and fetch the new version from zero. */
-async function restartFile(w: Work, st: RemoteFileStat): Promise<void> {
+async function restartFile(w: Work, st: { bytes: number; mtime: number }): Promise<void> {
   await w.saving;
   w.refetchedBytes += w.done.total;
   w.resumedBytes = 0;
@@ -795,6 +801,7 @@ async function runAttempt(
     const directWrites = openssh?.directWrites === true && !options.segmentBytes && (source.kind === 'pod' || !(plan.shellNoise !== undefined ? plan.shellNoise > 0 : await shellPrints(source, signal)));
     const queue: { w: Work; range: ByteRange; direct?: boolean; at?: boolean }[] = [];
     for (const w of works) {
+      w.after = undefined;
       const missing = w.done.missing(w.bytes);
       const left = missing.reduce((n, [s, e]) => n + (e - s), 0);
       // One OpenSSH stream for the rest of a file (a single hole up to its end): ssh writes it into the .part itself.
@@ -833,7 +840,7 @@ async function runAttempt(
             onBytes(w, n);
             if (w.unsaved >= RECORD_EVERY_BYTES) void saveRecord(w);
           };
-          const job = {
+          const job: RangeJob = {
             remotePath: w.file.remotePath,
             size: w.bytes,
             start: range[0],
@@ -856,6 +863,9 @@ async function runAttempt(
             stop.signal,
             written,
           );
+          // The file's one stream of this attempt (a direct append): what it saw after its last byte stands for the
+          // look at the remote file after the transfer.
+          if (direct && !at) w.after = job.after;
           const remote = hashes?.remote;
           if (hashes && remote !== undefined) streamChecked(w, range, hashes.local, remote);
           else if (hashes) options.logger?.warn(`The stream of ${w.file.remotePath} [${range[0]}, ${range[1]}) ended without the remote side's SHA-256; that range is hashed on both sides before the rename`);
@@ -901,7 +911,10 @@ async function runAttempt(
       await clientState.lock.writers(undefined).catch(() => undefined);
     }
     lease?.dispose();
-    await saveRecords(active);
+    // A file whose every byte arrived is put in place next (its record then goes); should that fail, its record is
+    // saved there (the attempt's catch). Saving it here too cost a record write, and its fsync behind the stream's
+    // last flush, before the look after the transfer: 8–35 ms of a cold 512 MiB pull.
+    await saveRecords(succeeded ? [...active].filter((w) => !w.done.covers(w.bytes)) : active);
   }
 }
 

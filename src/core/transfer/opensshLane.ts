@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { commandFailed } from '../remote';
 import { classifyTargetFailure, wrapForTarget } from '../targets';
 import { RemoteRunsError, isRemoteRunsError, type TargetRef } from '../types';
+import { statAfterOf, withStatAfter } from './remoteCommands';
 import { rangeArgvOf, type Lane, type RangeHashes, type RangeJob, type WriteFn } from './lanes';
 import type { OpenSshStreams } from '../ssh/openssh/session';
 import { classifySshFailure } from '../ssh/clientErrors';
@@ -46,8 +47,8 @@ export class OpenSshLane implements Lane {
     // A direct stream's stdout is the `.part` itself, so it cannot be fenced: rc-file noise would land in the file
     // (and the stream would then be longer than its range: refused, never verified).
     if (job.direct && job.partPath && written) {
+      if (!job.at) return this.direct(wrapForTarget(this.target, withStatAfter(rangeArgvOf(job), job.remotePath), false), job, job.partPath, written, signal);
       const line = wrapForTarget(this.target, rangeArgvOf(job), false);
-      if (!job.at) return this.direct(line, job, job.partPath, written, signal);
       if (OFFSETS_VISIBLE) return this.placed(line, job, job.partPath, written, signal);
     }
     return this.piped(wrapForTarget(this.target, rangeArgvOf(job)), job, write, signal);
@@ -102,7 +103,14 @@ export class OpenSshLane implements Lane {
       const size = fs.fstatSync(fd).size;
       if (size !== job.start) throw new RemoteRunsError('protocol', `${part} holds ${size} bytes where a stream from ${job.start} was to be appended`, { path: part });
       const child = this.session.run(line, fd);
-      const source = fileSource(child, part, job.start, job.hash === true, (end) => this.failure(job, end), undefined, FLUSH_EVERY_BYTES);
+      // The file's one stream: the stat its command took after the last byte is the download's look after it.
+      const ended = (end: StreamEnd): RemoteRunsError | undefined => {
+        const failed = this.failure(job, end);
+        const after = failed ? undefined : statAfterOf(end.stderr);
+        if (after) job.after = { bytes: after.bytes, mtime: after.mtime };
+        return failed;
+      };
+      const source = fileSource(child, part, job.start, job.hash === true, ended, undefined, FLUSH_EVERY_BYTES);
       return runStream(source, job, async (pos, data) => written(pos, data.length), signal, written).catch(async (e: unknown) => {
         throw (await fullDisk(part, e)) ?? e;
       });

@@ -270,6 +270,37 @@ export function hashedRangeArgv(file: string, start: number, end: number, size: 
   return ['sh', '-c', HASHED_RANGE_SCRIPT, 'sh', String(start), file, String(end - start), whole ? 'all' : 'part'];
 }
 
+/** The line a stream's stderr gives before the file's stat taken after its last byte (withStatAfter). */
+const STAT_AFTER_MARK = 'rr-stat-after';
+
+/**
+ * `argv` (a stream of `file`), then, once it has exited 0, the file's stat as the plan's walk prints it
+ * (statCheckpointCommand, so sizes and mtimes compare as the plan's do), on stderr after a line STAT_AFTER_MARK:
+ * the look at the file after its last byte that a download otherwise asks for with a command of its own, one round
+ * trip and one remote process start after the stream (statAfterOf reads it). A stream that fails exits with its own
+ * status and no stat.
+ */
+export function withStatAfter(argv: readonly string[], file: string): string[] {
+  return ['sh', '-c', `f=$1; s=$2; shift 2; "$@" || exit; printf "\n${STAT_AFTER_MARK}\n" >&2; sh -c "$s" sh "$f" >&2`, 'sh', file, STAT_SCRIPT, ...argv];
+}
+
+/**
+ * The stat withStatAfter's command gave on stderr (after the stream's own lines: its SHA-256 line comes first, as the
+ * hashed script waits for it), or undefined when it is not there whole (cut, an error of the walk, no such file): the
+ * download then asks for it with a command of its own, which says what is wrong.
+ */
+export function statAfterOf(stderr: string): RemoteFileStat | undefined {
+  const at = stderr.lastIndexOf(`\n${STAT_AFTER_MARK}\n`);
+  if (at < 0) return undefined;
+  try {
+    const walk = parseWalk(Buffer.from(stderr.slice(at + STAT_AFTER_MARK.length + 2), 'latin1'), 'the streamed file', true);
+    const st = walk.files.length === 1 && walk.status === 0 && walk.skipped.length === 0 ? walk.files[0] : undefined;
+    return st && st.relative === '' ? st : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The remote SHA-256 a hashed stream's stderr ends with: the hex digest, 'none' (no tool), or undefined (absent). */
 export function streamedSha256(stderr: string): string | undefined {
   const m = /^rr-sha256 ([0-9a-f]{64}|none)\b/im.exec(stderr);

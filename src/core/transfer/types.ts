@@ -253,6 +253,11 @@ export interface RangeJob {
    * place a writer at an offset streams the range through `write` instead.
    */
   at?: boolean;
+  /**
+   * Set by a lane whose stream also looked at the file right after its last byte (opensshLane.ts direct streams,
+   * remoteCommands.ts withStatAfter): its size and mtime then, as the plan's walk gives them.
+   */
+  after?: { bytes: number; mtime: number };
 }
 
 /** A streamed range's SHA-256, of the bytes written here and of the bytes the remote side sent. */
