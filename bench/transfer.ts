@@ -7,6 +7,7 @@
  * killed at 50%.
  *
  *   node --import tsx bench/transfer.ts [--size-mb 1024] [--rounds 3] [--lanes 4] [--rtt-ms 0] [--native] [--only a,b,…]
+ *     [--local-dir DIR]
  *
  * With `--rtt-ms N` every connection (scp's, ssh's and ours) goes through a user-space TCP proxy that delays both
  * directions by N/2 ms, with a bounded buffer (test/harness/tcpProxy.ts, run in a process of its own by
@@ -199,7 +200,10 @@ async function main(): Promise<void> {
   const link = rttMs > 0 ? await startProxyProcess(host.sshd.port, rttMs / 2, 64 * MiB) : undefined;
   if (link) fs.appendFileSync(host.knownHostsFile, `${host.sshd.knownHostsLine.replace(/^\[127\.0\.0\.1\]:\d+ /, `[127.0.0.1]:${link.port} `)}\n`);
   const port = link ? link.port : host.sshd.port;
-  const local = fs.mkdtempSync(path.join(os.tmpdir(), 'rr-bench-dl-'));
+  // `--local-dir /dev/shm`: every method writes to memory, so no row pays for the disk (a pull's fsync before its
+  // rename, the journal commits it waits for): the transfer alone, the disk's part measured by the `sshcatsync` row.
+  const localAt = process.argv.indexOf('--local-dir');
+  const local = fs.mkdtempSync(path.join(localAt > 0 ? process.argv[localAt + 1] : os.tmpdir(), 'rr-bench-dl-'));
   /** The warm rows' pool (warmPool below) and its hold on the host's OpenSSH session. */
   let windowPool: InstanceType<typeof ConnectionPool> | undefined;
   let windowHold: { dispose(): void } | undefined;
@@ -256,10 +260,12 @@ async function main(): Promise<void> {
       });
     const scp = (): Promise<void> => run('scp', ['-q', ...sshOpts, '-P', String(port), `${host.sshd.user}@127.0.0.1:${bare}`, out], 'ignore');
     /** OpenSSH's plainest stream: one channel, `cat` on the far side, the bytes to a file. */
-    const sshCat = (remote: string[]) => async (): Promise<void> => {
+    const sshCat = (remote: string[], durable = false) => async (): Promise<void> => {
       const fd = fs.openSync(out, 'w');
       try {
         await run('ssh', [...sshOpts, '-p', String(port), `${host.sshd.user}@127.0.0.1`, ...remote], fd);
+        // The raw stream made as durable as a pull's file before its rename: its bytes on disk (`sync FILE`).
+        if (durable) await new Promise<void>((resolve, reject) => fs.fsync(fd, (e) => (e ? reject(e) : resolve())));
       } finally {
         fs.closeSync(fd);
       }
@@ -358,6 +364,7 @@ async function main(): Promise<void> {
     const all: { key: string; name: string; run: () => Promise<unknown> }[] = [
       { key: 'scp', name: `scp -c ${gcm}`, run: scp },
       { key: 'sshcat', name: 'ssh -c aes128-gcm … cat', run: sshCat(['cat', bare]) },
+      { key: 'sshcatsync', name: 'ssh … cat, then fsync (durable)', run: sshCat(['cat', bare], true) },
       {
         key: 'os',
         name: 'core host, OpenSSH, SHA-256 (default)',
