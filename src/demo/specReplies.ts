@@ -37,6 +37,23 @@ export interface SpecRequestCounts {
   finish: 'stop' | 'length';
 }
 
+/**
+ * A request's counts before its first verify step: `n` completion tokens of the `natural` length it would have run to
+ * (cut by max tokens: finish `length`).
+ */
+export function requestCounts(n: number, natural: number, k: number): SpecRequestCounts {
+  return { completionTokens: n, steps: 0, accepted: 0, drafted: 0, histogram: new Array<number>(k + 1).fill(0), perPos: new Array<number>(k).fill(0), finish: n < natural ? 'length' : 'stop' };
+}
+
+/** One verify step that accepted `a` of its `k` draft tokens (the first `a` positions), counted into `out`. */
+export function countVerifyStep(out: SpecRequestCounts, a: number, k: number): void {
+  out.steps++;
+  out.accepted += a;
+  out.drafted += k;
+  out.histogram[a]++;
+  for (let i = 0; i < a; i++) out.perPos[i]++;
+}
+
 /** Counts summed over requests (what the server's /metrics counters hold). */
 export interface SpecTotals {
   requests: number;

@@ -31,12 +31,14 @@ import {
   NOT_FOUND_BODY,
   addToTotals,
   completionBody,
+  countVerifyStep,
   emptyTotals,
   generateBody,
   jsonRequestServer,
   metricsText,
   modelListBody,
   modelNotFoundBody,
+  requestCounts,
   sendBody,
   sglangServerInfoBody,
   type SglangDraftArgs,
@@ -122,18 +124,14 @@ export function demoGeneration(step: number, key: string, maxTokens: number, k: 
   const q = perPositionAcceptance(demoAcceptLength(step), k);
   const natural = 40 + Math.floor(r() * 161);
   const n = Math.max(1, Math.min(maxTokens, natural));
-  const out: SpecRequestCounts = { completionTokens: n, steps: 0, accepted: 0, drafted: 0, histogram: new Array<number>(k + 1).fill(0), perPos: new Array<number>(k).fill(0), finish: n < natural ? 'length' : 'stop' };
+  const out = requestCounts(n, natural, k);
   let emitted = 1;
   while (emitted < n) {
     let a = 0;
     while (a < k && r() < q) a++;
     a = Math.min(a, n - emitted - 1);
     emitted += a + 1;
-    out.steps++;
-    out.accepted += a;
-    out.drafted += k;
-    out.histogram[a]++;
-    for (let i = 0; i < a; i++) out.perPos[i]++;
+    countVerifyStep(out, a, k);
   }
   return out;
 }

@@ -26,12 +26,14 @@ import {
   NOT_FOUND_BODY,
   addToTotals,
   completionBody,
+  countVerifyStep,
   emptyTotals,
   generateBody,
   jsonRequestServer,
   metricsText as engineMetricsText,
   modelListBody,
   modelNotFoundBody,
+  requestCounts,
   sendBody,
   sglangServerInfoBody,
   type SpecRequestCounts,
@@ -93,17 +95,13 @@ function generate(key: string, maxTokens: number, k: number, seed: number, specu
   const r = rng(seed ^ hash(key));
   const natural = 5 + Math.floor(r() * 40);
   const n = Math.min(maxTokens, natural);
-  const out: ToyRequest = { completionTokens: n, steps: 0, accepted: 0, drafted: 0, histogram: new Array<number>(k + 1).fill(0), perPos: new Array<number>(k).fill(0), finish: n < natural ? 'length' : 'stop' };
+  const out: ToyRequest = requestCounts(n, natural, k);
   if (!speculative) return out;
   let emitted = 1;
   while (emitted < n) {
     const a = Math.min(Math.floor(r() * (k + 1)), n - emitted - 1);
     emitted += a + 1;
-    out.steps++;
-    out.accepted += a;
-    out.drafted += k;
-    out.histogram[a]++;
-    for (let i = 0; i < a; i++) out.perPos[i]++;
+    countVerifyStep(out, a, k);
   }
   return out;
 }
