@@ -22,27 +22,11 @@ import { toEvalRecords, type RawEval } from '../../src/core/eval/records';
 import { parseReferences, serializeReferences } from '../../src/core/metrics/references';
 import { formatCard } from '../../src/cli/card';
 import { readSpecOutput } from '../../src/core/eval/spec/detect';
+import { specResult } from '../builders/specResult';
 
 const RUN = 'gpu1/host/dflash';
 
-function result(over: Partial<SpecResult> = {}): SpecResult {
-  return {
-    tool: 'speculative-server',
-    label: 'target @ http://10.0.0.5:30000 T=0',
-    speculative: true,
-    tau: 3.2,
-    tauDefinition: 'one-plus-accepted-per-draft',
-    acceptanceRate: 0.55,
-    pk: [0.8, 0.6, 0.4],
-    outputTokensPerSec: 120,
-    counts: { verifySteps: 100, completionTokens: 330, acceptedDraftTokens: 220, draftTokens: 300, requests: 12 },
-    extra: {},
-    settings: { temperature: 0, maxTokens: 256, concurrency: 1, model: 'Qwen3-8B', numSpeculativeTokens: 3, benchmark: 'built-in (12 short prompts)' },
-    settingSources: { temperature: 'pinned', maxTokens: 'pinned', concurrency: 'pinned', model: 'pinned', numSpeculativeTokens: 'server', benchmark: 'pinned' },
-    notes: ['stats from vLLM per-request metrics'],
-    ...over,
-  };
-}
+const result = specResult;
 
 const paper: SpecReferenceRow = { run: RUN, kind: 'paper', label: 'DFlash Table 2', tau: 3.5, tauDefinition: 'one-plus-accepted-per-draft', pk: [0.85, 0.7, 0.5], settings: { temperature: 1, maxTokens: 256, model: 'Qwen3-8B' } };
 const reference: SpecReferenceRow = { run: RUN, kind: 'reference', label: 'EAGLE3 drafter', tau: 2.9, tauDefinition: 'one-plus-accepted-per-draft', settings: { temperature: 0, maxTokens: 256, model: 'Qwen3-8B' } };

@@ -14,27 +14,14 @@ import { toEvalRecords, type RawEval } from '../../src/core/eval/records';
 import { parseReferences, serializeReferences, specRowFromForm, specRowIds, withSpecRowRemoved } from '../../src/core/metrics/references';
 import { specCardHtml, specCardSectionHtml, type SpecCardState } from '../../src/extension/eval/specCardHtml';
 import { parseSpecCardFromWebview, SPEC_CARD_FORM_INPUTS } from '../../src/extension/eval/specCardMessages';
+import { specResult } from '../builders/specResult';
 
 const RUN = 'gpu1/host/dflash';
 const parts = { cspSource: 'vscode-webview://src', styleUri: 'vscode-webview://src/media/specCard.css' };
 
+/** The builder's result as the page tests read it: a shorter label, four settings, none of them sourced, no notes. */
 function result(over: Partial<SpecResult> = {}): SpecResult {
-  return {
-    tool: 'speculative-server',
-    label: 'target T=0',
-    speculative: true,
-    tau: 3.2,
-    tauDefinition: 'one-plus-accepted-per-draft',
-    acceptanceRate: 0.55,
-    pk: [0.8, 0.6, 0.4],
-    outputTokensPerSec: 120,
-    counts: { verifySteps: 100, completionTokens: 330, acceptedDraftTokens: 220, draftTokens: 300, requests: 12 },
-    extra: {},
-    settings: { temperature: 0, maxTokens: 256, model: 'Qwen3-8B', numSpeculativeTokens: 3 },
-    settingSources: {},
-    notes: [],
-    ...over,
-  };
+  return specResult({ label: 'target T=0', settings: { temperature: 0, maxTokens: 256, model: 'Qwen3-8B', numSpeculativeTokens: 3 }, settingSources: {}, notes: [], ...over });
 }
 
 const HOSTILE = '"><img src=x onerror=alert(1)>\u202egnp.exe';
