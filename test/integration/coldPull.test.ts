@@ -159,6 +159,43 @@ test("a pull of a one-file checkpoint runs two remote commands, the plan's walk 
   }
 });
 
+test('a pulled file goes to disk as it lands, whichever client carries it: flushes beside the stream, not all of it after the last byte', async () => {
+  // 80 MiB: five flushes' worth (download.ts FLUSH_EVERY_BYTES); one runs at a time, and a direct stream is counted
+  // every 50 ms, so a fast link over a slow disk gets fewer, but never none.
+  const big = randomBytes(80 << 20);
+  fs.mkdirSync(path.join(root, 'big', 'step_1'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'big', 'step_1', 'model.bin'), big);
+  execFileSync('chmod', ['-R', 'a+rX', path.join(root, 'big')]);
+  const checkpoint: Checkpoint = { ...CHECKPOINT(), path: path.join(root, 'big', 'step_1'), bytes: big.length };
+  // Every fdatasync of this process (only a download's flush calls it; its final fsync is sync()).
+  const probe = await fs.promises.open(path.join(root, 'big', 'step_1', 'model.bin'), 'r');
+  const proto = Object.getPrototypeOf(probe) as { datasync: () => Promise<void> };
+  await probe.close();
+  const datasync = proto.datasync;
+  let flushes = 0;
+  proto.datasync = function (this: unknown) {
+    flushes++;
+    return datasync.call(this);
+  };
+  try {
+    // ssh writing into the .part itself (the CLI's pool: OpenSSH first), and the built-in client's lanes writing it here.
+    for (const client of ['openssh', 'ssh2'] as const) {
+      const p = testPool(host, { connectTimeoutMs: 30_000, opensshFirst: client === 'openssh' });
+      try {
+        flushes = 0;
+        const pulled = await pullCheckpoint({ pool: p, host: poolHost(`flush-${client}`), target: TARGET }, checkpoint, { root: fs.mkdtempSync(path.join(local, 'flush-')), run: 'big' }, { verify: 'size', client });
+        assert.equal(pulled.result.client, client, pulled.summary);
+        assert.ok(fs.readFileSync(pulled.result.files[0].localPath).equals(big), `${client}: the bytes are the remote file's`);
+        assert.ok(flushes >= 1, `${client}: ${flushes} flushes while 80 MiB landed`);
+      } finally {
+        await p.close();
+      }
+    }
+  } finally {
+    proto.datasync = datasync;
+  }
+});
+
 test("the OpenSSH-first link is the pool's: a later user needing the built-in client gets it and the master goes; the idle rule and close() end it", async () => {
   const before = opensshMasters();
   const lines: string[] = [];

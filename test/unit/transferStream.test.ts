@@ -105,51 +105,6 @@ test('two ranges of one file written side by side by writers started at their pl
   assert.deepEqual(got.subarray(data.length - 5), Buffer.alloc(5, 0x78), 'nothing written after the last');
 });
 
-/**
- * A writer appending a file in four pieces, followed by fileSource (size only, as a size-only direct stream): the
- * file's data syncs it started as the pieces landed, and the most that ran at once.
- */
-async function followedWrites(flushEvery: number): Promise<{ syncs: number; mostAtOnce: number; counted: number }> {
-  const part = path.join(dir, `flushed-${flushEvery}.part`);
-  fs.writeFileSync(part, '');
-  const fd = fs.openSync(part, 'a');
-  const fh = await fs.promises.open(part, 'r');
-  let syncs = 0;
-  let running = 0;
-  let mostAtOnce = 0;
-  const datasync = fh.datasync.bind(fh);
-  fh.datasync = async () => {
-    syncs++;
-    mostAtOnce = Math.max(mostAtOnce, ++running);
-    try {
-      // A slow disk: the next piece lands while this flush still runs, and must not start a second one.
-      await new Promise((r) => setTimeout(r, 150));
-      return await datasync();
-    } finally {
-      running--;
-    }
-  };
-  try {
-    const child = startProcess('sh', ['-c', 'for i in 1 2 3 4; do head -c 262144 /dev/zero; sleep 0.12; done'], { stdio: ['ignore', fd, 'pipe'] });
-    fs.closeSync(fd);
-    let counted = 0;
-    await runStream(fileSource(child, fh, 0, false, failure, undefined, flushEvery), { remotePath: part, size: 4 * 262144, start: 0, end: 4 * 262144 }, async () => undefined, new AbortController().signal, (_pos, n) => (counted += n));
-    return { syncs, mostAtOnce, counted };
-  } finally {
-    await fh.close();
-  }
-}
-
-test('a followed download stream is pushed to disk as it lands, one flush at a time, and only when asked', async () => {
-  const flushed = await followedWrites(200_000);
-  assert.equal(flushed.counted, 4 * 262144);
-  assert.ok(flushed.syncs >= 2, `flushed ${flushed.syncs} times while 1 MiB landed in four pieces`);
-  assert.equal(flushed.mostAtOnce, 1, 'never two flushes at once');
-  const unflushed = await followedWrites(0);
-  assert.equal(unflushed.counted, 4 * 262144);
-  assert.equal(unflushed.syncs, 0, 'a follower not asked to flush (a metrics spool) never syncs');
-});
-
 test("a stream's look at its file after the last byte is the plan's own stat of it, and only a stream that ended well gives one", async () => {
   const run = (argv: string[]) => spawnSync(argv[0], argv.slice(1), { maxBuffer: 64 << 20 });
   const stat = statCheckpointCommand(file);

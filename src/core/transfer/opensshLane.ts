@@ -13,7 +13,7 @@ import { rangeArgvOf, type Lane, type RangeHashes, type RangeJob, type WriteFn }
 import type { OpenSshStreams } from '../ssh/openssh/session';
 import { classifySshFailure } from '../ssh/clientErrors';
 import { localError } from './localErrors';
-import { childSource, fileSource, FLUSH_EVERY_BYTES, OFFSETS_VISIBLE, openOffset, runStream, type StreamEnd } from './stream';
+import { childSource, fileSource, OFFSETS_VISIBLE, openOffset, runStream, type StreamEnd } from './stream';
 
 /**
  * ssh cannot say why it stopped writing a file (the master closes the channel; the remote command fails or is cut
@@ -81,7 +81,7 @@ export class OpenSshLane implements Lane {
       const landed = info.read;
       // ssh starts with its stdout placed at the range's start (one start: a `sh` places it, then becomes ssh).
       const child = this.session.run(line, fd, job.start);
-      const source = fileSource(child, part, job.start, job.hash === true, (end) => this.failure(job, end), landed, FLUSH_EVERY_BYTES);
+      const source = fileSource(child, part, job.start, job.hash === true, (end) => this.failure(job, end), landed);
       return await runStream(source, job, async (pos, data) => written(pos, data.length), signal, written).catch(async (e: unknown) => {
         throw (await fullDisk(part, e)) ?? e;
       });
@@ -110,7 +110,7 @@ export class OpenSshLane implements Lane {
         if (after) job.after = { bytes: after.bytes, mtime: after.mtime };
         return failed;
       };
-      const source = fileSource(child, part, job.start, job.hash === true, ended, undefined, FLUSH_EVERY_BYTES);
+      const source = fileSource(child, part, job.start, job.hash === true, ended);
       return runStream(source, job, async (pos, data) => written(pos, data.length), signal, written).catch(async (e: unknown) => {
         throw (await fullDisk(part, e)) ?? e;
       });

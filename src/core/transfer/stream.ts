@@ -256,12 +256,6 @@ const FOLLOW_CHUNK = 4 << 20;
 const FOLLOW_POLL_MS = 10;
 /** How often a stream that is only counted (not read back) has its size asked. */
 const SIZE_POLL_MS = 50;
-/**
- * A download's follower pushes its `.part` to disk each time this much more has landed (fileSource's `flushEvery`).
- * What is left for the fsync before the rename is at most about this much: after the last byte of a cold 512 MiB pull
- * it took 8–19 ms at 16 MiB against 20–52 ms at 64 MiB (7 pulls each, loopback), and 18–135 ms with no flush at all.
- */
-export const FLUSH_EVERY_BYTES = 16 << 20;
 
 /**
  * An `ssh` child that writes its range into the file itself (its stdout is the `.part`, opened for appending at the
@@ -286,13 +280,6 @@ export function fileSource(
    * in a file that holds other bytes after it, its descriptor's offset (opensshLane.ts).
    */
   landed?: () => Promise<number>,
-  /**
-   * Push what has landed to disk while the stream runs: an fdatasync each time this many more bytes have landed, one
-   * at a time, beside the writer (0: never). The download's fsync before its rename then finds little left, where it
-   * otherwise waited after the last byte for everything written since the start (512 MiB on loopback: 18–135 ms,
-   * with the file system's journal commit; bench/transfer.ts `ossize`).
-   */
-  flushEvery = 0,
 ): ByteSource {
   let paused = false;
   let stopped = false;
@@ -320,17 +307,6 @@ export function fileSource(
       void (async () => {
         let fh: FileHandle | undefined;
         const spare = readBack ? Buffer.allocUnsafe(FOLLOW_CHUNK) : Buffer.alloc(0);
-        // The flush running (never two), and where the last one started: a flush's failure is the finish's to meet.
-        let flushing: Promise<void> | undefined;
-        let flushedTo = start;
-        const flush = (to: number): void => {
-          if (flushEvery <= 0 || flushing || to - flushedTo < flushEvery || !fh) return;
-          flushedTo = to;
-          flushing = fh.datasync().then(
-            () => (flushing = undefined),
-            () => (flushing = undefined),
-          );
-        };
         try {
           fh = typeof file === 'string' ? await fs.open(file, 'r') : file;
           let pos = start;
@@ -345,7 +321,6 @@ export function fileSource(
             if (size > pos && !readBack) {
               data(size - pos);
               pos = size;
-              flush(pos);
               // Only the count is wanted (progress, the record): asking the kernel again at once would spin this
               // thread against the writer for two shared cores. A writer that exited while the size was read woke
               // nobody (no nap was waiting): its last size is read at once, not a whole nap later.
@@ -357,7 +332,6 @@ export function fileSource(
               const { bytesRead } = await fh.read(spare, 0, n, pos);
               if (bytesRead > 0) {
                 pos += bytesRead;
-                flush(pos);
                 // One buffer, read into again and again (fresh 4 MiB buffers cost page faults on every byte): a
                 // chunk of at least WRITE_COALESCE is hashed and handed on by the runner before `data` returns, and
                 // this source's bytes are never written again; a smaller one may wait for the next, so it is a copy.
@@ -375,7 +349,6 @@ export function fileSource(
           const name = typeof file === 'string' ? file : 'the stream\'s file';
           if (!stopped) broken(new RemoteRunsError('protocol', `Reading back ${name} failed: ${e instanceof Error ? e.message : String(e)}`, typeof file === 'string' ? { path: file } : undefined));
         } finally {
-          await flushing;
           if (typeof file === 'string') await fh?.close().catch(() => undefined);
         }
       })();
