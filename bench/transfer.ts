@@ -404,6 +404,11 @@ async function main(): Promise<void> {
     for (let r = 0; r < rounds; r++) {
       for (const m of methods) {
         fs.rmSync(out, { force: true });
+        // Outside the timing, every method starts on a quiet disk: the last one's file removed and everything written
+        // back (`sync`), so no row pays for another's writes. Without it, a row that fsyncs (a pull, before its
+        // rename) waited in its first journal commit for the removal of the file before it, and a row that never
+        // syncs (the raw stream) left its 512 MiB to be written back during the next.
+        execFileSync('sync');
         const server = new TreeCpu(host.sshd.pid);
         const masters = new MasterCpu();
         const ours0 = process.cpuUsage();
